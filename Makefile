@@ -1,0 +1,138 @@
+# wpack - entropy-coded and lossless LLM weights as small Unix filters.
+#
+#   make            lib/libwpack.a and every program into bin/
+#   make check      install what the tests need, then run every test
+#   make demo       install what the demo needs, then run it on stories260K
+#   make bench      benchmarks (ratios against a baseline in the same run)
+#   make fuzz       the fuzz targets, longer than in make check
+#   make install PREFIX=/usr/local
+
+PREFIX   ?= /usr/local
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+WFLAGS   := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter
+CPPFLAGS += -Ilib
+LDLIBS   := -lzstd -lxxhash -lcjson -llapacke -lopenblas -lm -lpthread
+
+# Data shared with the tests and the demo (never copied into the project).
+WPACK_DATA ?= $(abspath $(CURDIR)/../shared/data)
+
+# The pinned reference llama.cpp: node-llama-cpp@3.21.1 (prebuilt CPU libllama
+# and libggml, and llama.cpp's source as a git bundle). The clone and the build
+# of its tools are cached outside the project.
+DEPS     := $(CURDIR)/.deps
+CACHE    ?= $(HOME)/.cache/wpack
+REF_SRC  ?= $(CACHE)/llama.cpp
+REF_BUILD?= $(CACHE)/llama.cpp-build
+REF_LIB  := $(DEPS)/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+REF_CFLAGS := -I$(REF_SRC)/include -I$(REF_SRC)/ggml/include
+REF_LIBS   := -L$(REF_LIB) -Wl,-rpath,$(REF_LIB) -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -lggml-base
+
+# Programs that run llama.cpp's forward pass prefer a llama.cpp found by
+# pkg-config; otherwise they use the pinned reference.
+ifeq ($(shell pkg-config --exists llama 2>/dev/null && echo y),y)
+LLAMA_CFLAGS ?= $(shell pkg-config --cflags llama)
+LLAMA_LIBS   ?= $(shell pkg-config --libs llama)
+else
+LLAMA_CFLAGS ?= $(REF_CFLAGS)
+LLAMA_LIBS   ?= $(REF_LIBS)
+endif
+LLAMA_PROGS := hessian ppl
+
+LIB_SRC  := $(sort $(wildcard lib/*.c))
+LIB_OBJ  := $(LIB_SRC:lib/%.c=build/lib/%.o)
+PROGS    := $(sort $(basename $(notdir $(wildcard filters/*.c))))
+BINS     := $(PROGS:%=bin/%)
+UNITS    := $(sort $(basename $(notdir $(wildcard tests/unit/test_*.c))))
+UNIT_BINS:= $(UNITS:%=build/unit/%)
+TOOLS    := $(sort $(basename $(notdir $(wildcard tests/tools/*.c))))
+TOOL_BINS:= $(TOOLS:%=build/tools/%)
+FUZZ     := $(sort $(basename $(notdir $(wildcard tests/fuzz/*.c))))
+
+.PHONY: all check demo bench fuzz install clean deps deps-apt reftools tests
+all: lib/libwpack.a $(BINS)
+
+build/lib/%.o: lib/%.c $(wildcard lib/*.h) | build/lib
+	$(CC) $(WFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+lib/libwpack.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+bin/%: filters/%.c lib/libwpack.a | bin
+	$(CC) $(WFLAGS) $(CPPFLAGS) $(if $(filter $*,$(LLAMA_PROGS)),$(LLAMA_CFLAGS)) $(CFLAGS) -o $@ $< lib/libwpack.a $(if $(filter $*,$(LLAMA_PROGS)),$(LLAMA_LIBS)) $(LDLIBS)
+
+build/unit/%: tests/unit/%.c tests/unit/tap.h lib/libwpack.a | build/unit
+	$(CC) $(WFLAGS) $(CPPFLAGS) -Itests/unit $(REF_CFLAGS) $(CFLAGS) -o $@ $< lib/libwpack.a $(REF_LIBS) $(LDLIBS)
+
+build/tools/%: tests/tools/%.c lib/libwpack.a | build/tools
+	$(CC) $(WFLAGS) $(CPPFLAGS) -Itests/unit $(REF_CFLAGS) $(CFLAGS) -o $@ $< lib/libwpack.a $(REF_LIBS) $(LDLIBS)
+
+bin build/lib build/unit build/tools build/fuzz:
+	mkdir -p $@
+
+tests: all $(UNIT_BINS) $(TOOL_BINS)
+
+# ---- what a fresh Debian 12 machine needs (root); each step skips itself when done
+APT_PKGS := build-essential pkg-config git cmake clang libopenblas-dev liblapacke-dev \
+            libzstd-dev zstd libxxhash-dev libcjson-dev bats gnuplot-nox
+deps-apt:
+	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
+	if [ -n "$$(echo $$missing)" ]; then \
+	  echo "deps: apt-get install$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+$(DEPS)/.npm-ok: | deps-apt
+	mkdir -p $(DEPS) && cd $(DEPS) && { [ -f package.json ] || echo '{"private":true}' > package.json; } \
+	  && npm install --no-audit --no-fund --ignore-scripts --save-exact node-llama-cpp@3.21.1
+	test -f $(REF_LIB)/libllama.v0.4.0.so
+	touch $@
+
+$(REF_SRC)/.wpack-ok: $(DEPS)/.npm-ok
+	rm -rf $(REF_SRC).tmp && mkdir -p $(CACHE)
+	git clone -q $(DEPS)/node_modules/node-llama-cpp/llama/gitRelease.bundle $(REF_SRC).tmp
+	rm -rf $(REF_SRC) && mv $(REF_SRC).tmp $(REF_SRC) && touch $@
+
+deps: deps-apt $(DEPS)/.npm-ok $(REF_SRC)/.wpack-ok
+
+# llama.cpp's own tools (llama-quantize, llama-perplexity, llama-imatrix),
+# built once from the bundled source into $(REF_BUILD).
+REF_TOOLS := llama-quantize llama-perplexity llama-imatrix
+reftools: $(REF_BUILD)/.wpack-ok
+$(REF_BUILD)/.wpack-ok: $(REF_SRC)/.wpack-ok
+	cmake -S $(REF_SRC) -B $(REF_BUILD) -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_SERVER=OFF \
+	  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=ON >/dev/null
+	cmake --build $(REF_BUILD) -j$$(nproc) --target $(REF_TOOLS) >/dev/null
+	touch $@
+
+check: deps
+	$(MAKE) tests
+	WPACK_DATA=$(WPACK_DATA) REF_BUILD=$(REF_BUILD) sh tests/run
+
+demo: deps
+	$(MAKE) all
+	WPACK_DATA=$(WPACK_DATA) sh pipelines/demo
+
+bench: deps
+	$(MAKE) tests
+	WPACK_DATA=$(WPACK_DATA) sh tests/bench
+
+fuzz: deps
+	WPACK_FUZZ_SECONDS=$${WPACK_FUZZ_SECONDS:-120} sh tests/fuzz/run
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	  $(DESTDIR)$(PREFIX)/include/wpack $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 755 $(BINS) $(wildcard bin/wprun) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 lib/libwpack.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 lib/*.h $(DESTDIR)$(PREFIX)/include/wpack/
+	install -m 644 $(wildcard man/man1/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(wildcard man/man5/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 644 $(wildcard man/man7/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS)|' lib/wpack.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/wpack.pc
+
+clean:
+	rm -rf build lib/libwpack.a $(BINS)

@@ -1,0 +1,45 @@
+/*
+ * tap.h - the tiny TAP emitter of wpack's C unit tests.
+ *
+ * Each tests/unit/test_NAME.c is one program; CHECK prints "ok N - what" or
+ * "not ok N - what" (TAP, as bats --tap prints), and tap_done() returns the
+ * exit status. tests/run counts these lines together with the bats ones.
+ */
+#ifndef WPACK_TAP_H
+#define WPACK_TAP_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static int tap_n, tap_failed;
+
+static inline int tap_check(int ok, const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    if (!ok) {
+        printf("# failed at %s:%d\n", file, line);
+        tap_failed++;
+    }
+    fflush(stdout);
+    return ok;
+}
+
+/* CHECK(cond, "printf format", ...): one TAP test line. */
+#define CHECK(cond, ...) tap_check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+
+/* SKIP("reason"): one TAP skip line (counts as passed, reported as skipped). */
+#define SKIP(...) do { printf("ok %d - # skip ", ++tap_n); printf(__VA_ARGS__); printf("\n"); } while (0)
+
+static inline int tap_done(void)
+{
+    printf("1..%d\n", tap_n);
+    return tap_failed ? 1 : 0;
+}
+
+#endif
