@@ -1,0 +1,53 @@
+/* ggufcat - a GGUF file as a wpack tensor stream on stdout.
+ * Usage: ggufcat [-o OUT] FILE.gguf      (see ggufcat(1)) */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "gguf.h"
+
+static const char usage[] =
+    "usage: ggufcat [-o OUT] FILE.gguf\n"
+    "Write the GGUF file's header, metadata key/values and tensors as a wpack\n"
+    "tensor stream (wpack-stream(5)) to stdout or OUT. `ggufcat x.gguf | ggufpack`\n"
+    "gives x.gguf back byte for byte.\n";
+
+int main(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    char err[1024];
+    wp_cli_init(argv[0]);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            wp_die("unknown option '%s' (try --help)", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else {
+            wp_die("one GGUF file at a time (got '%s' too)", argv[i]);
+        }
+    }
+    if (!in)
+        wp_die("no input file (try --help)");
+
+    wp_gguf_in *g = wp_gguf_open(in, err, sizeof err);
+    if (!g)
+        wp_die("%s", err);
+    wp_writer *w = wp_cli_writer(out);
+    wp_record r;
+    wp_record_init(&r);
+    int k;
+    while ((k = wp_gguf_next(g, &r)) > 0) {
+        wp_cli_put(w, &r);
+        wp_record_free(&r);
+    }
+    if (k < 0)
+        wp_die("%s", wp_gguf_error(g));
+    wp_cli_writer_close(w);
+    wp_gguf_close(g);
+    return 0;
+}

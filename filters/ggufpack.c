@@ -1,0 +1,60 @@
+/* ggufpack - a wpack tensor stream back into a GGUF file.
+ * Usage: ggufpack [-o OUT.gguf] [STREAM]      (see ggufpack(1)) */
+#include <string.h>
+
+#include "cli.h"
+#include "gguf.h"
+
+static const char usage[] =
+    "usage: ggufpack [-o OUT.gguf] [STREAM]\n"
+    "Write the GGUF header, key/value and tensor records of a wpack stream\n"
+    "(stdin by default) as a GGUF file to stdout or OUT.gguf (written to a\n"
+    "temporary file and renamed). Other records are dropped; -v counts them.\n";
+
+int main(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    int verbose = 0;
+    char err[1024];
+    wp_cli_init(argv[0]);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!strcmp(argv[i], "-v")) {
+            verbose = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            wp_die("unknown option '%s' (try --help)", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else {
+            wp_die("one stream at a time (got '%s' too)", argv[i]);
+        }
+    }
+
+    wp_reader *rd = wp_cli_reader(in);
+    wp_gguf_out *g = wp_gguf_out_new(err, sizeof err);
+    if (!g)
+        wp_die("%s", err);
+    wp_record r;
+    wp_record_init(&r);
+    long dropped = 0;
+    while (wp_cli_next(rd, &r)) {
+        int k = wp_gguf_out_add(g, &r);
+        if (k < 0)
+            wp_die("%s: %s", in ? in : "stdin", wp_gguf_out_error(g));
+        dropped += k == 0;
+    }
+    FILE *f = wp_out_open(out);
+    if (wp_gguf_out_finish(g, f))
+        wp_die("%s: %s", wp_out_name(), wp_gguf_out_error(g));
+    wp_out_commit();
+    if (verbose)
+        fprintf(stderr, "ggufpack: %ld non-GGUF records dropped\n", dropped);
+    wp_record_free(&r);
+    wp_gguf_out_free(g);
+    wp_reader_close(rd);
+    return 0;
+}

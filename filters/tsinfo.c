@@ -1,0 +1,96 @@
+/* tsinfo - list the records of a wpack stream or bundle, one line each.
+ * Usage: tsinfo [-a] [FILE|-]      (see tsinfo(1)) */
+#include <inttypes.h>
+#include <string.h>
+
+#include "cli.h"
+#include "ggml.h"
+#include "gguf.h"
+
+static const char usage[] =
+    "usage: tsinfo [-a] [FILE|-]\n"
+    "One line per record of a wpack stream or bundle: kind, name, type,\n"
+    "shape, payload bytes, and bits per weight where defined (or the value of\n"
+    "a metadata key). -a also prints each record's attributes.\n";
+
+static void shape_str(const wp_record *r, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    if (r->n_dims == 0) {
+        snprintf(buf, n, "-");
+        return;
+    }
+    for (int d = 0; d < r->n_dims && k < n; d++)
+        k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, d ? "x" : "", r->ne[d]);
+}
+
+static const char *type_str(const wp_record *r, char *buf, size_t n)
+{
+    if (r->kind == WP_REC_KV)
+        return wp_gguf_type_name(r->type);
+    if (r->kind == WP_REC_GGUF)
+        return "-";
+    if (wp_ggml_type_name(r->type))
+        return wp_ggml_type_name(r->type);
+    snprintf(buf, n, "%" PRIu32, r->type);
+    return buf;
+}
+
+int main(int argc, char **argv)
+{
+    const char *in = NULL;
+    int show_attrs = 0;
+    wp_cli_init(argv[0]);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "-a")) {
+            show_attrs = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            wp_die("unknown option '%s' (try --help)", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else {
+            wp_die("one stream at a time (got '%s' too)", argv[i]);
+        }
+    }
+
+    wp_reader *rd = wp_cli_reader(in);
+    wp_record r;
+    wp_record_init(&r);
+    uint64_t n = 0, bytes = 0, tensor_bytes = 0;
+    int64_t weights = 0;
+    printf("%-8s %-40s %-8s %-14s %12s  %s\n", "kind", "name", "type", "shape", "bytes", "b/w or value");
+    while (wp_cli_next(rd, &r)) {
+        char shape[96], tb[16], extra[128] = "";
+        shape_str(&r, shape, sizeof shape);
+        int64_t nw = wp_attr_i64(&r, "n_weights", r.kind == WP_REC_TENSOR ? wp_record_nelem(&r) : 0);
+        if (r.kind == WP_REC_KV)
+            wp_gguf_value_str(r.type, r.payload, r.payload_len, extra, sizeof extra);
+        else if (nw > 0)
+            snprintf(extra, sizeof extra, "%.4f", 8.0 * (double)r.payload_len / (double)nw);
+        printf("%-8s %-40s %-8s %-14s %12" PRIu64 "  %s\n", wp_rec_kind_name(r.kind), r.name,
+               type_str(&r, tb, sizeof tb), shape, r.payload_len, extra);
+        if (show_attrs && r.attrs[0]) {
+            for (const char *p = r.attrs; *p;) {
+                const char *nl = strchr(p, '\n');
+                printf("    %.*s\n", (int)(nl ? nl - p : (long)strlen(p)), p);
+                p = nl ? nl + 1 : p + strlen(p);
+            }
+        }
+        n++;
+        bytes += r.payload_len;
+        if (r.kind == WP_REC_TENSOR) {
+            weights += nw;
+            tensor_bytes += r.payload_len;
+        }
+    }
+    printf("# %" PRIu64 " records, %" PRIu64 " payload bytes", n, bytes);
+    if (weights)
+        printf(", %" PRId64 " tensor weights, tensors %.4f b/w", weights, 8.0 * (double)tensor_bytes / (double)weights);
+    printf("\n");
+    wp_reader_close(rd);
+    return 0;
+}

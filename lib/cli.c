@@ -1,0 +1,185 @@
+/* cli.c - program name, fatal errors, atomic outputs (see cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *prog = "wpack";
+static FILE *out_f;
+static char out_path[4096], out_tmp[4200];
+static int out_is_stdout_file;
+static off_t out_start;
+
+void wp_cli_init(const char *name)
+{
+    const char *s = strrchr(name, '/');
+    prog = s ? s + 1 : name;
+    /* A closed pipe downstream ends the program quietly with SIGPIPE's status. */
+    signal(SIGPIPE, SIG_DFL);
+}
+
+const char *wp_prog(void) { return prog; }
+
+static void out_abort(void)
+{
+    if (out_tmp[0]) {
+        if (out_f)
+            fclose(out_f);
+        out_f = NULL;
+        unlink(out_tmp);
+        out_tmp[0] = 0;
+    } else if (out_is_stdout_file) {
+        fflush(stdout);
+        if (ftruncate(STDOUT_FILENO, out_start) == 0)
+            lseek(STDOUT_FILENO, out_start, SEEK_SET);
+    }
+}
+
+void wp_die(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    out_abort();
+    exit(1);
+}
+
+void wp_warn(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: warning: ", prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+FILE *wp_in_open(const char *path)
+{
+    if (!path || !strcmp(path, "-"))
+        return stdin;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        wp_die("%s: %s", path, strerror(errno));
+    return f;
+}
+
+FILE *wp_out_open(const char *path)
+{
+    struct stat st;
+    if (!path || !strcmp(path, "-")) {
+        snprintf(out_path, sizeof out_path, "stdout");
+        out_f = stdout;
+        if (fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {
+            out_is_stdout_file = 1;
+            out_start = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+            if (out_start < 0)
+                out_start = 0;
+        }
+        return out_f;
+    }
+    snprintf(out_path, sizeof out_path, "%s", path);
+    snprintf(out_tmp, sizeof out_tmp, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(out_tmp);
+    if (fd < 0) {
+        out_tmp[0] = 0;
+        wp_die("%s: cannot create: %s", path, strerror(errno));
+    }
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    out_f = fdopen(fd, "wb");
+    if (!out_f)
+        wp_die("%s: %s", path, strerror(errno));
+    return out_f;
+}
+
+const char *wp_out_name(void) { return out_path[0] ? out_path : "stdout"; }
+
+void wp_out_commit(void)
+{
+    if (!out_f)
+        return;
+    if (fflush(out_f) || ferror(out_f))
+        wp_die("%s: write error: %s", wp_out_name(), strerror(errno));
+    if (out_tmp[0]) {
+        if (fclose(out_f)) {
+            out_f = NULL;
+            wp_die("%s: write error: %s", out_path, strerror(errno));
+        }
+        out_f = NULL;
+        if (rename(out_tmp, out_path))
+            wp_die("%s: cannot rename into place: %s", out_path, strerror(errno));
+        out_tmp[0] = 0;
+    }
+    out_is_stdout_file = 0;
+    out_f = NULL;
+}
+
+wp_reader *wp_cli_reader(const char *path)
+{
+    char err[1024];
+    wp_reader *rd = wp_reader_open(wp_in_open(path), path, err, sizeof err);
+    if (!rd)
+        wp_die("%s", err);
+    return rd;
+}
+
+int wp_cli_next(wp_reader *rd, wp_record *r)
+{
+    int k = wp_reader_next(rd, r);
+    if (k < 0)
+        wp_die("%s", wp_reader_error(rd));
+    return k;
+}
+
+wp_writer *wp_cli_writer(const char *path)
+{
+    char err[1024];
+    FILE *f = wp_out_open(path);
+    wp_writer *w = wp_writer_open(f, wp_out_name(), 0, err, sizeof err);
+    if (!w)
+        wp_die("%s", err);
+    return w;
+}
+
+void wp_cli_put(wp_writer *w, const wp_record *r)
+{
+    if (wp_writer_put(w, r))
+        wp_die("%s", wp_writer_error(w));
+}
+
+void wp_cli_writer_close(wp_writer *w)
+{
+    char err[1024];
+    if (wp_writer_close(w, err, sizeof err))
+        wp_die("%s", err);
+    wp_out_commit();
+}
+
+long long wp_arg_int(const char *opt, const char *val, long long lo, long long hi)
+{
+    char *end;
+    errno = 0;
+    long long v = val ? strtoll(val, &end, 10) : 0;
+    if (!val || !*val || *end || errno || v < lo || v > hi)
+        wp_die("%s: expected an integer from %lld to %lld, got '%s'", opt, lo, hi, val ? val : "");
+    return v;
+}
+
+double wp_arg_float(const char *opt, const char *val, double lo, double hi)
+{
+    char *end;
+    double v = val ? strtod(val, &end) : 0;
+    if (!val || !*val || *end || !(v >= lo && v <= hi))
+        wp_die("%s: expected a number from %g to %g, got '%s'", opt, lo, hi, val ? val : "");
+    return v;
+}

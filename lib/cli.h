@@ -1,0 +1,56 @@
+/*
+ * cli.h - what every wpack program shares: its name in messages, one-line
+ * fatal errors, and outputs that are never left half-written.
+ *
+ * Output rule: a named output (-o FILE) is written to FILE.tmp.XXXXXX in the
+ * same directory and renamed over FILE only by wp_out_commit(); on any fatal
+ * error the temporary file is removed. When the output is stdout and stdout
+ * is a regular file (`prog > out`), a fatal error truncates it back to where
+ * the program started, so a failed run leaves it empty rather than partial.
+ */
+#ifndef WPACK_CLI_H
+#define WPACK_CLI_H
+
+#include <stdio.h>
+
+#include "stream.h"
+
+/* Set the program name used in messages ("ggufcat"); call first in main. */
+void wp_cli_init(const char *prog);
+/* The program name given to wp_cli_init. */
+const char *wp_prog(void);
+
+/* Print "prog: message" (printf-style, one line) to stderr, remove or
+ * truncate any uncommitted output, exit 1. */
+_Noreturn void wp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Print "prog: warning: message" to stderr. */
+void wp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Open input: NULL or "-" means stdin. Dies with "prog: PATH: reason". */
+FILE *wp_in_open(const char *path);
+
+/* Open the program's one output: NULL or "-" means stdout; otherwise a
+ * temporary file beside path, renamed by wp_out_commit(). Dies on failure. */
+FILE *wp_out_open(const char *path);
+/* Flush, close and publish the output opened by wp_out_open. Dies on a
+ * write error (and then removes the temporary file). */
+void wp_out_commit(void);
+/* The output's name for messages ("stdout" or the path). */
+const char *wp_out_name(void);
+
+/* A stream reader on path (NULL/"-": stdin); dies on a bad header. */
+wp_reader *wp_cli_reader(const char *path);
+/* Read the next record; dies on error. Returns 1, or 0 at the end. */
+int wp_cli_next(wp_reader *rd, wp_record *r);
+/* A stream writer on wp_out_open(path). */
+wp_writer *wp_cli_writer(const char *path);
+/* Write one record; dies on error. */
+void wp_cli_put(wp_writer *w, const wp_record *r);
+/* Close the writer (end record, index) and commit the output; dies on error. */
+void wp_cli_writer_close(wp_writer *w);
+
+/* Parse a number option value; dies naming the option when malformed. */
+long long wp_arg_int(const char *opt, const char *val, long long lo, long long hi);
+double    wp_arg_float(const char *opt, const char *val, double lo, double hi);
+
+#endif

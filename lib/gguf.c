@@ -1,0 +1,741 @@
+/* gguf.c - GGUF reading (file → records) and writing (records → file).
+ * Format: llama.cpp ggml/src/gguf.cpp (gguf_init_from_file_impl,
+ * gguf_write_to_buf); see gguf.h for the stream mapping. */
+#include "gguf.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ggml.h"
+
+#define MAX_STRING   (UINT64_C(1) << 31)
+
+static const int64_t scalar_size[WP_GGUF_TYPE_COUNT] = {
+    [WP_GGUF_U8] = 1, [WP_GGUF_I8] = 1, [WP_GGUF_U16] = 2, [WP_GGUF_I16] = 2,
+    [WP_GGUF_U32] = 4, [WP_GGUF_I32] = 4, [WP_GGUF_F32] = 4, [WP_GGUF_BOOL] = 1,
+    [WP_GGUF_STRING] = 0, [WP_GGUF_ARRAY] = 0, [WP_GGUF_U64] = 8,
+    [WP_GGUF_I64] = 8, [WP_GGUF_F64] = 8,
+};
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+static void wr32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i); }
+static void wr64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> 8 * i); }
+static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+const char *wp_gguf_type_name(uint32_t type)
+{
+    static const char *n[WP_GGUF_TYPE_COUNT] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
+                                               "bool", "string", "array", "u64", "i64", "f64"};
+    return type < WP_GGUF_TYPE_COUNT ? n[type] : "?";
+}
+
+int64_t wp_gguf_value_size(uint32_t type, const uint8_t *buf, uint64_t len)
+{
+    if (type >= WP_GGUF_TYPE_COUNT)
+        return -1;
+    if (type == WP_GGUF_STRING) {
+        if (len < 8 || rd64(buf) > len - 8)
+            return -1;
+        return (int64_t)(8 + rd64(buf));
+    }
+    if (type != WP_GGUF_ARRAY)
+        return (uint64_t)scalar_size[type] <= len ? scalar_size[type] : -1;
+    if (len < 12)
+        return -1;
+    uint32_t et = rd32(buf);
+    uint64_t n = rd64(buf + 4), off = 12;
+    if (et >= WP_GGUF_TYPE_COUNT || et == WP_GGUF_ARRAY)
+        return -1;
+    if (et != WP_GGUF_STRING) {
+        if (n > (len - off) / (uint64_t)scalar_size[et])
+            return -1;
+        return (int64_t)(off + n * (uint64_t)scalar_size[et]);
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        int64_t s = wp_gguf_value_size(WP_GGUF_STRING, buf + off, len - off);
+        if (s < 0)
+            return -1;
+        off += (uint64_t)s;
+    }
+    return (int64_t)off;
+}
+
+static void scalar_str(uint32_t t, const uint8_t *p, char *out, size_t n)
+{
+    union { uint32_t u; float f; } u32;
+    union { uint64_t u; double f; } u64;
+    switch (t) {
+    case WP_GGUF_U8: snprintf(out, n, "%u", p[0]); break;
+    case WP_GGUF_I8: snprintf(out, n, "%d", (int8_t)p[0]); break;
+    case WP_GGUF_U16: snprintf(out, n, "%u", (unsigned)(p[0] | p[1] << 8)); break;
+    case WP_GGUF_I16: snprintf(out, n, "%d", (int16_t)(p[0] | p[1] << 8)); break;
+    case WP_GGUF_U32: snprintf(out, n, "%" PRIu32, rd32(p)); break;
+    case WP_GGUF_I32: snprintf(out, n, "%" PRId32, (int32_t)rd32(p)); break;
+    case WP_GGUF_F32: u32.u = rd32(p); snprintf(out, n, "%g", u32.f); break;
+    case WP_GGUF_BOOL: snprintf(out, n, "%s", p[0] ? "true" : "false"); break;
+    case WP_GGUF_U64: snprintf(out, n, "%" PRIu64, rd64(p)); break;
+    case WP_GGUF_I64: snprintf(out, n, "%" PRId64, (int64_t)rd64(p)); break;
+    case WP_GGUF_F64: u64.u = rd64(p); snprintf(out, n, "%g", u64.f); break;
+    default: snprintf(out, n, "?");
+    }
+}
+
+void wp_gguf_value_str(uint32_t type, const uint8_t *buf, uint64_t len, char *out, size_t n)
+{
+    if (!n)
+        return;
+    if (wp_gguf_value_size(type, buf, len) < 0) {
+        snprintf(out, n, "(malformed)");
+    } else if (type == WP_GGUF_STRING) {
+        uint64_t sl = rd64(buf);
+        int show = sl > 48 ? 48 : (int)sl;
+        snprintf(out, n, "\"%.*s%s\"", show, (const char *)buf + 8, sl > 48 ? "..." : "");
+        for (char *c = out; *c; c++)
+            if ((unsigned char)*c < 32)
+                *c = ' ';
+    } else if (type == WP_GGUF_ARRAY) {
+        snprintf(out, n, "[%s x %" PRIu64 "]", wp_gguf_type_name(rd32(buf)), rd64(buf + 4));
+    } else {
+        scalar_str(type, buf, out, n);
+    }
+}
+
+/* ---- reading -------------------------------------------------------------- */
+
+struct tinfo {
+    char    *name;
+    int      n_dims;
+    int64_t  ne[WP_MAX_DIMS];
+    uint32_t type;
+    uint64_t offset, size;
+};
+
+struct wp_gguf_in {
+    FILE    *f;
+    char     path[512];
+    char     err[768];
+    uint64_t file_size, pos;
+    uint32_t version;
+    uint64_t n_kv, n_tensors;
+    uint64_t alignment;
+    uint64_t next_kv, next_tensor;
+    int      header_sent;
+    char   **keys;              /* keys seen, for duplicate detection */
+    struct tinfo *ti;           /* tensor infos, parsed after the KVs */
+    uint64_t data_start;
+    uint8_t *buf;               /* value buffer */
+    uint64_t buf_len, buf_cap;
+};
+
+static int gfail(wp_gguf_in *g, const char *fmt, ...)
+{
+    va_list ap;
+    int n = snprintf(g->err, sizeof g->err, "%s: ", g->path);
+    va_start(ap, fmt);
+    vsnprintf(g->err + n, sizeof g->err - (size_t)n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static uint64_t remaining(const wp_gguf_in *g) { return g->file_size - g->pos; }
+
+/* Read n bytes at the current position into dst. */
+static int gread(wp_gguf_in *g, void *dst, uint64_t n, const char *what)
+{
+    if (n > remaining(g))
+        return gfail(g, "truncated file: %s runs past the end (byte %" PRIu64 ")", what, g->pos);
+    if (n && fread(dst, 1, (size_t)n, g->f) != n)
+        return gfail(g, "read error in %s: %s", what, ferror(g->f) ? strerror(errno) : "unexpected end");
+    g->pos += n;
+    return 0;
+}
+
+/* Append n bytes from the file to the value buffer. */
+static int gread_buf(wp_gguf_in *g, uint64_t n, const char *what)
+{
+    if (n > remaining(g))
+        return gfail(g, "truncated file: %s of %" PRIu64 " bytes runs past the end", what, n);
+    if (g->buf_len + n > g->buf_cap) {
+        uint64_t cap = (g->buf_len + n) * 2 + 64;
+        uint8_t *p = realloc(g->buf, (size_t)cap);
+        if (!p)
+            return gfail(g, "out of memory reading %s", what);
+        g->buf = p;
+        g->buf_cap = cap;
+    }
+    if (gread(g, g->buf + g->buf_len, n, what))
+        return -1;
+    g->buf_len += n;
+    return 0;
+}
+
+static int gread_u32(wp_gguf_in *g, uint32_t *v, const char *what)
+{
+    uint8_t b[4];
+    if (gread(g, b, 4, what))
+        return -1;
+    *v = rd32(b);
+    return 0;
+}
+
+static int gread_u64(wp_gguf_in *g, uint64_t *v, const char *what)
+{
+    uint8_t b[8];
+    if (gread(g, b, 8, what))
+        return -1;
+    *v = rd64(b);
+    return 0;
+}
+
+/* A GGUF string (u64 length + bytes) into a new NUL-terminated string. */
+static char *gread_string(wp_gguf_in *g, const char *what)
+{
+    uint64_t n;
+    if (gread_u64(g, &n, what))
+        return NULL;
+    if (n > remaining(g) || n > MAX_STRING) {
+        gfail(g, "%s length %" PRIu64 " is larger than the file", what, n);
+        return NULL;
+    }
+    char *s = malloc((size_t)n + 1);
+    if (!s) {
+        gfail(g, "out of memory");
+        return NULL;
+    }
+    if (gread(g, s, n, what)) {
+        free(s);
+        return NULL;
+    }
+    s[n] = 0;
+    if (strlen(s) != n) {
+        gfail(g, "%s contains a NUL byte", what);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Read one value of `type` into the value buffer (appending). */
+static int gread_value(wp_gguf_in *g, uint32_t type, const char *key)
+{
+    if (type >= WP_GGUF_TYPE_COUNT)
+        return gfail(g, "key '%s': unknown value type %" PRIu32, key, type);
+    if (type == WP_GGUF_STRING) {
+        uint64_t n;
+        if (gread_buf(g, 8, "string length"))
+            return -1;
+        n = rd64(g->buf + g->buf_len - 8);
+        if (n > remaining(g))
+            return gfail(g, "key '%s': string length %" PRIu64 " is larger than the file", key, n);
+        return gread_buf(g, n, "string");
+    }
+    if (type != WP_GGUF_ARRAY)
+        return gread_buf(g, (uint64_t)scalar_size[type], "value");
+    if (gread_buf(g, 12, "array header"))
+        return -1;
+    uint32_t et = rd32(g->buf + g->buf_len - 12);
+    uint64_t n = rd64(g->buf + g->buf_len - 8);
+    if (et >= WP_GGUF_TYPE_COUNT || et == WP_GGUF_ARRAY)
+        return gfail(g, "key '%s': bad array element type %" PRIu32, key, et);
+    if (et != WP_GGUF_STRING) {
+        if (n > remaining(g) / (uint64_t)scalar_size[et])
+            return gfail(g, "key '%s': array of %" PRIu64 " elements is larger than the file", key, n);
+        return gread_buf(g, n * (uint64_t)scalar_size[et], "array");
+    }
+    if (n > remaining(g) / 8)
+        return gfail(g, "key '%s': array of %" PRIu64 " strings is larger than the file", key, n);
+    for (uint64_t i = 0; i < n; i++)
+        if (gread_value(g, WP_GGUF_STRING, key))
+            return -1;
+    return 0;
+}
+
+wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
+{
+    wp_gguf_in *g = calloc(1, sizeof *g);
+    struct stat st;
+    uint8_t h[24];
+    if (!g) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    snprintf(g->path, sizeof g->path, "%s", path);
+    g->alignment = WP_GGUF_DEFAULT_ALIGNMENT;
+    g->f = fopen(path, "rb");
+    if (!g->f) {
+        gfail(g, "%s", strerror(errno));
+        goto fail;
+    }
+    if (fstat(fileno(g->f), &st) || !S_ISREG(st.st_mode)) {
+        gfail(g, "not a regular file");
+        goto fail;
+    }
+    g->file_size = (uint64_t)st.st_size;
+    if (g->file_size < 4 || gread(g, h, 4, "magic"))
+        goto fail_msg;
+    if (memcmp(h, "GGUF", 4)) {
+        gfail(g, memcmp(h, WP_STREAM_MAGIC, 4) ? "not a GGUF file (bad magic)"
+                                               : "not a GGUF file (a wpack stream: use ggufpack or unbundle)");
+        goto fail;
+    }
+    if (gread(g, h + 4, 20, "header"))
+        goto fail;
+    g->version = rd32(h + 4);
+    if (g->version != 2 && g->version != 3) {
+        gfail(g, "unknown GGUF version %" PRIu32 " (wpack reads versions 2 and 3)", g->version);
+        goto fail;
+    }
+    g->n_tensors = rd64(h + 8);
+    g->n_kv = rd64(h + 16);
+    /* A key/value takes at least 8 + 4 + 1 bytes, a tensor info 8 + 4 + 8 + 4 + 8. */
+    if (g->n_kv > remaining(g) / 13) {
+        gfail(g, "key/value count %" PRIu64 " is larger than the file allows", g->n_kv);
+        goto fail;
+    }
+    if (g->n_tensors > remaining(g) / 32) {
+        gfail(g, "tensor count %" PRIu64 " is larger than the file allows", g->n_tensors);
+        goto fail;
+    }
+    g->keys = calloc(g->n_kv ? g->n_kv : 1, sizeof *g->keys);
+    g->ti = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *g->ti);
+    if (!g->keys || !g->ti) {
+        gfail(g, "out of memory");
+        goto fail;
+    }
+    return g;
+fail_msg:
+    if (!g->err[0])
+        gfail(g, "truncated file");
+fail:
+    snprintf(err, errlen, "%s", g->err);
+    wp_gguf_close(g);
+    return NULL;
+}
+
+const char *wp_gguf_error(const wp_gguf_in *g) { return g->err; }
+
+void wp_gguf_close(wp_gguf_in *g)
+{
+    if (!g)
+        return;
+    if (g->f)
+        fclose(g->f);
+    for (uint64_t i = 0; g->keys && i < g->n_kv; i++)
+        free(g->keys[i]);
+    for (uint64_t i = 0; g->ti && i < g->n_tensors; i++)
+        free(g->ti[i].name);
+    free(g->keys);
+    free(g->ti);
+    free(g->buf);
+    free(g);
+}
+
+static int cmp_tinfo_name(const void *a, const void *b)
+{
+    return strcmp((*(struct tinfo *const *)a)->name, (*(struct tinfo *const *)b)->name);
+}
+
+/* Parse and check every tensor info; sets data_start. */
+static int read_tensor_infos(wp_gguf_in *g)
+{
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        struct tinfo *t = &g->ti[i];
+        uint32_t nd;
+        t->name = gread_string(g, "tensor name");
+        if (!t->name || gread_u32(g, &nd, "tensor info"))
+            return -1;
+        if (nd < 1 || nd > WP_MAX_DIMS)
+            return gfail(g, "tensor '%s': %" PRIu32 " dimensions (1 to 4 allowed)", t->name, nd);
+        t->n_dims = (int)nd;
+        for (int d = 0; d < WP_MAX_DIMS; d++)
+            t->ne[d] = 1;
+        for (uint32_t d = 0; d < nd; d++) {
+            uint64_t v;
+            if (gread_u64(g, &v, "tensor shape"))
+                return -1;
+            if (v > (UINT64_C(1) << 40))
+                return gfail(g, "tensor '%s': dimension %" PRIu32 " of %" PRIu64 " is implausible", t->name, d, v);
+            t->ne[d] = (int64_t)v;
+        }
+        if (gread_u32(g, &t->type, "tensor type") || gread_u64(g, &t->offset, "tensor offset"))
+            return -1;
+        if (!wp_ggml_blck_size(t->type))
+            return gfail(g, "tensor '%s': unknown ggml type %" PRIu32, t->name, t->type);
+        int blck = wp_ggml_blck_size(t->type);
+        if (t->ne[0] % blck)
+            return gfail(g, "tensor '%s': row length %" PRId64 " is not a multiple of the %s block size %d",
+                         t->name, t->ne[0], wp_ggml_type_name(t->type), blck);
+        uint64_t rows = 1;
+        for (int d = 1; d < t->n_dims; d++)
+            rows *= (uint64_t)t->ne[d];
+        uint64_t rs = wp_ggml_row_size(t->type, t->ne[0]);
+        if (rows && rs > g->file_size / rows)
+            return gfail(g, "tensor '%s': %" PRIu64 " rows of %" PRIu64 " bytes are larger than the file",
+                         t->name, rows, rs);
+        t->size = rs * rows;
+        if (t->offset % g->alignment)
+            return gfail(g, "tensor '%s': data offset %" PRIu64 " is not aligned to %" PRIu64,
+                         t->name, t->offset, g->alignment);
+    }
+    g->data_start = align_up(g->pos, g->alignment);
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        struct tinfo *t = &g->ti[i];
+        if (t->offset > g->file_size || g->data_start > g->file_size - t->offset ||
+            t->size > g->file_size - g->data_start - t->offset)
+            return gfail(g, "tensor '%s': data at offset %" PRIu64 " (+%" PRIu64 " bytes) runs past the end of the file",
+                         t->name, t->offset, t->size);
+    }
+    struct tinfo **s = malloc((g->n_tensors ? g->n_tensors : 1) * sizeof *s);
+    if (!s)
+        return gfail(g, "out of memory");
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        s[i] = &g->ti[i];
+    qsort(s, g->n_tensors, sizeof *s, cmp_tinfo_name);
+    for (uint64_t i = 1; i < g->n_tensors; i++)
+        if (!strcmp(s[i - 1]->name, s[i]->name)) {
+            gfail(g, "duplicate tensor name '%s'", s[i]->name);
+            free(s);
+            return -1;
+        }
+    free(s);
+    return 0;
+}
+
+static int next_kv(wp_gguf_in *g, wp_record *r)
+{
+    uint64_t i = g->next_kv++;
+    uint32_t type;
+    char *key = gread_string(g, "key");
+    if (!key)
+        return -1;
+    g->keys[i] = key;
+    for (uint64_t j = 0; j < i; j++)
+        if (!strcmp(g->keys[j], key))
+            return gfail(g, "duplicate key '%s'", key);
+    if (gread_u32(g, &type, "value type"))
+        return -1;
+    g->buf_len = 0;
+    if (gread_value(g, type, key))
+        return -1;
+    if (!strcmp(key, "general.alignment")) {
+        uint32_t a = type == WP_GGUF_U32 ? rd32(g->buf) : 0;
+        if (!a || (a & (a - 1)))
+            return gfail(g, "general.alignment must be a power-of-two u32");
+        g->alignment = a;
+    }
+    wp_record_init(r);
+    r->kind = WP_REC_KV;
+    r->type = type;
+    if (wp_record_set_name(r, key) || !wp_record_alloc(r, g->buf_len))
+        return gfail(g, "key '%s': out of memory", key);
+    memcpy(r->payload, g->buf, (size_t)g->buf_len);
+    return 1;
+}
+
+static int next_tensor(wp_gguf_in *g, wp_record *r)
+{
+    uint64_t i = g->next_tensor++;
+    struct tinfo *t = &g->ti[i];
+    uint64_t canon = i ? align_up(g->ti[i - 1].offset + g->ti[i - 1].size, g->alignment) : 0;
+    wp_record_init(r);
+    r->kind = WP_REC_TENSOR;
+    r->type = t->type;
+    r->n_dims = t->n_dims;
+    memcpy(r->ne, t->ne, sizeof r->ne);
+    if (wp_record_set_name(r, t->name))
+        return gfail(g, "out of memory");
+    if (t->offset != canon)
+        wp_attr_set_i64(r, "offset", (int64_t)t->offset);
+    if (!wp_record_alloc(r, t->size))
+        return gfail(g, "tensor '%s': out of memory for %" PRIu64 " bytes", t->name, t->size);
+    if (fseeko(g->f, (off_t)(g->data_start + t->offset), SEEK_SET) ||
+        (t->size && fread(r->payload, 1, (size_t)t->size, g->f) != t->size))
+        return gfail(g, "tensor '%s': read error", t->name);
+    return 1;
+}
+
+int wp_gguf_next(wp_gguf_in *g, wp_record *r)
+{
+    if (!g->header_sent) {
+        g->header_sent = 1;
+        const char *base = strrchr(g->path, '/');
+        wp_record_init(r);
+        r->kind = WP_REC_GGUF;
+        if (wp_record_set_name(r, base ? base + 1 : g->path) || !wp_record_alloc(r, 0))
+            return gfail(g, "out of memory");
+        wp_attr_set_i64(r, "version", g->version);
+        wp_attr_set_i64(r, "n_kv", (int64_t)g->n_kv);
+        wp_attr_set_i64(r, "n_tensors", (int64_t)g->n_tensors);
+        wp_attr_set_i64(r, "file_size", (int64_t)g->file_size);
+        return 1;
+    }
+    if (g->next_kv < g->n_kv)
+        return next_kv(g, r);
+    if (g->next_tensor == 0 && !g->data_start && read_tensor_infos(g))
+        return -1;
+    if (g->next_tensor < g->n_tensors)
+        return next_tensor(g, r);
+    return 0;
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+struct wp_gguf_out {
+    FILE    *kv, *data;       /* spools: serialised KVs, tensor data */
+    uint64_t n_kv, kv_bytes;
+    uint32_t version;
+    uint64_t alignment;
+    uint64_t file_size;       /* of the source file, when known */
+    struct tinfo *ti;
+    uint64_t n_tensors, cap;
+    uint64_t data_end;
+    char   **keys;
+    char     err[768];
+};
+
+static int ofail(wp_gguf_out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->err, sizeof o->err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* An unnamed temporary file in $TMPDIR (or /tmp). */
+static FILE *spool_file(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/wpack-spool-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return NULL;
+    unlink(path);
+    FILE *f = fdopen(fd, "w+b");
+    if (!f)
+        close(fd);
+    return f;
+}
+
+wp_gguf_out *wp_gguf_out_new(char *err, size_t errlen)
+{
+    wp_gguf_out *o = calloc(1, sizeof *o);
+    if (!o || !(o->kv = spool_file()) || !(o->data = spool_file())) {
+        snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
+        wp_gguf_out_free(o);
+        return NULL;
+    }
+    o->version = 3;
+    o->alignment = WP_GGUF_DEFAULT_ALIGNMENT;
+    return o;
+}
+
+const char *wp_gguf_out_error(const wp_gguf_out *o) { return o->err; }
+
+void wp_gguf_out_free(wp_gguf_out *o)
+{
+    if (!o)
+        return;
+    if (o->kv)
+        fclose(o->kv);
+    if (o->data)
+        fclose(o->data);
+    for (uint64_t i = 0; i < o->n_tensors; i++)
+        free(o->ti[i].name);
+    for (uint64_t i = 0; i < o->n_kv; i++)
+        free(o->keys[i]);
+    free(o->ti);
+    free(o->keys);
+    free(o);
+}
+
+static int fput_string(FILE *f, const char *s)
+{
+    uint8_t b[8];
+    size_t n = strlen(s);
+    wr64(b, n);
+    return fwrite(b, 1, 8, f) != 8 || fwrite(s, 1, n, f) != n;
+}
+
+static int add_kv(wp_gguf_out *o, const wp_record *r)
+{
+    uint8_t b[4];
+    if (r->type >= WP_GGUF_TYPE_COUNT)
+        return ofail(o, "key '%s': unknown GGUF value type %" PRIu32, r->name, r->type);
+    if (wp_gguf_value_size(r->type, r->payload, r->payload_len) != (int64_t)r->payload_len)
+        return ofail(o, "key '%s': malformed %s value", r->name, wp_gguf_type_name(r->type));
+    for (uint64_t i = 0; i < o->n_kv; i++)
+        if (!strcmp(o->keys[i], r->name))
+            return ofail(o, "duplicate key '%s'", r->name);
+    if (!strcmp(r->name, "general.alignment")) {
+        uint32_t a = r->type == WP_GGUF_U32 ? rd32(r->payload) : 0;
+        if (!a || (a & (a - 1)))
+            return ofail(o, "general.alignment must be a power-of-two u32");
+        if (o->n_tensors)
+            return ofail(o, "general.alignment arrives after tensors");
+        o->alignment = a;
+    }
+    char **k = realloc(o->keys, (o->n_kv + 1) * sizeof *k);
+    if (!k || !(k[o->n_kv] = strdup(r->name)))
+        return ofail(o, "out of memory");
+    o->keys = k;
+    o->n_kv++;
+    wr32(b, r->type);
+    if (fput_string(o->kv, r->name) || fwrite(b, 1, 4, o->kv) != 4 ||
+        (r->payload_len && fwrite(r->payload, 1, (size_t)r->payload_len, o->kv) != r->payload_len))
+        return ofail(o, "temporary file: write error: %s", strerror(errno));
+    return 1;
+}
+
+static int add_tensor(wp_gguf_out *o, const wp_record *r)
+{
+    int blck = wp_ggml_blck_size(r->type);
+    if (!blck)
+        return ofail(o, "tensor '%s': unknown ggml type %" PRIu32, r->name, r->type);
+    if (r->n_dims < 1 || r->ne[0] % blck)
+        return ofail(o, "tensor '%s': row length %" PRId64 " is not a multiple of the %s block size %d",
+                     r->name, r->ne[0], wp_ggml_type_name(r->type), blck);
+    uint64_t size = wp_ggml_row_size(r->type, r->ne[0]) * (uint64_t)(wp_record_nelem(r) / r->ne[0]);
+    if (r->ne[0] == 0)
+        size = 0;
+    if (size != r->payload_len)
+        return ofail(o, "tensor '%s': %" PRIu64 " payload bytes, but %s %" PRId64 "x%" PRId64 " needs %" PRIu64,
+                     r->name, r->payload_len, wp_ggml_type_name(r->type), r->ne[0], r->ne[1], size);
+    for (uint64_t i = 0; i < o->n_tensors; i++)
+        if (!strcmp(o->ti[i].name, r->name))
+            return ofail(o, "duplicate tensor name '%s'", r->name);
+    uint64_t off = o->n_tensors ? align_up(o->ti[o->n_tensors - 1].offset + o->ti[o->n_tensors - 1].size,
+                                           o->alignment) : 0;
+    int64_t want = wp_attr_i64(r, "offset", -1);
+    if (want >= 0 && (uint64_t)want % o->alignment == 0)
+        off = (uint64_t)want;
+    if (o->n_tensors == o->cap) {
+        uint64_t cap = o->cap * 2 + 16;
+        struct tinfo *t = realloc(o->ti, cap * sizeof *t);
+        if (!t)
+            return ofail(o, "out of memory");
+        o->ti = t;
+        o->cap = cap;
+    }
+    struct tinfo *t = &o->ti[o->n_tensors];
+    memset(t, 0, sizeof *t);
+    if (!(t->name = strdup(r->name)))
+        return ofail(o, "out of memory");
+    o->n_tensors++;
+    t->n_dims = r->n_dims;
+    memcpy(t->ne, r->ne, sizeof t->ne);
+    t->type = r->type;
+    t->offset = off;
+    t->size = size;
+    if (fseeko(o->data, (off_t)off, SEEK_SET) ||
+        (size && fwrite(r->payload, 1, (size_t)size, o->data) != size))
+        return ofail(o, "temporary file: write error: %s", strerror(errno));
+    if (off + size > o->data_end)
+        o->data_end = off + size;
+    return 1;
+}
+
+int wp_gguf_out_add(wp_gguf_out *o, const wp_record *r)
+{
+    switch (r->kind) {
+    case WP_REC_GGUF: {
+        int64_t v = wp_attr_i64(r, "version", 3);
+        if (v != 2 && v != 3)
+            return ofail(o, "unknown GGUF version %" PRId64, v);
+        o->version = (uint32_t)v;
+        o->file_size = (uint64_t)wp_attr_i64(r, "file_size", 0);
+        return 1;
+    }
+    case WP_REC_KV: return add_kv(o, r);
+    case WP_REC_TENSOR: return add_tensor(o, r);
+    default: return 0;
+    }
+}
+
+static int copy_file(FILE *from, FILE *to, uint64_t n)
+{
+    char buf[1 << 16];
+    if (fseeko(from, 0, SEEK_SET))
+        return -1;
+    while (n) {
+        size_t k = n > sizeof buf ? sizeof buf : (size_t)n;
+        size_t got = fread(buf, 1, k, from);
+        if (got == 0 || fwrite(buf, 1, got, to) != got)
+            return -1;
+        n -= got;
+    }
+    return 0;
+}
+
+static int put_zeros(FILE *f, uint64_t n)
+{
+    static const char z[4096];
+    while (n) {
+        size_t k = n > sizeof z ? sizeof z : (size_t)n;
+        if (fwrite(z, 1, k, f) != k)
+            return -1;
+        n -= k;
+    }
+    return 0;
+}
+
+int wp_gguf_out_finish(wp_gguf_out *o, FILE *out)
+{
+    uint8_t h[24], b[8];
+    uint64_t pos;
+    memcpy(h, "GGUF", 4);
+    wr32(h + 4, o->version);
+    wr64(h + 8, o->n_tensors);
+    wr64(h + 16, o->n_kv);
+    if (fflush(o->kv) || fflush(o->data))
+        return ofail(o, "temporary file: write error");
+    uint64_t kv_len = (uint64_t)ftello(o->kv);
+    if (fwrite(h, 1, 24, out) != 24 || copy_file(o->kv, out, kv_len))
+        goto werr;
+    pos = 24 + kv_len;
+    for (uint64_t i = 0; i < o->n_tensors; i++) {
+        struct tinfo *t = &o->ti[i];
+        if (fput_string(out, t->name))
+            goto werr;
+        wr32(b, (uint32_t)t->n_dims);
+        if (fwrite(b, 1, 4, out) != 4)
+            goto werr;
+        for (int d = 0; d < t->n_dims; d++) {
+            wr64(b, (uint64_t)t->ne[d]);
+            if (fwrite(b, 1, 8, out) != 8)
+                goto werr;
+        }
+        wr32(b, t->type);
+        if (fwrite(b, 1, 4, out) != 4)
+            goto werr;
+        wr64(b, t->offset);
+        if (fwrite(b, 1, 8, out) != 8)
+            goto werr;
+        pos += 8 + strlen(t->name) + 4 + 8 * (uint64_t)t->n_dims + 4 + 8;
+    }
+    uint64_t data_start = align_up(pos, o->alignment);
+    if (put_zeros(out, data_start - pos) || copy_file(o->data, out, o->data_end))
+        goto werr;
+    /* Trailing padding as the source file had it (standard writers pad the
+     * last tensor to the alignment). */
+    uint64_t end = data_start + o->data_end;
+    if (o->file_size > end && o->file_size - end < o->alignment) {
+        if (put_zeros(out, o->file_size - end))
+            goto werr;
+    }
+    if (fflush(out))
+        goto werr;
+    return 0;
+werr:
+    return ofail(o, "write error: %s", strerror(errno));
+}

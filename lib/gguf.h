@@ -1,0 +1,87 @@
+/*
+ * gguf.h - GGUF files to tensor streams and back (the only GGUF parser and
+ * writer in wpack).
+ *
+ * Format source: llama.cpp ggml/include/gguf.h and ggml/src/gguf.cpp (GGUF v2
+ * and v3, little-endian): "GGUF" u32 version, u64 n_tensors, u64 n_kv, the
+ * key/values (string key, u32 value type, value), the tensor infos (string
+ * name, u32 n_dims, i64 ne[n_dims], u32 ggml type, u64 offset), padding to
+ * general.alignment (default 32), then the tensor data at those offsets.
+ *
+ * A GGUF file becomes this stream (stream.h):
+ *   one WP_REC_GGUF record   name = file's base name, attrs version, n_kv,
+ *                            n_tensors, file_size, data_start
+ *   one WP_REC_KV per key    in file order; type = GGUF value type; payload =
+ *                            the value's bytes exactly as in the file (arrays:
+ *                            u32 element type, u64 count, elements)
+ *   one WP_REC_TENSOR each   in tensor-info order; type = ggml type; ne[] as
+ *                            GGUF has it; payload = the tensor's bytes; attr
+ *                            offset=N only where the file's data offset is not
+ *                            the one a standard writer would choose
+ * and wp_gguf_out turns such a stream back into the same bytes.
+ */
+#ifndef WPACK_GGUF_H
+#define WPACK_GGUF_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "stream.h"
+
+#define WP_GGUF_DEFAULT_ALIGNMENT 32u
+
+/* ---- values -------------------------------------------------------------- */
+
+/* Bytes taken by one GGUF value of `type` at buf (len bytes available),
+ * walking arrays and strings. Returns the size, or -1 when the value runs
+ * past len or is malformed (unknown type, nested array too deep). */
+int64_t wp_gguf_value_size(uint32_t type, const uint8_t *buf, uint64_t len);
+
+/* A short human-readable rendering of a value (strings quoted and cut,
+ * arrays as "[type x count]") into out (n bytes). */
+void wp_gguf_value_str(uint32_t type, const uint8_t *buf, uint64_t len, char *out, size_t n);
+
+/* GGUF value type name ("u32", "string", "array" ...), "?" if unknown. */
+const char *wp_gguf_type_name(uint32_t type);
+
+/* ---- reading -------------------------------------------------------------- */
+
+typedef struct wp_gguf_in wp_gguf_in;
+
+/* Open a GGUF file and check its header (magic, version 2 or 3, counts
+ * against the file size). NULL on failure with a one-line message in err
+ * naming the file ("x.gguf: not a GGUF file (bad magic)"). */
+wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen);
+
+/* Next record of the file as a stream (see top of file), into r.
+ * Returns 1 for a record, 0 after the last tensor, -1 on error (truncated
+ * file, string length or count past the end, unknown value or ggml type,
+ * offset past the end or misaligned, row length not a multiple of the block
+ * size, duplicate key or tensor name ...); wp_gguf_error() tells which. */
+int wp_gguf_next(wp_gguf_in *g, wp_record *r);
+
+const char *wp_gguf_error(const wp_gguf_in *g);
+void wp_gguf_close(wp_gguf_in *g);
+
+/* ---- writing -------------------------------------------------------------- */
+
+typedef struct wp_gguf_out wp_gguf_out;
+
+/* A GGUF writer that spools metadata and tensor data to unnamed temporary
+ * files (memory: the tensor infos only), so records can arrive one at a
+ * time. NULL on failure (message in err). */
+wp_gguf_out *wp_gguf_out_new(char *err, size_t errlen);
+
+/* Take one record: WP_REC_GGUF (version), WP_REC_KV, WP_REC_TENSOR.
+ * Returns 1 when taken, 0 when the record is not GGUF content (ignored),
+ * -1 on a bad record (malformed value, duplicate key or name, payload size
+ * not matching type and shape, row length not a multiple of the block). */
+int wp_gguf_out_add(wp_gguf_out *o, const wp_record *r);
+
+/* Write the whole GGUF file to out. Returns 0 or -1. */
+int wp_gguf_out_finish(wp_gguf_out *o, FILE *out);
+
+const char *wp_gguf_out_error(const wp_gguf_out *o);
+void wp_gguf_out_free(wp_gguf_out *o);
+
+#endif

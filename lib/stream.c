@@ -1,0 +1,691 @@
+/* stream.c - the wpack tensor stream: records, attributes, reader, writer,
+ * trailing index. Layout and contracts: stream.h and wpack-stream(5). */
+#include "stream.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#define REC_TAG      0x43455257u  /* "WREC" little-endian */
+#define REC_FIXED    72u
+#define MAX_ATTRS    (1u << 20)
+#define MAX_PAYLOAD  (UINT64_C(1) << 40)
+
+/* ---- little-endian helpers ---------------------------------------------- */
+
+static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i); }
+static void put64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> 8 * i); }
+static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
+
+static uint64_t pad_to(uint64_t off, unsigned align) { return (align - off % align) % align; }
+
+static const char *input_name(const char *path) { return (!path || !strcmp(path, "-")) ? "stdin" : path; }
+
+/* ---- records ------------------------------------------------------------ */
+
+void wp_record_init(wp_record *r)
+{
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i < WP_MAX_DIMS; i++)
+        r->ne[i] = 1;
+}
+
+void wp_record_free(wp_record *r)
+{
+    free(r->name);
+    free(r->attrs);
+    free(r->payload);
+    wp_record_init(r);
+}
+
+int wp_record_set_name(wp_record *r, const char *name)
+{
+    size_t n = strlen(name);
+    if (n > WP_MAX_NAME)
+        return -1;
+    char *p = realloc(r->name, n + 1);
+    if (!p)
+        return -1;
+    memcpy(p, name, n + 1);
+    r->name = p;
+    return 0;
+}
+
+uint8_t *wp_record_alloc(wp_record *r, uint64_t len)
+{
+    if (len > r->payload_cap || !r->payload) {
+        uint64_t cap = len ? len : 1;
+        uint8_t *p = realloc(r->payload, (size_t)cap);
+        if (!p)
+            return NULL;
+        r->payload = p;
+        r->payload_cap = cap;
+    }
+    r->payload_len = len;
+    return r->payload;
+}
+
+int64_t wp_record_nelem(const wp_record *r)
+{
+    int64_t n = 1;
+    for (int i = 0; i < r->n_dims; i++)
+        n *= r->ne[i];
+    return n;
+}
+
+const char *wp_rec_kind_name(unsigned kind)
+{
+    switch (kind) {
+    case WP_REC_GGUF: return "gguf";
+    case WP_REC_KV: return "kv";
+    case WP_REC_TENSOR: return "tensor";
+    case WP_REC_HESSIAN: return "hessian";
+    case WP_REC_HIST: return "hist";
+    case WP_REC_TABLE: return "table";
+    case WP_REC_CODED: return "coded";
+    case WP_REC_SIDE: return "side";
+    case WP_REC_SYMBOLS: return "symbols";
+    case WP_REC_RAW: return "raw";
+    case WP_REC_END: return "end";
+    default: return "?";
+    }
+}
+
+/* ---- attributes ---------------------------------------------------------- */
+
+const char *wp_attr_find(const wp_record *r, const char *key, size_t *len)
+{
+    size_t kl = strlen(key);
+    const char *p = r->attrs;
+    while (p && *p) {
+        const char *nl = strchr(p, '\n');
+        const char *end = nl ? nl : p + strlen(p);
+        if ((size_t)(end - p) > kl && !strncmp(p, key, kl) && p[kl] == '=') {
+            if (len)
+                *len = (size_t)(end - (p + kl + 1));
+            return p + kl + 1;
+        }
+        p = nl ? nl + 1 : end;
+    }
+    return NULL;
+}
+
+int wp_attr_str(const wp_record *r, const char *key, char *buf, size_t n)
+{
+    size_t len;
+    const char *v = wp_attr_find(r, key, &len);
+    if (!v)
+        return 0;
+    if (n) {
+        if (len >= n)
+            len = n - 1;
+        memcpy(buf, v, len);
+        buf[len] = 0;
+    }
+    return 1;
+}
+
+int64_t wp_attr_i64(const wp_record *r, const char *key, int64_t def)
+{
+    char buf[64], *end;
+    if (!wp_attr_str(r, key, buf, sizeof buf) || !buf[0])
+        return def;
+    errno = 0;
+    long long v = strtoll(buf, &end, 10);
+    return (*end || errno) ? def : (int64_t)v;
+}
+
+double wp_attr_f64(const wp_record *r, const char *key, double def)
+{
+    char buf[64], *end;
+    if (!wp_attr_str(r, key, buf, sizeof buf) || !buf[0])
+        return def;
+    double v = strtod(buf, &end);
+    return *end ? def : v;
+}
+
+static int key_ok(const char *k)
+{
+    if (!*k)
+        return 0;
+    for (; *k; k++)
+        if (!(islower((unsigned char)*k) || isdigit((unsigned char)*k) || *k == '_' || *k == '.'))
+            return 0;
+    return 1;
+}
+
+void wp_attr_del(wp_record *r, const char *key)
+{
+    size_t kl = strlen(key);
+    char *p = r->attrs;
+    while (p && *p) {
+        char *nl = strchr(p, '\n');
+        char *next = nl ? nl + 1 : p + strlen(p);
+        if (!strncmp(p, key, kl) && p[kl] == '=') {
+            memmove(p, next, strlen(next) + 1);
+            continue;
+        }
+        p = next;
+    }
+}
+
+int wp_attr_set(wp_record *r, const char *key, const char *value)
+{
+    if (!key_ok(key) || strchr(value, '\n'))
+        return -1;
+    wp_attr_del(r, key);
+    size_t old = r->attrs ? strlen(r->attrs) : 0;
+    size_t add = strlen(key) + 1 + strlen(value) + 1;
+    if (old + add > MAX_ATTRS)
+        return -1;
+    char *p = realloc(r->attrs, old + add + 1);
+    if (!p)
+        return -1;
+    sprintf(p + old, "%s=%s\n", key, value);
+    r->attrs = p;
+    return 0;
+}
+
+int wp_attr_set_i64(wp_record *r, const char *key, int64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%" PRId64, v);
+    return wp_attr_set(r, key, buf);
+}
+
+int wp_attr_set_f64(wp_record *r, const char *key, double v)
+{
+    char buf[40];
+    snprintf(buf, sizeof buf, "%.17g", v);
+    return wp_attr_set(r, key, buf);
+}
+
+/* ---- record header coding (shared by reader and writer) ------------------ */
+
+/* Bytes of a record header before its payload padding. */
+static uint64_t header_len(size_t name_len, size_t attr_len)
+{
+    return REC_FIXED + name_len + attr_len + 8;
+}
+
+/* Serialise r's header (with payload checksum sum) into buf (header_len bytes). */
+static void encode_header(const wp_record *r, uint64_t sum, uint8_t *buf)
+{
+    size_t nl = r->name ? strlen(r->name) : 0, al = r->attrs ? strlen(r->attrs) : 0;
+    put32(buf, REC_TAG);
+    put16(buf + 4, r->kind);
+    put16(buf + 6, (uint16_t)r->n_dims);
+    put32(buf + 8, r->type);
+    put32(buf + 12, (uint32_t)nl);
+    for (int i = 0; i < WP_MAX_DIMS; i++)
+        put64(buf + 16 + 8 * i, (uint64_t)(i < r->n_dims ? r->ne[i] : 1));
+    put32(buf + 48, (uint32_t)al);
+    put32(buf + 52, 0);
+    put64(buf + 56, r->payload_len);
+    put64(buf + 64, sum);
+    if (nl)
+        memcpy(buf + REC_FIXED, r->name, nl);
+    if (al)
+        memcpy(buf + REC_FIXED + nl, r->attrs, al);
+    put64(buf + REC_FIXED + nl + al, XXH64(buf, REC_FIXED + nl + al, 0));
+}
+
+/* ---- reader -------------------------------------------------------------- */
+
+struct wp_reader {
+    FILE    *f;
+    char     path[512];
+    unsigned align;
+    uint64_t off;          /* bytes consumed */
+    uint64_t nrec;         /* records read */
+    uint64_t pending;      /* payload bytes (plus padding) not yet read */
+    uint64_t pending_sum;
+    int      done;
+    char     err[768];
+};
+
+static int rfail(wp_reader *rd, const char *fmt, ...)
+{
+    va_list ap;
+    int n = snprintf(rd->err, sizeof rd->err, "%s: ", rd->path);
+    va_start(ap, fmt);
+    vsnprintf(rd->err + n, sizeof rd->err - (size_t)n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Read exactly n bytes; -1 with a message on EOF or error. */
+static int rread(wp_reader *rd, void *buf, size_t n, const char *what)
+{
+    size_t got = n ? fread(buf, 1, n, rd->f) : 0;
+    rd->off += got;
+    if (got != n) {
+        if (ferror(rd->f))
+            return rfail(rd, "read error in %s at byte %" PRIu64 ": %s", what, rd->off, strerror(errno));
+        return rfail(rd, "truncated stream: %s ends at byte %" PRIu64
+                     " (upstream failed or file cut short)", what, rd->off);
+    }
+    return 0;
+}
+
+static int rskip(wp_reader *rd, uint64_t n, const char *what)
+{
+    uint8_t buf[4096];
+    while (n) {
+        size_t k = n > sizeof buf ? sizeof buf : (size_t)n;
+        if (rread(rd, buf, k, what))
+            return -1;
+        n -= k;
+    }
+    return 0;
+}
+
+wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
+{
+    wp_reader *rd = calloc(1, sizeof *rd);
+    uint8_t h[16];
+    if (!rd) {
+        snprintf(err, errlen, "%s: out of memory", input_name(path));
+        return NULL;
+    }
+    rd->f = f;
+    snprintf(rd->path, sizeof rd->path, "%s", input_name(path));
+    if (rread(rd, h, sizeof h, "stream header"))
+        goto fail;
+    if (memcmp(h, WP_STREAM_MAGIC, 8)) {
+        if (!memcmp(h, "GGUF", 4))
+            rfail(rd, "not a wpack stream (a GGUF file: read it with ggufcat)");
+        else
+            rfail(rd, "not a wpack stream (bad magic)");
+        goto fail;
+    }
+    if (get32(h + 8) != WP_STREAM_VERSION) {
+        rfail(rd, "unsupported stream version %u (this wpack reads %u)", get32(h + 8), WP_STREAM_VERSION);
+        goto fail;
+    }
+    rd->align = get32(h + 12);
+    if (!rd->align || rd->align > 4096 || (rd->align & (rd->align - 1))) {
+        rfail(rd, "bad stream alignment %u", rd->align);
+        goto fail;
+    }
+    return rd;
+fail:
+    snprintf(err, errlen, "%s", rd->err);
+    free(rd);
+    return NULL;
+}
+
+const char *wp_reader_error(const wp_reader *rd) { return rd->err; }
+unsigned wp_reader_align(const wp_reader *rd) { return rd->align; }
+
+int wp_reader_close(wp_reader *rd)
+{
+    free(rd);
+    return 0;
+}
+
+/* Parse a header already in buf (fixed part read); reads name/attrs/sum. */
+static int read_header(wp_reader *rd, wp_record *r)
+{
+    uint8_t fixed[REC_FIXED];
+    uint64_t start = rd->off;
+    if (rd->pending && rskip(rd, rd->pending, "payload"))
+        return -1;
+    rd->pending = 0;
+    start = rd->off;
+    if (rread(rd, fixed, REC_FIXED, "record header"))
+        return -1;
+    if (get32(fixed) != REC_TAG)
+        return rfail(rd, "corrupt stream: no record at byte %" PRIu64, start);
+    uint32_t nl = get32(fixed + 12), al = get32(fixed + 48);
+    unsigned nd = get16(fixed + 6);
+    if (nl > WP_MAX_NAME || al > MAX_ATTRS || nd > WP_MAX_DIMS)
+        return rfail(rd, "corrupt record header at byte %" PRIu64, start);
+    size_t hl = (size_t)header_len(nl, al);
+    uint8_t *h = malloc(hl);
+    if (!h)
+        return rfail(rd, "out of memory");
+    memcpy(h, fixed, REC_FIXED);
+    if (rread(rd, h + REC_FIXED, hl - REC_FIXED, "record header")) {
+        free(h);
+        return -1;
+    }
+    if (XXH64(h, hl - 8, 0) != get64(h + hl - 8)) {
+        free(h);
+        return rfail(rd, "corrupt record header at byte %" PRIu64 " (checksum mismatch)", start);
+    }
+    char *name = malloc(nl + 1), *attrs = malloc(al + 1);
+    if (!name || !attrs) {
+        free(h), free(name), free(attrs);
+        return rfail(rd, "out of memory");
+    }
+    memcpy(name, h + REC_FIXED, nl);
+    name[nl] = 0;
+    memcpy(attrs, h + REC_FIXED + nl, al);
+    attrs[al] = 0;
+    free(r->name);
+    free(r->attrs);
+    r->name = name;
+    r->attrs = attrs;
+    r->kind = get16(fixed + 4);
+    r->n_dims = (int)nd;
+    r->type = get32(fixed + 8);
+    for (int i = 0; i < WP_MAX_DIMS; i++)
+        r->ne[i] = (int64_t)get64(fixed + 16 + 8 * i);
+    r->payload_len = get64(fixed + 56);
+    r->offset = start;
+    rd->pending_sum = get64(fixed + 64);
+    free(h);
+    if (strlen(name) != nl || (al && strlen(attrs) != al))
+        return rfail(rd, "corrupt record header at byte %" PRIu64 " (NUL in name)", start);
+    for (int i = 0; i < WP_MAX_DIMS; i++)
+        if (r->ne[i] < 0 || (i >= r->n_dims && r->ne[i] != 1))
+            return rfail(rd, "record '%s': bad shape", name);
+    if (r->payload_len > MAX_PAYLOAD)
+        return rfail(rd, "record '%s': payload of %" PRIu64 " bytes is implausible", name, r->payload_len);
+    if (rskip(rd, pad_to(rd->off, rd->align), "record padding"))
+        return -1;
+    rd->pending = r->payload_len + pad_to(r->payload_len, rd->align);
+    rd->nrec++;
+    return 0;
+}
+
+int wp_reader_payload(wp_reader *rd, wp_record *r)
+{
+    if (!wp_record_alloc(r, r->payload_len))
+        return rfail(rd, "record '%s': out of memory for %" PRIu64 " bytes", r->name, r->payload_len);
+    if (rread(rd, r->payload, (size_t)r->payload_len, "payload"))
+        return -1;
+    if (XXH64(r->payload, (size_t)r->payload_len, 0) != rd->pending_sum)
+        return rfail(rd, "record '%s': payload checksum mismatch (corrupt data)", r->name);
+    uint64_t pad = pad_to(r->payload_len, rd->align);
+    rd->pending = 0;
+    return rskip(rd, pad, "payload padding");
+}
+
+/* Check the end record's index against what was read. */
+static int check_end(wp_reader *rd, wp_record *r)
+{
+    uint8_t t[16];
+    if (r->payload_len < 8 || get64(r->payload) != rd->nrec - 1)
+        return rfail(rd, "corrupt stream: index does not match the records");
+    if (rread(rd, t, sizeof t, "trailer"))
+        return -1;
+    if (memcmp(t + 8, WP_TRAILER_MAGIC, 8) || get64(t) != r->offset)
+        return rfail(rd, "corrupt stream: bad trailer");
+    rd->done = 1;
+    return 0;
+}
+
+int wp_reader_next_header(wp_reader *rd, wp_record *r)
+{
+    if (rd->done)
+        return 0;
+    if (read_header(rd, r))
+        return -1;
+    if (r->kind == WP_REC_END) {
+        if (wp_reader_payload(rd, r) || check_end(rd, r))
+            return -1;
+        return 0;
+    }
+    return 1;
+}
+
+int wp_reader_next(wp_reader *rd, wp_record *r)
+{
+    int k = wp_reader_next_header(rd, r);
+    if (k != 1)
+        return k;
+    return wp_reader_payload(rd, r) ? -1 : 1;
+}
+
+/* ---- random access ------------------------------------------------------- */
+
+int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t errlen)
+{
+    uint8_t t[16];
+    wp_record r;
+    memset(ix, 0, sizeof *ix);
+    path = input_name(path);
+    if (fseeko(f, 0, SEEK_END) || ftello(f) < 32 || fseeko(f, -16, SEEK_END) || fread(t, 1, 16, f) != 16) {
+        snprintf(err, errlen, "%s: not a seekable wpack stream file (too short?)", path);
+        return -1;
+    }
+    if (memcmp(t + 8, WP_TRAILER_MAGIC, 8)) {
+        snprintf(err, errlen, "%s: no index trailer (truncated, or not a wpack stream)", path);
+        return -1;
+    }
+    wp_record_init(&r);
+    if (wp_record_read_at(f, path, get64(t), &r, err, errlen)) {
+        wp_record_free(&r);
+        return -1;
+    }
+    const uint8_t *p = r.payload, *end = r.payload + r.payload_len;
+    if (r.kind != WP_REC_END || r.payload_len < 8)
+        goto bad;
+    uint64_t n = get64(p);
+    p += 8;
+    if (n > r.payload_len / 16)
+        goto bad;
+    ix->e = calloc(n ? n : 1, sizeof *ix->e);
+    if (!ix->e)
+        goto bad;
+    for (uint64_t i = 0; i < n; i++) {
+        if (end - p < 16)
+            goto bad;
+        uint32_t nl = get32(p + 12);
+        if ((uint64_t)(end - p - 16) < nl)
+            goto bad;
+        ix->e[i].offset = get64(p);
+        ix->e[i].kind = get16(p + 8);
+        ix->e[i].name = strndup((const char *)p + 16, nl);
+        ix->count = i + 1;
+        p += 16 + nl;
+    }
+    wp_record_free(&r);
+    return 0;
+bad:
+    wp_record_free(&r);
+    wp_index_free(ix);
+    snprintf(err, errlen, "%s: corrupt index", path);
+    return -1;
+}
+
+const wp_index_entry *wp_index_find(const wp_index *ix, unsigned kind, const char *name)
+{
+    for (uint64_t i = 0; i < ix->count; i++)
+        if ((!kind || ix->e[i].kind == kind) && ix->e[i].name && !strcmp(ix->e[i].name, name))
+            return &ix->e[i];
+    return NULL;
+}
+
+void wp_index_free(wp_index *ix)
+{
+    for (uint64_t i = 0; i < ix->count; i++)
+        free(ix->e[i].name);
+    free(ix->e);
+    memset(ix, 0, sizeof *ix);
+}
+
+int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, char *err, size_t errlen)
+{
+    wp_reader rd;
+    uint8_t h[16];
+    memset(&rd, 0, sizeof rd);
+    rd.f = f;
+    snprintf(rd.path, sizeof rd.path, "%s", input_name(path));
+    if (fseeko(f, 0, SEEK_SET) || fread(h, 1, 16, f) != 16 || memcmp(h, WP_STREAM_MAGIC, 8)) {
+        snprintf(err, errlen, "%s: not a wpack stream", rd.path);
+        return -1;
+    }
+    rd.align = get32(h + 12);
+    if (!rd.align || rd.align > 4096 || (rd.align & (rd.align - 1)) || fseeko(f, (off_t)offset, SEEK_SET)) {
+        snprintf(err, errlen, "%s: bad stream header or offset", rd.path);
+        return -1;
+    }
+    rd.off = offset;
+    if (read_header(&rd, r) || wp_reader_payload(&rd, r)) {
+        snprintf(err, errlen, "%s", rd.err);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- writer -------------------------------------------------------------- */
+
+struct wp_writer {
+    FILE     *f;
+    char      path[512];
+    unsigned  align;
+    uint64_t  off;
+    uint8_t  *index;       /* serialised index entries */
+    size_t    index_len, index_cap;
+    uint64_t  count;
+    char      err[768];
+};
+
+static int wfail(wp_writer *w, const char *fmt, ...)
+{
+    va_list ap;
+    int n = snprintf(w->err, sizeof w->err, "%s: ", w->path);
+    va_start(ap, fmt);
+    vsnprintf(w->err + n, sizeof w->err - (size_t)n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int wwrite(wp_writer *w, const void *buf, size_t n)
+{
+    if (n && fwrite(buf, 1, n, w->f) != n)
+        return wfail(w, "write error: %s", strerror(errno));
+    w->off += n;
+    return 0;
+}
+
+static int wpad(wp_writer *w)
+{
+    static const uint8_t zero[4096];
+    return wwrite(w, zero, (size_t)pad_to(w->off, w->align));
+}
+
+wp_writer *wp_writer_open(FILE *f, const char *path, unsigned align, char *err, size_t errlen)
+{
+    wp_writer *w = calloc(1, sizeof *w);
+    uint8_t h[16];
+    if (!align)
+        align = WP_STREAM_ALIGN;
+    if (!w || align > 4096 || (align & (align - 1))) {
+        snprintf(err, errlen, "%s: %s", path ? path : "stdout", w ? "bad alignment" : "out of memory");
+        free(w);
+        return NULL;
+    }
+    w->f = f;
+    w->align = align;
+    snprintf(w->path, sizeof w->path, "%s", (!path || !strcmp(path, "-")) ? "stdout" : path);
+    memcpy(h, WP_STREAM_MAGIC, 8);
+    put32(h + 8, WP_STREAM_VERSION);
+    put32(h + 12, align);
+    if (wwrite(w, h, sizeof h)) {
+        snprintf(err, errlen, "%s", w->err);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+uint64_t wp_writer_offset(const wp_writer *w) { return w->off; }
+const char *wp_writer_error(const wp_writer *w) { return w->err; }
+
+static int index_add(wp_writer *w, uint64_t off, uint16_t kind, const char *name)
+{
+    size_t nl = strlen(name), need = w->index_len + 16 + nl;
+    if (need > w->index_cap) {
+        size_t cap = need * 2 + 256;
+        uint8_t *p = realloc(w->index, cap);
+        if (!p)
+            return wfail(w, "out of memory");
+        w->index = p;
+        w->index_cap = cap;
+    }
+    uint8_t *e = w->index + w->index_len;
+    put64(e, off);
+    put16(e + 8, kind);
+    put16(e + 10, 0);
+    put32(e + 12, (uint32_t)nl);
+    memcpy(e + 16, name, nl);
+    w->index_len = need;
+    w->count++;
+    return 0;
+}
+
+static int put_record(wp_writer *w, const wp_record *r)
+{
+    size_t nl = r->name ? strlen(r->name) : 0, al = r->attrs ? strlen(r->attrs) : 0;
+    if (nl > WP_MAX_NAME || al > MAX_ATTRS || r->n_dims < 0 || r->n_dims > WP_MAX_DIMS)
+        return wfail(w, "record '%s': bad name, attributes or shape", r->name ? r->name : "");
+    size_t hl = (size_t)header_len(nl, al);
+    uint8_t *h = malloc(hl);
+    if (!h)
+        return wfail(w, "out of memory");
+    encode_header(r, XXH64(r->payload_len ? r->payload : "", (size_t)r->payload_len, 0), h);
+    int rc = wwrite(w, h, hl) || wpad(w) || wwrite(w, r->payload, (size_t)r->payload_len) || wpad(w);
+    free(h);
+    return rc ? -1 : 0;
+}
+
+int wp_writer_put(wp_writer *w, const wp_record *r)
+{
+    if (r->kind == WP_REC_END)
+        return wfail(w, "end records are written by the writer itself");
+    if (index_add(w, w->off, r->kind, r->name ? r->name : ""))
+        return -1;
+    return put_record(w, r);
+}
+
+int wp_writer_close(wp_writer *w, char *err, size_t errlen)
+{
+    wp_record end;
+    uint8_t t[16];
+    int rc = -1;
+    wp_record_init(&end);
+    end.kind = WP_REC_END;
+    end.name = (char *)"";
+    end.attrs = (char *)"";
+    uint64_t end_off = w->off;
+    uint8_t *p = malloc(8 + w->index_len);
+    if (!p) {
+        wfail(w, "out of memory");
+        goto out;
+    }
+    put64(p, w->count);
+    if (w->index_len)
+        memcpy(p + 8, w->index, w->index_len);
+    end.payload = p;
+    end.payload_len = 8 + w->index_len;
+    put64(t, end_off);
+    memcpy(t + 8, WP_TRAILER_MAGIC, 8);
+    if (put_record(w, &end) || wwrite(w, t, sizeof t))
+        goto out;
+    if (fflush(w->f)) {
+        wfail(w, "write error: %s", strerror(errno));
+        goto out;
+    }
+    rc = 0;
+out:
+    if (rc && err)
+        snprintf(err, errlen, "%s", w->err);
+    free(p);
+    free(w->index);
+    free(w);
+    return rc;
+}

@@ -1,0 +1,187 @@
+/*
+ * stream.h - the wpack tensor stream: self-describing records over a pipe,
+ * and the same bytes with a trailing index as a random-access file (bundle).
+ *
+ * Byte layout (all integers little-endian; man/man5/wpack-stream.5):
+ *
+ *   stream  := header record* end-record index-trailer
+ *   header  := "WPACKSTR" u32 version(=1) u32 align        (16 bytes)
+ *   record  := u32 tag "WREC" | u16 kind | u16 n_dims | u32 type
+ *              | u32 name_len | u64 ne[4] | u32 attr_len | u32 reserved(0)
+ *              | u64 payload_len | u64 payload_xxh64        (72 bytes)
+ *              | name[name_len] | attrs[attr_len]
+ *              | u64 header_xxh64 (XXH64, seed 0, of every byte above)
+ *              | zero padding up to a multiple of `align` from stream start
+ *              | payload[payload_len] | zero padding to a multiple of `align`
+ *   end     := a record of kind WP_REC_END whose payload is the index:
+ *              u64 count, then per record in stream order:
+ *              u64 offset (of its tag) | u16 kind | u16 0 | u32 name_len | name
+ *   trailer := u64 offset of the end record | "WPACKEND"     (16 bytes)
+ *
+ * A reader in one pass (a pipe) stops at the end record; a reader of a file
+ * may seek to the trailer, read the index and fetch any record by name.
+ * Payloads start at multiples of `align` (64 by default) from the stream's
+ * first byte, so a bundle can be mmapped and uploaded to a GPU as it is.
+ *
+ * Memory: a reader holds one record at a time; a writer holds the index
+ * (names and offsets, not payloads).
+ *
+ * Attributes are text: lines "key=value\n", keys [a-z0-9_.]+, values without
+ * newlines. Filters pass every record they do not act on through unchanged.
+ */
+#ifndef WPACK_STREAM_H
+#define WPACK_STREAM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define WP_STREAM_MAGIC   "WPACKSTR"
+#define WP_STREAM_VERSION 1u
+#define WP_STREAM_ALIGN   64u
+#define WP_TRAILER_MAGIC  "WPACKEND"
+#define WP_MAX_DIMS       4
+#define WP_MAX_NAME       4096u
+
+/* Record kinds. Numbers are part of the format: never renumber. */
+enum wp_rec_kind {
+    WP_REC_GGUF    = 1,  /* a GGUF file's header; attrs version, alignment ... */
+    WP_REC_KV      = 2,  /* GGUF metadata: name = key, type = GGUF value type,
+                            payload = the value exactly as GGUF serializes it */
+    WP_REC_TENSOR  = 3,  /* a tensor: type = ggml type, ne[], payload = data */
+    WP_REC_HESSIAN = 4,  /* H = XᵀX of one weight input (hessian) */
+    WP_REC_HIST    = 5,  /* symbol histogram of one matrix (histogram) */
+    WP_REC_TABLE   = 6,  /* code lengths of one matrix (huffbuild) */
+    WP_REC_CODED   = 7,  /* lane-coded symbols of one matrix (laneinterleave) */
+    WP_REC_SIDE    = 8,  /* side data of a coded matrix (histogram) */
+    WP_REC_SYMBOLS = 9,  /* raw symbols of one matrix (histogram, bf16split) */
+    WP_REC_RAW     = 10, /* raw bytes beside coded symbols (bf16split) */
+    WP_REC_END     = 0xffff
+};
+
+/* GGUF value types, as gguf.h numbers them. */
+enum wp_gguf_type {
+    WP_GGUF_U8 = 0, WP_GGUF_I8 = 1, WP_GGUF_U16 = 2, WP_GGUF_I16 = 3,
+    WP_GGUF_U32 = 4, WP_GGUF_I32 = 5, WP_GGUF_F32 = 6, WP_GGUF_BOOL = 7,
+    WP_GGUF_STRING = 8, WP_GGUF_ARRAY = 9, WP_GGUF_U64 = 10, WP_GGUF_I64 = 11,
+    WP_GGUF_F64 = 12, WP_GGUF_TYPE_COUNT = 13
+};
+
+/* One record. Fields are owned by the record; wp_record_free() releases them. */
+typedef struct wp_record {
+    uint16_t kind;        /* enum wp_rec_kind */
+    uint32_t type;        /* ggml type (tensors), GGUF value type (KV), role */
+    int      n_dims;      /* 0..4 */
+    int64_t  ne[WP_MAX_DIMS]; /* ne[0] = row length (innermost), unused = 1 */
+    char    *name;        /* NUL-terminated */
+    char    *attrs;       /* "key=value\n"..., NUL-terminated, may be "" */
+    uint8_t *payload;
+    uint64_t payload_len;
+    uint64_t payload_cap; /* bytes allocated for payload */
+    uint64_t offset;      /* where the record starts in its stream (readers) */
+} wp_record;
+
+/* Initialise an empty record (all zero, ne[] = 1, name = attrs = ""). */
+void wp_record_init(wp_record *r);
+/* Release what a record owns; it may be initialised again. */
+void wp_record_free(wp_record *r);
+/* Set the name (copied). Returns 0, or -1 when longer than WP_MAX_NAME. */
+int  wp_record_set_name(wp_record *r, const char *name);
+/* Make room for `len` payload bytes and set payload_len; returns the buffer
+ * or NULL when out of memory. Old contents are not kept. */
+uint8_t *wp_record_alloc(wp_record *r, uint64_t len);
+/* Number of elements ne[0]·…·ne[n_dims-1] (1 for n_dims 0). */
+int64_t wp_record_nelem(const wp_record *r);
+
+/* Attribute value for key, or NULL. The pointer is into r->attrs and the
+ * value runs to the next '\n' (not NUL-terminated): use the typed getters. */
+const char *wp_attr_find(const wp_record *r, const char *key, size_t *len);
+/* Attribute as an integer; `def` when absent or not an integer. */
+int64_t wp_attr_i64(const wp_record *r, const char *key, int64_t def);
+/* Attribute as a double; `def` when absent or not a number. */
+double  wp_attr_f64(const wp_record *r, const char *key, double def);
+/* Copy attribute value into buf (NUL-terminated); returns 1 if present. */
+int     wp_attr_str(const wp_record *r, const char *key, char *buf, size_t n);
+/* Set (replace or append) key=value; value must not contain '\n'.
+ * Returns 0, or -1 on a bad key/value or out of memory. */
+int     wp_attr_set(wp_record *r, const char *key, const char *value);
+int     wp_attr_set_i64(wp_record *r, const char *key, int64_t v);
+int     wp_attr_set_f64(wp_record *r, const char *key, double v);
+/* Remove key if present. */
+void    wp_attr_del(wp_record *r, const char *key);
+
+/* Name of a record kind ("tensor", "kv" …) for listings; "?" if unknown. */
+const char *wp_rec_kind_name(unsigned kind);
+
+/* ---- reading ------------------------------------------------------------ */
+
+typedef struct wp_reader wp_reader;
+
+/* Start reading a stream from f (not closed by the reader). `path` names the
+ * input in error messages ("-" or NULL reads as "stdin"). Reads and checks
+ * the header. Returns NULL on failure with a message in err (one line). */
+wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen);
+
+/* Read the next record into r (its buffers are reused). Checks the header
+ * and payload checksums, kinds, shapes and sizes.
+ * Returns 1 for a record, 0 at the end record (the index is read and
+ * checked), -1 on error (wp_reader_error tells why: truncated stream,
+ * checksum mismatch, bad record ...). */
+int wp_reader_next(wp_reader *rd, wp_record *r);
+
+/* Read only the next record's header (name, kind, type, shape, attrs,
+ * payload_len) without its payload; the payload must then be fetched with
+ * wp_reader_payload() or skipped by the next call. Returns as wp_reader_next. */
+int wp_reader_next_header(wp_reader *rd, wp_record *r);
+/* Read (and check) the payload of the record whose header was just read. */
+int wp_reader_payload(wp_reader *rd, wp_record *r);
+
+/* The last error, one line, naming the input ("stdin: truncated ..."). */
+const char *wp_reader_error(const wp_reader *rd);
+/* The stream's declared payload alignment. */
+unsigned wp_reader_align(const wp_reader *rd);
+/* Finish; returns 0. Does not close the FILE. */
+int wp_reader_close(wp_reader *rd);
+
+/* ---- random access (file form) ------------------------------------------ */
+
+typedef struct wp_index_entry {
+    uint64_t offset;
+    uint16_t kind;
+    char    *name;
+} wp_index_entry;
+
+typedef struct wp_index {
+    uint64_t        count;
+    wp_index_entry *e;
+} wp_index;
+
+/* Read the trailing index of a stream file (seekable f). Returns 0 or -1
+ * with a one-line message in err. */
+int  wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t errlen);
+/* First entry with this kind and name, or NULL. kind 0 matches any kind. */
+const wp_index_entry *wp_index_find(const wp_index *ix, unsigned kind, const char *name);
+void wp_index_free(wp_index *ix);
+/* Read the record starting at `offset` of a stream file, checked as
+ * wp_reader_next does. Returns 0, or -1 with a message in err. */
+int  wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r,
+                       char *err, size_t errlen);
+
+/* ---- writing ------------------------------------------------------------ */
+
+typedef struct wp_writer wp_writer;
+
+/* Start a stream on f (not closed by the writer) with payload alignment
+ * `align` (a power of two 1…4096; 0 means WP_STREAM_ALIGN). Writes the
+ * header. `path` names the output in errors. NULL on failure (message in err). */
+wp_writer *wp_writer_open(FILE *f, const char *path, unsigned align, char *err, size_t errlen);
+/* Append one record. Returns 0, or -1 on a write error or bad record. */
+int wp_writer_put(wp_writer *w, const wp_record *r);
+/* Bytes written so far (the offset of the next record). */
+uint64_t wp_writer_offset(const wp_writer *w);
+/* Write the end record, the index and the trailer, flush. Frees w.
+ * Returns 0, or -1 (message copied into err when err != NULL). */
+int wp_writer_close(wp_writer *w, char *err, size_t errlen);
+/* The last error, one line. */
+const char *wp_writer_error(const wp_writer *w);
+
+#endif
