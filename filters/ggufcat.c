@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "gguf.h"
+#include "gguf_file.h"
 
 static const char usage[] =
     "usage: ggufcat [-o OUT] FILE.gguf\n"

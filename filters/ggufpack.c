@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "gguf.h"
+#include "gguf_file.h"
 
 static const char usage[] =
     "usage: ggufpack [-o OUT.gguf] [STREAM]\n"

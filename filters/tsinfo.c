@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "ggml.h"
-#include "gguf.h"
+#include "ggml_type.h"
+#include "gguf_file.h"
 
 static const char usage[] =
     "usage: tsinfo [-a] [FILE|-]\n"

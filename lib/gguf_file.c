@@ -1,7 +1,7 @@
-/* gguf.c - GGUF reading (file → records) and writing (records → file).
+/* gguf_file.c - GGUF reading (file → records) and writing (records → file).
  * Format: llama.cpp ggml/src/gguf.cpp (gguf_init_from_file_impl,
- * gguf_write_to_buf); see gguf.h for the stream mapping. */
-#include "gguf.h"
+ * gguf_write_to_buf); see gguf_file.h for the stream mapping. */
+#include "gguf_file.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ggml.h"
+#include "ggml_type.h"
 
 #define MAX_STRING   (UINT64_C(1) << 31)
 

@@ -1,7 +1,7 @@
-/* ggml.c - ggml type geometry table (see ggml.h). Source: llama.cpp
+/* ggml_type.c - ggml type geometry table (see ggml_type.h). Source: llama.cpp
  * ggml/src/ggml.c type_traits, read through ggml_blck_size()/ggml_type_size()
  * of the pinned libggml-base. */
-#include "ggml.h"
+#include "ggml_type.h"
 
 #include <string.h>
 #include <strings.h>

@@ -1,12 +1,12 @@
 /*
- * ggml.h - the ggml tensor types: ids, names, block size and bytes per block.
+ * ggml_type.h - the ggml tensor types: ids, names, block size and bytes per block.
  *
  * This is the one table of ggml type geometry in wpack. Ids and sizes match
  * llama.cpp's ggml/src/ggml.c type_traits (the pinned reference, v0.4.0 of
  * node-llama-cpp); the bit layout inside each block lives in lib/blocks.c.
  */
-#ifndef WPACK_GGML_H
-#define WPACK_GGML_H
+#ifndef WPACK_GGML_TYPE_H
+#define WPACK_GGML_TYPE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * gguf.h - GGUF files to tensor streams and back (the only GGUF parser and
+ * gguf_file.h - GGUF files to tensor streams and back (the only GGUF parser and
  * writer in wpack).
  *
  * Format source: llama.cpp ggml/include/gguf.h and ggml/src/gguf.cpp (GGUF v2
@@ -20,8 +20,8 @@
  *                            the one a standard writer would choose
  * and wp_gguf_out turns such a stream back into the same bytes.
  */
-#ifndef WPACK_GGUF_H
-#define WPACK_GGUF_H
+#ifndef WPACK_GGUF_FILE_H
+#define WPACK_GGUF_FILE_H
 
 #include <stdint.h>
 #include <stdio.h>
