@@ -129,7 +129,9 @@ struct wp_gguf_in {
     uint64_t alignment;
     uint64_t next_kv, next_tensor;
     int      header_sent;
-    char   **keys;              /* keys seen, for duplicate detection */
+    char   **keys;              /* keys, in file order */
+    uint32_t *kv_type;          /* value type of each key */
+    uint64_t *kv_off, *kv_len;  /* where each value lies in the file */
     struct tinfo *ti;           /* tensor infos, parsed after the KVs */
     uint64_t data_start;
     uint8_t *buf;               /* value buffer */
@@ -259,6 +261,37 @@ static int gread_value(wp_gguf_in *g, uint32_t type, const char *key)
     return 0;
 }
 
+/* Parse and check key/value i at the current position; remember where its
+ * value lies. */
+static int read_kv(wp_gguf_in *g, uint64_t i)
+{
+    uint32_t type;
+    char *key = gread_string(g, "key");
+    if (!key)
+        return -1;
+    g->keys[i] = key;
+    for (uint64_t j = 0; j < i; j++)
+        if (!strcmp(g->keys[j], key))
+            return gfail(g, "duplicate key '%s'", key);
+    if (gread_u32(g, &type, "value type"))
+        return -1;
+    g->kv_type[i] = type;
+    g->kv_off[i] = g->pos;
+    g->buf_len = 0;
+    if (gread_value(g, type, key))
+        return -1;
+    g->kv_len[i] = g->buf_len;
+    if (!strcmp(key, "general.alignment")) {
+        uint32_t a = type == WP_GGUF_U32 ? rd32(g->buf) : 0;
+        if (!a || (a & (a - 1)))
+            return gfail(g, "general.alignment must be a power-of-two u32");
+        g->alignment = a;
+    }
+    return 0;
+}
+
+static int read_tensor_infos(wp_gguf_in *g);
+
 wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
 {
     wp_gguf_in *g = calloc(1, sizeof *g);
@@ -306,11 +339,20 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
     g->keys = calloc(g->n_kv ? g->n_kv : 1, sizeof *g->keys);
+    g->kv_type = calloc(g->n_kv ? g->n_kv : 1, sizeof *g->kv_type);
+    g->kv_off = calloc(g->n_kv ? g->n_kv : 1, sizeof *g->kv_off);
+    g->kv_len = calloc(g->n_kv ? g->n_kv : 1, sizeof *g->kv_len);
     g->ti = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *g->ti);
-    if (!g->keys || !g->ti) {
+    if (!g->keys || !g->kv_type || !g->kv_off || !g->kv_len || !g->ti) {
         gfail(g, "out of memory");
         goto fail;
     }
+    /* Check the whole header now, so that nothing is written for a bad file. */
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        if (read_kv(g, i))
+            goto fail;
+    if (read_tensor_infos(g))
+        goto fail;
     return g;
 fail_msg:
     if (!g->err[0])
@@ -334,6 +376,9 @@ void wp_gguf_close(wp_gguf_in *g)
     for (uint64_t i = 0; g->ti && i < g->n_tensors; i++)
         free(g->ti[i].name);
     free(g->keys);
+    free(g->kv_type);
+    free(g->kv_off);
+    free(g->kv_len);
     free(g->ti);
     free(g->buf);
     free(g);
@@ -379,7 +424,7 @@ static int read_tensor_infos(wp_gguf_in *g)
             rows *= (uint64_t)t->ne[d];
         uint64_t rs = wp_ggml_row_size(t->type, t->ne[0]);
         if (rows && rs > g->file_size / rows)
-            return gfail(g, "tensor '%s': %" PRIu64 " rows of %" PRIu64 " bytes are larger than the file",
+            return gfail(g, "tensor '%s': %" PRIu64 " rows of %" PRIu64 " bytes run past the end of the file",
                          t->name, rows, rs);
         t->size = rs * rows;
         if (t->offset % g->alignment)
@@ -413,31 +458,14 @@ static int read_tensor_infos(wp_gguf_in *g)
 static int next_kv(wp_gguf_in *g, wp_record *r)
 {
     uint64_t i = g->next_kv++;
-    uint32_t type;
-    char *key = gread_string(g, "key");
-    if (!key)
-        return -1;
-    g->keys[i] = key;
-    for (uint64_t j = 0; j < i; j++)
-        if (!strcmp(g->keys[j], key))
-            return gfail(g, "duplicate key '%s'", key);
-    if (gread_u32(g, &type, "value type"))
-        return -1;
-    g->buf_len = 0;
-    if (gread_value(g, type, key))
-        return -1;
-    if (!strcmp(key, "general.alignment")) {
-        uint32_t a = type == WP_GGUF_U32 ? rd32(g->buf) : 0;
-        if (!a || (a & (a - 1)))
-            return gfail(g, "general.alignment must be a power-of-two u32");
-        g->alignment = a;
-    }
     wp_record_init(r);
     r->kind = WP_REC_KV;
-    r->type = type;
-    if (wp_record_set_name(r, key) || !wp_record_alloc(r, g->buf_len))
-        return gfail(g, "key '%s': out of memory", key);
-    memcpy(r->payload, g->buf, (size_t)g->buf_len);
+    r->type = g->kv_type[i];
+    if (wp_record_set_name(r, g->keys[i]) || !wp_record_alloc(r, g->kv_len[i]))
+        return gfail(g, "key '%s': out of memory", g->keys[i]);
+    if (fseeko(g->f, (off_t)g->kv_off[i], SEEK_SET) ||
+        (g->kv_len[i] && fread(r->payload, 1, (size_t)g->kv_len[i], g->f) != g->kv_len[i]))
+        return gfail(g, "key '%s': read error", g->keys[i]);
     return 1;
 }
 
@@ -480,8 +508,6 @@ int wp_gguf_next(wp_gguf_in *g, wp_record *r)
     }
     if (g->next_kv < g->n_kv)
         return next_kv(g, r);
-    if (g->next_tensor == 0 && !g->data_start && read_tensor_infos(g))
-        return -1;
     if (g->next_tensor < g->n_tensors)
         return next_tensor(g, r);
     return 0;

@@ -1,0 +1,200 @@
+#!/usr/bin/env bats
+# ggufcat, ggufpack, tsinfo: the byte-identical GGUF round trip and bad input.
+load helpers
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+    F32="$MODELS/stories260K-f32.gguf"
+}
+
+@test "ggufcat | ggufpack is byte-identical for stories260K F32, F16 and BF16" {
+    for t in f32 f16 bf16; do
+        "$BIN/ggufcat" "$MODELS/stories260K-$t.gguf" | "$BIN/ggufpack" > "$T/$t.gguf"
+        cmp "$MODELS/stories260K-$t.gguf" "$T/$t.gguf"
+    done
+}
+
+@test "ggufpack -o writes the same bytes as stdout" {
+    "$BIN/ggufcat" "$F32" | "$BIN/ggufpack" -o "$T/o.gguf"
+    cmp "$F32" "$T/o.gguf"
+    [ -z "$(ls "$T" | grep '\.tmp\.')" ]
+}
+
+@test "the round-tripped GGUF greedy-generates the same 64 tokens in llama.cpp" {
+    [ -x "$TOOLS/llgen" ] || skip "build/tools/llgen not built"
+    "$BIN/ggufcat" "$F32" | "$BIN/ggufpack" > "$T/y.gguf"
+    a=$("$TOOLS/llgen" "$F32" 64)
+    b=$("$TOOLS/llgen" "$T/y.gguf" 64)
+    [ "$(echo "$a" | wc -w)" -eq 64 ]
+    [ "$a" = "$b" ]
+}
+
+@test "tsinfo lists every record of the stream: 1 header, 17 key/values, 48 tensors" {
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    run "$BIN/tsinfo" "$T/s.wps"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '^gguf ')" -eq 1 ]
+    [ "$(echo "$output" | grep -c '^kv ')" -eq 17 ]
+    [ "$(echo "$output" | grep -c '^tensor ')" -eq 48 ]
+    echo "$output" | grep -E '^tensor +blk.0.ffn_down.weight +F32 +172x64 +44032 +32.0000'
+    echo "$output" | grep -E '^kv +general.architecture +string .*"llama"'
+    echo "$output" | grep -E '^# 66 records, .* 292800 tensor weights, tensors 32.0000 b/w'
+}
+
+@test "tsinfo reads a stream from stdin" {
+    run sh -c "'$BIN/ggufcat' '$MODELS/stories260K-f16.gguf' | '$BIN/tsinfo' -"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^tensor +blk.4.attn_q.weight +F16 +64x64 +8192 +16.0000'
+}
+
+@test "a stream passes through ggufcat -o unchanged in meaning (ggufpack of it is identical)" {
+    "$BIN/ggufcat" -o "$T/s.wps" "$MODELS/stories260K-bf16.gguf"
+    "$BIN/ggufpack" "$T/s.wps" > "$T/b.gguf"
+    cmp "$MODELS/stories260K-bf16.gguf" "$T/b.gguf"
+}
+
+# ---- bad input: one line naming the file, status != 0, no output file ------
+
+@test "bad GGUF: truncated file" {
+    head -c 100000 "$F32" > "$T/cut.gguf"
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/cut.gguf"
+    one_line_error "^ggufcat: $T/cut.gguf: .*(truncated|past the end)"
+    [ ! -e "$T/out.wps" ]
+}
+
+@test "bad GGUF: wrong magic" {
+    cp "$F32" "$T/m.gguf"; chmod u+w "$T/m.gguf"
+    patch_bytes "$T/m.gguf" 0 'GGUX'
+    run "$BIN/ggufcat" "$T/m.gguf"
+    one_line_error "^ggufcat: $T/m.gguf: not a GGUF file \(bad magic\)$"
+}
+
+@test "bad GGUF: unknown version" {
+    cp "$F32" "$T/v.gguf"; chmod u+w "$T/v.gguf"
+    patch_bytes "$T/v.gguf" 4 "$(le32 99)"
+    run "$BIN/ggufcat" "$T/v.gguf"
+    one_line_error "unknown GGUF version 99"
+}
+
+@test "bad GGUF: tensor count larger than the file" {
+    cp "$F32" "$T/c.gguf"; chmod u+w "$T/c.gguf"
+    patch_bytes "$T/c.gguf" 8 "$(le64 4000000000)"
+    run "$BIN/ggufcat" "$T/c.gguf"
+    one_line_error "$T/c.gguf: tensor count 4000000000 is larger than the file allows"
+}
+
+@test "bad GGUF: key/value count larger than the file" {
+    cp "$F32" "$T/k.gguf"; chmod u+w "$T/k.gguf"
+    patch_bytes "$T/k.gguf" 16 "$(le64 99999999)"
+    run "$BIN/ggufcat" "$T/k.gguf"
+    one_line_error "key/value count 99999999 is larger than the file allows"
+}
+
+@test "bad GGUF: string length larger than the file" {
+    cp "$F32" "$T/s.gguf"; chmod u+w "$T/s.gguf"
+    patch_bytes "$T/s.gguf" 24 "$(le64 123456789012)"
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/s.gguf"
+    one_line_error "$T/s.gguf: key length 123456789012 is larger than the file"
+    [ ! -e "$T/out.wps" ]
+}
+
+# Offset of the tensor info field after a 1-D tensor's name (name, u32 n_dims,
+# i64 ne0, u32 type, u64 offset).
+info_field() { # FILE NAME FIELD(type|offset)
+    local at; at=$(offset_of "$1" "$2")
+    case $3 in type) echo $((at + ${#2} + 4 + 8)) ;; offset) echo $((at + ${#2} + 4 + 8 + 4)) ;; esac
+}
+
+@test "bad GGUF: tensor offset past the end" {
+    cp "$F32" "$T/o.gguf"; chmod u+w "$T/o.gguf"
+    patch_bytes "$T/o.gguf" "$(info_field "$T/o.gguf" output_norm.weight offset)" "$(le64 $((1 << 30)))"
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/o.gguf"
+    one_line_error "tensor 'output_norm.weight': data at offset 1073741824 .* runs past the end of the file"
+    [ ! -e "$T/out.wps" ]
+}
+
+@test "bad GGUF: misaligned tensor offset" {
+    cp "$F32" "$T/a.gguf"; chmod u+w "$T/a.gguf"
+    patch_bytes "$T/a.gguf" "$(info_field "$T/a.gguf" output_norm.weight offset)" "$(le64 131073)"
+    run "$BIN/ggufcat" "$T/a.gguf"
+    one_line_error "tensor 'output_norm.weight': data offset 131073 is not aligned to 32"
+}
+
+@test "bad GGUF: row length not a multiple of the type's block size" {
+    cp "$F32" "$T/b.gguf"; chmod u+w "$T/b.gguf"
+    patch_bytes "$T/b.gguf" "$(info_field "$T/b.gguf" output_norm.weight type)" "$(le32 12)"
+    run "$BIN/ggufcat" "$T/b.gguf"
+    one_line_error "tensor 'output_norm.weight': row length 64 is not a multiple of the Q4_K block size 256"
+}
+
+@test "bad GGUF: unknown ggml type" {
+    cp "$F32" "$T/u.gguf"; chmod u+w "$T/u.gguf"
+    patch_bytes "$T/u.gguf" "$(info_field "$T/u.gguf" output_norm.weight type)" "$(le32 4)"
+    run "$BIN/ggufcat" "$T/u.gguf"
+    one_line_error "tensor 'output_norm.weight': unknown ggml type 4"
+}
+
+@test "bad GGUF: duplicate tensor names" {
+    cp "$F32" "$T/d.gguf"; chmod u+w "$T/d.gguf"
+    patch_bytes "$T/d.gguf" "$(offset_of "$T/d.gguf" blk.0.attn_k.weight)" 'blk.0.attn_q.weight'
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/d.gguf"
+    one_line_error "$T/d.gguf: duplicate tensor name 'blk.0.attn_q.weight'"
+    [ ! -e "$T/out.wps" ]
+}
+
+@test "bad GGUF: duplicate keys" {
+    cp "$F32" "$T/dk.gguf"; chmod u+w "$T/dk.gguf"
+    patch_bytes "$T/dk.gguf" "$(offset_of "$T/dk.gguf" tokenizer.ggml.eos_token_id)" 'tokenizer.ggml.bos_token_id'
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/dk.gguf"
+    one_line_error "^ggufcat: $T/dk.gguf: duplicate key 'tokenizer.ggml.bos_token_id'$"
+    [ ! -e "$T/out.wps" ]
+}
+
+@test "bad input: a missing file" {
+    run "$BIN/ggufcat" "$T/nope.gguf"
+    one_line_error "^ggufcat: $T/nope.gguf: No such file or directory$"
+}
+
+@test "bad input: ggufcat of a stream, tsinfo and ggufpack of a GGUF" {
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    run "$BIN/ggufcat" "$T/s.wps"
+    one_line_error "not a GGUF file \(a wpack stream"
+    run "$BIN/tsinfo" "$F32"
+    one_line_error "^tsinfo: $F32: not a wpack stream \(a GGUF file"
+    run "$BIN/ggufpack" -o "$T/x.gguf" "$F32"
+    one_line_error "^ggufpack: $F32: not a wpack stream"
+    [ ! -e "$T/x.gguf" ]
+}
+
+@test "broken pipe upstream: ggufpack fails, leaves no output file" {
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    run sh -c "{ head -c 500000 '$T/s.wps'; exit 1; } | '$BIN/ggufpack' -o '$T/p.gguf'"
+    one_line_error "^ggufpack: stdin: truncated stream"
+    [ ! -e "$T/p.gguf" ]
+}
+
+@test "broken pipe upstream: ggufpack > FILE leaves FILE empty, not half-written" {
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    run sh -c "head -c 700000 '$T/s.wps' | '$BIN/ggufpack' > '$T/q.gguf'"
+    [ "$status" -ne 0 ]
+    [ ! -s "$T/q.gguf" ]
+}
+
+@test "corrupt stream: a flipped payload bit is a checksum error" {
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    cp "$T/s.wps" "$T/f.wps"
+    at=$(( $(stat -c %s "$T/s.wps") / 2 ))
+    b=$(od -An -tu1 -j "$at" -N1 "$T/s.wps" | tr -d ' ')
+    patch_bytes "$T/f.wps" "$at" "$(printf '\\x%02x' $((b ^ 16)))"
+    run "$BIN/ggufpack" -o "$T/f.gguf" "$T/f.wps"
+    one_line_error "^ggufpack: $T/f.wps: record '.*': payload checksum mismatch"
+    [ ! -e "$T/f.gguf" ]
+}
+
+@test "--help of each program prints usage and exits 0" {
+    for p in ggufcat ggufpack tsinfo; do
+        run "$BIN/$p" --help
+        [ "$status" -eq 0 ]
+        [[ "${lines[0]}" == "usage: $p"* ]]
+    done
+}
