@@ -89,7 +89,7 @@ $(DEPS)/.npm-ok: | deps-apt
 	test -f $(REF_LIB)/libllama.v0.4.0.so
 	touch $@
 
-$(REF_SRC)/.wpack-ok: $(DEPS)/.npm-ok
+$(REF_SRC)/.wpack-ok: | $(DEPS)/.npm-ok
 	rm -rf $(REF_SRC).tmp && mkdir -p $(CACHE)
 	git clone -q $(DEPS)/node_modules/node-llama-cpp/llama/gitRelease.bundle $(REF_SRC).tmp
 	rm -rf $(REF_SRC) && mv $(REF_SRC).tmp $(REF_SRC) && touch $@
@@ -100,13 +100,13 @@ deps: deps-apt $(DEPS)/.npm-ok $(REF_SRC)/.wpack-ok
 # built once from the bundled source into $(REF_BUILD).
 REF_TOOLS := llama-quantize llama-perplexity llama-imatrix
 reftools: $(REF_BUILD)/.wpack-ok
-$(REF_BUILD)/.wpack-ok: $(REF_SRC)/.wpack-ok
+$(REF_BUILD)/.wpack-ok: | $(REF_SRC)/.wpack-ok
 	cmake -S $(REF_SRC) -B $(REF_BUILD) -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_SERVER=OFF \
 	  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=ON >/dev/null
 	cmake --build $(REF_BUILD) -j$$(nproc) --target $(REF_TOOLS) >/dev/null
 	touch $@
 
-check: deps
+check: deps reftools
 	$(MAKE) tests
 	WPACK_DATA=$(WPACK_DATA) REF_BUILD=$(REF_BUILD) sh tests/run
 
