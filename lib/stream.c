@@ -278,13 +278,19 @@ static int rread(wp_reader *rd, void *buf, size_t n, const char *what)
     return 0;
 }
 
+/* Skip n bytes; padding (what names it) must be zero, so that every bit of a
+ * stream is covered by a check. */
 static int rskip(wp_reader *rd, uint64_t n, const char *what)
 {
     uint8_t buf[4096];
+    int must_be_zero = strstr(what, "padding") != NULL;
     while (n) {
         size_t k = n > sizeof buf ? sizeof buf : (size_t)n;
         if (rread(rd, buf, k, what))
             return -1;
+        for (size_t i = 0; must_be_zero && i < k; i++)
+            if (buf[i])
+                return rfail(rd, "corrupt stream: nonzero %s at byte %" PRIu64, what, rd->off - k + i);
         n -= k;
     }
     return 0;

@@ -1,0 +1,512 @@
+/*
+ * test_ftype.c - lib/ftype.c against the reference llama_model_quantize.
+ *
+ * For each preset (and a few --tensor-type / output-type cases) the test runs
+ * the pinned reference libllama's llama_model_quantize (nthread 1) into a
+ * temporary directory, reads the output's tensor types back with gguf, and
+ * compares them tensor by tensor with wp_ftype_plan's choice for the same
+ * input. Models: stories260K-f32.gguf (row lengths 64 and 172: fallbacks)
+ * and two synthetic llama-shaped GGUFs with 256-multiple rows, written here
+ * with the reference gguf API (one with output.weight and GQA, one with tied
+ * embeddings and no GQA), carrying stories260K's tokenizer KVs.
+ */
+/* The reference llama.cpp headers (gguf.h, ggml.h, llama.h), then wpack's. */
+#include "gguf.h"
+#include "ggml-backend.h"
+#include "llama.h"
+
+#include "ftype.h"
+#include "ggml_type.h" /* wpack: WP_* ids */
+#include "tap.h"
+
+#include <ctype.h>
+#include <dlfcn.h>
+#include <libgen.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+
+static void quiet_log(enum ggml_log_level level, const char *text, void *ud)
+{
+    (void)level; (void)text; (void)ud;
+}
+
+/* ---- the input model's tensor list and metadata -------------------------- */
+
+struct tinfo { char name[GGML_MAX_NAME]; int n_dims; int64_t ne[4]; int type; };
+
+struct model {
+    const char *label;
+    char path[1024];
+    char arch[64];
+    struct wp_ftype_model m;
+    struct tinfo *t;
+    int n;
+};
+
+static uint32_t kv_u32(const struct gguf_context *g, const char *arch, const char *suffix, uint32_t dflt)
+{
+    char key[128];
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    int64_t id = gguf_find_key(g, key);
+    if (id < 0)
+        return dflt;
+    if (gguf_get_kv_type(g, id) == GGUF_TYPE_UINT32)
+        return gguf_get_val_u32(g, id);
+    if (gguf_get_kv_type(g, id) == GGUF_TYPE_INT32)
+        return (uint32_t)gguf_get_val_i32(g, id);
+    return dflt;
+}
+
+static int load_model(struct model *md)
+{
+    struct ggml_context *gc = NULL;
+    struct gguf_init_params ip = { .no_alloc = true, .ctx = &gc };
+    struct gguf_context *g = gguf_init_from_file(md->path, ip);
+    if (!g)
+        return -1;
+    int64_t a = gguf_find_key(g, "general.architecture");
+    snprintf(md->arch, sizeof md->arch, "%s", a >= 0 ? gguf_get_val_str(g, a) : "");
+    memset(&md->m, 0, sizeof md->m);
+    md->m.arch = md->arch;
+    md->m.n_layer = kv_u32(g, md->arch, "block_count", 0);
+    md->m.n_head = kv_u32(g, md->arch, "attention.head_count", 0);
+    md->m.n_head_kv = kv_u32(g, md->arch, "attention.head_count_kv", md->m.n_head);
+    md->m.n_expert = kv_u32(g, md->arch, "expert_count", 0);
+    md->m.is_70b = -1;
+    md->n = (int)gguf_get_n_tensors(g);
+    md->t = calloc((size_t)md->n, sizeof *md->t);
+    for (int i = 0; i < md->n; i++) {
+        const char *name = gguf_get_tensor_name(g, i);
+        struct ggml_tensor *t = ggml_get_tensor(gc, name);
+        snprintf(md->t[i].name, sizeof md->t[i].name, "%s", name);
+        md->t[i].n_dims = 4;
+        for (int d = 0; d < 4; d++)
+            md->t[i].ne[d] = t->ne[d];
+        md->t[i].type = (int)t->type;
+    }
+    gguf_free(g);
+    ggml_free(gc);
+    return 0;
+}
+
+/* ---- a synthetic llama-shaped model ------------------------------------- */
+
+static uint32_t rng = 12345;
+static float frand(void)
+{
+    rng = rng * 1664525u + 1013904223u;
+    return ((float)(rng >> 8) / 16777216.0f - 0.5f) * 0.1f;
+}
+
+static struct ggml_tensor *mk3(struct ggml_context *c, struct gguf_context *g, const char *name,
+                               int64_t ne0, int64_t ne1, int64_t ne2)
+{
+    struct ggml_tensor *t = ne2 ? ggml_new_tensor_3d(c, GGML_TYPE_F32, ne0, ne1, ne2)
+                          : ne1 ? ggml_new_tensor_2d(c, GGML_TYPE_F32, ne0, ne1)
+                                : ggml_new_tensor_1d(c, GGML_TYPE_F32, ne0);
+    ggml_set_name(t, name);
+    float *d = t->data;
+    for (int64_t i = 0; i < ggml_nelements(t); i++)
+        d[i] = ne1 ? frand() : 1.0f;
+    gguf_add_tensor(g, t);
+    return t;
+}
+
+static struct ggml_tensor *mk(struct ggml_context *c, struct gguf_context *g, const char *name,
+                              int64_t ne0, int64_t ne1)
+{
+    return mk3(c, g, name, ne0, ne1, 0);
+}
+
+static int write_synth(const char *path, const char *src_path, int n_layer, int n_embd,
+                       int n_ff, int n_head, int n_head_kv, int with_output, int n_expert)
+{
+    struct gguf_init_params ip = { .no_alloc = true, .ctx = NULL };
+    struct gguf_context *src = gguf_init_from_file(src_path, ip);
+    if (!src)
+        return -1;
+    int64_t tok = gguf_find_key(src, "tokenizer.ggml.tokens");
+    int64_t n_vocab = tok >= 0 ? (int64_t)gguf_get_arr_n(src, tok) : 512;
+    int n_embd_kv = n_embd / n_head * n_head_kv;
+
+    size_t nfl = (size_t)n_vocab * n_embd * (with_output ? 2 : 1) + n_embd
+               + (size_t)n_layer * ((size_t)2 * n_embd * n_embd + (size_t)2 * n_embd * n_embd_kv
+                                    + (size_t)3 * n_embd * n_ff * (n_expert ? n_expert : 1)
+                                    + (size_t)n_embd * n_expert + 2 * n_embd);
+    struct ggml_init_params gp = {
+        .mem_size = nfl * sizeof(float) + (size_t)(16 + 12 * n_layer) * ggml_tensor_overhead() + 4096,
+        .mem_buffer = NULL, .no_alloc = false };
+    struct ggml_context *c = ggml_init(gp);
+    struct gguf_context *g = gguf_init_empty();
+    gguf_set_kv(g, src);    /* tokenizer and llama.* keys of stories260K */
+    gguf_free(src);
+    gguf_set_val_str(g, "general.name", "wpack synthetic llama");
+    gguf_set_val_u32(g, "general.file_type", 0);
+    gguf_set_val_u32(g, "llama.context_length", 512);
+    gguf_set_val_u32(g, "llama.embedding_length", (uint32_t)n_embd);
+    gguf_set_val_u32(g, "llama.feed_forward_length", (uint32_t)n_ff);
+    gguf_set_val_u32(g, "llama.block_count", (uint32_t)n_layer);
+    gguf_set_val_u32(g, "llama.attention.head_count", (uint32_t)n_head);
+    gguf_set_val_u32(g, "llama.attention.head_count_kv", (uint32_t)n_head_kv);
+    gguf_set_val_u32(g, "llama.rope.dimension_count", (uint32_t)(n_embd / n_head));
+    gguf_set_val_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    if (n_expert) {
+        gguf_set_val_u32(g, "llama.expert_count", (uint32_t)n_expert);
+        gguf_set_val_u32(g, "llama.expert_used_count", 2);
+    }
+
+    mk(c, g, "token_embd.weight", n_embd, n_vocab);
+    mk(c, g, "output_norm.weight", n_embd, 0);
+    if (with_output)
+        mk(c, g, "output.weight", n_embd, n_vocab);
+    for (int l = 0; l < n_layer; l++) {
+        char nm[GGML_MAX_NAME];
+#define T(s, a, b) (snprintf(nm, sizeof nm, "blk.%d." s, l), mk(c, g, nm, a, b))
+        T("attn_norm.weight", n_embd, 0);
+        T("attn_q.weight", n_embd, n_embd);
+        T("attn_k.weight", n_embd, n_embd_kv);
+        T("attn_v.weight", n_embd, n_embd_kv);
+        T("attn_output.weight", n_embd, n_embd);
+        T("ffn_norm.weight", n_embd, 0);
+        if (n_expert) {
+            T("ffn_gate_inp.weight", n_embd, n_expert);
+#define T3(s, a, b) (snprintf(nm, sizeof nm, "blk.%d." s, l), mk3(c, g, nm, a, b, n_expert))
+            T3("ffn_gate_exps.weight", n_embd, n_ff);
+            T3("ffn_down_exps.weight", n_ff, n_embd);
+            T3("ffn_up_exps.weight", n_embd, n_ff);
+#undef T3
+        } else {
+            T("ffn_gate.weight", n_embd, n_ff);
+            T("ffn_down.weight", n_ff, n_embd);
+            T("ffn_up.weight", n_embd, n_ff);
+        }
+#undef T
+    }
+    int ok = gguf_write_to_file(g, path, false);
+    gguf_free(g);
+    ggml_free(c);
+    return ok ? 0 : -1;
+}
+
+/* ---- one comparison ------------------------------------------------------ */
+
+struct tcase {
+    const char *preset;
+    const char *const *overrides;  /* "regex=TYPE", NULL-terminated, or NULL */
+    int output_type, token_embd_type, pure;
+};
+
+/* Our planner on md; returns 0 or -1 (err filled). */
+static wp_ftype_plan *plan(const struct model *md, const struct tcase *tc, int strict,
+                           char *err, size_t errlen)
+{
+    struct wp_ftype_opts o = wp_ftype_opts_default(wp_ftype_from_name(tc->preset));
+    o.output_type = tc->output_type;
+    o.token_embd_type = tc->token_embd_type;
+    o.pure = tc->pure;
+    o.strict = strict;
+    wp_ftype_plan *p = wp_ftype_plan_new(&md->m, &o, err, errlen);
+    if (!p)
+        return NULL;
+    for (int i = 0; i < md->n; i++)
+        if (wp_ftype_plan_add_tensor(p, md->t[i].name, md->t[i].n_dims, md->t[i].ne, md->t[i].type)) {
+            snprintf(err, errlen, "add_tensor %s failed", md->t[i].name);
+            wp_ftype_plan_free(p);
+            return NULL;
+        }
+    for (const char *const *s = tc->overrides; s && *s; s++)
+        if (wp_ftype_plan_add_override(p, *s, err, errlen)) {
+            wp_ftype_plan_free(p);
+            return NULL;
+        }
+    if (wp_ftype_plan_finish(p, err, errlen)) {
+        wp_ftype_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static char *describe(const struct tcase *tc, char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "%s", tc->preset);
+    for (const char *const *s = tc->overrides; s && *s && k < (int)n; s++)
+        k += snprintf(buf + k, n - (size_t)k, " --tensor-type %s", *s);
+    if (tc->output_type >= 0 && k < (int)n)
+        k += snprintf(buf + k, n - (size_t)k, " --output-tensor-type %s", ggml_type_name(tc->output_type));
+    if (tc->token_embd_type >= 0 && k < (int)n)
+        k += snprintf(buf + k, n - (size_t)k, " --token-embedding-type %s", ggml_type_name(tc->token_embd_type));
+    if (tc->pure && k < (int)n)
+        snprintf(buf + k, n - (size_t)k, " --pure");
+    return buf;
+}
+
+/* Run the reference and compare. Returns 1 when the reference refused. */
+static int compare(const struct model *md, const struct tcase *tc)
+{
+    char desc[256], err[512] = "", out[600];
+    describe(tc, desc, sizeof desc);
+    snprintf(out, sizeof out, "%s/out.gguf", tmpdir);
+    unlink(out);
+
+    struct llama_model_tensor_override tto[8];
+    int nt = 0;
+    char pats[8][128];
+    for (const char *const *s = tc->overrides; s && *s && nt < 7; s++, nt++) {
+        /* what llama-quantize's parse_tensor_type does: lower-case the regex */
+        const char *eq = strchr(*s, '=');
+        size_t len = (size_t)(eq - *s);
+        for (size_t i = 0; i < len && i < 127; i++)
+            pats[nt][i] = (char)tolower((unsigned char)(*s)[i]);
+        pats[nt][len < 127 ? len : 127] = 0;
+        tto[nt].pattern = pats[nt];
+        tto[nt].type = (enum ggml_type)wp_ggml_type_from_name(eq + 1);
+    }
+    tto[nt].pattern = NULL;
+    tto[nt].type = GGML_TYPE_COUNT;
+
+    struct llama_model_quantize_params qp = llama_model_quantize_default_params();
+    qp.nthread = 1;
+    qp.ftype = (enum llama_ftype)wp_ftype_from_name(tc->preset);
+    qp.output_tensor_type = tc->output_type >= 0 ? (enum ggml_type)tc->output_type : GGML_TYPE_COUNT;
+    qp.token_embedding_type = tc->token_embd_type >= 0 ? (enum ggml_type)tc->token_embd_type : GGML_TYPE_COUNT;
+    qp.pure = tc->pure;
+    qp.tt_overrides = nt ? tto : NULL;
+    uint32_t rc = llama_model_quantize(md->path, out, &qp);
+
+    wp_ftype_plan *strict = plan(md, tc, 1, err, sizeof err);
+    if (rc != 0) {
+        CHECK(strict == NULL, "%s %s: reference refuses, strict planner refuses too (%s)",
+              md->label, desc, err);
+        wp_ftype_plan_free(strict);
+        return 1;
+    }
+    if (!CHECK(strict != NULL, "%s %s: strict planner accepts like the reference", md->label, desc)) {
+        printf("# planner: %s\n", err);
+        return 0;
+    }
+
+    struct gguf_init_params ip = { .no_alloc = true, .ctx = NULL };
+    struct gguf_context *g = gguf_init_from_file(out, ip);
+    if (!CHECK(g != NULL, "%s %s: reference output readable", md->label, desc)) {
+        wp_ftype_plan_free(strict);
+        return 0;
+    }
+    int n = (int)gguf_get_n_tensors(g), bad = 0, quantized = 0, f16fb = 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = gguf_get_tensor_name(g, i);
+        int ref = (int)gguf_get_tensor_type(g, i);
+        struct wp_ftype_choice ch;
+        if (wp_ftype_plan_get(strict, name, &ch)) {
+            printf("# %s: not in the plan\n", name);
+            bad++;
+            continue;
+        }
+        quantized += ch.quantize;
+        f16fb += ch.f16_fallback;
+        if (ch.type != ref) {
+            printf("# %s: ours %s, reference %s\n", name, ggml_type_name(ch.type), ggml_type_name(ref));
+            bad++;
+        }
+    }
+    int64_t fk = gguf_find_key(g, "general.file_type");
+    uint32_t ft = fk >= 0 ? gguf_get_val_u32(g, fk) : 9999;
+    CHECK(bad == 0 && n == md->n && (int)ft == wp_ftype_from_name(tc->preset),
+          "%s %s: %d/%d tensor types equal the reference (%d quantizable, %d F16 fallbacks, file_type %u)",
+          md->label, desc, n - bad, md->n, quantized, f16fb, ft);
+    gguf_free(g);
+    wp_ftype_plan_free(strict);
+    unlink(out);
+    return 0;
+}
+
+static const char *const PRESETS[] = {
+    "Q3_K_M", "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "Q8_0", "Q4_0", "Q5_0",
+    "IQ4_XS", "IQ4_NL", "F16", "BF16", "Q2_K", "Q3_K_S", "Q3_K_L", "Q4_1", "Q5_1",
+};
+#define N_PRESETS (int)(sizeof PRESETS / sizeof PRESETS[0])
+
+static void run_presets(const struct model *md)
+{
+    for (int i = 0; i < N_PRESETS; i++) {
+        struct tcase tc = { PRESETS[i], NULL, -1, -1, 0 };
+        compare(md, &tc);
+    }
+}
+
+/* ---- planner-only checks ------------------------------------------------- */
+
+static void unit_checks(const struct model *st)
+{
+    CHECK(wp_ftype_from_name("q4_k_m") == WP_FTYPE_MOSTLY_Q4_K_M &&
+          wp_ftype_from_name("Q4_K") == WP_FTYPE_MOSTLY_Q4_K_M &&
+          wp_ftype_from_name("IQ4_XS") == WP_FTYPE_MOSTLY_IQ4_XS &&
+          wp_ftype_from_name("bogus") == -1 &&
+          !strcmp(wp_ftype_name(WP_FTYPE_MOSTLY_Q5_K_S), "Q5_K_S"),
+          "preset names parse like llama-quantize's");
+    CHECK(wp_ftype_default_type(WP_FTYPE_MOSTLY_IQ2_S) == WP_IQ2_XS &&
+          wp_ftype_default_type(WP_FTYPE_MOSTLY_Q3_K_L) == WP_Q3_K &&
+          wp_ftype_default_type(WP_FTYPE_MOSTLY_NVFP4) == -1,
+          "ftype default types follow llama_ftype_get_default_type");
+
+    char err[256];
+    struct wp_ftype_opts o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_K_M);
+    wp_ftype_plan *p = wp_ftype_plan_new(&st->m, &o, err, sizeof err);
+    CHECK(p && wp_ftype_plan_add_override(p, "no_equals", err, sizeof err) == -1 &&
+          wp_ftype_plan_add_override(p, "ffn_(down=q4_k", err, sizeof err) == -1 &&
+          wp_ftype_plan_add_override(p, "ffn_down=Q9_Z", err, sizeof err) == -1 &&
+          wp_ftype_plan_add_override(p, "=q8_0", err, sizeof err) == -1 &&
+          wp_ftype_plan_add_override(p, "FFN_DOWN=q8_0", err, sizeof err) == 0,
+          "--tensor-type specs: malformed, bad regex and unknown types are errors");
+    int64_t ne[2] = { 64, 64 };
+    CHECK(wp_ftype_plan_add_tensor(p, "a.weight", 2, ne, WP_F32) == 0 &&
+          wp_ftype_plan_add_tensor(p, "a.weight", 2, ne, WP_F32) == -1,
+          "duplicate tensor names are rejected");
+    struct wp_ftype_choice ch;
+    CHECK(wp_ftype_plan_get(p, "a.weight", &ch) == -1, "no answer before finish");
+    wp_ftype_plan_free(p);
+
+    /* The wpack extension: a 128-block type on 172-wide rows, where the
+     * reference throws "no tensor type fallback is defined". */
+    static const char *const q1[] = { "ffn_down=q1_0", NULL };
+    struct tcase tc = { "Q8_0", q1, -1, -1, 0 };
+    p = plan(st, &tc, 0, err, sizeof err);
+    int nf = 0, all = 1;
+    if (p)
+        for (int i = 0; i < st->n; i++)
+            if (strstr(st->t[i].name, "ffn_down")) {
+                all &= wp_ftype_plan_get(p, st->t[i].name, &ch) == 0 && ch.type == WP_F16 &&
+                       ch.f16_fallback && ch.refused_by_ref && ch.manual && ch.wanted == WP_Q1_0;
+                nf++;
+            }
+    CHECK(p && all && nf == 5 && wp_ftype_plan_n_f16_fallback(p) == 5,
+          "non-strict: F16 instead of the reference's refusal, each tensor flagged (%d)", nf);
+    wp_ftype_plan_free(p);
+
+    /* Q8_0 on stories260K: the pinned reference itself keeps F16 for the
+     * 172-wide ffn_down (no refusal); the planner flags those tensors. */
+    struct tcase q8 = { "Q8_0", NULL, -1, -1, 0 };
+    p = plan(st, &q8, 1, err, sizeof err);
+    CHECK(p && wp_ftype_plan_get(p, "blk.3.ffn_down.weight", &ch) == 0 && ch.type == WP_F16 &&
+          ch.f16_fallback && !ch.refused_by_ref && wp_ftype_plan_n_f16_fallback(p) == 5,
+          "Q8_0 on 172-wide rows: F16, flagged for a warning, also under strict");
+    wp_ftype_plan_free(p);
+
+}
+
+int main(void)
+{
+    ggml_log_set(quiet_log, NULL);
+    llama_log_set(quiet_log, NULL);
+
+    /* the reference's backends live beside libllama */
+    Dl_info di;
+    char libdir[1024] = ".";
+    if (dladdr((void *)llama_model_quantize, &di) && di.dli_fname) {
+        snprintf(libdir, sizeof libdir, "%s", di.dli_fname);
+        char *d = dirname(libdir);
+        memmove(libdir, d, strlen(d) + 1);
+    }
+    ggml_backend_load_all_from_path(libdir);
+
+    const char *data = getenv("WPACK_DATA");
+    char st_path[768];
+    snprintf(st_path, sizeof st_path, "%s/models/stories260K/stories260K-f32.gguf",
+             data ? data : "../shared/data");
+    if (access(st_path, R_OK) != 0) {
+        SKIP("no %s (set WPACK_DATA)", st_path);
+        return tap_done();
+    }
+
+    snprintf(tmpdir, sizeof tmpdir, "%s/wpack-ftype-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        CHECK(0, "mkdtemp");
+        return tap_done();
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+
+    struct model st = { .label = "stories260K" };
+    snprintf(st.path, sizeof st.path, "%s", st_path);
+    int lrc = load_model(&st);
+    CHECK(lrc == 0 && st.n > 0, "read stories260K's tensor list (%d tensors)", st.n);
+
+    unit_checks(&st);
+    run_presets(&st);
+    {
+        /* issue 9's stories260K recipe, plus a first-match-wins pair */
+        static const char *const f16[] = { "ffn_down=f16", NULL };
+        static const char *const two[] = { "blk\\.[0-2]\\.attn_v=Q8_0", "attn_(v|k)=q5_1", NULL };
+        static const char *const q1[] = { "ffn_down=q1_0", NULL };
+        struct tcase cs[] = {
+            { "Q4_0", f16, -1, -1, 0 },
+            { "Q4_K_M", two, -1, -1, 0 },
+            { "Q4_K_M", NULL, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, 0 },
+            { "Q5_K_M", NULL, -1, -1, 1 },
+            { "IQ2_XS", NULL, -1, -1, 0 },   /* 64-wide rows: IQ4_NL, no imatrix needed */
+            { "IQ3_XS", NULL, -1, -1, 0 },
+        };
+        for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+            compare(&st, &cs[i]);
+        struct tcase rf = { "Q8_0", q1, -1, -1, 0 };
+        CHECK(compare(&st, &rf) == 1, "stories260K: the reference refuses Q1_0 on 172-wide rows");
+    }
+
+    /* synthetic models: 256-multiple rows */
+    struct model sa = { .label = "synthA(8L,gqa4,output)" }, sb = { .label = "synthB(8L,tied)" };
+    snprintf(sa.path, sizeof sa.path, "%s/synth-a.gguf", tmpdir);
+    snprintf(sb.path, sizeof sb.path, "%s/synth-b.gguf", tmpdir);
+    CHECK(write_synth(sa.path, st_path, 8, 256, 512, 8, 2, 1, 0) == 0 && load_model(&sa) == 0,
+          "write %s with the gguf API", sa.label);
+    CHECK(write_synth(sb.path, st_path, 8, 256, 512, 4, 4, 0, 0) == 0 && load_model(&sb) == 0,
+          "write %s with the gguf API", sb.label);
+    if (sa.n) {
+        run_presets(&sa);
+        static const char *const two[] = { "blk\\.[0-3]\\.ffn_up=q8_0", "ffn=iq4_xs", NULL };
+        struct tcase cs[] = {
+            { "Q4_K_M", two, -1, -1, 0 },
+            { "Q4_K_S", NULL, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, 0 },
+        };
+        for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+            compare(&sa, &cs[i]);
+        /* 256-wide rows: IQ2_XS needs an importance matrix; both refuse */
+        struct tcase iq2 = { "IQ2_XS", NULL, -1, -1, 0 };
+        CHECK(compare(&sa, &iq2) == 1, "%s: IQ2_XS without an imatrix is refused by both", sa.label);
+    }
+    if (sb.n) {
+        run_presets(&sb);
+        struct tcase cs[] = { { "Q3_K_M", NULL, GGML_TYPE_Q4_K, -1, 0 } };
+        compare(&sb, &cs[0]);
+    }
+
+    /* a tiny 8-expert MoE: the n_expert == 8 rules and layer numbers from names */
+    struct model sm = { .label = "synthMoE(4L,8x)" };
+    snprintf(sm.path, sizeof sm.path, "%s/synth-moe.gguf", tmpdir);
+    CHECK(write_synth(sm.path, st_path, 4, 256, 256, 8, 2, 1, 8) == 0 && load_model(&sm) == 0,
+          "write %s with the gguf API", sm.label);
+    if (sm.n) {
+        static const char *const moe[] = { "Q3_K_M", "Q4_K_M", "IQ4_XS", "Q8_0", "Q2_K" };
+        for (size_t i = 0; i < sizeof moe / sizeof moe[0]; i++) {
+            struct tcase tc = { moe[i], NULL, -1, -1, 0 };
+            compare(&sm, &tc);
+        }
+    }
+    unlink(sm.path);
+    free(sm.t);
+
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("# %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    unlink(sa.path);
+    unlink(sb.path);
+    rmdir(tmpdir);
+    free(st.t);
+    free(sa.t);
+    free(sb.t);
+    return tap_done();
+}
