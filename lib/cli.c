@@ -143,9 +143,14 @@ int wp_cli_next(wp_reader *rd, wp_record *r)
 
 wp_writer *wp_cli_writer(const char *path)
 {
+    return wp_cli_writer_aligned(path, 0);
+}
+
+wp_writer *wp_cli_writer_aligned(const char *path, unsigned align)
+{
     char err[1024];
     FILE *f = wp_out_open(path);
-    wp_writer *w = wp_writer_open(f, wp_out_name(), 0, err, sizeof err);
+    wp_writer *w = wp_writer_open(f, wp_out_name(), align, err, sizeof err);
     if (!w)
         wp_die("%s", err);
     return w;

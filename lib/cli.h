@@ -42,8 +42,10 @@ const char *wp_out_name(void);
 wp_reader *wp_cli_reader(const char *path);
 /* Read the next record; dies on error. Returns 1, or 0 at the end. */
 int wp_cli_next(wp_reader *rd, wp_record *r);
-/* A stream writer on wp_out_open(path). */
+/* A stream writer on wp_out_open(path), payloads aligned to 64 bytes. */
 wp_writer *wp_cli_writer(const char *path);
+/* The same with payload alignment `align` (a power of two 1..4096). */
+wp_writer *wp_cli_writer_aligned(const char *path, unsigned align);
 /* Write one record; dies on error. */
 void wp_cli_put(wp_writer *w, const wp_record *r);
 /* Close the writer (end record, index) and commit the output; dies on error. */

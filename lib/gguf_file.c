@@ -458,7 +458,7 @@ static int read_tensor_infos(wp_gguf_in *g)
 static int next_kv(wp_gguf_in *g, wp_record *r)
 {
     uint64_t i = g->next_kv++;
-    wp_record_init(r);
+    wp_record_free(r);
     r->kind = WP_REC_KV;
     r->type = g->kv_type[i];
     if (wp_record_set_name(r, g->keys[i]) || !wp_record_alloc(r, g->kv_len[i]))
@@ -469,12 +469,11 @@ static int next_kv(wp_gguf_in *g, wp_record *r)
     return 1;
 }
 
-static int next_tensor(wp_gguf_in *g, wp_record *r)
+static int tensor_record(wp_gguf_in *g, uint64_t i, wp_record *r)
 {
-    uint64_t i = g->next_tensor++;
     struct tinfo *t = &g->ti[i];
     uint64_t canon = i ? align_up(g->ti[i - 1].offset + g->ti[i - 1].size, g->alignment) : 0;
-    wp_record_init(r);
+    wp_record_free(r);
     r->kind = WP_REC_TENSOR;
     r->type = t->type;
     r->n_dims = t->n_dims;
@@ -491,12 +490,27 @@ static int next_tensor(wp_gguf_in *g, wp_record *r)
     return 1;
 }
 
+static int next_tensor(wp_gguf_in *g, wp_record *r)
+{
+    return tensor_record(g, g->next_tensor++, r);
+}
+
+int wp_gguf_read_tensor(wp_gguf_in *g, const char *name, wp_record *r)
+{
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (!strcmp(g->ti[i].name, name))
+            return tensor_record(g, i, r);
+    return 0;
+}
+
+uint64_t wp_gguf_file_size(const wp_gguf_in *g) { return g->file_size; }
+
 int wp_gguf_next(wp_gguf_in *g, wp_record *r)
 {
     if (!g->header_sent) {
         g->header_sent = 1;
         const char *base = strrchr(g->path, '/');
-        wp_record_init(r);
+        wp_record_free(r);
         r->kind = WP_REC_GGUF;
         if (wp_record_set_name(r, base ? base + 1 : g->path) || !wp_record_alloc(r, 0))
             return gfail(g, "out of memory");
@@ -631,7 +645,7 @@ static int add_tensor(wp_gguf_out *o, const wp_record *r)
     if (r->n_dims < 1 || r->ne[0] % blck)
         return ofail(o, "tensor '%s': row length %" PRId64 " is not a multiple of the %s block size %d",
                      r->name, r->ne[0], wp_ggml_type_name(r->type), blck);
-    uint64_t size = wp_ggml_row_size(r->type, r->ne[0]) * (uint64_t)(wp_record_nelem(r) / r->ne[0]);
+    uint64_t size = r->ne[0] ? wp_ggml_row_size(r->type, r->ne[0]) * (uint64_t)(wp_record_nelem(r) / r->ne[0]) : 0;
     if (r->ne[0] == 0)
         size = 0;
     if (size != r->payload_len)

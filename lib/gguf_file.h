@@ -57,8 +57,17 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen);
  * Returns 1 for a record, 0 after the last tensor, -1 on error (truncated
  * file, string length or count past the end, unknown value or ggml type,
  * offset past the end or misaligned, row length not a multiple of the block
- * size, duplicate key or tensor name ...); wp_gguf_error() tells which. */
+ * size, duplicate key or tensor name ...); wp_gguf_error() tells which.
+ * r must be initialised (wp_record_init); its old contents are freed. */
 int wp_gguf_next(wp_gguf_in *g, wp_record *r);
+
+/* Read the tensor called name into r (as wp_gguf_next would emit it),
+ * independently of the sequential position. Returns 1, 0 when the file has
+ * no such tensor, -1 on a read error. */
+int wp_gguf_read_tensor(wp_gguf_in *g, const char *name, wp_record *r);
+
+/* Size of the GGUF file in bytes. */
+uint64_t wp_gguf_file_size(const wp_gguf_in *g);
 
 const char *wp_gguf_error(const wp_gguf_in *g);
 void wp_gguf_close(wp_gguf_in *g);

@@ -643,7 +643,7 @@ static int put_record(wp_writer *w, const wp_record *r)
     uint8_t *h = malloc(hl);
     if (!h)
         return wfail(w, "out of memory");
-    encode_header(r, XXH64(r->payload_len ? r->payload : "", (size_t)r->payload_len, 0), h);
+    encode_header(r, XXH64(r->payload_len ? (const void *)r->payload : "", (size_t)r->payload_len, 0), h);
     int rc = wwrite(w, h, hl) || wpad(w) || wwrite(w, r->payload, (size_t)r->payload_len) || wpad(w);
     free(h);
     return rc ? -1 : 0;

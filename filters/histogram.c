@@ -1,0 +1,171 @@
+/* histogram - pull the integer codes out of quantized matrices and count them.
+ * Usage: histogram [--report] [-o OUT] [STREAM]      (see histogram(1)) */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "codes.h"
+#include "ggml_type.h"
+#include "huffman.h"
+
+static const char usage[] =
+    "usage: histogram [--report] [-o OUT] [STREAM]\n"
+    "For each quantized matrix (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K..Q6_K,\n"
+    "IQ4_XS) write its side data (d, dmin, scales, mins as the blocks store them),\n"
+    "its code symbols (4-bit codes in pairs, others singly) and a histogram record;\n"
+    "count the exponent symbols that bf16split wrote. Other records pass through.\n"
+    "--report prints per matrix and in total: symbols, Shannon entropy, fixed\n"
+    "width and bits per weight, to stderr.\n";
+
+/* Totals over the stream for --report. */
+static struct {
+    double weights, tensor_bytes;     /* every tensor */
+    double coded_weights, coded_fixed_bytes, entropy_bits, side_bytes;
+} tot;
+
+static void count(const uint8_t *sym, uint64_t n, uint64_t hist[256])
+{
+    memset(hist, 0, 256 * sizeof *hist);
+    for (uint64_t i = 0; i < n; i++)
+        hist[sym[i]]++;
+}
+
+/* A HIST record for symbols of record src. */
+static void put_hist(wp_writer *w, const wp_record *src, const uint64_t hist[256], uint64_t n_sym,
+                     int64_t n_weights)
+{
+    wp_record h;
+    wp_record_init(&h);
+    h.kind = WP_REC_HIST;
+    h.type = src->type;
+    h.n_dims = 1;
+    h.ne[0] = 256;
+    wp_record_set_name(&h, src->name);
+    uint8_t *p = wp_record_alloc(&h, 256 * 8);
+    if (!p)
+        wp_die("out of memory");
+    for (int s = 0; s < 256; s++)
+        for (int b = 0; b < 8; b++)
+            p[8 * s + b] = (uint8_t)(hist[s] >> 8 * b);
+    wp_attr_set_i64(&h, "n_symbols", (int64_t)n_sym);
+    wp_attr_set_i64(&h, "n_weights", n_weights);
+    wp_attr_set_f64(&h, "entropy", wp_huf_entropy(hist, 256));
+    wp_cli_put(w, &h);
+    wp_record_free(&h);
+}
+
+static void report_line(const char *name, const char *type, int64_t weights, uint64_t n_sym, double h,
+                        double fixed_bits, double side_bpw, double block_bpw)
+{
+    fprintf(stderr, "%-32s %-7s %10" PRId64 " %10" PRIu64 " %8.4f %8.4f %6.2f %7.4f %7.4f\n", name, type,
+            weights, n_sym, h, h * (double)n_sym / (double)weights, fixed_bits, side_bpw, block_bpw);
+}
+
+int main(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    int report = 0;
+    wp_cli_init(argv[0]);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--report")) {
+            report = 1;
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            wp_die("unknown option '%s' (try --help)", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else {
+            wp_die("one stream at a time (got '%s' too)", argv[i]);
+        }
+    }
+
+    wp_reader *rd = wp_cli_reader(in);
+    wp_writer *w = wp_cli_writer(out);
+    wp_record r, side, sym;
+    uint64_t hist[256];
+    wp_record_init(&r);
+    wp_record_init(&side);
+    wp_record_init(&sym);
+    if (report)
+        fprintf(stderr, "%-32s %-7s %10s %10s %8s %8s %6s %7s %7s\n", "matrix", "type", "weights", "symbols",
+                "H/sym", "H b/w", "fixed", "side", "block");
+    while (wp_cli_next(rd, &r)) {
+        wp_codes_geom g;
+        uint64_t rows = r.ne[0] ? (uint64_t)(wp_record_nelem(&r) / r.ne[0]) : 0;
+        if (r.kind == WP_REC_TENSOR) {
+            tot.weights += (double)wp_record_nelem(&r);
+            tot.tensor_bytes += (double)r.payload_len;
+        }
+        if (r.kind == WP_REC_TENSOR && r.n_dims >= 2 && !wp_codes_geom_get((int)r.type, r.ne[0], rows, &g)) {
+            if (r.payload_len != g.block_len)
+                wp_die("%s: tensor '%s': %" PRIu64 " bytes, but its shape needs %" PRIu64, in ? in : "stdin",
+                       r.name, r.payload_len, g.block_len);
+            side.kind = WP_REC_SIDE;
+            sym.kind = WP_REC_SYMBOLS;
+            side.type = sym.type = r.type;
+            side.n_dims = sym.n_dims = r.n_dims;
+            memcpy(side.ne, r.ne, sizeof r.ne);
+            memcpy(sym.ne, r.ne, sizeof r.ne);
+            if (wp_record_set_name(&side, r.name) || wp_record_set_name(&sym, r.name) ||
+                !wp_record_alloc(&side, g.side_len) || !wp_record_alloc(&sym, g.n_sym))
+                wp_die("out of memory");
+            wp_codes_split(&g, r.payload, sym.payload, side.payload);
+            free(side.attrs);
+            side.attrs = NULL;
+            free(sym.attrs);
+            sym.attrs = NULL;
+            wp_attr_set_i64(&side, "side_bytes", g.bi.side_bytes);
+            int64_t off = wp_attr_i64(&r, "offset", -1);
+            if (off >= 0)
+                wp_attr_set_i64(&sym, "offset", off);
+            wp_attr_set(&sym, "codec", "q");
+            wp_attr_set_i64(&sym, "row_sym", (int64_t)g.row_sym);
+            wp_attr_set_i64(&sym, "tile_sym", g.tile_sym);
+            wp_attr_set_i64(&sym, "n_weights", wp_record_nelem(&r));
+            count(sym.payload, g.n_sym, hist);
+            put_hist(w, &sym, hist, g.n_sym, wp_record_nelem(&r));
+            wp_cli_put(w, &side);
+            wp_cli_put(w, &sym);
+            if (report) {
+                double h = wp_huf_entropy(hist, 256), nw = (double)wp_record_nelem(&r);
+                report_line(r.name, wp_ggml_type_name(r.type), wp_record_nelem(&r), g.n_sym, h,
+                            (double)g.bi.code_bits, 8.0 * (double)g.side_len / nw, 8.0 * (double)g.block_len / nw);
+                tot.coded_weights += nw;
+                tot.coded_fixed_bytes += (double)g.block_len;
+                tot.entropy_bits += h * (double)g.n_sym;
+                tot.side_bytes += (double)g.side_len;
+            }
+            continue;
+        }
+        if (r.kind == WP_REC_SYMBOLS) {
+            count(r.payload, r.payload_len, hist);
+            int64_t nw = wp_attr_i64(&r, "n_weights", wp_record_nelem(&r));
+            put_hist(w, &r, hist, r.payload_len, nw);
+            if (report) {
+                double h = wp_huf_entropy(hist, 256);
+                report_line(r.name, wp_ggml_type_name(r.type) ? wp_ggml_type_name(r.type) : "?", nw,
+                            r.payload_len, h, 8.0, 0, 0);
+            }
+        }
+        wp_cli_put(w, &r);
+    }
+    wp_cli_writer_close(w);
+    if (report && tot.weights > 0) {
+        double uncoded = tot.tensor_bytes - tot.coded_fixed_bytes;
+        fprintf(stderr, "total: %.0f weights, %.0f in coded matrices; tensors %.4f b/w as stored;"
+                        " entropy bound %.4f b/w (codes at H, side data and other tensors as stored)\n",
+                tot.weights, tot.coded_weights, 8.0 * tot.tensor_bytes / tot.weights,
+                (tot.entropy_bits + 8.0 * (tot.side_bytes + uncoded)) / tot.weights);
+    }
+    wp_record_free(&r);
+    wp_record_free(&side);
+    wp_record_free(&sym);
+    wp_reader_close(rd);
+    return 0;
+}

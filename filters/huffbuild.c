@@ -1,0 +1,81 @@
+/* huffbuild - one length-limited canonical Huffman table per matrix.
+ * Usage: huffbuild [--max-len L] [-o OUT] [STREAM]      (see huffbuild(1)) */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "huffman.h"
+
+static const char usage[] =
+    "usage: huffbuild [--max-len L] [-o OUT] [STREAM]\n"
+    "For each histogram record, write a code table record: the code lengths of\n"
+    "the optimal canonical Huffman code no longer than L bits (default 11,\n"
+    "at most 15), found by package-merge. Symbols that never occur get no code.\n"
+    "Every record passes through.\n";
+
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int b = 7; b >= 0; b--)
+        v = v << 8 | p[b];
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    int max_len = WP_HUF_LEN;
+    wp_cli_init(argv[0]);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--max-len") && i + 1 < argc) {
+            max_len = (int)wp_arg_int("--max-len", argv[++i], 1, WP_HUF_MAX_LEN);
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            wp_die("unknown option '%s' (try --help)", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else {
+            wp_die("one stream at a time (got '%s' too)", argv[i]);
+        }
+    }
+
+    wp_reader *rd = wp_cli_reader(in);
+    wp_writer *w = wp_cli_writer(out);
+    wp_record r, t;
+    wp_record_init(&r);
+    wp_record_init(&t);
+    while (wp_cli_next(rd, &r)) {
+        wp_cli_put(w, &r);
+        if (r.kind != WP_REC_HIST)
+            continue;
+        if (r.payload_len != 256 * 8)
+            wp_die("%s: histogram '%s': %" PRIu64 " bytes, expected 2048", in ? in : "stdin", r.name,
+                   r.payload_len);
+        uint64_t counts[256];
+        for (int s = 0; s < 256; s++)
+            counts[s] = get64(r.payload + 8 * s);
+        t.kind = WP_REC_TABLE;
+        t.type = r.type;
+        t.n_dims = 1;
+        t.ne[0] = 256;
+        if (wp_record_set_name(&t, r.name) || !wp_record_alloc(&t, 256))
+            wp_die("out of memory");
+        if (wp_huf_lengths(counts, 256, max_len, t.payload))
+            wp_die("%s: histogram '%s': counts too large for a %d-bit code", in ? in : "stdin", r.name, max_len);
+        free(t.attrs);
+        t.attrs = NULL;
+        wp_attr_set_i64(&t, "max_len", max_len);
+        wp_attr_set_i64(&t, "coded_bits", (int64_t)wp_huf_coded_bits(counts, t.payload, 256));
+        wp_cli_put(w, &t);
+    }
+    wp_cli_writer_close(w);
+    wp_record_free(&r);
+    wp_record_free(&t);
+    wp_reader_close(rd);
+    return 0;
+}

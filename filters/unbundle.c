@@ -1,0 +1,76 @@
+/* unbundle - restore the original GGUF from a bundle, byte for byte.
+ * Usage: unbundle [--stream] [--reference] [-o OUT] [BUNDLE]   (see unbundle(1)) */
+#include <string.h>
+
+#include "bundle.h"
+#include "cli.h"
+#include "gguf_file.h"
+
+static const char usage[] =
+    "usage: unbundle [--stream] [--reference] [-o OUT] [BUNDLE]\n"
+    "Decode every coded matrix of a bundle (stdin by default) back to its exact\n"
+    "ggml blocks or floats and write the GGUF it came from, byte for byte, to\n"
+    "stdout or OUT. --stream writes the restored tensor stream instead of GGUF.\n"
+    "--reference decodes with the reference (limit-comparing) lane decoder.\n";
+
+int main(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    int as_stream = 0, reference = 0;
+    char err[1024];
+    wp_cli_init(argv[0]);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--stream")) {
+            as_stream = 1;
+        } else if (!strcmp(argv[i], "--reference")) {
+            reference = 1;
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            wp_die("unknown option '%s' (try --help)", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else {
+            wp_die("one bundle at a time (got '%s' too)", argv[i]);
+        }
+    }
+    const char *src = in && strcmp(in, "-") ? in : "stdin";
+
+    wp_reader *rd = wp_cli_reader(in);
+    wp_restore *rs = wp_restore_new();
+    wp_writer *w = as_stream ? wp_cli_writer(out) : NULL;
+    wp_gguf_out *g = as_stream ? NULL : wp_gguf_out_new(err, sizeof err);
+    if (!rs || (!as_stream && !g))
+        wp_die("%s", rs ? err : "out of memory");
+    wp_record r, *t;
+    wp_record_init(&r);
+    while (wp_cli_next(rd, &r)) {
+        int k = wp_restore_put(rs, &r, reference, &t);
+        if (k < 0)
+            wp_die("%s: %s", src, wp_restore_error(rs));
+        if (k == 0)
+            continue;
+        if (w)
+            wp_cli_put(w, t);
+        else if (wp_gguf_out_add(g, t) < 0)
+            wp_die("%s: %s", src, wp_gguf_out_error(g));
+    }
+    if (wp_restore_pending(rs))
+        wp_die("%s: side data without its symbols at the end of the bundle", src);
+    if (w) {
+        wp_cli_writer_close(w);
+    } else {
+        FILE *f = wp_out_open(out);
+        if (wp_gguf_out_finish(g, f))
+            wp_die("%s: %s", wp_out_name(), wp_gguf_out_error(g));
+        wp_out_commit();
+        wp_gguf_out_free(g);
+    }
+    wp_record_free(&r);
+    wp_restore_free(rs);
+    wp_reader_close(rd);
+    return 0;
+}

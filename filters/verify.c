@@ -1,0 +1,219 @@
+/* verify - check a bundle against its original GGUF, bit for bit, with both
+ * lane decoders, and account bits per weight.
+ * Usage: verify [-q] ORIGINAL.gguf BUNDLE      (see verify(1)) */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bundle.h"
+#include "cli.h"
+#include "ggml_type.h"
+#include "gguf_file.h"
+
+static const char usage[] =
+    "usage: verify [-q] ORIGINAL.gguf BUNDLE\n"
+    "Decode every coded matrix of BUNDLE with the reference decoder (11-bit peek\n"
+    "against per-length limits) and with the fast decoder, compare both with the\n"
+    "tensor in ORIGINAL.gguf bit for bit, rebuild the whole GGUF and compare it\n"
+    "byte for byte, and print per matrix and in total: bits per weight (b/w) of\n"
+    "the GGUF and of the bundle, the entropy bound, and the overhead of tables,\n"
+    "offsets and lane padding. Exit status 0 only if everything matches.\n"
+    "-q prints the totals only.\n";
+
+static void copy_record(const wp_record *a, wp_record *b)
+{
+    b->kind = a->kind;
+    b->type = a->type;
+    b->n_dims = a->n_dims;
+    memcpy(b->ne, a->ne, sizeof a->ne);
+    free(b->attrs);
+    b->attrs = strdup(a->attrs ? a->attrs : "");
+    if (!b->attrs || wp_record_set_name(b, a->name) || !wp_record_alloc(b, a->payload_len))
+        wp_die("out of memory");
+    if (a->payload_len)
+        memcpy(b->payload, a->payload, (size_t)a->payload_len);
+}
+
+static int same_tensor(const wp_record *a, const wp_record *b)
+{
+    return a->type == b->type && a->n_dims == b->n_dims && !memcmp(a->ne, b->ne, sizeof a->ne) &&
+           a->payload_len == b->payload_len && !memcmp(a->payload, b->payload, (size_t)a->payload_len);
+}
+
+/* Bits the symbols of a coded record take without lane padding. */
+static uint64_t ideal_bits(const wp_coded_view *v, const uint8_t *sym)
+{
+    uint64_t bits = 0, n = v->shape.rows * v->shape.row_sym;
+    for (uint64_t i = 0; i < n; i++)
+        bits += v->lengths[sym[i]];
+    return bits;
+}
+
+/* Symbols of a coded record: rows × row_sym. */
+static double v_rows_sym(const wp_record *c)
+{
+    int64_t rows = c->ne[0] ? wp_record_nelem(c) / c->ne[0] : 0;
+    return (double)rows * (double)wp_attr_i64(c, "row_sym", 0);
+}
+
+static int files_equal(FILE *a, const char *path)
+{
+    FILE *b = fopen(path, "rb");
+    char x[1 << 15], y[1 << 15];
+    int eq = b != NULL;
+    rewind(a);
+    while (eq) {
+        size_t n = fread(x, 1, sizeof x, a), m = fread(y, 1, sizeof y, b);
+        if (n != m || memcmp(x, y, n))
+            eq = 0;
+        if (n == 0)
+            break;
+    }
+    if (b)
+        fclose(b);
+    return eq;
+}
+
+int main(int argc, char **argv)
+{
+    const char *orig = NULL, *bpath = NULL;
+    int quiet = 0, bad = 0;
+    char err[1024];
+    wp_cli_init(argv[0]);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "-q")) {
+            quiet = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            wp_die("unknown option '%s' (try --help)", argv[i]);
+        } else if (!orig) {
+            orig = argv[i];
+        } else if (!bpath) {
+            bpath = argv[i];
+        } else {
+            wp_die("too many arguments (try --help)");
+        }
+    }
+    if (!orig || !bpath)
+        wp_die("usage: verify ORIGINAL.gguf BUNDLE");
+
+    wp_gguf_in *g = wp_gguf_open(orig, err, sizeof err);
+    if (!g)
+        wp_die("%s", err);
+    struct stat st;
+    if (stat(bpath, &st) || !S_ISREG(st.st_mode))
+        wp_die("%s: not a regular file", bpath);
+    wp_reader *rd = wp_cli_reader(bpath);
+    wp_restore *ref = wp_restore_new(), *fast = wp_restore_new();
+    wp_gguf_out *rebuilt = wp_gguf_out_new(err, sizeof err);
+    if (!ref || !fast || !rebuilt)
+        wp_die("out of memory");
+
+    wp_record r, dup, o, held;
+    wp_record_init(&r);
+    wp_record_init(&dup);
+    wp_record_init(&o);
+    wp_record_init(&held);
+    double weights = 0, coded_w = 0, entropy_bits = 0, table_bytes = 0, pad_bytes = 0;
+    uint64_t n_coded = 0, n_fixed = 0;
+    uint8_t *sym = NULL;
+    if (!quiet)
+        printf("%-32s %-6s %9s %8s %8s %8s %8s  %s\n", "matrix", "type", "weights", "GGUF", "bundle", "entropy",
+               "overhead", "check");
+    while (wp_cli_next(rd, &r)) {
+        wp_record *a = NULL, *b = NULL;
+        int is_data = r.kind == WP_REC_SIDE || r.kind == WP_REC_RAW;
+        int is_sym = r.kind == WP_REC_SYMBOLS || r.kind == WP_REC_CODED;
+        copy_record(&r, &dup);
+        if (is_data)
+            copy_record(&r, &held);
+        int ka = wp_restore_put(ref, &r, 1, &a), kb = wp_restore_put(fast, &dup, 0, &b);
+        if (ka < 0 || kb < 0)
+            wp_die("%s: %s", bpath, wp_restore_error(ka < 0 ? ref : fast));
+        if (ka == 0)
+            continue;
+        if (a->kind == WP_REC_TENSOR) {
+            int k = wp_gguf_read_tensor(g, a->name, &o);
+            if (k < 0)
+                wp_die("%s", wp_gguf_error(g));
+            int ok = k == 1 && same_tensor(a, &o) && same_tensor(b, &o);
+            bad += !ok;
+            double nw = (double)wp_record_nelem(a);
+            if (is_sym) {
+                /* a coded matrix: account its bits */
+                char s[8] = "";
+                double bundle_bytes = (double)(held.payload_len + dup.payload_len);
+                double h = -1, over = 0;
+                if (dup.kind == WP_REC_CODED) {
+                    wp_coded_view v;
+                    if (wp_coded_view_get(&dup, &v, err, sizeof err))
+                        wp_die("%s: %s", bpath, err);
+                    uint64_t n = v.shape.rows * v.shape.row_sym;
+                    sym = realloc(sym, n ? n : 1);
+                    if (!sym || wp_coded_decode(&v, 0, sym, err, sizeof err))
+                        wp_die("%s: %s", bpath, sym ? err : "out of memory");
+                    double pad = (double)v.n_words * 4 - (double)((ideal_bits(&v, sym) + 7) / 8);
+                    over = (double)v.table_bytes + pad;
+                    table_bytes += (double)v.table_bytes;
+                    pad_bytes += pad;
+                    h = wp_attr_f64(&dup, "entropy", -1);
+                    if (h >= 0)
+                        entropy_bits += h * (double)n + 8.0 * (double)held.payload_len;
+                }
+                n_coded++;
+                coded_w += nw;
+                snprintf(s, sizeof s, "%s", ok ? "ok" : "DIFFERS");
+                if (!quiet) {
+                    char hs[16] = "-";
+                    if (h >= 0)
+                        snprintf(hs, sizeof hs, "%.4f",
+                                 (h * (double)(v_rows_sym(&dup)) + 8.0 * (double)held.payload_len) / nw);
+                    printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8.4f  %s\n", a->name, wp_ggml_type_name(a->type), nw,
+                           8.0 * (double)o.payload_len / nw, 8.0 * bundle_bytes / nw, hs, 8.0 * over / nw, s);
+                }
+            } else if (wp_attr_find(a, "stored", NULL)) {
+                n_fixed++;
+                if (!quiet)
+                    printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8s  %s (stored fixed-width)\n", a->name,
+                           wp_ggml_type_name(a->type), nw, 8.0 * (double)o.payload_len / nw,
+                           8.0 * (double)a->payload_len / nw, "-", "-", ok ? "ok" : "DIFFERS");
+            } else if (!ok) {
+                printf("%-32s DIFFERS from %s\n", a->name, orig);
+            }
+            weights += nw;
+        }
+        if (wp_gguf_out_add(rebuilt, a) < 0)
+            wp_die("%s: %s", bpath, wp_gguf_out_error(rebuilt));
+    }
+    if (wp_restore_pending(ref))
+        wp_die("%s: side data without its symbols at the end of the bundle", bpath);
+    FILE *tmp = tmpfile();
+    if (!tmp || wp_gguf_out_finish(rebuilt, tmp))
+        wp_die("cannot rebuild the GGUF: %s", tmp ? wp_gguf_out_error(rebuilt) : "no temporary file");
+    int whole = files_equal(tmp, orig);
+    bad += !whole;
+    fclose(tmp);
+
+    double gguf_bpw = 8.0 * (double)wp_gguf_file_size(g) / weights;
+    double bundle_bpw = 8.0 * (double)st.st_size / weights;
+    printf("total: %.0f weights (%.0f in %" PRIu64 " coded matrices, %" PRIu64 " stored fixed-width)\n", weights,
+           coded_w, n_coded, n_fixed);
+    printf("GGUF %.4f b/w, bundle %.4f b/w (saving %.2f%%); tables+offsets %.4f b/w, lane padding %.4f b/w\n",
+           gguf_bpw, bundle_bpw, 100.0 * (1 - bundle_bpw / gguf_bpw), 8.0 * table_bytes / weights,
+           8.0 * pad_bytes / weights);
+    printf("%s: %s\n", whole ? "rebuilt GGUF byte-identical" : "rebuilt GGUF DIFFERS",
+           bad ? "FAILED" : "every tensor matches with both decoders");
+    wp_record_free(&r);
+    wp_record_free(&dup);
+    wp_record_free(&o);
+    wp_record_free(&held);
+    free(sym);
+    wp_restore_free(ref);
+    wp_restore_free(fast);
+    wp_gguf_out_free(rebuilt);
+    wp_gguf_close(g);
+    return bad ? 1 : 0;
+}

@@ -1,0 +1,343 @@
+/* bundle.c - CODED record payloads and tensor restoration (see bundle.h). */
+#include "bundle.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bf16.h"
+#include "codes.h"
+#include "ggml_type.h"
+#include "huffman.h"
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void say(char *err, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+static uint64_t offsets_end(uint64_t n_tiles)
+{
+    uint64_t e = WP_CODED_TABLE_BYTES + 4 * (n_tiles + 1);
+    return (e + WP_CODED_GROUP - 1) / WP_CODED_GROUP * WP_CODED_GROUP;
+}
+
+int wp_coded_encode(wp_record *r, const uint8_t *sym, const wp_lanes_shape *shape,
+                    const uint8_t lengths[256], int max_len, char *err, size_t errlen)
+{
+    uint64_t n = wp_lanes_ntiles(shape), nwords = 0;
+    if (!wp_lanes_shape_ok(shape) || wp_huf_validate(lengths, 256, max_len)) {
+        say(err, errlen, "bad shape or code lengths");
+        return -1;
+    }
+    uint32_t *offsets = malloc((n + 1) * sizeof *offsets);
+    if (!offsets) {
+        say(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = wp_lanes_encode(sym, shape, lengths, NULL, 0, offsets, &nwords);
+    if (rc != WP_LANES_OK && rc != WP_LANES_ESPACE) {
+        say(err, errlen, rc == WP_LANES_ENOCODE ? "a symbol has no code in the table" : "cannot encode lanes");
+        free(offsets);
+        return -1;
+    }
+    uint64_t head = offsets_end(n), len = head + 4 * nwords;
+    uint8_t *p = wp_record_alloc(r, len);
+    if (!p) {
+        say(err, errlen, "out of memory for %" PRIu64 " bytes", len);
+        free(offsets);
+        return -1;
+    }
+    memset(p, 0, (size_t)head);
+    for (int s = 0; s < 256; s++)
+        p[s / 2] |= (uint8_t)((lengths[s] & 15) << (s % 2 ? 4 : 0));
+    /* Words and offsets are stored little-endian: this code assumes a
+     * little-endian host (x86-64, ARM64), as the GPU runner does. */
+    uint32_t *words = (uint32_t *)(p + head);
+    rc = wp_lanes_encode(sym, shape, lengths, words, nwords, offsets, &nwords);
+    memcpy(p + WP_CODED_TABLE_BYTES, offsets, 4 * (n + 1));
+    free(offsets);
+    if (rc != WP_LANES_OK) {
+        say(err, errlen, "cannot encode lanes");
+        return -1;
+    }
+    r->kind = WP_REC_CODED;
+    wp_attr_set_i64(r, "row_sym", (int64_t)shape->row_sym);
+    wp_attr_set_i64(r, "tile_sym", shape->tile_sym);
+    wp_attr_set_i64(r, "max_len", max_len);
+    wp_attr_set_i64(r, "n_tiles", (int64_t)n);
+    return 0;
+}
+
+int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t errlen)
+{
+    memset(v, 0, sizeof *v);
+    int64_t row_sym = wp_attr_i64(r, "row_sym", -1), tile_sym = wp_attr_i64(r, "tile_sym", -1);
+    int64_t max_len = wp_attr_i64(r, "max_len", -1), nelem = wp_record_nelem(r);
+    if (r->kind != WP_REC_CODED || row_sym < 0 || tile_sym < 1 || tile_sym > 256 ||
+        max_len < 1 || max_len > WP_HUF_MAX_LEN || r->n_dims < 1) {
+        say(err, errlen, "record '%s': not a valid coded record (attributes)", r->name);
+        return -1;
+    }
+    v->shape.rows = r->ne[0] ? (uint64_t)(nelem / r->ne[0]) : 0;
+    v->shape.row_sym = (uint64_t)row_sym;
+    v->shape.tile_sym = (uint32_t)tile_sym;
+    v->max_len = (int)max_len;
+    if (!wp_lanes_shape_ok(&v->shape)) {
+        say(err, errlen, "record '%s': bad coded shape", r->name);
+        return -1;
+    }
+    v->n_tiles = wp_lanes_ntiles(&v->shape);
+    uint64_t head = offsets_end(v->n_tiles);
+    if (r->payload_len < head || (r->payload_len - head) % 4) {
+        say(err, errlen, "record '%s': coded payload of %" PRIu64 " bytes is too short", r->name, r->payload_len);
+        return -1;
+    }
+    for (int s = 0; s < 256; s++)
+        v->lengths[s] = (uint8_t)((r->payload[s / 2] >> (s % 2 ? 4 : 0)) & 15);
+    if (wp_huf_validate(v->lengths, 256, v->max_len)) {
+        say(err, errlen, "record '%s': invalid code lengths", r->name);
+        return -1;
+    }
+    v->offsets = (const uint32_t *)(r->payload + WP_CODED_TABLE_BYTES);
+    v->words = (const uint32_t *)(r->payload + head);
+    v->n_words = (r->payload_len - head) / 4;
+    v->table_bytes = head;
+    for (uint64_t i = WP_CODED_TABLE_BYTES + 4 * (v->n_tiles + 1); i < head; i++)
+        if (r->payload[i]) {
+            say(err, errlen, "record '%s': nonzero padding after the offsets", r->name);
+            return -1;
+        }
+    if (rd32((const uint8_t *)v->offsets) != 0 ||
+        (uint64_t)rd32((const uint8_t *)(v->offsets + v->n_tiles)) * 32 != v->n_words) {
+        say(err, errlen, "record '%s': tile offsets do not cover the payload", r->name);
+        return -1;
+    }
+    return 0;
+}
+
+int wp_coded_decode(const wp_coded_view *v, int reference, uint8_t *sym, char *err, size_t errlen)
+{
+    int rc = wp_lanes_decode(v->words, v->n_words, v->offsets, &v->shape, v->lengths, v->max_len,
+                             reference, sym);
+    if (rc != WP_LANES_OK) {
+        say(err, errlen, "%s decoder: %s", reference ? "reference" : "fast",
+            rc == WP_LANES_ECORRUPT ? "corrupt lanes" : "bad coded matrix");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- restoring tensors -------------------------------------------------- */
+
+struct wp_restore {
+    wp_record held;     /* SIDE or RAW waiting for its symbols */
+    int       holding;
+    wp_record out;      /* the restored tensor */
+    uint8_t  *sym;
+    uint64_t  sym_cap;
+    char      err[512];
+};
+
+wp_restore *wp_restore_new(void)
+{
+    wp_restore *rs = calloc(1, sizeof *rs);
+    if (rs) {
+        wp_record_init(&rs->held);
+        wp_record_init(&rs->out);
+    }
+    return rs;
+}
+
+void wp_restore_free(wp_restore *rs)
+{
+    if (!rs)
+        return;
+    wp_record_free(&rs->held);
+    wp_record_free(&rs->out);
+    free(rs->sym);
+    free(rs);
+}
+
+int wp_restore_pending(const wp_restore *rs) { return rs->holding; }
+const char *wp_restore_error(const wp_restore *rs) { return rs->err; }
+
+static int rfail(wp_restore *rs, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rs->err, sizeof rs->err, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void swap_records(wp_record *a, wp_record *b)
+{
+    wp_record t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Symbols of a SYMBOLS or CODED record: a pointer to n bytes. */
+static const uint8_t *get_symbols(wp_restore *rs, const wp_record *r, uint64_t n, int reference)
+{
+    char err[256];
+    if (r->kind == WP_REC_SYMBOLS) {
+        if (r->payload_len != n) {
+            rfail(rs, "record '%s': %" PRIu64 " symbols, expected %" PRIu64, r->name, r->payload_len, n);
+            return NULL;
+        }
+        return r->payload;
+    }
+    wp_coded_view v;
+    if (wp_coded_view_get(r, &v, err, sizeof err)) {
+        rfail(rs, "%s", err);
+        return NULL;
+    }
+    if (v.shape.rows * v.shape.row_sym != n) {
+        rfail(rs, "record '%s': coded shape does not match the tensor", r->name);
+        return NULL;
+    }
+    if (n > rs->sym_cap) {
+        uint8_t *p = realloc(rs->sym, (size_t)n);
+        if (!p) {
+            rfail(rs, "out of memory");
+            return NULL;
+        }
+        rs->sym = p;
+        rs->sym_cap = n;
+    }
+    if (wp_coded_decode(&v, reference, rs->sym, err, sizeof err)) {
+        rfail(rs, "record '%s': %s", r->name, err);
+        return NULL;
+    }
+    return rs->sym;
+}
+
+/* Quantized tensor from SIDE (held) + symbols. */
+static int restore_q(wp_restore *rs, const wp_record *r, int reference)
+{
+    wp_codes_geom g;
+    uint64_t rows = r->ne[0] ? (uint64_t)(wp_record_nelem(r) / r->ne[0]) : 0;
+    if (wp_codes_geom_get((int)r->type, r->ne[0], rows, &g))
+        return rfail(rs, "record '%s': type %s has no code view", r->name,
+                     wp_ggml_type_name(r->type) ? wp_ggml_type_name(r->type) : "?");
+    if (rs->held.payload_len != g.side_len)
+        return rfail(rs, "record '%s': %" PRIu64 " bytes of side data, expected %" PRIu64, r->name,
+                     rs->held.payload_len, g.side_len);
+    const uint8_t *sym = get_symbols(rs, r, g.n_sym, reference);
+    if (!sym)
+        return -1;
+    if (!wp_record_alloc(&rs->out, g.block_len))
+        return rfail(rs, "out of memory");
+    if (wp_codes_join(&g, sym, rs->held.payload, rs->out.payload))
+        return rfail(rs, "record '%s': symbol outside the %s alphabet", r->name, wp_ggml_type_name(r->type));
+    return 0;
+}
+
+/* Floating-point tensor from RAW (held) + exponent symbols. */
+static int restore_exp(wp_restore *rs, const wp_record *r, int reference)
+{
+    const wp_record *raw = &rs->held;
+    struct wp_bf16_split s;
+    int exp_bits, raw_bits;
+    memset(&s, 0, sizeof s);
+    int esize = wp_bf16_fields(r->type, &exp_bits, &raw_bits);
+    if (esize <= 0)
+        return rfail(rs, "record '%s': exponent coding of a non-float type", r->name);
+    s.type = r->type;
+    s.n_cols = r->ne[0];
+    s.n_rows = r->ne[0] ? wp_record_nelem(r) / r->ne[0] : 0;
+    s.exp_bits = exp_bits;
+    s.raw_bits = raw_bits;
+    s.palette_n = (int)wp_attr_i64(raw, "palette_n", -1);
+    s.n_palette = (int)wp_attr_i64(raw, "n_palette", -1);
+    s.group = wp_attr_i64(raw, "group", -1);
+    s.n_verbatim = wp_attr_i64(raw, "n_verbatim", -1);
+    int64_t vmap_bytes = wp_attr_i64(raw, "vmap_bytes", -1), vbytes_len = wp_attr_i64(raw, "vbytes_len", -1);
+    if (s.palette_n < 0 || s.palette_n > WP_BF16_PALETTE_MAX || s.n_palette < 0 || s.n_palette > s.palette_n ||
+        s.group < 1 || s.n_verbatim < 0 || vmap_bytes < 0 || vbytes_len < 0 ||
+        (uint64_t)(WP_BF16_PALETTE_MAX + vmap_bytes + vbytes_len) > raw->payload_len)
+        return rfail(rs, "record '%s': bad raw record attributes", r->name);
+    s.sym_per_row = s.palette_n ? (s.n_cols + 1) / 2 : s.n_cols;
+    s.n_sym = (size_t)(s.n_rows * s.sym_per_row);
+    s.groups_per_row = s.palette_n ? (s.n_cols + s.group - 1) / s.group : 0;
+    memcpy(s.palette, raw->payload, WP_BF16_PALETTE_MAX);
+    s.vmap = raw->payload + WP_BF16_PALETTE_MAX;
+    s.vmap_bytes = (size_t)vmap_bytes;
+    s.vbytes = s.vmap + vmap_bytes;
+    s.vbytes_len = (size_t)vbytes_len;
+    s.raw = s.vbytes + vbytes_len;
+    s.raw_bytes = (size_t)(raw->payload_len - WP_BF16_PALETTE_MAX - (uint64_t)vmap_bytes - (uint64_t)vbytes_len);
+    const uint8_t *sym = get_symbols(rs, r, s.n_sym, reference);
+    if (!sym)
+        return -1;
+    s.sym = (uint8_t *)sym;
+    uint64_t bytes = (uint64_t)wp_record_nelem(r) * (uint64_t)esize;
+    if (!wp_record_alloc(&rs->out, bytes))
+        return rfail(rs, "out of memory");
+    int rc = wp_bf16_join(&s, rs->out.payload);
+    if (rc)
+        return rfail(rs, "record '%s': %s", r->name, wp_bf16_strerror(rc));
+    return 0;
+}
+
+int wp_restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out)
+{
+    char codec[16] = "";
+    switch (in->kind) {
+    case WP_REC_SIDE:
+    case WP_REC_RAW:
+        if (rs->holding)
+            return rfail(rs, "record '%s': %s data without its symbols", rs->held.name,
+                         wp_rec_kind_name(rs->held.kind));
+        swap_records(&rs->held, in);
+        rs->holding = 1;
+        return 0;
+    case WP_REC_SYMBOLS:
+    case WP_REC_CODED:
+        if (!rs->holding || strcmp(rs->held.name, in->name))
+            return rfail(rs, "record '%s': symbols without their side or raw data", in->name);
+        wp_attr_str(in, "codec", codec, sizeof codec);
+        if (strcmp(codec, "q") == 0 && rs->held.kind == WP_REC_SIDE) {
+            if (restore_q(rs, in, reference))
+                return -1;
+        } else if (strcmp(codec, "exp") == 0 && rs->held.kind == WP_REC_RAW) {
+            if (restore_exp(rs, in, reference))
+                return -1;
+        } else {
+            return rfail(rs, "record '%s': unknown codec '%s' for %s data", in->name, codec,
+                         wp_rec_kind_name(rs->held.kind));
+        }
+        rs->holding = 0;
+        rs->out.kind = WP_REC_TENSOR;
+        rs->out.type = in->type;
+        rs->out.n_dims = in->n_dims;
+        memcpy(rs->out.ne, in->ne, sizeof in->ne);
+        free(rs->out.attrs);
+        rs->out.attrs = NULL;
+        if (wp_record_set_name(&rs->out, in->name))
+            return rfail(rs, "out of memory");
+        int64_t off = wp_attr_i64(in, "offset", -1);
+        if (off >= 0)
+            wp_attr_set_i64(&rs->out, "offset", off);
+        if (!rs->out.attrs)
+            rs->out.attrs = calloc(1, 1);
+        *out = &rs->out;
+        return 1;
+    default:
+        if (rs->holding)
+            return rfail(rs, "record '%s': %s data without its symbols", rs->held.name,
+                         wp_rec_kind_name(rs->held.kind));
+        *out = in;
+        return 1;
+    }
+}

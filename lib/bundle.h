@@ -1,0 +1,90 @@
+/*
+ * bundle.h - the coded records of a bundle and how a tensor is restored from
+ * them (the one place that knows the payload of WP_REC_CODED, WP_REC_SIDE,
+ * WP_REC_SYMBOLS and WP_REC_RAW; man/man5/wpack-bundle.5).
+ *
+ * The entropy-coded path splits a quantized tensor X into
+ *   SIDE X      type = ggml type, payload = side bytes of every block (codes.h)
+ *   SYMBOLS X   type = ggml type, ne = X's shape, payload = rows × row_sym
+ *               symbols; attrs codec=q, row_sym, tile_sym, n_weights
+ * and laneinterleave replaces SYMBOLS X by
+ *   CODED X     type, ne, attrs as SYMBOLS plus max_len, n_tiles; payload:
+ *                 [0, 128)        256 code lengths, 4 bits each, symbol 2i in
+ *                                 the low nibble of byte i
+ *                 [128, 128+4(N+1)) N + 1 tile offsets, u32, in 128-byte
+ *                                 groups (lanes.h)
+ *                 zero bytes up to a multiple of 128
+ *                 the lane words, u32 little-endian, 32 · offset[N] of them
+ * The lossless path (bf16split) splits a floating-point tensor X into
+ *   RAW X       payload: the fields of struct wp_bf16_split that are not
+ *               symbols (palette, verbatim map, verbatim bytes, sign+mantissa)
+ *   SYMBOLS X   codec=exp: exponent symbols (palette indices in pairs, or
+ *               exponent bytes)
+ * with the same CODED form for its symbols.
+ *
+ * Records of one tensor are adjacent and in this order: SIDE or RAW first,
+ * then SYMBOLS or CODED. Attribute "offset" of the original tensor record
+ * travels on the SYMBOLS/CODED record.
+ */
+#ifndef WPACK_BUNDLE_H
+#define WPACK_BUNDLE_H
+
+#include <stdint.h>
+
+#include "lanes.h"
+#include "stream.h"
+
+#define WP_CODED_TABLE_BYTES 128u
+#define WP_CODED_GROUP       128u
+
+/* A parsed CODED record; pointers into the record's payload. */
+typedef struct {
+    wp_lanes_shape  shape;
+    uint8_t         lengths[256];
+    int             max_len;
+    uint64_t        n_tiles;
+    const uint32_t *offsets;     /* n_tiles + 1 */
+    const uint32_t *words;
+    uint64_t        n_words;
+    uint64_t        table_bytes; /* lengths + offsets + their padding */
+} wp_coded_view;
+
+/* Encode symbols (shape->rows × shape->row_sym) with code lengths (max_len
+ * ≤ 15) into r's payload as a CODED record (kind, payload and the attrs
+ * row_sym, tile_sym, max_len, n_tiles set; the caller sets name, type,
+ * shape and other attrs). Returns 0, or -1 with a message in err (a symbol
+ * without a code, bad lengths, out of memory). */
+int wp_coded_encode(wp_record *r, const uint8_t *sym, const wp_lanes_shape *shape,
+                    const uint8_t lengths[256], int max_len, char *err, size_t errlen);
+
+/* Parse and check a CODED record (lengths valid for max_len, offsets
+ * nondecreasing and covering the payload exactly). Returns 0, or -1 with a
+ * message in err. */
+int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t errlen);
+
+/* Decode a CODED record into sym (rows × row_sym bytes) with the reference
+ * decoder (per-length limits) or the fast one (lookup table). Returns 0, or
+ * -1 with a message in err. */
+int wp_coded_decode(const wp_coded_view *v, int reference, uint8_t *sym, char *err, size_t errlen);
+
+/* ---- restoring tensors -------------------------------------------------- */
+
+typedef struct wp_restore wp_restore;
+
+/* A restorer turns SIDE/RAW + SYMBOLS/CODED pairs back into TENSOR records
+ * with the exact original bytes; every other record passes through. */
+wp_restore *wp_restore_new(void);
+void        wp_restore_free(wp_restore *rs);
+
+/* Feed one record. Returns 1 when *out holds a record to emit (the input
+ * itself, or a restored tensor), 0 when the record was held (a SIDE/RAW
+ * waiting for its symbols), -1 on an error (message in wp_restore_error).
+ * reference selects the reference lane decoder. The record in *in may be
+ * swapped with internal buffers: treat it as consumed. */
+int wp_restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out);
+
+/* Nonzero when a SIDE/RAW record is still waiting (a truncated bundle). */
+int wp_restore_pending(const wp_restore *rs);
+const char *wp_restore_error(const wp_restore *rs);
+
+#endif
