@@ -1,0 +1,112 @@
+#!/usr/bin/env bats
+# histogram | huffbuild | laneinterleave, verify, unbundle: the coded bundle
+# on llama.cpp's own quantized stories260K files and on synthetic matrices.
+load helpers
+
+QUANTIZE="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin/llama-quantize"
+TYPES="Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL Q4_K_M Q6_K IQ4_XS"
+
+setup_file() {
+    export Q="$BATS_FILE_TMPDIR"
+    if [ -x "$QUANTIZE" ]; then
+        for t in $TYPES; do
+            "$QUANTIZE" "$MODELS/stories260K-f32.gguf" "$Q/s-$t.gguf" "$t" 1 >/dev/null 2>&1
+        done
+    fi
+    "$TOOLS/mksynth" "$Q/syn.gguf" small
+}
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+}
+
+bundle() { # GGUF BUNDLE
+    "$BIN/ggufcat" "$1" | "$BIN/histogram" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$2"
+}
+
+@test "stories260K quantized by llama-quantize: every type round-trips bit-exactly through the bundle" {
+    [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
+    for t in $TYPES; do
+        bundle "$Q/s-$t.gguf" "$T/$t.bundle"
+        run "$BIN/verify" "$Q/s-$t.gguf" "$T/$t.bundle"
+        [ "$status" -eq 0 ] || { echo "$t: $output"; false; }
+        echo "$output" | grep -q '^rebuilt GGUF byte-identical: every tensor matches with both decoders$'
+        "$BIN/unbundle" "$T/$t.bundle" | cmp - "$Q/s-$t.gguf"
+    done
+}
+
+@test "synthetic matrices of every coded type and shape round-trip bit-exactly" {
+    bundle "$Q/syn.gguf" "$T/syn.bundle"
+    run "$BIN/verify" "$Q/syn.gguf" "$T/syn.bundle"
+    [ "$status" -eq 0 ]
+    # 12 types: 1/63/64/65 rows x 256/4096(65 rows only) weights, and 32/288 for 32-weight types
+    [ "$(echo "$output" | grep -cE ' ok( |$)')" -eq 69 ]
+    "$BIN/unbundle" -o "$T/again.gguf" "$T/syn.bundle"
+    cmp "$T/again.gguf" "$Q/syn.gguf"
+    "$BIN/unbundle" --reference "$T/syn.bundle" | cmp - "$Q/syn.gguf"
+}
+
+@test "a one-symbol matrix codes at 1 bit per symbol plus its side data" {
+    bundle "$Q/syn.gguf" "$T/syn.bundle"
+    run "$BIN/verify" "$Q/syn.gguf" "$T/syn.bundle"
+    # Q4_0, 64x256: 0.5 b/w of pair codes + 0.5 b/w of d
+    echo "$output" | grep -E '^one_symbol.Q4_0 +Q4_0 +16384 +4.5000 +1\.[0-9]+ +0\.5000 '
+}
+
+@test "histogram --report: entropy of llama.cpp's Q4_0 stories260K codes" {
+    [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
+    run sh -c "'$BIN/ggufcat' '$Q/s-Q4_0.gguf' | '$BIN/histogram' --report 2>&1 >/dev/null"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^token_embd.weight +Q4_0 +32768 +16384 +6.7758 +3.3879 +4.00 +0.5000 +4.5000$'
+    echo "$output" | grep -E '^total: 292800 weights, 237056 in coded matrices; tensors 7.1755 b/w as stored; entropy bound 6.8812 b/w'
+}
+
+@test "the bundle stores the GGUF metadata and uncoded tensors too (tsinfo)" {
+    bundle "$Q/syn.gguf" "$T/syn.bundle"
+    run "$BIN/tsinfo" "$T/syn.bundle"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '^coded ')" -ge 20 ]
+    [ "$(echo "$output" | grep -c '^side ')" -eq "$(echo "$output" | grep -c '^coded ')" ]
+    ! echo "$output" | grep -qE '^(hist|table|symbols) '
+}
+
+@test "bad input: a truncated bundle gives one clear line" {
+    bundle "$Q/syn.gguf" "$T/syn.bundle"
+    head -c 50000 "$T/syn.bundle" > "$T/cut.bundle"
+    run "$BIN/unbundle" -o "$T/out.gguf" "$T/cut.bundle"
+    one_line_error "^unbundle: $T/cut.bundle: truncated stream"
+    [ ! -e "$T/out.gguf" ]
+    run "$BIN/verify" "$Q/syn.gguf" "$T/cut.bundle"
+    one_line_error "^verify: $T/cut.bundle: truncated stream"
+}
+
+@test "bad input: a flipped bit in a bundle is a checksum error for verify" {
+    bundle "$Q/syn.gguf" "$T/syn.bundle"
+    cp "$T/syn.bundle" "$T/flip.bundle"
+    at=$(( $(stat -c %s "$T/syn.bundle") / 3 ))
+    b=$(od -An -tu1 -j "$at" -N1 "$T/syn.bundle" | tr -d ' ')
+    patch_bytes "$T/flip.bundle" "$at" "$(printf '\\x%02x' $((b ^ 4)))"
+    run "$BIN/verify" -q "$Q/syn.gguf" "$T/flip.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$output" =~ (checksum mismatch|corrupt) ]]
+}
+
+@test "bad input: laneinterleave without huffbuild, verify against the wrong GGUF" {
+    run sh -c "'$BIN/ggufcat' '$Q/syn.gguf' | '$BIN/histogram' | '$BIN/laneinterleave' -o '$T/x.bundle'"
+    [ "$status" -ne 0 ]
+    [[ "$output" =~ "laneinterleave: stdin: 'Q4_0.r1x32': no code table (run huffbuild before laneinterleave)" ]]
+    [ ! -e "$T/x.bundle" ]
+    [ -x "$QUANTIZE" ] || skip "llama-quantize not built"
+    bundle "$Q/s-Q8_0.gguf" "$T/q8.bundle"
+    run "$BIN/verify" -q "$Q/s-Q4_0.gguf" "$T/q8.bundle"
+    [ "$status" -eq 1 ]
+    echo "$output" | grep -q 'FAILED'
+}
+
+@test "--help of the coding programs" {
+    for p in histogram huffbuild laneinterleave verify unbundle; do
+        run "$BIN/$p" --help
+        [ "$status" -eq 0 ]
+        [[ "${lines[0]}" == "usage: $p"* ]]
+    done
+}

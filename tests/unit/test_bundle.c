@@ -1,0 +1,170 @@
+/* test_bundle.c - the bundle's coded records and the stream's checks:
+ * symbols + side data restore the exact llama.cpp blocks, and every single
+ * bit flip of a small bundle is detected (never a crash). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml.h"
+#include "bundle.h"
+#include "codes.h"
+#include "ggml_type.h"
+#include "huffman.h"
+#include "stream.h"
+#include "tap.h"
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void)
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) - 0.5f;
+}
+
+/* Quantize a rows x cols matrix with the reference llama.cpp and append its
+ * SIDE + CODED records to w; returns the block bytes (caller frees). */
+static uint8_t *add_matrix(wp_writer *w, const char *name, int type, int64_t rows, int64_t cols)
+{
+    float *x = malloc(sizeof(float) * (size_t)(rows * cols));
+    for (int64_t i = 0; i < rows * cols; i++)
+        x[i] = frand() * frand() * 4;
+    size_t bytes = (size_t)rows * ggml_row_size((enum ggml_type)type, cols);
+    uint8_t *blocks = malloc(bytes);
+    ggml_quantize_chunk((enum ggml_type)type, x, blocks, 0, rows, cols, NULL);
+    free(x);
+
+    wp_codes_geom g;
+    wp_codes_geom_get(type, cols, (uint64_t)rows, &g);
+    uint8_t *sym = malloc(g.n_sym), *side = malloc(g.side_len);
+    wp_codes_split(&g, blocks, sym, side);
+    uint64_t counts[256] = {0};
+    uint8_t lengths[256];
+    for (uint64_t i = 0; i < g.n_sym; i++)
+        counts[sym[i]]++;
+    wp_huf_lengths(counts, 256, 11, lengths);
+
+    wp_record r;
+    char err[256];
+    wp_record_init(&r);
+    r.kind = WP_REC_SIDE;
+    r.type = (uint32_t)type;
+    r.n_dims = 2;
+    r.ne[0] = cols;
+    r.ne[1] = rows;
+    wp_record_set_name(&r, name);
+    memcpy(wp_record_alloc(&r, g.side_len), side, g.side_len);
+    wp_writer_put(w, &r);
+    wp_lanes_shape s = {.rows = (uint64_t)rows, .row_sym = g.row_sym, .tile_sym = g.tile_sym};
+    wp_attr_set(&r, "codec", "q");
+    CHECK(wp_coded_encode(&r, sym, &s, lengths, 11, err, sizeof err) == 0, "%s: coded", name);
+    wp_writer_put(w, &r);
+    wp_record_free(&r);
+    free(sym);
+    free(side);
+    return blocks;
+}
+
+/* Read a whole bundle from memory, restoring tensors. Returns the number of
+ * tensors restored, or -1 on any error. Restored blocks compared with want. */
+static int read_bundle(const uint8_t *buf, size_t len, uint8_t *const *want, const size_t *want_len, int *same)
+{
+    char err[256];
+    FILE *f = fmemopen((void *)buf, len, "rb");
+    wp_reader *rd = wp_reader_open(f, "mem", err, sizeof err);
+    int n = 0, k;
+    *same = 1;
+    if (!rd) {
+        fclose(f);
+        return -1;
+    }
+    wp_restore *rs = wp_restore_new();
+    wp_record r, *t;
+    wp_record_init(&r);
+    while ((k = wp_reader_next(rd, &r)) == 1) {
+        int p = wp_restore_put(rs, &r, n % 2, &t);
+        if (p < 0) {
+            k = -1;
+            break;
+        }
+        if (p == 1 && t->kind == WP_REC_TENSOR) {
+            if (n < 2 && (t->payload_len != want_len[n] || memcmp(t->payload, want[n], want_len[n])))
+                *same = 0;
+            n++;
+        }
+    }
+    if (k == 0 && wp_restore_pending(rs))
+        k = -1;
+    wp_record_free(&r);
+    wp_restore_free(rs);
+    wp_reader_close(rd);
+    fclose(f);
+    return k < 0 ? -1 : n;
+}
+
+int main(void)
+{
+    char *buf = NULL, err[256];
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    wp_writer *w = wp_writer_open(f, "mem", 8, err, sizeof err);
+    uint8_t *want[2];
+    size_t want_len[2];
+    want[0] = add_matrix(w, "a.Q4_0", WP_Q4_0, 3, 64);
+    want_len[0] = 3 * 2 * 18;
+    want[1] = add_matrix(w, "b.Q6_K", WP_Q6_K, 2, 256);
+    want_len[1] = 2 * 210;
+    CHECK(wp_writer_close(w, err, sizeof err) == 0, "small bundle written");
+    fclose(f);
+
+    int same;
+    CHECK(read_bundle((uint8_t *)buf, len, want, want_len, &same) == 2 && same,
+          "both matrices restore the exact llama.cpp blocks (reference and fast decoder)");
+
+    /* Every single-bit flip is detected: the reader or the restorer fails. */
+    uint64_t undetected = 0, flips = 0;
+    uint8_t *copy = malloc(len);
+    for (size_t i = 0; i < len; i++)
+        for (int b = 0; b < 8; b++) {
+            memcpy(copy, buf, len);
+            copy[i] ^= (uint8_t)(1 << b);
+            flips++;
+            if (read_bundle(copy, len, want, want_len, &same) >= 0)
+                undetected++;
+        }
+    CHECK(undetected == 0, "all %llu single-bit flips of a %zu-byte bundle are detected (%llu missed)",
+          (unsigned long long)flips, len, (unsigned long long)undetected);
+
+    /* Every truncation is detected. */
+    uint64_t cut_ok = 0;
+    for (size_t n = 0; n < len; n++)
+        if (read_bundle((uint8_t *)buf, n, want, want_len, &same) >= 0)
+            cut_ok++;
+    CHECK(cut_ok == 0, "every truncation of the bundle is detected (%llu missed)", (unsigned long long)cut_ok);
+
+    /* codes round trip on every supported type */
+    static const int types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0, WP_IQ4_NL,
+                                WP_Q2_K, WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS};
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+        wp_codes_geom g;
+        int64_t rows = 5, cols = 512;
+        float *x = malloc(sizeof(float) * rows * cols);
+        for (int64_t i = 0; i < rows * cols; i++)
+            x[i] = frand() * frand() * 3;
+        size_t bytes = (size_t)rows * ggml_row_size((enum ggml_type)types[t], cols);
+        uint8_t *blk = malloc(bytes), *back = malloc(bytes);
+        ggml_quantize_init((enum ggml_type)types[t]);
+        ggml_quantize_chunk((enum ggml_type)types[t], x, blk, 0, rows, cols, NULL);
+        CHECK(wp_codes_geom_get(types[t], cols, (uint64_t)rows, &g) == 0 && g.block_len == bytes,
+              "%s: geometry matches ggml_row_size", wp_ggml_type_name((uint32_t)types[t]));
+        uint8_t *sym = malloc(g.n_sym), *side = malloc(g.side_len);
+        wp_codes_split(&g, blk, sym, side);
+        CHECK(wp_codes_join(&g, sym, side, back) == 0 && !memcmp(blk, back, bytes),
+              "%s: symbols + side data join back to the exact blocks (%llu symbols, %llu side bytes)",
+              wp_ggml_type_name((uint32_t)types[t]), (unsigned long long)g.n_sym,
+              (unsigned long long)g.side_len);
+        free(x), free(blk), free(back), free(sym), free(side);
+    }
+    free(copy);
+    free(buf);
+    free(want[0]);
+    free(want[1]);
+    return tap_done();
+}
