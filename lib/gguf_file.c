@@ -419,9 +419,14 @@ static int read_tensor_infos(wp_gguf_in *g)
         if (t->ne[0] % blck)
             return gfail(g, "tensor '%s': row length %" PRId64 " is not a multiple of the %s block size %d",
                          t->name, t->ne[0], wp_ggml_type_name(t->type), blck);
-        uint64_t rows = 1;
-        for (int d = 1; d < t->n_dims; d++)
-            rows *= (uint64_t)t->ne[d];
+        uint64_t rows = 1, nelem = (uint64_t)t->ne[0];
+        for (int d = 1; d < t->n_dims; d++) {
+            uint64_t n = (uint64_t)t->ne[d];
+            if ((n && rows > (UINT64_C(1) << 62) / n) || (n && nelem > (UINT64_C(1) << 62) / n))
+                return gfail(g, "tensor '%s': shape has more than 2^62 elements", t->name);
+            rows *= n;
+            nelem *= n;
+        }
         uint64_t rs = wp_ggml_row_size(t->type, t->ne[0]);
         if (rows && rs > g->file_size / rows)
             return gfail(g, "tensor '%s': %" PRIu64 " rows of %" PRIu64 " bytes run past the end of the file",

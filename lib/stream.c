@@ -397,6 +397,13 @@ static int read_header(wp_reader *rd, wp_record *r)
     for (int i = 0; i < WP_MAX_DIMS; i++)
         if (r->ne[i] < 0 || (i >= r->n_dims && r->ne[i] != 1))
             return rfail(rd, "record '%s': bad shape", name);
+    uint64_t nelem = 1;
+    for (int i = 0; i < r->n_dims; i++) {
+        uint64_t n = (uint64_t)r->ne[i];
+        if (n && nelem > (UINT64_C(1) << 62) / n)
+            return rfail(rd, "record '%s': shape has more than 2^62 elements", name);
+        nelem *= n;
+    }
     if (r->payload_len > MAX_PAYLOAD)
         return rfail(rd, "record '%s': payload of %" PRIu64 " bytes is implausible", name, r->payload_len);
     if (rskip(rd, pad_to(rd->off, rd->align), "record padding"))

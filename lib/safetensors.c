@@ -1,0 +1,441 @@
+/* safetensors.c - .safetensors files to tensor streams (see safetensors.h).
+ * Format: huggingface/safetensors README, "Format"; checks follow its Rust
+ * reader (safetensors/src/tensor.rs, Metadata::validate). */
+#include "safetensors.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "ggml_type.h"
+
+/* Integers in the header are JSON numbers, which cJSON holds as doubles:
+ * anything above 2^53 could not be represented exactly. */
+#define MAX_JSON_INT 9007199254740992.0
+
+struct st_tensor {
+    char    *name;
+    uint32_t type;
+    int      n_dims;
+    int64_t  ne[WP_MAX_DIMS];
+    uint64_t begin, end;     /* relative to the data section */
+    size_t   order;          /* position in the header (tie-break) */
+};
+
+struct st_meta {
+    char  *key, *value;
+    size_t value_len;
+};
+
+struct wp_st_in {
+    FILE     *f;
+    char      path[4096];
+    char      err[8192];
+    uint64_t  file_size, header_len, data_start, data_size;
+    struct st_tensor *t;
+    uint64_t  nt, next_t;
+    struct st_meta *m;
+    uint64_t  nm, next_m;
+};
+
+static const struct { const char *name; uint32_t type; } dtypes[] = {
+    {"F32", WP_F32}, {"F16", WP_F16}, {"BF16", WP_BF16}, {"F64", WP_F64},
+    {"I8", WP_I8},   {"I16", WP_I16}, {"I32", WP_I32},   {"I64", WP_I64},
+};
+
+int wp_st_dtype_type(const char *dtype)
+{
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (!strcmp(dtype, dtypes[i].name))
+            return (int)dtypes[i].type;
+    return -1;
+}
+
+__attribute__((format(printf, 2, 3)))
+static int sfail(wp_st_in *s, const char *fmt, ...)
+{
+    va_list ap;
+    int k = snprintf(s->err, sizeof s->err, "%s: ", s->path);
+    if (k < 0 || (size_t)k >= sizeof s->err)
+        k = 0;
+    va_start(ap, fmt);
+    vsnprintf(s->err + k, sizeof s->err - (size_t)k, fmt, ap);
+    va_end(ap);
+    /* One line: a name with a newline in it must not split the message. */
+    for (char *p = s->err; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    return -1;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* A JSON number that is a non-negative integer representable exactly. */
+static int json_uint(const cJSON *j, uint64_t *v)
+{
+    if (!cJSON_IsNumber(j))
+        return -1;
+    double d = j->valuedouble;
+    if (!isfinite(d) || d < 0 || d > MAX_JSON_INT || d != floor(d))
+        return -1;
+    *v = (uint64_t)d;
+    return 0;
+}
+
+static int parse_meta(wp_st_in *s, const cJSON *md)
+{
+    if (!cJSON_IsObject(md))
+        return sfail(s, "__metadata__ is not a JSON object");
+    uint64_t n = (uint64_t)cJSON_GetArraySize(md);
+    s->m = calloc(n ? n : 1, sizeof *s->m);
+    if (!s->m)
+        return sfail(s, "out of memory");
+    for (const cJSON *e = md->child; e; e = e->next) {
+        if (!cJSON_IsString(e) || !e->valuestring)
+            return sfail(s, "__metadata__ value of '%s' is not a string", e->string);
+        if (strlen(e->string) + sizeof WP_ST_META_PREFIX > WP_MAX_NAME)
+            return sfail(s, "__metadata__ key '%.64s...' is too long", e->string);
+        struct st_meta *m = &s->m[s->nm];
+        m->key = strdup(e->string);
+        m->value = strdup(e->valuestring);
+        if (!m->key || !m->value) {
+            free(m->key), free(m->value);
+            return sfail(s, "out of memory");
+        }
+        m->value_len = strlen(m->value);
+        s->nm++;
+    }
+    return 0;
+}
+
+static int parse_tensor(wp_st_in *s, const cJSON *e, struct st_tensor *t)
+{
+    const char *name = e->string;
+    if (!cJSON_IsObject(e))
+        return sfail(s, "tensor '%s': not a JSON object", name);
+    if (!name[0])
+        return sfail(s, "tensor with an empty name");
+    if (strlen(name) > WP_MAX_NAME)
+        return sfail(s, "tensor '%.64s...': name longer than %u bytes", name, WP_MAX_NAME);
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *of = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    if (!cJSON_IsString(dt) || !dt->valuestring)
+        return sfail(s, "tensor '%s': missing or bad \"dtype\"", name);
+    if (!cJSON_IsArray(sh))
+        return sfail(s, "tensor '%s': missing or bad \"shape\"", name);
+    if (!cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2 ||
+        json_uint(of->child, &t->begin) || json_uint(of->child->next, &t->end))
+        return sfail(s, "tensor '%s': \"data_offsets\" is not two non-negative integers", name);
+    int type = wp_st_dtype_type(dt->valuestring);
+    if (type < 0)
+        return sfail(s, "tensor '%s': dtype %.32s is not supported (wpack reads F32, F16, BF16, F64, I8, I16, I32, I64)",
+                     name, dt->valuestring);
+    t->type = (uint32_t)type;
+    int nd = cJSON_GetArraySize(sh);
+    if (nd > WP_MAX_DIMS)
+        return sfail(s, "tensor '%s': %d dimensions (wpack streams hold at most %d)", name, nd, WP_MAX_DIMS);
+    /* Reverse: safetensors lists the outermost dimension first. */
+    uint64_t dims[WP_MAX_DIMS];
+    int d = 0;
+    for (const cJSON *x = sh->child; x; x = x->next, d++)
+        if (json_uint(x, &dims[d]))
+            return sfail(s, "tensor '%s': shape is not a list of non-negative integers", name);
+    for (int i = 0; i < WP_MAX_DIMS; i++)
+        t->ne[i] = 1;
+    t->n_dims = nd ? nd : 1;
+    for (int i = 0; i < nd; i++)
+        t->ne[i] = (int64_t)dims[nd - 1 - i];
+    /* Bytes implied by dtype x shape. The product of the non-zero
+     * dimensions times the element size must stay below 2^62 even when
+     * another dimension is 0, so that no reader of the stream overflows
+     * computing ne[0]*ne[1]*... */
+    uint64_t bytes = wp_ggml_type_size(t->type), lim = UINT64_C(1) << 62;
+    int zero = 0;
+    for (int i = 0; i < nd; i++) {
+        if (dims[i] == 0)
+            zero = 1;
+        else if (bytes > lim / dims[i])
+            return sfail(s, "tensor '%s': shape too large", name);
+        else
+            bytes *= dims[i];
+    }
+    if (zero)
+        bytes = 0;
+    if (t->end < t->begin)
+        return sfail(s, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") end before they begin", name,
+                     t->begin, t->end);
+    if (t->end - t->begin != bytes)
+        return sfail(s, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") hold %" PRIu64
+                     " bytes but %s x shape needs %" PRIu64, name, t->begin, t->end, t->end - t->begin,
+                     dt->valuestring, bytes);
+    if (t->end > s->data_size)
+        return sfail(s, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 ") run past the end of the %" PRIu64
+                     "-byte data section (truncated file?)", name, t->begin, t->end, s->data_size);
+    t->name = strdup(name);
+    if (!t->name)
+        return sfail(s, "out of memory");
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_offset(const void *a, const void *b)
+{
+    const struct st_tensor *x = a, *y = b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* The first name occurring twice among the children of obj, or NULL.
+ * cJSON keeps duplicate keys as separate children. */
+static const char *find_duplicate(wp_st_in *s, const cJSON *obj, int *oom)
+{
+    size_t n = (size_t)cJSON_GetArraySize(obj), i = 0;
+    const char *dup = NULL;
+    *oom = 0;
+    if (n < 2)
+        return NULL;
+    const char **v = malloc(n * sizeof *v);
+    if (!v) {
+        *oom = 1;
+        return NULL;
+    }
+    for (const cJSON *e = obj->child; e; e = e->next)
+        v[i++] = e->string;
+    qsort(v, n, sizeof *v, cmp_str);
+    for (i = 1; i < n && !dup; i++)
+        if (!strcmp(v[i - 1], v[i]))
+            dup = v[i];
+    free(v);
+    return dup;
+}
+
+static int parse_header(wp_st_in *s, const char *json, size_t n)
+{
+    const char *end = NULL;
+    int oom, rc = -1;
+    if (n == 0 || json[0] != '{')
+        return sfail(s, "header is not a JSON object (it must start with '{')");
+    cJSON *root = cJSON_ParseWithLengthOpts(json, n, &end, 0);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        size_t off = at && at >= json && at <= json + n ? (size_t)(at - json) : 0;
+        return sfail(s, "malformed JSON header (near byte %zu of %zu)", off, n);
+    }
+    for (; end && end < json + n; end++)
+        if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
+            sfail(s, "malformed JSON header (trailing bytes after the object at byte %zu)",
+                  (size_t)(end - json));
+            goto out;
+        }
+    if (!cJSON_IsObject(root)) {
+        sfail(s, "header is not a JSON object");
+        goto out;
+    }
+    const char *dup = find_duplicate(s, root, &oom);
+    if (oom || dup) {
+        oom ? sfail(s, "out of memory") : sfail(s, "duplicate tensor name '%s' in the header", dup);
+        goto out;
+    }
+    uint64_t n_entries = (uint64_t)cJSON_GetArraySize(root);
+    s->t = calloc(n_entries ? n_entries : 1, sizeof *s->t);
+    if (!s->t) {
+        sfail(s, "out of memory");
+        goto out;
+    }
+    for (const cJSON *e = root->child; e; e = e->next) {
+        if (!strcmp(e->string, "__metadata__")) {
+            if ((dup = find_duplicate(s, e, &oom)) || oom) {
+                oom ? sfail(s, "out of memory") : sfail(s, "duplicate __metadata__ key '%s'", dup);
+                goto out;
+            }
+            if (parse_meta(s, e))
+                goto out;
+            continue;
+        }
+        struct st_tensor *t = &s->t[s->nt];
+        t->order = (size_t)s->nt;
+        if (parse_tensor(s, e, t))
+            goto out;
+        s->nt++;
+    }
+    qsort(s->t, s->nt, sizeof *s->t, cmp_offset);
+    /* Overlap: each non-empty tensor must begin at or after the end of every
+     * non-empty tensor before it in offset order. */
+    const struct st_tensor *prev = NULL;
+    for (uint64_t i = 0; i < s->nt; i++) {
+        const struct st_tensor *t = &s->t[i];
+        if (t->begin == t->end)
+            continue;
+        if (prev && t->begin < prev->end) {
+            sfail(s, "tensors '%s' [%" PRIu64 ", %" PRIu64 ") and '%s' [%" PRIu64 ", %" PRIu64 ") overlap",
+                  prev->name, prev->begin, prev->end, t->name, t->begin, t->end);
+            goto out;
+        }
+        if (!prev || t->end > prev->end)
+            prev = t;
+    }
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
+{
+    wp_st_in *s = calloc(1, sizeof *s);
+    struct stat st;
+    uint8_t h8[8];
+    char *json = NULL;
+    if (!s) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    snprintf(s->path, sizeof s->path, "%s", path);
+    s->f = fopen(path, "rb");
+    if (!s->f) {
+        sfail(s, "%s", strerror(errno));
+        goto fail;
+    }
+    if (fstat(fileno(s->f), &st) || !S_ISREG(st.st_mode)) {
+        sfail(s, "not a regular file");
+        goto fail;
+    }
+    s->file_size = (uint64_t)st.st_size;
+    if (s->file_size < 8 || fread(h8, 1, 8, s->f) != 8) {
+        sfail(s, "truncated file (shorter than the 8-byte header length)");
+        goto fail;
+    }
+    s->header_len = rd64(h8);
+    if (s->header_len > s->file_size - 8) {
+        sfail(s, "header length %" PRIu64 " is larger than the file allows (%" PRIu64 " bytes; truncated file?)",
+              s->header_len, s->file_size);
+        goto fail;
+    }
+    if (s->header_len > WP_ST_MAX_HEADER) {
+        sfail(s, "header length %" PRIu64 " is implausible (more than %u bytes)", s->header_len,
+              WP_ST_MAX_HEADER);
+        goto fail;
+    }
+    s->data_start = 8 + s->header_len;
+    s->data_size = s->file_size - s->data_start;
+    json = malloc(s->header_len ? (size_t)s->header_len : 1);
+    if (!json) {
+        sfail(s, "out of memory for a %" PRIu64 "-byte header", s->header_len);
+        goto fail;
+    }
+    if (fread(json, 1, (size_t)s->header_len, s->f) != s->header_len) {
+        sfail(s, "truncated file (in the header)");
+        goto fail;
+    }
+    if (parse_header(s, json, (size_t)s->header_len))
+        goto fail;
+    free(json);
+    return s;
+fail:
+    free(json);
+    snprintf(err, errlen, "%s", s->err);
+    wp_st_close(s);
+    return NULL;
+}
+
+uint64_t wp_st_n_meta(const wp_st_in *s) { return s->nm; }
+uint64_t wp_st_n_tensors(const wp_st_in *s) { return s->nt; }
+const char *wp_st_error(const wp_st_in *s) { return s->err; }
+const char *wp_st_path(const wp_st_in *s) { return s->path; }
+
+const char *wp_st_meta(const wp_st_in *s, uint64_t i, const char **value, size_t *len)
+{
+    if (i >= s->nm)
+        return NULL;
+    if (value)
+        *value = s->m[i].value;
+    if (len)
+        *len = s->m[i].value_len;
+    return s->m[i].key;
+}
+
+const char *wp_st_tensor_name(const wp_st_in *s, uint64_t i)
+{
+    return i < s->nt ? s->t[i].name : NULL;
+}
+
+static int next_meta(wp_st_in *s, wp_record *r)
+{
+    const struct st_meta *m = &s->m[s->next_m++];
+    char name[WP_MAX_NAME + 1];
+    snprintf(name, sizeof name, "%s%s", WP_ST_META_PREFIX, m->key);
+    r->kind = WP_REC_KV;
+    r->type = WP_GGUF_STRING;
+    uint8_t *p;
+    if (wp_record_set_name(r, name) || !(p = wp_record_alloc(r, 8 + (uint64_t)m->value_len)))
+        return sfail(s, "__metadata__ key '%s': out of memory", m->key);
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)((uint64_t)m->value_len >> 8 * i);
+    memcpy(p + 8, m->value, m->value_len);
+    return 1;
+}
+
+static int next_tensor(wp_st_in *s, wp_record *r)
+{
+    const struct st_tensor *t = &s->t[s->next_t++];
+    uint64_t n = t->end - t->begin;
+    r->kind = WP_REC_TENSOR;
+    r->type = t->type;
+    r->n_dims = t->n_dims;
+    memcpy(r->ne, t->ne, sizeof r->ne);
+    if (wp_record_set_name(r, t->name))
+        return sfail(s, "tensor '%s': name too long", t->name);
+    if ((uint64_t)(size_t)n != n || !wp_record_alloc(r, n))
+        return sfail(s, "tensor '%s': out of memory for %" PRIu64 " bytes", t->name, n);
+    if (fseeko(s->f, (off_t)(s->data_start + t->begin), SEEK_SET))
+        return sfail(s, "tensor '%s': seek failed: %s", t->name, strerror(errno));
+    if (n && fread(r->payload, 1, (size_t)n, s->f) != n)
+        return sfail(s, "tensor '%s': %s", t->name,
+                     ferror(s->f) ? "read error" : "truncated file (the data ends early)");
+    return 1;
+}
+
+int wp_st_next(wp_st_in *s, wp_record *r)
+{
+    wp_record_init(r);
+    if (s->next_m < s->nm)
+        return next_meta(s, r);
+    if (s->next_t < s->nt)
+        return next_tensor(s, r);
+    return 0;
+}
+
+void wp_st_close(wp_st_in *s)
+{
+    if (!s)
+        return;
+    if (s->f)
+        fclose(s->f);
+    for (uint64_t i = 0; i < s->nt; i++)
+        free(s->t[i].name);
+    for (uint64_t i = 0; i < s->nm; i++)
+        free(s->m[i].key), free(s->m[i].value);
+    free(s->t);
+    free(s->m);
+    free(s);
+}

@@ -1,0 +1,225 @@
+#!/usr/bin/env bats
+# safetensorscat: real safetensors files to streams, values checked byte for
+# byte against the files, and bad input.
+load helpers
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+    ST="$DATA/safetensors"
+    CALM="$ST/open-calm-1b-lora-r1-f16.safetensors"   # header 6800 bytes, 48 F16 tensors
+    SD="$ST/sd15-lora-r4-f16.safetensors"             # header 35033 bytes, 384 F16 tensors
+}
+
+# header_len FILE: the safetensors header length N (first 8 bytes, LE).
+header_len() { od -An -t u8 -N8 "$1" | tr -d ' '; }
+
+# mkst OUT JSON NBYTES: a safetensors file with this (ASCII) header and
+# NBYTES of zero data.
+mkst() {
+    { printf "$(le64 ${#2})"; printf '%s' "$2"; head -c "$3" /dev/zero; } > "$1"
+}
+
+# rec_words STREAM OFFSET: the 18 u32 words of the fixed record header
+# (wpack-stream(5)): [3] name_len, [12] attr_len, [14]/[15] payload_len.
+rec_words() { od -An -v -t u4 -j "$2" -N 72 "$1"; }
+align64() { echo $(( ($1 + 63) / 64 * 64 )); }
+
+# payload_of STREAM NAME: "OFFSET LENGTH" of the payload of record NAME,
+# found by its name in the header (checked against the header's name_len).
+payload_of() {
+    local at w
+    at=$(( $(offset_of "$1" "$2") - 72 ))
+    w=($(rec_words "$1" "$at"))
+    [ "${w[0]}" -eq 1128616535 ] && [ "${w[3]}" -eq "${#2}" ] || return 1  # "WREC"
+    echo "$(align64 $((at + 72 + w[3] + w[12] + 8))) $(( w[14] + w[15] * 4294967296 ))"
+}
+
+# tensor_payloads STREAM: every tensor record's payload, in stream order.
+tensor_payloads() {
+    local f=$1 off=16 w kind p n
+    while :; do
+        w=($(rec_words "$f" "$off"))
+        kind=$(( w[1] & 65535 ))
+        [ "$kind" -eq 65535 ] && break
+        p=$(align64 $((off + 72 + w[3] + w[12] + 8)))
+        n=$(( w[14] + w[15] * 4294967296 ))
+        [ "$kind" -eq 3 ] && tail -c +$((p + 1)) "$f" | head -c "$n"
+        off=$(align64 $((p + n)))
+    done
+}
+
+@test "safetensorscat --help" {
+    run "$BIN/safetensorscat" --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == usage:* ]]
+}
+
+@test "open-calm LoRA: 48 F16 tensors with reversed shapes, the format metadata as a key/value" {
+    "$BIN/safetensorscat" "$CALM" > "$T/c.wps"
+    run "$BIN/tsinfo" "$T/c.wps"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '^tensor ')" -eq 48 ]
+    [ "$(echo "$output" | grep -c '^tensor .* F16 ')" -eq 48 ]
+    [ "$(echo "$output" | grep -c '^kv ')" -eq 1 ]
+    echo "$output" | grep -E '^kv +safetensors.metadata.format +string .* 10 +"pt"$'
+    # safetensors [1, 2048] -> ne 2048x1; [6144, 1] -> 1x6144
+    echo "$output" | grep -E '^tensor +base_model.model.gpt_neox.layers.0.attention.query_key_value.lora_A.weight +F16 +2048x1 +4096 '
+    echo "$output" | grep -E '^tensor +base_model.model.gpt_neox.layers.9.attention.query_key_value.lora_B.weight +F16 +1x6144 +12288 '
+    # file (data offset) order: layers 0, 1, 10, 11, ... as the header sorts them
+    [ "$(echo "$output" | grep '^tensor ' | head -n 3 | awk '{print $2}' | cut -d. -f5 | tr '\n' ' ')" = "0 0 1 " ]
+}
+
+@test "open-calm LoRA: the tensor payloads are the file's data section, byte for byte" {
+    "$BIN/safetensorscat" -o "$T/c.wps" "$CALM"
+    n=$(header_len "$CALM")
+    [ "$n" -eq 6800 ]
+    tensor_payloads "$T/c.wps" > "$T/payloads"
+    tail -c +$((8 + n + 1)) "$CALM" > "$T/data"
+    [ "$(stat -c %s "$T/data")" -eq 393216 ]
+    cmp "$T/payloads" "$T/data"
+}
+
+@test "sd15 LoRA: 384 F16 tensors, 194 metadata key/values, shapes, payload sum = data section" {
+    "$BIN/safetensorscat" "$SD" > "$T/s.wps"
+    run "$BIN/tsinfo" "$T/s.wps"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '^tensor .* F16 ')" -eq 384 ]
+    [ "$(echo "$output" | grep -Ec '^kv +safetensors\.metadata\.')" -eq 194 ]
+    echo "$output" | grep -E '^kv +safetensors.metadata.unet:9:rank +string .*"4"$'
+    echo "$output" | grep -E '^tensor +text_encoder:0:down +F16 +768x4 +6144 '
+    echo "$output" | grep -E '^tensor +text_encoder:0:up +F16 +4x768 +6144 '
+    echo "$output" | grep -E '^tensor +unet:9:up +F16 +4x320 +2560 '
+    sum=$(echo "$output" | awk '$1 == "tensor" { s += $5 } END { print s }')
+    n=$(header_len "$SD")
+    [ "$sum" -eq $(( $(stat -c %s "$SD") - 8 - n )) ]
+    [ "$sum" -eq 3082752 ]
+    echo "$output" | grep -E '^# 578 records, .* 1541376 tensor weights, tensors 16.0000 b/w'
+}
+
+@test "sd15 LoRA: one tensor's payload equals the file's bytes at its data_offsets" {
+    "$BIN/safetensorscat" "$SD" > "$T/s.wps"
+    n=$(header_len "$SD")
+    # "text_encoder:0:up": data_offsets [6144, 12288]; "unet:9:up": [3080192, 3082752]
+    read -r p len <<< "$(payload_of "$T/s.wps" 'text_encoder:0:up')"
+    [ "$len" -eq 6144 ]
+    cmp -n 6144 -i "$p:$((8 + n + 6144))" "$T/s.wps" "$SD"
+    read -r p len <<< "$(payload_of "$T/s.wps" 'unet:9:up')"
+    [ "$len" -eq 2560 ]
+    cmp -n 2560 -i "$p:$((8 + n + 3080192))" "$T/s.wps" "$SD"
+}
+
+@test "two files make one stream: 432 tensors, metadata of both" {
+    run sh -c "'$BIN/safetensorscat' '$CALM' '$SD' | '$BIN/tsinfo' -"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '^tensor ')" -eq 432 ]
+    [ "$(echo "$output" | grep -c '^kv ')" -eq 195 ]
+}
+
+@test "small files: scalars, zero-size tensors, gaps, I32, F32/BF16, padded header" {
+    mkst "$T/a.safetensors" '{"s":{"dtype":"F32","shape":[],"data_offsets":[0,4]},"z":{"dtype":"BF16","shape":[0,3],"data_offsets":[4,4]},"i":{"dtype":"I32","shape":[2,1,3],"data_offsets":[8,32]},"b":{"dtype":"BF16","shape":[2,2,2,2],"data_offsets":[32,64]}}    ' 64
+    run sh -c "'$BIN/safetensorscat' '$T/a.safetensors' | '$BIN/tsinfo' -"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^tensor +s +F32 +1 +4 '
+    echo "$output" | grep -E '^tensor +z +BF16 +3x0 +0 '
+    echo "$output" | grep -E '^tensor +i +I32 +3x1x2 +24 '
+    echo "$output" | grep -E '^tensor +b +BF16 +2x2x2x2 +32 '
+    [ "$(echo "$output" | grep '^tensor ' | awk '{print $2}' | tr '\n' ' ')" = "s z i b " ]
+}
+
+@test "the same metadata in two files is written once" {
+    mkst "$T/a.safetensors" '{"__metadata__":{"format":"pt"},"x":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
+    mkst "$T/b.safetensors" '{"__metadata__":{"format":"pt"},"y":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
+    run sh -c "'$BIN/safetensorscat' '$T/a.safetensors' '$T/b.safetensors' | '$BIN/tsinfo' -"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -Ec '^kv +safetensors.metadata.format ')" -eq 1 ]
+    [ "$(echo "$output" | grep -c '^tensor ')" -eq 2 ]
+}
+
+# ---- bad input: one line naming the file, status != 0, no output file ------
+
+# bad PATTERN FILE...: safetensorscat -o OUT fails with one line matching
+# PATTERN and leaves neither OUT nor a temporary file.
+bad() {
+    local pat=$1; shift
+    run "$BIN/safetensorscat" -o "$T/out.wps" "$@"
+    one_line_error "$pat"
+    [ ! -e "$T/out.wps" ]
+    [ -z "$(ls "$T" | grep '\.tmp\.')" ]
+}
+
+@test "bad safetensors: truncated data section" {
+    head -c 200000 "$CALM" > "$T/cut.safetensors"
+    bad "^safetensorscat: $T/cut.safetensors: tensor '.*': data_offsets .* run past the end of the 193192-byte data section \(truncated file\?\)$" "$T/cut.safetensors"
+}
+
+@test "bad safetensors: truncated inside the header and before the header length" {
+    head -c 3000 "$CALM" > "$T/h.safetensors"
+    bad "^safetensorscat: $T/h.safetensors: header length 6800 is larger than the file allows" "$T/h.safetensors"
+    head -c 5 "$CALM" > "$T/5.safetensors"
+    bad "^safetensorscat: $T/5.safetensors: truncated file" "$T/5.safetensors"
+    : > "$T/0.safetensors"
+    bad "^safetensorscat: $T/0.safetensors: truncated file" "$T/0.safetensors"
+}
+
+@test "bad safetensors: header length past the end" {
+    cp "$CALM" "$T/l.safetensors"; chmod u+w "$T/l.safetensors"
+    patch_bytes "$T/l.safetensors" 0 "$(le64 123456789012)"
+    bad "^safetensorscat: $T/l.safetensors: header length 123456789012 is larger than the file allows" "$T/l.safetensors"
+}
+
+@test "bad safetensors: malformed JSON" {
+    mkst "$T/j.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}' 4
+    bad "^safetensorscat: $T/j.safetensors: malformed JSON header" "$T/j.safetensors"
+    mkst "$T/k.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}xx' 4
+    bad "^safetensorscat: $T/k.safetensors: malformed JSON header" "$T/k.safetensors"
+    mkst "$T/n.safetensors" '[1,2]' 4
+    bad "^safetensorscat: $T/n.safetensors: header is not a JSON object" "$T/n.safetensors"
+    mkst "$T/m.safetensors" '{"__metadata__":{"n":1}}' 0
+    bad "^safetensorscat: $T/m.safetensors: __metadata__ value of 'n' is not a string" "$T/m.safetensors"
+    mkst "$T/s.safetensors" '{"a":{"dtype":"F16","shape":[2.5],"data_offsets":[0,4]}}' 4
+    bad "^safetensorscat: $T/s.safetensors: tensor 'a': shape is not a list of non-negative integers" "$T/s.safetensors"
+}
+
+@test "bad safetensors: offsets out of range, wrong size, reversed, overlapping" {
+    mkst "$T/p.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[2,6]}}' 4
+    bad "^safetensorscat: $T/p.safetensors: tensor 'a': data_offsets \[2, 6\) run past the end" "$T/p.safetensors"
+    mkst "$T/w.safetensors" '{"a":{"dtype":"F16","shape":[3],"data_offsets":[0,4]}}' 8
+    bad "^safetensorscat: $T/w.safetensors: tensor 'a': data_offsets \[0, 4\) hold 4 bytes but F16 x shape needs 6$" "$T/w.safetensors"
+    mkst "$T/r.safetensors" '{"a":{"dtype":"F16","shape":[0],"data_offsets":[4,0]}}' 8
+    bad "^safetensorscat: $T/r.safetensors: tensor 'a': data_offsets .* end before they begin" "$T/r.safetensors"
+    mkst "$T/o.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}}' 8
+    bad "^safetensorscat: $T/o.safetensors: tensors 'a' \[0, 4\) and 'b' \[2, 6\) overlap$" "$T/o.safetensors"
+    mkst "$T/x.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[0]}}' 8
+    bad "^safetensorscat: $T/x.safetensors: tensor 'a': \"data_offsets\" is not two non-negative integers$" "$T/x.safetensors"
+}
+
+@test "bad safetensors: unsupported dtype and too many dimensions" {
+    mkst "$T/u.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"m":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}}' 8
+    bad "^safetensorscat: $T/u.safetensors: tensor 'm': dtype U8 is not supported" "$T/u.safetensors"
+    mkst "$T/f8.safetensors" '{"q":{"dtype":"F8_E4M3","shape":[4],"data_offsets":[0,4]}}' 4
+    bad "^safetensorscat: $T/f8.safetensors: tensor 'q': dtype F8_E4M3 is not supported" "$T/f8.safetensors"
+    mkst "$T/d.safetensors" '{"a":{"dtype":"F16","shape":[1,1,1,1,2],"data_offsets":[0,4]}}' 4
+    bad "^safetensorscat: $T/d.safetensors: tensor 'a': 5 dimensions" "$T/d.safetensors"
+}
+
+@test "bad safetensors: duplicate names in one file and across two files" {
+    mkst "$T/d.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"a":{"dtype":"F16","shape":[2],"data_offsets":[4,8]}}' 8
+    bad "^safetensorscat: $T/d.safetensors: duplicate tensor name 'a' in the header$" "$T/d.safetensors"
+    cp "$CALM" "$T/again.safetensors"
+    bad "^safetensorscat: $T/again.safetensors: tensor 'base_model.* is also in $CALM$" "$CALM" "$T/again.safetensors"
+    mkst "$T/m1.safetensors" '{"__metadata__":{"k":"1"}}' 0
+    mkst "$T/m2.safetensors" '{"__metadata__":{"k":"2"}}' 0
+    bad "^safetensorscat: $T/m2.safetensors: __metadata__ key 'k' differs from the one in $T/m1.safetensors$" "$T/m1.safetensors" "$T/m2.safetensors"
+}
+
+@test "bad safetensors: a failed run leaves a redirected stdout empty" {
+    head -c 200000 "$CALM" > "$T/cut.safetensors"
+    run sh -c "'$BIN/safetensorscat' '$CALM' '$T/cut.safetensors' > '$T/o.wps'"
+    [ "$status" -ne 0 ]
+    [ ! -s "$T/o.wps" ]
+}
+
+@test "bad safetensors: a shape too large, even with a zero dimension" {
+    mkst "$T/big.safetensors" '{"a":{"dtype":"F16","shape":[0,1099511627776,1099511627776],"data_offsets":[0,0]}}' 0
+    bad "^safetensorscat: $T/big.safetensors: tensor 'a': shape too large$" "$T/big.safetensors"
+}
