@@ -1,0 +1,187 @@
+/* llm_common.h - libllama set-up shared by the programs that run llama.cpp's
+ * forward pass (ppl, hessian) and the test tool llgen.
+ *
+ * Header-only on purpose: lib/ is compiled without llama.h and libwpack.a is
+ * linked into every program, so nothing that calls libllama may live there.
+ * Every function is static inline; include this file from exactly one .c per program.
+ *
+ * What it does, all after llama.cpp's own tools (common/common.cpp, arg.cpp):
+ *   - silences llama.cpp's and ggml's logging unless WPACK_LLAMA_LOG is set;
+ *   - loads the ggml backends (the CPU backend is a separate .so in the
+ *     pinned reference build) before any model is loaded;
+ *   - reads a text file as `-f FILE` does and tokenizes it as common_tokenize
+ *     does (special tokens added, not parsed);
+ *   - loads a model with llama.cpp's default model parameters.
+ */
+#ifndef WPACK_LLM_COMMON_H
+#define WPACK_LLM_COMMON_H
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct gguf_context; /* llama.h names it in a prototype; its header is not needed */
+#include "ggml-backend.h"
+#include "llama.h"
+
+/* Log callback: drops everything unless WPACK_LLAMA_LOG is set in the
+ * environment, in which case llama.cpp's text goes to stderr unchanged. */
+static inline void llm_log_cb(enum ggml_log_level level, const char *text, void *user)
+{
+    (void)level;
+    if (user)
+        fputs(text, stderr);
+}
+
+/* Set up libllama for this process: logging (see llm_log_cb), backend
+ * loading, llama_backend_init.  Backends are loaded from the directory in
+ * WPACK_GGML_BACKEND_DIR if set, else from the directory that holds the
+ * libggml actually linked in (found with dladdr; that is where the pinned
+ * reference keeps libggml-cpu-*.so), and, if that registers no device, from
+ * ggml's default search path (a system llama.cpp).  Errors: returns -1 when
+ * no backend device is available afterwards, 0 otherwise. */
+static inline int llm_setup(void)
+{
+    const char *lg = getenv("WPACK_LLAMA_LOG");
+    void *verbose = (lg && *lg && strcmp(lg, "0") != 0) ? (void *)1 : NULL;
+    llama_log_set(llm_log_cb, verbose);
+    ggml_log_set(llm_log_cb, verbose);
+
+    const char *dir = getenv("WPACK_GGML_BACKEND_DIR");
+    char buf[PATH_MAX];
+    if (!dir || !*dir) {
+        Dl_info info;
+        dir = NULL;
+        if (dladdr((void *)ggml_backend_load_all_from_path, &info) && info.dli_fname) {
+            snprintf(buf, sizeof buf, "%s", info.dli_fname);
+            char *slash = strrchr(buf, '/');
+            if (slash) {
+                *slash = '\0';
+                dir = buf;
+            }
+        }
+    }
+    if (ggml_backend_dev_count() == 0 && dir)
+        ggml_backend_load_all_from_path(dir);
+    if (ggml_backend_dev_count() == 0)
+        ggml_backend_load_all();
+    llama_backend_init();
+    return ggml_backend_dev_count() > 0 ? 0 : -1;
+}
+
+/* Read the whole file at path into a NUL-terminated buffer, dropping one
+ * trailing '\n' as llama.cpp's `-f FILE` does.  *len receives the length in
+ * bytes without the NUL.  Errors: NULL with errno set (open/read failure or
+ * out of memory). */
+static inline char *llm_read_text(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        fclose(f);
+        errno = ENOMEM;
+        return NULL;
+    }
+    for (;;) {
+        if (cap - n < 2) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                errno = ENOMEM;
+                return NULL;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                int e = errno ? errno : EIO;
+                free(buf);
+                fclose(f);
+                errno = e;
+                return NULL;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    if (n > 0 && buf[n - 1] == '\n')
+        n--;
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* Tokenize text[0..len) with the model's vocabulary exactly as llama.cpp's
+ * common_tokenize(ctx, text, add_special=true, parse_special=false): BOS (and
+ * EOS) are added when the vocabulary asks for them, special-token text is
+ * treated as plain text.  *n receives the token count.  Errors: NULL when
+ * the text is longer than INT32_MAX bytes, tokenizes to more than INT32_MAX
+ * tokens, or memory runs out. */
+static inline llama_token *llm_tokenize(const struct llama_vocab *vocab, const char *text, size_t len, int *n)
+{
+    if (len > (size_t)INT32_MAX - 2)
+        return NULL;
+    int32_t cap = (int32_t)len + 2;
+    llama_token *tok = malloc((size_t)cap * sizeof *tok);
+    if (!tok)
+        return NULL;
+    int32_t got = llama_tokenize(vocab, text, (int32_t)len, tok, cap, true, false);
+    if (got == INT32_MIN) {
+        free(tok);
+        return NULL;
+    }
+    if (got < 0) {
+        cap = -got;
+        llama_token *nt = realloc(tok, (size_t)cap * sizeof *tok);
+        if (!nt) {
+            free(tok);
+            return NULL;
+        }
+        tok = nt;
+        got = llama_tokenize(vocab, text, (int32_t)len, tok, cap, true, false);
+        if (got < 0) {
+            free(tok);
+            return NULL;
+        }
+    }
+    *n = got;
+    return tok;
+}
+
+/* Load the GGUF model at path on the CPU with llama.cpp's default model
+ * parameters (as common_model_params_to_llama leaves them).  Errors: NULL
+ * with *why pointing to a short reason: strerror(errno) when the file cannot
+ * be opened, "llama.cpp cannot load this model" when libllama refuses it. */
+static inline struct llama_model *llm_load_model(const char *path, const char **why)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        *why = strerror(errno);
+        return NULL;
+    }
+    fclose(f);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        *why = "is a directory";
+        return NULL;
+    }
+    struct llama_model_params mp = llama_model_default_params();
+    struct llama_model *m = llama_model_load_from_file(path, mp);
+    if (!m)
+        *why = "llama.cpp cannot load this model";
+    return m;
+}
+
+#endif

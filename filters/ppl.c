@@ -1,0 +1,594 @@
+/* ppl - perplexity (and KL divergence) of a GGUF model with llama.cpp's method.
+ *
+ *   ppl --model M.gguf --text FILE [--ctx 512] [--chunks N] [--threads T]
+ *       [--batch 2048] [--save-logits FILE | --kl-base FILE]
+ *
+ * The method is llama-perplexity's (tools/perplexity/perplexity.cpp of the
+ * pinned llama.cpp, functions perplexity() and kl_divergence()):
+ *   - the whole text (one trailing newline dropped) is tokenized once with
+ *     BOS added as the vocabulary asks;
+ *   - it is cut into non-overlapping chunks of ctx tokens (at least 2*ctx
+ *     tokens are required); the first token of every chunk is replaced by BOS;
+ *   - batch/ctx chunks are decoded together as parallel sequences in one
+ *     context of n_seq*ctx cells (batch 2048 and ctx 512 give 4), or a chunk
+ *     is split into several batches when batch < ctx;
+ *   - only positions ctx/2 .. ctx-2 of each chunk are scored (the logits at
+ *     position p predict token p+1): nll = -log softmax(logits)[next token];
+ *   - PPL = exp(mean nll) and its error exp(mean) * sqrt(var(nll)/(count-1)).
+ * --save-logits writes llama-perplexity's --kl-divergence-base file and
+ * --kl-base reads one (either program's), so the two tools interoperate; the
+ * format is in ppl(1).
+ *
+ * Progress goes to stderr; the result to stdout.  Errors: one line
+ * "ppl: FILE: problem" on stderr, exit 1.
+ */
+#include "llm_common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAGIC "_logits_"
+
+static const char usage[] =
+    "usage: ppl --model M.gguf --text FILE [options]\n"
+    "Perplexity of M on FILE with llama-perplexity's method (chunks of --ctx tokens,\n"
+    "BOS first, second half of each chunk scored). Result on stdout:\n"
+    "  PPL = x +/- y\n"
+    "  chunks=N tokens=M scored=K\n"
+    "options:\n"
+    "  --model FILE        GGUF model (any architecture llama.cpp runs)\n"
+    "  --text FILE         text to score (optional with --kl-base)\n"
+    "  --ctx N             tokens per chunk (default 512)\n"
+    "  --chunks N          score at most N chunks (default all)\n"
+    "  --threads N         CPU threads (default: online CPUs)\n"
+    "  --batch N           logical batch; batch/ctx chunks run in parallel (default 2048)\n"
+    "  --save-logits FILE  store the scored positions' log-probabilities\n"
+    "                      (llama-perplexity's --kl-divergence-base format)\n"
+    "  --kl-base FILE      compare with stored base log-probabilities: adds\n"
+    "                      mean KL divergence (base || model), base PPL, same-top rate\n"
+    "  --help              this text\n"
+    "Set WPACK_LLAMA_LOG=1 to see llama.cpp's log.\n";
+
+static const char *prog = "ppl";
+
+/* Print "ppl: what: why" and exit 1. */
+_Noreturn static void die(const char *what, const char *why)
+{
+    fprintf(stderr, "%s: %s: %s\n", prog, what, why);
+    exit(1);
+}
+
+/* Parse a decimal integer option value in [lo, hi]; exits with a one-line
+ * error naming the option otherwise. */
+static long int_arg(const char *opt, const char *s, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end || errno || v < lo || v > hi) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "must be an integer from %ld to %ld", lo, hi);
+        die(opt, msg);
+    }
+    return v;
+}
+
+/* Seconds since an arbitrary start (monotonic clock). */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Round to the nearest integer, ties to even, as llama-perplexity's
+ * nearest_int (valid for |x| < 2^22; inputs here are 0..65535). */
+static int nearest_int(float x)
+{
+    return (int)lrintf(x);
+}
+
+/* Negative log-likelihood (nats) of token tok under the softmax of one row of
+ * n_vocab logits: max + log(sum exp(l - max)) - l[tok], with float exponentials
+ * summed in double, as llama-perplexity's log_softmax(n_vocab, logits, tok). */
+static double row_nll(const float *lg, int n_vocab, int tok)
+{
+    float mx = lg[0];
+    for (int i = 1; i < n_vocab; i++)
+        mx = lg[i] > mx ? lg[i] : mx;
+    double sum = 0;
+    for (int i = 0; i < n_vocab; i++)
+        sum += expf(lg[i] - mx);
+    return -((double)(lg[tok] - mx) - log(sum));
+}
+
+/* Quantize the log-probabilities of one row of logits to nv = n_vocab + pad + 4
+ * uint16 as llama-perplexity's log_softmax(n_vocab, logits, log_prob, tok):
+ * out[0..3] hold float scale and float min_log_prob; out[4+i] = round((l_i -
+ * lmin)/scale), 0 for l_i <= lmin, with lmin = max(min l, max l - 16) and
+ * scale = (max l - lmin)/65535, so log p_i ~ scale*q_i + min_log_prob.  The
+ * padding entry (odd n_vocab) is zero.  Returns the nll of tok (nats),
+ * computed in float as llama-perplexity does on this path. */
+static double row_quantize(const float *lg, int n_vocab, int nv, int tok, uint16_t *out)
+{
+    float mx = lg[0], mn = lg[0];
+    for (int i = 1; i < n_vocab; i++) {
+        mx = lg[i] > mx ? lg[i] : mx;
+        mn = lg[i] < mn ? lg[i] : mn;
+    }
+    mn = mn > mx - 16 ? mn : mx - 16;
+    double sum = 0;
+    for (int i = 0; i < n_vocab; i++)
+        sum += expf(lg[i] - mx);
+    const float lse = (float)log(sum);
+    const float min_log_prob = mn - mx - lse;
+    const float scale = (mx - mn) / 65535.f;
+    float hdr[2] = {scale, min_log_prob};
+    memcpy(out, hdr, sizeof hdr);
+    uint16_t *q = out + 4;
+    memset(q, 0, (size_t)(nv - 4) * sizeof *q);
+    if (scale) {
+        const float inv = 1 / scale;
+        for (int i = 0; i < n_vocab; i++)
+            q[i] = lg[i] > mn ? (uint16_t)nearest_int(inv * (lg[i] - mn)) : 0;
+    }
+    return mx + lse - lg[tok];
+}
+
+/* Running sums of the KL-divergence mode, as llama-perplexity's
+ * kl_divergence_result (nll in nats, KLD in nats, p in [0,1]). */
+struct kld_sums {
+    double nll, nll2, nll_base, nll_base2, nll_nll_base, kld, kld2;
+    double p_diff, p_diff2, p_diff4;
+    float max_p_diff;
+    size_t same_top, count;
+};
+
+/* Score one row of model logits against one stored base row (nv uint16,
+ * format of row_quantize) for next token tok, adding to *s: nll of model and
+ * base, KL(base || model) = sum_i p_base,i (log p_base,i - log p_i) over the
+ * tokens with log p_base,i > -16, same argmax, probability difference of tok.
+ * Source: llama-perplexity's log_softmax(n_vocab, logits, base_log_prob, tok,
+ * kld). */
+static void row_kld(const float *lg, int n_vocab, const uint16_t *base, int tok, struct kld_sums *s)
+{
+    float mx = lg[0];
+    int imax = 0;
+    for (int i = 1; i < n_vocab; i++)
+        if (lg[i] > mx) {
+            mx = lg[i];
+            imax = i;
+        }
+    double sum_exp = 0;
+    for (int i = 0; i < n_vocab; i++)
+        sum_exp += expf(lg[i] - mx);
+    const float lse = (float)log(sum_exp);
+    float hdr[2];
+    memcpy(hdr, base, sizeof hdr);
+    const float scale = hdr[0], min_log_prob = hdr[1];
+    const uint16_t *q = base + 4;
+
+    const float nll = mx + lse - lg[tok];
+    s->nll += nll;
+    s->nll2 += nll * nll;
+    const float nll_base = -(scale * q[tok] + min_log_prob);
+    s->nll_base += nll_base;
+    s->nll_base2 += nll_base * nll_base;
+    s->nll_nll_base += nll * nll_base;
+
+    mx += lse;
+    double kl = 0;
+    int imax_base = -1;
+    float lp_base_max = 0;
+    for (int i = 0; i < n_vocab; i++) {
+        const float lpb = scale * q[i] + min_log_prob;
+        if (i == 0 || lpb > lp_base_max) {
+            lp_base_max = lpb;
+            imax_base = i;
+        }
+        if (lpb > -16.f)
+            kl += expf(lpb) * (lpb - lg[i] + mx);
+    }
+    s->kld += kl;
+    s->kld2 += kl * kl;
+    s->count++;
+    s->same_top += imax == imax_base;
+
+    const float p_diff = expf(-nll) - expf(-nll_base);
+    s->p_diff += p_diff;
+    const double d2 = (double)p_diff * p_diff;
+    s->p_diff2 += d2;
+    s->p_diff4 += d2 * d2;
+    if (fabsf(p_diff) > s->max_p_diff)
+        s->max_p_diff = fabsf(p_diff);
+}
+
+/* Mean of count values from their sum and sum of squares, and the standard
+ * error of that mean (0 for count <= 10), as llama-perplexity's
+ * mean_and_uncertainty. */
+static void mean_unc(double sum, double sum2, size_t count, double *mean, double *unc)
+{
+    if (count < 1) {
+        *mean = *unc = 0;
+        return;
+    }
+    double f = sum / count, df = sum2 / count - f * f;
+    *mean = f;
+    *unc = df > 0 && count > 10 ? sqrt(df / (count - 1)) : 0.;
+}
+
+/* Covariance of the means of a and b (0 for count < 10), as
+ * llama-perplexity's covariance lambda. */
+static double covariance(double sa, double sb, double sab, size_t count)
+{
+    if (count < 10)
+        return 0;
+    return (sab / count - (sa / count) * (sb / count)) / (count - 1);
+}
+
+/* Read exactly n bytes from f into p; returns 0, or -1 on a short read. */
+static int read_full(FILE *f, void *p, size_t n)
+{
+    return fread(p, 1, n, f) == n ? 0 : -1;
+}
+
+/* Write n bytes to f or die naming path. */
+static void write_full(FILE *f, const void *p, size_t n, const char *path)
+{
+    if (fwrite(p, 1, n, f) != n)
+        die(path, strerror(errno ? errno : EIO));
+}
+
+int main(int argc, char **argv)
+{
+    const char *model_path = NULL, *text_path = NULL, *kl_path = NULL, *save_path = NULL;
+    long ctx_arg = 512, chunks_arg = -1, batch_arg = 2048, threads = 0;
+    int ctx_given = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        char name[32];
+        const char *eq = strchr(a, '=');
+        if (strncmp(a, "--", 2) == 0 && eq && (size_t)(eq - a) < sizeof name) {
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = '\0';
+            v = eq + 1;
+            a = name;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
+                                            "--batch", "--kl-base", "--save-logits"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof takes / sizeof *takes; k++)
+            known |= strcmp(a, takes[k]) == 0;
+        if (!known)
+            die(argv[i], "unknown option (try --help)");
+        if (!v) {
+            if (i + 1 >= argc)
+                die(a, "needs a value");
+            v = argv[++i];
+        }
+        if (!strcmp(a, "--model"))
+            model_path = v;
+        else if (!strcmp(a, "--text"))
+            text_path = v;
+        else if (!strcmp(a, "--ctx"))
+            ctx_arg = int_arg(a, v, 4, 1 << 20), ctx_given = 1;
+        else if (!strcmp(a, "--chunks"))
+            chunks_arg = int_arg(a, v, 1, INT32_MAX);
+        else if (!strcmp(a, "--threads"))
+            threads = int_arg(a, v, 1, 512);
+        else if (!strcmp(a, "--batch"))
+            batch_arg = int_arg(a, v, 1, 1 << 20);
+        else if (!strcmp(a, "--kl-base"))
+            kl_path = v;
+        else
+            save_path = v;
+    }
+    if (!model_path)
+        die("--model", "is required (try --help)");
+    if (!text_path && !kl_path)
+        die("--text", "is required (try --help)");
+    if (kl_path && save_path)
+        die("--save-logits", "cannot be combined with --kl-base");
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (n > 512 ? 512 : n) : 1;
+    }
+
+    /* The base file's header: magic, uint32 ctx, int32 n_vocab, int32 n_chunk,
+     * int32 tokens[n_chunk*ctx]; rows follow (read chunk by chunk below). */
+    FILE *kl_f = NULL;
+    int n_ctx = (int)ctx_arg, base_vocab = 0, base_chunks = 0;
+    llama_token *tokens = NULL;
+    int n_tokens = 0;
+    if (kl_path) {
+        kl_f = fopen(kl_path, "rb");
+        if (!kl_f)
+            die(kl_path, strerror(errno));
+        char magic[8];
+        uint32_t c = 0;
+        int32_t nvoc = 0, nch = 0;
+        if (read_full(kl_f, magic, 8) || memcmp(magic, MAGIC, 8))
+            die(kl_path, "not a log-probability file (no _logits_ magic)");
+        if (read_full(kl_f, &c, 4) || read_full(kl_f, &nvoc, 4) || read_full(kl_f, &nch, 4))
+            die(kl_path, "truncated header");
+        if (c < 4 || c > (1u << 20) || nvoc < 1 || nch < 1 || (uint64_t)c * nch > INT32_MAX)
+            die(kl_path, "implausible header (ctx, vocabulary size or chunk count)");
+        if (ctx_given && (uint32_t)ctx_arg != c) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "was saved with --ctx %u, not %ld", c, ctx_arg);
+            die(kl_path, msg);
+        }
+        n_ctx = (int)c;
+        base_vocab = nvoc;
+        base_chunks = nch;
+        n_tokens = (int)c * nch;
+        tokens = malloc((size_t)n_tokens * sizeof *tokens);
+        if (!tokens)
+            die(kl_path, "out of memory");
+        if (read_full(kl_f, tokens, (size_t)n_tokens * sizeof *tokens))
+            die(kl_path, "truncated (tokens)");
+        struct stat st;
+        const uint64_t nv = 2 * (((uint64_t)nvoc + 1) / 2) + 4;
+        const uint64_t want = 20 + 4 * (uint64_t)n_tokens + (uint64_t)nch * (c - 1 - c / 2) * nv * 2;
+        if (fstat(fileno(kl_f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size < want) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "truncated: %lld bytes, its header needs %llu", (long long)st.st_size,
+                     (unsigned long long)want);
+            die(kl_path, msg);
+        }
+    }
+
+    char *text = NULL;
+    size_t text_len = 0;
+    if (text_path) {
+        text = llm_read_text(text_path, &text_len);
+        if (!text)
+            die(text_path, strerror(errno));
+    }
+
+    if (llm_setup() != 0)
+        die(model_path, "no ggml backend available (set WPACK_GGML_BACKEND_DIR)");
+    const char *why;
+    struct llama_model *model = llm_load_model(model_path, &why);
+    if (!model)
+        die(model_path, why);
+    const struct llama_vocab *vocab = llama_model_get_vocab(model);
+    const int n_vocab = llama_vocab_n_tokens(vocab);
+    const int add_bos = llama_vocab_get_add_bos(vocab);
+    if (llama_vocab_get_add_eos(vocab))
+        die(model_path, "the vocabulary adds EOS to every text; perplexity is undefined here");
+
+    if (text) {
+        int nt = 0;
+        llama_token *tt = llm_tokenize(vocab, text, text_len, &nt);
+        if (!tt)
+            die(text_path, "cannot tokenize (too long?)");
+        if (kl_path) {
+            /* The base's tokens are scored; a given text must agree with them. */
+            if (nt < n_tokens || memcmp(tt, tokens, (size_t)n_tokens * sizeof *tt))
+                die(text_path, "does not tokenize to the tokens stored in the --kl-base file");
+            free(tt);
+        } else {
+            tokens = tt;
+            n_tokens = nt;
+        }
+        free(text);
+    }
+    if (kl_path && base_vocab != n_vocab) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "vocabulary of %d tokens, the model has %d", base_vocab, n_vocab);
+        die(kl_path, msg);
+    }
+    if (!kl_path && n_tokens < 2 * n_ctx) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "tokenizes to only %d tokens; --ctx %d needs at least %d (2 x ctx)", n_tokens, n_ctx,
+                 2 * n_ctx);
+        die(text_path, msg);
+    }
+
+    const int n_chunk_max = kl_path ? base_chunks : n_tokens / n_ctx;
+    const int n_chunk = chunks_arg < 0 ? n_chunk_max : (int)(chunks_arg < n_chunk_max ? chunks_arg : n_chunk_max);
+    int n_seq = (int)(batch_arg / n_ctx);
+    if (n_seq < 1)
+        n_seq = 1;
+    if ((size_t)n_seq > llama_max_parallel_sequences())
+        n_seq = (int)llama_max_parallel_sequences();
+    const int n_batch = (int)(batch_arg < (long)n_seq * n_ctx ? batch_arg : (long)n_seq * n_ctx);
+    const int num_batches = (n_ctx + n_batch - 1) / n_batch;
+    const int first = n_ctx / 2;
+    const int n_score = n_ctx - 1 - first; /* scored rows per chunk */
+
+    if (n_ctx > llama_model_n_ctx_train(model))
+        fprintf(stderr, "%s: warning: the model was trained on only %d context tokens (--ctx %d)\n", prog,
+                llama_model_n_ctx_train(model), n_ctx);
+
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)(n_seq * n_ctx);
+    cp.n_batch = (uint32_t)n_batch;
+    cp.n_seq_max = (uint32_t)n_seq;
+    cp.n_threads = (int32_t)threads;
+    cp.n_threads_batch = (int32_t)threads;
+    cp.swa_full = false; /* llama.cpp's tools' default */
+    struct llama_context *ctx = llama_init_from_model(model, cp);
+    if (!ctx)
+        die(model_path, "llama.cpp cannot create a context of this size");
+
+    struct llama_batch batch = llama_batch_init(n_batch, 0, 1);
+    float *acc = NULL; /* this chunk's scored logits when it spans several batches */
+    if (num_batches > 1) {
+        acc = malloc((size_t)(n_ctx - first) * n_vocab * sizeof *acc);
+        if (!acc)
+            die(model_path, "out of memory");
+    }
+    const int nv = 2 * ((n_vocab + 1) / 2) + 4;
+    uint16_t *rows = NULL;
+    if (save_path || kl_path) {
+        rows = malloc((size_t)n_score * nv * sizeof *rows);
+        if (!rows)
+            die(model_path, "out of memory");
+    }
+
+    FILE *save_f = NULL;
+    char *save_tmp = NULL;
+    if (save_path) {
+        save_tmp = malloc(strlen(save_path) + 16);
+        if (!save_tmp)
+            die(save_path, "out of memory");
+        sprintf(save_tmp, "%s.tmp%ld", save_path, (long)getpid());
+        save_f = fopen(save_tmp, "wb");
+        if (!save_f)
+            die(save_path, strerror(errno));
+        uint32_t c = (uint32_t)n_ctx;
+        int32_t h[2] = {n_vocab, n_chunk};
+        write_full(save_f, MAGIC, 8, save_tmp);
+        write_full(save_f, &c, 4, save_tmp);
+        write_full(save_f, h, 8, save_tmp);
+        write_full(save_f, tokens, (size_t)n_chunk * n_ctx * sizeof *tokens, save_tmp);
+    }
+
+    fprintf(stderr, "%s: %d tokens, %d chunks of %d, batch %d, %d parallel, %ld threads\n", prog, n_tokens,
+            n_chunk, n_ctx, n_batch, n_seq, threads);
+
+    double nll = 0, nll2 = 0;
+    long count = 0;
+    struct kld_sums ks;
+    memset(&ks, 0, sizeof ks);
+
+    for (int i = 0; i < n_chunk; i += n_seq) {
+        const int start = i * n_ctx, end = start + n_ctx;
+        const int n_seq_batch = n_seq < n_chunk - i ? n_seq : n_chunk - i;
+        const double t0 = now_s();
+        size_t n_acc = 0;
+
+        llama_memory_clear(llama_get_memory(ctx), true);
+        for (int j = 0; j < num_batches; j++) {
+            const int batch_start = start + j * n_batch;
+            const int batch_size = end - batch_start < n_batch ? end - batch_start : n_batch;
+            int n_outputs = 0;
+            batch.n_tokens = 0;
+            for (int seq = 0; seq < n_seq_batch; seq++) {
+                const int seq_start = batch_start + seq * n_ctx;
+                for (int k = 0; k < batch_size; k++) {
+                    const int idx = seq * n_ctx + k;
+                    llama_token t = tokens[seq_start + k];
+                    if (add_bos && j == 0 && k == 0)
+                        t = llama_vocab_bos(vocab);
+                    batch.token[idx] = t;
+                    batch.pos[idx] = j * n_batch + k;
+                    batch.n_seq_id[idx] = 1;
+                    batch.seq_id[idx][0] = seq;
+                    batch.logits[idx] = batch.pos[idx] >= first;
+                    n_outputs += batch.logits[idx] != 0;
+                }
+                batch.n_tokens += batch_size;
+            }
+            if (llama_decode(ctx, batch) != 0)
+                die(model_path, "llama_decode failed");
+            if (num_batches > 1 && n_outputs > 0) {
+                memcpy(acc + n_acc * n_vocab, llama_get_logits(ctx), (size_t)n_outputs * n_vocab * sizeof *acc);
+                n_acc += (size_t)n_outputs;
+            }
+        }
+        if (i == 0) {
+            llama_synchronize(ctx);
+            const double t = now_s() - t0;
+            fprintf(stderr, "%s: %.2f seconds per pass - ETA %.2f minutes\n", prog, t,
+                    t * ((n_chunk + n_seq - 1) / n_seq) / 60.0);
+        }
+
+        for (int seq = 0; seq < n_seq_batch; seq++) {
+            const float *lg = num_batches > 1 ? acc : llama_get_logits_ith(ctx, seq * n_ctx + first);
+            const llama_token *next = tokens + start + seq * n_ctx + first + 1;
+            if (!lg)
+                die(model_path, "llama.cpp returned no logits");
+            if (kl_path) {
+                if (read_full(kl_f, rows, (size_t)n_score * nv * sizeof *rows)) {
+                    char msg[64];
+                    snprintf(msg, sizeof msg, "truncated (log-probabilities of chunk %d)", i + seq + 1);
+                    die(kl_path, msg);
+                }
+                for (int r = 0; r < n_score; r++)
+                    row_kld(lg + (size_t)r * n_vocab, n_vocab, rows + (size_t)r * nv, next[r], &ks);
+                double lp, lpu, kl, klu;
+                mean_unc(ks.nll, ks.nll2, ks.count, &lp, &lpu);
+                mean_unc(ks.kld, ks.kld2, ks.count, &kl, &klu);
+                fprintf(stderr, "[%d]%.4f/%.6f,", i + seq + 1, exp(lp), kl);
+            } else {
+                for (int r = 0; r < n_score; r++) {
+                    const float *row = lg + (size_t)r * n_vocab;
+                    const double v = save_f ? row_quantize(row, n_vocab, nv, next[r], rows + (size_t)r * nv)
+                                            : row_nll(row, n_vocab, next[r]);
+                    nll += v;
+                    nll2 += v * v;
+                }
+                if (save_f)
+                    write_full(save_f, rows, (size_t)n_score * nv * sizeof *rows, save_tmp);
+                count += n_score;
+                fprintf(stderr, "[%d]%.4f,", i + seq + 1, exp(nll / count));
+            }
+        }
+    }
+    fprintf(stderr, "\n");
+
+    if (save_f) {
+        if (fflush(save_f) || ferror(save_f) || fclose(save_f)) {
+            unlink(save_tmp);
+            die(save_path, strerror(errno ? errno : EIO));
+        }
+        if (rename(save_tmp, save_path)) {
+            int e = errno;
+            unlink(save_tmp);
+            die(save_path, strerror(e));
+        }
+    }
+
+    if (kl_path) {
+        double lp, lpu, lb, lbu, kl, klu;
+        mean_unc(ks.nll, ks.nll2, ks.count, &lp, &lpu);
+        mean_unc(ks.nll_base, ks.nll_base2, ks.count, &lb, &lbu);
+        mean_unc(ks.kld, ks.kld2, ks.count, &kl, &klu);
+        const double cov = covariance(ks.nll, ks.nll_base, ks.nll_nll_base, ks.count);
+        const double ratio_unc = sqrt(lpu * lpu + lbu * lbu - 2.0 * cov);
+        const double top = (double)ks.same_top / ks.count;
+        const double top_unc = ks.count > 1 ? sqrt(top * (1 - top) / (ks.count - 1)) : 0;
+        printf("PPL = %.4f +/- %.5f\n", exp(lp), exp(lp) * lpu);
+        printf("PPL(base) = %.4f +/- %.5f\n", exp(lb), exp(lb) * lbu);
+        printf("ln(PPL/PPL(base)) = %.6f +/- %.6f\n", lp - lb, ratio_unc);
+        printf("KLD = %.8f +/- %.8f\n", kl, klu);
+        printf("same top = %.3f +/- %.3f %%\n", 100.0 * top, 100.0 * top_unc);
+        printf("chunks=%d tokens=%ld scored=%zu\n", n_chunk, (long)n_chunk * n_ctx, ks.count);
+        fclose(kl_f);
+    } else {
+        const double mean = nll / count, ppl = exp(mean);
+        double var = nll2 / count - mean * mean;
+        double err = var > 0 && count > 1 ? sqrt(var / (count - 1)) * ppl : 0;
+        if (!(var > 0))
+            fprintf(stderr, "%s: warning: non-positive variance of log(prob); error set to 0\n", prog);
+        printf("PPL = %.4f +/- %.5f\n", ppl, err);
+        printf("chunks=%d tokens=%ld scored=%ld\n", n_chunk, (long)n_chunk * n_ctx, count);
+    }
+
+    llama_batch_free(batch);
+    llama_free(ctx);
+    llama_model_free(model);
+    llama_backend_free();
+    free(acc);
+    free(rows);
+    free(tokens);
+    free(save_tmp);
+    if (fflush(stdout) || ferror(stdout))
+        die("stdout", strerror(errno ? errno : EIO));
+    return 0;
+}

@@ -1,0 +1,274 @@
+#!/usr/bin/env bats
+# ppl (filters/ppl.c) against llama.cpp's own llama-perplexity, and llgen
+# (tests/tools/llgen.c), the greedy-generation probe other tests use.
+#
+# Expected values were measured with llama-perplexity built from the pinned
+# source (node-llama-cpp@3.21.1's bundle), -t 1, default -c 512 -b 2048:
+#   llama-perplexity -m stories260K-f32.gguf -f tinystories_sample.txt -t 1
+# ppl links the prebuilt node-llama-cpp libllama, whose CPU kernels differ in
+# the last bits, so "equal" means equal to 4 significant digits (relative
+# difference <= 5e-4); built against the same libllama, ppl prints the same
+# digits and --save-logits writes the same bytes.
+# When $REF_BUILD/bin/llama-perplexity exists the numbers are also compared
+# live; otherwise those tests are skipped with a message.
+
+bats_require_minimum_version 1.5.0
+
+ROOT="$BATS_TEST_DIRNAME/.."
+DATA="${WPACK_DATA:-$BATS_TEST_DIRNAME/../../shared/data}"
+REF_BUILD="${REF_BUILD:-/root/.cache/wpack/llama.cpp-build}"
+LLPPL="$REF_BUILD/bin/llama-perplexity"
+PPL="$ROOT/bin/ppl"
+LLGEN="$ROOT/build/tools/llgen"
+M="$DATA/models/stories260K"
+SAMPLE="$DATA/text/tinystories_sample.txt"
+VALID="$DATA/text/tinystories_valid_1000.txt"
+WIKI="$DATA/text/wiki.test.raw"
+
+# ppl's stdout for these arguments (with --threads 1), run once per file.
+ours() {
+    local key="$1"; shift
+    local f="$BATS_FILE_TMPDIR/ppl.$key"
+    if [ ! -s "$f" ]; then
+        "$PPL" --threads 1 "$@" > "$f.tmp" 2> "$f.err" || { cat "$f.err" >&2; return 1; }
+        mv "$f.tmp" "$f"
+    fi
+    cat "$f"
+}
+
+# "PPL ERR" from a "PPL = x +/- y" line on stdin (ppl's or llama-perplexity's).
+ppl_of() {
+    sed -n 's/.*PPL = \([0-9.]*\) +\/- \([0-9.]*\).*/\1 \2/p' | head -1
+}
+
+# Run llama-perplexity -t 1 ARGS with its log in LOG until LOG holds PATTERN.
+# llama.cpp logs from a background thread and now and then loses the tail of
+# its log at exit (exit status 0, no final lines), so try up to 3 times.
+llrun() {
+    local log="$1" pattern="$2"; shift 2
+    for try in 1 2 3; do
+        "$LLPPL" -t 1 "$@" > "$log" 2>&1 || { tail -5 "$log" >&2; return 1; }
+        grep -q "$pattern" "$log" && return 0
+    done
+    echo "llama-perplexity printed no '$pattern' in 3 runs" >&2
+    return 1
+}
+
+# llama-perplexity's "PPL ERR" for these arguments (-t 1), run once per file.
+theirs() {
+    local key="$1"; shift
+    local f="$BATS_FILE_TMPDIR/ref.$key"
+    if [ ! -s "$f" ]; then
+        llrun "$f.log" 'Final estimate' "$@" || return 1
+        grep -o 'Final estimate: PPL = .*' "$f.log" | ppl_of > "$f"
+    fi
+    cat "$f"
+}
+
+need_ref() {
+    [ -x "$LLPPL" ] || skip "llama-perplexity not built at $LLPPL (make reftools): live comparison skipped"
+}
+
+# Succeeds when a and b agree to 4 significant digits (|a-b| <= 5e-4 |b|).
+same4() {
+    awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; if (b < 0) b = -b; exit !(d <= 5e-4 * b) }' \
+        || { echo "differ beyond 4 significant digits: ours $1, llama-perplexity $2" >&2; return 1; }
+}
+
+# Compare "PPL ERR" pairs: both numbers to 4 significant digits.
+same_ppl() {
+    set -- $1 $2
+    [ -n "$1" ] && [ -n "$3" ] || { echo "missing value: ours '$1 $2' vs '$3 $4'" >&2; return 1; }
+    same4 "$1" "$3" && same4 "$2" "$4"
+}
+
+# ---- perplexity: recorded llama-perplexity values
+
+@test "ppl --help describes the options" {
+    run "$PPL" --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"--kl-base"* ]]
+    [[ "$output" == *"--save-logits"* ]]
+}
+
+@test "ppl F32 tinystories_sample equals llama-perplexity (8.4727 +/- 1.06531)" {
+    out=$(ours s32 --model "$M/stories260K-f32.gguf" --text "$SAMPLE")
+    same_ppl "$(echo "$out" | ppl_of)" "8.4727 1.06531"
+    [[ "$out" == *"chunks=3 tokens=1536 scored=765"* ]]
+}
+
+@test "ppl F16 tinystories_sample equals llama-perplexity (8.4715 +/- 1.06515)" {
+    out=$(ours s16 --model "$M/stories260K-f16.gguf" --text "$SAMPLE")
+    same_ppl "$(echo "$out" | ppl_of)" "8.4715 1.06515"
+}
+
+@test "ppl F32 tinystories_valid_1000 --chunks 20 equals llama-perplexity (7.9805 +/- 0.34394)" {
+    out=$(ours v32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 20)
+    same_ppl "$(echo "$out" | ppl_of)" "7.9805 0.34394"
+    [[ "$out" == *"chunks=20 tokens=10240 scored=5100"* ]]
+}
+
+@test "ppl F16 tinystories_valid_1000 --chunks 20 equals llama-perplexity (7.9793 +/- 0.34391)" {
+    out=$(ours v16 --model "$M/stories260K-f16.gguf" --text "$VALID" --chunks 20)
+    same_ppl "$(echo "$out" | ppl_of)" "7.9793 0.34391"
+}
+
+@test "ppl F32 and F16 wiki.test.raw --chunks 8 equal llama-perplexity (114.6502, 114.6268)" {
+    same_ppl "$(ours w32 --model "$M/stories260K-f32.gguf" --text "$WIKI" --chunks 8 | ppl_of)" "114.6502 9.08413"
+    same_ppl "$(ours w16 --model "$M/stories260K-f16.gguf" --text "$WIKI" --chunks 8 | ppl_of)" "114.6268 9.08142"
+}
+
+@test "ppl --batch 256 (two batches per chunk) equals llama-perplexity -b 256 (7.0291 +/- 0.62932)" {
+    out=$(ours b32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 4 --batch 256)
+    same_ppl "$(echo "$out" | ppl_of)" "7.0291 0.62932"
+}
+
+# ---- perplexity: live comparison with llama-perplexity
+
+@test "live: ppl equals llama-perplexity on tinystories_sample, F32 and F16" {
+    need_ref
+    for t in f32 f16; do
+        same_ppl "$(ours s${t#f} --model "$M/stories260K-$t.gguf" --text "$SAMPLE" | ppl_of)" \
+                 "$(theirs s$t -m "$M/stories260K-$t.gguf" -f "$SAMPLE")"
+    done
+}
+
+@test "live: ppl equals llama-perplexity on tinystories_valid_1000 --chunks 20, F32 and F16" {
+    need_ref
+    for t in f32 f16; do
+        same_ppl "$(ours v${t#f} --model "$M/stories260K-$t.gguf" --text "$VALID" --chunks 20 | ppl_of)" \
+                 "$(theirs v$t -m "$M/stories260K-$t.gguf" -f "$VALID" --chunks 20)"
+    done
+}
+
+# ---- KL divergence
+
+@test "--save-logits writes llama-perplexity's log-probability file" {
+    ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
+        --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
+    [ "$(head -c 8 "$BATS_FILE_TMPDIR/f32.logits")" = "_logits_" ]
+    # 20-byte header + 8*512 tokens + 8 chunks * 255 rows * (512+4) uint16
+    [ "$(stat -c %s "$BATS_FILE_TMPDIR/f32.logits")" -eq 2121684 ]
+    [ -z "$(ls "$BATS_FILE_TMPDIR" | grep 'logits\.tmp')" ]
+}
+
+@test "--kl-base: F32 against its own logits has KLD ~ 0 and the same PPL" {
+    ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
+        --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
+    out=$(ours kl32 --model "$M/stories260K-f32.gguf" --kl-base "$BATS_FILE_TMPDIR/f32.logits")
+    kld=$(echo "$out" | sed -n 's/^KLD = \([-0-9.]*\) .*/\1/p')
+    awk -v k="$kld" 'BEGIN { exit !(k > -1e-5 && k < 1e-5) }'
+    same_ppl "$(echo "$out" | ppl_of)" "$(ours save32 | ppl_of)"
+    [[ "$out" == *"same top = 100.000"* ]]
+}
+
+@test "--kl-base: F16 against F32 matches llama-perplexity --kl-divergence" {
+    # llama-perplexity: Mean PPL(Q) 7.413626, Mean PPL(base) 6.838224,
+    # Mean ln(PPL(Q)/PPL(base)) 0.080792, Mean KLD 0.000026 +/- 0.000002
+    ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
+        --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
+    out=$(ours kl16 --model "$M/stories260K-f16.gguf" --text "$VALID" --kl-base "$BATS_FILE_TMPDIR/f32.logits")
+    same4 "$(echo "$out" | sed -n 's/^PPL = \([0-9.]*\) .*/\1/p')" 7.413626
+    same4 "$(echo "$out" | sed -n 's/^PPL(base) = \([0-9.]*\) .*/\1/p')" 6.838224
+    same4 "$(echo "$out" | sed -n 's/^ln(PPL\/PPL(base)) = \([0-9.]*\) .*/\1/p')" 0.080792
+    kld=$(echo "$out" | sed -n 's/^KLD = \([-0-9.]*\) .*/\1/p')
+    awk -v k="$kld" 'BEGIN { exit !(k >= 0.0000245 && k <= 0.0000275) }'
+    [[ "$out" == *"chunks=8 tokens=4096 scored=2040"* ]]
+}
+
+@test "live: llama-perplexity reads ppl's logits, ppl reads llama-perplexity's" {
+    need_ref
+    ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
+        --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
+    llrun "$BATS_FILE_TMPDIR/llkl.log" 'Mean *KLD:' -m "$M/stories260K-f16.gguf" --kl-divergence \
+        --kl-divergence-base "$BATS_FILE_TMPDIR/f32.logits"
+    theirs_kld=$(sed -n 's/.*Mean *KLD: *\([0-9.]*\).*/\1/p' "$BATS_FILE_TMPDIR/llkl.log")
+    ours_kld=$(ours kl16 --model "$M/stories260K-f16.gguf" --text "$VALID" --kl-base "$BATS_FILE_TMPDIR/f32.logits" \
+        | sed -n 's/^KLD = \([-0-9.]*\) .*/\1/p')
+    echo "KLD ours $ours_kld, llama-perplexity $theirs_kld" >&2
+    awk -v a="$ours_kld" -v b="$theirs_kld" 'BEGIN { d = a - b; exit !(b > 0 && d < 2e-6 && d > -2e-6) }'
+
+    "$LLPPL" -t 1 -m "$M/stories260K-f32.gguf" -f "$VALID" --chunks 4 \
+        --kl-divergence-base "$BATS_FILE_TMPDIR/ll32.logits" > "$BATS_FILE_TMPDIR/llbase.log" 2>&1
+    out=$("$PPL" --threads 1 --model "$M/stories260K-f32.gguf" --kl-base "$BATS_FILE_TMPDIR/ll32.logits" 2>/dev/null)
+    kld=$(echo "$out" | sed -n 's/^KLD = \([-0-9.]*\) .*/\1/p')
+    awk -v k="$kld" 'BEGIN { exit !(k > -1e-5 && k < 1e-5) }'
+    [[ "$out" == *"chunks=4 "* ]]
+}
+
+# ---- bad input: one line "ppl: FILE: problem", exit != 0, nothing on stdout
+
+bad() {  # expected-substring args...
+    local want="$1"; shift
+    run --separate-stderr "$PPL" --threads 1 "$@"
+    [ "$status" -ne 0 ] || { echo "exit 0 for: $*" >&2; return 1; }
+    [ -z "$output" ] || { echo "stdout: $output" >&2; return 1; }
+    [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ] || { echo "stderr: $stderr" >&2; return 1; }
+    [[ "$stderr" == "ppl: "*"$want"* ]] || { echo "stderr: $stderr" >&2; return 1; }
+}
+
+@test "bad input: empty text" {
+    : > "$BATS_TEST_TMPDIR/empty.txt"
+    bad "empty.txt: tokenizes to only 1 tokens" --model "$M/stories260K-f32.gguf" --text "$BATS_TEST_TMPDIR/empty.txt"
+}
+
+@test "bad input: text shorter than two chunks" {
+    head -c 2000 "$SAMPLE" > "$BATS_TEST_TMPDIR/short.txt"
+    bad "short.txt: tokenizes to only" --model "$M/stories260K-f32.gguf" --text "$BATS_TEST_TMPDIR/short.txt"
+    bad "needs at least 1024" --model "$M/stories260K-f32.gguf" --text "$BATS_TEST_TMPDIR/short.txt"
+}
+
+@test "bad input: unreadable text" {
+    bad "nonexistent.txt: No such file" --model "$M/stories260K-f32.gguf" --text "$BATS_TEST_TMPDIR/nonexistent.txt"
+    bad "Is a directory" --model "$M/stories260K-f32.gguf" --text "$BATS_TEST_TMPDIR"
+}
+
+@test "bad input: a model llama.cpp cannot load" {
+    bad "tinystories_sample.txt: llama.cpp cannot load this model" --model "$SAMPLE" --text "$SAMPLE"
+    head -c 100000 "$M/stories260K-f32.gguf" > "$BATS_TEST_TMPDIR/trunc.gguf"
+    bad "trunc.gguf: llama.cpp cannot load this model" --model "$BATS_TEST_TMPDIR/trunc.gguf" --text "$SAMPLE"
+    bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$SAMPLE"
+}
+
+@test "bad input: bad --kl-base files" {
+    bad "not a log-probability file" --model "$M/stories260K-f32.gguf" --kl-base "$SAMPLE"
+    ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
+        --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
+    head -c 100000 "$BATS_FILE_TMPDIR/f32.logits" > "$BATS_TEST_TMPDIR/cut.logits"
+    bad "cut.logits: truncated" --model "$M/stories260K-f32.gguf" --kl-base "$BATS_TEST_TMPDIR/cut.logits"
+    bad "does not tokenize to the tokens" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" \
+        --kl-base "$BATS_FILE_TMPDIR/f32.logits"
+    bad "was saved with --ctx 512" --model "$M/stories260K-f32.gguf" --ctx 256 --kl-base "$BATS_FILE_TMPDIR/f32.logits"
+}
+
+@test "bad usage: missing or unknown options, bad numbers, unwritable --save-logits" {
+    bad "--model: is required" --text "$SAMPLE"
+    bad "--text: is required" --model "$M/stories260K-f32.gguf"
+    bad "--bogus: unknown option" --bogus
+    bad "--ctx: must be an integer" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --ctx 2
+    bad "--chunks: must be an integer" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --chunks x
+    bad "nodir/x.logits: No such file" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" \
+        --save-logits "$BATS_TEST_TMPDIR/nodir/x.logits"
+    [ ! -e "$BATS_TEST_TMPDIR/nodir" ]
+}
+
+# ---- llgen: greedy generation through libllama
+
+GEN64="432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419 292 411 322 265 282 295 433 426 385 328 432 358 394 261 370 432 352 266 268 388 426 338 391 266 267 337 335 312 432 398 312 286 267 414 270 333 415 426 13 438 310 439 419 357 336"
+
+@test "llgen: F32 and F16 greedy-generate the recorded 64 tokens" {
+    for t in f32 f16; do
+        run "$LLGEN" "$M/stories260K-$t.gguf"
+        [ "$status" -eq 0 ]
+        [ "$output" = "$GEN64" ] || { echo "$t: $output" >&2; return 1; }
+    done
+    run "$LLGEN" "$M/stories260K-f32.gguf" 8 "Once upon a time"
+    [ "$output" = "$(echo "$GEN64" | cut -d' ' -f1-8)" ]
+}
+
+@test "llgen: a model llama.cpp cannot load gives one line and exit != 0" {
+    run --separate-stderr "$LLGEN" "$SAMPLE"
+    [ "$status" -ne 0 ]
+    [ -z "$output" ]
+    [[ "$stderr" == "llgen: "*"tinystories_sample.txt: llama.cpp cannot load this model" ]]
+}
