@@ -23,6 +23,7 @@ static const char usage[] =
 static struct {
     double weights, tensor_bytes;     /* every tensor */
     double coded_weights, coded_fixed_bytes, entropy_bits, side_bytes;
+    double exp_weights, exp_h, exp_limit, exp_verbatim;  /* weighted by weights */
 } tot;
 
 static void count(const uint8_t *sym, uint64_t n, uint64_t hist[256])
@@ -149,14 +150,26 @@ int main(int argc, char **argv)
             put_hist(w, &r, hist, r.payload_len, nw);
             if (report) {
                 double h = wp_huf_entropy(hist, 256);
-                report_line(r.name, wp_ggml_type_name(r.type) ? wp_ggml_type_name(r.type) : "?", nw,
-                            r.payload_len, h, 8.0, 0, 0);
+                fprintf(stderr, "%-32s %-7s %10" PRId64 " %10" PRIu64 " %8.4f %8.4f  exponent H %.4f,"
+                                " limit %.4f b/w, verbatim %.4f%%\n",
+                        r.name, wp_ggml_type_name(r.type) ? wp_ggml_type_name(r.type) : "?", nw, r.payload_len, h,
+                        h * (double)r.payload_len / (double)nw, wp_attr_f64(&r, "h_exp", -1),
+                        wp_attr_f64(&r, "limit", -1), 100 * wp_attr_f64(&r, "verbatim_frac", 0));
+                tot.exp_weights += (double)nw;
+                tot.exp_h += wp_attr_f64(&r, "h_exp", 0) * (double)nw;
+                tot.exp_limit += wp_attr_f64(&r, "limit", 0) * (double)nw;
+                tot.exp_verbatim += wp_attr_f64(&r, "verbatim_frac", 0) * (double)nw;
             }
         }
         wp_cli_put(w, &r);
     }
     wp_cli_writer_close(w);
-    if (report && tot.weights > 0) {
+    if (report && tot.exp_weights > 0)
+        fprintf(stderr, "total exponent-coded: %.0f weights; exponent H %.4f b/w, limit (raw + H) %.4f b/w,"
+                        " verbatim %.4f%% (means weighted by weights)\n",
+                tot.exp_weights, tot.exp_h / tot.exp_weights, tot.exp_limit / tot.exp_weights,
+                100 * tot.exp_verbatim / tot.exp_weights);
+    if (report && tot.weights > 0 && tot.coded_weights > 0) {
         double uncoded = tot.tensor_bytes - tot.coded_fixed_bytes;
         fprintf(stderr, "total: %.0f weights, %.0f in coded matrices; tensors %.4f b/w as stored;"
                         " entropy bound %.4f b/w (codes at H, side data and other tensors as stored)\n",

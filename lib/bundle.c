@@ -24,10 +24,11 @@ static void say(char *err, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Bytes before the lane words: code lengths, offsets, lane counts, padding. */
 static uint64_t offsets_end(uint64_t n_tiles)
 {
-    uint64_t e = WP_CODED_TABLE_BYTES + 4 * (n_tiles + 1);
-    return (e + WP_CODED_GROUP - 1) / WP_CODED_GROUP * WP_CODED_GROUP;
+    uint64_t e = WP_CODED_TABLE_BYTES + 4 * (n_tiles + 1) + (uint64_t)WP_LANES * n_tiles;
+    return (e + WP_CODED_HEAD_ALIGN - 1) / WP_CODED_HEAD_ALIGN * WP_CODED_HEAD_ALIGN;
 }
 
 int wp_coded_encode(wp_record *r, const uint8_t *sym, const wp_lanes_shape *shape,
@@ -39,14 +40,18 @@ int wp_coded_encode(wp_record *r, const uint8_t *sym, const wp_lanes_shape *shap
         return -1;
     }
     uint32_t *offsets = malloc((n + 1) * sizeof *offsets);
-    if (!offsets) {
+    uint8_t *lane_words = malloc(n ? WP_LANES * n : 1);
+    if (!offsets || !lane_words) {
         say(err, errlen, "out of memory");
+        free(offsets);
+        free(lane_words);
         return -1;
     }
-    int rc = wp_lanes_encode(sym, shape, lengths, NULL, 0, offsets, &nwords);
+    int rc = wp_lanes_encode(sym, shape, lengths, NULL, 0, offsets, lane_words, &nwords);
     if (rc != WP_LANES_OK && rc != WP_LANES_ESPACE) {
         say(err, errlen, rc == WP_LANES_ENOCODE ? "a symbol has no code in the table" : "cannot encode lanes");
         free(offsets);
+        free(lane_words);
         return -1;
     }
     uint64_t head = offsets_end(n), len = head + 4 * nwords;
@@ -54,6 +59,7 @@ int wp_coded_encode(wp_record *r, const uint8_t *sym, const wp_lanes_shape *shap
     if (!p) {
         say(err, errlen, "out of memory for %" PRIu64 " bytes", len);
         free(offsets);
+        free(lane_words);
         return -1;
     }
     memset(p, 0, (size_t)head);
@@ -62,9 +68,11 @@ int wp_coded_encode(wp_record *r, const uint8_t *sym, const wp_lanes_shape *shap
     /* Words and offsets are stored little-endian: this code assumes a
      * little-endian host (x86-64, ARM64), as the GPU runner does. */
     uint32_t *words = (uint32_t *)(p + head);
-    rc = wp_lanes_encode(sym, shape, lengths, words, nwords, offsets, &nwords);
+    rc = wp_lanes_encode(sym, shape, lengths, words, nwords, offsets, lane_words, &nwords);
     memcpy(p + WP_CODED_TABLE_BYTES, offsets, 4 * (n + 1));
+    memcpy(p + WP_CODED_TABLE_BYTES + 4 * (n + 1), lane_words, (size_t)(WP_LANES * n));
     free(offsets);
+    free(lane_words);
     if (rc != WP_LANES_OK) {
         say(err, errlen, "cannot encode lanes");
         return -1;
@@ -96,7 +104,8 @@ int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t er
         return -1;
     }
     v->n_tiles = wp_lanes_ntiles(&v->shape);
-    uint64_t head = offsets_end(v->n_tiles);
+    /* (n_tiles bounded first so that the head size cannot wrap around) */
+    uint64_t head = v->n_tiles < r->payload_len / (4 + WP_LANES) ? offsets_end(v->n_tiles) : UINT64_MAX;
     if (r->payload_len < head || (r->payload_len - head) % 4) {
         say(err, errlen, "record '%s': coded payload of %" PRIu64 " bytes is too short", r->name, r->payload_len);
         return -1;
@@ -108,16 +117,17 @@ int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t er
         return -1;
     }
     v->offsets = (const uint32_t *)(r->payload + WP_CODED_TABLE_BYTES);
+    v->lane_words = r->payload + WP_CODED_TABLE_BYTES + 4 * (v->n_tiles + 1);
     v->words = (const uint32_t *)(r->payload + head);
     v->n_words = (r->payload_len - head) / 4;
     v->table_bytes = head;
-    for (uint64_t i = WP_CODED_TABLE_BYTES + 4 * (v->n_tiles + 1); i < head; i++)
+    for (uint64_t i = WP_CODED_TABLE_BYTES + 4 * (v->n_tiles + 1) + WP_LANES * v->n_tiles; i < head; i++)
         if (r->payload[i]) {
             say(err, errlen, "record '%s': nonzero padding after the offsets", r->name);
             return -1;
         }
     if (rd32((const uint8_t *)v->offsets) != 0 ||
-        (uint64_t)rd32((const uint8_t *)(v->offsets + v->n_tiles)) * 32 != v->n_words) {
+        (uint64_t)rd32((const uint8_t *)(v->offsets + v->n_tiles)) != v->n_words) {
         say(err, errlen, "record '%s': tile offsets do not cover the payload", r->name);
         return -1;
     }
@@ -126,12 +136,66 @@ int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t er
 
 int wp_coded_decode(const wp_coded_view *v, int reference, uint8_t *sym, char *err, size_t errlen)
 {
-    int rc = wp_lanes_decode(v->words, v->n_words, v->offsets, &v->shape, v->lengths, v->max_len,
-                             reference, sym);
+    int rc = wp_lanes_decode(v->words, v->n_words, v->offsets, v->lane_words, &v->shape, v->lengths,
+                             v->max_len, reference, sym);
     if (rc != WP_LANES_OK) {
         say(err, errlen, "%s decoder: %s", reference ? "reference" : "fast",
             rc == WP_LANES_ECORRUPT ? "corrupt lanes" : "bad coded matrix");
         return -1;
+    }
+    return 0;
+}
+
+/* ---- exponent-coded floats ------------------------------------------------ */
+
+static int set_shape_name(wp_record *r, unsigned kind, const wp_record *t)
+{
+    r->kind = (uint16_t)kind;
+    r->type = t->type;
+    r->n_dims = t->n_dims;
+    memcpy(r->ne, t->ne, sizeof t->ne);
+    free(r->attrs);
+    r->attrs = NULL;
+    return wp_record_set_name(r, t->name);
+}
+
+int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record *raw, wp_record *sym)
+{
+    struct wp_bf16_stats st;
+    uint64_t len = WP_BF16_PALETTE_MAX + s->vmap_bytes + s->vbytes_len + s->raw_bytes;
+    if (set_shape_name(raw, WP_REC_RAW, t) || set_shape_name(sym, WP_REC_SYMBOLS, t) ||
+        !wp_record_alloc(raw, len) || !wp_record_alloc(sym, s->n_sym))
+        return -1;
+    uint8_t *p = raw->payload;
+    memcpy(p, s->palette, WP_BF16_PALETTE_MAX);
+    p += WP_BF16_PALETTE_MAX;
+    if (s->vmap_bytes)
+        memcpy(p, s->vmap, s->vmap_bytes);
+    p += s->vmap_bytes;
+    if (s->vbytes_len)
+        memcpy(p, s->vbytes, s->vbytes_len);
+    p += s->vbytes_len;
+    if (s->raw_bytes)
+        memcpy(p, s->raw, s->raw_bytes);
+    if (s->n_sym)
+        memcpy(sym->payload, s->sym, s->n_sym);
+    wp_attr_set_i64(raw, "palette_n", s->palette_n);
+    wp_attr_set_i64(raw, "n_palette", s->n_palette);
+    wp_attr_set_i64(raw, "group", s->group);
+    wp_attr_set_i64(raw, "n_verbatim", s->n_verbatim);
+    wp_attr_set_i64(raw, "vmap_bytes", (int64_t)s->vmap_bytes);
+    wp_attr_set_i64(raw, "vbytes_len", (int64_t)s->vbytes_len);
+    int64_t off = wp_attr_i64(t, "offset", -1);
+    if (off >= 0)
+        wp_attr_set_i64(sym, "offset", off);
+    wp_attr_set(sym, "codec", "exp");
+    wp_attr_set_i64(sym, "row_sym", s->sym_per_row);
+    wp_attr_set_i64(sym, "tile_sym", s->palette_n ? 128 : 256);
+    wp_attr_set_i64(sym, "n_weights", s->n_rows * s->n_cols);
+    if (wp_bf16_stats(s, &st) == 0) {
+        wp_attr_set_f64(sym, "h_exp", st.h_exp);
+        wp_attr_set_f64(sym, "limit", st.limit);
+        wp_attr_set_f64(sym, "verbatim_frac", st.verbatim_frac);
     }
     return 0;
 }
@@ -264,7 +328,7 @@ static int restore_exp(wp_restore *rs, const wp_record *r, int reference)
     s.n_verbatim = wp_attr_i64(raw, "n_verbatim", -1);
     int64_t vmap_bytes = wp_attr_i64(raw, "vmap_bytes", -1), vbytes_len = wp_attr_i64(raw, "vbytes_len", -1);
     if (s.palette_n < 0 || s.palette_n > WP_BF16_PALETTE_MAX || s.n_palette < 0 || s.n_palette > s.palette_n ||
-        s.group < 1 || s.n_verbatim < 0 || vmap_bytes < 0 || vbytes_len < 0 ||
+        (s.palette_n && s.group < 1) || s.group < 0 || s.n_verbatim < 0 || vmap_bytes < 0 || vbytes_len < 0 ||
         (uint64_t)(WP_BF16_PALETTE_MAX + vmap_bytes + vbytes_len) > raw->payload_len)
         return rfail(rs, "record '%s': bad raw record attributes", r->name);
     s.sym_per_row = s.palette_n ? (s.n_cols + 1) / 2 : s.n_cols;

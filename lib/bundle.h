@@ -11,10 +11,14 @@
  *   CODED X     type, ne, attrs as SYMBOLS plus max_len, n_tiles; payload:
  *                 [0, 128)        256 code lengths, 4 bits each, symbol 2i in
  *                                 the low nibble of byte i
- *                 [128, 128+4(N+1)) N + 1 tile offsets, u32, in 128-byte
- *                                 groups (lanes.h)
- *                 zero bytes up to a multiple of 128
- *                 the lane words, u32 little-endian, 32 · offset[N] of them
+ *                 [128, 128+4(N+1)) N + 1 tile offsets, u32 little-endian,
+ *                                 in 32-bit words (lanes.h)
+ *                 then 32 · N bytes: the lane word counts W_k of every tile
+ *                                 (tile t's 32 at 32t .. 32t+31, lanes.h)
+ *                 zero bytes up to a multiple of 4 (none: the head above
+ *                                 is always a multiple of 4 bytes)
+ *                 the lane words, u32 little-endian, offset[N] of them, in
+ *                                 the ragged interleave of lanes.h
  * The lossless path (bf16split) splits a floating-point tensor X into
  *   RAW X       payload: the fields of struct wp_bf16_split that are not
  *               symbols (palette, verbatim map, verbatim bytes, sign+mantissa)
@@ -35,7 +39,7 @@
 #include "stream.h"
 
 #define WP_CODED_TABLE_BYTES 128u
-#define WP_CODED_GROUP       128u
+#define WP_CODED_HEAD_ALIGN  4u   /* the words start at a multiple of 4 */
 
 /* A parsed CODED record; pointers into the record's payload. */
 typedef struct {
@@ -43,10 +47,11 @@ typedef struct {
     uint8_t         lengths[256];
     int             max_len;
     uint64_t        n_tiles;
-    const uint32_t *offsets;     /* n_tiles + 1 */
+    const uint32_t *offsets;     /* n_tiles + 1, in words */
+    const uint8_t  *lane_words;  /* 32 · n_tiles lane word counts */
     const uint32_t *words;
     uint64_t        n_words;
-    uint64_t        table_bytes; /* lengths + offsets + their padding */
+    uint64_t        table_bytes; /* lengths + offsets + lane counts + padding */
 } wp_coded_view;
 
 /* Encode symbols (shape->rows × shape->row_sym) with code lengths (max_len
@@ -57,8 +62,8 @@ typedef struct {
 int wp_coded_encode(wp_record *r, const uint8_t *sym, const wp_lanes_shape *shape,
                     const uint8_t lengths[256], int max_len, char *err, size_t errlen);
 
-/* Parse and check a CODED record (lengths valid for max_len, offsets
- * nondecreasing and covering the payload exactly). Returns 0, or -1 with a
+/* Parse and check a CODED record (lengths valid for max_len, offset[0] = 0
+ * and offset[N] = the number of lane words; the decoder checks the rest). Returns 0, or -1 with a
  * message in err. */
 int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t errlen);
 
@@ -66,6 +71,19 @@ int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t er
  * decoder (per-length limits) or the fast one (lookup table). Returns 0, or
  * -1 with a message in err. */
 int wp_coded_decode(const wp_coded_view *v, int reference, uint8_t *sym, char *err, size_t errlen);
+
+/* ---- exponent-coded floats (bf16split) ------------------------------------ */
+
+struct wp_bf16_split;
+
+/* The RAW and SYMBOLS records of a split floating-point tensor t (bf16.h):
+ * RAW payload = [16-byte palette][verbatim map][verbatim bytes][raw
+ * sign+mantissa], attrs palette_n, n_palette, group, n_verbatim, vmap_bytes,
+ * vbytes_len; SYMBOLS payload = the exponent symbols, attrs codec=exp,
+ * row_sym, tile_sym (128 for palette pairs, 256 for exponent bytes),
+ * n_weights, h_exp (H(exponent), bits/weight), limit (raw bits + H),
+ * verbatim_frac, offset (when t has one). Returns 0, -1 when out of memory. */
+int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record *raw, wp_record *sym);
 
 /* ---- restoring tensors -------------------------------------------------- */
 

@@ -4,7 +4,10 @@
  * The layout follows the LazyWeights-style lane design of wpack's DESIGN.md
  * ("Codes, tiles and lanes"): 32 independent bit streams per tile, their
  * 32-bit words interleaved so that one aligned 128-byte read feeds all 32
- * lanes of a decoder, and per-tile offsets so that any tile decodes alone.
+ * lanes of a decoder while they are all active, and per-tile offsets and
+ * lane word counts so that any tile decodes alone. Lanes are not padded to
+ * a common depth ("ragged interleave"): the only padding is the zero bits
+ * after each lane's last code, in its last word.
  *
  * A matrix is rows x row_sym symbols (bytes), row-major. One symbol is one
  * or two weights: 4-bit codes are coded in pairs, 5/6/8-bit codes singly. A
@@ -14,7 +17,7 @@
  * Byte layout of a coded matrix (this text belongs in wpack-bundle(5))
  * -------------------------------------------------------------------
  * Given rows R, symbols per row S, symbols per tile row T (1..256) and one
- * table of 256 code lengths (canonical Huffman, huffman.h):
+ * table of 256 code lengths (canonical Huffman, huffman.h, lengths <= 15):
  *
  *   tile rows     TR = ceil(R / 64), tile columns TC = ceil(S / T),
  *   tiles         N  = TR * TC, numbered row-major: t = tr * TC + tc.
@@ -24,33 +27,48 @@
  *                 tiles are ordinary tiles with smaller h or w.)
  *   lane k        (k = 0..31) the tile's row 2k (w symbols), then its row
  *                 2k+1 (w symbols), each row only if it is < h. A lane thus
- *                 holds 2w, w or 0 symbols; the decoder knows how many from
- *                 the shape, so no lane lengths are stored.
+ *                 holds 2w, w or 0 symbols, known from the shape.
  *   lane stream   the canonical code of each symbol, MSB first, packed MSB
  *                 first into 32-bit words: the lane's first bit is bit 31 of
  *                 its word 0. The bits after the last code are zero.
- *                 Lane k takes W_k = ceil(bits_k / 32) words.
- *   tile depth    D_t = max over k of W_k (>= 1 for every tile, since a
- *                 tile holds at least one symbol and every code is >= 1 bit).
- *   tile payload  D_t * 32 words: word i of lane k is word 32*i + k of the
- *                 tile, i = 0..D_t-1; lanes with W_k < D_t are padded with
- *                 zero words. A payload is thus D_t groups of 128 bytes.
- *   offsets       N + 1 unsigned 32-bit values in units of 128-byte groups
- *                 (32 words): offset[0] = 0, offset[t+1] = offset[t] + D_t.
- *                 Tile t's payload is words 32*offset[t] .. 32*offset[t+1]-1
- *                 of the matrix payload; the whole payload is
- *                 32*offset[N] words. Tile t decodes alone from its payload
- *                 and D_t = offset[t+1] - offset[t].
+ *   lane words    W_k = ceil(bits_k / 32): 0 for a lane without symbols,
+ *                 >= 1 for a lane with symbols, at most 240 (2 x 256 symbols
+ *                 x 15 bits / 32), so one byte each.
+ *   lane counts   a per-matrix array lane_words[32 * N] of bytes: tile t's
+ *                 W_0 .. W_31 at lane_words[32*t .. 32*t + 31].
+ *   active lanes  active_mask_t(i) = the set of lanes k with W_k > i, as a
+ *                 32-bit mask (bit k = lane k); active_t(i) = its popcount.
+ *   tile payload  group 0, group 1, ..., group D_t - 1, D_t = max_k W_k:
+ *                 group i is word i of every active lane at depth i, in
+ *                 increasing k - active_t(i) words. While all 32 lanes are
+ *                 active a group is 32 consecutive words (128 bytes); later
+ *                 groups hold only the lanes still running. No padding
+ *                 words: the tile payload is sum_k W_k words. Word i of
+ *                 lane k is word
+ *                     G_t(i) + popcount(active_mask_t(i) & ((1 << k) - 1))
+ *                 of the tile, G_t(i) = sum over j < i of active_t(j).
+ *                 (A GPU warp gets the mask as __ballot_sync(~0u, W_k > i)
+ *                 and the rank as __popc(mask & lanemask_lt); a CPU decoder
+ *                 precomputes G_t(i) and the masks per tile.)
+ *   offsets       N + 1 unsigned 32-bit values in 32-bit WORDS:
+ *                 offset[0] = 0, offset[t+1] = offset[t] + sum_k W_k.
+ *                 Tile t's payload is words offset[t] .. offset[t+1] - 1 of
+ *                 the matrix payload; the whole payload is offset[N] words.
+ *                 Tile t decodes alone from offset[t], offset[t+1], its 32
+ *                 lane counts and its payload.
  *   words         stored little-endian (4 bytes each) in files; in memory
  *                 this API takes host-order uint32_t.
  *
- * The encoding is canonical: decoders reject a lane whose padding bits or
- * padding words are not zero and a tile whose depth is larger than its
- * longest lane, so every matrix has exactly one valid coded form.
+ * The encoding is canonical, so every matrix has exactly one valid coded
+ * form: decoders reject nonzero padding bits after a lane's last code, a
+ * lane count W_k other than the minimum ceil(bits_k / 32) (in particular a
+ * nonzero count for a lane that holds no rows), and a tile whose lane
+ * counts do not sum to offset[t+1] - offset[t].
  *
- * Decoders never read outside [words, words + nwords) and return
- * WP_LANES_ECORRUPT on anything inconsistent (a bit pattern that is no code,
- * a lane running past its tile's depth, nonzero padding, bad offsets).
+ * Decoders never read outside [words, words + nwords), the offsets and
+ * lane counts of the tile, and return WP_LANES_ECORRUPT on anything
+ * inconsistent (a bit pattern that is no code, a lane running past its W_k
+ * words, nonzero padding, bad offsets or lane counts).
  */
 #ifndef WPACK_LANES_H
 #define WPACK_LANES_H
@@ -62,6 +80,7 @@
 #define WP_TILE_ROWS     64   /* matrix rows per tile                   */
 #define WP_TILE_WEIGHTS  256  /* weight columns per tile                */
 #define WP_LANES         32   /* lanes per tile: 2 rows each            */
+#define WP_LANE_MAX_WORDS 240 /* W_k limit: 2 rows x 256 symbols x 15 bits */
 
 enum {
     WP_LANES_OK       =  0,
@@ -96,63 +115,79 @@ int wp_lanes_tile_rect(const wp_lanes_shape *s, uint64_t t, uint64_t *row0,
 /*
  * Encodes a matrix into tiles and lanes (layout above).
  *
- * sym        R * S symbols, row-major.
+ * sym        R * S symbols, row-major (may be NULL when N = 0).
  * lengths    256 code lengths (wp_huf_lengths); every symbol present in sym
  *            must have a nonzero length. Valid for any limit <= 15.
  * words      out: the payload, cap_words words; may be NULL to ask only for
- *            the size and the offsets.
- * offsets    out: N + 1 offsets in 128-byte groups (see above).
- * nwords     out: payload size in words (32 * offset[N]), also set when the
+ *            the size, the offsets and the lane counts.
+ * offsets    out: N + 1 offsets, in words (see above).
+ * lane_words out: 32 * N bytes, W_k of every lane of every tile (tile t's
+ *            at 32*t .. 32*t + 31). Always filled, also when words is NULL.
+ * nwords     out: payload size in words (offset[N]), also set when the
  *            call fails with WP_LANES_ESPACE.
  * Returns WP_LANES_OK, WP_LANES_EINVAL (bad shape, lengths failing
- * wp_huf_validate, payload of 2^32 groups or more), WP_LANES_ENOCODE (a
- * symbol without a code) or WP_LANES_ESPACE (words != NULL and cap_words <
- * *nwords).
+ * wp_huf_validate, a NULL offsets/lane_words/nwords, a lane of more than
+ * WP_LANE_MAX_WORDS words, payload of 2^32 words or more),
+ * WP_LANES_ENOCODE (a symbol without a code) or WP_LANES_ESPACE
+ * (words != NULL and cap_words < *nwords). offsets and lane_words are
+ * complete only when the result is OK or ESPACE.
  */
 int wp_lanes_encode(const uint8_t *sym, const wp_lanes_shape *s, const uint8_t lengths[256],
-                    uint32_t *words, uint64_t cap_words, uint32_t *offsets, uint64_t *nwords);
+                    uint32_t *words, uint64_t cap_words, uint32_t *offsets, uint8_t *lane_words,
+                    uint64_t *nwords);
 
 /*
  * Reference decoder of tile t: per lane, peek L bits (MSB first, zeros past
- * the tile's depth) and compare them against the per-length limits of the
- * hardware unit (wp_huf_decode_peek) - no 2^L-entry table.
+ * the lane's W_k words) and compare them against the per-length limits of
+ * the hardware unit (wp_huf_decode_peek) - no 2^L-entry table.
  *
- * words, nwords  the matrix payload; only tile t's words are read.
- * offsets        the matrix's N + 1 offsets; only offsets[t], offsets[t+1]
- *                are read.
+ * words, nwords  the matrix payload (nwords 32-bit words); only tile t's
+ *                words, [offsets[t], offsets[t+1]), are read.
+ * offsets        the matrix's N + 1 word offsets; only offsets[t] and
+ *                offsets[t+1] are read.
+ * lane_words     the matrix's 32 * N lane counts; only tile t's 32 are read.
  * tab            the limit tables (wp_huf_table_init on the matrix's lengths).
  * out            receives the tile's h x w symbols: symbol (r, c) of the tile
  *                at out[r * out_stride + c] (out_stride >= w). Pass
  *                out = matrix + row0 * S + col0 and out_stride = S to decode
  *                in place; on error out may hold partial output.
- * Returns WP_LANES_OK, WP_LANES_EINVAL (bad shape, t >= N, out_stride < w)
- * or WP_LANES_ECORRUPT.
+ * Returns WP_LANES_OK, WP_LANES_EINVAL (bad shape, t >= N, out_stride < w,
+ * NULL offsets/lane_words/tab/out, table length limit outside 1..15) or
+ * WP_LANES_ECORRUPT (offsets past nwords or decreasing, lane counts that do
+ * not sum to the tile's size or exceed WP_LANE_MAX_WORDS, no code, a lane
+ * overrunning its words, nonzero padding bits, a lane count above the
+ * minimum).
  */
 int wp_lanes_decode_tile_ref(const uint32_t *words, uint64_t nwords, const uint32_t *offsets,
-                             const wp_lanes_shape *s, const wp_huf_table *tab, uint64_t t,
-                             uint8_t *out, uint64_t out_stride);
+                             const uint8_t *lane_words, const wp_lanes_shape *s,
+                             const wp_huf_table *tab, uint64_t t, uint8_t *out, uint64_t out_stride);
 
 /*
  * Fast decoder of tile t: the same contract and the same results, bit for
  * bit and error for error class, as wp_lanes_decode_tile_ref, using a 2^L
  * lookup table on the peek (wp_huf_lut_init on the matrix's lengths) and a
- * 64-bit bit buffer per lane, four lanes decoded interleaved.
+ * 64-bit bit buffer per lane, four lanes decoded interleaved. It first
+ * copies the tile's groups into one word array per lane (about 30 KiB of
+ * stack), where the reference decoder addresses each word by its rank in
+ * the group's active-lane mask as a GPU would.
  */
 int wp_lanes_decode_tile(const uint32_t *words, uint64_t nwords, const uint32_t *offsets,
-                         const wp_lanes_shape *s, const wp_huf_lut *lut, uint64_t t,
-                         uint8_t *out, uint64_t out_stride);
+                         const uint8_t *lane_words, const wp_lanes_shape *s, const wp_huf_lut *lut,
+                         uint64_t t, uint8_t *out, uint64_t out_stride);
 
 /*
  * Decodes a whole matrix into out (R * S symbols, row-major), tile by tile.
- * max_len is the table's length limit L (1..15; wpack: 11). Checks first
- * that lengths pass wp_huf_validate(lengths, 256, max_len), that offset[0] =
- * 0, that offsets never decrease and that nwords = 32 * offset[N].
- * reference != 0 uses the reference decoder, else the fast one. Returns
- * WP_LANES_OK, WP_LANES_EINVAL (bad shape or max_len, out of memory for the
- * lookup table) or WP_LANES_ECORRUPT (lengths, offsets or payload invalid).
+ * words/nwords, offsets (N + 1) and lane_words (32 * N) as above. max_len is
+ * the table's length limit L (1..15; wpack: 11). Checks first that lengths
+ * pass wp_huf_validate(lengths, 256, max_len), that offset[0] = 0, that
+ * offsets never decrease and that nwords = offset[N]; each tile's lane
+ * counts are checked as it is decoded. reference != 0 uses the reference
+ * decoder, else the fast one. Returns WP_LANES_OK, WP_LANES_EINVAL (bad
+ * shape or max_len, NULL arguments, out of memory for the lookup table) or
+ * WP_LANES_ECORRUPT (lengths, offsets, lane counts or payload invalid).
  */
 int wp_lanes_decode(const uint32_t *words, uint64_t nwords, const uint32_t *offsets,
-                    const wp_lanes_shape *s, const uint8_t lengths[256], int max_len,
-                    int reference, uint8_t *out);
+                    const uint8_t *lane_words, const wp_lanes_shape *s, const uint8_t lengths[256],
+                    int max_len, int reference, uint8_t *out);
 
 #endif

@@ -1,0 +1,88 @@
+/* bf16split - split BF16 (and F16/F32) matrices into exponent symbols and raw
+ * sign+mantissa, losslessly. Usage: see bf16split(1) or --help. */
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bf16.h"
+#include "bundle.h"
+#include "cli.h"
+#include "ggml_type.h"
+
+static const char usage[] =
+    "usage: bf16split [--palette N] [--row G] [--match REGEX] [-o OUT] [STREAM]\n"
+    "Split each selected floating-point matrix (BF16; F16 and F32 the same way)\n"
+    "into a raw record (sign+mantissa bits, palette, verbatim groups) and a\n"
+    "symbols record of exponents for histogram | huffbuild | laneinterleave.\n"
+    "  --palette N  code the N most frequent exponents (N <= 16, default 16) as\n"
+    "               4-bit palette indices in pairs; a group of G weights holding\n"
+    "               another exponent is stored verbatim. 0 codes the whole\n"
+    "               exponent byte (DFloat11-style).\n"
+    "  --row G      weights per verbatim group (default 64)\n"
+    "  --match RE   tensors to split (POSIX extended regex on the name; default:\n"
+    "               every 2-D tensor). Other records pass through unchanged.\n";
+
+int main(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL, *match = NULL;
+    int palette = 16;
+    long long group = WP_BF16_GROUP_DEFAULT;
+    regex_t re;
+    wp_cli_init(argv[0]);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--palette") && i + 1 < argc) {
+            palette = (int)wp_arg_int("--palette", argv[++i], 0, WP_BF16_PALETTE_MAX);
+        } else if (!strcmp(argv[i], "--row") && i + 1 < argc) {
+            group = wp_arg_int("--row", argv[++i], 1, 1 << 20);
+        } else if (!strcmp(argv[i], "--match") && i + 1 < argc) {
+            match = argv[++i];
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            wp_die("unknown option '%s' (try --help)", argv[i]);
+        } else if (!in) {
+            in = argv[i];
+        } else {
+            wp_die("one stream at a time (got '%s' too)", argv[i]);
+        }
+    }
+    if (match && regcomp(&re, match, REG_EXTENDED | REG_NOSUB))
+        wp_die("--match: '%s' is not a valid regular expression", match);
+
+    wp_reader *rd = wp_cli_reader(in);
+    wp_writer *w = wp_cli_writer(out);
+    wp_record r, raw, sym;
+    wp_record_init(&r);
+    wp_record_init(&raw);
+    wp_record_init(&sym);
+    while (wp_cli_next(rd, &r)) {
+        int eb, rb;
+        int selected = r.kind == WP_REC_TENSOR && r.n_dims >= 2 && wp_bf16_fields(r.type, &eb, &rb) > 0 &&
+                       (match ? regexec(&re, r.name, 0, NULL, 0) == 0 : 1);
+        if (!selected) {
+            wp_cli_put(w, &r);
+            continue;
+        }
+        struct wp_bf16_split s;
+        int64_t rows = wp_record_nelem(&r) / (r.ne[0] ? r.ne[0] : 1);
+        int rc = wp_bf16_split(&s, r.type, r.payload, rows, r.ne[0], palette, group);
+        if (rc)
+            wp_die("%s: tensor '%s': %s", in ? in : "stdin", r.name, wp_bf16_strerror(rc));
+        if (wp_bf16_records(&s, &r, &raw, &sym))
+            wp_die("out of memory");
+        wp_cli_put(w, &raw);
+        wp_cli_put(w, &sym);
+        wp_bf16_split_free(&s);
+    }
+    wp_cli_writer_close(w);
+    if (match)
+        regfree(&re);
+    wp_record_free(&r);
+    wp_record_free(&raw);
+    wp_record_free(&sym);
+    wp_reader_close(rd);
+    return 0;
+}

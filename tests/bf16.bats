@@ -1,0 +1,56 @@
+#!/usr/bin/env bats
+# bf16split | histogram | huffbuild | laneinterleave: lossless exponent coding.
+load helpers
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+}
+
+lossless() { # GGUF BUNDLE [bf16split options]
+    local g=$1 b=$2; shift 2
+    "$BIN/ggufcat" "$g" | "$BIN/bf16split" "$@" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$b"
+}
+
+@test "stories260K BF16, F16 and F32 round-trip bit-exactly through the palette bundle" {
+    for t in bf16 f16 f32; do
+        lossless "$MODELS/stories260K-$t.gguf" "$T/$t.bundle"
+        run "$BIN/verify" -q "$MODELS/stories260K-$t.gguf" "$T/$t.bundle"
+        [ "$status" -eq 0 ]
+        echo "$output" | grep -q '^total: 292800 weights (292096 in 37 coded matrices, 0 stored fixed-width)$'
+        "$BIN/unbundle" "$T/$t.bundle" | cmp - "$MODELS/stories260K-$t.gguf"
+    done
+}
+
+@test "palette 0 (whole exponent byte) round-trips too" {
+    lossless "$MODELS/stories260K-bf16.gguf" "$T/p0.bundle" --palette 0
+    "$BIN/verify" -q "$MODELS/stories260K-bf16.gguf" "$T/p0.bundle"
+    "$BIN/unbundle" "$T/p0.bundle" | cmp - "$MODELS/stories260K-bf16.gguf"
+}
+
+@test "histogram --report: stories260K BF16 exponent entropy 2.6127, limit 10.6127 b/w" {
+    run sh -c "'$BIN/ggufcat' '$MODELS/stories260K-bf16.gguf' | '$BIN/bf16split' | '$BIN/histogram' --report 2>&1 >/dev/null"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^token_embd.weight +BF16 +32768 +16384 .*exponent H 2.6144, limit 10.6144 b/w, verbatim 0.1953%'
+    echo "$output" | grep -E '^total exponent-coded: 292096 weights; exponent H 2.6127 b/w, limit \(raw \+ H\) 10.6127 b/w, verbatim 0.2365%'
+}
+
+@test "the BF16 bundle is far smaller than the GGUF (below 12.2 b/w against 16.42)" {
+    lossless "$MODELS/stories260K-bf16.gguf" "$T/b.bundle"
+    run "$BIN/verify" -q "$MODELS/stories260K-bf16.gguf" "$T/b.bundle"
+    bpw=$(echo "$output" | sed -n 's/^GGUF 16.4232 b\/w, bundle \([0-9.]*\) b\/w.*/\1/p')
+    [ -n "$bpw" ]
+    awk -v b="$bpw" 'BEGIN { exit !(b < 12.2) }'
+}
+
+@test "--match selects tensors; the rest stay as they were" {
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" --match 'ffn_(gate|up|down)' | "$BIN/tsinfo" > "$T/l"
+    [ "$(grep -c '^raw ' "$T/l")" -eq 15 ]
+    grep -qE '^tensor +blk.0.attn_q.weight +BF16' "$T/l"
+}
+
+@test "bad options: palette above 16, a bad regex" {
+    run "$BIN/bf16split" --palette 17
+    one_line_error "^bf16split: --palette: expected an integer from 0 to 16, got '17'$"
+    run "$BIN/bf16split" --match '('
+    one_line_error "^bf16split: --match: '\(' is not a valid regular expression$"
+}
