@@ -49,8 +49,11 @@ TOOLS    := $(sort $(basename $(notdir $(wildcard tests/tools/*.c))))
 TOOL_BINS:= $(TOOLS:%=build/tools/%)
 FUZZ     := $(sort $(basename $(notdir $(wildcard tests/fuzz/*.c))))
 
-.PHONY: all check demo bench fuzz install clean deps deps-apt reftools tests
-all: lib/libwpack.a $(BINS)
+.PHONY: all check demo bench fuzz install clean deps deps-apt reftools tests runtime
+all: lib/libwpack.a $(BINS) runtime
+
+# The GPU runner (runtime/): its own rules, built with nvcc when present.
+-include runtime/runtime.mk
 
 build/lib/%.o: lib/%.c $(wildcard lib/*.h) | build/lib
 	$(CC) $(WFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
