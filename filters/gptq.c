@@ -1,0 +1,622 @@
+/* gptq - quantize the weight matrices of a tensor stream into ggml blocks
+ * (RTN byte-exact with llama.cpp, GPTQ with Hessians, the LazyWeights
+ * options γ / c / λ). See gptq(1).
+ *
+ * How the stream is processed. llama-quantize's type choice (lib/ftype.h)
+ * needs every tensor's name and shape before it decides the first one, and
+ * llama-quantize writes tensors in its own order (layer number, then name)
+ * and appends general.quantization_version and general.file_type at the end
+ * of the metadata. So gptq spools the whole input stream to an unnamed
+ * temporary file (tmpfile(3), in $TMPDIR; memory stays one tensor), plans,
+ * and then writes: the GGUF header record (n_kv, data_start and file_size
+ * updated for the new layout, so ggufpack pads the file as llama.cpp's
+ * writer does), the metadata records in input order without
+ * general.quantization_version, general.file_type and split.*, then
+ * general.quantization_version = 2 and general.file_type = the ftype (u32),
+ * then the tensors in llama-quantize's order (--keep-order: input order),
+ * then every other record in input order.
+ *
+ * Hessian records (WP_REC_HESSIAN, from `hessian`, read with --hessian FILE,
+ * a stream file):
+ *     name    the weight tensor's name ("blk.0.attn_q.weight"), or any name
+ *             (a shared input, "blk.0.attn_in") with attr weights=A,B,C
+ *             naming the weight tensors that share it
+ *     type    WP_F64 (28) or WP_F32 (0)
+ *     ne      [cols, cols], n_dims 2
+ *     payload cols × cols values, row-major, H = Σ_tokens xᵀx (a mean is as
+ *             good: GPTQ's damping is relative)
+ *     attrs   n_tokens=N (tokens summed), cols=C
+ */
+#include <math.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "ftype.h"
+#include "ggml_type.h"
+#include "gguf_file.h"
+#include "gptq.h"
+#include "half.h"
+#include "rtn.h"
+
+static const char usage[] =
+    "usage: gptq (--type T | --ftype PRESET) [--tensor-type REGEX=TYPE]... [--rtn]\n"
+    "            [--hessian FILE] [--imatrix FILE] [--damp F] [--act-order]\n"
+    "            [--gamma] [--widen C] [--lambda L] [--keep-order] [--strict]\n"
+    "            [--quiet] [-o OUT] [STREAM]\n"
+    "Quantize the weight matrices of a wpack tensor stream into ggml blocks:\n"
+    "byte-exact llama.cpp RTN, GPTQ with the Hessians of --hessian, and the\n"
+    "LazyWeights options (--gamma shared step, --widen C, --lambda L). See gptq(1).\n";
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static uint64_t rd64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = v << 8 | p[i]; return v; }
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* An unsigned integer KV value (first element of an integer array); -1 if not one. */
+static int64_t kv_uint(const wp_record *r)
+{
+    const uint8_t *p = r->payload;
+    uint64_t n = r->payload_len;
+    uint32_t t = r->type;
+    if (t == WP_GGUF_ARRAY) {
+        if (n < 12 || rd64(p + 4) == 0)
+            return -1;
+        t = rd32(p);
+        p += 12;
+        n -= 12;
+    }
+    switch (t) {
+    case WP_GGUF_U8: case WP_GGUF_I8: return n >= 1 ? p[0] : -1;
+    case WP_GGUF_U16: case WP_GGUF_I16: return n >= 2 ? (p[0] | p[1] << 8) : -1;
+    case WP_GGUF_U32: case WP_GGUF_I32: return n >= 4 ? (int64_t)rd32(p) : -1;
+    case WP_GGUF_U64: case WP_GGUF_I64: return n >= 8 ? (int64_t)rd64(p) : -1;
+    }
+    return -1;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* llama_model_loader's weight_name_comparer: layer number, then name. */
+static int layer_of(const char *name)
+{
+    int l = -1;
+    sscanf(name, "blk.%d.", &l);
+    return l;
+}
+static int llama_order(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    int lx = layer_of(x), ly = layer_of(y);
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    return strcmp(x, y);
+}
+
+static int dropped_kv(const char *k)
+{
+    return !strcmp(k, "general.quantization_version") || !strcmp(k, "general.file_type") ||
+           !strcmp(k, "split.no") || !strcmp(k, "split.count") || !strcmp(k, "split.tensors.count");
+}
+
+/* ---- Hessian file -------------------------------------------------------- */
+
+struct hmap { char *weight; uint64_t offset; };
+static struct hmap *hm;
+static size_t n_hm;
+static FILE *hfile;
+static const char *hpath;
+
+static void hmap_add(const char *w, size_t len, uint64_t off)
+{
+    hm = realloc(hm, (n_hm + 1) * sizeof *hm);
+    if (!hm)
+        wp_die("out of memory");
+    hm[n_hm].weight = strndup(w, len);
+    hm[n_hm].offset = off;
+    n_hm++;
+}
+
+static void hessian_open(const char *path)
+{
+    hpath = path;
+    hfile = fopen(path, "rb");
+    if (!hfile)
+        wp_die("%s: cannot open Hessian file", path);
+    char err[1024];
+    wp_reader *rd = wp_reader_open(hfile, path, err, sizeof err);
+    if (!rd)
+        wp_die("%s", err);
+    wp_record r;
+    wp_record_init(&r);
+    int k;
+    while ((k = wp_reader_next_header(rd, &r)) > 0) {
+        if (r.kind != WP_REC_HESSIAN)
+            continue;
+        hmap_add(r.name, strlen(r.name), r.offset);
+        size_t len;
+        const char *v = wp_attr_find(&r, "weights", &len);
+        while (v && len) {
+            size_t l = 0;
+            while (l < len && v[l] != ',') l++;
+            if (l)
+                hmap_add(v, l, r.offset);
+            v += l + (l < len);
+            len -= l + (l < len);
+        }
+    }
+    if (k < 0)
+        wp_die("%s", wp_reader_error(rd));
+    wp_reader_close(rd);
+    wp_record_free(&r);
+}
+
+/* The Hessian of weight `name` (cols × cols doubles, malloc'd) or NULL. */
+static double *hessian_get(const char *name, int64_t cols)
+{
+    for (size_t i = 0; i < n_hm; i++) {
+        if (strcmp(hm[i].weight, name))
+            continue;
+        char err[1024];
+        wp_record r;
+        wp_record_init(&r);
+        if (wp_record_read_at(hfile, hpath, hm[i].offset, &r, err, sizeof err))
+            wp_die("%s", err);
+        const int64_t n = r.ne[0];
+        if (n != cols || r.ne[1] != cols)
+            wp_die("%s: Hessian '%s' is %lldx%lld, tensor %s has %lld columns", hpath, r.name,
+                   (long long)r.ne[0], (long long)r.ne[1], name, (long long)cols);
+        size_t es = r.type == WP_F64 ? 8 : r.type == WP_F32 ? 4 : 0;
+        if (!es || r.payload_len != (uint64_t)(n * n) * es)
+            wp_die("%s: Hessian '%s': type must be F64 or F32 with %lld values", hpath, r.name, (long long)(n * n));
+        double *H = malloc((size_t)(n * n) * sizeof *H);
+        if (!H)
+            wp_die("out of memory (Hessian %lldx%lld)", (long long)n, (long long)n);
+        for (int64_t k = 0; k < n * n; k++) {
+            if (es == 8) {
+                memcpy(&H[k], r.payload + 8 * k, 8);
+            } else {
+                float f;
+                memcpy(&f, r.payload + 4 * k, 4);
+                H[k] = f;
+            }
+        }
+        wp_record_free(&r);
+        return H;
+    }
+    return NULL;
+}
+
+/* ---- imatrix (llama-imatrix's GGUF format: NAME.in_sum2 and NAME.counts) */
+
+static wp_gguf_in *imat;
+static const char *imat_path;
+
+/* Importance weights for weight `name` (ne0 × n_mat floats, one vector per
+ * expert), as llama-quantize's load_imatrix computes them: in_sum2 / count. */
+static float *imatrix_get(const char *name, int64_t ne0, int64_t n_mat)
+{
+    if (!imat)
+        return NULL;
+    char key[WP_MAX_NAME + 16];
+    wp_record s, c;
+    wp_record_init(&s);
+    wp_record_init(&c);
+    snprintf(key, sizeof key, "%s.in_sum2", name);
+    int k = wp_gguf_read_tensor(imat, key, &s);
+    if (k < 0)
+        wp_die("%s", wp_gguf_error(imat));
+    if (k == 0)
+        return NULL;
+    snprintf(key, sizeof key, "%s.counts", name);
+    if (wp_gguf_read_tensor(imat, key, &c) <= 0)
+        wp_die("%s: no %s", imat_path, key);
+    if (s.type != WP_F32 || c.type != WP_F32 || s.ne[0] != ne0 || wp_record_nelem(&s) != ne0 * n_mat ||
+        wp_record_nelem(&c) != n_mat)
+        wp_die("%s: %s.in_sum2 / .counts do not fit tensor %s (%lld x %lld)", imat_path, name, name,
+               (long long)ne0, (long long)n_mat);
+    float *w = malloc((size_t)(ne0 * n_mat) * sizeof *w);
+    if (!w)
+        wp_die("out of memory");
+    for (int64_t e = 0; e < n_mat; e++) {
+        float cnt, v;
+        memcpy(&cnt, c.payload + 4 * e, 4);
+        for (int64_t j = 0; j < ne0; j++) {
+            memcpy(&v, s.payload + 4 * (e * ne0 + j), 4);
+            w[e * ne0 + j] = cnt > 0 ? v / cnt : 1.0f;
+            if (!isfinite(w[e * ne0 + j]))
+                wp_die("%s: imatrix for %s has a non-finite value", imat_path, name);
+        }
+    }
+    wp_record_free(&s);
+    wp_record_free(&c);
+    return w;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+struct kvval { char name[256]; int64_t v; };
+
+int main(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL, *type_name = NULL, *ftype_name = NULL;
+    const char *hess_path = NULL;
+    const char **overrides = NULL;
+    int n_over = 0, rtn = 0, quiet = 0, strict = 0, keep_order = 0;
+    wp_gptq_opts go;
+    char err[1024];
+    wp_cli_init(argv[0]);
+    wp_gptq_opts_default(&go);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const int more = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--type") && more) {
+            type_name = argv[++i];
+        } else if (!strcmp(a, "--ftype") && more) {
+            ftype_name = argv[++i];
+        } else if (!strcmp(a, "--tensor-type") && more) {
+            overrides = realloc(overrides, (size_t)(n_over + 1) * sizeof *overrides);
+            overrides[n_over++] = argv[++i];
+        } else if (!strcmp(a, "--rtn")) {
+            rtn = 1;
+        } else if (!strcmp(a, "--hessian") && more) {
+            hess_path = argv[++i];
+        } else if (!strcmp(a, "--imatrix") && more) {
+            imat_path = argv[++i];
+        } else if (!strcmp(a, "--damp") && more) {
+            go.damp = wp_arg_float(a, argv[++i], 0, 1e6);
+        } else if (!strcmp(a, "--act-order")) {
+            go.act_order = 1;
+        } else if (!strcmp(a, "--gamma")) {
+            go.gamma = 1;
+        } else if (!strcmp(a, "--widen") && more) {
+            go.widen = wp_arg_float(a, argv[++i], 1, 64);
+        } else if (!strcmp(a, "--lambda") && more) {
+            go.lambda = wp_arg_float(a, argv[++i], 0, 1e6);
+        } else if (!strcmp(a, "--keep-order")) {
+            keep_order = 1;
+        } else if (!strcmp(a, "--strict")) {
+            strict = 1;
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            quiet = 1;
+        } else if (!strcmp(a, "-o") && more) {
+            out = argv[++i];
+        } else if (a[0] == '-' && a[1]) {
+            wp_die("unknown option or missing value '%s' (try --help)", a);
+        } else if (!in) {
+            in = a;
+        } else {
+            wp_die("one input stream at a time (got '%s' too)", a);
+        }
+    }
+    if (!!type_name == !!ftype_name)
+        wp_die("give exactly one of --type T or --ftype PRESET (try --help)");
+    int ftype, pure = 0;
+    if (ftype_name) {
+        ftype = wp_ftype_from_name(ftype_name);
+        if (ftype < 0)
+            wp_die("unknown --ftype '%s'", ftype_name);
+    } else {
+        int t = wp_ggml_type_from_name(type_name);
+        if (t < 0)
+            wp_die("unknown --type '%s'", type_name);
+        /* --type T = llama-quantize --pure with the preset whose default is T */
+        ftype = wp_ftype_from_name(type_name);
+        if (ftype < 0 || wp_ftype_default_type(ftype) != t)
+            for (ftype = 0; ftype < 64; ftype++)
+                if (wp_ftype_name(ftype) && wp_ftype_default_type(ftype) == t)
+                    break;
+        if (ftype >= 64)
+            wp_die("--type %s: no llama.cpp file type quantizes to it", type_name);
+        pure = 1;
+    }
+    if (rtn && hess_path)
+        wp_die("--rtn and --hessian exclude each other");
+    const int lazy = go.gamma || go.widen > 1 || go.lambda > 0;
+    if (hess_path)
+        hessian_open(hess_path);
+    if (imat_path) {
+        imat = wp_gguf_open(imat_path, err, sizeof err);
+        if (!imat)
+            wp_die("%s", err);
+    }
+
+    /* ---- pass 1: spool everything, collect metadata and the tensor list */
+    wp_reader *rd = wp_cli_reader(in);
+    FILE *sp = tmpfile();
+    if (!sp)
+        wp_die("cannot create a temporary file (TMPDIR)");
+    wp_writer *sw = wp_writer_open(sp, "spool", 64, err, sizeof err);
+    if (!sw)
+        wp_die("%s", err);
+    char arch[256] = "";
+    struct kvval *kvs = NULL;
+    size_t n_kvs = 0;
+    uint32_t alignment = WP_GGUF_DEFAULT_ALIGNMENT;
+    wp_record r;
+    wp_record_init(&r);
+    struct { char *name; int n_dims; int64_t ne[4]; uint32_t type; } *tl = NULL;
+    size_t n_t = 0;
+    while (wp_cli_next(rd, &r)) {
+        if (r.kind == WP_REC_KV) {
+            if (!strcmp(r.name, "general.architecture") && r.type == WP_GGUF_STRING && r.payload_len >= 8) {
+                uint64_t l = rd64(r.payload);
+                if (l < sizeof arch && 8 + l <= r.payload_len) {
+                    memcpy(arch, r.payload + 8, l);
+                    arch[l] = 0;
+                }
+            } else if (!strcmp(r.name, "general.alignment") && kv_uint(&r) > 0) {
+                alignment = (uint32_t)kv_uint(&r);
+            }
+            int64_t v = kv_uint(&r);
+            if (v >= 0 && strlen(r.name) < 256) {
+                kvs = realloc(kvs, (n_kvs + 1) * sizeof *kvs);
+                strcpy(kvs[n_kvs].name, r.name);
+                kvs[n_kvs++].v = v;
+            }
+        } else if (r.kind == WP_REC_TENSOR) {
+            tl = realloc(tl, (n_t + 1) * sizeof *tl);
+            if (!tl)
+                wp_die("out of memory");
+            tl[n_t].name = strdup(r.name);
+            tl[n_t].n_dims = r.n_dims;
+            memcpy(tl[n_t].ne, r.ne, sizeof r.ne);
+            tl[n_t].type = r.type;
+            n_t++;
+        }
+        if (wp_writer_put(sw, &r))
+            wp_die("temporary file: %s", wp_writer_error(sw));
+    }
+    wp_reader_close(rd);
+    if (wp_writer_close(sw, err, sizeof err))
+        wp_die("temporary file: %s", err);
+
+    /* ---- plan */
+    char key[300];
+    struct wp_ftype_model md = {arch, 0, 0, 0, 0, -1};
+    for (size_t i = 0; i < n_kvs; i++) {
+        const char *k = kvs[i].name;
+        size_t al = strlen(arch);
+        if (strncmp(k, arch, al) || k[al] != '.')
+            continue;
+        k += al + 1;
+        if (!strcmp(k, "block_count")) md.n_layer = (uint32_t)kvs[i].v;
+        else if (!strcmp(k, "attention.head_count")) md.n_head = (uint32_t)kvs[i].v;
+        else if (!strcmp(k, "attention.head_count_kv")) md.n_head_kv = (uint32_t)kvs[i].v;
+        else if (!strcmp(k, "expert_count")) md.n_expert = (uint32_t)kvs[i].v;
+    }
+    (void)key;
+    struct wp_ftype_opts fo = wp_ftype_opts_default(ftype);
+    fo.pure = pure;
+    fo.strict = strict;
+    fo.has_imatrix = imat != NULL;
+    wp_ftype_plan *plan = wp_ftype_plan_new(&md, &fo, err, sizeof err);
+    if (!plan)
+        wp_die("%s", err);
+    for (int i = 0; i < n_over; i++)
+        if (wp_ftype_plan_add_override(plan, overrides[i], err, sizeof err))
+            wp_die("--tensor-type %s: %s", overrides[i], err);
+    for (size_t i = 0; i < n_t; i++)
+        if (wp_ftype_plan_add_tensor(plan, tl[i].name, tl[i].n_dims, tl[i].ne, (int)tl[i].type))
+            wp_die("tensor %s: duplicate name or bad shape", tl[i].name);
+    if (wp_ftype_plan_finish(plan, err, sizeof err))
+        wp_die("%s", err);
+    {
+        char list[4096] = "";
+        int nf = 0;
+        for (size_t i = 0; i < n_t; i++) {
+            struct wp_ftype_choice ch;
+            wp_ftype_plan_get(plan, tl[i].name, &ch);
+            if (ch.f16_fallback) {
+                if (strlen(list) + strlen(tl[i].name) + 8 < sizeof list)
+                    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", nf ? ", " : "", tl[i].name);
+                nf++;
+            }
+        }
+        if (nf && !quiet)
+            wp_warn("%d tensor(s) kept F16, row length not a multiple of the block size: %s", nf, list);
+    }
+
+    /* ---- the spooled stream's index */
+    wp_index ix;
+    if (wp_index_read(sp, "spool", &ix, err, sizeof err))
+        wp_die("temporary file: %s", err);
+
+    /* tensor order and the output's GGUF layout */
+    char **order = malloc((n_t + 1) * sizeof *order);
+    for (size_t i = 0; i < n_t; i++)
+        order[i] = tl[i].name;
+    if (!keep_order)
+        qsort(order, n_t, sizeof *order, llama_order);
+    uint64_t pos = 24, data = 0, n_kv_out = 2;
+    for (uint64_t e = 0; e < ix.count; e++) {
+        if (ix.e[e].kind != WP_REC_KV || dropped_kv(ix.e[e].name))
+            continue;
+        wp_record_init(&r);
+        if (wp_record_read_at(sp, "spool", ix.e[e].offset, &r, err, sizeof err))
+            wp_die("temporary file: %s", err);
+        pos += 8 + strlen(r.name) + 4 + r.payload_len;
+        n_kv_out++;
+        wp_record_free(&r);
+    }
+    pos += (8 + strlen("general.quantization_version") + 4 + 4) + (8 + strlen("general.file_type") + 4 + 4);
+    for (size_t i = 0; i < n_t; i++) {
+        struct wp_ftype_choice ch;
+        wp_ftype_plan_get(plan, tl[i].name, &ch);
+        uint32_t ty = ch.quantize ? (uint32_t)ch.type : tl[i].type;
+        int64_t rows = 1;
+        for (int d = 1; d < tl[i].n_dims; d++)
+            rows *= tl[i].ne[d];
+        uint64_t sz = wp_ggml_row_size(ty, tl[i].ne[0]) * (uint64_t)rows;
+        pos += 8 + strlen(tl[i].name) + 4 + 8 * (uint64_t)tl[i].n_dims + 4 + 8;
+        data += (sz + alignment - 1) / alignment * alignment;
+    }
+    const uint64_t data_start = (pos + alignment - 1) / alignment * alignment;
+
+    /* ---- pass 2: write */
+    wp_writer *w = wp_cli_writer(out);
+    /* GGUF header and metadata */
+    int kv_done = 0;
+    for (uint64_t e = 0; e < ix.count; e++) {
+        if (ix.e[e].kind != WP_REC_GGUF && ix.e[e].kind != WP_REC_KV)
+            continue;
+        wp_record_init(&r);
+        if (wp_record_read_at(sp, "spool", ix.e[e].offset, &r, err, sizeof err))
+            wp_die("temporary file: %s", err);
+        if (r.kind == WP_REC_GGUF) {
+            wp_attr_set_i64(&r, "n_kv", (int64_t)n_kv_out);
+            wp_attr_set_i64(&r, "n_tensors", (int64_t)n_t);
+            wp_attr_set_i64(&r, "data_start", (int64_t)data_start);
+            wp_attr_set_i64(&r, "file_size", (int64_t)(data_start + data));
+            wp_cli_put(w, &r);
+        } else if (!dropped_kv(r.name)) {
+            wp_cli_put(w, &r);
+        }
+        wp_record_free(&r);
+    }
+    for (int k = 0; k < 2; k++) {
+        wp_record_init(&r);
+        r.kind = WP_REC_KV;
+        r.type = WP_GGUF_U32;
+        r.n_dims = 0;
+        wp_record_set_name(&r, k ? "general.file_type" : "general.quantization_version");
+        uint8_t *p = wp_record_alloc(&r, 4);
+        uint32_t v = k ? (uint32_t)ftype : 2u;
+        for (int b = 0; b < 4; b++)
+            p[b] = (uint8_t)(v >> (8 * b));
+        wp_cli_put(w, &r);
+        wp_record_free(&r);
+    }
+    kv_done = 1;
+    (void)kv_done;
+
+    /* tensors */
+    const double t0 = now();
+    for (size_t ti = 0; ti < n_t; ti++) {
+        const char *name = order[ti];
+        const wp_index_entry *ie = wp_index_find(&ix, WP_REC_TENSOR, name);
+        if (!ie)
+            wp_die("temporary file: tensor %s lost", name);
+        wp_record_init(&r);
+        if (wp_record_read_at(sp, "spool", ie->offset, &r, err, sizeof err))
+            wp_die("temporary file: %s", err);
+        wp_attr_del(&r, "offset");
+        struct wp_ftype_choice ch;
+        wp_ftype_plan_get(plan, name, &ch);
+        const char *how = "copy";
+        const uint32_t from = r.type;
+        if (ch.quantize && (uint32_t)ch.type != r.type) {
+            const int64_t ne0 = r.ne[0], n = wp_record_nelem(&r), rows = n / ne0;
+            const uint32_t to = (uint32_t)ch.type;
+            float *f = malloc((size_t)n * sizeof *f + 1);
+            if (!f)
+                wp_die("tensor %s: out of memory", name);
+            for (int64_t k = 0; k < n; k++) {
+                if (from == WP_F32)
+                    memcpy(&f[k], r.payload + 4 * k, 4);
+                else if (from == WP_F16)
+                    f[k] = wp_fp16_to_f32(wp_rd16(r.payload + 2 * k));
+                else if (from == WP_BF16)
+                    f[k] = wp_bf16_to_f32(wp_rd16(r.payload + 2 * k));
+                else
+                    wp_die("tensor %s: cannot quantize from %s (F32, F16, BF16 only)", name,
+                           wp_ggml_type_name(from) ? wp_ggml_type_name(from) : "?");
+                if (!isfinite(f[k]))
+                    wp_die("tensor %s: non-finite value %g at row %lld, column %lld", name, (double)f[k],
+                           (long long)(k / ne0), (long long)(k % ne0));
+            }
+            const size_t rsz = wp_ggml_row_size(to, ne0);
+            if (!rsz)
+                wp_die("tensor %s: row length %lld does not fit %s", name, (long long)ne0, wp_ggml_type_name(to));
+            uint8_t *dst = malloc(rsz * (size_t)rows + 1);
+            if (!dst)
+                wp_die("tensor %s: out of memory", name);
+            if (to == WP_F32) {
+                memcpy(dst, f, (size_t)n * 4);
+                how = "convert";
+            } else if (to == WP_F16 || to == WP_BF16) {
+                for (int64_t k = 0; k < n; k++)
+                    wp_wr16(dst + 2 * k, to == WP_F16 ? wp_f32_to_fp16(f[k]) : wp_f32_to_bf16(f[k]));
+                how = "convert";
+            } else if (!wp_gptq_supported((int)to)) {
+                wp_die("tensor %s: type %s is not supported by gptq", name, wp_ggml_type_name(to));
+            } else {
+                /* one matrix per ne[2] slice (experts), each with its own
+                 * imatrix slice and Hessian lookup by the tensor's name */
+                const int64_t n_mat = r.n_dims >= 3 ? n / (ne0 * r.ne[1]) : 1, mrows = rows / n_mat;
+                float *iw = imatrix_get(name, ne0, n_mat);
+                double *H = (hess_path && n_mat == 1) ? hessian_get(name, ne0) : NULL;
+                for (int64_t m = 0; m < n_mat; m++) {
+                    const float *src = f + m * mrows * ne0;
+                    uint8_t *d = dst + (size_t)(m * mrows) * rsz;
+                    const float *qw = iw ? iw + m * ne0 : NULL;
+                    int done = 0;
+                    if (H) {
+                        wp_gptq_info info;
+                        int k = wp_gptq_quantize((int)to, src, mrows, ne0, H, qw, &go, d, &info, err, sizeof err);
+                        if (k < 0)
+                            wp_die("tensor %s: %s", name, err);
+                        if (k == WP_GPTQ_NOT_PD) {
+                            wp_warn("tensor %s: Hessian not positive definite even with damping %g; RTN instead",
+                                    name, info.damp_used);
+                        } else {
+                            done = 1;
+                            how = "gptq";
+                        }
+                    }
+                    if (!done && lazy) {
+                        if (wp_gptq_quantize((int)to, src, mrows, ne0, NULL, qw, &go, d, NULL, err, sizeof err))
+                            wp_die("tensor %s: %s", name, err);
+                        how = "rtn+lazy";
+                    } else if (!done) {
+                        if (wp_rtn_quantize((int)to, src, d, mrows, ne0, qw) != rsz * (size_t)mrows)
+                            wp_die("tensor %s: RTN failed", name);
+                        if (wp_gptq_check_blocks((int)to, d, mrows * (ne0 / wp_ggml_blck_size(to))) >= 0)
+                            wp_die("tensor %s: a block scale does not fit fp16 (weights too large for %s)",
+                                   name, wp_ggml_type_name(to));
+                        how = "rtn";
+                    }
+                }
+                free(iw);
+                free(H);
+            }
+            free(f);
+            r.type = to;
+            free(r.payload);
+            r.payload = dst;
+            r.payload_len = r.payload_cap = rsz * (size_t)rows;
+        }
+        if (!quiet)
+            fprintf(stderr, "%s: [%zu/%zu] %-32s %s -> %s (%s) %.2fs\n", wp_prog(), ti + 1, n_t, name,
+                    wp_ggml_type_name(from) ? wp_ggml_type_name(from) : "?",
+                    wp_ggml_type_name(r.type) ? wp_ggml_type_name(r.type) : "?", how, now() - t0);
+        wp_cli_put(w, &r);
+        wp_record_free(&r);
+    }
+    /* every other record, in input order */
+    for (uint64_t e = 0; e < ix.count; e++) {
+        unsigned k = ix.e[e].kind;
+        if (k == WP_REC_GGUF || k == WP_REC_KV || k == WP_REC_TENSOR || k == WP_REC_END)
+            continue;
+        wp_record_init(&r);
+        if (wp_record_read_at(sp, "spool", ix.e[e].offset, &r, err, sizeof err))
+            wp_die("temporary file: %s", err);
+        wp_cli_put(w, &r);
+        wp_record_free(&r);
+    }
+    wp_cli_writer_close(w);
+    wp_index_free(&ix);
+    wp_ftype_plan_free(plan);
+    fclose(sp);
+    return 0;
+}

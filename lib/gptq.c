@@ -1,0 +1,709 @@
+/* gptq.c - GPTQ with llama.cpp's block formats and the LazyWeights options
+ * (see gptq.h). The algorithm follows Frantar et al. 2022, Algorithm 1, and
+ * the structure of its reference gptq.py (fasterquant); scale choice and
+ * rounding come from lib/rtn.c (llama.cpp's), block layouts from
+ * lib/blocks.c. */
+#include "gptq.h"
+
+#include "blocks.h"
+#include "ggml_type.h"
+#include "half.h"
+#include "quant_search.h"
+#include "rtn.h"
+
+#include <cblas.h>
+#include <lapacke.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- type parameters ----------------------------------------------------- */
+
+enum { K_SYM, K_IQ4, K_MIN32, K_KMIN };
+
+typedef struct {
+    int type, n, nsub, sub_n, ncode;
+    int kind;
+    float nneg;    /* symmetric: |most negative code value| in steps */
+    int S;         /* K-quants: largest sub-block scale (γ uses it) */
+    int M;         /* K-quants with mins: largest sub-block min */
+    int nmax;      /* types with mins: largest code */
+} tparams;
+
+static int tparams_get(int type, tparams *t)
+{
+    wp_block_info bi;
+    if (!wp_gptq_supported(type) || wp_block_info_get(type, &bi))
+        return -1;
+    memset(t, 0, sizeof *t);
+    t->type = type;
+    t->n = bi.n;
+    t->nsub = bi.nsub;
+    t->sub_n = bi.sub_n;
+    t->ncode = 1 << bi.code_bits;
+    switch (type) {
+    case WP_Q4_0: t->kind = K_SYM; t->nneg = 8; break;
+    case WP_Q5_0: t->kind = K_SYM; t->nneg = 16; break;
+    case WP_Q8_0: t->kind = K_SYM; t->nneg = 127; break;   /* d = amax/127, see below */
+    case WP_Q3_K: t->kind = K_SYM; t->nneg = 4; t->S = 31; break;
+    case WP_Q6_K: t->kind = K_SYM; t->nneg = 32; t->S = 127; break;
+    case WP_IQ4_NL: t->kind = K_IQ4; t->nneg = 127; break;
+    case WP_IQ4_XS: t->kind = K_IQ4; t->nneg = 127; t->S = 31; break;
+    case WP_Q4_1: t->kind = K_MIN32; t->nmax = 15; break;
+    case WP_Q5_1: t->kind = K_MIN32; t->nmax = 31; break;
+    case WP_Q2_K: t->kind = K_KMIN; t->nmax = 3; t->S = 15; t->M = 15; break;
+    case WP_Q4_K: t->kind = K_KMIN; t->nmax = 15; t->S = 63; t->M = 63; break;
+    case WP_Q5_K: t->kind = K_KMIN; t->nmax = 31; t->S = 63; t->M = 63; break;
+    default: return -1;
+    }
+    return 0;
+}
+
+int wp_gptq_supported(int type)
+{
+    switch (type) {
+    case WP_Q4_0: case WP_Q4_1: case WP_Q5_0: case WP_Q5_1: case WP_Q8_0: case WP_IQ4_NL:
+    case WP_Q2_K: case WP_Q3_K: case WP_Q4_K: case WP_Q5_K: case WP_Q6_K: case WP_IQ4_XS:
+        return 1;
+    }
+    return 0;
+}
+
+void wp_gptq_opts_default(wp_gptq_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->damp = 0.01;
+    o->retries = 4;
+    o->widen = 1.0;
+    o->block_cols = 128;
+}
+
+/* ---- one block's scales and how to code a weight under them -------------- */
+
+typedef struct {
+    wp_rtn_scales s;          /* s.p: side data and codes; rule for the exact mode */
+    float v0[16], st[16];     /* value(q) ≈ v0 + st·t(q), t(q) = q or kvalues[q] */
+    float lo[16], hi[16];     /* smallest / largest representable value */
+    uint8_t flat[16];         /* 1: every code gives the same value */
+} gstate;
+
+static uint16_t f16c(double v)
+{
+    if (!(v == v))
+        v = 0;
+    if (v > 65504) v = 65504;
+    if (v < -65504) v = -65504;
+    return wp_f32_to_fp16((float)v);
+}
+
+static float code_value(const tparams *t, gstate *g, int i, int q)
+{
+    g->s.p.q[i] = (uint8_t)q;
+    return wp_parts_value(t->type, &g->s.p, i);
+}
+
+/* Fill v0/st/lo/hi/flat from the side data in g->s.p. */
+static void prep(const tparams *t, gstate *g)
+{
+    for (int s = 0; s < t->nsub; s++) {
+        const int i = s * t->sub_n;
+        const uint8_t keep = g->s.p.q[i];
+        float a, b;
+        const float vfirst = code_value(t, g, i, 0), vlast = code_value(t, g, i, t->ncode - 1);
+        if (t->kind == K_IQ4) {
+            a = (vlast - vfirst) / 240.f;
+            b = vfirst + 127.f * a;
+        } else {
+            const float v1 = code_value(t, g, i, 1);
+            a = v1 - vfirst;
+            b = vfirst;
+        }
+        g->s.p.q[i] = keep;
+        g->v0[s] = b;
+        g->st[s] = a;
+        g->lo[s] = vfirst < vlast ? vfirst : vlast;
+        g->hi[s] = vfirst < vlast ? vlast : vfirst;
+        g->flat[s] = !(a != 0 && isfinite(a) && isfinite(b));
+    }
+}
+
+/* Nearest code index to the ideal position (before exact checks). */
+static int approx_code(const tparams *t, const gstate *g, int s, float x)
+{
+    if (t->kind == K_IQ4)
+        return wp_best_index_int8(16, wp_kvalues_iq4nl, (x - g->v0[s]) / g->st[s]);
+    float f = (x - g->v0[s]) / g->st[s];
+    if (!(f > -1e6f)) f = -1e6f;
+    if (f > 1e6f) f = 1e6f;
+    int k = (int)lrintf(f);
+    return k < 0 ? 0 : k >= t->ncode ? t->ncode - 1 : k;
+}
+
+/* Code choice of the LazyWeights modes (nearest, or rate-distortion with λ). */
+typedef struct {
+    double lambda;
+    int64_t cnt[256];
+} ratectl;
+
+static int pick(const tparams *t, gstate *g, int i, float x, double wdist, ratectl *rc, float *v)
+{
+    const int s = i / t->sub_n;
+    int best = 0;
+    if (g->flat[s]) {
+        best = t->ncode / 2;
+        if (rc->lambda > 0)
+            for (int q = 0; q < t->ncode; q++)
+                if (rc->cnt[q] > rc->cnt[best])
+                    best = q;
+        *v = code_value(t, g, i, best);
+        return best;
+    }
+    const int k = approx_code(t, g, s, x);
+    const int R = rc->lambda > 0 ? 2 : 1;
+    const double step = t->kind == K_IQ4 ? fabs(g->st[s]) * 16.0 : fabs(g->st[s]);
+    double bestc = INFINITY;
+    float bestv = 0;
+    for (int q = k - R; q <= k + R; q++) {
+        if (q < 0 || q >= t->ncode)
+            continue;
+        const float vq = code_value(t, g, i, q);
+        double e = ((double)x - vq) / step, c = e * e * wdist;
+        if (rc->lambda > 0)
+            c -= rc->lambda * log2((double)rc->cnt[q] + 1);
+        if (c < bestc) {
+            bestc = c;
+            best = q;
+            bestv = vq;
+        }
+    }
+    g->s.p.q[i] = (uint8_t)best;
+    *v = bestv;
+    return best;
+}
+
+/* Exact mode: llama.cpp's rounding rule (wp_rtn_code). Weights pushed far
+ * outside the representable range by error feedback are first brought back
+ * to one step beyond it (same code, no integer wrap-around). */
+static int code_exact(const tparams *t, gstate *g, int i, float x, float *v)
+{
+    const int s = i / t->sub_n;
+    if (!g->flat[s]) {
+        const float m = t->kind == K_IQ4 ? fabsf(g->st[s]) * 127 : fabsf(g->st[s]);
+        if (x < g->lo[s] - m) x = g->lo[s] - m;
+        if (x > g->hi[s] + m) x = g->hi[s] + m;
+    }
+    const int q = wp_rtn_code(&g->s, i, x);
+    *v = code_value(t, g, i, q);
+    return q;
+}
+
+/* ---- scale choice -------------------------------------------------------- */
+
+/* Side data of a symmetric block for a signed step delta (all sub-blocks). */
+static void set_sym(const tparams *t, gstate *g, double delta)
+{
+    if (t->S) {
+        for (int s = 0; s < t->nsub; s++)
+            g->s.p.sc[s] = (int16_t)(t->type == WP_Q6_K ? t->S : t->S + 32);
+        g->s.p.d = f16c(delta / t->S);
+    } else {
+        g->s.p.d = f16c(delta);
+    }
+}
+
+/* Types with mins: put each sub-block's min so that the middle of its range
+ * [lo_s, hi_s] falls on the middle code, given the (float) steps. */
+static void set_mins(const tparams *t, gstate *g, const float *x, const float *step)
+{
+    if (t->kind == K_MIN32) {
+        float lo = x[0], hi = x[0];
+        for (int j = 1; j < 32; j++) {
+            lo = x[j] < lo ? x[j] : lo;
+            hi = x[j] > hi ? x[j] : hi;
+        }
+        g->s.p.dmin = f16c(0.5 * ((double)lo + hi) - 0.5 * step[0] * t->nmax);
+        return;
+    }
+    double o[16], omax = 0;
+    for (int s = 0; s < t->nsub; s++) {
+        float lo = 0, hi = 0;
+        for (int j = 0; j < t->sub_n; j++) {
+            float v = x[s * t->sub_n + j];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        o[s] = 0.5 * step[s] * t->nmax - 0.5 * ((double)lo + hi);
+        if (!(o[s] > 0)) o[s] = 0;
+        if (o[s] > omax) omax = o[s];
+    }
+    g->s.p.dmin = f16c(omax / t->M);
+    const float dm = wp_fp16_to_f32(g->s.p.dmin);
+    for (int s = 0; s < t->nsub; s++) {
+        long m = dm > 0 ? lrint(o[s] / dm) : 0;
+        g->s.p.mn[s] = (int16_t)(m < 0 ? 0 : m > t->M ? t->M : m);
+    }
+}
+
+/* The float step of sub-block s as the dequantizer forms it. */
+static float sub_step(const tparams *t, const gstate *g, int s)
+{
+    const float d = wp_fp16_to_f32(g->s.p.d);
+    switch (t->type) {
+    case WP_Q3_K: case WP_IQ4_XS: return d * (g->s.p.sc[s] - 32);
+    case WP_Q6_K: return d * g->s.p.sc[s];
+    case WP_Q2_K: case WP_Q4_K: case WP_Q5_K: return d * g->s.p.sc[s];
+    default: return d;
+    }
+}
+
+typedef struct {
+    int lazy;        /* γ or c > 1: our scale choice; else llama.cpp's */
+    int gamma;
+    double widen;
+} choosectl;
+
+/* Choose the side data of len weights x (one block, or with γ on a 32-weight
+ * type a run of len/32 blocks) into g[0 .. len/n - 1]. */
+static void choose(const tparams *t, const choosectl *cc, const float *x, int len,
+                   const float *qw, float sigma2, gstate *g)
+{
+    const int nb = len / t->n;
+    for (int b = 0; b < nb; b++) {
+        if (cc->gamma) {            /* side data all ours: skip llama.cpp's search */
+            memset(&g[b].s, 0, sizeof g[b].s);
+            g[b].s.type = t->type;
+            g[b].s.p.n = t->n;
+        } else {
+            wp_rtn_choose(t->type, x + b * t->n, qw ? qw + b * t->n : NULL, sigma2, &g[b].s);
+        }
+    }
+    if (cc->lazy) {
+        const double C = cc->widen;
+        for (int b = 0; b < nb; b++) {   /* our rule: no llama.cpp rounding state */
+            wp_block_parts keep = g[b].s.p;
+            memset(&g[b].s, 0, sizeof g[b].s);
+            g[b].s.type = t->type;
+            g[b].s.p = keep;
+        }
+        if (cc->gamma) {
+            if (t->kind == K_SYM || t->kind == K_IQ4) {
+                float amax = 0, mx = 0;
+                for (int j = 0; j < len; j++)
+                    if (fabsf(x[j]) > amax) {
+                        amax = fabsf(x[j]);
+                        mx = x[j];
+                    }
+                const double delta = (t->type == WP_Q8_0 ? amax / 127.0 : mx / -(double)t->nneg) * C;
+                for (int b = 0; b < nb; b++)
+                    set_sym(t, &g[b], delta);
+            } else {
+                /* widest (sub-)block range, including 0 for the K types */
+                const int sn = t->kind == K_MIN32 ? 32 : t->sub_n;
+                double w = 0;
+                for (int s = 0; s < len / sn; s++) {
+                    float lo = t->kind == K_MIN32 ? x[s * sn] : 0, hi = lo;
+                    for (int j = 0; j < sn; j++) {
+                        float v = x[s * sn + j];
+                        lo = v < lo ? v : lo;
+                        hi = v > hi ? v : hi;
+                    }
+                    if ((double)hi - lo > w) w = (double)hi - lo;
+                }
+                const double delta = w / t->nmax * C;
+                for (int b = 0; b < nb; b++) {
+                    float step[16];
+                    if (t->kind == K_MIN32) {
+                        g[b].s.p.d = f16c(delta);
+                    } else {
+                        for (int s = 0; s < t->nsub; s++)
+                            g[b].s.p.sc[s] = (int16_t)t->S;
+                        g[b].s.p.d = f16c(delta / t->S);
+                    }
+                    for (int s = 0; s < t->nsub; s++)
+                        step[s] = sub_step(t, &g[b], s);
+                    set_mins(t, &g[b], x + b * t->n, step);
+                }
+            }
+        } else {
+            /* c > 1 without γ: llama.cpp's steps, widened; mins recentred */
+            for (int b = 0; b < nb; b++) {
+                g[b].s.p.d = f16c(wp_fp16_to_f32(g[b].s.p.d) * C);
+                if (t->kind == K_MIN32 || t->kind == K_KMIN) {
+                    float step[16];
+                    for (int s = 0; s < t->nsub; s++)
+                        step[s] = sub_step(t, &g[b], s);
+                    set_mins(t, &g[b], x + b * t->n, step);
+                }
+            }
+        }
+    }
+    for (int b = 0; b < nb; b++)
+        prep(t, &g[b]);
+}
+
+/* ---- Hessian ------------------------------------------------------------- */
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* A = P·H·Pᵀ with dead diagonals set to 1 and damp added to the diagonal,
+ * then the upper Cholesky factor U of its inverse (in A, row-major upper
+ * triangle). Returns 0, or -1 when a factorization fails. */
+static int factor(double *A, const double *H, const int64_t *perm, int64_t n, double damp)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const double *hr = H + perm[i] * n;
+        double *ar = A + i * n;
+        for (int64_t j = 0; j < n; j++)
+            ar[j] = hr[perm[j]];
+        if (ar[i] == 0)
+            ar[i] = 1;
+        ar[i] += damp;
+    }
+    /* Column-major 'L' on a symmetric matrix = row-major 'U'. */
+    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n))
+        return -1;
+    if (LAPACKE_dpotri(LAPACK_COL_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n))
+        return -1;
+    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n))
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        const double u = A[i * n + i];
+        if (!(u > 0) || !isfinite(u))
+            return -1;
+        for (int64_t j = i + 1; j < n; j++)
+            if (!isfinite(A[i * n + j]))
+                return -1;
+    }
+    return 0;
+}
+
+/* Narrow the n×n doubles at A to floats in place (index order, so every
+ * double is read before its bytes are overwritten). */
+static float *narrow(double *A, int64_t nn)
+{
+    unsigned char *b = (unsigned char *)A;
+    for (int64_t k = 0; k < nn; k++) {
+        double d;
+        memcpy(&d, b + 8 * k, 8);
+        float f = (float)d;
+        memcpy(b + 4 * k, &f, 4);
+    }
+    return (float *)A;
+}
+
+static const double *g_diag;   /* for the act-order sort */
+static int by_diag_desc(const void *a, const void *b)
+{
+    const int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    const double x = g_diag[i], y = g_diag[j];
+    if (x != y)
+        return x > y ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+/* ---- the driver ---------------------------------------------------------- */
+
+int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
+                     const double *H, const float *qw, const wp_gptq_opts *opts,
+                     void *dst, wp_gptq_info *info, char *err, size_t errlen)
+{
+    wp_gptq_opts dflt;
+    tparams t;
+    if (!opts) {
+        wp_gptq_opts_default(&dflt);
+        opts = &dflt;
+    }
+    if (tparams_get(type, &t))
+        return fail(err, errlen, "type %s: not supported by gptq", wp_ggml_type_name((uint32_t)type) ? wp_ggml_type_name((uint32_t)type) : "?");
+    if (rows < 0 || cols <= 0 || cols % t.n)
+        return fail(err, errlen, "row length %lld is not a multiple of %d (%s)", (long long)cols, t.n, wp_ggml_type_name((uint32_t)type));
+    if (!(opts->widen >= 1) || !(opts->lambda >= 0) || !(opts->damp >= 0) || !isfinite(opts->widen) || !isfinite(opts->lambda))
+        return fail(err, errlen, "bad options (widen must be >= 1, lambda and damp >= 0)");
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            if (!isfinite(Win[r * cols + c]))
+                return fail(err, errlen, "non-finite weight %g at row %lld, column %lld",
+                            (double)Win[r * cols + c], (long long)r, (long long)c);
+    if (qw)
+        for (int64_t c = 0; c < cols; c++)
+            if (!isfinite(qw[c]))
+                return fail(err, errlen, "non-finite importance weight at column %lld", (long long)c);
+
+    const choosectl cc = {opts->gamma || opts->widen > 1, opts->gamma, opts->widen};
+    const int exact = !cc.lazy && !(opts->lambda > 0);
+    const int group = (opts->gamma && t.n == 32) ? 256 : t.n;      /* scale-choice unit */
+    const int act = H && opts->act_order;
+    int64_t B = opts->block_cols > 0 ? opts->block_cols : 128;
+    if (!act)
+        B = (B + group - 1) / group * group;   /* a group never straddles a batch */
+    if (B > cols)
+        B = cols;
+    const int64_t nblk = cols / t.n;
+    const size_t bbytes = wp_ggml_type_size((uint32_t)type);
+    wp_gptq_info inf = {0, 0, 0, 0};
+
+    float *W = malloc((size_t)(rows * cols) * sizeof *W + 1);
+    float *sig = malloc((size_t)rows * sizeof *sig + 1);
+    int64_t *perm = malloc((size_t)cols * sizeof *perm);
+    double *A = NULL;
+    float *U = NULL, *Err = NULL;
+    gstate *gs = NULL;
+    ratectl *rc = calloc(1, sizeof *rc);
+    int ret = -1;
+    if (!W || !sig || !perm || !rc) {
+        fail(err, errlen, "out of memory");
+        goto done;
+    }
+    memcpy(W, Win, (size_t)(rows * cols) * sizeof *W);
+    rc->lambda = opts->lambda;
+    for (int64_t r = 0; r < rows; r++)
+        sig[r] = wp_rtn_row_sigma2(Win + r * cols, cols);
+    for (int64_t c = 0; c < cols; c++)
+        perm[c] = c;
+
+    double ubar = 1;
+    if (H) {
+        double *diag = malloc((size_t)cols * sizeof *diag);
+        A = malloc((size_t)(cols * cols) * sizeof *A);
+        Err = malloc((size_t)(rows * B) * sizeof *Err + 1);
+        if (!diag || !A || !Err) {
+            free(diag);
+            fail(err, errlen, "out of memory (Hessian %lld x %lld)", (long long)cols, (long long)cols);
+            goto done;
+        }
+        for (int64_t i = 0; i < cols * cols; i++)
+            if (!isfinite(H[i])) {
+                free(diag);
+                fail(err, errlen, "non-finite Hessian entry at (%lld, %lld)", (long long)(i / cols), (long long)(i % cols));
+                goto done;
+            }
+        double mean = 0, amean = 0;
+        for (int64_t i = 0; i < cols; i++) {
+            diag[i] = H[i * cols + i];
+            if (diag[i] == 0) {            /* dead column (gptq.py) */
+                inf.dead_cols++;
+                for (int64_t r = 0; r < rows; r++)
+                    W[r * cols + i] = 0;
+                diag[i] = 1;
+            }
+            mean += diag[i];
+            amean += fabs(diag[i]);
+        }
+        mean /= cols;
+        amean /= cols;
+        if (!(mean > 0))
+            mean = amean > 0 ? amean : 1;
+        if (act) {
+            g_diag = diag;
+            qsort(perm, (size_t)cols, sizeof *perm, by_diag_desc);
+        }
+        free(diag);
+        int ok = 0;
+        double rel = opts->damp;
+        for (int k = 0; k <= opts->retries; k++, rel *= 10) {
+            inf.tries = k + 1;
+            if (factor(A, H, perm, cols, rel * mean) == 0) {
+                ok = 1;
+                break;
+            }
+        }
+        if (!ok) {
+            inf.damp_used = rel / 10;
+            ret = WP_GPTQ_NOT_PD;
+            goto done;
+        }
+        inf.damp_used = rel;
+        U = narrow(A, cols * cols);
+        ubar = 0;
+        for (int64_t j = 0; j < cols; j++)
+            ubar += (double)U[j * cols + j] * U[j * cols + j];
+        ubar /= cols;
+    }
+
+    const float *qwp = qw;
+    if (act) {
+        /* static groups: every block's scales from the (dead-zeroed) weights
+         * before any update, in the original column order */
+        gs = malloc((size_t)(rows * nblk) * sizeof *gs + 1);
+        if (!gs) {
+            fail(err, errlen, "out of memory (act-order scales)");
+            goto done;
+        }
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < cols; c += group) {
+                int len = (int)(cols - c < group ? cols - c : group);
+                choose(&t, &cc, W + r * cols + c, len, qwp ? qwp + c : NULL, sig[r], gs + r * nblk + c / t.n);
+            }
+        /* permute the working weights' columns */
+        float *tmp = malloc((size_t)cols * sizeof *tmp);
+        if (!tmp) {
+            fail(err, errlen, "out of memory");
+            goto done;
+        }
+        for (int64_t r = 0; r < rows; r++) {
+            float *w = W + r * cols;
+            for (int64_t c = 0; c < cols; c++)
+                tmp[c] = w[perm[c]];
+            memcpy(w, tmp, (size_t)cols * sizeof *w);
+        }
+        free(tmp);
+    } else {
+        gs = malloc((size_t)(group / t.n) * sizeof *gs);
+        if (!gs) {
+            fail(err, errlen, "out of memory");
+            goto done;
+        }
+    }
+
+    uint8_t *out = dst;
+    const size_t rsz = (size_t)nblk * bbytes;
+    double loss = 0;
+    for (int64_t i1 = 0; i1 < cols; i1 += B) {
+        const int64_t i2 = i1 + B < cols ? i1 + B : cols, bw = i2 - i1;
+        for (int64_t r = 0; r < rows; r++) {
+            float *w = W + r * cols;
+            for (int64_t j = i1; j < i2; j++) {
+                const int64_t oc = perm[j];
+                gstate *g;
+                if (act) {
+                    g = gs + r * nblk + oc / t.n;
+                } else {
+                    if (j % group == 0) {
+                        int len = (int)(cols - j < group ? cols - j : group);
+                        choose(&t, &cc, w + j, len, qwp ? qwp + j : NULL, sig[r], gs);
+                    }
+                    g = gs + (j % group) / t.n;
+                }
+                const int i = (int)(oc % t.n);
+                const float x = w[j];
+                float v;
+                double wd = 1;
+                if (U) {
+                    const double u = U[j * cols + j];
+                    wd = ubar / (u * u);
+                }
+                int q = exact ? code_exact(&t, g, i, x, &v) : pick(&t, g, i, x, wd, rc, &v);
+                rc->cnt[q]++;
+                if (U) {
+                    const float *ur = U + j * cols;
+                    const float e = (x - v) / ur[j];
+                    loss += (double)(x - v) * (x - v) / ((double)ur[j] * ur[j]) / 2;
+                    Err[r * bw + (j - i1)] = e;
+                    for (int64_t k = j + 1; k < i2; k++)
+                        w[k] -= e * ur[k];
+                }
+                if (!act && i == t.n - 1)
+                    wp_block_pack(type, &g->s.p, out + (size_t)r * rsz + (size_t)(oc / t.n) * bbytes);
+            }
+        }
+        if (U && i2 < cols)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)(cols - i2), (int)bw,
+                        -1.0f, Err, (int)bw, U + i1 * cols + i2, (int)cols, 1.0f, W + i2, (int)cols);
+    }
+    if (act)
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t b = 0; b < nblk; b++)
+                wp_block_pack(type, &gs[r * nblk + b].s.p, out + (size_t)r * rsz + (size_t)b * bbytes);
+    inf.loss = loss;
+    int64_t bad = wp_gptq_check_blocks(type, dst, rows * nblk);
+    if (bad >= 0) {
+        fail(err, errlen, "scale of block %lld (row %lld) does not fit fp16: weights too large for %s",
+             (long long)(bad % nblk), (long long)(bad / nblk), wp_ggml_type_name((uint32_t)type));
+        goto done;
+    }
+    ret = 0;
+done:
+    if (info)
+        *info = inf;
+    free(W);
+    free(sig);
+    free(perm);
+    free(A);
+    free(Err);
+    free(gs);
+    free(rc);
+    return ret;
+}
+
+/* ---- checks for tests and reports --------------------------------------- */
+
+double wp_gptq_hloss(int type, const float *W, const void *q, int64_t rows, int64_t cols,
+                     const double *H)
+{
+    wp_block_info bi;
+    if (wp_block_info_get(type, &bi) || cols % bi.n)
+        return -1;
+    float *y = malloc((size_t)cols * sizeof *y);
+    double *e = malloc((size_t)cols * sizeof *e), *he = malloc((size_t)cols * sizeof *he);
+    double tot = 0;
+    const size_t rsz = wp_ggml_row_size((uint32_t)type, cols);
+    if (!y || !e || !he) {
+        tot = -1;
+        goto out;
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        wp_dequantize_row(type, (const uint8_t *)q + (size_t)r * rsz, y, cols);
+        for (int64_t c = 0; c < cols; c++)
+            e[c] = (double)y[c] - W[r * cols + c];
+        if (H) {
+            cblas_dgemv(CblasRowMajor, CblasNoTrans, (int)cols, (int)cols, 1.0, H, (int)cols, e, 1, 0.0, he, 1);
+            tot += cblas_ddot((int)cols, e, 1, he, 1);
+        } else {
+            tot += cblas_ddot((int)cols, e, 1, e, 1);
+        }
+    }
+out:
+    free(y);
+    free(e);
+    free(he);
+    return tot;
+}
+
+int64_t wp_gptq_check_blocks(int type, const void *q, int64_t nblocks)
+{
+    wp_block_info bi;
+    if (wp_block_info_get(type, &bi))
+        return -2;
+    wp_block_parts p;
+    for (int64_t b = 0; b < nblocks; b++) {
+        wp_block_unpack(type, (const uint8_t *)q + (size_t)b * bi.block_bytes, &p);
+        if (!isfinite(wp_fp16_to_f32(p.d)) || !isfinite(wp_fp16_to_f32(p.dmin)))
+            return b;
+    }
+    return -1;
+}
+
+double wp_gptq_code_entropy(int type, const void *q, int64_t nblocks)
+{
+    wp_block_info bi;
+    if (wp_block_info_get(type, &bi))
+        return -1;
+    int64_t cnt[256] = {0}, n = 0;
+    uint8_t c[256];
+    for (int64_t b = 0; b < nblocks; b++) {
+        wp_block_get_codes(type, (const uint8_t *)q + (size_t)b * bi.block_bytes, c);
+        for (int i = 0; i < bi.n; i++)
+            cnt[c[i]]++;
+        n += bi.n;
+    }
+    double h = 0;
+    for (int k = 0; k < 256; k++)
+        if (cnt[k]) {
+            double p = (double)cnt[k] / n;
+            h -= p * log2(p);
+        }
+    return h;
+}

@@ -1,0 +1,131 @@
+/*
+ * gptq.h - GPTQ into llama.cpp's block formats, with the LazyWeights options
+ * (shared step γ, widened step c, rate term λ).
+ *
+ * Source: Frantar, Ashkboos, Hoefler, Alistarh 2022, "GPTQ: Accurate
+ * Post-Training Quantization for Generative Pre-trained Transformers",
+ * Algorithm 1 and its reference implementation (gptq.py, fasterquant):
+ * dead columns (zero Hessian diagonal: H_ii = 1, W[:, i] = 0), damping
+ * λ·mean(diag H) on the diagonal, optional act-order (columns by descending
+ * diag H) with static groups, the upper Cholesky factor U of H⁻¹
+ * (H⁻¹ = UᵀU), lazy batches of columns whose error is pushed to the later
+ * columns with one matrix product (cblas_sgemm), and per-column error
+ * feedback err = (w - q) / U_jj, W[:, j+1:] -= err · U[j, j+1:].
+ *
+ * Terms. A weight matrix W has `rows` rows (one output each) of `cols`
+ * weights (input features, ggml ne[0]); row r is stored at W + r*cols. The
+ * Hessian H = XᵀX (cols × cols, double, row-major, symmetric) is over the
+ * matrix input X. A block is one ggml block of a row: a super-block of 256
+ * weights (Q2_K … Q6_K, IQ4_XS) made of sub-blocks (16 or 32 weights, each
+ * with its own scale and for some types a min), or a 32-weight block (Q4_0,
+ * Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL). A code is the integer a weight is stored
+ * as (blocks.h convention); the step is the spacing of the values a
+ * sub-block's codes stand for (d·sub-scale for K-quants).
+ *
+ * Scale choice. When GPTQ reaches the first column of a block (or, with γ on
+ * a 32-weight type, of a run of up to 256 weights of one row), it chooses the
+ * block's side data from the CURRENT error-updated weights of the whole block:
+ *   - default: llama.cpp's own choice (wp_rtn_choose, lib/rtn.h), and each
+ *     weight gets llama.cpp's rounding rule under it (wp_rtn_code), so with
+ *     H = I (no error to push) the output equals wp_rtn_quantize byte for byte;
+ *   - γ (gamma): one shared step per super-block: every sub-block scale is
+ *     the type's largest sub-scale S (Q4_K/Q5_K 63, Q6_K 127, Q3_K and IQ4_XS
+ *     31, Q2_K 15) and d = step / S; for 32-weight types one d is shared by
+ *     the blocks of each run of up to 256 weights of a row. The step is the
+ *     one that just covers the largest |weight| (symmetric types: the signed
+ *     extreme maps to the most negative code, as llama.cpp's Q4_0 does) or the
+ *     widest sub-block range including 0 (types with mins);
+ *   - c (widen ≥ 1): the step (γ's shared one, or llama.cpp's per-sub-block
+ *     ones) multiplied by c; codes are clamped to the type's range;
+ *   - with γ or c > 1, types with mins (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K) get each
+ *     sub-block's min placed so that the middle of the sub-block's range
+ *     (including 0 for the K types) falls on the middle code: codes
+ *     concentrate around the centre of the code range in every sub-block.
+ * Code choice with γ, c > 1 or λ > 0: the nearest representable value (exact
+ * float values as ggml's dequantizer computes them), or with λ > 0 the code
+ * among the five nearest that minimises
+ *     ((w - value) / step)² · (mean_j U_jj² / U_jj²) + λ · bits(code),
+ * bits(code) = -log2((count(code) + 1) / (N + K)) from a running histogram
+ * of this matrix's codes so far (add-one smoothing; K = 2^code_bits; the
+ * 4-bit types are counted singly, not in pairs). Weights are visited in
+ * GPTQ's order (lazy batch, then row, then column).
+ *
+ * Memory: the working copy of W (rows·cols floats), with a Hessian one
+ * cols×cols double matrix (the factor reuses it as floats) plus
+ * rows·128..256 floats of batch error; with act-order, the side data and
+ * rounding rule of every block (about 560 bytes per block) as well.
+ */
+#ifndef WPACK_GPTQ_H
+#define WPACK_GPTQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Return values of wp_gptq_quantize besides 0 (done) and -1 (error). */
+#define WP_GPTQ_NOT_PD 1   /* H + damping not positive definite after every
+                              retry: nothing written; fall back to RTN */
+
+typedef struct {
+    double damp;        /* damping as a fraction of mean(diag H); default 0.01 */
+    int    retries;     /* further tries, each with 10× the damping; default 4 */
+    int    act_order;   /* 1: columns by descending diag H, static groups */
+    int    gamma;       /* 1: one shared step per super-block / 256-weight run */
+    double widen;       /* c ≥ 1: step multiplied by c; default 1 */
+    double lambda;      /* λ ≥ 0: bits weight in the code choice; default 0 */
+    int    block_cols;  /* lazy batch width, default 128 (rounded up to a
+                           multiple of the scale group: 256 for K-quants) */
+} wp_gptq_opts;
+
+/* Defaults as above. */
+void wp_gptq_opts_default(wp_gptq_opts *o);
+
+/* What a run did. */
+typedef struct {
+    double damp_used;   /* the damping finally used, as a fraction of mean diag H */
+    int    tries;       /* factorizations tried (1 = the first worked) */
+    int64_t dead_cols;  /* columns with H_ii == 0 (their weights set to 0) */
+    double loss;        /* GPTQ's own objective: Σ (w - q)² / U_jj² / 2
+                           (gptq.py's Losses; 0 without a Hessian) */
+} wp_gptq_info;
+
+/* 1 when wp_gptq_quantize supports type (the block types of lib/rtn.h:
+ * Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS). */
+int wp_gptq_supported(int type);
+
+/* Quantize W (rows × cols floats, row-major, finite) into rows·row_size bytes
+ * of ggml blocks of type at dst, row after row as ggml_quantize_chunk lays
+ * them out. cols must be a multiple of the type's block size.
+ *   H   cols × cols doubles (row-major, symmetric, e.g. XᵀX summed or averaged
+ *       over tokens; the scale does not matter), or NULL for H = I (no error
+ *       feedback: RTN, or the γ/c/λ code choice without GPTQ).
+ *   qw  cols importance weights (an imatrix: mean squared activation per
+ *       input column) handed to llama.cpp's scale searches (its imatrix
+ *       path), or NULL for its reference path.
+ *   o   options, NULL for the defaults.
+ *   info filled when not NULL.
+ * Returns 0; WP_GPTQ_NOT_PD when every damping failed (dst untouched);
+ * -1 on bad arguments, an unsupported type, a non-finite weight or Hessian
+ * entry, a scale that does not fit fp16 (weights beyond ±65504·range), or no
+ * memory, with a one-line message in err (errlen bytes) that names the row
+ * and column where it applies. Not thread-safe only in that it uses the
+ * BLAS/LAPACK library's own threads. */
+int wp_gptq_quantize(int type, const float *W, int64_t rows, int64_t cols,
+                     const double *H, const float *qw, const wp_gptq_opts *o,
+                     void *dst, wp_gptq_info *info, char *err, size_t errlen);
+
+/* Hessian-weighted quantization error tr(ΔW·H·ΔWᵀ) with ΔW = dequant(q) - W,
+ * q the rows × cols weights quantized as type at q (ggml row layout); H NULL
+ * means I (plain squared error). In double. Returns -1 for an unsupported
+ * type. Cost rows·cols² (test and report use, not the hot path). */
+double wp_gptq_hloss(int type, const float *W, const void *q, int64_t rows, int64_t cols,
+                     const double *H);
+
+/* Index of the first of nblocks blocks of type at q whose d or dmin (fp16)
+ * is not finite, or -1 when all are; -2 for an unsupported type. */
+int64_t wp_gptq_check_blocks(int type, const void *q, int64_t nblocks);
+
+/* Shannon entropy in bits per code of the codes of nblocks blocks of type
+ * at q (blocks.h codes, counted singly). -1 for an unsupported type. */
+double wp_gptq_code_entropy(int type, const void *q, int64_t nblocks);
+
+#endif

@@ -1,0 +1,94 @@
+#!/usr/bin/env bats
+# gptq (filters/gptq.c): byte-exact llama-quantize RTN on stories260K, GPTQ
+# with Hessian records, the LazyWeights options, and every refusal.
+
+load helpers
+
+QUANTIZE="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin/llama-quantize"
+F32="$MODELS/stories260K-f32.gguf"
+UNIT="$ROOT/build/unit/test_gptq"
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+}
+
+@test "gptq --rtn --ftype equals llama-quantize byte for byte (Q8_0 Q4_0 Q5_0 IQ4_NL Q4_K_M Q6_K IQ4_XS Q4_K_S)" {
+    [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
+    for t in Q8_0 Q4_0 Q5_0 IQ4_NL Q4_K_M Q6_K IQ4_XS Q4_K_S; do
+        "$QUANTIZE" "$F32" "$T/ref-$t.gguf" "$t" 1 >/dev/null 2>&1
+        "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype "$t" --rtn --quiet | "$BIN/ggufpack" > "$T/our-$t.gguf"
+        cmp "$T/ref-$t.gguf" "$T/our-$t.gguf" || { echo "differs: $t"; return 1; }
+    done
+}
+
+@test "gptq --rtn from the F16 model equals llama-quantize (Q4_0)" {
+    [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
+    "$QUANTIZE" "$MODELS/stories260K-f16.gguf" "$T/ref.gguf" Q4_0 1 >/dev/null 2>&1
+    "$BIN/ggufcat" "$MODELS/stories260K-f16.gguf" | "$BIN/gptq" --ftype Q4_0 -q | "$BIN/ggufpack" > "$T/our.gguf"
+    cmp "$T/ref.gguf" "$T/our.gguf"
+}
+
+@test "gptq output loads and generates in llama.cpp (RTN, gamma+widen+lambda, GPTQ)" {
+    [ -x "$TOOLS/llgen" ] || skip "build/tools/llgen not built"
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h.wts"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --type Q4_0 -q | "$BIN/ggufpack" > "$T/a.gguf"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q4_K_M --gamma --widen 1.25 --lambda 0.05 -q | "$BIN/ggufpack" > "$T/b.gguf"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --hessian "$T/h.wts" --ftype Q4_0 --gamma --widen 1.25 -q | "$BIN/ggufpack" > "$T/c.gguf"
+    for m in a b c; do
+        run "$TOOLS/llgen" "$T/$m.gguf" 16
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | wc -w)" -eq 16 ] || { echo "$m: $output"; return 1; }
+    done
+}
+
+@test "gptq --hessian: shared Hessian records drive GPTQ; progress names method and types" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h.wts"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --hessian "$T/h.wts" --ftype Q8_0 -o "$T/g.wts" 2> "$T/err"
+    grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq)' "$T/err"
+    grep -q 'blk.4.ffn_up.weight  *F32 -> Q8_0 (gptq)' "$T/err"
+    grep -q 'blk.0.attn_output.weight  *F32 -> Q8_0 (rtn)' "$T/err"
+    grep -q 'kept F16.*blk.0.ffn_down.weight' "$T/err"
+    "$BIN/ggufpack" < "$T/g.wts" > "$T/g.gguf"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q8_0 -q | "$BIN/ggufpack" > "$T/r.gguf"
+    ! cmp -s "$T/g.gguf" "$T/r.gguf"
+    [ "$(stat -c %s "$T/g.gguf")" -eq "$(stat -c %s "$T/r.gguf")" ]
+}
+
+@test "gptq: an indefinite Hessian falls back to RTN with a warning" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/bad.wts" bad
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --hessian "$T/bad.wts" --ftype Q4_0 2> "$T/err" | "$BIN/ggufpack" > "$T/g.gguf"
+    grep -q 'warning: tensor blk.0.attn_q.weight: Hessian not positive definite' "$T/err"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q4_0 --rtn -q | "$BIN/ggufpack" > "$T/r.gguf"
+    cmp "$T/g.gguf" "$T/r.gguf"
+}
+
+@test "gptq: NaN in a weight is an error naming the tensor" {
+    cp "$F32" "$T/nan.gguf"
+    chmod u+w "$T/nan.gguf"
+    size=$(stat -c %s "$T/nan.gguf")
+    # the last tensor is blk.4.ffn_norm (256 bytes); before it blk.4.ffn_up
+    patch_bytes "$T/nan.gguf" $((size - 256 - 4)) '\x00\x00\xc0\x7f'
+    run sh -c "'$BIN/ggufcat' '$T/nan.gguf' | '$BIN/gptq' --ftype Q8_0 -q > '$T/out.wts'"
+    [ "$status" -ne 0 ]
+    [[ "$output" =~ "tensor blk.4.ffn_up.weight: non-finite value nan at row 171, column 63" ]] || { echo "$output"; return 1; }
+}
+
+@test "gptq: usage errors are one line" {
+    run "$BIN/gptq" --rtn
+    one_line_error 'exactly one of --type'
+    run "$BIN/gptq" --type Q9_9
+    one_line_error "unknown --type 'Q9_9'"
+    run "$BIN/gptq" --ftype Q4_0 --widen 0.5
+    one_line_error 'widen'
+    run "$BIN/gptq" --ftype Q4_0 --rtn --hessian x
+    one_line_error 'exclude'
+}
+
+@test "gptq --type Q4_0 --gamma: one d per row run, every block valid" {
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --type Q4_0 --gamma --widen 1.5 -q | "$BIN/ggufpack" > "$T/g.gguf"
+    "$BIN/ggufcat" "$T/g.gguf" | "$BIN/tsinfo" | grep -q 'blk.0.attn_q.weight  *Q4_0'
+    "$BIN/ggufcat" "$T/g.gguf" | "$BIN/tsinfo" | grep -q 'general.file_type  *u32 .* 2$'
+}

@@ -1,0 +1,512 @@
+/* test_gptq.c - lib/gptq.c: GPTQ with H = I is RTN byte for byte; with a
+ * realistic Hessian (XᵀX of RMS-normed stories260K token embeddings) it
+ * beats RTN in tr(ΔW·H·ΔWᵀ) on every matrix tried; γ blocks share one step;
+ * widening lowers code entropy; scales stay finite on edge-case blocks;
+ * bad Hessians are retried and then refused.
+ *
+ *   test_gptq                      the TAP tests
+ *   test_gptq --hessians OUT [bad] write a Hessian stream (gptq(1) format)
+ *                                  for stories260K's 64-column matrices, for
+ *                                  tests/gptq.bats; "bad" makes every
+ *                                  Hessian indefinite beyond any damping */
+#include "blocks.h"
+#include "ggml_type.h"
+#include "gguf_file.h"
+#include "gptq.h"
+#include "half.h"
+#include "rtn.h"
+#include "stream.h"
+#include "tap.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd32(void)
+{
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (uint32_t)(rng >> 32);
+}
+static double unif(void) { return (rnd32() + 0.5) / 4294967296.0; }
+static double gauss(void) { return sqrt(-2 * log(unif())) * cos(6.283185307179586 * unif()); }
+
+/* ---- stories260K ---------------------------------------------------------- */
+
+static wp_gguf_in *model;
+
+static float *tensor(const char *name, int64_t *ne0, int64_t *ne1)
+{
+    wp_record r;
+    wp_record_init(&r);
+    if (wp_gguf_read_tensor(model, name, &r) != 1 || r.type != WP_F32)
+        return NULL;
+    float *f = malloc(r.payload_len);
+    memcpy(f, r.payload, r.payload_len);
+    *ne0 = r.ne[0];
+    *ne1 = r.n_dims > 1 ? r.ne[1] : 1;
+    wp_record_free(&r);
+    return f;
+}
+
+/* X (n_tok × 64): the 512 token embeddings, RMS-normed and scaled by norm
+ * (a layer's attn_norm / ffn_norm), as the input of attn_q / ffn_gate. */
+static double *hessian_from_norm(const char *norm_name, int64_t *n_out)
+{
+    int64_t d, nv, one, d2;
+    float *E = tensor("token_embd.weight", &d, &nv);
+    float *g = tensor(norm_name, &d2, &one);
+    if (!E || !g)
+        return NULL;
+    double *H = calloc((size_t)(d * d), sizeof *H);
+    double *x = malloc((size_t)d * sizeof *x);
+    for (int64_t t = 0; t < nv; t++) {
+        double ss = 0;
+        for (int64_t j = 0; j < d; j++)
+            ss += (double)E[t * d + j] * E[t * d + j];
+        const double inv = 1 / sqrt(ss / d + 1e-5);
+        for (int64_t j = 0; j < d; j++)
+            x[j] = E[t * d + j] * inv * g[j];
+        for (int64_t i = 0; i < d; i++)
+            for (int64_t j = 0; j < d; j++)
+                H[i * d + j] += x[i] * x[j];
+    }
+    free(E);
+    free(g);
+    free(x);
+    *n_out = d;
+    return H;
+}
+
+/* A 256-column problem for the K-quants: W = four layers' attn_q side by side
+ * (64 × 256), X row t = the normed inputs of tokens t, t+1, t+2, t+3 (so
+ * H is block-structured and correlated, full rank). */
+static double *big_problem(float **Wout)
+{
+    int64_t d, nv, one, a, b;
+    float *E = tensor("token_embd.weight", &d, &nv);
+    float *g = tensor("blk.0.attn_norm.weight", &a, &one);
+    if (!E || !g)
+        return NULL;
+    const int64_t n = 4 * d;
+    double *H = calloc((size_t)(n * n), sizeof *H), *x = malloc((size_t)n * sizeof *x);
+    for (int64_t t = 0; t + 3 < nv; t++) {
+        for (int k = 0; k < 4; k++) {
+            const float *e = E + (t + k) * d;
+            double ss = 0;
+            for (int64_t j = 0; j < d; j++)
+                ss += (double)e[j] * e[j];
+            const double inv = 1 / sqrt(ss / d + 1e-5);
+            for (int64_t j = 0; j < d; j++)
+                x[k * d + j] = e[j] * inv * g[j];
+        }
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++)
+                H[i * n + j] += x[i] * x[j];
+    }
+    float *W = malloc((size_t)(d * n) * sizeof *W);
+    for (int k = 0; k < 4; k++) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%d.attn_q.weight", k);
+        float *q = tensor(name, &a, &b);
+        for (int64_t r = 0; r < d; r++)
+            for (int64_t c = 0; c < d; c++)
+                W[r * n + k * d + c] = q[r * d + c];
+        free(q);
+    }
+    free(E);
+    free(g);
+    free(x);
+    *Wout = W;
+    return H;
+}
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static uint8_t *quant(int type, const float *W, int64_t rows, int64_t cols, const double *H,
+                      const float *qw, const wp_gptq_opts *o, int *rc, wp_gptq_info *info)
+{
+    size_t sz = wp_ggml_row_size((uint32_t)type, cols) * (size_t)rows;
+    uint8_t *q = calloc(sz + 1, 1);
+    char err[256];
+    *rc = wp_gptq_quantize(type, W, rows, cols, H, qw, o, q, info, err, sizeof err);
+    if (*rc)
+        printf("# wp_gptq_quantize: %d %s\n", *rc, err);
+    return q;
+}
+
+static uint8_t *rtn(int type, const float *W, int64_t rows, int64_t cols, const float *qw)
+{
+    size_t sz = wp_ggml_row_size((uint32_t)type, cols) * (size_t)rows;
+    uint8_t *q = calloc(sz + 1, 1);
+    wp_rtn_quantize(type, W, q, rows, cols, qw);
+    return q;
+}
+
+static int all_finite(int type, const uint8_t *q, int64_t rows, int64_t cols)
+{
+    float *y = malloc((size_t)cols * sizeof *y);
+    size_t rs = wp_ggml_row_size((uint32_t)type, cols);
+    int ok = wp_gptq_check_blocks(type, q, rows * cols / wp_ggml_blck_size((uint32_t)type)) == -1;
+    for (int64_t r = 0; ok && r < rows; r++) {
+        wp_dequantize_row(type, q + r * rs, y, cols);
+        for (int64_t c = 0; c < cols; c++)
+            if (!isfinite(y[c]))
+                ok = 0;
+    }
+    free(y);
+    return ok;
+}
+
+static void make_matrix(float *x, int64_t rows, int64_t n)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        double rs = 0.02 * exp(0.5 * gauss());
+        for (int64_t c = 0; c < n; c++)
+            x[r * n + c] = (float)(rs * gauss() * (c % 97 == 5 ? 6 : 1));
+    }
+}
+
+static const int all_types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0, WP_IQ4_NL,
+                                WP_Q2_K, WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS};
+#define NTYPES (int)(sizeof all_types / sizeof all_types[0])
+static const char *tn(int t) { return wp_ggml_type_name((uint32_t)t); }
+
+/* ---- --hessians mode ------------------------------------------------------- */
+
+static int write_hessians(const char *out, int bad)
+{
+    FILE *f = fopen(out, "wb");
+    char err[256];
+    wp_writer *w = f ? wp_writer_open(f, out, 64, err, sizeof err) : NULL;
+    if (!w)
+        return 1;
+    for (int l = 0; l < 64; l++) {
+        char norm[64];
+        snprintf(norm, sizeof norm, "blk.%d.attn_norm.weight", l);
+        for (int which = 0; which < 2; which++) {
+            if (which)
+                snprintf(norm, sizeof norm, "blk.%d.ffn_norm.weight", l);
+            int64_t n;
+            double *H = hessian_from_norm(norm, &n);
+            if (!H)
+                goto end;
+            if (bad) {
+                double m = 0;
+                for (int64_t i = 0; i < n; i++)
+                    m += H[i * n + i] / n;
+                H[1] = H[n] = 1e4 * m;    /* indefinite beyond any damping */
+            }
+            wp_record r;
+            wp_record_init(&r);
+            r.kind = WP_REC_HESSIAN;
+            r.type = WP_F64;
+            r.n_dims = 2;
+            r.ne[0] = r.ne[1] = n;
+            char name[64], weights[256];
+            snprintf(name, sizeof name, which ? "blk.%d.ffn_in" : "blk.%d.attn_in", l);
+            if (which)
+                snprintf(weights, sizeof weights, "blk.%d.ffn_gate.weight,blk.%d.ffn_up.weight", l, l);
+            else
+                snprintf(weights, sizeof weights, "blk.%d.attn_q.weight,blk.%d.attn_k.weight,blk.%d.attn_v.weight", l, l, l);
+            wp_record_set_name(&r, name);
+            wp_attr_set(&r, "weights", weights);
+            wp_attr_set_i64(&r, "n_tokens", 512);
+            wp_attr_set_i64(&r, "cols", n);
+            memcpy(wp_record_alloc(&r, (uint64_t)(n * n) * 8), H, (size_t)(n * n) * 8);
+            if (wp_writer_put(w, &r))
+                return 1;
+            wp_record_free(&r);
+            free(H);
+        }
+    }
+end:
+    if (wp_writer_close(w, err, sizeof err) || fclose(f))
+        return 1;
+    return 0;
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    char path[4096], err[256];
+    const char *data = getenv("WPACK_DATA") ? getenv("WPACK_DATA") : "../shared/data";
+    snprintf(path, sizeof path, "%s/models/stories260K/stories260K-f32.gguf", data);
+    model = wp_gguf_open(path, err, sizeof err);
+    if (argc >= 3 && !strcmp(argv[1], "--hessians")) {
+        if (!model) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
+        return write_hessians(argv[2], argc > 3 && !strcmp(argv[3], "bad"));
+    }
+    int rc;
+    wp_gptq_opts o;
+    wp_gptq_info info;
+
+    /* 1. H = I: GPTQ equals RTN on the same grid, byte for byte */
+    {
+        const int64_t rows = 12, cols = 512;
+        float *W = malloc(rows * cols * sizeof *W), *qw = malloc(cols * sizeof *qw);
+        double *I = calloc(cols * cols, sizeof *I);
+        make_matrix(W, rows, cols);
+        for (int64_t c = 0; c < cols; c++) {
+            I[c * cols + c] = 1;
+            qw[c] = (float)exp(gauss());
+        }
+        wp_gptq_opts_default(&o);
+        for (int k = 0; k < NTYPES; k++) {
+            const int t = all_types[k];
+            const size_t sz = wp_ggml_row_size((uint32_t)t, cols) * rows;
+            for (int imx = 0; imx < 2; imx++) {
+                uint8_t *a = quant(t, W, rows, cols, I, imx ? qw : NULL, &o, &rc, &info);
+                uint8_t *b = rtn(t, W, rows, cols, imx ? qw : NULL);
+                CHECK(rc == 0 && !memcmp(a, b, sz), "H = I: GPTQ %s%s equals RTN byte for byte", tn(t),
+                      imx ? " (imatrix path)" : "");
+                free(a);
+                free(b);
+            }
+            uint8_t *a = quant(t, W, rows, cols, NULL, NULL, &o, &rc, &info);
+            uint8_t *b = rtn(t, W, rows, cols, NULL);
+            CHECK(rc == 0 && !memcmp(a, b, sz), "H = NULL: %s equals RTN byte for byte", tn(t));
+            free(a);
+            free(b);
+        }
+        free(W);
+        free(qw);
+        free(I);
+    }
+
+    if (!model) {
+        SKIP("stories260K not found (%s): real-Hessian tests", err);
+        return tap_done();
+    }
+
+    /* 2. real Hessians: GPTQ below RTN in tr(ΔW H ΔWᵀ) on every matrix */
+    {
+        static const char *mats[][2] = {
+            {"blk.0.attn_q.weight", "blk.0.attn_norm.weight"}, {"blk.0.attn_k.weight", "blk.0.attn_norm.weight"},
+            {"blk.2.attn_v.weight", "blk.2.attn_norm.weight"}, {"blk.1.ffn_gate.weight", "blk.1.ffn_norm.weight"},
+            {"blk.4.ffn_up.weight", "blk.4.ffn_norm.weight"},
+        };
+        static const int t32[] = {WP_Q4_0, WP_Q5_0, WP_Q8_0, WP_IQ4_NL};
+        wp_gptq_opts_default(&o);
+        for (size_t m = 0; m < sizeof mats / sizeof mats[0]; m++) {
+            int64_t cols, rows, n;
+            float *W = tensor(mats[m][0], &cols, &rows);
+            double *H = hessian_from_norm(mats[m][1], &n);
+            for (int k = 0; k < 4; k++) {
+                const int t = t32[k];
+                for (int act = 0; act < 2; act++) {
+                    o.act_order = act;
+                    uint8_t *a = quant(t, W, rows, cols, H, NULL, &o, &rc, &info);
+                    uint8_t *b = rtn(t, W, rows, cols, NULL);
+                    double lg = wp_gptq_hloss(t, W, a, rows, cols, H), lr = wp_gptq_hloss(t, W, b, rows, cols, H);
+                    CHECK(rc == 0 && lg < lr && all_finite(t, a, rows, cols),
+                          "%s %s%s: tr(dW H dW^T) GPTQ %.4g < RTN %.4g (%.1f%%)", mats[m][0], tn(t),
+                          act ? " act-order" : "", lg, lr, 100 * (lg / lr - 1));
+                    free(a);
+                    free(b);
+                }
+            }
+            o.act_order = 0;
+            free(W);
+            free(H);
+        }
+        /* K-quants on the 64 x 256 problem */
+        float *W = NULL;
+        double *H = big_problem(&W);
+        if (!H || !W)
+            return CHECK(0, "stories260K tensors for the 64x256 problem"), tap_done();
+        static const int tk[] = {WP_Q2_K, WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS, WP_Q4_0, WP_Q8_0};
+        for (int k = 0; k < 8; k++) {
+            const int t = tk[k];
+            for (int act = 0; act < 2; act++) {
+                o.act_order = act;
+                uint8_t *a = quant(t, W, 64, 256, H, NULL, &o, &rc, &info);
+                uint8_t *b = rtn(t, W, 64, 256, NULL);
+                double lg = wp_gptq_hloss(t, W, a, 64, 256, H), lr = wp_gptq_hloss(t, W, b, 64, 256, H);
+                CHECK(rc == 0 && lg < lr && all_finite(t, a, 64, 256),
+                      "attn_q x4 (64x256) %s%s: tr(dW H dW^T) GPTQ %.4g < RTN %.4g (%.1f%%)", tn(t),
+                      act ? " act-order" : "", lg, lr, 100 * (lg / lr - 1));
+                free(a);
+                free(b);
+            }
+        }
+        o.act_order = 0;
+
+        /* 3. γ: identical sub-block scales; widen lowers code entropy */
+        static const int tg[] = {WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_Q3_K, WP_IQ4_XS, WP_Q2_K};
+        for (int k = 0; k < 6; k++) {
+            const int t = tg[k];
+            wp_gptq_opts_default(&o);
+            o.gamma = 1;
+            for (int useh = 0; useh < 2; useh++) {
+                uint8_t *a = quant(t, W, 64, 256, useh ? H : NULL, NULL, &o, &rc, &info);
+                wp_block_info bi;
+                wp_block_info_get(t, &bi);
+                int same = 1;
+                for (int b = 0; b < 64; b++) {
+                    wp_block_parts p;
+                    wp_block_unpack(t, a + b * bi.block_bytes, &p);
+                    for (int s = 1; s < bi.nsub; s++)
+                        same &= p.sc[s] == p.sc[0];
+                }
+                CHECK(rc == 0 && same && all_finite(t, a, 64, 256), "--gamma %s%s: every block has identical sub-block scales",
+                      tn(t), useh ? " (GPTQ)" : "");
+                free(a);
+            }
+        }
+        {
+            int64_t cols, rows;
+            float *Wq = tensor("blk.1.attn_q.weight", &cols, &rows);
+            wp_gptq_opts_default(&o);
+            o.gamma = 1;
+            uint8_t *a = quant(WP_Q4_0, Wq, rows, cols, NULL, NULL, &o, &rc, &info);
+            int same = 1;
+            for (int64_t r = 0; r < rows; r++)
+                for (int b = 1; b < 2; b++)
+                    same &= wp_rd16(a + (r * 2 + b) * 18) == wp_rd16(a + r * 2 * 18);
+            CHECK(rc == 0 && same, "--gamma Q4_0 (64-weight rows): one d per run of blocks");
+            free(a);
+            free(Wq);
+        }
+        /* entropy at widen 1.0 / 1.25 / 1.5, with and without γ and a Hessian */
+        static const int te[] = {WP_Q4_K, WP_Q6_K, WP_IQ4_XS, WP_Q4_0, WP_Q8_0, WP_Q5_0};
+        for (int k = 0; k < 6; k++) {
+            const int t = te[k];
+            for (int gm = 0; gm < 2; gm++)
+                for (int useh = 0; useh < 2; useh++) {
+                    double h[3];
+                    const double c[3] = {1.0, 1.25, 1.5};
+                    for (int i = 0; i < 3; i++) {
+                        wp_gptq_opts_default(&o);
+                        o.gamma = gm;
+                        o.widen = c[i];
+                        uint8_t *a = quant(t, W, 64, 256, useh ? H : NULL, NULL, &o, &rc, &info);
+                        h[i] = wp_gptq_code_entropy(t, a, 64 * 256 / wp_ggml_blck_size((uint32_t)t));
+                        free(a);
+                    }
+                    CHECK(h[2] < h[0], "%s gamma=%d %s: code entropy widen 1.0 %.3f, 1.25 %.3f, 1.5 %.3f bits",
+                          tn(t), gm, useh ? "GPTQ" : "RTN", h[0], h[1], h[2]);
+                }
+        }
+        /* λ lowers entropy further and keeps blocks valid */
+        for (int k = 0; k < 3; k++) {
+            const int t = te[k];
+            double h[2], l[2];
+            for (int i = 0; i < 2; i++) {
+                wp_gptq_opts_default(&o);
+                o.gamma = 1;
+                o.widen = 1.25;
+                o.lambda = i ? 0.1 : 0;
+                uint8_t *a = quant(t, W, 64, 256, H, NULL, &o, &rc, &info);
+                h[i] = wp_gptq_code_entropy(t, a, 64 * 256 / wp_ggml_blck_size((uint32_t)t));
+                l[i] = wp_gptq_hloss(t, W, a, 64, 256, H);
+                CHECK(rc == 0 && all_finite(t, a, 64, 256), "%s gamma c=1.25 lambda=%g: valid blocks", tn(t), o.lambda);
+                free(a);
+            }
+            CHECK(h[1] < h[0], "%s lambda 0.1 lowers entropy %.3f -> %.3f bits (loss %.4g -> %.4g)", tn(t), h[0], h[1], l[0], l[1]);
+        }
+        free(W);
+        free(H);
+    }
+
+    /* 4. never a NaN/Inf scale: zero rows/blocks, denormals, one huge outlier */
+    {
+        const int64_t rows = 4, cols = 512;
+        float *W = malloc(rows * cols * sizeof *W);
+        double *H = calloc(cols * cols, sizeof *H);
+        for (int64_t i = 0; i < cols; i++)
+            for (int64_t j = 0; j < cols; j++)
+                H[i * cols + j] = (i == j ? 2.0 : 0) + 0.3 * exp(-fabs((double)(i - j)) / 3);
+        for (int64_t c = 0; c < cols; c++) {
+            W[0 * cols + c] = 0;                                          /* zero row */
+            W[1 * cols + c] = c < 256 ? 0 : (float)(0.02 * gauss());    /* zero super-block */
+            W[2 * cols + c] = (c & 1 ? -1 : 1) * 1e-41f * (1 + c % 7);   /* denormals only */
+            W[3 * cols + c] = (float)(0.02 * gauss());
+        }
+        W[3 * cols + 77] = 3000.f;                                       /* huge outlier */
+        W[1 * cols + 300] = 1e-38f;
+        for (int k = 0; k < NTYPES; k++) {
+            const int t = all_types[k];
+            int ok = 1;
+            for (int mode = 0; mode < 6; mode++) {
+                wp_gptq_opts_default(&o);
+                o.gamma = mode == 2 || mode == 5;
+                o.widen = mode >= 3 ? 1.5 : 1;
+                o.lambda = mode == 5 ? 0.2 : 0;
+                o.act_order = mode == 4;
+                uint8_t *a = quant(t, W, rows, cols, mode ? H : NULL, NULL, &o, &rc, &info);
+                ok &= rc == 0 && all_finite(t, a, rows, cols);
+                free(a);
+            }
+            uint8_t *b = rtn(t, W, rows, cols, NULL);
+            ok &= all_finite(t, b, rows, cols);
+            free(b);
+            CHECK(ok, "%s: finite d/dmin and values on zero rows, zero blocks, denormals, an outlier (RTN, GPTQ, gamma, widen, act-order, lambda)", tn(t));
+        }
+        W[2 * cols + 5] = NAN;
+        uint8_t *a = calloc(wp_ggml_row_size(WP_Q4_0, cols) * rows, 1);
+        rc = wp_gptq_quantize(WP_Q4_0, W, rows, cols, H, NULL, NULL, a, NULL, err, sizeof err);
+        CHECK(rc == -1 && strstr(err, "row 2") && strstr(err, "column 5"), "NaN weight refused: %s", err);
+        free(a);
+        free(W);
+        free(H);
+    }
+
+    /* 5. non-positive-definite Hessians */
+    {
+        int64_t cols, rows, n;
+        float *W = tensor("blk.3.attn_q.weight", &cols, &rows);
+        double *H0 = hessian_from_norm("blk.3.attn_norm.weight", &n);
+        /* rank-deficient: X = 16 tokens only, minus a multiple of I */
+        double *H = calloc(n * n, sizeof *H), m = 0;
+        int64_t d, nv;
+        float *E = tensor("token_embd.weight", &d, &nv);
+        for (int t = 0; t < 16; t++)
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < n; j++)
+                    H[i * n + j] += (double)E[(t * 31) * d + i] * E[(t * 31) * d + j];
+        for (int64_t i = 0; i < n; i++)
+            m += H[i * n + i] / n;
+        for (int64_t i = 0; i < n; i++)
+            H[i * n + i] -= 0.05 * m;
+        const size_t sz = wp_ggml_row_size(WP_Q4_0, cols) * rows;
+        wp_gptq_opts_default(&o);
+        uint8_t *a = quant(WP_Q4_0, W, rows, cols, H, NULL, &o, &rc, &info);
+        CHECK(rc == 0 && info.tries > 1 && all_finite(WP_Q4_0, a, rows, cols),
+              "rank-deficient, perturbed Hessian: factorized after %d tries (damping %g)", info.tries, info.damp_used);
+        free(a);
+        /* indefinite beyond any damping */
+        H0[1] = H0[n] = 1e4 * H0[0];
+        a = calloc(sz, 1);
+        memset(a, 0x5a, sz);
+        rc = wp_gptq_quantize(WP_Q4_0, W, rows, cols, H0, NULL, &o, a, &info, err, sizeof err);
+        int untouched = 1;
+        for (size_t i = 0; i < sz; i++)
+            untouched &= a[i] == 0x5a;
+        CHECK(rc == WP_GPTQ_NOT_PD && info.tries == 5 && untouched,
+              "indefinite Hessian: WP_GPTQ_NOT_PD after %d tries, output untouched", info.tries);
+        free(a);
+        /* dead columns */
+        for (int64_t i = 0; i < n; i++)
+            H[i * n + i] += 0.1 * m;
+        for (int64_t j = 0; j < n; j++)
+            H[3 * n + j] = H[j * n + 3] = 0;
+        a = quant(WP_Q8_0, W, rows, cols, H, NULL, &o, &rc, &info);
+        float y[64];
+        wp_dequantize_row(WP_Q8_0, a, y, 64);
+        CHECK(rc == 0 && info.dead_cols == 1 && y[3] == 0, "dead column: counted, its weights quantized as 0");
+        free(a);
+        free(E);
+        free(W);
+        free(H);
+        free(H0);
+    }
+    wp_gguf_close(model);
+    return tap_done();
+}
