@@ -1,0 +1,679 @@
+/* hessian - input Hessians H = XᵀX of every weight matrix of a GGUF model,
+ * collected through llama.cpp's own forward pass, as a wpack tensor stream.
+ *
+ *   hessian --model M.gguf --text FILE [--ctx 512] [--chunks N] [--threads T]
+ *           [--batch 2048] [--max-memory BYTES] [-o OUT]
+ *
+ * Method (llama-imatrix's, tools/imatrix/imatrix.cpp of the pinned llama.cpp:
+ * compute_imatrix() and IMatrixCollector::collect_imatrix()):
+ *   - the text file (one trailing newline dropped) is tokenized once, BOS added
+ *     as the vocabulary asks, special-token text read as plain text;
+ *   - it is cut into N = min(--chunks, tokens / ctx) chunks of ctx tokens;
+ *     the first token of every chunk is replaced by BOS; batch/ctx chunks run
+ *     as parallel sequences; every position requests its logits, so every
+ *     token reaches every matrix (output.weight and the last layer's FFN too);
+ *   - the scheduler's eval callback (llama_context_params.cb_eval) sees every
+ *     GGML_OP_MUL_MAT whose src0 is a model weight (a tensor in a buffer of
+ *     usage GGML_BACKEND_BUFFER_USAGE_WEIGHTS) and whose src1 (the activation,
+ *     F32) holds one token per row; every row x of src1 adds x xᵀ to that
+ *     weight's H, in double precision (rows converted to double, BLAS dsyrk).
+ *     llama-imatrix keeps only diag(H) (in float: "in_sum2") and the row count
+ *     ("counts"); here diag(H)/n_tokens equals its in_sum2/counts.
+ *     GGML_OP_MUL_MAT_ID (mixture-of-experts) gives one H per expert from the
+ *     rows routed to it, as llama-imatrix does per expert.
+ * Weights are all recorded, output.weight included (llama-imatrix needs
+ * --process-output for it); a tied output matrix is recorded under the name of
+ * the tensor the matmul reads (token_embd.weight).
+ *
+ * Memory: the Hessians of one pass (cols² doubles per weight, per expert for
+ * MoE) must fit in --max-memory (default half of physical RAM). A first
+ * forward pass over one chunk, collecting nothing, finds the weights and their
+ * column counts; the weights are then grouped by layer (blk.N) into passes of
+ * consecutive layers that fit, and the text is run once per pass.
+ *
+ * Output: one record per weight (stream.h), in the order the forward pass
+ * first reaches the weights:
+ *   kind    WP_REC_HESSIAN (4)
+ *   name    the weight tensor's name, e.g. "blk.0.attn_q.weight"
+ *   type    WP_F64 (28)
+ *   n_dims  2, ne = {cols, cols}, cols = the weight's ne[0] (its row length)
+ *           (MoE: n_dims 3, ne = {cols, cols, n_expert}, one H per expert)
+ *   payload cols×cols doubles, little-endian, row-major, H[i][j] =
+ *           sum over tokens of x_i x_j (symmetric; NOT divided by n_tokens)
+ *   attrs   n_tokens=T      rows of X summed (chunks × ctx for dense weights)
+ *           text_hash=HEX   XXH64 (seed 0) of the text file's bytes, 16 hex digits
+ *           ctx=C chunks=N  the calibration's context length and chunk count
+ *           (MoE: expert_tokens=t0,t1,... rows routed to each expert)
+ * Weights that read the same input (q/k/v, gate/up) get equal Hessians, one
+ * record each.
+ *
+ * Errors: one line "hessian: FILE: problem" on stderr, exit 1, no output file
+ * (lib/cli.h). Progress on stderr.
+ */
+#include "llm_common.h"
+
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "cli.h"
+#include "ggml_type.h"
+#include "stream.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "hessian writes its doubles in host order: a little-endian host is required"
+#endif
+
+/* OpenBLAS's thread control; declared here so any cblas.h will do. */
+void openblas_set_num_threads(int num_threads);
+
+static const char usage[] =
+    "usage: hessian --model M.gguf --text FILE [options] > OUT\n"
+    "Input Hessians H = X^T X (double precision, summed over all calibration\n"
+    "tokens) of every weight matrix of M, collected through llama.cpp's forward\n"
+    "pass as llama-imatrix does, as a wpack stream of Hessian records.\n"
+    "options:\n"
+    "  --model FILE        GGUF model (any architecture llama.cpp runs)\n"
+    "  --text FILE         calibration text (never the evaluation text)\n"
+    "  --ctx N             tokens per chunk (default 512)\n"
+    "  --chunks N          use at most N chunks (default all)\n"
+    "  --threads N         CPU threads (default: online CPUs)\n"
+    "  --batch N           logical batch; batch/ctx chunks run in parallel (default 2048)\n"
+    "  --max-memory BYTES  bound on the Hessians held at once (suffix K, M, G;\n"
+    "                      default half of RAM); more passes over the text when needed\n"
+    "  -o FILE             write to FILE (atomically) instead of stdout\n"
+    "  --help              this text\n"
+    "Set WPACK_LLAMA_LOG=1 to see llama.cpp's log.\n";
+
+/* One weight matrix whose input is collected. */
+struct hw {
+    char *name;        /* weight tensor name, e.g. "blk.0.attn_q.weight" */
+    int64_t cols;      /* the weight's ne[0] = the input's row length */
+    int64_t n_expert;  /* 1 for a dense weight; ne[2] for MUL_MAT_ID */
+    int layer;         /* N of "blk.N.", -1 for other weights */
+    int pass;          /* 0-based pass that collects it */
+    double *H;         /* n_expert × cols × cols (upper triangle filled until emitted) */
+    int64_t *tokens;   /* n_expert row counts */
+};
+
+/* The callback's state. */
+struct hstate {
+    struct hw *w;
+    int n, cap;
+    int discover;      /* 1: record weights, collect nothing */
+    int pass;          /* the pass being collected */
+    const char *model_path;
+    double *xd;        /* scratch: rows × cols doubles */
+    size_t xd_cap;     /* doubles */
+    char *host;        /* scratch copy of a non-host src1 / ids */
+    size_t host_cap;
+};
+
+/* Seconds since an arbitrary start (monotonic clock). */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* The weight name in a scheduler tensor name: "CUDA0#blk.0.attn_k.weight#0"
+ * -> "blk.0.attn_k.weight" (llama-imatrix's filter_tensor_name), into buf. */
+static void weight_name(const char *name, char *buf, size_t n)
+{
+    const char *p = strchr(name, '#');
+    if (p) {
+        p++;
+        const char *q = strchr(p, '#');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        if (len >= n)
+            len = n - 1;
+        memcpy(buf, p, len);
+        buf[len] = '\0';
+    } else {
+        snprintf(buf, n, "%s", name);
+    }
+}
+
+/* N of a name "blk.N....", else -1. */
+static int layer_of(const char *name)
+{
+    if (strncmp(name, "blk.", 4) != 0)
+        return -1;
+    char *end;
+    long v = strtol(name + 4, &end, 10);
+    return (end != name + 4 && *end == '.' && v >= 0 && v < INT32_MAX) ? (int)v : -1;
+}
+
+static struct hw *find_weight(struct hstate *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->w[i].name, name) == 0)
+            return &s->w[i];
+    return NULL;
+}
+
+/* Grow a scratch buffer to at least n elements of size sz; dies when out of memory. */
+static void *grow(void *p, size_t *cap, size_t n, size_t sz, struct hstate *s)
+{
+    if (n <= *cap)
+        return p;
+    void *q = realloc(p, n * sz);
+    if (!q)
+        wp_die("%s: out of memory for activations (%zu bytes)", s->model_path, n * sz);
+    *cap = n;
+    return q;
+}
+
+/* Is t a matmul on a model weight whose input we can collect?  src0 must be a
+ * non-view tensor in a weights buffer, 2-D (MUL_MAT) or 3-D (MUL_MAT_ID),
+ * src1 F32 with contiguous rows.  Source: llama-imatrix's `ask` branch, with
+ * the weights-buffer test in place of its "blk." name prefix. */
+static int is_weight_matmul(const struct ggml_tensor *t)
+{
+    if (t->op != GGML_OP_MUL_MAT && t->op != GGML_OP_MUL_MAT_ID)
+        return 0;
+    const struct ggml_tensor *a = t->src[0], *b = t->src[1];
+    if (!a || !b || !a->buffer || a->view_src)
+        return 0;
+    if (ggml_backend_buffer_get_usage(a->buffer) != GGML_BACKEND_BUFFER_USAGE_WEIGHTS)
+        return 0;
+    if (b->type != GGML_TYPE_F32 || b->nb[0] != sizeof(float))
+        return 0;
+    if (t->op == GGML_OP_MUL_MAT)
+        return a->ne[2] == 1 && a->ne[3] == 1;
+    return a->ne[3] == 1 && t->src[2] != NULL && ggml_nrows(b) == b->ne[1] * b->ne[2];
+}
+
+/* src1's bytes in host memory (copied when its buffer is not host memory). */
+static const char *host_data(struct hstate *s, const struct ggml_tensor *b)
+{
+    if (!b->buffer || ggml_backend_buffer_is_host(b->buffer))
+        return (const char *)b->data;
+    s->host = grow(s->host, &s->host_cap, ggml_nbytes(b), 1, s);
+    ggml_backend_tensor_get(b, s->host, 0, ggml_nbytes(b));
+    return s->host;
+}
+
+/* H (cols × cols, upper triangle, row-major) += Xᵀ X for the n rows x_r at
+ * data + off[r] (cols floats each): the rows are converted to double in the
+ * scratch matrix and added with one dsyrk, so every product x_i x_j is exact
+ * and summed in double.  Dies on a non-finite activation (llama-imatrix
+ * checks the same after accumulating). */
+static void add_rows(struct hstate *s, struct hw *w, double *H, const char *const *rows, int64_t n)
+{
+    const int64_t c = w->cols;
+    s->xd = grow(s->xd, &s->xd_cap, (size_t)(n * c), sizeof(double), s);
+    for (int64_t r = 0; r < n; r++) {
+        const float *x = (const float *)rows[r];
+        double *d = s->xd + r * c;
+        for (int64_t j = 0; j < c; j++) {
+            if (!isfinite(x[j]))
+                wp_die("%s: non-finite activation in the input of %s", s->model_path, w->name);
+            d[j] = x[j];
+        }
+    }
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)c, (int)n, 1.0, s->xd, (int)c, 1.0, H, (int)c);
+}
+
+/* The scheduler's eval callback (llama_context_params.cb_eval), after
+ * llama-imatrix's collect_imatrix: with ask, says whether t's result is
+ * wanted (matmuls on weights of the current pass); without, accumulates t's
+ * input rows into the Hessian of its weight (per routed expert for
+ * MUL_MAT_ID).  In discovery mode it only records the weights (name, cols,
+ * experts) and asks for nothing. */
+static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
+{
+    struct hstate *s = user;
+    if (!is_weight_matmul(t))
+        return false;
+    const struct ggml_tensor *a = t->src[0], *b = t->src[1];
+    char name[GGML_MAX_NAME + 8];
+    weight_name(a->name, name, sizeof name);
+    struct hw *w = find_weight(s, name);
+
+    if (s->discover) {
+        if (!w) {
+            if (s->n == s->cap) {
+                s->cap = s->cap ? 2 * s->cap : 64;
+                s->w = realloc(s->w, (size_t)s->cap * sizeof *s->w);
+                if (!s->w)
+                    wp_die("%s: out of memory", s->model_path);
+            }
+            w = &s->w[s->n++];
+            memset(w, 0, sizeof *w);
+            w->name = strdup(name);
+            if (!w->name)
+                wp_die("%s: out of memory", s->model_path);
+            w->cols = a->ne[0];
+            w->n_expert = t->op == GGML_OP_MUL_MAT_ID ? a->ne[2] : 1;
+            w->layer = layer_of(name);
+        }
+        return false;
+    }
+    if (!w || w->pass != s->pass || !w->H)
+        return false;
+    if (ask)
+        return true;
+    if (b->ne[0] != w->cols)
+        wp_die("%s: input of %s has %lld columns, the weight %lld", s->model_path, name, (long long)b->ne[0],
+               (long long)w->cols);
+
+    const char *data = host_data(s, b);
+    const int64_t c = w->cols;
+    const char **rows;
+    if (t->op == GGML_OP_MUL_MAT) {
+        /* every row of a 2-, 3- or 4-D src1 is one token's input (flattened, as
+         * llama-imatrix does for a 2-D weight) */
+        const int64_t n = ggml_nrows(b);
+        rows = malloc((size_t)n * sizeof *rows);
+        if (!rows)
+            wp_die("%s: out of memory", s->model_path);
+        int64_t k = 0;
+        for (int64_t i3 = 0; i3 < b->ne[3]; i3++)
+            for (int64_t i2 = 0; i2 < b->ne[2]; i2++)
+                for (int64_t i1 = 0; i1 < b->ne[1]; i1++)
+                    rows[k++] = data + i1 * b->nb[1] + i2 * b->nb[2] + i3 * b->nb[3];
+        add_rows(s, w, w->H, rows, n);
+        w->tokens[0] += n;
+        free(rows);
+        return true;
+    }
+
+    /* MUL_MAT_ID: ids [n_used, n_tokens] (I32, maybe not contiguous),
+     * src1 [cols, n_used or 1, n_tokens]; token `row`'s slot idx goes to
+     * expert ids[idx, row] and reads src1 row (idx % src1->ne[1], row). */
+    const struct ggml_tensor *ids = t->src[2];
+    const int64_t n_ids = ids->ne[0], n_tok = b->ne[2];
+    if (ids->ne[1] != n_tok)
+        wp_die("%s: routing ids of %s do not match its input", s->model_path, name);
+    char *idbuf = malloc(ggml_nbytes(ids));
+    rows = malloc((size_t)(n_ids * n_tok) * sizeof *rows);
+    if (!idbuf || !rows)
+        wp_die("%s: out of memory", s->model_path);
+    ggml_backend_tensor_get(ids, idbuf, 0, ggml_nbytes(ids));
+    for (int64_t ex = 0; ex < w->n_expert; ex++) {
+        int64_t n = 0;
+        for (int64_t row = 0; row < n_tok; row++)
+            for (int64_t idx = 0; idx < n_ids; idx++) {
+                const int32_t e = *(const int32_t *)(idbuf + row * ids->nb[1] + idx * ids->nb[0]);
+                if (e < 0 || e >= w->n_expert)
+                    wp_die("%s: expert id %d of %s out of range", s->model_path, (int)e, name);
+                if (e == ex)
+                    rows[n++] = data + (idx % b->ne[1]) * b->nb[1] + row * b->nb[2];
+            }
+        if (n) {
+            add_rows(s, w, w->H + ex * c * c, rows, n);
+            w->tokens[ex] += n;
+        }
+    }
+    free(rows);
+    free(idbuf);
+    return true;
+}
+
+/* Bytes of w's Hessians. */
+static uint64_t hbytes(const struct hw *w)
+{
+    return (uint64_t)w->n_expert * (uint64_t)w->cols * (uint64_t)w->cols * sizeof(double);
+}
+
+/* Group the weights into passes: whole layers (runs of weights with the same
+ * layer in first-use order) while the pass's Hessians fit in max_mem; a
+ * layer too big for one pass is split between weights.  Returns the number
+ * of passes; dies when one weight alone does not fit. */
+static int plan_passes(struct hstate *s, uint64_t max_mem)
+{
+    int pass = 0;
+    uint64_t used = 0;
+    for (int i = 0; i < s->n;) {
+        int j = i + 1;
+        uint64_t unit = hbytes(&s->w[i]);
+        while (j < s->n && s->w[j].layer == s->w[i].layer && s->w[i].layer >= 0)
+            unit += hbytes(&s->w[j++]);
+        if (used + unit <= max_mem) {
+            for (int k = i; k < j; k++)
+                s->w[k].pass = pass;
+            used += unit;
+            i = j;
+            continue;
+        }
+        if (used > 0) {
+            pass++;
+            used = 0;
+            continue;
+        }
+        /* a layer alone does not fit: split it weight by weight */
+        for (int k = i; k < j; k++) {
+            uint64_t b = hbytes(&s->w[k]);
+            if (b > max_mem)
+                wp_die("--max-memory: %llu bytes cannot hold the Hessian of %s (%llu bytes)",
+                       (unsigned long long)max_mem, s->w[k].name, (unsigned long long)b);
+            if (used + b > max_mem) {
+                pass++;
+                used = 0;
+            }
+            s->w[k].pass = pass;
+            used += b;
+        }
+        i = j;
+    }
+    return s->n ? pass + 1 : 0;
+}
+
+/* XXH64 (seed 0) of the bytes of the file at path as 16 lower-case hex digits
+ * into hex[17].  Dies naming the file on a read error. */
+static void hash_file(const char *path, char hex[17])
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        wp_die("%s: %s", path, strerror(errno));
+    XXH64_state_t *st = XXH64_createState();
+    if (!st)
+        wp_die("%s: out of memory", path);
+    XXH64_reset(st, 0);
+    static char buf[1 << 16];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+        XXH64_update(st, buf, got);
+    if (ferror(f))
+        wp_die("%s: %s", path, strerror(errno ? errno : EIO));
+    fclose(f);
+    snprintf(hex, 17, "%016llx", (unsigned long long)XXH64_digest(st));
+    XXH64_freeState(st);
+}
+
+/* Parse BYTES with an optional K, M, G or T suffix (powers of 1024). */
+static uint64_t parse_bytes(const char *opt, const char *v)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    uint64_t mul = 1;
+    switch (*end) {
+    case 'K': case 'k': mul = 1ull << 10; end++; break;
+    case 'M': case 'm': mul = 1ull << 20; end++; break;
+    case 'G': case 'g': mul = 1ull << 30; end++; break;
+    case 'T': case 't': mul = 1ull << 40; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (!*v || *v == '-' || *end || errno || x == 0 || x > UINT64_MAX / mul)
+        wp_die("%s: expected a positive byte count (suffix K, M, G or T), got '%s'", opt, v);
+    return x * mul;
+}
+
+int main(int argc, char **argv)
+{
+    const char *model_path = NULL, *text_path = NULL, *out_path = NULL;
+    long long ctx_arg = 512, chunks_arg = -1, batch_arg = 2048, threads = 0;
+    uint64_t max_mem = 0;
+
+    wp_cli_init("hessian");
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        char name[32];
+        const char *eq = strchr(a, '=');
+        if (strncmp(a, "--", 2) == 0 && eq && (size_t)(eq - a) < sizeof name) {
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = '\0';
+            v = eq + 1;
+            a = name;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
+                                            "--batch", "--max-memory", "-o"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof takes / sizeof *takes; k++)
+            known |= strcmp(a, takes[k]) == 0;
+        if (!known)
+            wp_die("%s: unknown option (try --help)", argv[i]);
+        if (!v) {
+            if (i + 1 >= argc)
+                wp_die("%s: needs a value", a);
+            v = argv[++i];
+        }
+        if (!strcmp(a, "--model"))
+            model_path = v;
+        else if (!strcmp(a, "--text"))
+            text_path = v;
+        else if (!strcmp(a, "--ctx"))
+            ctx_arg = wp_arg_int(a, v, 16, 1 << 20);
+        else if (!strcmp(a, "--chunks"))
+            chunks_arg = wp_arg_int(a, v, 1, INT32_MAX);
+        else if (!strcmp(a, "--threads"))
+            threads = wp_arg_int(a, v, 1, 512);
+        else if (!strcmp(a, "--batch"))
+            batch_arg = wp_arg_int(a, v, 1, 1 << 20);
+        else if (!strcmp(a, "--max-memory"))
+            max_mem = parse_bytes(a, v);
+        else
+            out_path = v;
+    }
+    if (!model_path)
+        wp_die("--model: is required (try --help)");
+    if (!text_path)
+        wp_die("--text: is required (try --help)");
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (n > 512 ? 512 : n) : 1;
+    }
+    if (max_mem == 0) {
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        max_mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 2 : (uint64_t)4 << 30;
+    }
+
+    size_t text_len = 0;
+    char *text = llm_read_text(text_path, &text_len);
+    if (!text)
+        wp_die("%s: %s", text_path, strerror(errno));
+    char text_hash[17];
+    hash_file(text_path, text_hash);
+
+    if (llm_setup() != 0)
+        wp_die("%s: no ggml backend available (set WPACK_GGML_BACKEND_DIR)", model_path);
+    const char *why;
+    struct llama_model *model = llm_load_model(model_path, &why);
+    if (!model)
+        wp_die("%s: %s", model_path, why);
+    const struct llama_vocab *vocab = llama_model_get_vocab(model);
+    const int add_bos = llama_vocab_get_add_bos(vocab);
+    if (llama_vocab_get_add_eos(vocab))
+        wp_die("%s: the vocabulary adds EOS to every text; llama-imatrix's method does not apply", model_path);
+
+    int n_tokens = 0;
+    llama_token *tokens = llm_tokenize(vocab, text, text_len, &n_tokens);
+    if (!tokens)
+        wp_die("%s: cannot tokenize (too long?)", text_path);
+    free(text);
+    const int n_ctx = (int)ctx_arg;
+    if (n_tokens < n_ctx)
+        wp_die("%s: tokenizes to only %d tokens; --ctx %d needs at least %d (one chunk)", text_path, n_tokens,
+               n_ctx, n_ctx);
+    const int n_chunk_max = n_tokens / n_ctx;
+    const int n_chunk = chunks_arg < 0 ? n_chunk_max : (int)(chunks_arg < n_chunk_max ? chunks_arg : n_chunk_max);
+
+    /* llama-imatrix's layout: n_seq = batch/ctx chunks in parallel, or a chunk
+     * in several batches when batch < ctx */
+    int n_seq = (int)(batch_arg / n_ctx);
+    if (n_seq < 1)
+        n_seq = 1;
+    if ((size_t)n_seq > llama_max_parallel_sequences())
+        n_seq = (int)llama_max_parallel_sequences();
+    if (n_seq > n_chunk)
+        n_seq = n_chunk;
+    const int n_batch = (int)(batch_arg < (long long)n_seq * n_ctx ? batch_arg : (long long)n_seq * n_ctx);
+    const int num_batches = (n_ctx + n_batch - 1) / n_batch;
+    if (n_ctx > llama_model_n_ctx_train(model))
+        wp_warn("the model was trained on only %d context tokens (--ctx %d)", llama_model_n_ctx_train(model), n_ctx);
+
+    struct hstate st;
+    memset(&st, 0, sizeof st);
+    st.model_path = model_path;
+    st.discover = 1;
+
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = (uint32_t)(n_seq * n_ctx);
+    cp.n_batch = (uint32_t)n_batch;
+    cp.n_seq_max = (uint32_t)n_seq;
+    cp.n_threads = (int32_t)threads;
+    cp.n_threads_batch = (int32_t)threads;
+    cp.swa_full = false;
+    cp.cb_eval = cb_eval;
+    cp.cb_eval_user_data = &st;
+    struct llama_context *ctx = llama_init_from_model(model, cp);
+    if (!ctx)
+        wp_die("%s: llama.cpp cannot create a context of this size", model_path);
+    openblas_set_num_threads((int)threads);
+
+    wp_writer *wr = wp_cli_writer(out_path);
+    struct llama_batch batch = llama_batch_init(n_batch, 0, 1);
+
+    /* Run chunks [0, n_chunk) through the model as llama-imatrix does; with
+     * `one`, only the first batch of the first chunk (discovery). */
+    const double t_start = now_s();
+    int n_pass = 1;
+    for (int pass = -1; pass < n_pass; pass++) {
+        st.discover = pass < 0;
+        st.pass = pass;
+        if (pass == 0) {
+            n_pass = plan_passes(&st, max_mem);
+            if (n_pass == 0)
+                wp_die("%s: no matrix multiplication on a model weight was seen", model_path);
+            uint64_t total = 0;
+            for (int i = 0; i < st.n; i++)
+                total += hbytes(&st.w[i]);
+            fprintf(stderr, "hessian: %d tokens, %d chunks of %d, %d weights, %.1f MiB of Hessians, %d pass%s\n",
+                    n_tokens, n_chunk, n_ctx, st.n, total / 1048576.0, n_pass, n_pass > 1 ? "es" : "");
+        }
+        if (pass >= 0)
+            for (int i = 0; i < st.n; i++) {
+                struct hw *w = &st.w[i];
+                if (w->pass != pass)
+                    continue;
+                w->H = calloc((size_t)(w->n_expert * w->cols * w->cols), sizeof(double));
+                w->tokens = calloc((size_t)w->n_expert, sizeof *w->tokens);
+                if (!w->H || !w->tokens)
+                    wp_die("%s: out of memory for the Hessian of %s (%llu bytes; lower --max-memory)",
+                           model_path, w->name, (unsigned long long)hbytes(w));
+            }
+        const int chunks_now = pass < 0 ? 1 : n_chunk;
+        const double t0 = now_s();
+        for (int i = 0; i < chunks_now; i += n_seq) {
+            const int start = i * n_ctx, end = start + n_ctx;
+            const int n_seq_batch = pass < 0 ? 1 : (n_seq < n_chunk - i ? n_seq : n_chunk - i);
+            llama_memory_clear(llama_get_memory(ctx), true);
+            for (int j = 0; j < (pass < 0 ? 1 : num_batches); j++) {
+                const int batch_start = start + j * n_batch;
+                const int batch_size = end - batch_start < n_batch ? end - batch_start : n_batch;
+                batch.n_tokens = 0;
+                for (int seq = 0; seq < n_seq_batch; seq++) {
+                    const int seq_start = batch_start + seq * n_ctx;
+                    for (int k = 0; k < batch_size; k++) {
+                        const int idx = batch.n_tokens++;
+                        llama_token tk = tokens[seq_start + k];
+                        if (add_bos && j == 0 && k == 0)
+                            tk = llama_vocab_bos(vocab);
+                        batch.token[idx] = tk;
+                        batch.pos[idx] = j * n_batch + k;
+                        batch.n_seq_id[idx] = 1;
+                        batch.seq_id[idx][0] = seq;
+                        batch.logits[idx] = 1; /* all outputs: every token reaches every matrix */
+                    }
+                }
+                if (llama_decode(ctx, batch) != 0)
+                    wp_die("%s: llama_decode failed", model_path);
+            }
+            llama_synchronize(ctx);
+            if (pass >= 0) {
+                const double t = now_s() - t0;
+                const int done = i + n_seq_batch;
+                fprintf(stderr, "hessian: pass %d/%d chunk %d/%d, %.0f tokens/s\n", pass + 1, n_pass, done,
+                        n_chunk, t > 0 ? (double)done * n_ctx / t : 0.0);
+            }
+        }
+        if (pass < 0)
+            continue;
+
+        /* emit this pass's records (full symmetric H), free them */
+        for (int i = 0; i < st.n; i++) {
+            struct hw *w = &st.w[i];
+            if (w->pass != pass)
+                continue;
+            const int64_t c = w->cols;
+            int64_t total = 0;
+            for (int64_t ex = 0; ex < w->n_expert; ex++) {
+                double *H = w->H + ex * c * c;
+                for (int64_t r = 0; r < c; r++)
+                    for (int64_t q = r + 1; q < c; q++)
+                        H[q * c + r] = H[r * c + q];
+                total += w->tokens[ex];
+            }
+            wp_record r;
+            wp_record_init(&r);
+            r.kind = WP_REC_HESSIAN;
+            r.type = WP_F64;
+            r.n_dims = w->n_expert > 1 ? 3 : 2;
+            r.ne[0] = r.ne[1] = c;
+            r.ne[2] = w->n_expert;
+            if (wp_record_set_name(&r, w->name) || wp_attr_set_i64(&r, "n_tokens", total) ||
+                wp_attr_set(&r, "text_hash", text_hash) || wp_attr_set_i64(&r, "ctx", n_ctx) ||
+                wp_attr_set_i64(&r, "chunks", n_chunk))
+                wp_die("%s: cannot name a record", w->name);
+            if (w->n_expert > 1) {
+                size_t cap = (size_t)w->n_expert * 21 + 1, len = 0;
+                char *list = malloc(cap);
+                if (!list)
+                    wp_die("%s: out of memory", model_path);
+                for (int64_t ex = 0; ex < w->n_expert; ex++) {
+                    len += (size_t)snprintf(list + len, cap - len, "%s%lld", ex ? "," : "",
+                                            (long long)w->tokens[ex]);
+                    if (w->tokens[ex] == 0)
+                        wp_warn("%s: expert %lld received no tokens; its Hessian is zero", w->name,
+                                (long long)ex);
+                }
+                if (wp_attr_set(&r, "expert_tokens", list))
+                    wp_die("%s: cannot set attributes", w->name);
+                free(list);
+            } else if (total == 0) {
+                wp_warn("%s: received no tokens; its Hessian is zero", w->name);
+            }
+            /* the record takes the Hessian as its payload (doubles are
+             * little-endian on every host llama.cpp's CPU backend runs on) */
+            r.payload = (uint8_t *)w->H;
+            r.payload_len = r.payload_cap = hbytes(w);
+            w->H = NULL;
+            wp_cli_put(wr, &r);
+            wp_record_free(&r);
+            free(w->tokens);
+            w->tokens = NULL;
+        }
+    }
+    fprintf(stderr, "hessian: %d weights, %d chunks x %d tokens in %.1f s\n", st.n, n_chunk, n_ctx,
+            now_s() - t_start);
+    wp_cli_writer_close(wr);
+
+    llama_batch_free(batch);
+    llama_free(ctx);
+    llama_model_free(model);
+    llama_backend_free();
+    for (int i = 0; i < st.n; i++)
+        free(st.w[i].name);
+    free(st.w);
+    free(st.xd);
+    free(st.host);
+    free(tokens);
+    return 0;
+}

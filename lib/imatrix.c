@@ -1,0 +1,263 @@
+/* imatrix.c - llama-imatrix GGUF files (see imatrix.h), read with
+ * gguf_file.h.  Source of the format and of the importance computation:
+ * llama.cpp common/imatrix-loader.cpp common_imatrix_load() and
+ * tools/quantize/quantize.cpp load_imatrix() (pinned llama.cpp). */
+#include "imatrix.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml_type.h"
+#include "gguf_file.h"
+#include "stream.h"
+
+static int ifail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+/* An F32 tensor of the file, kept until its partner is seen. */
+struct part {
+    char   *base;   /* name without the suffix */
+    int     is_sum; /* 1: .in_sum2, 0: .counts */
+    int64_t ne0, nelem;
+    float  *v;
+};
+
+static int part_cmp(const void *a, const void *b)
+{
+    const struct part *x = a, *y = b;
+    int c = strcmp(x->base, y->base);
+    return c ? c : y->is_sum - x->is_sum; /* in_sum2 first */
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+    return strcmp(((const wp_imatrix_entry *)a)->name, ((const wp_imatrix_entry *)b)->name);
+}
+
+/* The strings of a GGUF array-of-string value (payload as gguf_file.h keeps
+ * it: u32 element type, u64 count, then u64 length + bytes per string). */
+static int read_datasets(const wp_record *r, wp_imatrix *im)
+{
+    if (r->type != WP_GGUF_ARRAY || r->payload_len < 12 || rd32(r->payload) != WP_GGUF_STRING)
+        return -1;
+    uint64_t n = rd64(r->payload + 4), off = 12;
+    if (n > r->payload_len / 8)
+        return -1;
+    im->datasets = calloc(n ? n : 1, sizeof *im->datasets);
+    if (!im->datasets)
+        return -1;
+    for (uint64_t i = 0; i < n; i++) {
+        if (r->payload_len - off < 8)
+            return -1;
+        uint64_t len = rd64(r->payload + off);
+        off += 8;
+        if (len > r->payload_len - off)
+            return -1;
+        char *s = malloc(len + 1);
+        if (!s)
+            return -1;
+        memcpy(s, r->payload + off, len);
+        s[len] = '\0';
+        off += len;
+        im->datasets[im->n_datasets++] = s;
+    }
+    return 0;
+}
+
+static void free_parts(struct part *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(p[i].base);
+        free(p[i].v);
+    }
+    free(p);
+}
+
+int wp_imatrix_load(const char *path, wp_imatrix *im, char *err, size_t errlen)
+{
+    memset(im, 0, sizeof *im);
+    char gerr[1024];
+    wp_gguf_in *g = wp_gguf_open(path, gerr, sizeof gerr);
+    if (!g)
+        return ifail(err, errlen, "%s", gerr);
+
+    struct part *parts = NULL;
+    size_t np = 0, cap = 0;
+    int has_ds = 0, has_cc = 0, has_cs = 0, k, rc = -1;
+    wp_record r;
+    wp_record_init(&r);
+    while ((k = wp_gguf_next(g, &r)) > 0) {
+        if (r.kind == WP_REC_KV) {
+            if (!strcmp(r.name, "imatrix.datasets")) {
+                if (read_datasets(&r, im)) {
+                    ifail(err, errlen, "%s: imatrix.datasets is not an array of strings", path);
+                    goto out;
+                }
+                has_ds = 1;
+            } else if (!strcmp(r.name, "imatrix.chunk_count") || !strcmp(r.name, "imatrix.chunk_size")) {
+                if (r.type != WP_GGUF_U32 || r.payload_len != 4) {
+                    ifail(err, errlen, "%s: %s is not a u32", path, r.name);
+                    goto out;
+                }
+                if (!strcmp(r.name, "imatrix.chunk_count")) {
+                    im->chunk_count = rd32(r.payload);
+                    has_cc = 1;
+                } else {
+                    im->chunk_size = rd32(r.payload);
+                    has_cs = 1;
+                }
+            }
+            continue;
+        }
+        if (r.kind != WP_REC_TENSOR)
+            continue;
+        size_t nl = strlen(r.name);
+        int is_sum = nl > 8 && !strcmp(r.name + nl - 8, ".in_sum2");
+        int is_cnt = nl > 7 && !strcmp(r.name + nl - 7, ".counts");
+        if (!is_sum && !is_cnt)
+            continue;
+        if (r.type != WP_F32) {
+            ifail(err, errlen, "%s: tensor %s is %s, not F32", path, r.name, wp_ggml_type_name(r.type));
+            goto out;
+        }
+        if (np == cap) {
+            cap = cap ? 2 * cap : 64;
+            struct part *q = realloc(parts, cap * sizeof *q);
+            if (!q) {
+                ifail(err, errlen, "%s: out of memory", path);
+                goto out;
+            }
+            parts = q;
+        }
+        struct part *p = &parts[np];
+        memset(p, 0, sizeof *p);
+        p->is_sum = is_sum;
+        p->ne0 = r.ne[0];
+        p->nelem = wp_record_nelem(&r);
+        p->base = strndup(r.name, nl - (is_sum ? 8 : 7));
+        p->v = malloc((size_t)(p->nelem ? p->nelem : 1) * sizeof(float));
+        np++;
+        if (!p->base || !p->v || r.payload_len != (uint64_t)p->nelem * 4) {
+            ifail(err, errlen, "%s: tensor %s: out of memory or bad size", path, r.name);
+            goto out;
+        }
+        for (int64_t i = 0; i < p->nelem; i++) {
+            union { uint32_t u; float f; } u = {rd32(r.payload + 4 * i)};
+            p->v[i] = u.f;
+        }
+    }
+    if (k < 0) {
+        ifail(err, errlen, "%s", wp_gguf_error(g));
+        goto out;
+    }
+    /* llama-quantize's load_imatrix refuses GGUF files without these */
+    if (!has_ds || !has_cc || !has_cs) {
+        ifail(err, errlen, "%s: missing imatrix metadata (imatrix.datasets, chunk_count, chunk_size): not a llama-imatrix file",
+              path);
+        goto out;
+    }
+    if (np == 0) {
+        ifail(err, errlen, "%s: no imatrix entries (no *.in_sum2 tensors)", path);
+        goto out;
+    }
+
+    qsort(parts, np, sizeof *parts, part_cmp);
+    im->e = calloc(np, sizeof *im->e);
+    if (!im->e) {
+        ifail(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
+    for (size_t i = 0; i < np;) {
+        struct part *s = &parts[i], *c = i + 1 < np ? &parts[i + 1] : NULL;
+        if (!s->is_sum || !c || c->is_sum || strcmp(s->base, c->base)) {
+            ifail(err, errlen, "%s: mismatched sums and counts for %s", path, s->base);
+            goto out;
+        }
+        if (c->nelem < 1 || s->nelem % c->nelem != 0) {
+            ifail(err, errlen, "%s: %s: %lld sums do not divide into %lld matrices", path, s->base,
+                  (long long)s->nelem, (long long)c->nelem);
+            goto out;
+        }
+        wp_imatrix_entry *e = &im->e[im->n++];
+        e->name = s->base;
+        s->base = NULL;
+        e->n_mat = c->nelem;
+        e->cols = s->nelem / c->nelem;
+        e->sum2 = s->v;
+        e->counts = c->v;
+        s->v = c->v = NULL;
+        e->importance = malloc((size_t)(s->nelem ? s->nelem : 1) * sizeof(float));
+        if (!e->importance) {
+            ifail(err, errlen, "%s: out of memory", path);
+            goto out;
+        }
+        for (int64_t m = 0; m < e->n_mat; m++) {
+            if (!isfinite(e->counts[m]) || e->counts[m] < -0.5f) {
+                ifail(err, errlen, "%s: %s: bad count %g", path, e->name, (double)e->counts[m]);
+                goto out;
+            }
+            /* common_imatrix_load: counts[j] = std::lround(float);
+             * load_imatrix: e = sums / (float)counts[j], or 1 for a zero count */
+            const float count = (float)lroundf(e->counts[m]);
+            for (int64_t j = 0; j < e->cols; j++)
+                e->importance[m * e->cols + j] = count > 0.0f ? e->sum2[m * e->cols + j] / count : 1.0f;
+        }
+        i += 2;
+    }
+    qsort(im->e, (size_t)im->n, sizeof *im->e, entry_cmp);
+    rc = 0;
+out:
+    wp_record_free(&r);
+    wp_gguf_close(g);
+    free_parts(parts, np);
+    if (rc)
+        wp_imatrix_free(im);
+    return rc;
+}
+
+const wp_imatrix_entry *wp_imatrix_find(const wp_imatrix *im, const char *name)
+{
+    int lo = 0, hi = im->n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = strcmp(im->e[mid].name, name);
+        if (c == 0)
+            return &im->e[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return NULL;
+}
+
+void wp_imatrix_free(wp_imatrix *im)
+{
+    for (int i = 0; i < im->n; i++) {
+        free(im->e[i].name);
+        free(im->e[i].sum2);
+        free(im->e[i].counts);
+        free(im->e[i].importance);
+    }
+    free(im->e);
+    for (int i = 0; i < im->n_datasets; i++)
+        free(im->datasets[i]);
+    free(im->datasets);
+    memset(im, 0, sizeof *im);
+}

@@ -1,0 +1,185 @@
+#!/usr/bin/env bats
+# hessian (filters/hessian.c) against llama.cpp's own llama-imatrix, with
+# build/tools/imatrix_cmp (reads llama-imatrix's GGUF with the reference gguf
+# API, checks diag(H)/n_tokens = in_sum2/counts, symmetry, Cholesky of H+1e-6 I).
+#
+# Calibration text: groups_merged.txt (not the evaluation text), 4 chunks of
+# 512 tokens, 1 thread. Recorded llama-imatrix values (pinned source, native
+# build): llama-imatrix -m stories260K-f32.gguf -f groups_merged.txt --chunks 4
+#   -t 1 --no-ppl --process-output; in_sum2/counts, first 4 columns.
+# Built against the same libllama (the reference build), hessian equals
+# llama-imatrix to 5.9e-6 relative (llama-imatrix sums in float); the default
+# prebuilt libllama (node-llama-cpp, zen4 CPU kernels) computes activations
+# that differ in the last bits, 3.1e-4 relative at worst on these diagonals.
+
+bats_require_minimum_version 1.5.0
+load helpers
+
+REF_BUILD="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}"
+LLIMAT="$REF_BUILD/bin/llama-imatrix"
+H="$BIN/hessian"
+CMP="$TOOLS/imatrix_cmp"
+M32="$MODELS/stories260K-f32.gguf"
+CAL="$DATA/text/groups_merged.txt"
+
+# hessian's output for these arguments (--threads 1, groups_merged, 4 chunks), once per file.
+ours() {
+    local key="$1"; shift
+    local f="$BATS_FILE_TMPDIR/h.$key"
+    if [ ! -s "$f" ]; then
+        "$H" --threads 1 --model "$M32" --text "$CAL" --chunks 4 "$@" -o "$f" 2> "$f.err" \
+            || { cat "$f.err" >&2; return 1; }
+    fi
+    echo "$f"
+}
+
+# llama-imatrix's output for the same text, once per file.
+theirs() {
+    local f="$BATS_FILE_TMPDIR/imatrix.gguf"
+    if [ ! -s "$f" ]; then
+        "$LLIMAT" -m "$M32" -f "$CAL" --chunks 4 -t 1 --no-ppl --process-output -o "$f" \
+            > "$f.log" 2>&1 || { tail -5 "$f.log" >&2; return 1; }
+    fi
+    echo "$f"
+}
+
+need_ref() {
+    [ -x "$LLIMAT" ] || skip "llama-imatrix not built at $LLIMAT (make reftools): live comparison skipped"
+}
+
+# Succeeds when every value of list a is within rel of list b.
+close() {
+    awk -v a="$1" -v b="$2" -v tol="$3" 'BEGIN {
+        n = split(a, x, " "); m = split(b, y, " "); if (n != m || n == 0) exit 1
+        for (i = 1; i <= n; i++) { d = x[i] - y[i]; if (d < 0) d = -d; if (d > tol * y[i]) exit 1 }
+    }' || { echo "not within $3: ours '$1' vs '$2'" >&2; return 1; }
+}
+
+@test "hessian --help describes the options" {
+    run "$H" --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"--max-memory"* ]]
+    [[ "$output" == *"--chunks"* ]]
+}
+
+@test "stories260K: 36 Hessian records (5 layers x 7 matrices + output.weight), F64 cols x cols" {
+    f=$(ours base)
+    run "$BIN/tsinfo" "$f"
+    [ "$(echo "$output" | grep -c '^hessian ')" -eq 36 ]
+    [ "$(echo "$output" | grep -c '^hessian .*blk\.[0-4]\.\(attn_[qkv]\|attn_output\|ffn_gate\|ffn_up\)\.weight  *F64  *64x64  *32768')" -eq 30 ]
+    [ "$(echo "$output" | grep -c '^hessian .*blk\.[0-4]\.ffn_down\.weight  *F64  *172x172  *236672')" -eq 5 ]
+    echo "$output" | grep -q '^hessian  *output\.weight  *F64  *64x64'
+    [ "$(echo "$output" | grep -vc '^hessian \|^kind \|^#')" -eq 0 ]
+}
+
+@test "attributes: n_tokens = chunks x ctx, ctx, chunks, text_hash = XXH64 of the text file" {
+    f=$(ours base)
+    hash=$("$TOOLS/imatrix_cmp" --xxh64 "$CAL")
+    run "$BIN/tsinfo" -a "$f"
+    [ "$(echo "$output" | grep -c '^ *n_tokens=2048$')" -eq 36 ]
+    [ "$(echo "$output" | grep -c '^ *ctx=512$')" -eq 36 ]
+    [ "$(echo "$output" | grep -c '^ *chunks=4$')" -eq 36 ]
+    [ "$(echo "$output" | grep -c "^ *text_hash=$hash\$")" -eq 36 ]
+}
+
+@test "every H is symmetric and H + 1e-6 I has a Cholesky factor" {
+    run "$CMP" - "$(ours base)"
+    [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+    [[ "$output" == *"records 36"* && "$output" == *"asym 0"* && "$output" == *"chol_fail 0"* ]]
+}
+
+@test "diag(H)/n_tokens equals recorded llama-imatrix values (default libllama: 1e-3)" {
+    f=$(ours base)
+    close "$("$CMP" --diag "$f" blk.0.attn_q.weight 4)" "0.518220186 0.514888585 0.456249356 0.883035362" 1e-3
+    close "$("$CMP" --diag "$f" blk.4.ffn_down.weight 4)" "0.175597772 0.0570119247 0.204074293 0.18149133" 1e-3
+    close "$("$CMP" --diag "$f" output.weight 4)" "1.93255687 1.22719467 1.24222183 0.715779483" 1e-3
+}
+
+@test "live: with the reference build's libllama, diag(H)/n_tokens = llama-imatrix to 1e-5 relative" {
+    need_ref
+    [ -e "$REF_BUILD/bin/libllama.so" ] || skip "no libllama.so in $REF_BUILD/bin"
+    # the same program, run on the libraries llama-imatrix uses (RUNPATH yields to LD_LIBRARY_PATH)
+    L="$BATS_TEST_TMPDIR/lib"
+    mkdir -p "$L"
+    ln -s "$REF_BUILD/bin/libllama.so" "$L/libllama.v0.4.0.so"
+    ln -s "$REF_BUILD/bin/libggml.so" "$L/libggml.v0.4.0.so"
+    ln -s "$REF_BUILD/bin/libggml-base.so" "$L/libggml-base.so"
+    LD_LIBRARY_PATH="$L" WPACK_GGML_BACKEND_DIR="$REF_BUILD/bin" \
+        "$H" --threads 1 --model "$M32" --text "$CAL" --chunks 4 -o "$BATS_TEST_TMPDIR/ref.hess" 2>/dev/null
+    run "$CMP" "$(theirs)" "$BATS_TEST_TMPDIR/ref.hess" 1e-5
+    echo "$output" >&2
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"matched 36"* && "$output" == *"unmatched 0"* && "$output" == *"count_diff 0"* ]]
+}
+
+@test "live: with the default libllama, diag(H)/n_tokens = llama-imatrix to 1e-3 relative, counts equal" {
+    need_ref
+    run "$CMP" "$(theirs)" "$(ours base)" 1e-3
+    echo "$output" >&2
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"matched 36"* && "$output" == *"count_diff 0"* && "$output" == *"n_tokens 2048"* ]]
+}
+
+@test "--max-memory: several passes over the text give the same bytes" {
+    f=$(ours base)
+    g=$(ours mem1m --max-memory 1M)
+    grep -q '3 passes' "$g.err"
+    cmp "$f" "$g"
+    g=$(ours mem300k --max-memory 300K)   # less than one layer: layers split between weights
+    grep -q 'passes' "$g.err"
+    cmp "$f" "$g"
+    grep -q 'pass 1/.* chunk 4/4, [0-9]* tokens/s' "$g.err"
+}
+
+@test "stdout works as the output and --ctx/--chunks change n_tokens" {
+    "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 3 > "$BATS_TEST_TMPDIR/s.hess" 2>/dev/null
+    run "$BIN/tsinfo" -a "$BATS_TEST_TMPDIR/s.hess"
+    [ "$(echo "$output" | grep -c '^ *n_tokens=384$')" -eq 36 ]
+    [ "$(echo "$output" | grep -c '^ *ctx=128$')" -eq 36 ]
+}
+
+# ---- bad input: one line "hessian: FILE: problem", exit != 0, no output file
+
+bad() {  # expected-substring args...
+    local want="$1"; shift
+    run --separate-stderr "$H" --threads 1 "$@" -o "$BATS_TEST_TMPDIR/out.hess"
+    [ "$status" -ne 0 ] || { echo "exit 0 for: $*" >&2; return 1; }
+    [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ] || { echo "stderr: $stderr" >&2; return 1; }
+    [[ "$stderr" == "hessian: "*"$want"* ]] || { echo "stderr: $stderr" >&2; return 1; }
+    [ -z "$(ls "$BATS_TEST_TMPDIR" | grep 'out\.hess')" ] || { echo "output left behind" >&2; return 1; }
+}
+
+@test "bad input: empty and too-short text" {
+    : > "$BATS_TEST_TMPDIR/empty.txt"
+    bad "empty.txt: tokenizes to only 1 tokens" --model "$M32" --text "$BATS_TEST_TMPDIR/empty.txt"
+    head -c 400 "$CAL" > "$BATS_TEST_TMPDIR/short.txt"
+    bad "short.txt: tokenizes to only" --model "$M32" --text "$BATS_TEST_TMPDIR/short.txt"
+}
+
+@test "bad input: unreadable text" {
+    bad "nonexistent.txt: No such file" --model "$M32" --text "$BATS_TEST_TMPDIR/nonexistent.txt"
+    bad "Is a directory" --model "$M32" --text "$BATS_TEST_TMPDIR"
+}
+
+@test "bad input: a model llama.cpp cannot load" {
+    head -c 100000 "$M32" > "$BATS_TEST_TMPDIR/trunc.gguf"
+    bad "trunc.gguf: llama.cpp cannot load this model" --model "$BATS_TEST_TMPDIR/trunc.gguf" --text "$CAL"
+    bad "groups_merged.txt: llama.cpp cannot load this model" --model "$CAL" --text "$CAL"
+    bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$CAL"
+}
+
+@test "bad usage: options, numbers, --max-memory below one Hessian" {
+    bad "--model: is required" --text "$CAL"
+    bad "--text: is required" --model "$M32"
+    bad "--bogus: unknown option" --bogus
+    bad "--ctx: expected an integer" --model "$M32" --text "$CAL" --ctx 2
+    bad "--max-memory: expected a positive byte count" --model "$M32" --text "$CAL" --max-memory lots
+    bad "--max-memory: 100000 bytes cannot hold the Hessian of blk.0.ffn_down.weight" \
+        --model "$M32" --text "$CAL" --chunks 1 --max-memory 100000
+}
+
+@test "a failed run leaves a redirected stdout empty" {
+    echo old > "$BATS_TEST_TMPDIR/o.hess"
+    "$H" --threads 1 --model "$M32" --text "$BATS_TEST_TMPDIR/none.txt" > "$BATS_TEST_TMPDIR/o.hess" 2>/dev/null || true
+    [ ! -s "$BATS_TEST_TMPDIR/o.hess" ]
+}

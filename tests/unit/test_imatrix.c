@@ -1,0 +1,248 @@
+/* test_imatrix - lib/imatrix.c (llama-imatrix GGUF files through wpack's own
+ * GGUF reader) against llama.cpp's gguf API reading the same files:
+ *   - a file written by the real llama-imatrix on stories260K (run through
+ *     system() when $REF_BUILD/bin/llama-imatrix and the model exist, else
+ *     skipped with a message);
+ *   - synthetic files written with the gguf API: a dense and a MoE entry (one
+ *     expert with count 0 -> importance 1, as llama-quantize), and broken
+ *     files (no metadata, sums without counts, F16 sums, truncated, not GGUF).
+ * Run from the repository root (tests/run does); WPACK_DATA and REF_BUILD
+ * locate the data and the reference build as in the bats files. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ggml.h"
+#include "gguf.h"
+#include "imatrix.h"
+#include "tap.h"
+
+static char dir[] = "/tmp/wpack-imatrix-XXXXXX";
+
+static void path_in(char *buf, size_t n, const char *name) { snprintf(buf, n, "%s/%s", dir, name); }
+
+/* Compare every entry of the file at path read by wp_imatrix_load with what
+ * llama.cpp's gguf API reads (bit for bit), and the importance with
+ * llama-quantize's formula.  Returns the number of entries. */
+static int compare_with_gguf(const char *path, const char *what)
+{
+    wp_imatrix im;
+    char err[512] = "";
+    int rc = wp_imatrix_load(path, &im, err, sizeof err);
+    CHECK(rc == 0, "%s: wp_imatrix_load reads it (%s)", what, err);
+    if (rc)
+        return 0;
+    struct ggml_context *ctx = NULL;
+    struct gguf_init_params gp = {.no_alloc = false, .ctx = &ctx};
+    struct gguf_context *g = gguf_init_from_file(path, gp);
+    CHECK(g != NULL, "%s: the gguf API reads it", what);
+    if (!g) {
+        wp_imatrix_free(&im);
+        return 0;
+    }
+    int n_ref = 0, bad = 0, bad_imp = 0;
+    for (int64_t i = 0; i < gguf_get_n_tensors(g); i++) {
+        const char *nm = gguf_get_tensor_name(g, i);
+        size_t l = strlen(nm);
+        if (l <= 8 || strcmp(nm + l - 8, ".in_sum2"))
+            continue;
+        n_ref++;
+        char base[256], cn[300];
+        snprintf(base, sizeof base, "%.*s", (int)(l - 8), nm);
+        snprintf(cn, sizeof cn, "%s.counts", base);
+        const struct ggml_tensor *s = ggml_get_tensor(ctx, nm), *c = ggml_get_tensor(ctx, cn);
+        const wp_imatrix_entry *e = wp_imatrix_find(&im, base);
+        if (!e || !c || e->n_mat != ggml_nelements(c) || e->n_mat * e->cols != ggml_nelements(s)) {
+            bad++;
+            continue;
+        }
+        const float *sv = s->data, *cv = c->data;
+        bad += memcmp(e->sum2, sv, (size_t)ggml_nelements(s) * 4) != 0;
+        bad += memcmp(e->counts, cv, (size_t)e->n_mat * 4) != 0;
+        for (int64_t m = 0; m < e->n_mat; m++) {
+            const float cnt = (float)lround(cv[m]); /* common_imatrix_load + load_imatrix */
+            for (int64_t j = 0; j < e->cols; j++) {
+                const float want = cnt > 0.0f ? sv[m * e->cols + j] / cnt : 1.0f;
+                bad_imp += memcmp(&want, &e->importance[m * e->cols + j], 4) != 0;
+            }
+        }
+    }
+    CHECK(n_ref == im.n && bad == 0, "%s: %d entries, sums and counts equal the gguf API's bit for bit (%d bad)",
+          what, im.n, bad);
+    CHECK(bad_imp == 0, "%s: importance = in_sum2 / lround(counts) as llama-quantize (%d differ)", what, bad_imp);
+    const int64_t kc = gguf_find_key(g, "imatrix.chunk_count"), ks = gguf_find_key(g, "imatrix.chunk_size"),
+                  kd = gguf_find_key(g, "imatrix.datasets");
+    CHECK(kc >= 0 && ks >= 0 && kd >= 0 && im.chunk_count == gguf_get_val_u32(g, kc) &&
+              im.chunk_size == gguf_get_val_u32(g, ks) && im.n_datasets == (int)gguf_get_arr_n(g, kd) &&
+              (im.n_datasets == 0 || !strcmp(im.datasets[0], gguf_get_arr_str(g, kd, 0))),
+          "%s: metadata chunk_count %u, chunk_size %u, %d dataset(s)", what, im.chunk_count, im.chunk_size,
+          im.n_datasets);
+    int n = im.n;
+    gguf_free(g);
+    ggml_free(ctx);
+    wp_imatrix_free(&im);
+    return n;
+}
+
+/* Write a synthetic imatrix file: "blk.0.attn_q.weight" (4 columns, count 10)
+ * and "blk.0.ffn_up_exps.weight" (3 columns, 2 experts, counts 5 and 0).
+ * flags: 1 no metadata, 2 drop the second entry's counts, 4 F16 sums. */
+static void write_synthetic(const char *path, int flags)
+{
+    struct ggml_init_params ip = {.mem_size = 1 << 20, .mem_buffer = NULL, .no_alloc = false};
+    struct ggml_context *ctx = ggml_init(ip);
+    struct gguf_context *g = gguf_init_empty();
+    if (!(flags & 1)) {
+        const char *ds[] = {"calib.txt"};
+        gguf_set_val_str(g, "general.type", "imatrix");
+        gguf_set_arr_str(g, "imatrix.datasets", ds, 1);
+        gguf_set_val_u32(g, "imatrix.chunk_count", 2);
+        gguf_set_val_u32(g, "imatrix.chunk_size", 5);
+    }
+    struct ggml_tensor *s1 = ggml_new_tensor_2d(ctx, (flags & 4) ? GGML_TYPE_F16 : GGML_TYPE_F32, 4, 1);
+    struct ggml_tensor *c1 = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, 1);
+    struct ggml_tensor *s2 = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 3, 2);
+    struct ggml_tensor *c2 = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 1, 2);
+    ggml_set_name(s1, "blk.0.attn_q.weight.in_sum2");
+    ggml_set_name(c1, "blk.0.attn_q.weight.counts");
+    ggml_set_name(s2, "blk.0.ffn_up_exps.weight.in_sum2");
+    ggml_set_name(c2, "blk.0.ffn_up_exps.weight.counts");
+    if (flags & 4)
+        memset(s1->data, 0, ggml_nbytes(s1));
+    else
+        for (int j = 0; j < 4; j++)
+            ((float *)s1->data)[j] = 10.0f * (j + 1);
+    ((float *)c1->data)[0] = 10;
+    for (int j = 0; j < 6; j++)
+        ((float *)s2->data)[j] = j < 3 ? 2.5f * (j + 1) : 0.0f;
+    ((float *)c2->data)[0] = 5;
+    ((float *)c2->data)[1] = 0;
+    gguf_add_tensor(g, s1);
+    gguf_add_tensor(g, c1);
+    gguf_add_tensor(g, s2);
+    if (!(flags & 2))
+        gguf_add_tensor(g, c2);
+    gguf_write_to_file(g, path, false);
+    gguf_free(g);
+    ggml_free(ctx);
+}
+
+/* wp_imatrix_load fails on path with a message containing want. */
+static void expect_error(const char *path, const char *want, const char *what)
+{
+    wp_imatrix im;
+    char err[512] = "";
+    int rc = wp_imatrix_load(path, &im, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, want) && strstr(err, path) && im.n == 0,
+          "%s: refused with a message naming the file (%s)", what, err);
+}
+
+int main(void)
+{
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char p[512], q[512];
+
+    /* synthetic files */
+    path_in(p, sizeof p, "syn.gguf");
+    write_synthetic(p, 0);
+    CHECK(compare_with_gguf(p, "synthetic") == 2, "synthetic: both entries read");
+    wp_imatrix im;
+    char err[512] = "";
+    if (wp_imatrix_load(p, &im, err, sizeof err) == 0) {
+        const wp_imatrix_entry *d = wp_imatrix_find(&im, "blk.0.attn_q.weight");
+        const wp_imatrix_entry *m = wp_imatrix_find(&im, "blk.0.ffn_up_exps.weight");
+        CHECK(d && d->cols == 4 && d->n_mat == 1 && d->importance[0] == 1.0f && d->importance[3] == 4.0f,
+              "dense entry: 4 columns, importance = in_sum2 / 10");
+        CHECK(m && m->cols == 3 && m->n_mat == 2 && m->importance[0] == 0.5f && m->importance[2] == 1.5f &&
+                  m->importance[3] == 1.0f && m->importance[5] == 1.0f,
+              "MoE entry: 2 experts x 3 columns; the expert with count 0 gets importance 1");
+        CHECK(!wp_imatrix_find(&im, "blk.0.attn_k.weight") && !wp_imatrix_find(&im, "blk.0.attn_q.weight.in_sum2"),
+              "wp_imatrix_find: absent names give NULL");
+        CHECK(im.n_datasets == 1 && !strcmp(im.datasets[0], "calib.txt") && im.chunk_count == 2 &&
+                  im.chunk_size == 5,
+              "metadata: datasets, chunk_count, chunk_size");
+        wp_imatrix_free(&im);
+    } else {
+        CHECK(0, "synthetic file loads (%s)", err);
+    }
+
+    /* broken files */
+    path_in(p, sizeof p, "nometa.gguf");
+    write_synthetic(p, 1);
+    expect_error(p, "missing imatrix metadata", "no imatrix.* metadata");
+    path_in(p, sizeof p, "nocounts.gguf");
+    write_synthetic(p, 2);
+    expect_error(p, "mismatched sums and counts for blk.0.ffn_up_exps.weight", "in_sum2 without counts");
+    path_in(p, sizeof p, "f16.gguf");
+    write_synthetic(p, 4);
+    expect_error(p, "not F32", "F16 in_sum2");
+    path_in(p, sizeof p, "syn.gguf");
+    path_in(q, sizeof q, "cut.gguf");
+    {
+        FILE *in = fopen(p, "rb"), *out = fopen(q, "wb");
+        char buf[4096];
+        size_t n = in ? fread(buf, 1, sizeof buf, in) : 0;
+        if (out)
+            fwrite(buf, 1, n > 40 ? n - 40 : n, out);
+        if (in)
+            fclose(in);
+        if (out)
+            fclose(out);
+    }
+    expect_error(q, "runs past the end", "truncated file");
+    path_in(p, sizeof p, "text.gguf");
+    {
+        FILE *f = fopen(p, "wb");
+        if (f) {
+            fputs("Once upon a time there was a legacy .dat file.\n", f);
+            fclose(f);
+        }
+    }
+    expect_error(p, "GGUF", "not a GGUF file");
+    path_in(p, sizeof p, "missing.gguf");
+    expect_error(p, "No such file", "missing file");
+
+    /* a real llama-imatrix file */
+    const char *rb = getenv("REF_BUILD"), *data = getenv("WPACK_DATA"), *home = getenv("HOME");
+    char tool[512], model[512], text[512], cmd[4096];
+    if (rb && *rb)
+        snprintf(tool, sizeof tool, "%s/bin/llama-imatrix", rb);
+    else
+        snprintf(tool, sizeof tool, "%s/.cache/wpack/llama.cpp-build/bin/llama-imatrix", home ? home : "");
+    snprintf(model, sizeof model, "%s/models/stories260K/stories260K-f32.gguf", data && *data ? data : "../shared/data");
+    snprintf(text, sizeof text, "%s/text/groups_merged.txt", data && *data ? data : "../shared/data");
+    if (access(tool, X_OK) != 0) {
+        SKIP("llama-imatrix not built at %s (make reftools): real-file comparison skipped", tool);
+    } else if (access(model, R_OK) != 0 || access(text, R_OK) != 0) {
+        SKIP("stories260K or groups_merged.txt not found under %s: real-file comparison skipped",
+             data && *data ? data : "../shared/data");
+    } else {
+        path_in(p, sizeof p, "real.gguf");
+        path_in(q, sizeof q, "real.log");
+        snprintf(cmd, sizeof cmd,
+                 "'%s' -m '%s' -f '%s' -c 128 --chunks 3 -t 1 --no-ppl --process-output -o '%s' > '%s' 2>&1", tool,
+                 model, text, p, q);
+        int rc = system(cmd);
+        CHECK(rc == 0 && access(p, R_OK) == 0, "llama-imatrix ran (exit %d; log %s)", rc, q);
+        if (rc == 0) {
+            int n = compare_with_gguf(p, "llama-imatrix stories260K");
+            CHECK(n == 36, "llama-imatrix --process-output: 36 entries (5 layers x 7 + output.weight), got %d", n);
+            if (wp_imatrix_load(p, &im, err, sizeof err) == 0) {
+                const wp_imatrix_entry *e = wp_imatrix_find(&im, "blk.4.ffn_down.weight");
+                CHECK(e && e->cols == 172 && e->n_mat == 1 && e->counts[0] == 384.0f && im.chunk_size == 128,
+                      "blk.4.ffn_down.weight: 172 columns, count 3 x 128 = 384");
+                wp_imatrix_free(&im);
+            }
+        }
+    }
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "# could not remove %s\n", dir);
+    return tap_done();
+}
