@@ -5,17 +5,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16.h"
+#include "bundle.h"
 #include "cli.h"
 #include "codes.h"
 #include "ggml_type.h"
 #include "huffman.h"
+#include "rowmap.h"
 
 static const char usage[] =
     "usage: histogram [--report] [-o OUT] [STREAM]\n"
     "For each quantized matrix (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K..Q6_K,\n"
     "IQ4_XS) write its side data (d, dmin, scales, mins as the blocks store them),\n"
     "its code symbols (4-bit codes in pairs, others singly) and a histogram record;\n"
-    "count the exponent symbols that bf16split wrote. Other records pass through.\n"
+    "split every other 2-D F16/BF16/F32 matrix (fallbacks, embeddings) into\n"
+    "exponent symbols and raw bits as bf16split does (--float-palette N, default\n"
+    "16; --no-float keeps them as they are); count the exponent symbols that\n"
+    "bf16split wrote. A matrix with repeated rows is stored as a row map and\n"
+    "its distinct rows (--no-rowmap keeps every row). Other records pass through.\n"
     "--report prints per matrix and in total: symbols, Shannon entropy, fixed\n"
     "width and bits per weight, to stderr.\n";
 
@@ -67,7 +74,7 @@ static void report_line(const char *name, const char *type, int64_t weights, uin
 int main(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL;
-    int report = 0;
+    int report = 0, float_palette = WP_BF16_PALETTE_MAX, split_float = 1, rowdedupe = 1;
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -75,6 +82,12 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "--report")) {
             report = 1;
+        } else if (!strcmp(argv[i], "--no-rowmap")) {
+            rowdedupe = 0;
+        } else if (!strcmp(argv[i], "--no-float")) {
+            split_float = 0;
+        } else if (!strcmp(argv[i], "--float-palette") && i + 1 < argc) {
+            float_palette = (int)wp_arg_int("--float-palette", argv[++i], 0, WP_BF16_PALETTE_MAX);
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
             out = argv[++i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -88,11 +101,13 @@ int main(int argc, char **argv)
 
     wp_reader *rd = wp_cli_reader(in);
     wp_writer *w = wp_cli_writer(out);
-    wp_record r, side, sym;
+    wp_record r, side, sym, map, reduced;
     uint64_t hist[256];
     wp_record_init(&r);
     wp_record_init(&side);
     wp_record_init(&sym);
+    wp_record_init(&map);
+    wp_record_init(&reduced);
     if (report)
         fprintf(stderr, "%-32s %-7s %10s %10s %8s %8s %6s %7s %7s\n", "matrix", "type", "weights", "symbols",
                 "H/sym", "H b/w", "fixed", "side", "block");
@@ -102,6 +117,17 @@ int main(int argc, char **argv)
         if (r.kind == WP_REC_TENSOR) {
             tot.weights += (double)wp_record_nelem(&r);
             tot.tensor_bytes += (double)r.payload_len;
+            /* Repeated rows: a row map, and only the distinct rows go on. */
+            int k = rowdedupe ? wp_rowmap_make(&r, &map, &reduced) : 0;
+            if (k < 0)
+                wp_die("out of memory");
+            if (k == 1) {
+                wp_cli_put(w, &map);
+                wp_record t = r;
+                r = reduced;
+                reduced = t;
+                rows = (uint64_t)r.ne[1];
+            }
         }
         if (r.kind == WP_REC_TENSOR && r.n_dims >= 2 && !wp_codes_geom_get((int)r.type, r.ne[0], rows, &g)) {
             if (r.payload_len != g.block_len)
@@ -144,6 +170,22 @@ int main(int argc, char **argv)
             }
             continue;
         }
+        int eb, rb;
+        if (split_float && r.kind == WP_REC_TENSOR && r.n_dims >= 2 && wp_bf16_fields(r.type, &eb, &rb) > 0) {
+            /* An unquantized matrix: exponent symbols + raw bits (bf16split). */
+            struct wp_bf16_split s;
+            int rc = wp_bf16_split(&s, r.type, r.payload, (int64_t)rows, r.ne[0], float_palette,
+                                   WP_BF16_GROUP_DEFAULT);
+            if (rc)
+                wp_die("%s: tensor '%s': %s", in ? in : "stdin", r.name, wp_bf16_strerror(rc));
+            if (wp_bf16_records(&s, &r, &side, &sym))
+                wp_die("out of memory");
+            wp_bf16_split_free(&s);
+            wp_cli_put(w, &side);
+            wp_record t = r;
+            r = sym;
+            sym = t;
+        }
         if (r.kind == WP_REC_SYMBOLS) {
             count(r.payload, r.payload_len, hist);
             int64_t nw = wp_attr_i64(&r, "n_weights", wp_record_nelem(&r));
@@ -179,6 +221,8 @@ int main(int argc, char **argv)
     wp_record_free(&r);
     wp_record_free(&side);
     wp_record_free(&sym);
+    wp_record_free(&map);
+    wp_record_free(&reduced);
     wp_reader_close(rd);
     return 0;
 }

@@ -4,10 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "bf16.h"
 #include "bundle.h"
 #include "cli.h"
 #include "codes.h"
+#include "ggml_type.h"
 
 static const char usage[] =
     "usage: laneinterleave [--align N] [-o OUT] [STREAM]\n"
@@ -17,10 +20,113 @@ static const char usage[] =
     "A matrix whose coded form is not smaller than its fixed-width form is\n"
     "stored fixed-width (attribute stored=fixed). The output, ending with its\n"
     "index, is the bundle (wpack-bundle(5)); unbundle restores the GGUF.\n"
+    "Metadata key/values are zstd-compressed together, a tensor whose bytes\n"
+    "equal an earlier one's is stored as a reference to it, and tensors left\n"
+    "uncoded are zstd-compressed when that is smaller.\n"
+    "--dist  distribution bundle: also zstd the side data (d, dmin, scales,\n"
+    "        mins) and raw bits beside the coded symbols (smaller; the GPU\n"
+    "        runner then decompresses them at load time).\n"
     "--align N aligns payloads to N bytes (a power of two; default 8: the GPU\n"
     "runner copies each matrix into its own device buffer).\n";
 
+#define ZLEVEL 19
+
 static const char *src = "stdin";
+
+/* Tensors seen so far, by content hash, for sharing identical tensors. */
+static struct seen { XXH128_hash_t h; char *name; } *seen;
+static size_t n_seen;
+
+static XXH128_hash_t unit_hash(const wp_record *a, const wp_record *b)
+{
+    XXH3_state_t *st = XXH3_createState();
+    XXH3_128bits_reset(st);
+    for (const wp_record *r = a; r; r = (r == a ? b : NULL)) {
+        uint64_t head[2 + WP_MAX_DIMS] = {r->type, (uint64_t)r->n_dims, 0, 0, 0, 0};
+        for (int i = 0; i < WP_MAX_DIMS; i++)
+            head[2 + i] = (uint64_t)r->ne[i];
+        uint64_t kl[2] = {r->kind, r->payload_len};
+        XXH3_128bits_update(st, head, sizeof head);
+        XXH3_128bits_update(st, kl, sizeof kl);
+        XXH3_128bits_update(st, r->payload_len ? r->payload : (const uint8_t *)"", (size_t)r->payload_len);
+    }
+    XXH128_hash_t h = XXH3_128bits_digest(st);
+    XXH3_freeState(st);
+    return h;
+}
+
+/* The name of an earlier tensor with the same content, or NULL (and then
+ * remember this one). */
+static const char *shared_with(XXH128_hash_t h, const char *name)
+{
+    for (size_t i = 0; i < n_seen; i++)
+        if (XXH128_isEqual(seen[i].h, h))
+            return seen[i].name;
+    struct seen *p = realloc(seen, (n_seen + 1) * sizeof *seen);
+    if (!p || !(p[n_seen].name = strdup(name)))
+        wp_die("out of memory");
+    p[n_seen].h = h;
+    seen = p;
+    n_seen++;
+    return NULL;
+}
+
+/* Write r, or its zstd form when that is smaller. */
+static void put_smaller(wp_writer *w, const wp_record *r, unsigned group)
+{
+    wp_record z;
+    wp_record_init(&z);
+    if (r->payload_len >= 64 && wp_z_wrap(r, group, ZLEVEL, &z) == 0 && z.payload_len + 32 < r->payload_len)
+        wp_cli_put(w, &z);
+    else
+        wp_cli_put(w, r);
+    wp_record_free(&z);
+}
+
+static unsigned elem_group(uint32_t type);
+
+/* Restore the tensor from its side/raw record and symbols and, when w is
+ * not NULL, write it fixed-width (zstd'd when smaller; attr stored=fixed).
+ * Returns the bytes that form takes; with w NULL only measures, giving up
+ * (returning UINT64_MAX) once it cannot beat `beat` (0: no limit). The
+ * records are copied, not consumed. */
+static uint64_t put_fixed(wp_writer *w, const wp_record *held, const wp_record *sym, uint64_t beat)
+{
+    wp_restore *rs = wp_restore_new();
+    wp_record h, s, z, *t = NULL;
+    uint64_t bytes;
+    wp_record_init(&h);
+    wp_record_init(&s);
+    wp_record_init(&z);
+    if (!rs || wp_z_wrap(held, 1, 1, &h) || wp_z_wrap(sym, 1, 1, &s) ||
+        wp_restore_put(rs, &h, 0, &t) < 0 || wp_restore_put(rs, &s, 0, &t) != 1)
+        wp_die("%s: '%s': %s", src, sym->name, rs ? wp_restore_error(rs) : "out of memory");
+    wp_attr_set(t, "stored", "fixed");
+    bytes = t->payload_len;
+    if (!w && beat && bytes >= beat * 4) {
+        bytes = UINT64_MAX;
+    } else if (t->payload_len >= 64 && wp_z_wrap(t, elem_group(t->type), ZLEVEL, &z) == 0 &&
+               z.payload_len + 32 < t->payload_len) {
+        bytes = z.payload_len;
+        if (w)
+            wp_cli_put(w, &z);
+    } else if (w) {
+        wp_cli_put(w, t);
+    }
+    wp_record_free(&h);
+    wp_record_free(&s);
+    wp_record_free(&z);
+    wp_restore_free(rs);
+    return bytes;
+}
+
+/* Bytes per element of a plain (non-block) type, for byte grouping. */
+static unsigned elem_group(uint32_t type)
+{
+    return wp_ggml_blck_size(type) == 1 ? (unsigned)wp_ggml_type_size(type) : 1;
+}
+
+
 
 /* Bytes of the tensor a SYMBOLS record stands for, stored fixed-width. */
 static uint64_t fixed_bytes(const wp_record *sym)
@@ -45,6 +151,10 @@ int main(int argc, char **argv)
     const char *in = NULL, *out = NULL;
     char err[512];
     unsigned align = 8;
+    int dist = 0;
+    uint8_t *kvbuf = NULL;
+    size_t kvlen = 0;
+    uint64_t nkv = 0;
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -52,6 +162,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
             out = argv[++i];
+        } else if (!strcmp(argv[i], "--dist")) {
+            dist = 1;
         } else if (!strcmp(argv[i], "--align") && i + 1 < argc) {
             align = (unsigned)wp_arg_int("--align", argv[++i], 1, 4096);
             if (align & (align - 1))
@@ -77,7 +189,22 @@ int main(int argc, char **argv)
     int holding = 0, have_table = 0;
     double entropy = -1;
     char entropy_of[WP_MAX_NAME + 1] = "";
-    while (wp_cli_next(rd, &r)) {
+    for (;;) {
+        int more = wp_cli_next(rd, &r);
+        if (more && r.kind == WP_REC_KV) {
+            if (wp_kvpack_add(&kvbuf, &kvlen, &r))
+                wp_die("out of memory");
+            nkv++;
+            continue;
+        }
+        if (nkv) {
+            if (wp_kvpack_finish(kvbuf, kvlen, nkv, ZLEVEL, &coded))
+                wp_die("out of memory");
+            wp_cli_put(w, &coded);
+            nkv = kvlen = 0;
+        }
+        if (!more)
+            break;
         switch (r.kind) {
         case WP_REC_HIST:
             entropy = wp_attr_f64(&r, "entropy", -1);
@@ -105,6 +232,21 @@ int main(int argc, char **argv)
         default:
             if (holding)
                 wp_die("%s: '%s': %s data without its symbols", src, held.name, wp_rec_kind_name(held.kind));
+            if (r.kind == WP_REC_ROWMAP) {
+                put_smaller(w, &r, 4);
+                continue;
+            }
+            if (r.kind == WP_REC_TENSOR) {
+                const char *same = shared_with(unit_hash(&r, NULL), r.name);
+                if (same) {
+                    if (wp_ref_make(&r, same, &coded))
+                        wp_die("out of memory");
+                    wp_cli_put(w, &coded);
+                } else {
+                    put_smaller(w, &r, elem_group(r.type));
+                }
+                continue;
+            }
             wp_cli_put(w, &r);
             continue;
         }
@@ -116,6 +258,24 @@ int main(int argc, char **argv)
             wp_die("%s: '%s': symbols without their side or raw data", src, r.name);
         if (table.payload_len != 256)
             wp_die("%s: '%s': bad code table", src, r.name);
+        const char *same = shared_with(unit_hash(&held, &r), r.name);
+        if (same) {
+            wp_record t;
+            wp_record_init(&t);
+            t.type = r.type;
+            t.n_dims = r.n_dims;
+            memcpy(t.ne, r.ne, sizeof r.ne);
+            wp_record_set_name(&t, r.name);
+            int64_t off = wp_attr_i64(&r, "offset", -1);
+            if (off >= 0)
+                wp_attr_set_i64(&t, "offset", off);
+            if (wp_ref_make(&t, same, &coded))
+                wp_die("out of memory");
+            wp_cli_put(w, &coded);
+            wp_record_free(&t);
+            holding = 0;
+            continue;
+        }
         wp_lanes_shape shape = {
             .rows = r.ne[0] ? (uint64_t)(wp_record_nelem(&r) / r.ne[0]) : 0,
             .row_sym = (uint64_t)wp_attr_i64(&r, "row_sym", -1),
@@ -137,19 +297,36 @@ int main(int argc, char **argv)
         if (entropy >= 0 && !strcmp(entropy_of, r.name))
             wp_attr_set_f64(&coded, "entropy", entropy);
         holding = 0;
-        if (coded.payload_len + held.payload_len < fixed_bytes(&r)) {
-            wp_cli_put(w, &held);
-            wp_cli_put(w, &coded);
+        if (!dist) {
+            if (coded.payload_len + held.payload_len < fixed_bytes(&r)) {
+                wp_cli_put(w, &held);
+                wp_cli_put(w, &coded);
+            } else {
+                put_fixed(w, &held, &r, 0);
+            }
             continue;
         }
-        /* Not smaller coded: restore the tensor and store it as it was. */
-        wp_restore *rs = wp_restore_new();
-        wp_record *t = NULL;
-        if (!rs || wp_restore_put(rs, &held, 0, &t) < 0 || wp_restore_put(rs, &r, 0, &t) != 1)
-            wp_die("%s: '%s': %s", src, r.name, rs ? wp_restore_error(rs) : "out of memory");
-        wp_attr_set(t, "stored", "fixed");
-        wp_cli_put(w, t);
-        wp_restore_free(rs);
+        /* Distribution bundle: the smallest of (side data, zstd'd or not) +
+         * (lane-coded or zstd'd symbols) and the fixed-width tensor (zstd'd
+         * or not). zstd also finds repeated runs such as near-identical rows. */
+        wp_record zside, zsym;
+        wp_record_init(&zside);
+        wp_record_init(&zsym);
+        unsigned g = held.kind == WP_REC_SIDE ? (unsigned)wp_attr_i64(&held, "side_bytes", 1) : 1;
+        if (wp_z_wrap(&held, g, ZLEVEL, &zside) || wp_z_wrap(&r, 1, ZLEVEL, &zsym))
+            wp_die("out of memory");
+        const wp_record *side_form = zside.payload_len + 32 < held.payload_len ? &zside : &held;
+        const wp_record *sym_form = zsym.payload_len + 64 < coded.payload_len ? &zsym : &coded;
+        /* the split form takes one record more: about 120 bytes of header and index */
+        uint64_t split_bytes = side_form->payload_len + sym_form->payload_len + 120;
+        if (split_bytes < fixed_bytes(&r) && split_bytes < put_fixed(NULL, &held, &r, split_bytes)) {
+            wp_cli_put(w, side_form);
+            wp_cli_put(w, sym_form);
+        } else {
+            put_fixed(w, &held, &r, 0);
+        }
+        wp_record_free(&zside);
+        wp_record_free(&zsym);
     }
     if (holding)
         wp_die("%s: '%s': %s data without its symbols (truncated stream?)", src, held.name,
@@ -159,6 +336,10 @@ int main(int argc, char **argv)
     wp_record_free(&table);
     wp_record_free(&held);
     wp_record_free(&coded);
+    free(kvbuf);
+    for (size_t i = 0; i < n_seen; i++)
+        free(seen[i].name);
+    free(seen);
     wp_reader_close(rd);
     return 0;
 }

@@ -39,8 +39,31 @@ int main(int argc, char **argv)
     }
     const char *src = in && strcmp(in, "-") ? in : "stdin";
 
-    wp_reader *rd = wp_cli_reader(in);
+    /* Shared tensors are read back through the index: a pipe is spooled to
+     * an unnamed temporary file first. */
+    FILE *bf = wp_in_open(in);
+    if (fseeko(bf, 0, SEEK_CUR) != 0) {
+        FILE *t = tmpfile();
+        char buf[1 << 16];
+        size_t n;
+        if (!t)
+            wp_die("cannot create a temporary file");
+        while ((n = fread(buf, 1, sizeof buf, bf)) > 0)
+            if (fwrite(buf, 1, n, t) != n)
+                wp_die("temporary file: write error");
+        rewind(t);
+        bf = t;
+    }
+    /* A second, independent handle on the same file for random access. */
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fileno(bf));
+    FILE *ix = fopen(self, "rb");
+    wp_reader *rd = wp_reader_open(bf, src, err, sizeof err);
+    if (!rd)
+        wp_die("%s", err);
     wp_restore *rs = wp_restore_new();
+    if (rs && ix)
+        wp_restore_source(rs, ix, src);
     wp_writer *w = as_stream ? wp_cli_writer(out) : NULL;
     wp_gguf_out *g = as_stream ? NULL : wp_gguf_out_new(err, sizeof err);
     if (!rs || (!as_stream && !g))
@@ -51,12 +74,12 @@ int main(int argc, char **argv)
         int k = wp_restore_put(rs, &r, reference, &t);
         if (k < 0)
             wp_die("%s: %s", src, wp_restore_error(rs));
-        if (k == 0)
-            continue;
-        if (w)
-            wp_cli_put(w, t);
-        else if (wp_gguf_out_add(g, t) < 0)
-            wp_die("%s: %s", src, wp_gguf_out_error(g));
+        for (; k == 1 && t; t = wp_restore_more(rs)) {
+            if (w)
+                wp_cli_put(w, t);
+            else if (wp_gguf_out_add(g, t) < 0)
+                wp_die("%s: %s", src, wp_gguf_out_error(g));
+        }
     }
     if (wp_restore_pending(rs))
         wp_die("%s: side data without its symbols at the end of the bundle", src);

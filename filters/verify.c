@@ -50,13 +50,6 @@ static uint64_t ideal_bits(const wp_coded_view *v, const uint8_t *sym)
     return bits;
 }
 
-/* Symbols of a coded record: rows × row_sym. */
-static double v_rows_sym(const wp_record *c)
-{
-    int64_t rows = c->ne[0] ? wp_record_nelem(c) / c->ne[0] : 0;
-    return (double)rows * (double)wp_attr_i64(c, "row_sym", 0);
-}
-
 static int files_equal(FILE *a, const char *path)
 {
     FILE *b = fopen(path, "rb");
@@ -112,44 +105,57 @@ int main(int argc, char **argv)
     if (!ref || !fast || !rebuilt)
         wp_die("out of memory");
 
-    wp_record r, dup, o, held;
+    wp_record r, dup, o, coded;
     wp_record_init(&r);
     wp_record_init(&dup);
     wp_record_init(&o);
-    wp_record_init(&held);
-    double weights = 0, coded_w = 0, entropy_bits = 0, table_bytes = 0, pad_bytes = 0;
-    uint64_t n_coded = 0, n_fixed = 0;
+    wp_record_init(&coded);
+    FILE *src = fopen(bpath, "rb");
+    if (!src)
+        wp_die("%s: cannot open", bpath);
+    wp_restore_source(ref, src, bpath);
+    wp_restore_source(fast, src, bpath);
+    double weights = 0, coded_w = 0, entropy_bits = 0, table_bytes = 0, pad_bytes = 0, meta_bytes = 0;
+    uint64_t n_coded = 0, n_fixed = 0, n_shared = 0, unit_bytes = 0;
+    int have_coded = 0;
     uint8_t *sym = NULL;
     if (!quiet)
         printf("%-32s %-6s %9s %8s %8s %8s %8s  %s\n", "matrix", "type", "weights", "GGUF", "bundle", "entropy",
                "overhead", "check");
     while (wp_cli_next(rd, &r)) {
         wp_record *a = NULL, *b = NULL;
-        int is_data = r.kind == WP_REC_SIDE || r.kind == WP_REC_RAW;
-        int is_sym = r.kind == WP_REC_SYMBOLS || r.kind == WP_REC_CODED;
+        char same[WP_MAX_NAME + 1] = "";
+        unsigned kind = r.kind;
+        unit_bytes += r.payload_len;
+        if (kind == WP_REC_REF)
+            wp_attr_str(&r, "same_as", same, sizeof same);
+        if (kind == WP_REC_CODED) {
+            copy_record(&r, &coded);
+            have_coded = 1;
+        }
         copy_record(&r, &dup);
-        if (is_data)
-            copy_record(&r, &held);
         int ka = wp_restore_put(ref, &r, 1, &a), kb = wp_restore_put(fast, &dup, 0, &b);
         if (ka < 0 || kb < 0)
             wp_die("%s: %s", bpath, wp_restore_error(ka < 0 ? ref : fast));
         if (ka == 0)
             continue;
-        if (a->kind == WP_REC_TENSOR) {
-            int k = wp_gguf_read_tensor(g, a->name, &o);
-            if (k < 0)
-                wp_die("%s", wp_gguf_error(g));
-            int ok = k == 1 && same_tensor(a, &o) && same_tensor(b, &o);
-            bad += !ok;
-            double nw = (double)wp_record_nelem(a);
-            if (is_sym) {
-                /* a coded matrix: account its bits */
-                char s[8] = "";
-                double bundle_bytes = (double)(held.payload_len + dup.payload_len);
-                double h = -1, over = 0;
-                if (dup.kind == WP_REC_CODED) {
+        if (kind == WP_REC_KVPACK || kind == WP_REC_GGUF)
+            meta_bytes += (double)unit_bytes;
+        for (; a; a = wp_restore_more(ref), b = wp_restore_more(fast)) {
+            if (!b)
+                wp_die("%s: the two decoders disagree on the record count", bpath);
+            if (a->kind == WP_REC_TENSOR) {
+                int k = wp_gguf_read_tensor(g, a->name, &o);
+                if (k < 0)
+                    wp_die("%s", wp_gguf_error(g));
+                int ok = k == 1 && same_tensor(a, &o) && same_tensor(b, &o);
+                bad += !ok;
+                double nw = (double)wp_record_nelem(a), gbpw = 8.0 * (double)o.payload_len / nw;
+                const char *type = wp_ggml_type_name(a->type) ? wp_ggml_type_name(a->type) : "?";
+                if (have_coded) {
                     wp_coded_view v;
-                    if (wp_coded_view_get(&dup, &v, err, sizeof err))
+                    double h = wp_attr_f64(&coded, "entropy", -1), over;
+                    if (wp_coded_view_get(&coded, &v, err, sizeof err))
                         wp_die("%s: %s", bpath, err);
                     uint64_t n = v.shape.rows * v.shape.row_sym;
                     sym = realloc(sym, n ? n : 1);
@@ -159,34 +165,38 @@ int main(int argc, char **argv)
                     over = (double)v.table_bytes + pad;
                     table_bytes += (double)v.table_bytes;
                     pad_bytes += pad;
-                    h = wp_attr_f64(&dup, "entropy", -1);
-                    if (h >= 0)
-                        entropy_bits += h * (double)n + 8.0 * (double)held.payload_len;
-                }
-                n_coded++;
-                coded_w += nw;
-                snprintf(s, sizeof s, "%s", ok ? "ok" : "DIFFERS");
-                if (!quiet) {
+                    double side = (double)wp_restore_side_len(ref);
                     char hs[16] = "-";
-                    if (h >= 0)
-                        snprintf(hs, sizeof hs, "%.4f",
-                                 (h * (double)(v_rows_sym(&dup)) + 8.0 * (double)held.payload_len) / nw);
-                    printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8.4f  %s\n", a->name, wp_ggml_type_name(a->type), nw,
-                           8.0 * (double)o.payload_len / nw, 8.0 * bundle_bytes / nw, hs, 8.0 * over / nw, s);
+                    if (h >= 0) {
+                        entropy_bits += h * (double)n + 8.0 * side;
+                        snprintf(hs, sizeof hs, "%.4f", (h * (double)n + 8.0 * side) / nw);
+                    }
+                    n_coded++;
+                    coded_w += nw;
+                    if (!quiet)
+                        printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8.4f  %s\n", a->name, type, nw, gbpw,
+                               8.0 * (double)unit_bytes / nw, hs, 8.0 * over / nw, ok ? "ok" : "DIFFERS");
+                } else if (same[0]) {
+                    n_shared++;
+                    if (!quiet)
+                        printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8s  %s (shares the bytes of %s)\n", a->name, type,
+                               nw, gbpw, 8.0 * (double)unit_bytes / nw, "-", "-", ok ? "ok" : "DIFFERS", same);
+                } else {
+                    n_fixed++;
+                    if (!quiet)
+                        printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8s  %s (%s)\n", a->name, type, nw, gbpw,
+                               8.0 * (double)unit_bytes / nw, "-", "-", ok ? "ok" : "DIFFERS",
+                               kind == WP_REC_Z ? "zstd" : "stored fixed-width");
                 }
-            } else if (wp_attr_find(a, "stored", NULL)) {
-                n_fixed++;
-                if (!quiet)
-                    printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8s  %s (stored fixed-width)\n", a->name,
-                           wp_ggml_type_name(a->type), nw, 8.0 * (double)o.payload_len / nw,
-                           8.0 * (double)a->payload_len / nw, "-", "-", ok ? "ok" : "DIFFERS");
-            } else if (!ok) {
-                printf("%-32s DIFFERS from %s\n", a->name, orig);
+                weights += nw;
+                unit_bytes = 0;
+                have_coded = 0;
             }
-            weights += nw;
+            if (wp_gguf_out_add(rebuilt, a) < 0)
+                wp_die("%s: %s", bpath, wp_gguf_out_error(rebuilt));
         }
-        if (wp_gguf_out_add(rebuilt, a) < 0)
-            wp_die("%s: %s", bpath, wp_gguf_out_error(rebuilt));
+        if (kind == WP_REC_KVPACK || kind == WP_REC_GGUF)
+            unit_bytes = 0;
     }
     if (wp_restore_pending(ref))
         wp_die("%s: side data without its symbols at the end of the bundle", bpath);
@@ -199,17 +209,19 @@ int main(int argc, char **argv)
 
     double gguf_bpw = 8.0 * (double)wp_gguf_file_size(g) / weights;
     double bundle_bpw = 8.0 * (double)st.st_size / weights;
-    printf("total: %.0f weights (%.0f in %" PRIu64 " coded matrices, %" PRIu64 " stored fixed-width)\n", weights,
-           coded_w, n_coded, n_fixed);
-    printf("GGUF %.4f b/w, bundle %.4f b/w (saving %.2f%%); tables+offsets %.4f b/w, lane padding %.4f b/w\n",
+    printf("total: %.0f weights (%.0f in %" PRIu64 " coded matrices, %" PRIu64 " stored fixed-width or zstd, %" PRIu64
+           " shared)\n", weights, coded_w, n_coded, n_fixed, n_shared);
+    printf("GGUF %.4f b/w, bundle %.4f b/w (saving %.2f%%); tables+offsets %.4f b/w, lane padding %.4f b/w,"
+           " metadata %.4f b/w\n",
            gguf_bpw, bundle_bpw, 100.0 * (1 - bundle_bpw / gguf_bpw), 8.0 * table_bytes / weights,
-           8.0 * pad_bytes / weights);
+           8.0 * pad_bytes / weights, 8.0 * meta_bytes / weights);
     printf("%s: %s\n", whole ? "rebuilt GGUF byte-identical" : "rebuilt GGUF DIFFERS",
            bad ? "FAILED" : "every tensor matches with both decoders");
     wp_record_free(&r);
     wp_record_free(&dup);
     wp_record_free(&o);
-    wp_record_free(&held);
+    wp_record_free(&coded);
+    fclose(src);
     free(sym);
     wp_restore_free(ref);
     wp_restore_free(fast);

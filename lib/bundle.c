@@ -10,6 +10,8 @@
 #include "codes.h"
 #include "ggml_type.h"
 #include "huffman.h"
+#include "rowmap.h"
+#include "zpack.h"
 
 static uint32_t rd32(const uint8_t *p)
 {
@@ -200,6 +202,94 @@ int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record
     return 0;
 }
 
+/* ---- compressed and shared records --------------------------------------- */
+
+static void put32le(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i); }
+static void put64le(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> 8 * i); }
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+static int copy_head(const wp_record *r, unsigned kind, wp_record *out)
+{
+    out->kind = (uint16_t)kind;
+    out->type = r->type;
+    out->n_dims = r->n_dims;
+    memcpy(out->ne, r->ne, sizeof r->ne);
+    free(out->attrs);
+    out->attrs = strdup(r->attrs ? r->attrs : "");
+    return !out->attrs || wp_record_set_name(out, r->name ? r->name : "") ? -1 : 0;
+}
+
+int wp_z_wrap(const wp_record *r, unsigned group, int level, wp_record *z)
+{
+    size_t zl;
+    uint8_t *p = wp_zpack(r->payload_len ? r->payload : (const uint8_t *)"", (size_t)r->payload_len,
+                          group ? group : 1, level, &zl);
+    if (!p || copy_head(r, WP_REC_Z, z) || !wp_record_alloc(z, zl)) {
+        free(p);
+        return -1;
+    }
+    memcpy(z->payload, p, zl);
+    free(p);
+    wp_attr_set_i64(z, "z_of", r->kind);
+    wp_attr_set_i64(z, "z_len", (int64_t)r->payload_len);
+    wp_attr_set_i64(z, "z_group", group ? group : 1);
+    return 0;
+}
+
+int wp_kvpack_add(uint8_t **buf, size_t *len, const wp_record *kv)
+{
+    size_t nl = strlen(kv->name), need = *len + 4 + nl + 4 + 8 + (size_t)kv->payload_len;
+    uint8_t *p = realloc(*buf, need);
+    if (!p)
+        return -1;
+    uint8_t *e = p + *len;
+    put32le(e, (uint32_t)nl);
+    memcpy(e + 4, kv->name, nl);
+    put32le(e + 4 + nl, kv->type);
+    put64le(e + 8 + nl, kv->payload_len);
+    if (kv->payload_len)
+        memcpy(e + 16 + nl, kv->payload, (size_t)kv->payload_len);
+    *buf = p;
+    *len = need;
+    return 0;
+}
+
+int wp_kvpack_finish(const uint8_t *buf, size_t len, uint64_t n_kv, int level, wp_record *out)
+{
+    size_t zl;
+    uint8_t *p = wp_zpack(len ? buf : (const uint8_t *)"", len, 1, level, &zl);
+    if (!p)
+        return -1;
+    out->kind = WP_REC_KVPACK;
+    out->type = 0;
+    out->n_dims = 0;
+    for (int i = 0; i < WP_MAX_DIMS; i++)
+        out->ne[i] = 1;
+    free(out->attrs);
+    out->attrs = NULL;
+    if (wp_record_set_name(out, "") || !wp_record_alloc(out, zl)) {
+        free(p);
+        return -1;
+    }
+    memcpy(out->payload, p, zl);
+    free(p);
+    wp_attr_set_i64(out, "n_kv", (int64_t)n_kv);
+    wp_attr_set_i64(out, "z_len", (int64_t)len);
+    return 0;
+}
+
+int wp_ref_make(const wp_record *t, const char *same_as, wp_record *out)
+{
+    if (copy_head(t, WP_REC_REF, out) || !wp_record_alloc(out, 0))
+        return -1;
+    free(out->attrs);
+    out->attrs = NULL;
+    int64_t off = wp_attr_i64(t, "offset", -1);
+    if (off >= 0)
+        wp_attr_set_i64(out, "offset", off);
+    return wp_attr_set(out, "same_as", same_as);
+}
+
 /* ---- restoring tensors -------------------------------------------------- */
 
 struct wp_restore {
@@ -208,6 +298,17 @@ struct wp_restore {
     wp_record out;      /* the restored tensor */
     uint8_t  *sym;
     uint64_t  sym_cap;
+    wp_record *queue;   /* records a KVPACK expanded to */
+    uint64_t  nqueue, next;
+    FILE     *src;      /* the bundle, for REF records */
+    char      src_path[512];
+    wp_index  ix;
+    int       have_ix;
+    uint64_t  side_len;
+    wp_record rowmap;   /* a row map waiting for its tensor */
+    int       have_rowmap;
+    int       ignore_rowmaps;   /* resolving a REF: it names the distinct rows */
+    wp_record full;     /* a tensor expanded through its row map */
     char      err[512];
 };
 
@@ -217,21 +318,49 @@ wp_restore *wp_restore_new(void)
     if (rs) {
         wp_record_init(&rs->held);
         wp_record_init(&rs->out);
+        wp_record_init(&rs->rowmap);
+        wp_record_init(&rs->full);
     }
     return rs;
+}
+
+static void drop_queue(wp_restore *rs)
+{
+    for (uint64_t i = 0; i < rs->nqueue; i++)
+        wp_record_free(&rs->queue[i]);
+    free(rs->queue);
+    rs->queue = NULL;
+    rs->nqueue = rs->next = 0;
+}
+
+void wp_restore_source(wp_restore *rs, FILE *f, const char *path)
+{
+    rs->src = f;
+    snprintf(rs->src_path, sizeof rs->src_path, "%s", path);
+}
+
+wp_record *wp_restore_more(wp_restore *rs)
+{
+    return rs->next < rs->nqueue ? &rs->queue[rs->next++] : NULL;
 }
 
 void wp_restore_free(wp_restore *rs)
 {
     if (!rs)
         return;
+    drop_queue(rs);
+    if (rs->have_ix)
+        wp_index_free(&rs->ix);
+    wp_record_free(&rs->rowmap);
+    wp_record_free(&rs->full);
     wp_record_free(&rs->held);
     wp_record_free(&rs->out);
     free(rs->sym);
     free(rs);
 }
 
-int wp_restore_pending(const wp_restore *rs) { return rs->holding; }
+int wp_restore_pending(const wp_restore *rs) { return rs->holding || rs->have_rowmap; }
+uint64_t wp_restore_side_len(const wp_restore *rs) { return rs->side_len; }
 const char *wp_restore_error(const wp_restore *rs) { return rs->err; }
 
 static int rfail(wp_restore *rs, const char *fmt, ...)
@@ -354,9 +483,187 @@ static int restore_exp(wp_restore *rs, const wp_record *r, int reference)
     return 0;
 }
 
+/* Unwrap a Z record in place (it becomes the record it wraps). */
+static int unwrap_z(wp_restore *rs, wp_record *in)
+{
+    int64_t of = wp_attr_i64(in, "z_of", -1), len = wp_attr_i64(in, "z_len", -1);
+    int64_t g = wp_attr_i64(in, "z_group", 1);
+    if (of <= 0 || of == WP_REC_Z || of == WP_REC_END || len < 0 || g < 1 || g > 4096)
+        return rfail(rs, "record '%s': bad zstd record attributes", in->name);
+    uint8_t *p = malloc(len ? (size_t)len : 1);
+    if (!p)
+        return rfail(rs, "record '%s': out of memory", in->name);
+    if (wp_zunpack(in->payload, (size_t)in->payload_len, (unsigned)g, p, (size_t)len)) {
+        free(p);
+        return rfail(rs, "record '%s': corrupt zstd payload", in->name);
+    }
+    free(in->payload);
+    in->payload = p;
+    in->payload_len = in->payload_cap = (uint64_t)len;
+    in->kind = (uint16_t)of;
+    wp_attr_del(in, "z_of");
+    wp_attr_del(in, "z_len");
+    wp_attr_del(in, "z_group");
+    return 0;
+}
+
+/* Expand a KVPACK into the queue. */
+static int expand_kvpack(wp_restore *rs, const wp_record *in)
+{
+    int64_t n = wp_attr_i64(in, "n_kv", -1), len = wp_attr_i64(in, "z_len", -1);
+    if (n < 0 || len < 0 || (uint64_t)n > (uint64_t)len / 16 + 1)
+        return rfail(rs, "kvpack: bad attributes");
+    uint8_t *p = malloc(len ? (size_t)len : 1);
+    if (!p)
+        return rfail(rs, "kvpack: out of memory");
+    if (wp_zunpack(in->payload, (size_t)in->payload_len, 1, p, (size_t)len)) {
+        free(p);
+        return rfail(rs, "kvpack: corrupt zstd payload");
+    }
+    drop_queue(rs);
+    rs->queue = calloc(n ? (size_t)n : 1, sizeof *rs->queue);
+    if (!rs->queue) {
+        free(p);
+        return rfail(rs, "kvpack: out of memory");
+    }
+    uint64_t off = 0;
+    for (int64_t i = 0; i < n; i++) {
+        wp_record *k = &rs->queue[i];
+        wp_record_init(k);
+        rs->nqueue = (uint64_t)i + 1;
+        if ((uint64_t)len - off < 16 || rd32(p + off) > (uint64_t)len - off - 16)
+            goto bad;
+        uint32_t nl = rd32(p + off);
+        uint64_t vl = rd64(p + off + 8 + nl);
+        if (vl > (uint64_t)len - off - 16 - nl)
+            goto bad;
+        char *name = strndup((const char *)p + off + 4, nl);
+        if (!name || strlen(name) != nl || wp_record_set_name(k, name) || !wp_record_alloc(k, vl)) {
+            free(name);
+            goto bad;
+        }
+        free(name);
+        k->kind = WP_REC_KV;
+        k->type = rd32(p + off + 4 + nl);
+        if (vl)
+            memcpy(k->payload, p + off + 16 + nl, (size_t)vl);
+        k->attrs = calloc(1, 1);
+        off += 16 + nl + vl;
+    }
+    free(p);
+    if (off != (uint64_t)len)
+        return rfail(rs, "kvpack: %" PRIu64 " trailing bytes", (uint64_t)len - off);
+    return 0;
+bad:
+    free(p);
+    return rfail(rs, "kvpack: corrupt contents");
+}
+
+/* Resolve a REF: restore the tensor it names from the source bundle. */
+static int resolve_ref(wp_restore *rs, const wp_record *in)
+{
+    char same[WP_MAX_NAME + 1], err[512];
+    if (!wp_attr_str(in, "same_as", same, sizeof same))
+        return rfail(rs, "record '%s': reference without same_as", in->name);
+    if (!rs->src)
+        return rfail(rs, "record '%s': a shared tensor needs the bundle as a file, not a pipe", in->name);
+    if (!rs->have_ix) {
+        if (wp_index_read(rs->src, rs->src_path, &rs->ix, err, sizeof err))
+            return rfail(rs, "%s", err);
+        rs->have_ix = 1;
+    }
+    wp_restore *sub = wp_restore_new();
+    wp_record r, *t = NULL;
+    if (sub)
+        sub->ignore_rowmaps = 1;
+    int found = 0;
+    wp_record_init(&r);
+    for (uint64_t i = 0; sub && i < rs->ix.count && !found; i++) {
+        if (strcmp(rs->ix.e[i].name, same) || rs->ix.e[i].kind == WP_REC_REF)
+            continue;
+        if (wp_record_read_at(rs->src, rs->src_path, rs->ix.e[i].offset, &r, err, sizeof err)) {
+            rfail(rs, "%s", err);
+            break;
+        }
+        int k = wp_restore_put(sub, &r, 0, &t);
+        if (k < 0) {
+            rfail(rs, "%s", wp_restore_error(sub));
+            break;
+        }
+        if (k == 1 && t->kind == WP_REC_TENSOR)
+            found = 1;
+    }
+    int rc = -1;
+    if (found && t->type == in->type && t->n_dims == in->n_dims && !memcmp(t->ne, in->ne, sizeof in->ne)) {
+        if (copy_head(in, WP_REC_TENSOR, &rs->out) || !wp_record_alloc(&rs->out, t->payload_len)) {
+            rfail(rs, "out of memory");
+        } else {
+            memcpy(rs->out.payload, t->payload, (size_t)t->payload_len);
+            wp_attr_del(&rs->out, "same_as");
+            rc = 0;
+        }
+    } else if (!rs->err[0] || found) {
+        rfail(rs, "record '%s': the tensor it shares, '%s', is missing or differs in shape", in->name, same);
+    }
+    wp_record_free(&r);
+    wp_restore_free(sub);
+    return rc;
+}
+
+static int restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out);
+
 int wp_restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out)
 {
+    if (in->kind == WP_REC_Z && unwrap_z(rs, in))
+        return -1;
+    if (in->kind == WP_REC_ROWMAP) {
+        if (rs->ignore_rowmaps)
+            return 0;
+        if (rs->have_rowmap || rs->holding)
+            return rfail(rs, "record '%s': a row map out of place", in->name);
+        swap_records(&rs->rowmap, in);
+        rs->have_rowmap = 1;
+        return 0;
+    }
+    int k = restore_put(rs, in, reference, out);
+    if (k == 1 && rs->have_rowmap && (*out)->kind == WP_REC_TENSOR) {
+        char err[256];
+        if (strcmp((*out)->name, rs->rowmap.name))
+            return rfail(rs, "record '%s': row map without its tensor", rs->rowmap.name);
+        if (wp_rowmap_expand(&rs->rowmap, *out, &rs->full, err, sizeof err))
+            return rfail(rs, "%s", err);
+        rs->have_rowmap = 0;
+        *out = &rs->full;
+    }
+    return k;
+}
+
+static int restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out)
+{
     char codec[16] = "";
+    rs->err[0] = 0;
+    drop_queue(rs);
+    rs->side_len = 0;
+    if (in->kind == WP_REC_Z && unwrap_z(rs, in))
+        return -1;
+    if (in->kind == WP_REC_KVPACK) {
+        if (rs->holding)
+            return rfail(rs, "record '%s': %s data without its symbols", rs->held.name,
+                         wp_rec_kind_name(rs->held.kind));
+        if (expand_kvpack(rs, in))
+            return -1;
+        *out = wp_restore_more(rs);
+        return *out ? 1 : 0;
+    }
+    if (in->kind == WP_REC_REF) {
+        if (rs->holding)
+            return rfail(rs, "record '%s': %s data without its symbols", rs->held.name,
+                         wp_rec_kind_name(rs->held.kind));
+        if (resolve_ref(rs, in))
+            return -1;
+        *out = &rs->out;
+        return 1;
+    }
     switch (in->kind) {
     case WP_REC_SIDE:
     case WP_REC_RAW:
@@ -382,6 +689,7 @@ int wp_restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out
                          wp_rec_kind_name(rs->held.kind));
         }
         rs->holding = 0;
+        rs->side_len = rs->held.payload_len;
         rs->out.kind = WP_REC_TENSOR;
         rs->out.type = in->type;
         rs->out.n_dims = in->n_dims;

@@ -85,21 +85,54 @@ struct wp_bf16_split;
  * verbatim_frac, offset (when t has one). Returns 0, -1 when out of memory. */
 int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record *raw, wp_record *sym);
 
+/* ---- compressed and shared records --------------------------------------- */
+
+/* Wrap record r (any kind but END) as a WP_REC_Z record z: same name, type
+ * and shape; payload zstd (level) of r's payload grouped by `group` bytes
+ * (zpack.h); attrs: r's own, plus z_of (r's kind), z_len (its payload
+ * bytes), z_group. Returns 0, -1 when out of memory. */
+int wp_z_wrap(const wp_record *r, unsigned group, int level, wp_record *z);
+
+/* Append one kv record to a KVPACK being built in buf (serialised as u32
+ * name length, name, u32 GGUF value type, u64 value length, value).
+ * wp_kvpack_finish compresses buf into a WP_REC_KVPACK record (attr n_kv).
+ * Return 0, -1 when out of memory. */
+int wp_kvpack_add(uint8_t **buf, size_t *len, const wp_record *kv);
+int wp_kvpack_finish(const uint8_t *buf, size_t len, uint64_t n_kv, int level, wp_record *out);
+
+/* A WP_REC_REF record: tensor t (name, type, shape, offset attr) whose bytes
+ * equal those of the earlier tensor called same_as. */
+int wp_ref_make(const wp_record *t, const char *same_as, wp_record *out);
+
 /* ---- restoring tensors -------------------------------------------------- */
 
 typedef struct wp_restore wp_restore;
 
-/* A restorer turns SIDE/RAW + SYMBOLS/CODED pairs back into TENSOR records
- * with the exact original bytes; every other record passes through. */
+/* A restorer turns a bundle's records back into the stream they came from:
+ * SIDE/RAW + SYMBOLS/CODED pairs into TENSOR records with the exact original
+ * bytes, Z records into the record they wrap, a KVPACK into its kv records,
+ * a REF into a copy of the tensor it names; every other record passes
+ * through. */
 wp_restore *wp_restore_new(void);
 void        wp_restore_free(wp_restore *rs);
 
+/* Give the restorer random access to the bundle it reads (a seekable file
+ * with a trailing index), needed to resolve REF records. f stays open and
+ * owned by the caller. */
+void wp_restore_source(wp_restore *rs, FILE *f, const char *path);
+
 /* Feed one record. Returns 1 when *out holds a record to emit (the input
- * itself, or a restored tensor), 0 when the record was held (a SIDE/RAW
+ * itself, or a restored one), 0 when the record was held (a SIDE/RAW
  * waiting for its symbols), -1 on an error (message in wp_restore_error).
- * reference selects the reference lane decoder. The record in *in may be
- * swapped with internal buffers: treat it as consumed. */
+ * After a 1, call wp_restore_more() until it returns NULL: a KVPACK yields
+ * several records. reference selects the reference lane decoder. The record
+ * in *in may be swapped with internal buffers: treat it as consumed. */
 int wp_restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out);
+wp_record *wp_restore_more(wp_restore *rs);
+
+/* Bytes of the SIDE or RAW data (after any zstd) that the last restored
+ * tensor was joined with; 0 when it had none. */
+uint64_t wp_restore_side_len(const wp_restore *rs);
 
 /* Nonzero when a SIDE/RAW record is still waiting (a truncated bundle). */
 int wp_restore_pending(const wp_restore *rs);

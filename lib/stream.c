@@ -96,6 +96,10 @@ const char *wp_rec_kind_name(unsigned kind)
     case WP_REC_SIDE: return "side";
     case WP_REC_SYMBOLS: return "symbols";
     case WP_REC_RAW: return "raw";
+    case WP_REC_Z: return "zstd";
+    case WP_REC_KVPACK: return "kvpack";
+    case WP_REC_REF: return "ref";
+    case WP_REC_ROWMAP: return "rowmap";
     case WP_REC_END: return "end";
     default: return "?";
     }

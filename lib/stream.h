@@ -55,6 +55,10 @@ enum wp_rec_kind {
     WP_REC_SIDE    = 8,  /* side data of a coded matrix (histogram) */
     WP_REC_SYMBOLS = 9,  /* raw symbols of one matrix (histogram, bf16split) */
     WP_REC_RAW     = 10, /* raw bytes beside coded symbols (bf16split) */
+    WP_REC_Z       = 11, /* another record, its payload zstd-compressed */
+    WP_REC_KVPACK  = 12, /* a run of kv records, zstd-compressed together */
+    WP_REC_REF     = 13, /* a tensor whose bytes equal an earlier tensor's */
+    WP_REC_ROWMAP  = 14, /* which distinct row each row of a tensor is */
     WP_REC_END     = 0xffff
 };
 

@@ -20,8 +20,9 @@ setup() {
     T="$BATS_TEST_TMPDIR"
 }
 
-bundle() { # GGUF BUNDLE
-    "$BIN/ggufcat" "$1" | "$BIN/histogram" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$2"
+bundle() { # GGUF BUNDLE [histogram options]
+    local g=$1 b=$2; shift 2
+    "$BIN/ggufcat" "$g" | "$BIN/histogram" "$@" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$b"
 }
 
 @test "stories260K quantized by llama-quantize: every type round-trips bit-exactly through the bundle" {
@@ -49,7 +50,7 @@ bundle() { # GGUF BUNDLE
 }
 
 @test "a one-symbol matrix codes at 1 bit per symbol plus its side data" {
-    bundle "$Q/syn.gguf" "$T/syn.bundle"
+    bundle "$Q/syn.gguf" "$T/syn.bundle" --no-rowmap
     run "$BIN/verify" "$Q/syn.gguf" "$T/syn.bundle"
     # Q4_0, 64x256: 0.5 b/w of pair codes + 0.5 b/w of d
     echo "$output" | grep -E '^one_symbol.Q4_0 +Q4_0 +16384 +4.5000 +1\.[0-9]+ +0\.5000 '
@@ -57,7 +58,7 @@ bundle() { # GGUF BUNDLE
 
 @test "histogram --report: entropy of llama.cpp's Q4_0 stories260K codes" {
     [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
-    run sh -c "'$BIN/ggufcat' '$Q/s-Q4_0.gguf' | '$BIN/histogram' --report 2>&1 >/dev/null"
+    run sh -c "'$BIN/ggufcat' '$Q/s-Q4_0.gguf' | '$BIN/histogram' --no-rowmap --no-float --report 2>&1 >/dev/null"
     [ "$status" -eq 0 ]
     echo "$output" | grep -E '^token_embd.weight +Q4_0 +32768 +16384 +6.7758 +3.3879 +4.00 +0.5000 +4.5000$'
     echo "$output" | grep -E '^total: 292800 weights, 237056 in coded matrices; tensors 7.1755 b/w as stored; entropy bound 6.8812 b/w'

@@ -1,0 +1,30 @@
+/*
+ * rowmap.h - rows repeated within one tensor, stored once.
+ *
+ * Trained embeddings often hold byte-identical rows (tokens never seen in
+ * training keep one shared initial value; stories260K's token_embd has 345
+ * distinct rows of 512). A tensor with repeated rows becomes two records:
+ *   ROWMAP X   type and shape of X; payload: one u32 (little-endian) per row,
+ *              the index of its row among the distinct rows
+ *   TENSOR X   the distinct rows, in first-occurrence order: shape ne[0] ×
+ *              distinct rows (2-D), attr rowmap=1
+ * and the reduced tensor is coded like any other. A GEMV over X is a GEMV
+ * over the distinct rows followed by y[r] = y'[map[r]].
+ */
+#ifndef WPACK_ROWMAP_H
+#define WPACK_ROWMAP_H
+
+#include "stream.h"
+
+/* If tensor t (n_dims ≥ 2) has repeated rows (compared byte for byte),
+ * fill map (a WP_REC_ROWMAP record) and reduced (the distinct rows) and
+ * return 1; return 0 when every row is distinct or the map would not pay for
+ * itself (nothing written), -1 when out of memory. */
+int wp_rowmap_make(const wp_record *t, wp_record *map, wp_record *reduced);
+
+/* Rebuild the full tensor from a ROWMAP record and the reduced tensor
+ * (same name, type). Returns 0, or -1 when they do not fit together
+ * (message in err). */
+int wp_rowmap_expand(const wp_record *map, const wp_record *reduced, wp_record *full, char *err, size_t errlen);
+
+#endif
