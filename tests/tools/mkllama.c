@@ -1,0 +1,153 @@
+/*
+ * mkllama - write a synthetic llama-shaped GGUF whose rows are multiples of
+ * 256 (so llama.cpp's K-quants and IQ4_XS apply, unlike stories260K), with
+ * realistic weights: Student-t(4)-like tails, a few outlier input columns,
+ * a spread of per-row scales, norms near 1. Metadata (tokenizer included)
+ * comes from stories260K with the dimensions changed, so llama.cpp loads it.
+ *
+ * Usage: mkllama STORIES260K-F32.gguf OUT.gguf [F32|F16|BF16]
+ * Shape: n_embd 256, n_ff 768, 2 layers, 4 heads, 2 KV heads, vocab 512.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml_type.h"
+#include "gguf_file.h"
+#include "half.h"
+
+#define EMBD 256
+#define FF 768
+#define LAYERS 2
+#define HEADS 4
+#define KV_HEADS 2
+#define VOCAB 512
+
+static uint64_t rng = 0x2545F4914F6CDD1Dull;
+static double urand(void)
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return ((rng >> 11) + 0.5) / 9007199254740992.0;
+}
+static double gauss(void) { return sqrt(-2 * log(urand())) * cos(6.283185307179586 * urand()); }
+static double student4(void)
+{
+    double z = gauss(), c = 0;
+    for (int i = 0; i < 4; i++) {
+        double g = gauss();
+        c += g * g;
+    }
+    return z / sqrt(c / 4);
+}
+
+static wp_gguf_out *out;
+static int wtype = WP_F32;
+
+static void put_u32(const char *key, uint32_t v)
+{
+    wp_record r;
+    wp_record_init(&r);
+    r.kind = WP_REC_KV;
+    r.type = WP_GGUF_U32;
+    wp_record_set_name(&r, key);
+    uint8_t *p = wp_record_alloc(&r, 4);
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> 8 * i);
+    if (wp_gguf_out_add(out, &r) < 0)
+        exit(1);
+    wp_record_free(&r);
+}
+
+static void tensor(const char *name, int64_t cols, int64_t rows, int kind)
+{
+    wp_record r;
+    int type = rows == 1 ? WP_F32 : wtype;
+    size_t es = wp_ggml_type_size((uint32_t)type);
+    wp_record_init(&r);
+    r.kind = WP_REC_TENSOR;
+    r.type = (uint32_t)type;
+    r.n_dims = rows == 1 ? 1 : 2;
+    r.ne[0] = cols;
+    r.ne[1] = rows;
+    wp_record_set_name(&r, name);
+    uint8_t *p = wp_record_alloc(&r, (uint64_t)(cols * rows) * es);
+    for (int64_t i = 0; i < rows; i++) {
+        double s = 0.02 * exp(0.4 * gauss());
+        for (int64_t j = 0; j < cols; j++) {
+            double v = kind ? 1.0 + 0.1 * gauss() : s * student4() * ((j % 61 == 7) ? 6 : 1);
+            float f = (float)v;
+            size_t at = (size_t)(i * cols + j) * es;
+            if (type == WP_F32)
+                memcpy(p + at, &f, 4);
+            else
+                wp_wr16(p + at, type == WP_F16 ? wp_f32_to_fp16(f) : wp_f32_to_bf16(f));
+        }
+    }
+    if (wp_gguf_out_add(out, &r) < 0) {
+        fprintf(stderr, "mkllama: %s\n", wp_gguf_out_error(out));
+        exit(1);
+    }
+    wp_record_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    char err[512], name[96];
+    if (argc < 3) {
+        fprintf(stderr, "usage: mkllama STORIES260K-F32.gguf OUT.gguf [F32|F16|BF16]\n");
+        return 2;
+    }
+    if (argc > 3)
+        wtype = wp_ggml_type_from_name(argv[3]);
+    if (wtype != WP_F32 && wtype != WP_F16 && wtype != WP_BF16) {
+        fprintf(stderr, "mkllama: type must be F32, F16 or BF16\n");
+        return 2;
+    }
+    wp_gguf_in *g = wp_gguf_open(argv[1], err, sizeof err);
+    out = wp_gguf_out_new(err, sizeof err);
+    if (!g || !out) {
+        fprintf(stderr, "mkllama: %s\n", err);
+        return 1;
+    }
+    wp_record r;
+    wp_record_init(&r);
+    /* metadata of the source, dimensions replaced */
+    while (wp_gguf_next(g, &r) > 0 && r.kind != WP_REC_TENSOR) {
+        if (r.kind != WP_REC_KV)
+            continue;
+        if (!strcmp(r.name, "llama.embedding_length")) put_u32(r.name, EMBD);
+        else if (!strcmp(r.name, "llama.feed_forward_length")) put_u32(r.name, FF);
+        else if (!strcmp(r.name, "llama.block_count")) put_u32(r.name, LAYERS);
+        else if (!strcmp(r.name, "llama.attention.head_count")) put_u32(r.name, HEADS);
+        else if (!strcmp(r.name, "llama.attention.head_count_kv")) put_u32(r.name, KV_HEADS);
+        else if (!strcmp(r.name, "llama.rope.dimension_count")) put_u32(r.name, EMBD / HEADS);
+        else if (!strcmp(r.name, "general.name")) continue;
+        else if (wp_gguf_out_add(out, &r) < 0) return 1;
+    }
+    wp_record_free(&r);
+    wp_gguf_close(g);
+    tensor("token_embd.weight", EMBD, VOCAB, 0);
+    tensor("output_norm.weight", EMBD, 1, 1);
+    tensor("output.weight", EMBD, VOCAB, 0);
+    for (int l = 0; l < LAYERS; l++) {
+#define T(n, c, r, k) (snprintf(name, sizeof name, "blk.%d." n, l), tensor(name, c, r, k))
+        T("attn_norm.weight", EMBD, 1, 1);
+        T("attn_q.weight", EMBD, EMBD, 0);
+        T("attn_k.weight", EMBD, EMBD * KV_HEADS / HEADS, 0);
+        T("attn_v.weight", EMBD, EMBD * KV_HEADS / HEADS, 0);
+        T("attn_output.weight", EMBD, EMBD, 0);
+        T("ffn_norm.weight", EMBD, 1, 1);
+        T("ffn_gate.weight", EMBD, FF, 0);
+        T("ffn_down.weight", FF, EMBD, 0);
+        T("ffn_up.weight", EMBD, FF, 0);
+#undef T
+    }
+    FILE *f = fopen(argv[2], "wb");
+    if (!f || wp_gguf_out_finish(out, f) || fclose(f)) {
+        fprintf(stderr, "mkllama: %s: cannot write\n", argv[2]);
+        return 1;
+    }
+    wp_gguf_out_free(out);
+    return 0;
+}
