@@ -1,0 +1,348 @@
+/* cpu.c - the CPU reference of the runner's kernels (see wprun.h). */
+#include "wprun.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "half.h"
+#include "huffman.h"
+
+static int fail(char *err, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* A tile decoder: lib's reference (limit tables) or fast (lookup) decoder. */
+typedef struct {
+    const wr_matrix *m;
+    int reference;
+    wp_huf_table tab;
+    wp_huf_lut *lut;
+} tile_dec;
+
+static int dec_open(tile_dec *d, const wr_matrix *m, int reference)
+{
+    d->m = m;
+    d->reference = reference;
+    d->lut = NULL;
+    if (reference)
+        return wp_huf_table_init(&d->tab, m->v.lengths, 256, m->v.max_len);
+    if (!(d->lut = malloc(sizeof *d->lut)))
+        return -1;
+    return wp_huf_lut_init(d->lut, m->v.lengths, 256, m->v.max_len);
+}
+
+static void dec_close(tile_dec *d) { free(d->lut); }
+
+/* Decode tile t into buf (stride 256). */
+static int dec_tile(tile_dec *d, uint64_t t, uint8_t *buf)
+{
+    const wp_coded_view *v = &d->m->v;
+    int rc = d->reference
+                 ? wp_lanes_decode_tile_ref(v->words, v->n_words, v->offsets, v->lane_words, &v->shape, &d->tab, t, buf, 256)
+                 : wp_lanes_decode_tile(v->words, v->n_words, v->offsets, v->lane_words, &v->shape, d->lut, t, buf, 256);
+    return rc == WP_LANES_OK ? 0 : -1;
+}
+
+/* Codes of the weights of a tile row: nw weights from the row's symbols. */
+static void unpair(const uint8_t *sym, int wps, int nw, uint8_t *q)
+{
+    if (wps == 2)
+        for (int j = 0; j < nw / 2; j++) {
+            q[2 * j] = sym[j] & 15;
+            q[2 * j + 1] = sym[j] >> 4;
+        }
+    else
+        memcpy(q, sym, (size_t)nw);
+}
+
+/* Weight values of one tile row of a WR_Q matrix: row `row`, weight columns
+ * c0w .. c0w + nw - 1 (whole blocks), codes q[0..nw). */
+static void q_row_values(const wr_matrix *m, uint64_t row, uint64_t c0w, int nw, const uint8_t *q, float *val)
+{
+    const wr_geom *g = &m->dg;
+    uint64_t bpr = (uint64_t)m->cols / (uint64_t)g->n;
+    for (int jb = 0; jb < nw / g->n; jb++) {
+        const uint8_t *side = m->aux.payload + (row * bpr + c0w / (uint64_t)g->n + (uint64_t)jb) * (uint64_t)g->side;
+        for (int s = 0; s < g->n / g->sub_n; s++) {
+            wr_scale sc = wr_sub_scale((int)m->type, side, s);
+            for (int i = 0; i < g->sub_n; i++) {
+                int w = jb * g->n + s * g->sub_n + i;
+                val[w] = wr_value(&sc, q[w]);
+            }
+        }
+    }
+}
+
+/* BF16 value bits of weight (row, col) of a WR_EXP matrix from its exponent
+ * (the decoded symbol's palette entry or byte), its raw byte, or its
+ * verbatim group. *bad set on a palette index without an entry. */
+static uint16_t exp_weight(const wr_matrix *m, uint64_t row, uint64_t col, const uint8_t *rowsym, uint64_t c0s, int *bad)
+{
+    const struct wp_bf16_split *s = &m->s;
+    if (s->palette_n) {
+        uint64_t gi = col / (uint64_t)s->group, bit = row * (uint64_t)s->groups_per_row + gi;
+        if (s->vmap[bit / 8] >> (bit % 8) & 1) {
+            /* verbatim: the group's bytes, after the row's earlier verbatim groups */
+            uint64_t before = 0;
+            for (uint64_t k = row * (uint64_t)s->groups_per_row; k < bit; k++)
+                before += s->vmap[k / 8] >> (k % 8) & 1;
+            const uint8_t *p = s->vbytes + m->vrow[row] + 2 * (before * (uint64_t)s->group + col - gi * (uint64_t)s->group);
+            return wr_rd16(p);
+        }
+        int idx = (rowsym[col / 2 - c0s] >> (4 * (col % 2))) & 15;
+        if (idx >= s->n_palette)
+            *bad = 1;
+        return wr_bf16_rebuild(s->palette[idx], s->raw[row * (uint64_t)m->cols + col]);
+    }
+    return wr_bf16_rebuild(rowsym[col - c0s], s->raw[row * (uint64_t)m->cols + col]);
+}
+
+/* Values of one tile row of a BF16 WR_EXP matrix: weights c0w .. c0w+nw-1. */
+static int exp_row_values(const wr_matrix *m, uint64_t row, uint64_t c0s, const uint8_t *rowsym, int nw, float *val,
+                          uint16_t *bits)
+{
+    int bad = 0;
+    uint64_t c0w = m->s.palette_n ? 2 * c0s : c0s;
+    for (int j = 0; j < nw; j++) {
+        uint16_t b = exp_weight(m, row, c0w + (uint64_t)j, rowsym, c0s, &bad);
+        if (val)
+            val[j] = wp_bf16_to_f32(b);
+        if (bits)
+            bits[j] = b;
+    }
+    return bad ? -1 : 0;
+}
+
+/* Weights in tile row of a tile with w symbols starting at symbol c0. */
+static int tile_weights(const wr_matrix *m, uint64_t c0, uint32_t w)
+{
+    if (m->kind == WR_Q)
+        return (int)w * m->dg.wps;
+    if (m->s.palette_n) {
+        int64_t end = 2 * (int64_t)(c0 + w);
+        if (end > m->cols)
+            end = m->cols;
+        return (int)(end - 2 * (int64_t)c0);
+    }
+    return (int)w;
+}
+
+int wr_cpu_restore(const wr_matrix *m, int reference, uint8_t *out, char *err, size_t errlen)
+{
+    if (m->kind == WR_EXP && m->type != WP_BF16) {
+        /* F16/F32: the library's join (the device path is BF16 only) */
+        uint8_t *p;
+        size_t len;
+        if (wr_restore_bytes(m, &p, &len, err, errlen))
+            return -1;
+        memcpy(out, p, len);
+        free(p);
+        return 0;
+    }
+    tile_dec d;
+    if (dec_open(&d, m, reference))
+        return fail(err, errlen, "%s: bad code table", m->name);
+    static uint8_t buf[64 * 256];
+    uint8_t q[256];
+    uint16_t bits[256];
+    for (uint64_t t = 0; t < m->v.n_tiles; t++) {
+        uint64_t r0, c0;
+        uint32_t h, w;
+        wp_lanes_tile_rect(&m->v.shape, t, &r0, &c0, &h, &w);
+        if (dec_tile(&d, t, buf)) {
+            dec_close(&d);
+            return fail(err, errlen, "%s: tile %llu: corrupt lanes", m->name, (unsigned long long)t);
+        }
+        int nw = tile_weights(m, c0, w);
+        for (uint32_t r = 0; r < h; r++) {
+            uint64_t row = r0 + r;
+            if (m->kind == WR_Q) {
+                const wr_geom *g = &m->dg;
+                uint64_t bpr = (uint64_t)m->cols / (uint64_t)g->n, c0w = c0 * (uint64_t)g->wps;
+                unpair(buf + 256 * r, g->wps, nw, q);
+                for (int jb = 0; jb < nw / g->n; jb++) {
+                    uint64_t b = row * bpr + c0w / (uint64_t)g->n + (uint64_t)jb;
+                    wr_put_block((int)m->type, m->aux.payload + b * (uint64_t)g->side, q + jb * g->n,
+                                 out + b * (uint64_t)g->bytes);
+                }
+            } else {
+                if (exp_row_values(m, row, c0, buf + 256 * r, nw, NULL, bits)) {
+                    dec_close(&d);
+                    return fail(err, errlen, "%s: palette index without an entry", m->name);
+                }
+                uint64_t c0w = m->s.palette_n ? 2 * c0 : c0;
+                for (int j = 0; j < nw; j++)
+                    wp_wr16(out + 2 * (row * (uint64_t)m->cols + c0w + (uint64_t)j), bits[j]);
+            }
+        }
+    }
+    dec_close(&d);
+    return 0;
+}
+
+int wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, char *err, size_t errlen)
+{
+    if (m->kind == WR_EXP && m->type != WP_BF16)
+        return fail(err, errlen, "%s: exponent-only path is BF16 only", m->name);
+    double *acc = calloc((size_t)(batch * m->rows) + 1, sizeof *acc);
+    tile_dec d;
+    if (!acc || dec_open(&d, m, 0)) {
+        free(acc);
+        return fail(err, errlen, "out of memory");
+    }
+    static uint8_t buf[64 * 256];
+    uint8_t q[256];
+    float val[256];
+    int rc = 0;
+    for (uint64_t t = 0; t < m->v.n_tiles && rc == 0; t++) {
+        uint64_t r0, c0;
+        uint32_t h, w;
+        wp_lanes_tile_rect(&m->v.shape, t, &r0, &c0, &h, &w);
+        if (dec_tile(&d, t, buf)) {
+            rc = fail(err, errlen, "%s: tile %llu: corrupt lanes", m->name, (unsigned long long)t);
+            break;
+        }
+        int nw = tile_weights(m, c0, w);
+        uint64_t c0w = m->kind == WR_Q ? c0 * (uint64_t)m->dg.wps : m->s.palette_n ? 2 * c0 : c0;
+        for (uint32_t r = 0; r < h; r++) {
+            uint64_t row = r0 + r;
+            if (m->kind == WR_Q) {
+                unpair(buf + 256 * r, m->dg.wps, nw, q);
+                q_row_values(m, row, c0w, nw, q, val);
+            } else if (exp_row_values(m, row, c0, buf + 256 * r, nw, val, NULL)) {
+                rc = fail(err, errlen, "%s: palette index without an entry", m->name);
+                break;
+            }
+            for (int b = 0; b < batch; b++) {
+                const float *xb = x + (uint64_t)b * (uint64_t)m->cols + c0w;
+                float part = 0;
+                for (int j = 0; j < nw; j++)
+                    part += val[j] * xb[j];
+                acc[(uint64_t)b * (uint64_t)m->rows + row] += part;
+            }
+        }
+    }
+    dec_close(&d);
+    for (int64_t i = 0; i < batch * m->rows; i++)
+        y[i] = (float)acc[i];
+    free(acc);
+    return rc;
+}
+
+/* Float value of element i of a floating-point tensor. */
+static float float_at(uint32_t type, const uint8_t *data, uint64_t i)
+{
+    if (type == WP_BF16)
+        return wp_bf16_to_f32(wr_rd16(data + 2 * i));
+    if (type == WP_F16)
+        return wp_fp16_to_f32(wr_rd16(data + 2 * i));
+    float f;
+    memcpy(&f, data + 4 * i, 4);
+    return f;
+}
+
+int wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, int batch, float *y)
+{
+    float val[256];
+    uint8_t side[32];
+    for (int64_t row = 0; row < m->rows; row++) {
+        double acc[64] = {0};
+        double *a = batch <= 64 ? acc : calloc((size_t)batch, sizeof *a);
+        if (!a)
+            return -1;
+        for (int64_t c0 = 0; c0 < m->cols; c0 += 256) {
+            int nw = (int)(m->cols - c0 < 256 ? m->cols - c0 : 256);
+            if (m->kind == WR_Q) {
+                const wr_geom *g = &m->dg;
+                for (int jb = 0; jb < nw / g->n; jb++) {
+                    const uint8_t *blk = data + ((uint64_t)row * (uint64_t)(m->cols / g->n) + (uint64_t)(c0 / g->n + jb)) *
+                                                    (uint64_t)g->bytes;
+                    wr_block_side((int)m->type, blk, side);
+                    for (int s = 0; s < g->n / g->sub_n; s++) {
+                        wr_scale sc = wr_sub_scale((int)m->type, side, s);
+                        for (int i = 0; i < g->sub_n; i++) {
+                            int wi = s * g->sub_n + i;
+                            val[jb * g->n + wi] = wr_value(&sc, wr_get_code((int)m->type, blk, wi));
+                        }
+                    }
+                }
+            } else {
+                for (int j = 0; j < nw; j++)
+                    val[j] = float_at(m->type, data, (uint64_t)(row * m->cols + c0 + j));
+            }
+            for (int b = 0; b < batch; b++) {
+                const float *xb = x + (uint64_t)b * (uint64_t)m->cols + (uint64_t)c0;
+                float part = 0;
+                for (int j = 0; j < nw; j++)
+                    part += val[j] * xb[j];
+                a[b] += part;
+            }
+        }
+        for (int b = 0; b < batch; b++)
+            y[(uint64_t)b * (uint64_t)m->rows + (uint64_t)row] = (float)a[b];
+        if (a != acc)
+            free(a);
+    }
+    return 0;
+}
+
+int wr_ref_gemv64(const wr_matrix *m, const uint8_t *data, const float *x, int batch, double *y)
+{
+    float *w = malloc((size_t)m->cols * sizeof *w + 1);
+    if (!w)
+        return -1;
+    size_t row_bytes = m->kind == WR_Q ? (size_t)(m->cols / m->g.bi.n) * (size_t)m->g.bi.block_bytes : 0;
+    for (int64_t row = 0; row < m->rows; row++) {
+        if (m->kind == WR_Q)
+            wp_dequantize_row((int)m->type, data + (size_t)row * row_bytes, w, m->cols);
+        else
+            for (int64_t c = 0; c < m->cols; c++)
+                w[c] = float_at(m->type, data, (uint64_t)(row * m->cols + c));
+        for (int b = 0; b < batch; b++) {
+            const float *xb = x + (uint64_t)b * (uint64_t)m->cols;
+            double s = 0;
+            for (int64_t c = 0; c < m->cols; c++)
+                s += (double)w[c] * (double)xb[c];
+            y[(uint64_t)b * (uint64_t)m->rows + (uint64_t)row] = s;
+        }
+    }
+    free(w);
+    return 0;
+}
+
+double wr_relerr(const float *y, const double *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)y[i] - ref[i]), a = fabs(ref[i]);
+        if (e > num || e != e)
+            num = e != e ? INFINITY : e;
+        if (a > den)
+            den = a;
+    }
+    return den > 0 ? num / den : num;
+}
+
+void wr_make_x(float *x, size_t n, uint64_t seed, int bf16)
+{
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
+    if (!s)
+        s = 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        double u = (double)(s >> 11) / 9007199254740992.0;     /* [0, 1) */
+        float v = (float)((0.25 + u) * ((s >> 3) & 1 ? -1 : 1));
+        x[i] = bf16 ? wp_bf16_to_f32(wp_f32_to_bf16(v)) : v;
+    }
+}

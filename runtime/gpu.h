@@ -1,0 +1,83 @@
+/*
+ * gpu.h - the CUDA side of wprun, as seen from C (runtime/gpu.cu).
+ *
+ * Compiled only when nvcc is present (runtime.mk); a build with
+ * -DWPACK_NO_CUDA has no GPU path and wprun never calls these. All sizes are
+ * as in wprun.h (x: batch x cols floats, y: batch x rows floats, vector b at
+ * b * cols / b * rows). Errors: -1 with a one-line message in err (the CUDA
+ * or cuBLAS error string and the call that failed).
+ */
+#ifndef WPACK_GPU_H
+#define WPACK_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wprun.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* GEMV/GEMM pipelines. */
+enum {
+    WR_PIPE_FUSED = 0, /* WR_Q: fused lane decode + GEMV (registers, no decoded weights in
+                          global memory); WR_EXP: exponent-only decode, BF16 rebuilt in
+                          registers, reconstructive GEMV ("exp") */
+    WR_PIPE_FULL = 1,  /* decode the whole matrix to global memory (blocks / BF16), then the
+                          twin GEMV (WR_Q) or cuBLAS BF16 GEMM (WR_EXP) */
+    WR_PIPE_TWIN = 2,  /* the baseline on fixed-width data uploaded as is: the twin GEMV on
+                          ggml blocks (WR_Q), cuBLAS BF16 GEMM on the original BF16 (WR_EXP) */
+    WR_PIPE_COUNT = 3
+};
+/* Pipelines of the issue not implemented on the device yet (TODO, see
+ * gpu.cu): "transcode" (palette transcode at run time) and "palette"
+ * (direct 4-bit palette indices transcoded at load). */
+
+/* Number of CUDA devices; 0 when there is none or no driver. */
+int wr_gpu_count(void);
+
+typedef struct wr_gpu wr_gpu;
+typedef struct wr_dmat wr_dmat;
+
+/* Open device 0: a stream, a cuBLAS handle, an L2-flush buffer. NULL on error. */
+wr_gpu *wr_gpu_open(char *err, size_t errlen);
+void    wr_gpu_close(wr_gpu *g);
+/* The device's name and HBM bandwidth in GB/s (from its memory clock and bus width). */
+const char *wr_gpu_name(const wr_gpu *g);
+double      wr_gpu_hbm_gbs(const wr_gpu *g);
+
+/* Upload a coded matrix (lane words, offsets, lane counts, side/raw bytes,
+ * limit tables); fixed = the restored fixed-width bytes (wr_restore_bytes),
+ * uploaded for WR_PIPE_TWIN, or NULL. BF16 only for WR_EXP. NULL on error. */
+wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *fixed, char *err, size_t errlen);
+void     wr_gpu_free(wr_dmat *d);
+
+/* Lane decoder kernel (one warp per tile, thread k = lane k): restore the
+ * exact blocks (WR_Q) or BF16 bytes (WR_EXP) into device memory and copy
+ * them to out (wr_fixed_bytes(m) bytes). Returns 0, or -1 (also for corrupt
+ * lanes, which the kernel flags). */
+int wr_gpu_restore(wr_gpu *g, wr_dmat *d, uint8_t *out, char *err, size_t errlen);
+
+/* y = W x through a pipeline, any batch >= 1 (the fused kernels take 8
+ * vectors at a time). Host x and y. */
+int wr_gpu_gemv(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int batch, float *y, char *err, size_t errlen);
+
+/* Time a pipeline: device events around each run, `warmup` untimed runs,
+ * then `runs` timed runs, each on the next of 4 rotated nonzero inputs and
+ * after a flush of L2 (a write of 2x its size, not timed). *median_us = the
+ * median. Returns 0 or -1. */
+int wr_gpu_time(wr_gpu *g, wr_dmat *d, int pipe, int batch, int warmup, int runs, double *median_us,
+                char *err, size_t errlen);
+
+/* A whole-model weight pass (every matrix once, batch 1, pipeline FUSED, as
+ * one token's decode step needs) captured in a CUDA graph: *graph_us = median
+ * time of a graph launch, *stream_us = the same launches issued one by one. */
+int wr_gpu_graph_pass(wr_gpu *g, wr_dmat **d, int n, int runs, double *graph_us, double *stream_us,
+                      char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,120 @@
+#!/bin/sh
+# runtime/gpucheck.sh - the one prepared check for a lent GPU (an H200):
+# build, wprun --verify on the stories260K bundles and on synthetic matrices
+# (a 4096 x 14336 matrix of every coded type and BF16), then --bench and
+# --tune, and a short table last. Budget: 8 minutes in all (each step has a
+# timeout; the bench is skipped when the budget is nearly spent).
+#
+# Needs only the repository, ../shared/data (WPACK_DATA) and nvcc (on PATH
+# or /usr/local/cuda/bin). It runs `make deps all tests` first; where that
+# cannot finish (no network for npm, say) it builds just what wprun and the
+# bundle filters need (lib/ + the filters + runtime/, system libraries only).
+#
+# Usage: sh runtime/gpucheck.sh [OUTDIR]     (logs and tables under OUTDIR,
+# default ${OUT:-/tmp/wpack-gpucheck}); exit 0 when every check passed.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+ROOT=$(pwd)
+DATA=${WPACK_DATA:-$ROOT/../shared/data}
+M=$DATA/models/stories260K
+O=${1:-${OUT:-/tmp/wpack-gpucheck}}
+mkdir -p "$O"
+T0=$(date +%s)
+elapsed() { echo $(( $(date +%s) - T0 )); }
+say() { echo "[gpucheck $(elapsed)s] $*"; }
+status=0
+summary="$O/summary.txt"
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+say "device: $(nvidia-smi --query-gpu=name,memory.total,clocks.max.memory --format=csv,noheader 2>/dev/null || echo '?')"
+PATH=$PATH:/usr/local/cuda/bin; export PATH
+command -v nvcc >/dev/null || { say "no nvcc: cannot build the CUDA runner"; exit 2; }
+
+# ---- 1. build (<= 4 minutes) ----------------------------------------------
+J=$(nproc 2>/dev/null || echo 4)
+if timeout 200 make -j"$J" deps all tests > "$O/build.log" 2>&1; then
+    say "built: make deps all tests"
+else
+    say "make deps all tests failed (see $O/build.log); building the runner and the filters only"
+    if ! timeout 150 make -j"$J" lib/libwpack.a bin/ggufcat bin/bf16split bin/histogram bin/huffbuild \
+            bin/laneinterleave bin/verify bin/wprun >> "$O/build.log" 2>&1; then
+        tail -n 20 "$O/build.log"
+        say "FAILED to build bin/wprun"
+        exit 1
+    fi
+fi
+ldd bin/wprun | grep -q libcudart || { say "bin/wprun is the CPU-only build (nvcc not used?)"; exit 1; }
+W=$ROOT/bin/wprun
+
+# ---- 2. bundles ------------------------------------------------------------------
+bundle_q() { bin/ggufcat "$1" | bin/histogram | bin/huffbuild --max-len 11 | bin/laneinterleave > "$2"; }
+BUNDLES=""
+if [ -f "$M/stories260K-bf16.gguf" ]; then
+    bin/ggufcat "$M/stories260K-bf16.gguf" | bin/bf16split --palette 16 | bin/histogram |
+        bin/huffbuild --max-len 11 | bin/laneinterleave > "$O/bf16.bundle" && BUNDLES="$BUNDLES $O/bf16.bundle"
+    bin/ggufcat "$M/stories260K-bf16.gguf" | bin/bf16split --palette 0 | bin/histogram |
+        bin/huffbuild --max-len 11 | bin/laneinterleave > "$O/bf16p0.bundle" && BUNDLES="$BUNDLES $O/bf16p0.bundle"
+else
+    say "no $M/stories260K-bf16.gguf: stories260K BF16 bundles skipped"
+fi
+Q=${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin/llama-quantize
+for t in Q4_0 Q8_0 Q4_K_M IQ4_XS; do
+    if [ -x "$Q" ] && timeout 30 "$Q" "$M/stories260K-f32.gguf" "$O/s-$t.gguf" $t 1 > /dev/null 2>&1; then
+        bundle_q "$O/s-$t.gguf" "$O/s-$t.bundle" && BUNDLES="$BUNDLES $O/s-$t.bundle"
+    fi
+done
+if [ -x build/tools/mksynth ] && build/tools/mksynth "$O/syn.gguf" small > /dev/null 2>&1; then
+    bundle_q "$O/syn.gguf" "$O/syn.bundle" && BUNDLES="$BUNDLES $O/syn.bundle"
+fi
+say "bundles:$BUNDLES"
+
+# ---- 3. verify: stories260K and small synthetic (device restore bit for bit, GEMV vs float64)
+run() { # NAME TIMEOUT ARGS...
+    n=$1 to=$2
+    shift 2
+    timeout "$to" "$W" "$@" > "$O/$n.log" 2>&1
+    rc=$?
+    fails=$(grep -cE 'FAIL|MISMATCH' "$O/$n.log")
+    oks=$(grep -cE ' ok$' "$O/$n.log")
+    if [ $rc -eq 0 ]; then
+        note "PASS $n: $oks checks ok"
+    else
+        note "FAIL $n: exit $rc, $fails failed checks, $oks ok (log $O/$n.log)"
+        grep -E 'FAIL|MISMATCH' "$O/$n.log" | head -n 5 | tee -a "$summary"
+        [ $rc -eq 124 ] && note "     (timed out after ${to}s)"
+        status=1
+    fi
+}
+args=""
+for b in $BUNDLES; do args="$args --bundle $b"; done
+[ -n "$args" ] && run verify-bundles 90 --verify --batch 1,3,8,16 $args
+run verify-synth-small 60 --verify --synth all:130x800 --batch 1,5,8,9
+
+# ---- 4. the issue's shape for every type: verify + bench in one run (the matrices are made once)
+if [ "$(elapsed)" -lt 300 ]; then
+    run big 240 --verify --bench --graph --synth all:4096x14336 --batch 1,8 --runs 30
+else
+    note "SKIP big: $(elapsed)s spent before it (budget 8 min)"
+fi
+
+# ---- 5. tuner on the BF16 bundle (batch 1, 16, 256), then auto reads it
+if [ -f "$O/bf16.bundle" ] && [ "$(elapsed)" -lt 420 ]; then
+    run tune 40 --tune --bundle "$O/bf16.bundle" --batch 1,16,256 --tuning "$O/wprun.tuning" --runs 10
+    run auto 30 --verify --bundle "$O/bf16.bundle" --batch 1,16,256 --pipeline auto --tuning "$O/wprun.tuning"
+fi
+
+# ---- 6. the short table, last -------------------------------------------------------
+echo
+echo "== wprun on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1) ($(elapsed)s) =="
+grep -E '^device ' "$O/big.log" 2>/dev/null | head -n 1
+if [ -f "$O/big.log" ]; then
+    sed -n '/^matrix /,$p' "$O/big.log" | grep -vE '^wprun:' | awk '
+        NR == 1 { printf "%-7s %5s %9s %9s %9s %8s %8s %8s\n", "type", "batch", "fused_us", "twin_us", "full_us", "fus/twin", "Gw/s", "HBM_Gw/s"; next }
+        NF >= 9 { printf "%-7s %5s %9s %9s %9s %8s %8s %8s\n", $2, $3, $4, $5, $6, $7, $8, $9 }'
+    grep -E '^graph ' "$O/big.log"
+fi
+echo "goals: fused/twin <= 0.90 (coded types, batch 1); BF16 fused(exp)/cuBLAS <= 1.10"
+cat "$summary"
+echo "gpucheck: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $(elapsed)s"
+exit $status

@@ -1,0 +1,406 @@
+/* model.c - coded matrices of a bundle or made up in memory (see wprun.h). */
+#include "wprun.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "blocks.h"
+#include "ggml_type.h"
+#include "half.h"
+#include "huffman.h"
+
+static int fail(char *err, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+double wr_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static wr_matrix *model_add(wr_model *md)
+{
+    if (md->n == md->cap) {
+        int cap = md->cap ? 2 * md->cap : 16;
+        wr_matrix *p = realloc(md->m, (size_t)cap * sizeof *p);
+        if (!p)
+            return NULL;
+        md->m = p;
+        md->cap = cap;
+    }
+    wr_matrix *m = &md->m[md->n];
+    memset(m, 0, sizeof *m);
+    wp_record_init(&m->aux);
+    wp_record_init(&m->coded);
+    return m;
+}
+
+static void matrix_free(wr_matrix *m)
+{
+    wp_record_free(&m->aux);
+    wp_record_free(&m->coded);
+    free(m->vrow);
+    free(m->vcnt);
+}
+
+void wr_model_free(wr_model *md)
+{
+    for (int i = 0; i < md->n; i++)
+        matrix_free(&md->m[i]);
+    free(md->m);
+    memset(md, 0, sizeof *md);
+}
+
+/* Parse aux + coded of m (already read) into the matrix fields. */
+static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
+{
+    const wp_record *c = &m->coded, *a = &m->aux;
+    char codec[16] = "";
+    snprintf(m->name, sizeof m->name, "%s", c->name);
+    if (wp_coded_view_get(c, &m->v, err, errlen))
+        return -1;
+    wp_huf_table tab;
+    if (wp_huf_table_init(&tab, m->v.lengths, 256, m->v.max_len))
+        return fail(err, errlen, "%s: invalid code lengths", m->name);
+    memset(&m->huf, 0, sizeof m->huf);
+    for (int l = 0; l <= WP_HUF_MAX_LEN; l++) {
+        m->huf.limit[l] = tab.limit[l];
+        m->huf.first[l] = tab.first[l];
+        m->huf.offset[l] = tab.offset[l];
+    }
+    memcpy(m->huf.symbols, tab.symbols, 256);
+    m->huf.L = tab.max_len;
+    m->type = c->type;
+    m->cols = c->ne[0];
+    m->rows = c->ne[0] ? wp_record_nelem(c) / c->ne[0] : 0;
+    wp_attr_str(c, "codec", codec, sizeof codec);
+    if (!strcmp(codec, "q")) {
+        m->kind = WR_Q;
+        if (a->kind != WP_REC_SIDE || wp_codes_geom_get((int)m->type, m->cols, (uint64_t)m->rows, &m->g))
+            return fail(err, errlen, "%s: not a coded block type", m->name);
+        m->dg = wr_geom_of((int)m->type);
+        if (a->payload_len != m->g.side_len || m->v.shape.rows != (uint64_t)m->rows ||
+            m->v.shape.row_sym != m->g.row_sym || m->v.shape.tile_sym != m->g.tile_sym ||
+            m->dg.n != m->g.bi.n || m->dg.side != m->g.bi.side_bytes)
+            return fail(err, errlen, "%s: side data or coded shape does not match the type", m->name);
+        return 0;
+    }
+    if (strcmp(codec, "exp") || a->kind != WP_REC_RAW)
+        return fail(err, errlen, "%s: unknown codec '%s'", m->name, codec);
+    m->kind = WR_EXP;
+    struct wp_bf16_split *s = &m->s;
+    int exp_bits, raw_bits, esize = wp_bf16_fields(m->type, &exp_bits, &raw_bits);
+    if (esize <= 0)
+        return fail(err, errlen, "%s: exponent coding of a non-float type", m->name);
+    s->type = m->type;
+    s->n_rows = m->rows;
+    s->n_cols = m->cols;
+    s->exp_bits = exp_bits;
+    s->raw_bits = raw_bits;
+    s->palette_n = (int)wp_attr_i64(a, "palette_n", -1);
+    s->n_palette = (int)wp_attr_i64(a, "n_palette", -1);
+    s->group = wp_attr_i64(a, "group", -1);
+    s->n_verbatim = wp_attr_i64(a, "n_verbatim", -1);
+    int64_t vmap_bytes = wp_attr_i64(a, "vmap_bytes", -1), vbytes_len = wp_attr_i64(a, "vbytes_len", -1);
+    if (s->palette_n < 0 || s->palette_n > WP_BF16_PALETTE_MAX || s->n_palette < 0 ||
+        s->n_palette > s->palette_n || (s->palette_n && s->group < 1) || s->n_verbatim < 0 ||
+        vmap_bytes < 0 || vbytes_len < 0 ||
+        (uint64_t)(WP_BF16_PALETTE_MAX + vmap_bytes + vbytes_len) > a->payload_len)
+        return fail(err, errlen, "%s: bad raw record attributes", m->name);
+    s->sym_per_row = s->palette_n ? (s->n_cols + 1) / 2 : s->n_cols;
+    s->n_sym = (size_t)(s->n_rows * s->sym_per_row);
+    s->groups_per_row = s->palette_n ? (s->n_cols + s->group - 1) / s->group : 0;
+    memcpy(s->palette, a->payload, WP_BF16_PALETTE_MAX);
+    s->vmap = a->payload + WP_BF16_PALETTE_MAX;
+    s->vmap_bytes = (size_t)vmap_bytes;
+    s->vbytes = s->vmap + vmap_bytes;
+    s->vbytes_len = (size_t)vbytes_len;
+    s->raw = s->vbytes + vbytes_len;
+    s->raw_bytes = (size_t)(a->payload_len - WP_BF16_PALETTE_MAX - (uint64_t)vmap_bytes - (uint64_t)vbytes_len);
+    if (m->v.shape.rows != (uint64_t)m->rows || m->v.shape.row_sym != (uint64_t)s->sym_per_row ||
+        (uint64_t)s->vmap_bytes * 8 < (uint64_t)(m->rows * s->groups_per_row) ||
+        (uint64_t)s->raw_bytes * 8 < (uint64_t)(m->rows * m->cols * raw_bits))
+        return fail(err, errlen, "%s: raw record does not match the coded shape", m->name);
+    /* Where each row's verbatim groups start in vbytes (a group is `group`
+     * weights, the last of a row cols - (gpr - 1) * group). */
+    m->vrow = calloc((size_t)m->rows + 1, sizeof *m->vrow);
+    m->vcnt = calloc((size_t)m->rows + 1, sizeof *m->vcnt);
+    if (!m->vrow || !m->vcnt)
+        return fail(err, errlen, "out of memory");
+    uint64_t off = 0, cnt = 0;
+    for (int64_t r = 0; r < m->rows; r++) {
+        m->vrow[r] = off;
+        m->vcnt[r] = (uint32_t)cnt;
+        for (int64_t gi = 0; gi < s->groups_per_row; gi++) {
+            uint64_t bit = (uint64_t)(r * s->groups_per_row + gi);
+            if (s->vmap[bit / 8] >> (bit % 8) & 1) {
+                int64_t len = gi == s->groups_per_row - 1 ? m->cols - gi * s->group : s->group;
+                off += (uint64_t)len * (uint64_t)esize;
+                cnt++;
+            }
+        }
+    }
+    m->vrow[m->rows] = off;
+    m->vcnt[m->rows] = (uint32_t)cnt;
+    if (off != s->vbytes_len || (int64_t)cnt != s->n_verbatim)
+        return fail(err, errlen, "%s: verbatim map does not match its bytes", m->name);
+    return 0;
+}
+
+int wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fail(err, errlen, "%s: cannot open", path);
+    wp_index ix;
+    memset(&ix, 0, sizeof ix);
+    if (wp_index_read(f, path, &ix, err, errlen)) {
+        fclose(f);
+        return -1;
+    }
+    int rc = 0;
+    for (uint64_t i = 0; i < ix.count && rc == 0; i++) {
+        const wp_index_entry *e = &ix.e[i];
+        if (e->kind != WP_REC_CODED || (match && !strstr(e->name, match)))
+            continue;
+        const wp_index_entry *p = i ? &ix.e[i - 1] : NULL;
+        if (!p || (p->kind != WP_REC_SIDE && p->kind != WP_REC_RAW) || strcmp(p->name, e->name)) {
+            rc = fail(err, errlen, "%s: coded record '%s' without its side or raw record", path, e->name);
+            break;
+        }
+        wr_matrix *m = model_add(md);
+        if (!m) {
+            rc = fail(err, errlen, "out of memory");
+            break;
+        }
+        if (wp_record_read_at(f, path, p->offset, &m->aux, err, errlen) ||
+            wp_record_read_at(f, path, e->offset, &m->coded, err, errlen) || matrix_setup(m, err, errlen)) {
+            matrix_free(m);
+            rc = -1;
+            break;
+        }
+        md->n++;
+    }
+    wp_index_free(&ix);
+    fclose(f);
+    return rc;
+}
+
+/* ---- synthetic matrices ----------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+static double urand(uint64_t *s) { return ((rng_next(s) >> 11) + 0.5) / 9007199254740992.0; }
+static double gauss(uint64_t *s) { return sqrt(-2 * log(urand(s))) * cos(6.283185307179586 * urand(s)); }
+
+/* Code lengths of a symbol stream (histogram | huffbuild --max-len 11). */
+static int lengths_of(const uint8_t *sym, uint64_t n, uint8_t lengths[256])
+{
+    uint64_t counts[256] = {0};
+    for (uint64_t i = 0; i < n; i++)
+        counts[sym[i]]++;
+    return wp_huf_lengths(counts, 256, WP_HUF_LEN, lengths);
+}
+
+static void set_shape(wp_record *r, unsigned kind, uint32_t type, const char *name, int64_t rows, int64_t cols)
+{
+    r->kind = (uint16_t)kind;
+    r->type = type;
+    r->n_dims = 2;
+    r->ne[0] = cols;
+    r->ne[1] = rows;
+    wp_record_set_name(r, name);
+}
+
+int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint64_t seed,
+                   char *err, size_t errlen)
+{
+    const char *tn = wp_ggml_type_name(type);
+    char name[256];
+    snprintf(name, sizeof name, "synth.%s.%" PRId64 "x%" PRId64, tn ? tn : "?", rows, cols);
+    uint64_t st = seed * 0x9E3779B97F4A7C15ull + 12345;
+    if (!st)
+        st = 1;
+    wp_record sym;
+    wp_record_init(&sym);
+    uint8_t lengths[256];
+    char e2[256];
+    wr_matrix *m = model_add(md);
+    if (!m)
+        return fail(err, errlen, "out of memory");
+    wp_lanes_shape shape;
+    if (type == WP_BF16) {
+        size_t n = (size_t)(rows * cols);
+        uint16_t *w = malloc(n * 2 + 1);
+        if (!w)
+            return fail(err, errlen, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            double v = 0.02 * gauss(&st);
+            if (i % 97 == 13)
+                v *= 8;
+            w[i] = (rng_next(&st) % 50000 == 0) ? 0 : wp_f32_to_bf16((float)v);
+        }
+        struct wp_bf16_split s;
+        memset(&s, 0, sizeof s);
+        wp_record t;
+        wp_record_init(&t);
+        set_shape(&t, WP_REC_TENSOR, WP_BF16, name, rows, cols);
+        int rc = wp_bf16_split(&s, WP_BF16, w, rows, cols, 16, WP_BF16_GROUP_DEFAULT);
+        free(w);
+        if (rc || wp_bf16_records(&s, &t, &m->aux, &sym) || lengths_of(sym.payload, sym.payload_len, lengths)) {
+            wp_bf16_split_free(&s);
+            wp_record_free(&t);
+            wp_record_free(&sym);
+            matrix_free(m);
+            return fail(err, errlen, "%s: cannot split", name);
+        }
+        shape.rows = (uint64_t)rows;
+        shape.row_sym = (uint64_t)s.sym_per_row;
+        shape.tile_sym = 128;
+        wp_bf16_split_free(&s);
+        wp_record_free(&t);
+    } else {
+        wp_codes_geom g;
+        if (wp_codes_geom_get((int)type, cols, (uint64_t)rows, &g)) {
+            matrix_free(m);
+            return fail(err, errlen, "%s: type without a code view or cols not a multiple of the block", name);
+        }
+        uint8_t *blocks = malloc(g.block_len + 1);
+        uint8_t *side = wp_record_alloc(&m->aux, g.side_len);
+        if (!blocks || (!side && g.side_len) || !wp_record_alloc(&sym, g.n_sym)) {
+            free(blocks);
+            matrix_free(m);
+            return fail(err, errlen, "out of memory");
+        }
+        int maxq = (1 << g.bi.code_bits) - 1;
+        double center = maxq / 2.0, spread = maxq / 6.0;
+        if (type == WP_Q8_0)
+            spread = 22;
+        uint64_t nb = g.block_len / (uint64_t)g.bi.block_bytes;
+        wp_block_parts p;
+        for (uint64_t b = 0; b < nb; b++) {
+            memset(&p, 0, sizeof p);
+            p.n = g.bi.n;
+            p.d = wp_f32_to_fp16((float)(0.0005 * (1 + urand(&st))));
+            p.dmin = g.bi.has_min ? wp_f32_to_fp16((float)(0.0003 * (1 + urand(&st)))) : 0;
+            for (int s = 0; s < 16; s++) {
+                int v = (int)(rng_next(&st) % 64);
+                switch (type) {
+                case WP_Q2_K: p.sc[s] = (int16_t)(1 + v % 15); p.mn[s] = (int16_t)(v % 16); break;
+                case WP_Q6_K: p.sc[s] = (int16_t)((v % 2 ? -1 : 1) * (1 + (int)(rng_next(&st) % 127))); break;
+                default: p.sc[s] = (int16_t)v; p.mn[s] = (int16_t)(rng_next(&st) % 64); break;
+                }
+            }
+            for (int i = 0; i < p.n; i++) {
+                long q = lround(center + spread * gauss(&st));
+                p.q[i] = (uint8_t)(q < 0 ? 0 : q > maxq ? maxq : q);
+            }
+            wp_block_pack((int)type, &p, blocks + b * (uint64_t)g.bi.block_bytes);
+        }
+        wp_codes_split(&g, blocks, sym.payload, side);
+        free(blocks);
+        set_shape(&m->aux, WP_REC_SIDE, type, name, rows, cols);
+        set_shape(&sym, WP_REC_SYMBOLS, type, name, rows, cols);
+        wp_attr_set_i64(&m->aux, "side_bytes", g.bi.side_bytes);
+        wp_attr_set(&sym, "codec", "q");
+        wp_attr_set_i64(&sym, "row_sym", (int64_t)g.row_sym);
+        wp_attr_set_i64(&sym, "tile_sym", g.tile_sym);
+        wp_attr_set_i64(&sym, "n_weights", rows * cols);
+        if (lengths_of(sym.payload, sym.payload_len, lengths)) {
+            wp_record_free(&sym);
+            matrix_free(m);
+            return fail(err, errlen, "%s: no code", name);
+        }
+        shape.rows = (uint64_t)rows;
+        shape.row_sym = g.row_sym;
+        shape.tile_sym = g.tile_sym;
+    }
+    /* laneinterleave: CODED with the symbols' attributes */
+    set_shape(&m->coded, WP_REC_CODED, type, name, rows, cols);
+    free(m->coded.attrs);
+    m->coded.attrs = strdup(sym.attrs ? sym.attrs : "");
+    int rc = m->coded.attrs ? wp_coded_encode(&m->coded, sym.payload, &shape, lengths, WP_HUF_LEN, e2, sizeof e2) : -1;
+    wp_record_free(&sym);
+    if (rc || matrix_setup(m, err, errlen)) {
+        if (rc)
+            fail(err, errlen, "%s: %s", name, e2);
+        matrix_free(m);
+        return -1;
+    }
+    md->n++;
+    return 0;
+}
+
+/* ---- restoring and accounting ---------------------------------------- */
+
+static int record_copy(wp_record *d, const wp_record *s)
+{
+    wp_record_init(d);
+    d->kind = s->kind;
+    d->type = s->type;
+    d->n_dims = s->n_dims;
+    memcpy(d->ne, s->ne, sizeof d->ne);
+    free(d->attrs);
+    d->attrs = strdup(s->attrs ? s->attrs : "");
+    if (!d->attrs || wp_record_set_name(d, s->name) || !wp_record_alloc(d, s->payload_len))
+        return -1;
+    if (s->payload_len)
+        memcpy(d->payload, s->payload, (size_t)s->payload_len);
+    return 0;
+}
+
+int wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, size_t errlen)
+{
+    wp_record a, c, *o = NULL;
+    *out = NULL;
+    *len = 0;
+    wp_restore *rs = wp_restore_new();
+    int rc = -1;
+    if (!rs || record_copy(&a, &m->aux) || record_copy(&c, &m->coded)) {
+        wp_restore_free(rs);
+        return fail(err, errlen, "out of memory");
+    }
+    if (wp_restore_put(rs, &a, 0, &o) != 0 || wp_restore_put(rs, &c, 0, &o) != 1) {
+        fail(err, errlen, "%s: %s", m->name, wp_restore_error(rs));
+    } else if ((*out = malloc(o->payload_len + 1)) == NULL) {
+        fail(err, errlen, "out of memory");
+    } else {
+        memcpy(*out, o->payload, (size_t)o->payload_len);
+        *len = (size_t)o->payload_len;
+        rc = 0;
+    }
+    wp_record_free(&a);
+    wp_record_free(&c);
+    wp_restore_free(rs);
+    return rc;
+}
+
+uint64_t wr_coded_bytes(const wr_matrix *m)
+{
+    return m->coded.payload_len + m->aux.payload_len;
+}
+
+uint64_t wr_fixed_bytes(const wr_matrix *m)
+{
+    if (m->kind == WR_Q)
+        return m->g.block_len;
+    int esize = wp_bf16_fields(m->type, NULL, NULL);
+    return (uint64_t)(m->rows * m->cols) * (uint64_t)(esize > 0 ? esize : 0);
+}

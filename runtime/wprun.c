@@ -1,0 +1,511 @@
+/*
+ * wprun - run a bundle's coded matrices: GPU lane decode, fused decode+GEMV,
+ * BF16 pipelines, autotuner, whole-model pass; --cpu runs the CPU reference
+ * of all of it on any machine. See wprun(1).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml_type.h"
+#include "wprun.h"
+#ifndef WPACK_NO_CUDA
+#include "gpu.h"
+#endif
+
+static const char usage[] =
+    "usage: wprun (--bundle FILE | --synth TYPE:ROWSxCOLS)... [--match STR] [--cpu]\n"
+    "             [--verify] [--bench] [--tune] [--batch 1,16,256]\n"
+    "             [--pipeline auto|fused|exp|full|twin|transcode|palette] [--tuning FILE]\n"
+    "             [--runs N] [--tol X] [--graph]\n"
+    "Decode a bundle's coded matrices on the GPU (or, with --cpu, with the CPU\n"
+    "reference) and check, time or tune y = W x on them.\n"
+    "  --bundle FILE   a bundle (laneinterleave's output); repeatable\n"
+    "  --synth SPEC    add a synthetic coded matrix: TYPE (Q4_0 ... IQ4_XS, BF16,\n"
+    "                  or 'all') and shape, e.g. Q4_K:4096x14336; repeatable\n"
+    "  --match STR     only matrices whose name contains STR\n"
+    "  --cpu           the CPU reference instead of the GPU (any machine)\n"
+    "  --verify        decode and compare with verify's restore bit for bit; GEMV\n"
+    "                  outputs against a float64 reference (relative error); the\n"
+    "                  default mode\n"
+    "  --bench         time fused vs twin vs full (device events, medians)\n"
+    "  --tune          time every pipeline per matrix and batch; write --tuning\n"
+    "  --batch LIST    batch sizes (default 1)\n"
+    "  --pipeline P    GEMV pipeline for --verify/--bench: auto (tuning file, else\n"
+    "                  fused for batch <= 8 and full above), fused (= exp for BF16),\n"
+    "                  full, twin; transcode and palette are not implemented yet\n"
+    "  --tuning FILE   tuning file to write (--tune) or read (auto); default\n"
+    "                  wprun.tuning\n"
+    "  --runs N        timed runs per measurement (default 20 GPU, 3 CPU)\n"
+    "  --tol X         relative error limit (default 1e-5 CPU, 1e-4 GPU)\n"
+    "  --graph         also time a whole-model pass captured in a CUDA graph\n"
+    "Exit status: 0 ok, 1 a check failed or an error, 3 no CUDA device (without\n"
+    "--cpu), 64 usage.\n";
+
+enum { P_AUTO = -1, P_FUSED = 0, P_FULL = 1, P_TWIN = 2 };
+static const char *pipe_name[] = {"fused", "full", "twin"};
+
+static struct {
+    int cpu, verify, bench, tune, graph, runs, pipe;
+    int batch[32], nbatch;
+    double tol;
+    const char *tuning, *match;
+} opt = {.pipe = P_AUTO, .tuning = "wprun.tuning"};
+
+static void die(int status, const char *fmt, const char *a)
+{
+    fprintf(stderr, "wprun: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, "\n");
+    exit(status);
+}
+
+/* ---- tuning file: "# wprun tuning v1" then "name batch pipeline us" lines */
+
+typedef struct {
+    char name[256];
+    int batch, pipe;
+} tune_ent;
+static tune_ent *tunes;
+static int ntunes;
+
+static void tuning_read(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char line[512], name[256], pn[32];
+    int b;
+    double us;
+    if (!f)
+        return;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || sscanf(line, "%255s %d %31s %lf", name, &b, pn, &us) != 4)
+            continue;
+        for (int p = 0; p < 3; p++)
+            if (!strcmp(pn, pipe_name[p])) {
+                tune_ent *t = realloc(tunes, (size_t)(ntunes + 1) * sizeof *t);
+                if (!t)
+                    break;
+                tunes = t;
+                snprintf(tunes[ntunes].name, sizeof tunes[ntunes].name, "%s", name);
+                tunes[ntunes].batch = b;
+                tunes[ntunes++].pipe = p;
+            }
+    }
+    fclose(f);
+}
+
+static int pipe_for(const wr_matrix *m, int batch)
+{
+    if (opt.pipe != P_AUTO)
+        return opt.pipe;
+    for (int i = ntunes; i-- > 0;)
+        if (tunes[i].batch == batch && !strcmp(tunes[i].name, m->name))
+            return tunes[i].pipe;
+    return batch <= 8 ? P_FUSED : P_FULL;
+}
+
+static const char *type_name(const wr_matrix *m)
+{
+    const char *n = wp_ggml_type_name(m->type);
+    return n ? n : "?";
+}
+
+static double bpw(const wr_matrix *m)
+{
+    return 8.0 * (double)wr_coded_bytes(m) / (double)(m->rows * m->cols);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ---- CPU reference ---------------------------------------------------------- */
+
+/* CPU pipeline run: fused, or full/twin (both: the fixed-width data). */
+static int cpu_gemv(const wr_matrix *m, const uint8_t *fixed, int pipe, const float *x, int batch, float *y,
+                    char *err, size_t n)
+{
+    if (pipe == P_FUSED && !(m->kind == WR_EXP && m->type != WP_BF16))
+        return wr_cpu_gemv_fused(m, x, batch, y, err, n);
+    return wr_cpu_gemv_fixed(m, fixed, x, batch, y);
+}
+
+static int cpu_matrix(const wr_matrix *m, FILE *tf)
+{
+    char err[512];
+    uint8_t *ref = NULL, *mine = NULL;
+    size_t len;
+    int bad = 0;
+    if (wr_restore_bytes(m, &ref, &len, err, sizeof err)) {
+        printf("FAIL %s: restore: %s\n", m->name, err);
+        return 1;
+    }
+    if (opt.verify) {
+        mine = malloc(len + 1);
+        int ok_ref = mine && wr_cpu_restore(m, 1, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
+        int ok_fast = mine && wr_cpu_restore(m, 0, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
+        printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  restore(ref) %s  restore(fast) %s\n", type_name(m), m->name,
+               (long long)m->rows, (long long)m->cols, bpw(m), ok_ref ? "ok" : "MISMATCH", ok_fast ? "ok" : "MISMATCH");
+        bad |= !ok_ref || !ok_fast;
+        free(mine);
+    }
+    for (int bi = 0; bi < opt.nbatch; bi++) {
+        int batch = opt.batch[bi];
+        size_t nx = (size_t)batch * (size_t)m->cols, ny = (size_t)batch * (size_t)m->rows;
+        float *x = malloc(nx * sizeof *x), *yf = malloc(ny * sizeof *yf), *yt = malloc(ny * sizeof *yt);
+        double *y64 = malloc(ny * sizeof *y64);
+        if (!x || !yf || !yt || !y64) {
+            printf("FAIL %s: out of memory\n", m->name);
+            bad = 1;
+        } else {
+            wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
+            if (opt.verify) {
+                wr_ref_gemv64(m, ref, x, batch, y64);
+                int pf = pipe_for(m, batch);
+                if (cpu_gemv(m, ref, pf, x, batch, yf, err, sizeof err)) {
+                    printf("FAIL %s: %s\n", m->name, err);
+                    bad = 1;
+                } else {
+                    wr_cpu_gemv_fixed(m, ref, x, batch, yt);
+                    double ef = wr_relerr(yf, y64, ny), et = wr_relerr(yt, y64, ny);
+                    int same = memcmp(yf, yt, ny * sizeof *yf) == 0;
+                    int ok = ef < opt.tol && et < opt.tol;
+                    printf("gemv   %-6s %-40s batch %-4d %s relerr %.2e  twin relerr %.2e  %s%s\n", type_name(m),
+                           m->name, batch, pipe_name[pf], ef, et, same ? "(bit-equal) " : "", ok ? "ok" : "FAIL");
+                    bad |= !ok;
+                }
+            }
+            if (opt.bench || opt.tune) {
+                double best = 0;
+                int bestp = P_FUSED;
+                double t[3] = {0, 0, 0};
+                for (int p = 0; p < 2; p++) {
+                    double *s = malloc((size_t)opt.runs * sizeof *s);
+                    for (int r = 0; r < opt.runs && s; r++) {
+                        double t0 = wr_now();
+                        cpu_gemv(m, ref, p, x, batch, yf, err, sizeof err);
+                        s[r] = 1e6 * (wr_now() - t0);
+                    }
+                    if (s) {
+                        qsort(s, (size_t)opt.runs, sizeof *s, cmp_double);
+                        t[p] = s[opt.runs / 2];
+                    }
+                    free(s);
+                    if (p == 0 || t[p] < best) {
+                        best = t[p];
+                        bestp = p;
+                    }
+                    if (tf)
+                        fprintf(tf, "%s\t%d\t%s\t%.1f\n", m->name, batch, pipe_name[p], t[p]);
+                }
+                if (opt.bench)
+                    printf("bench  %-6s %-40s batch %-4d cpu fused %10.1f us  fixed %10.1f us  ratio %.2f  best %s\n",
+                           type_name(m), m->name, batch, t[0], t[1], t[1] > 0 ? t[0] / t[1] : 0, pipe_name[bestp]);
+            }
+        }
+        free(x);
+        free(yf);
+        free(yt);
+        free(y64);
+    }
+    free(ref);
+    return bad;
+}
+
+/* ---- GPU ---------------------------------------------------------------------- */
+
+#ifndef WPACK_NO_CUDA
+typedef struct {
+    char name[64];
+    char type[8];
+    int batch;
+    double t[3];
+    double wps, bound;
+} bench_row;
+
+static int gpu_run(wr_model *md, FILE *tf)
+{
+    char err[512];
+    int bad = 0;
+    wr_gpu *g = wr_gpu_open(err, sizeof err);
+    if (!g) {
+        fprintf(stderr, "wprun: %s\n", err);
+        return 1;
+    }
+    printf("device %s, HBM %.0f GB/s\n", wr_gpu_name(g), wr_gpu_hbm_gbs(g));
+    wr_dmat **dm = calloc((size_t)md->n + 1, sizeof *dm);
+    bench_row *rows = calloc((size_t)(md->n * opt.nbatch) + 1, sizeof *rows);
+    int nrows = 0;
+    for (int i = 0; i < md->n && dm && rows; i++) {
+        const wr_matrix *m = &md->m[i];
+        uint8_t *ref = NULL, *mine = NULL;
+        size_t len;
+        if (m->kind == WR_EXP && m->type != WP_BF16) {
+            printf("skip   %-6s %-40s (device path is BF16 only)\n", type_name(m), m->name);
+            continue;
+        }
+        if (wr_restore_bytes(m, &ref, &len, err, sizeof err) ||
+            !(dm[i] = wr_gpu_upload(g, m, ref, err, sizeof err))) {
+            printf("FAIL %s: %s\n", m->name, err);
+            free(ref);
+            bad = 1;
+            continue;
+        }
+        if (opt.verify) {
+            mine = malloc(len + 1);
+            int ok = mine && wr_gpu_restore(g, dm[i], mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
+            printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  device restore %s\n", type_name(m), m->name,
+                   (long long)m->rows, (long long)m->cols, bpw(m), ok ? "ok" : "MISMATCH");
+            if (!ok && mine)
+                printf("  (%s)\n", err);
+            bad |= !ok;
+            free(mine);
+        }
+        for (int bi = 0; bi < opt.nbatch; bi++) {
+            int batch = opt.batch[bi];
+            size_t nx = (size_t)batch * (size_t)m->cols, ny = (size_t)batch * (size_t)m->rows;
+            float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
+            double *y64 = malloc(ny * sizeof *y64);
+            if (!x || !y || !y64) {
+                bad = 1;
+                free(x);
+                free(y);
+                free(y64);
+                continue;
+            }
+            wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
+            if (opt.verify) {
+                wr_ref_gemv64(m, ref, x, batch, y64);
+                for (int p = 0; p < 3; p++) {
+                    if (opt.pipe != P_AUTO && p != opt.pipe)
+                        continue;
+                    if (wr_gpu_gemv(g, dm[i], p, x, batch, y, err, sizeof err)) {
+                        printf("FAIL %s: %s: %s\n", m->name, pipe_name[p], err);
+                        bad = 1;
+                        continue;
+                    }
+                    double e = wr_relerr(y, y64, ny);
+                    printf("gemv   %-6s %-40s batch %-4d %-5s relerr %.2e  %s\n", type_name(m), m->name, batch,
+                           pipe_name[p], e, e < opt.tol ? "ok" : "FAIL");
+                    bad |= !(e < opt.tol);
+                }
+            }
+            if (opt.bench || opt.tune) {
+                bench_row *br = &rows[nrows++];
+                memcpy(br->name, m->name, sizeof br->name - 1);
+                strncpy(br->type, type_name(m), sizeof br->type - 1);
+                br->batch = batch;
+                int bestp = 0;
+                for (int p = 0; p < 3; p++) {
+                    if (wr_gpu_time(g, dm[i], p, batch, 3, opt.runs, &br->t[p], err, sizeof err)) {
+                        printf("FAIL %s: time %s: %s\n", m->name, pipe_name[p], err);
+                        bad = 1;
+                        br->t[p] = NAN;
+                        continue;
+                    }
+                    if (p < 2 && br->t[p] < br->t[bestp])
+                        bestp = p;
+                    if (tf && p < 2)
+                        fprintf(tf, "%s\t%d\t%s\t%.2f\n", m->name, batch, pipe_name[p], br->t[p]);
+                }
+                br->wps = (double)(m->rows * m->cols) / (br->t[0] * 1e-6);
+                br->bound = wr_gpu_hbm_gbs(g) * 1e9 / ((double)wr_coded_bytes(m) / (double)(m->rows * m->cols));
+                if (opt.tune)
+                    printf("tune   %-40s batch %-4d -> %s\n", m->name, batch, pipe_name[bestp]);
+            }
+            free(x);
+            free(y);
+            free(y64);
+        }
+        free(ref);
+    }
+    if (opt.graph && dm) {
+        int nd = 0;
+        for (int i = 0; i < md->n; i++)
+            if (dm[i])
+                dm[nd++] = dm[i];
+        double tg, ts;
+        if (wr_gpu_graph_pass(g, dm, nd, opt.runs, &tg, &ts, err, sizeof err)) {
+            printf("FAIL graph pass: %s\n", err);
+            bad = 1;
+        } else {
+            printf("graph  whole-model pass, %d matrices, batch 1: graph %.1f us, stream %.1f us\n", nd, tg, ts);
+        }
+        for (int i = 0; i < nd; i++)
+            wr_gpu_free(dm[i]);
+    } else if (dm) {
+        for (int i = 0; i < md->n; i++)
+            wr_gpu_free(dm[i]);
+    }
+    if (nrows && opt.bench) {
+        printf("\n%-34s %-6s %5s %10s %10s %10s %8s %10s %10s\n", "matrix", "type", "batch", "fused_us", "twin_us",
+               "full_us", "fus/twin", "Gw/s", "HBM_Gw/s");
+        for (int i = 0; i < nrows; i++)
+            printf("%-34.34s %-6s %5d %10.2f %10.2f %10.2f %8.2f %10.1f %10.1f\n", rows[i].name, rows[i].type,
+                   rows[i].batch, rows[i].t[0], rows[i].t[2], rows[i].t[1], rows[i].t[0] / rows[i].t[2],
+                   rows[i].wps * 1e-9, rows[i].bound * 1e-9);
+    }
+    free(rows);
+    free(dm);
+    wr_gpu_close(g);
+    return bad;
+}
+#endif
+
+/* ---- main ---------------------------------------------------------------------- */
+
+static const uint32_t all_types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0, WP_IQ4_NL, WP_Q2_K,
+                                     WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS, WP_BF16};
+
+static void add_synth(wr_model *md, const char *spec, uint64_t *seed)
+{
+    char tn[32], err[512];
+    long long r, c;
+    if (sscanf(spec, "%31[^:]:%lldx%lld", tn, &r, &c) != 3 || r < 1 || c < 1)
+        die(WR_EXIT_USAGE, "--synth: expected TYPE:ROWSxCOLS, got '%s'", spec);
+    int all = !strcmp(tn, "all"), t = all ? 0 : wp_ggml_type_from_name(tn);
+    for (size_t i = 0; i < sizeof all_types / sizeof *all_types; i++) {
+        if (!all && (uint32_t)t != all_types[i])
+            continue;
+        int64_t cc = c;
+        if (all_types[i] != WP_BF16) {
+            int n = wp_ggml_blck_size(all_types[i]);
+            cc = (c + n - 1) / n * n;
+        }
+        if (wr_model_synth(md, all_types[i], r, cc, ++*seed, err, sizeof err))
+            die(WR_EXIT_FAIL, "%s", err);
+        if (!all)
+            return;
+    }
+    if (!all)
+        die(WR_EXIT_USAGE, "--synth: type must be a coded block type, BF16 or all: '%s'", tn);
+}
+
+int main(int argc, char **argv)
+{
+    wr_model md;
+    memset(&md, 0, sizeof md);
+    const char *bundles[64], *synths[64];
+    int nb = 0, ns = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strcmp(a, "--cpu")) {
+            opt.cpu = 1;
+        } else if (!strcmp(a, "--verify")) {
+            opt.verify = 1;
+        } else if (!strcmp(a, "--bench")) {
+            opt.bench = 1;
+        } else if (!strcmp(a, "--tune")) {
+            opt.tune = 1;
+        } else if (!strcmp(a, "--graph")) {
+            opt.graph = 1;
+        } else if (!v) {
+            die(WR_EXIT_USAGE, "unknown option or missing value: %s (see --help)", a);
+        } else if (!strcmp(a, "--bundle") && nb < 64) {
+            bundles[nb++] = v, i++;
+        } else if (!strcmp(a, "--synth") && ns < 64) {
+            synths[ns++] = v, i++;
+        } else if (!strcmp(a, "--match")) {
+            opt.match = v, i++;
+        } else if (!strcmp(a, "--tuning")) {
+            opt.tuning = v, i++;
+        } else if (!strcmp(a, "--runs")) {
+            char *e;
+            opt.runs = (int)strtol(v, &e, 10), i++;
+            if (*e || opt.runs < 1 || opt.runs > 100000)
+                die(WR_EXIT_USAGE, "--runs: expected 1..100000, got '%s'", v);
+        } else if (!strcmp(a, "--tol")) {
+            char *e;
+            opt.tol = strtod(v, &e), i++;
+            if (*e || !(opt.tol > 0))
+                die(WR_EXIT_USAGE, "--tol: expected a positive number, got '%s'", v);
+        } else if (!strcmp(a, "--batch")) {
+            char buf[256], *save = NULL;
+            snprintf(buf, sizeof buf, "%s", v), i++;
+            opt.nbatch = 0;
+            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                char *e;
+                long b = strtol(t, &e, 10);
+                if (*e || b < 1 || b > 65536 || opt.nbatch == 32)
+                    die(WR_EXIT_USAGE, "--batch: expected sizes 1..65536 separated by commas, got '%s'", v);
+                opt.batch[opt.nbatch++] = (int)b;
+            }
+        } else if (!strcmp(a, "--pipeline")) {
+            i++;
+            if (!strcmp(v, "auto"))
+                opt.pipe = P_AUTO;
+            else if (!strcmp(v, "fused") || !strcmp(v, "exp"))
+                opt.pipe = P_FUSED;
+            else if (!strcmp(v, "full"))
+                opt.pipe = P_FULL;
+            else if (!strcmp(v, "twin"))
+                opt.pipe = P_TWIN;
+            else if (!strcmp(v, "transcode") || !strcmp(v, "palette"))
+                die(WR_EXIT_USAGE, "--pipeline %s: not implemented yet (TODO in runtime/gpu.cu)", v);
+            else
+                die(WR_EXIT_USAGE, "--pipeline: expected auto, fused, exp, full or twin, got '%s'", v);
+        } else {
+            die(WR_EXIT_USAGE, "unknown option: %s (see --help)", a);
+        }
+    }
+    if (!nb && !ns)
+        die(WR_EXIT_USAGE, "%s", "no input: give --bundle FILE or --synth SPEC (see --help)");
+    if (!opt.nbatch)
+        opt.batch[opt.nbatch++] = 1;
+    if (!opt.verify && !opt.bench && !opt.tune)
+        opt.verify = 1;
+    if (!opt.runs)
+        opt.runs = opt.cpu ? 3 : 20;
+    if (!(opt.tol > 0))
+        opt.tol = opt.cpu ? 1e-5 : 1e-4;
+    if (opt.cpu && opt.pipe == P_TWIN)
+        opt.pipe = P_FULL;   /* on the CPU, full and twin are the same fixed-width GEMV */
+#ifdef WPACK_NO_CUDA
+    int ndev = 0;
+#else
+    int ndev = opt.cpu ? 0 : wr_gpu_count();
+#endif
+    if (!opt.cpu && ndev == 0) {
+        fprintf(stderr, "wprun: no CUDA device found (use --cpu for the CPU reference)\n");
+        return WR_EXIT_NODEV;
+    }
+    char err[512];
+    for (int i = 0; i < nb; i++)
+        if (wr_model_load(&md, bundles[i], opt.match, err, sizeof err))
+            die(WR_EXIT_FAIL, "%s", err);
+    uint64_t seed = 0;
+    for (int i = 0; i < ns; i++)
+        add_synth(&md, synths[i], &seed);
+    if (md.n == 0)
+        die(WR_EXIT_FAIL, "%s", "no coded matrices in the input");
+    if (opt.pipe == P_AUTO && !opt.tune)
+        tuning_read(opt.tuning);
+    FILE *tf = NULL;
+    if (opt.tune) {
+        if (!(tf = fopen(opt.tuning, "w")))
+            die(WR_EXIT_FAIL, "cannot write the tuning file %s", opt.tuning);
+        fprintf(tf, "# wprun tuning v1 (%s): matrix batch pipeline microseconds\n", opt.cpu ? "cpu" : "gpu");
+    }
+    int bad = 0;
+    if (opt.cpu) {
+        for (int i = 0; i < md.n; i++)
+            bad |= cpu_matrix(&md.m[i], tf);
+    } else {
+#ifndef WPACK_NO_CUDA
+        bad = gpu_run(&md, tf);
+#endif
+    }
+    if (tf && fclose(tf))
+        die(WR_EXIT_FAIL, "write error on %s", opt.tuning);
+    printf("wprun: %d matrices (%s): %s\n", md.n, opt.cpu ? "cpu" : "gpu", bad ? "FAILED" : "ok");
+    wr_model_free(&md);
+    free(tunes);
+    return bad ? WR_EXIT_FAIL : WR_EXIT_OK;
+}

@@ -1,0 +1,133 @@
+/*
+ * wprun.h - the runner's host side: coded matrices of a bundle (or made up
+ * in memory), the CPU reference of every kernel, and the float64 reference.
+ *
+ * A matrix is rows x cols weights (cols = ne[0], the row length; rows = the
+ * product of ne[1..]); y = W x for a batch of B input vectors is computed as
+ *   x  B x cols floats, vector b at x[b * cols]
+ *   y  B x rows floats, vector b at y[b * rows]
+ * Two kinds of coded matrices (bundle.h):
+ *   WR_Q    SIDE + CODED (codec=q): a ggml block type's codes as symbols
+ *           (4-bit codes in pairs), side bytes of every block beside;
+ *   WR_EXP  RAW + CODED (codec=exp): floating-point weights (BF16 on the
+ *           device; BF16/F16/F32 on the CPU full path) as exponent symbols
+ *           (palette indices in pairs, or exponent bytes) + sign/mantissa.
+ * Records are kept as read (payload pointers are what the GPU uploads).
+ */
+#ifndef WPACK_WPRUN_H
+#define WPACK_WPRUN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "bf16.h"
+#include "bundle.h"
+#include "codes.h"
+#include "stream.h"
+#include "wr_dev.h"
+
+enum { WR_Q = 1, WR_EXP = 2 };
+
+/* Exit statuses of wprun (wprun(1)). */
+enum {
+    WR_EXIT_OK = 0,
+    WR_EXIT_FAIL = 1,      /* a check failed (bit mismatch, error too large) or an error */
+    WR_EXIT_NODEV = 3,     /* no CUDA device and no --cpu */
+    WR_EXIT_USAGE = 64     /* bad command line (sysexits EX_USAGE) */
+};
+
+typedef struct {
+    char        name[256];
+    int         kind;         /* WR_Q or WR_EXP */
+    uint32_t    type;         /* ggml type */
+    int64_t     rows, cols;
+    wp_record   aux;          /* SIDE (WR_Q) or RAW (WR_EXP) */
+    wp_record   coded;        /* CODED */
+    wp_coded_view v;          /* parsed coded, pointers into coded.payload */
+    wr_huf      huf;          /* limit tables of v.lengths */
+    /* WR_Q */
+    wr_geom     dg;           /* device geometry of the type */
+    wp_codes_geom g;
+    /* WR_EXP: split fields, pointers into aux.payload (s.sym unused) */
+    struct wp_bf16_split s;
+    uint64_t   *vrow;         /* rows + 1: byte offset in vbytes of row r's first verbatim group */
+    uint32_t   *vcnt;         /* rows + 1: verbatim groups before row r */
+} wr_matrix;
+
+typedef struct {
+    int        n, cap;
+    wr_matrix *m;
+} wr_model;
+
+/* ---- model (runtime/model.c) ---- */
+
+/* Load every coded matrix (SIDE/RAW + CODED pair) of a bundle file, found
+ * through its trailing index (wp_index_read, wp_record_read_at); uncoded
+ * tensors and metadata are skipped. match: NULL or a substring the name
+ * must contain. Returns 0, or -1 with a one-line message in err. */
+int  wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen);
+
+/* Append a synthetic coded matrix of type (a block type of blocks.h, or
+ * WP_BF16) and shape rows x cols (cols a multiple of the block size):
+ * realistic codes (peaked, as trained weights give) and scales, coded as
+ * histogram | huffbuild --max-len 11 | laneinterleave would code them
+ * (BF16: bf16split --palette 16 --row 64 first). seed makes it repeatable.
+ * Returns 0 or -1 with a message. */
+int  wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint64_t seed,
+                    char *err, size_t errlen);
+void wr_model_free(wr_model *md);
+
+/* The exact tensor bytes as the library restores them (wp_restore: the
+ * reference `verify` uses): *out malloc'd, *len bytes (ggml blocks for WR_Q,
+ * the original BF16/F16/F32 bytes for WR_EXP). Returns 0 or -1. */
+int  wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, size_t errlen);
+
+/* Bytes the device holds for a matrix in coded form (lane words, offsets,
+ * lane counts, lengths, side/raw bytes), and in its fixed-width form. */
+uint64_t wr_coded_bytes(const wr_matrix *m);
+uint64_t wr_fixed_bytes(const wr_matrix *m);
+
+/* ---- CPU reference (runtime/cpu.c) ---- */
+
+/* Decode every tile with the lib decoders (reference = limit tables, else
+ * lookup table) and restore the exact blocks (WR_Q, g.block_len bytes) or
+ * float bytes (WR_EXP, exponent + sign/mantissa rebuilt with wr_dev.h, BF16
+ * only; F16/F32 through wp_bf16_join) into out. Returns 0 or -1. */
+int  wr_cpu_restore(const wr_matrix *m, int reference, uint8_t *out, char *err, size_t errlen);
+
+/* Fused decode + GEMV: tile by tile into a 64 x 256 symbol buffer, each
+ * weight dequantized (wr_dev.h = blocks.h semantics) and multiplied; a
+ * tile's partial sums in float, added into double per row. Any batch >= 1.
+ * WR_Q: every coded type; WR_EXP: the exponent-only path (exponents
+ * decoded, BF16 rebuilt from the raw byte, verbatim groups from vbytes).
+ * Never holds more than one tile of decoded symbols. Returns 0 or -1. */
+int  wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, char *err, size_t errlen);
+
+/* The twin: the same GEMV over fixed-width data (blocks of WR_Q, or the
+ * fully decoded floats of WR_EXP, i.e. the "full decode" pipeline), read
+ * with wr_get_code / wr_sub_scale. data = wr_restore_bytes's output. */
+int  wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, int batch, float *y);
+
+/* float64 reference: dequantize each row with lib (wp_dequantize_row, or
+ * the float value of BF16/F16/F32), accumulate products in double. */
+int  wr_ref_gemv64(const wr_matrix *m, const uint8_t *data, const float *x, int batch, double *y);
+
+/* Normwise relative error max|y - ref| / max|ref| (0 when both are 0). */
+double wr_relerr(const float *y, const double *ref, size_t n);
+
+/* Inputs for benchmarks and checks: never zero (|v| in [0.25, 1.25]),
+ * rounded to BF16 when bf16 (so a BF16 GEMM sees them exactly). */
+void wr_make_x(float *x, size_t n, uint64_t seed, int bf16);
+
+/* Monotonic seconds. */
+double wr_now(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

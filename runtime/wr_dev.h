@@ -1,0 +1,336 @@
+/*
+ * wr_dev.h - the per-weight arithmetic of the runner, written once for the
+ * host (C11) and the device (CUDA): canonical Huffman decode of an L-bit peek
+ * against per-length limits, ggml block packing (codes + side bytes -> exact
+ * block bytes), code extraction from fixed-width blocks (the twin), the
+ * sub-block scale of a weight from its block's side bytes, and BF16
+ * reconstruction from exponent + sign/mantissa byte.
+ *
+ * Everything here is an inline function without allocation or I/O, so the
+ * CPU reference (runtime/cpu.c) and the CUDA kernels (runtime/gpu.cu) run the
+ * same code; the CPU tests (tests/runtime/test_cpu.c) check it against lib/
+ * (blocks.h, huffman.h) bit for bit, which is how device logic gets tested on
+ * machines without a GPU.
+ *
+ * Sources: block layouts of lib/blocks.c (ggml-common.h of the pinned
+ * llama.cpp); the limit decode of lib/huffman.h (wp_huf_decode_peek); the
+ * float expressions of wp_parts_code_value (same operand order, so host
+ * results are bit-equal to lib and to ggml's dequantize_row_*; device results
+ * may differ in the last bit where nvcc contracts a*b-c into an FMA).
+ */
+#ifndef WPACK_WR_DEV_H
+#define WPACK_WR_DEV_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "ggml_type.h"
+
+#ifdef __CUDACC__
+#define WR_HD static __host__ __device__ __forceinline__
+#else
+#define WR_HD static inline
+#endif
+
+/* ---- bit casts and fp16 ------------------------------------------------- */
+
+WR_HD float wr_as_float(uint32_t u)
+{
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+#endif
+}
+
+/* fp16 bits -> float, exact (as wp_fp16_to_f32; NaN gets the quiet bit). */
+WR_HD float wr_fp16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 0x3ffu;
+    if (e == 31)
+        return wr_as_float(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0));
+    if (e == 0) {
+        float v = (float)m * 5.9604644775390625e-8f; /* m * 2^-24, exact */
+        return sign ? -v : v;
+    }
+    return wr_as_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+WR_HD uint16_t wr_rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+/* BF16 bits from an exponent byte and a raw byte (bf16.h: sign << 7 | mantissa). */
+WR_HD uint16_t wr_bf16_rebuild(uint32_t exp, uint32_t raw)
+{
+    return (uint16_t)(((raw >> 7) & 1u) << 15 | (exp & 255u) << 7 | (raw & 127u));
+}
+
+/* ---- canonical Huffman: per-length limits -------------------------------- */
+
+/* The limit tables of one matrix (a copy of wp_huf_table's decoding fields,
+ * fixed-size so that it travels by value into a kernel and into shared
+ * memory). L = max_len (1..15); limit[l] left-justified to L bits. */
+typedef struct {
+    uint32_t limit[16];
+    uint16_t first[16];
+    uint16_t offset[16];
+    uint8_t  symbols[256];
+    int32_t  L;
+} wr_huf;
+
+/* Decode one symbol from an L-bit peek: the first l with peek < limit[l].
+ * Returns the symbol and its length in *len, or -1 (no code: corrupt). */
+WR_HD int wr_huf_peek(const wr_huf *t, uint32_t peek, int *len)
+{
+    for (int l = 1; l <= t->L; l++)
+        if (peek < t->limit[l]) {
+            *len = l;
+            return t->symbols[t->offset[l] + (peek >> (t->L - l)) - t->first[l]];
+        }
+    *len = 0;
+    return -1;
+}
+
+/* ---- block geometry ------------------------------------------------------- */
+
+/* Geometry of the coded block types (blocks.h); 0 for other types. */
+typedef struct {
+    int n;           /* weights per block: 32 or 256 */
+    int bytes;       /* block bytes */
+    int side;        /* side bytes */
+    int sub_n;       /* weights per sub-block scale */
+    int wps;         /* weights per symbol: 2 (4-bit pairs) or 1 */
+} wr_geom;
+
+WR_HD wr_geom wr_geom_of(int type)
+{
+    wr_geom g = {0, 0, 0, 0, 0};
+    switch (type) {
+    case WP_Q4_0:   g.n = 32;  g.bytes = 18;  g.side = 2;  g.sub_n = 32; g.wps = 2; break;
+    case WP_Q4_1:   g.n = 32;  g.bytes = 20;  g.side = 4;  g.sub_n = 32; g.wps = 2; break;
+    case WP_Q5_0:   g.n = 32;  g.bytes = 22;  g.side = 2;  g.sub_n = 32; g.wps = 1; break;
+    case WP_Q5_1:   g.n = 32;  g.bytes = 24;  g.side = 4;  g.sub_n = 32; g.wps = 1; break;
+    case WP_Q8_0:   g.n = 32;  g.bytes = 34;  g.side = 2;  g.sub_n = 32; g.wps = 1; break;
+    case WP_IQ4_NL: g.n = 32;  g.bytes = 18;  g.side = 2;  g.sub_n = 32; g.wps = 2; break;
+    case WP_Q2_K:   g.n = 256; g.bytes = 84;  g.side = 20; g.sub_n = 16; g.wps = 1; break;
+    case WP_Q3_K:   g.n = 256; g.bytes = 110; g.side = 14; g.sub_n = 16; g.wps = 1; break;
+    case WP_Q4_K:   g.n = 256; g.bytes = 144; g.side = 16; g.sub_n = 32; g.wps = 2; break;
+    case WP_Q5_K:   g.n = 256; g.bytes = 176; g.side = 16; g.sub_n = 32; g.wps = 1; break;
+    case WP_Q6_K:   g.n = 256; g.bytes = 210; g.side = 18; g.sub_n = 16; g.wps = 1; break;
+    case WP_IQ4_XS: g.n = 256; g.bytes = 136; g.side = 8;  g.sub_n = 32; g.wps = 2; break;
+    default: break;
+    }
+    return g;
+}
+
+/* Side-data spans of a block (offset, length), in block order: at most two. */
+WR_HD int wr_side_spans(int type, int off[2], int len[2])
+{
+    off[1] = len[1] = 0;
+    off[0] = 0;
+    switch (type) {
+    case WP_Q4_0: case WP_Q5_0: case WP_Q8_0: case WP_IQ4_NL: len[0] = 2; return 1;
+    case WP_Q4_1: case WP_Q5_1: len[0] = 4; return 1;
+    case WP_Q2_K: len[0] = 16; off[1] = 80; len[1] = 4; return 2;
+    case WP_Q3_K: off[0] = 96; len[0] = 14; return 1;
+    case WP_Q4_K: case WP_Q5_K: len[0] = 16; return 1;
+    case WP_Q6_K: off[0] = 192; len[0] = 18; return 1;
+    case WP_IQ4_XS: len[0] = 8; return 1;
+    default: len[0] = 0; return 0;
+    }
+}
+
+/* Copy the side bytes of a fixed-width block (the twin reads them so). */
+WR_HD void wr_block_side(int type, const uint8_t *blk, uint8_t *side)
+{
+    int off[2], len[2];
+    wr_side_spans(type, off, len);
+    int o = 0;
+    for (int s = 0; s < 2; s++)
+        for (int j = 0; j < len[s]; j++)
+            side[o++] = blk[off[s] + j];
+}
+
+/* ---- codes <-> blocks ----------------------------------------------------- */
+
+/* Code of weight i (0..n-1) of a fixed-width block (as wp_block_get_codes). */
+WR_HD int wr_get_code(int type, const uint8_t *b, int i)
+{
+    switch (type) {
+    case WP_Q4_0: case WP_IQ4_NL: return (b[2 + (i & 15)] >> (i & 16 ? 4 : 0)) & 15;
+    case WP_Q4_1: return (b[4 + (i & 15)] >> (i & 16 ? 4 : 0)) & 15;
+    case WP_Q5_0: return ((b[6 + (i & 15)] >> (i & 16 ? 4 : 0)) & 15) | ((b[2 + i / 8] >> (i % 8)) & 1) << 4;
+    case WP_Q5_1: return ((b[8 + (i & 15)] >> (i & 16 ? 4 : 0)) & 15) | ((b[4 + i / 8] >> (i % 8)) & 1) << 4;
+    case WP_Q8_0: return b[2 + i] ^ 0x80;
+    case WP_Q2_K: return (b[16 + 32 * (i / 128) + i % 32] >> (2 * ((i / 32) % 4))) & 3;
+    case WP_Q3_K: return ((b[32 + 32 * (i / 128) + i % 32] >> (2 * ((i / 32) % 4))) & 3) |
+                         ((b[i % 32] >> (i / 32)) & 1) << 2;
+    case WP_Q4_K: return (b[16 + 32 * (i / 64) + i % 32] >> ((i / 32) % 2 ? 4 : 0)) & 15;
+    case WP_Q5_K: return ((b[48 + 32 * (i / 64) + i % 32] >> ((i / 32) % 2 ? 4 : 0)) & 15) |
+                         ((b[16 + i % 32] >> (i / 32)) & 1) << 4;
+    case WP_Q6_K: {
+        int h = i / 128, r = i % 128, l = r % 32, g = r / 32;
+        int lo = (b[64 * h + l + 32 * (g & 1)] >> (4 * (g >> 1))) & 15;
+        int hi = (b[128 + 32 * h + l] >> (2 * g)) & 3;
+        return lo | hi << 4;
+    }
+    case WP_IQ4_XS: return (b[8 + 16 * (i / 32) + (i & 15)] >> (i & 16 ? 4 : 0)) & 15;
+    default: return 0;
+    }
+}
+
+/* Build one exact block from its side bytes and its n codes (weight order):
+ * the block is zeroed, side bytes go back to their spans, code bits are
+ * written as wp_block_pack does. Equals wp_codes_join for one block. */
+WR_HD void wr_put_block(int type, const uint8_t *side, const uint8_t *q, uint8_t *b)
+{
+    wr_geom g = wr_geom_of(type);
+    int off[2], len[2];
+    for (int j = 0; j < g.bytes; j++)
+        b[j] = 0;
+    wr_side_spans(type, off, len);
+    int o = 0;
+    for (int s = 0; s < 2; s++)
+        for (int j = 0; j < len[s]; j++)
+            b[off[s] + j] = side[o++];
+    switch (type) {
+    case WP_Q4_0: case WP_IQ4_NL: case WP_Q4_1: {
+        int at = type == WP_Q4_1 ? 4 : 2;
+        for (int j = 0; j < 16; j++)
+            b[at + j] = (uint8_t)((q[j] & 15) | (q[j + 16] & 15) << 4);
+        break;
+    }
+    case WP_Q5_0: case WP_Q5_1: {
+        int qh = type == WP_Q5_1 ? 4 : 2;
+        for (int j = 0; j < 16; j++)
+            b[qh + 4 + j] = (uint8_t)((q[j] & 15) | (q[j + 16] & 15) << 4);
+        for (int j = 0; j < 32; j++)
+            b[qh + j / 8] |= (uint8_t)(((q[j] >> 4) & 1) << (j % 8));
+        break;
+    }
+    case WP_Q8_0:
+        for (int j = 0; j < 32; j++)
+            b[2 + j] = (uint8_t)(q[j] ^ 0x80);
+        break;
+    case WP_Q2_K: case WP_Q3_K: {
+        int at = type == WP_Q2_K ? 16 : 32;
+        for (int w = 0; w < 256; w++)
+            b[at + 32 * (w / 128) + w % 32] |= (uint8_t)((q[w] & 3) << (2 * ((w / 32) % 4)));
+        if (type == WP_Q3_K)
+            for (int w = 0; w < 256; w++)
+                b[w % 32] |= (uint8_t)(((q[w] >> 2) & 1) << (w / 32));
+        break;
+    }
+    case WP_Q4_K: case WP_Q5_K: {
+        int at = type == WP_Q4_K ? 16 : 48;
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++)
+                b[at + 32 * c + l] = (uint8_t)((q[64 * c + l] & 15) | (q[64 * c + 32 + l] & 15) << 4);
+        if (type == WP_Q5_K)
+            for (int w = 0; w < 256; w++)
+                b[16 + w % 32] |= (uint8_t)(((q[w] >> 4) & 1) << (w / 32));
+        break;
+    }
+    case WP_Q6_K:
+        for (int w = 0; w < 256; w++) {
+            int h = w / 128, r = w % 128, l = r % 32, gg = r / 32;
+            b[64 * h + l + 32 * (gg & 1)] |= (uint8_t)((q[w] & 15) << (4 * (gg >> 1)));
+            b[128 + 32 * h + l] |= (uint8_t)(((q[w] >> 4) & 3) << (2 * gg));
+        }
+        break;
+    case WP_IQ4_XS:
+        for (int ib = 0; ib < 8; ib++)
+            for (int j = 0; j < 16; j++)
+                b[8 + 16 * ib + j] = (uint8_t)((q[32 * ib + j] & 15) | (q[32 * ib + j + 16] & 15) << 4);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- dequantization from side bytes ------------------------------------- */
+
+/* Scale of one sub-block: weight i of sub-block s is
+ *     dl * c(q) - ml,   c(q) = kvalues_iq4nl[q] when nl, else q - off
+ * which is, bit for bit on the host, wp_parts_code_value's expression
+ * (x - 0 = x and x - (-m) = x + m exactly in IEEE arithmetic). */
+typedef struct {
+    float dl, ml;
+    int   off, nl;
+} wr_scale;
+
+/* 6-bit scale j and min j of the K-quant 12-byte packing (get_scale_min_k4). */
+WR_HD void wr_k4(const uint8_t *s, int j, int *sc, int *mn)
+{
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *mn = s[j + 4] & 63;
+    } else {
+        *sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+        *mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+}
+
+/* The scale of sub-block s (0 .. n/sub_n - 1) from a block's side bytes. */
+WR_HD wr_scale wr_sub_scale(int type, const uint8_t *side, int s)
+{
+    wr_scale r = {0.0f, 0.0f, 0, 0};
+    float d = wr_fp16_to_f32(wr_rd16(side));
+    switch (type) {
+    case WP_Q4_0: r.dl = d; r.off = 8; break;
+    case WP_Q5_0: r.dl = d; r.off = 16; break;
+    case WP_Q8_0: r.dl = d; r.off = 128; break;
+    case WP_IQ4_NL: r.dl = d; r.nl = 1; break;
+    case WP_Q4_1: case WP_Q5_1: r.dl = d; r.ml = -wr_fp16_to_f32(wr_rd16(side + 2)); break;
+    case WP_Q2_K: {
+        float dd = wr_fp16_to_f32(wr_rd16(side + 16)), dm = wr_fp16_to_f32(wr_rd16(side + 18));
+        r.dl = dd * (float)(side[s] & 15);
+        r.ml = dm * (float)(side[s] >> 4);
+        break;
+    }
+    case WP_Q3_K: {
+        int lo = s < 8 ? side[s] & 15 : side[s - 8] >> 4;
+        int hi = (side[8 + s % 4] >> (2 * (s / 4))) & 3;
+        r.dl = wr_fp16_to_f32(wr_rd16(side + 12)) * (float)((lo | hi << 4) - 32);
+        r.off = 4;
+        break;
+    }
+    case WP_Q4_K: case WP_Q5_K: {
+        int sc, mn;
+        wr_k4(side + 4, s, &sc, &mn);
+        r.dl = d * (float)sc;
+        r.ml = wr_fp16_to_f32(wr_rd16(side + 2)) * (float)mn;
+        break;
+    }
+    case WP_Q6_K:
+        r.dl = wr_fp16_to_f32(wr_rd16(side + 16)) * (float)(int8_t)side[s];
+        r.off = 32;
+        break;
+    case WP_IQ4_XS: {
+        int sh = wr_rd16(side + 2);
+        int sc = ((side[4 + s / 2] >> (4 * (s % 2))) & 15) | ((sh >> (2 * s)) & 3) << 4;
+        r.dl = d * (float)(sc - 32);
+        r.nl = 1;
+        break;
+    }
+    default: break;
+    }
+    return r;
+}
+
+/* kvalues_iq4nl (blocks.h), for device and host alike. */
+WR_HD float wr_kv(int q)
+{
+    const int8_t kv[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    return (float)kv[q & 15];
+}
+
+/* The value of a weight with code q under scale sc. */
+WR_HD float wr_value(const wr_scale *sc, int q)
+{
+    float c = sc->nl ? wr_kv(q) : (float)(q - sc->off);
+    return sc->dl * c - sc->ml;
+}
+
+#endif

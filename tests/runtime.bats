@@ -1,0 +1,129 @@
+#!/usr/bin/env bats
+# wprun (runtime/): the CPU reference on stories260K bundles and synthetic
+# matrices, the no-device behaviour, the tuning file, the CUDA build.
+# The CPU reference's unit checks are build/unit/test_runtime_cpu.
+load helpers
+
+QUANTIZE="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin/llama-quantize"
+TYPES="Q4_0 Q8_0 Q4_K_M IQ4_XS"
+
+bundle() { # GGUF BUNDLE
+    "$BIN/ggufcat" "$1" | "$BIN/histogram" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$2"
+}
+
+setup_file() {
+    export Q="$BATS_FILE_TMPDIR"
+    if [ -x "$QUANTIZE" ]; then
+        for t in $TYPES; do
+            "$QUANTIZE" "$MODELS/stories260K-f32.gguf" "$Q/s-$t.gguf" "$t" 1 >/dev/null 2>&1 &&
+                bundle "$Q/s-$t.gguf" "$Q/s-$t.bundle"
+        done
+    fi
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" | "$BIN/histogram" |
+        "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$Q/bf16.bundle"
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" --palette 0 | "$BIN/histogram" |
+        "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$Q/bf16p0.bundle"
+    "$TOOLS/mksynth" "$Q/syn.gguf" small && bundle "$Q/syn.gguf" "$Q/syn.bundle"
+}
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+}
+
+has_gpu() {
+    command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU'
+}
+
+# cpu_verify BUNDLE...: wprun --cpu --verify passes and checked something real
+cpu_verify() {
+    local args=() b
+    for b in "$@"; do args+=(--bundle "$b"); done
+    run "$BIN/wprun" --cpu --verify --batch 1,3,8 "${args[@]}"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    ! echo "$output" | grep -qE 'FAIL|MISMATCH'
+    n_restore=$(echo "$output" | grep -c 'restore(ref) ok  restore(fast) ok$')
+    n_gemv=$(echo "$output" | grep -cE '^gemv .* relerr [0-9.e+-]+ .*ok$')
+    [ "$n_restore" -gt 0 ]
+    [ "$n_gemv" -eq $((3 * n_restore)) ]
+}
+
+@test "wprun --help describes the modes; no input is a usage error (64)" {
+    run "$BIN/wprun" --help
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"--cpu"* && "$output" == *"--verify"* && "$output" == *"--tune"* ]]
+    run "$BIN/wprun" --cpu
+    [ "$status" -eq 64 ]
+    run "$BIN/wprun" --cpu --synth Q4_0:64x256 --pipeline transcode
+    [ "$status" -eq 64 ]
+    [[ "$output" == *"not implemented"* ]]
+}
+
+@test "without a CUDA device, wprun --verify prints one line and exits 3" {
+    has_gpu && skip "a GPU is present"
+    run "$BIN/wprun" --verify --bundle "$Q/bf16.bundle"
+    [ "$status" -eq 3 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [ "$output" = "wprun: no CUDA device found (use --cpu for the CPU reference)" ]
+}
+
+@test "wprun --cpu --verify: stories260K quantized bundles (llama-quantize Q4_0 Q8_0 Q4_K_M IQ4_XS)" {
+    [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
+    for t in $TYPES; do
+        cpu_verify "$Q/s-$t.bundle" || { echo "type $t"; false; }
+    done
+}
+
+@test "wprun --cpu --verify: stories260K BF16 bundles (palette 16 and exponent bytes)" {
+    cpu_verify "$Q/bf16.bundle"
+    [ "$n_restore" -ge 30 ]
+    cpu_verify "$Q/bf16p0.bundle"
+}
+
+@test "wprun --cpu --verify: mksynth matrices (the types it codes), partial tiles included" {
+    cpu_verify "$Q/syn.bundle"
+    for t in Q4_0 Q4_1 Q5_0 Q8_0 IQ4_NL Q3_K Q4_K Q6_K IQ4_XS; do   # the types mksynth small codes
+        echo "$output" | grep -qE "^verify $t " || { echo "no $t matrix"; false; }
+    done
+}
+
+@test "wprun --cpu --verify --synth all: every type plus BF16, fused equals the twin bit for bit" {
+    run "$BIN/wprun" --cpu --verify --synth all:100x600 --batch 2
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '(bit-equal) ok$')" -eq 13 ]
+}
+
+@test "wprun --cpu --tune writes a tuning file that --pipeline auto reads" {
+    run "$BIN/wprun" --cpu --tune --synth Q4_0:128x512 --batch 1,16 --tuning "$T/t.tun" --runs 1
+    [ "$status" -eq 0 ]
+    head -n 1 "$T/t.tun" | grep -q '^# wprun tuning v1'
+    [ "$(grep -c '^synth.Q4_0.128x512	' "$T/t.tun")" -eq 4 ]
+    # force "full" for batch 1 and check auto follows the file
+    printf 'synth.Q4_0.128x512\t1\tfull\t1.0\n' >> "$T/t.tun"
+    run "$BIN/wprun" --cpu --verify --synth Q4_0:128x512 --tuning "$T/t.tun"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv .* batch 1 +full relerr'
+}
+
+@test "a corrupt bundle fails wprun --cpu --verify (status 1)" {
+    cp "$Q/syn.bundle" "$T/bad.bundle"
+    run "$BIN/wprun" --cpu --verify --bundle "$T/bad.bundle" --match Q8_0.r65x4096
+    [ "$status" -eq 0 ]
+    # flip a byte inside that matrix's lane words: the payload checksum must catch it
+    off=$(offset_of "$T/bad.bundle" "Q8_0.r65x4096")
+    patch_bytes "$T/bad.bundle" $((off + 4000)) '\x5a'
+    run "$BIN/wprun" --cpu --verify --bundle "$T/bad.bundle" --match Q8_0.r65x4096
+    [ "$status" -eq 1 ]
+}
+
+@test "the CUDA build: bin/wprun links cudart and cuBLAS when nvcc is present" {
+    nvcc=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; }) ||
+        skip "no nvcc: wprun is the CPU-only build"
+    [ -n "$nvcc" ] || skip "no nvcc"
+    ldd "$BIN/wprun" | grep -q libcudart
+    ldd "$BIN/wprun" | grep -q libcublas
+    [ -f "$ROOT/build/runtime-cuda/gpu.o" ]
+    # every architecture of the issue is in the fat binary (its ELF names them)
+    for a in sm_80 sm_87 sm_90a; do
+        grep -qa "$a" "$ROOT/build/runtime-cuda/gpu.o" || { echo "no $a"; false; }
+    done
+}

@@ -1,0 +1,242 @@
+/*
+ * test_cpu.c - the runner's CPU reference (runtime/cpu.c, model.c) and the
+ * host/device arithmetic it shares with the CUDA kernels (runtime/wr_dev.h),
+ * checked against lib/ with real values.
+ *
+ *   - wr_dev.h against blocks.h, half.h, huffman.h, bit for bit: codes of
+ *     fixed-width blocks, block packing, weight values, fp16, limit decode;
+ *   - per coded type (and BF16): a synthetic matrix with partial tiles,
+ *     restored by the CPU tile decoders (reference and fast) equals
+ *     wp_restore's bytes; the fused decode+GEMV equals the float64
+ *     dequantize-then-GEMV to float rounding (relative error < 1e-5) for
+ *     batch 1, 3 and 8, and the twin bit for bit;
+ *   - one 4096 x 14336 matrix (Q4_K) the same way;
+ *   - a corrupt lane count is rejected.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blocks.h"
+#include "ggml_type.h"
+#include "half.h"
+#include "huffman.h"
+#include "tap.h"
+#include "wprun.h"
+
+static const uint32_t types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0, WP_IQ4_NL,
+                                 WP_Q2_K, WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS};
+#define NTYPES (int)(sizeof types / sizeof *types)
+
+static uint64_t rs = 88172645463325252ull;
+static uint32_t rnd(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return (uint32_t)(rs >> 32);
+}
+
+static int same_float(float a, float b)
+{
+    uint32_t x, y;
+    memcpy(&x, &a, 4);
+    memcpy(&y, &b, 4);
+    return x == y || (a != a && b != b);
+}
+
+static void test_dev_blocks(void)
+{
+    for (int ti = 0; ti < NTYPES; ti++) {
+        uint32_t t = types[ti];
+        wr_geom g = wr_geom_of((int)t);
+        wp_block_info bi;
+        wp_block_info_get((int)t, &bi);
+        int geom_ok = g.n == bi.n && g.bytes == bi.block_bytes && g.side == bi.side_bytes &&
+                      g.sub_n == bi.sub_n && g.wps == (bi.paired ? 2 : 1);
+        int codes_ok = 1, pack_ok = 1, val_ok = 1, side_ok = 1;
+        for (int trial = 0; trial < 300; trial++) {
+            uint8_t blk[256], q[256], side[32], side2[32], out[256];
+            for (int j = 0; j < bi.block_bytes; j++)
+                blk[j] = (uint8_t)rnd();
+            if (trial % 2) {   /* finite scales on half the trials (values compared exactly) */
+                if (t == WP_Q2_K)
+                    blk[81] &= 0x3b, blk[83] &= 0x3b;
+                else if (t == WP_Q3_K)
+                    blk[109] &= 0x3b;
+                else if (t == WP_Q6_K)
+                    blk[209] &= 0x3b;
+                else
+                    blk[1] &= 0x3b, blk[3] &= 0x3b;
+            }
+            wp_block_get_codes((int)t, blk, q);
+            wp_block_get_side((int)t, blk, side);
+            wr_block_side((int)t, blk, side2);
+            side_ok &= memcmp(side, side2, (size_t)bi.side_bytes) == 0;
+            for (int i = 0; i < bi.n; i++)
+                codes_ok &= wr_get_code((int)t, blk, i) == q[i];
+            wr_put_block((int)t, side, q, out);
+            pack_ok &= memcmp(out, blk, (size_t)bi.block_bytes) == 0;
+            wp_block_parts p;
+            wp_block_unpack((int)t, blk, &p);
+            for (int s = 0; s < bi.n / bi.sub_n; s++) {
+                wr_scale sc = wr_sub_scale((int)t, side, s);
+                for (int i = 0; i < bi.sub_n; i++) {
+                    int w = s * bi.sub_n + i;
+                    val_ok &= same_float(wr_value(&sc, q[w]), wp_parts_value((int)t, &p, w));
+                }
+            }
+        }
+        CHECK(geom_ok, "%s: wr_geom_of matches blocks.h", wp_ggml_type_name(t));
+        CHECK(side_ok && codes_ok, "%s: wr_block_side, wr_get_code = lib on random blocks", wp_ggml_type_name(t));
+        CHECK(pack_ok, "%s: wr_put_block(side, codes) gives the exact block back", wp_ggml_type_name(t));
+        CHECK(val_ok, "%s: wr_value(wr_sub_scale) = wp_parts_value bit for bit", wp_ggml_type_name(t));
+    }
+    int fp_ok = 1;
+    for (uint32_t h = 0; h < 65536; h++)
+        fp_ok &= same_float(wr_fp16_to_f32((uint16_t)h), wp_fp16_to_f32((uint16_t)h));
+    CHECK(fp_ok, "wr_fp16_to_f32 = wp_fp16_to_f32 on all 65536 patterns");
+    int bf_ok = 1;
+    for (uint32_t b = 0; b < 65536; b++)
+        bf_ok &= wr_bf16_rebuild((b >> 7) & 255, (b >> 8 & 128) | (b & 127)) == b;
+    CHECK(bf_ok, "wr_bf16_rebuild(exponent, sign|mantissa) = the BF16 bits");
+}
+
+static void test_dev_huffman(void)
+{
+    for (int trial = 0; trial < 3; trial++) {
+        uint64_t counts[256];
+        for (int s = 0; s < 256; s++)
+            counts[s] = trial == 2 ? (s < 3 ? 5 : 0) : 1 + (rnd() % (trial ? 100000 : 10)) * (s % 7 == 0 ? 1000 : 1);
+        uint8_t len[256];
+        wp_huf_lengths(counts, 256, WP_HUF_LEN, len);
+        wp_huf_table tab;
+        wp_huf_table_init(&tab, len, 256, WP_HUF_LEN);
+        wr_huf h;
+        memset(&h, 0, sizeof h);
+        for (int l = 0; l <= WP_HUF_MAX_LEN; l++) {
+            h.limit[l] = tab.limit[l];
+            h.first[l] = tab.first[l];
+            h.offset[l] = tab.offset[l];
+        }
+        memcpy(h.symbols, tab.symbols, 256);
+        h.L = tab.max_len;
+        int ok = 1;
+        for (uint32_t p = 0; p < (1u << WP_HUF_LEN); p++) {
+            int l1, l2, s1 = wr_huf_peek(&h, p, &l1), s2 = wp_huf_decode_peek(&tab, p, &l2);
+            ok &= s1 == s2 && (s1 < 0 || l1 == l2);
+        }
+        CHECK(ok, "wr_huf_peek = wp_huf_decode_peek on every 11-bit peek (table %d)", trial);
+    }
+}
+
+/* Restore (both decoders) and GEMV checks of one matrix. */
+static void check_matrix(const wr_matrix *m, const int *batches, int nb)
+{
+    char err[512];
+    uint8_t *ref = NULL, *mine = NULL;
+    size_t len = 0;
+    int rc = wr_restore_bytes(m, &ref, &len, err, sizeof err);
+    CHECK(rc == 0 && len == wr_fixed_bytes(m), "%s: wp_restore gives %zu bytes", m->name, len);
+    if (rc)
+        return;
+    mine = malloc(len + 1);
+    CHECK(mine && wr_cpu_restore(m, 1, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0,
+          "%s: tile decode (reference decoder) restores the exact bytes", m->name);
+    memset(mine, 0, len);
+    CHECK(wr_cpu_restore(m, 0, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0,
+          "%s: tile decode (fast decoder) restores the exact bytes", m->name);
+    free(mine);
+    for (int i = 0; i < nb; i++) {
+        int b = batches[i];
+        size_t nx = (size_t)b * (size_t)m->cols, ny = (size_t)b * (size_t)m->rows;
+        float *x = malloc(nx * 4), *yf = malloc(ny * 4), *yt = malloc(ny * 4);
+        double *y64 = malloc(ny * 8);
+        wr_make_x(x, nx, (uint64_t)(7 + i), m->kind == WR_EXP);
+        int nz = 1;
+        for (size_t j = 0; j < nx; j++)
+            nz &= x[j] != 0;
+        wr_ref_gemv64(m, ref, x, b, y64);
+        rc = wr_cpu_gemv_fused(m, x, b, yf, err, sizeof err);
+        wr_cpu_gemv_fixed(m, ref, x, b, yt);
+        double e = wr_relerr(yf, y64, ny);
+        double amax = 0;
+        for (size_t j = 0; j < ny; j++)
+            amax = fmax(amax, fabs(y64[j]));
+        CHECK(rc == 0 && nz && amax > 0 && e < 1e-5, "%s: fused decode+GEMV batch %d: relative error %.2e vs float64 (< 1e-5)",
+              m->name, b, e);
+        CHECK(memcmp(yf, yt, ny * 4) == 0, "%s: fused = twin bit for bit, batch %d", m->name, b);
+        free(x);
+        free(yf);
+        free(yt);
+        free(y64);
+    }
+    free(ref);
+}
+
+int main(void)
+{
+    char err[512];
+    test_dev_blocks();
+    test_dev_huffman();
+
+    /* every type: a matrix with a partial tile row and a partial tile column */
+    const int batches[] = {1, 3, 8};
+    for (int ti = 0; ti <= NTYPES; ti++) {
+        uint32_t t = ti < NTYPES ? types[ti] : WP_BF16;
+        int blk = t == WP_BF16 ? 1 : wp_ggml_blck_size(t);
+        int64_t cols = blk == 256 ? 768 : 544;   /* 2 full tile columns + a partial one (K: 3 full) */
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        int rc = wr_model_synth(&md, t, 130, cols, (uint64_t)ti + 1, err, sizeof err);
+        CHECK(rc == 0 && md.n == 1, "synthetic %s 130x%lld coded (%s)", wp_ggml_type_name(t), (long long)cols,
+              rc ? err : "ok");
+        if (rc == 0)
+            check_matrix(&md.m[0], batches, 3);
+        wr_model_free(&md);
+    }
+
+    /* BF16 with verbatim groups (zeros are rare exponents) */
+    {
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        int rc = wr_model_synth(&md, WP_BF16, 300, 2000, 99, err, sizeof err);
+        CHECK(rc == 0 && md.m[0].s.n_verbatim > 0, "synthetic BF16 300x2000 has verbatim groups (%lld)",
+              rc ? -1LL : (long long)md.m[0].s.n_verbatim);
+        if (rc == 0)
+            check_matrix(&md.m[0], batches, 2);
+        wr_model_free(&md);
+    }
+
+    /* the shape, one type */
+    {
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        int rc = wr_model_synth(&md, WP_Q4_K, 4096, 14336, 1234, err, sizeof err);
+        CHECK(rc == 0, "synthetic Q4_K 4096x14336 coded");
+        if (rc == 0) {
+            const int b1[] = {1};
+            check_matrix(&md.m[0], b1, 1);
+        }
+        wr_model_free(&md);
+    }
+
+    /* corruption: one lane count too many */
+    {
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        wr_model_synth(&md, WP_Q8_0, 64, 256, 5, err, sizeof err);
+        wr_matrix *m = &md.m[0];
+        ((uint8_t *)m->v.lane_words)[3]++;
+        float x[256], y[64];
+        wr_make_x(x, 256, 1, 0);
+        uint8_t *out = malloc(wr_fixed_bytes(m));
+        CHECK(wr_cpu_restore(m, 1, out, err, sizeof err) == -1 && strstr(err, "corrupt"),
+              "corrupt lane count: restore fails (%s)", err);
+        CHECK(wr_cpu_gemv_fused(m, x, 1, y, err, sizeof err) == -1, "corrupt lane count: fused GEMV fails");
+        free(out);
+        wr_model_free(&md);
+    }
+    return tap_done();
+}
