@@ -30,12 +30,15 @@ REF_LIBS   := -L$(REF_LIB) -Wl,-rpath,$(REF_LIB) -l:libllama.v0.4.0.so -l:libggm
 
 # Programs that run llama.cpp's forward pass prefer a llama.cpp found by
 # pkg-config; otherwise they use the pinned reference.
+REF_STAMPS := $(DEPS)/.npm-ok $(REF_SRC)/.wpack-ok
 ifeq ($(shell pkg-config --exists llama 2>/dev/null && echo y),y)
 LLAMA_CFLAGS ?= $(shell pkg-config --cflags llama)
 LLAMA_LIBS   ?= $(shell pkg-config --libs llama)
+LLAMA_STAMPS :=
 else
 LLAMA_CFLAGS ?= $(REF_CFLAGS)
 LLAMA_LIBS   ?= $(REF_LIBS)
+LLAMA_STAMPS := $(REF_STAMPS)
 endif
 LLAMA_PROGS := hessian ppl
 
@@ -61,13 +64,16 @@ build/lib/%.o: lib/%.c $(wildcard lib/*.h) | build/lib
 lib/libwpack.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
+# The programs that run llama.cpp need it first (fetched into .deps/ by npm).
+$(LLAMA_PROGS:%=bin/%): | $(LLAMA_STAMPS)
+
 bin/%: filters/%.c lib/libwpack.a | bin
 	$(CC) $(WFLAGS) $(CPPFLAGS) $(if $(filter $*,$(LLAMA_PROGS)),$(LLAMA_CFLAGS)) $(CFLAGS) -o $@ $< lib/libwpack.a $(if $(filter $*,$(LLAMA_PROGS)),$(LLAMA_LIBS)) $(LDLIBS)
 
-build/unit/%: tests/unit/%.c tests/unit/tap.h lib/libwpack.a | build/unit
+build/unit/%: tests/unit/%.c tests/unit/tap.h lib/libwpack.a | build/unit $(REF_STAMPS)
 	$(CC) $(WFLAGS) $(CPPFLAGS) -Itests/unit $(REF_CFLAGS) $(CFLAGS) -o $@ $< lib/libwpack.a $(REF_LIBS) $(LDLIBS)
 
-build/tools/%: tests/tools/%.c lib/libwpack.a | build/tools
+build/tools/%: tests/tools/%.c lib/libwpack.a | build/tools $(REF_STAMPS)
 	$(CC) $(WFLAGS) $(CPPFLAGS) -Itests/unit $(REF_CFLAGS) $(CFLAGS) -o $@ $< lib/libwpack.a $(REF_LIBS) $(LDLIBS)
 
 bin build/lib build/unit build/tools build/fuzz:
@@ -86,7 +92,8 @@ deps-apt:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-$(DEPS)/.npm-ok: | deps-apt
+$(DEPS)/.npm-ok:
+	command -v npm >/dev/null || $(MAKE) deps-apt
 	mkdir -p $(DEPS) && cd $(DEPS) && { [ -f package.json ] || echo '{"private":true}' > package.json; } \
 	  && npm install --no-audit --no-fund --ignore-scripts --save-exact node-llama-cpp@3.21.1
 	test -f $(REF_LIB)/libllama.v0.4.0.so
@@ -97,7 +104,9 @@ $(REF_SRC)/.wpack-ok: | $(DEPS)/.npm-ok
 	git clone -q $(DEPS)/node_modules/node-llama-cpp/llama/gitRelease.bundle $(REF_SRC).tmp
 	rm -rf $(REF_SRC) && mv $(REF_SRC).tmp $(REF_SRC) && touch $@
 
-deps: deps-apt $(DEPS)/.npm-ok $(REF_SRC)/.wpack-ok
+deps:
+	$(MAKE) deps-apt
+	$(MAKE) $(DEPS)/.npm-ok $(REF_SRC)/.wpack-ok
 
 # llama.cpp's own tools (llama-quantize, llama-perplexity, llama-imatrix),
 # built once from the bundled source into $(REF_BUILD).
