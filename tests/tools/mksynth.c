@@ -1,7 +1,7 @@
 /*
  * mksynth - write a GGUF of synthetic quantized matrices for the bundle tests.
  *
- * Usage: mksynth OUT.gguf [small|big]
+ * Usage: mksynth OUT.gguf [small|big|floats]
  *
  * Weights are realistic: Student-t(4)-like heavy tails, a few outlier
  * columns, and a per-row scale spread; they are quantized by the reference
@@ -12,6 +12,11 @@
  * 8-bit pair symbol of Q4_0 occurs) and "rare" (a Q8_0 matrix of 2^20
  * weights in which one code occurs once: probability 2^-20, forcing the
  * 11-bit length limit) — "big" only.
+ *
+ * "floats" writes BF16, F16 and F32 matrices instead, for the lossless path:
+ * ±0, subnormals, ±Inf, several NaN payloads, every exponent value, a matrix
+ * with one exponent only, a row with one rare exponent at position 0 and
+ * one at 63, and shapes that are not multiples of 64.
  */
 #include <math.h>
 #include <stdint.h>
@@ -22,6 +27,7 @@
 #include "ggml.h"
 #include "ggml_type.h"
 #include "gguf_file.h"
+#include "half.h"
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static double urand(void)
@@ -79,6 +85,79 @@ static void add(const char *name, int type, int64_t rows, int64_t cols, const fl
     wp_record_free(&r);
 }
 
+static void add_raw(const char *name, int type, int64_t rows, int64_t cols, const void *data)
+{
+    wp_record r;
+    wp_record_init(&r);
+    r.kind = WP_REC_TENSOR;
+    r.type = (uint32_t)type;
+    r.n_dims = 2;
+    r.ne[0] = cols;
+    r.ne[1] = rows;
+    wp_record_set_name(&r, name);
+    size_t bytes = (size_t)(rows * cols) * wp_ggml_type_size((uint32_t)type);
+    memcpy(wp_record_alloc(&r, bytes), data, bytes);
+    if (wp_gguf_out_add(out, &r) < 0) {
+        fprintf(stderr, "mksynth: %s\n", wp_gguf_out_error(out));
+        exit(1);
+    }
+    wp_record_free(&r);
+}
+
+/* Float matrices with every special value (see the top of the file). */
+static void floats(void)
+{
+    static uint16_t h[300 * 300];
+    static uint32_t f[300 * 300];
+    /* BF16 and F16: every bit pattern once, at random places among realistic
+     * weights (512 x 640), so the matrix still codes smaller than 16 b/w */
+    static uint16_t all[512 * 640];
+    for (int half = 0; half < 2; half++) {
+        for (int i = 0; i < 512 * 640; i++) {
+            float v = (float)(0.02 * student4());
+            all[i] = half ? wp_f32_to_fp16(v) : wp_f32_to_bf16(v);
+        }
+        for (int p = 0; p < 65536; p++)
+            all[(size_t)p * 5 + (size_t)(urand() * 5)] = (uint16_t)p;
+        add_raw(half ? "f16.every_pattern" : "bf16.every_pattern", half ? WP_F16 : WP_BF16, 512, 640, all);
+    }
+    /* realistic BF16 with specials sprinkled in, shape 67 x 100 */
+    static const uint16_t sp[] = {0x0000, 0x8000, 0x0001, 0x807f, 0x7f80, 0xff80, 0x7fc0, 0x7f81, 0xffff, 0x7fa5};
+    for (int i = 0; i < 67 * 100; i++) {
+        float v = (float)(0.02 * student4());
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        h[i] = (uint16_t)(u >> 16);
+        if (i % 97 == 5)
+            h[i] = sp[(i / 97) % 10];
+    }
+    add_raw("bf16.specials_67x100", WP_BF16, 67, 100, h);
+    /* one exponent only: all weights in [1, 2) */
+    for (int i = 0; i < 64 * 128; i++)
+        h[i] = (uint16_t)(0x3f80 | (i & 0x7f));
+    add_raw("bf16.one_exponent", WP_BF16, 64, 128, h);
+    /* a rare exponent at position 0 of row 3 and at position 63 of row 5 */
+    for (int i = 0; i < 8 * 130; i++) {
+        float v = (float)(0.02 * student4());
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        h[i] = (uint16_t)(u >> 16);
+    }
+    h[3 * 130 + 0] = 0x7000;
+    h[5 * 130 + 63] = 0x1000;
+    add_raw("bf16.rare_exponent", WP_BF16, 8, 130, h);
+    /* F32 with specials, 33 x 65 */
+    static const uint32_t sp32[] = {0, 0x80000000u, 1, 0x807fffffu, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                                    0x7f800001u, 0xffffffffu};
+    for (int i = 0; i < 33 * 65; i++) {
+        float v = (float)(0.02 * student4());
+        memcpy(&f[i], &v, 4);
+        if (i % 31 == 7)
+            f[i] = sp32[(i / 31) % 9];
+    }
+    add_raw("f32.specials_33x65", WP_F32, 33, 65, f);
+}
+
 int main(int argc, char **argv)
 {
     char err[256];
@@ -87,6 +166,17 @@ int main(int argc, char **argv)
         return 2;
     }
     int big = argc > 2 && !strcmp(argv[2], "big");
+    if (argc > 2 && !strcmp(argv[2], "floats")) {
+        out = wp_gguf_out_new(err, sizeof err);
+        floats();
+        FILE *f = fopen(argv[1], "wb");
+        if (!f || wp_gguf_out_finish(out, f) || fclose(f)) {
+            fprintf(stderr, "mksynth: %s: cannot write\n", argv[1]);
+            return 1;
+        }
+        wp_gguf_out_free(out);
+        return 0;
+    }
     static const int types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0, WP_IQ4_NL,
                                 WP_Q2_K, WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS};
     static const int64_t rows[] = {1, 63, 64, 65};
