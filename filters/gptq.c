@@ -38,6 +38,7 @@
 #include "ggml_type.h"
 #include "gguf_file.h"
 #include "gptq.h"
+#include "imatrix.h"
 #include "half.h"
 #include "rtn.h"
 
@@ -194,50 +195,89 @@ static double *hessian_get(const char *name, int64_t cols)
     return NULL;
 }
 
-/* ---- imatrix (llama-imatrix's GGUF format: NAME.in_sum2 and NAME.counts) */
+/* ---- imatrix (llama-imatrix's GGUF output, read by lib/imatrix.c) ------ */
 
-static wp_gguf_in *imat;
+static wp_imatrix imatrix;
+static int have_imat;
 static const char *imat_path;
 
 /* Importance weights for weight `name` (ne0 × n_mat floats, one vector per
- * expert), as llama-quantize's load_imatrix computes them: in_sum2 / count. */
+ * expert), as llama-quantize's load_imatrix computes them; NULL if none.
+ * The caller frees the copy. */
 static float *imatrix_get(const char *name, int64_t ne0, int64_t n_mat)
 {
-    if (!imat)
+    if (!have_imat)
         return NULL;
-    char key[WP_MAX_NAME + 16];
-    wp_record s, c;
-    wp_record_init(&s);
-    wp_record_init(&c);
-    snprintf(key, sizeof key, "%s.in_sum2", name);
-    int k = wp_gguf_read_tensor(imat, key, &s);
-    if (k < 0)
-        wp_die("%s", wp_gguf_error(imat));
-    if (k == 0)
+    const wp_imatrix_entry *e = wp_imatrix_find(&imatrix, name);
+    if (!e)
         return NULL;
-    snprintf(key, sizeof key, "%s.counts", name);
-    if (wp_gguf_read_tensor(imat, key, &c) <= 0)
-        wp_die("%s: no %s", imat_path, key);
-    if (s.type != WP_F32 || c.type != WP_F32 || s.ne[0] != ne0 || wp_record_nelem(&s) != ne0 * n_mat ||
-        wp_record_nelem(&c) != n_mat)
-        wp_die("%s: %s.in_sum2 / .counts do not fit tensor %s (%lld x %lld)", imat_path, name, name,
-               (long long)ne0, (long long)n_mat);
+    if (e->cols != ne0 || e->n_mat != n_mat)
+        wp_die("%s: imatrix entry %s (%lld x %lld) does not fit the tensor (%lld x %lld)", imat_path, name,
+               (long long)e->cols, (long long)e->n_mat, (long long)ne0, (long long)n_mat);
     float *w = malloc((size_t)(ne0 * n_mat) * sizeof *w);
     if (!w)
         wp_die("out of memory");
-    for (int64_t e = 0; e < n_mat; e++) {
-        float cnt, v;
-        memcpy(&cnt, c.payload + 4 * e, 4);
-        for (int64_t j = 0; j < ne0; j++) {
-            memcpy(&v, s.payload + 4 * (e * ne0 + j), 4);
-            w[e * ne0 + j] = cnt > 0 ? v / cnt : 1.0f;
-            if (!isfinite(w[e * ne0 + j]))
-                wp_die("%s: imatrix for %s has a non-finite value", imat_path, name);
-        }
-    }
-    wp_record_free(&s);
-    wp_record_free(&c);
+    memcpy(w, e->importance, (size_t)(ne0 * n_mat) * sizeof *w);
+    for (int64_t i = 0; i < ne0 * n_mat; i++)
+        if (!isfinite(w[i]))
+            wp_die("%s: imatrix for %s has a non-finite value", imat_path, name);
     return w;
+}
+
+/* A u32 or string kv record. */
+static void put_kv(wp_writer *w, const char *key, const char *str, uint32_t u)
+{
+    wp_record r;
+    wp_record_init(&r);
+    r.kind = WP_REC_KV;
+    r.type = str ? WP_GGUF_STRING : WP_GGUF_U32;
+    wp_record_set_name(&r, key);
+    size_t n = str ? strlen(str) : 4;
+    uint8_t *p = wp_record_alloc(&r, str ? 8 + n : 4);
+    if (!p)
+        wp_die("out of memory");
+    if (str) {
+        for (int b = 0; b < 8; b++)
+            p[b] = (uint8_t)((uint64_t)n >> (8 * b));
+        memcpy(p + 8, str, n);
+    } else {
+        for (int b = 0; b < 4; b++)
+            p[b] = (uint8_t)(u >> (8 * b));
+    }
+    wp_cli_put(w, &r);
+    wp_record_free(&r);
+}
+
+/* llama-quantize's record of the imatrix used (tools/quantize/quantize.cpp:
+ * quantize.imatrix.file and .dataset cut to 127 bytes, entries_count, and
+ * chunks_count when nonzero), in its order; returns how many keys, and
+ * their serialised GGUF bytes in *bytes. w NULL: count only. */
+static int imatrix_kvs(wp_writer *w, uint64_t *bytes)
+{
+    char file[128], dataset[128];
+    int n = 0;
+    *bytes = 0;
+    if (!have_imat)
+        return 0;
+    snprintf(file, sizeof file, "%s", imat_path);
+    if (w)
+        put_kv(w, "quantize.imatrix.file", file, 0);
+    *bytes += 8 + strlen("quantize.imatrix.file") + 4 + 8 + strlen(file), n++;
+    if (imatrix.n_datasets > 0) {
+        snprintf(dataset, sizeof dataset, "%s", imatrix.datasets[0]);
+        if (w)
+            put_kv(w, "quantize.imatrix.dataset", dataset, 0);
+        *bytes += 8 + strlen("quantize.imatrix.dataset") + 4 + 8 + strlen(dataset), n++;
+    }
+    if (w)
+        put_kv(w, "quantize.imatrix.entries_count", NULL, (uint32_t)imatrix.n);
+    *bytes += 8 + strlen("quantize.imatrix.entries_count") + 4 + 4, n++;
+    if (imatrix.chunk_count > 0) {
+        if (w)
+            put_kv(w, "quantize.imatrix.chunks_count", NULL, imatrix.chunk_count);
+        *bytes += 8 + strlen("quantize.imatrix.chunks_count") + 4 + 4, n++;
+    }
+    return n;
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -326,8 +366,8 @@ int main(int argc, char **argv)
     if (hess_path)
         hessian_open(hess_path);
     if (imat_path) {
-        imat = wp_gguf_open(imat_path, err, sizeof err);
-        if (!imat)
+        have_imat = wp_imatrix_load(imat_path, &imatrix, err, sizeof err) == 0;
+        if (!have_imat)
             wp_die("%s", err);
     }
 
@@ -399,7 +439,7 @@ int main(int argc, char **argv)
     struct wp_ftype_opts fo = wp_ftype_opts_default(ftype);
     fo.pure = pure;
     fo.strict = strict;
-    fo.has_imatrix = imat != NULL;
+    fo.has_imatrix = have_imat;
     wp_ftype_plan *plan = wp_ftype_plan_new(&md, &fo, err, sizeof err);
     if (!plan)
         wp_die("%s", err);
@@ -450,6 +490,9 @@ int main(int argc, char **argv)
         wp_record_free(&r);
     }
     pos += (8 + strlen("general.quantization_version") + 4 + 4) + (8 + strlen("general.file_type") + 4 + 4);
+    uint64_t imat_bytes;
+    n_kv_out += (uint64_t)imatrix_kvs(NULL, &imat_bytes);
+    pos += imat_bytes;
     for (size_t i = 0; i < n_t; i++) {
         struct wp_ftype_choice ch;
         wp_ftype_plan_get(plan, tl[i].name, &ch);
@@ -497,6 +540,7 @@ int main(int argc, char **argv)
         wp_cli_put(w, &r);
         wp_record_free(&r);
     }
+    imatrix_kvs(w, &imat_bytes);
     kv_done = 1;
     (void)kv_done;
 

@@ -3,12 +3,14 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "cli.h"
 #include "ggml_type.h"
 #include "gguf_file.h"
 
 static const char usage[] =
-    "usage: tsinfo [-a] [FILE|-]\n"
+    "usage: tsinfo [-a] [-x] [FILE|-]\n"
     "One line per record of a wpack stream or bundle: kind, name, type,\n"
     "shape, payload bytes, and bits per weight where defined (or the value of\n"
     "a metadata key). -a also prints each record's attributes.\n";
@@ -40,7 +42,7 @@ static const char *type_str(const wp_record *r, char *buf, size_t n)
 int main(int argc, char **argv)
 {
     const char *in = NULL;
-    int show_attrs = 0;
+    int show_attrs = 0, show_hash = 0;
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -48,6 +50,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "-a")) {
             show_attrs = 1;
+        } else if (!strcmp(argv[i], "-x")) {
+            show_hash = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             wp_die("unknown option '%s' (try --help)", argv[i]);
         } else if (!in) {
@@ -71,8 +75,12 @@ int main(int argc, char **argv)
             wp_gguf_value_str(r.type, r.payload, r.payload_len, extra, sizeof extra);
         else if (nw > 0)
             snprintf(extra, sizeof extra, "%.4f", 8.0 * (double)r.payload_len / (double)nw);
-        printf("%-8s %-40s %-8s %-14s %12" PRIu64 "  %s\n", wp_rec_kind_name(r.kind), r.name,
+        printf("%-8s %-40s %-8s %-14s %12" PRIu64 "  %s", wp_rec_kind_name(r.kind), r.name,
                type_str(&r, tb, sizeof tb), shape, r.payload_len, extra);
+        if (show_hash)
+            printf("  xxh64=%016llx", (unsigned long long)XXH64(r.payload_len ? (const void *)r.payload : "",
+                                                                  (size_t)r.payload_len, 0));
+        printf("\n");
         if (show_attrs && r.attrs[0]) {
             for (const char *p = r.attrs; *p;) {
                 const char *nl = strchr(p, '\n');

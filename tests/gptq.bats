@@ -92,3 +92,35 @@ setup() {
     "$BIN/ggufcat" "$T/g.gguf" | "$BIN/tsinfo" | grep -q 'blk.0.attn_q.weight  *Q4_0'
     "$BIN/ggufcat" "$T/g.gguf" | "$BIN/tsinfo" | grep -q 'general.file_type  *u32 .* 2$'
 }
+
+@test "gptq --rtn [--imatrix] equals llama-quantize [--imatrix] byte for byte on a llama-shaped model with K-quant rows" {
+    R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
+    [ -x "$R/llama-quantize" ] && [ -x "$R/llama-imatrix" ] || skip "llama-quantize/llama-imatrix not built (make reftools)"
+    d="$BATS_TEST_TMPDIR"
+    "$TOOLS/mkllama" "$MODELS/stories260K-f32.gguf" "$d/synth.gguf" F16
+    "$R/llama-imatrix" -m "$d/synth.gguf" -f "$DATA/text/groups_merged.txt" -c 128 --chunks 2 -t 1 \
+        -o "$d/imat.gguf" > /dev/null 2>&1
+    for t in Q4_K_M IQ4_XS Q6_K Q3_K_M; do
+        "$R/llama-quantize" "$d/synth.gguf" "$d/ref.gguf" "$t" 1 > /dev/null 2>&1
+        "$BIN/ggufcat" "$d/synth.gguf" | "$BIN/gptq" --rtn --ftype "$t" --quiet | "$BIN/ggufpack" > "$d/ours.gguf"
+        cmp "$d/ref.gguf" "$d/ours.gguf"
+        "$R/llama-quantize" --imatrix "$d/imat.gguf" "$d/synth.gguf" "$d/ref-i.gguf" "$t" 1 > /dev/null 2>&1
+        "$BIN/ggufcat" "$d/synth.gguf" | "$BIN/gptq" --rtn --imatrix "$d/imat.gguf" --ftype "$t" --quiet \
+            | "$BIN/ggufpack" > "$d/ours-i.gguf"
+        cmp "$d/ref-i.gguf" "$d/ours-i.gguf"
+    done
+}
+
+@test "gptq --imatrix on stories260K equals llama-quantize --imatrix byte for byte (metadata included)" {
+    R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
+    [ -x "$R/llama-quantize" ] && [ -x "$R/llama-imatrix" ] || skip "llama-quantize/llama-imatrix not built (make reftools)"
+    d="$BATS_TEST_TMPDIR"
+    m="$MODELS/stories260K-f32.gguf"
+    "$R/llama-imatrix" -m "$m" -f "$DATA/text/groups_merged.txt" -c 128 --chunks 4 -t 1 -o "$d/imat.gguf" > /dev/null 2>&1
+    for t in Q4_0 Q8_0 IQ4_NL; do
+        "$R/llama-quantize" --imatrix "$d/imat.gguf" "$m" "$d/ref.gguf" "$t" 1 > /dev/null 2>&1
+        "$BIN/ggufcat" "$m" | "$BIN/gptq" --rtn --imatrix "$d/imat.gguf" --ftype "$t" --quiet | "$BIN/ggufpack" > "$d/ours.gguf"
+        cmp "$d/ref.gguf" "$d/ours.gguf"
+    done
+    "$BIN/ggufcat" "$d/ours.gguf" | "$BIN/tsinfo" | grep -E '^kv +quantize.imatrix.entries_count +u32 .* 35$'
+}
