@@ -30,23 +30,14 @@ int main(int argc, char **argv)
     regex_t re;
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--palette") && i + 1 < argc) {
+        if (!strcmp(argv[i], "--palette") && i + 1 < argc) {
             palette = (int)wp_arg_int("--palette", argv[++i], 0, WP_BF16_PALETTE_MAX);
         } else if (!strcmp(argv[i], "--row") && i + 1 < argc) {
             group = wp_arg_int("--row", argv[++i], 1, 1 << 20);
         } else if (!strcmp(argv[i], "--match") && i + 1 < argc) {
             match = argv[++i];
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            wp_die("unknown option '%s' (try --help)", argv[i]);
-        } else if (!in) {
-            in = argv[i];
         } else {
-            wp_die("one stream at a time (got '%s' too)", argv[i]);
+            wp_cli_common(argc, argv, &i, usage, &in, &out);
         }
     }
     if (match && regcomp(&re, match, REG_EXTENDED | REG_NOSUB))

@@ -79,10 +79,7 @@ int main(int argc, char **argv)
     int report = 0, float_palette = WP_BF16_PALETTE_MAX, split_float = 1, rowdedupe = 1;
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--report")) {
+        if (!strcmp(argv[i], "--report")) {
             report = 1;
         } else if (!strcmp(argv[i], "--no-rowmap")) {
             rowdedupe = 0;
@@ -90,14 +87,8 @@ int main(int argc, char **argv)
             split_float = 0;
         } else if (!strcmp(argv[i], "--float-palette") && i + 1 < argc) {
             float_palette = (int)wp_arg_int("--float-palette", argv[++i], 0, WP_BF16_PALETTE_MAX);
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            wp_die("unknown option '%s' (try --help)", argv[i]);
-        } else if (!in) {
-            in = argv[i];
         } else {
-            wp_die("one stream at a time (got '%s' too)", argv[i]);
+            wp_cli_common(argc, argv, &i, usage, &in, &out);
         }
     }
 

@@ -28,19 +28,10 @@ int main(int argc, char **argv)
     int max_len = WP_HUF_LEN;
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--max-len") && i + 1 < argc) {
+        if (!strcmp(argv[i], "--max-len") && i + 1 < argc) {
             max_len = (int)wp_arg_int("--max-len", argv[++i], 1, WP_HUF_MAX_LEN);
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            wp_die("unknown option '%s' (try --help)", argv[i]);
-        } else if (!in) {
-            in = argv[i];
         } else {
-            wp_die("one stream at a time (got '%s' too)", argv[i]);
+            wp_cli_common(argc, argv, &i, usage, &in, &out);
         }
     }
 

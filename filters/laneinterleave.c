@@ -157,23 +157,14 @@ int main(int argc, char **argv)
     uint64_t nkv = 0;
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (!strcmp(argv[i], "--dist")) {
+        if (!strcmp(argv[i], "--dist")) {
             dist = 1;
         } else if (!strcmp(argv[i], "--align") && i + 1 < argc) {
             align = (unsigned)wp_arg_int("--align", argv[++i], 1, 4096);
             if (align & (align - 1))
                 wp_die("--align: %u is not a power of two", align);
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            wp_die("unknown option '%s' (try --help)", argv[i]);
-        } else if (!in) {
-            in = argv[i];
         } else {
-            wp_die("one stream at a time (got '%s' too)", argv[i]);
+            wp_cli_common(argc, argv, &i, usage, &in, &out);
         }
     }
     if (in && strcmp(in, "-"))

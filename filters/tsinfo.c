@@ -41,23 +41,18 @@ static const char *type_str(const wp_record *r, char *buf, size_t n)
 
 int main(int argc, char **argv)
 {
-    const char *in = NULL;
+    const char *in = NULL, *out = NULL;
     int show_attrs = 0, show_hash = 0;
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "-a")) {
+        if (!strcmp(argv[i], "-a")) {
             show_attrs = 1;
         } else if (!strcmp(argv[i], "-x")) {
             show_hash = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            wp_die("unknown option '%s' (try --help)", argv[i]);
-        } else if (!in) {
-            in = argv[i];
+        } else if (!strcmp(argv[i], "-o")) {
+            wp_die("tsinfo writes its listing to stdout: no -o");
         } else {
-            wp_die("one stream at a time (got '%s' too)", argv[i]);
+            wp_cli_common(argc, argv, &i, usage, &in, &out);
         }
     }
 

@@ -20,21 +20,12 @@ int main(int argc, char **argv)
     char err[1024];
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--stream")) {
+        if (!strcmp(argv[i], "--stream")) {
             as_stream = 1;
         } else if (!strcmp(argv[i], "--reference")) {
             reference = 1;
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            wp_die("unknown option '%s' (try --help)", argv[i]);
-        } else if (!in) {
-            in = argv[i];
         } else {
-            wp_die("one bundle at a time (got '%s' too)", argv[i]);
+            wp_cli_common(argc, argv, &i, usage, &in, &out);
         }
     }
     const char *src = in && strcmp(in, "-") ? in : "stdin";

@@ -170,6 +170,23 @@ void wp_cli_writer_close(wp_writer *w)
     wp_out_commit();
 }
 
+void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out)
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        fputs(usage, stdout);
+        exit(0);
+    } else if (!strcmp(a, "-o") && *i + 1 < argc) {
+        *out = argv[++*i];
+    } else if (a[0] == '-' && a[1]) {
+        wp_die("unknown option '%s' (try --help)", a);
+    } else if (!*in) {
+        *in = a;
+    } else {
+        wp_die("one input at a time (got '%s' too)", a);
+    }
+}
+
 long long wp_arg_int(const char *opt, const char *val, long long lo, long long hi)
 {
     char *end;

@@ -51,6 +51,12 @@ void wp_cli_put(wp_writer *w, const wp_record *r);
 /* Close the writer (end record, index) and commit the output; dies on error. */
 void wp_cli_writer_close(wp_writer *w);
 
+/* The options every filter shares, for argv[*i] once the program's own
+ * options did not match: --help or -h (print usage to stdout, exit 0),
+ * -o OUT (sets *out), "-" or a non-option argument (the input, once: sets
+ * *in), anything else dies ("unknown option", "one input at a time"). */
+void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out);
+
 /* Parse a number option value; dies naming the option when malformed. */
 long long wp_arg_int(const char *opt, const char *val, long long lo, long long hi);
 double    wp_arg_float(const char *opt, const char *val, double lo, double hi);
