@@ -37,8 +37,10 @@ LLAMA_LIBS   ?= $(shell pkg-config --libs llama)
 LLAMA_STAMPS :=
 else
 LLAMA_CFLAGS ?= $(REF_CFLAGS)
-LLAMA_LIBS   ?= $(REF_LIBS)
+# installed programs find the pinned libraries in PREFIX/lib/wpack
+LLAMA_LIBS   ?= $(REF_LIBS) -Wl,-rpath,'$$ORIGIN/../lib/wpack'
 LLAMA_STAMPS := $(REF_STAMPS)
+INSTALL_REF  := 1
 endif
 LLAMA_PROGS := hessian ppl
 
@@ -124,7 +126,7 @@ check: deps reftools
 
 demo: deps
 	$(MAKE) all
-	WPACK_DATA=$(WPACK_DATA) sh pipelines/demo
+	WPACK_DATA=$(WPACK_DATA) bash pipelines/demo
 
 bench: deps
 	$(MAKE) tests
@@ -140,6 +142,8 @@ install: all
 	install -m 755 $(BINS) $(wildcard bin/wprun) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 lib/libwpack.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 lib/*.h $(DESTDIR)$(PREFIX)/include/wpack/
+	if [ -n "$(INSTALL_REF)" ]; then install -d $(DESTDIR)$(PREFIX)/lib/wpack && \
+	  cp -P $(REF_LIB)/*.so* $(DESTDIR)$(PREFIX)/lib/wpack/; fi
 	install -m 644 $(wildcard man/man1/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard man/man5/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 $(wildcard man/man7/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
@@ -148,3 +152,31 @@ install: all
 
 clean:
 	rm -rf build lib/libwpack.a $(BINS)
+
+# ---- model builds and the rate-quality frontier (real file targets: make -j
+# rebuilds only what changed; points of one model share its Hessian file)
+#   make model MODEL=m.gguf POINT=IQ4_XS_g1_lam0_c1.25 [TEXT=calib.txt] [OUT=dir]
+#     (POINT may list several points; make -j builds them in parallel)
+#   make frontier MODEL=m.gguf EVAL=eval.txt [TEXT=calib.txt] [OUT=dir]
+# TEXT= (empty) builds by RTN, without Hessians.
+MODEL ?= $(WPACK_DATA)/models/stories260K/stories260K-f32.gguf
+POINT ?= Q4_0_g1_lam0_c1.25
+EVAL  ?= $(WPACK_DATA)/text/tinystories_valid_1000.txt
+TEXT  ?= $(WPACK_DATA)/text/groups_merged.txt
+OUT   ?= out/frontier
+MODEL_NAME := $(basename $(notdir $(MODEL)))
+LAZY_BINS  := $(addprefix bin/,ggufcat gptq ggufpack histogram huffbuild laneinterleave verify unbundle)
+
+.PHONY: model frontier
+model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-$(p).bundle)
+
+$(OUT)/$(MODEL_NAME).hess: $(MODEL) $(TEXT) bin/hessian
+	mkdir -p $(@D)
+	bin/hessian --model $(MODEL) --text $(TEXT) --chunks $${HESSIAN_CHUNKS:-8} -o $@ 2>/dev/null
+
+$(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle: $(MODEL) $(if $(TEXT),$(OUT)/$(MODEL_NAME).hess) $(LAZY_BINS) pipelines/lazyweights
+	pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
+
+frontier: deps reftools
+	$(MAKE) all
+	REF_BUILD=$(REF_BUILD) REF_SRC=$(REF_SRC) pipelines/frontier $(MODEL) $(EVAL) $(OUT) $(TEXT)

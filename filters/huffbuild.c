@@ -56,8 +56,17 @@ int main(int argc, char **argv)
         t.ne[0] = 256;
         if (wp_record_set_name(&t, r.name) || !wp_record_alloc(&t, 256))
             wp_die("out of memory");
-        if (wp_huf_lengths(counts, 256, max_len, t.payload))
-            wp_die("%s: histogram '%s': counts too large for a %d-bit code", in ? in : "stdin", r.name, max_len);
+        if (wp_huf_lengths(counts, 256, max_len, t.payload)) {
+            int used = 0, need = 0;
+            for (int s = 0; s < 256; s++)
+                used += counts[s] > 0;
+            while ((1 << need) < used)
+                need++;
+            if (need > max_len)
+                wp_die("%s: histogram '%s': %d symbols need codes of up to %d bits; --max-len %d is too short",
+                       in ? in : "stdin", r.name, used, need, max_len);
+            wp_die("%s: histogram '%s': counts too large", in ? in : "stdin", r.name);
+        }
         free(t.attrs);
         t.attrs = NULL;
         wp_attr_set_i64(&t, "max_len", max_len);

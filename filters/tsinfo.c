@@ -31,7 +31,7 @@ static const char *type_str(const wp_record *r, char *buf, size_t n)
 {
     if (r->kind == WP_REC_KV)
         return wp_gguf_type_name(r->type);
-    if (r->kind == WP_REC_GGUF)
+    if (r->kind == WP_REC_GGUF || r->kind == WP_REC_KVPACK || r->kind == WP_REC_END)
         return "-";
     if (wp_ggml_type_name(r->type))
         return wp_ggml_type_name(r->type);
@@ -57,10 +57,12 @@ int main(int argc, char **argv)
     }
 
     wp_reader *rd = wp_cli_reader(in);
+    wp_out_open(NULL);   /* a failure truncates a redirected listing */
     wp_record r;
     wp_record_init(&r);
     uint64_t n = 0, bytes = 0, tensor_bytes = 0;
-    int64_t weights = 0;
+    int64_t weights = 0, bundle_weights = 0;
+    char rowmap_of[WP_MAX_NAME + 1] = "";
     printf("%-8s %-40s %-8s %-14s %12s  %s\n", "kind", "name", "type", "shape", "bytes", "b/w or value");
     while (wp_cli_next(rd, &r)) {
         char shape[96], tb[16], extra[128] = "";
@@ -89,11 +91,24 @@ int main(int argc, char **argv)
             weights += nw;
             tensor_bytes += r.payload_len;
         }
+        /* weights of a bundle: every tensor once, whatever form it takes */
+        int64_t of = r.kind == WP_REC_Z ? wp_attr_i64(&r, "z_of", 0) : r.kind;
+        if (r.kind == WP_REC_ROWMAP) {
+            bundle_weights += wp_record_nelem(&r);
+            snprintf(rowmap_of, sizeof rowmap_of, "%s", r.name);
+        } else if ((of == WP_REC_TENSOR || of == WP_REC_CODED || of == WP_REC_SYMBOLS || of == WP_REC_REF) &&
+                   strcmp(rowmap_of, r.name)) {
+            bundle_weights += wp_record_nelem(&r);
+        }
     }
     printf("# %" PRIu64 " records, %" PRIu64 " payload bytes", n, bytes);
-    if (weights)
+    if (weights && weights == bundle_weights)
         printf(", %" PRId64 " tensor weights, tensors %.4f b/w", weights, 8.0 * (double)tensor_bytes / (double)weights);
+    else if (bundle_weights)
+        printf(", %" PRId64 " weights in all, payloads %.4f b/w", bundle_weights,
+               8.0 * (double)bytes / (double)bundle_weights);
     printf("\n");
+    wp_out_commit();
     wp_reader_close(rd);
     return 0;
 }

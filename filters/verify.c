@@ -100,6 +100,9 @@ int main(int argc, char **argv)
     if (stat(bpath, &st) || !S_ISREG(st.st_mode))
         wp_die("%s: not a regular file", bpath);
     wp_reader *rd = wp_cli_reader(bpath);
+    wp_out_open(NULL);   /* a failure truncates a redirected report */
+    char first_bad[WP_MAX_NAME + 256] = "";
+    int n_bad_tensors = 0;
     wp_restore *ref = wp_restore_new(), *fast = wp_restore_new();
     wp_gguf_out *rebuilt = wp_gguf_out_new(err, sizeof err);
     if (!ref || !fast || !rebuilt)
@@ -150,6 +153,19 @@ int main(int argc, char **argv)
                     wp_die("%s", wp_gguf_error(g));
                 int ok = k == 1 && same_tensor(a, &o) && same_tensor(b, &o);
                 bad += !ok;
+                if (!ok && !n_bad_tensors++) {
+                    if (k != 1)
+                        snprintf(first_bad, sizeof first_bad, "%s is not in %s", a->name, orig);
+                    else if (a->type != o.type)
+                        snprintf(first_bad, sizeof first_bad, "%s is %s in %s, %s in the bundle", a->name,
+                                 wp_ggml_type_name(o.type) ? wp_ggml_type_name(o.type) : "?", orig,
+                                 wp_ggml_type_name(a->type) ? wp_ggml_type_name(a->type) : "?");
+                    else if (memcmp(a->ne, o.ne, sizeof a->ne))
+                        snprintf(first_bad, sizeof first_bad, "%s has another shape in %s", a->name, orig);
+                    else
+                        snprintf(first_bad, sizeof first_bad, "%s: %s bytes differ from %s", a->name,
+                                 same_tensor(a, &o) ? "the fast decoder's" : "the decoded", orig);
+                }
                 double nw = (double)wp_record_nelem(a), gbpw = 8.0 * (double)o.payload_len / nw;
                 const char *type = wp_ggml_type_name(a->type) ? wp_ggml_type_name(a->type) : "?";
                 if (have_coded) {
@@ -217,6 +233,12 @@ int main(int argc, char **argv)
            8.0 * pad_bytes / weights, 8.0 * meta_bytes / weights);
     printf("%s: %s\n", whole ? "rebuilt GGUF byte-identical" : "rebuilt GGUF DIFFERS",
            bad ? "FAILED" : "every tensor matches with both decoders");
+    wp_out_commit();
+    if (n_bad_tensors)
+        fprintf(stderr, "verify: %s: %d tensors differ from %s (first: %s)\n", bpath, n_bad_tensors, orig,
+                first_bad);
+    else if (!whole)
+        fprintf(stderr, "verify: %s: the rebuilt GGUF differs from %s (metadata or layout)\n", bpath, orig);
     wp_record_free(&r);
     wp_record_free(&dup);
     wp_record_free(&o);

@@ -15,12 +15,25 @@ static char out_path[4096], out_tmp[4200];
 static int out_is_stdout_file;
 static off_t out_start;
 
+/* Interrupted (Ctrl-C, kill): remove the temporary output, then die of the
+ * same signal. Only async-signal-safe calls. */
+static void on_signal(int sig)
+{
+    if (out_tmp[0])
+        unlink(out_tmp);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 void wp_cli_init(const char *name)
 {
     const char *s = strrchr(name, '/');
     prog = s ? s + 1 : name;
     /* A closed pipe downstream ends the program quietly with SIGPIPE's status. */
     signal(SIGPIPE, SIG_DFL);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
 }
 
 const char *wp_prog(void) { return prog; }
@@ -179,6 +192,11 @@ void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char 
     } else if (!strcmp(a, "-o") && *i + 1 < argc) {
         *out = argv[++*i];
     } else if (a[0] == '-' && a[1]) {
+        /* an option the usage names, at the end of the line: its value is missing */
+        const char *u = strstr(usage, a);
+        size_t n = strlen(a);
+        if (*i + 1 >= argc && u && (u[n] == ' ' || u[n] == ']'))
+            wp_die("%s: needs a value (try --help)", a);
         wp_die("unknown option '%s' (try --help)", a);
     } else if (!*in) {
         *in = a;

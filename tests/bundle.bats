@@ -113,3 +113,12 @@ bundle() { # GGUF BUNDLE [histogram options]
         [[ "${lines[0]}" == "usage: $p"* ]]
     done
 }
+
+@test "verify against the wrong GGUF: exit 1 and one line on stderr naming the first difference" {
+    bundle "$Q/syn.gguf" "$T/syn.bundle"
+    "$TOOLS/mksynth" "$T/other.gguf" floats
+    run --separate-stderr "$BIN/verify" -q "$T/other.gguf" "$T/syn.bundle"
+    [ "$status" -eq 1 ]
+    [ "${#stderr_lines[@]}" -eq 1 ]
+    [[ "$stderr" =~ ^verify:\ .*syn.bundle:\ [0-9]+\ tensors\ differ\ from\ .*other.gguf\ \(first:\ Q4_0.r1x32\ is\ not\ in ]]
+}

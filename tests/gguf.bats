@@ -198,3 +198,36 @@ info_field() { # FILE NAME FIELD(type|offset)
         [[ "${lines[0]}" == "usage: $p"* ]]
     done
 }
+
+@test "interrupted (SIGTERM) while writing -o: no temporary file is left" {
+    mkfifo "$T/fifo"
+    "$BIN/ggufpack" -o "$T/k.gguf" "$T/fifo" &
+    pid=$!
+    exec 3> "$T/fifo"                       # ggufpack opens its output, then waits for input
+    "$BIN/ggufcat" "$F32" | head -c 20000 >&3
+    sleep 0.5
+    ls "$T" | grep -q 'k.gguf.tmp.'         # the temporary output exists while it runs
+    kill -TERM "$pid"
+    wait "$pid" || true
+    exec 3>&-
+    [ -z "$(ls "$T" | grep 'k.gguf')" ]
+}
+
+@test "tsinfo: a failed listing leaves a redirected file empty; a write error is an error" {
+    "$BIN/ggufcat" "$F32" | head -c 300000 > "$T/cut.wps"
+    run sh -c "'$BIN/tsinfo' '$T/cut.wps' > '$T/list'"
+    [ "$status" -eq 1 ]
+    [ ! -s "$T/list" ]
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    run sh -c "'$BIN/tsinfo' '$T/s.wps' > /dev/full"
+    one_line_error "^tsinfo: stdout: write error"
+}
+
+@test "an option without its value says so" {
+    run "$BIN/ggufpack" -o
+    one_line_error "^ggufpack: -o: needs a value \(try --help\)$"
+    run "$BIN/huffbuild" --max-len
+    one_line_error "^huffbuild: --max-len: needs a value \(try --help\)$"
+    run "$BIN/tsinfo" --bogus
+    one_line_error "^tsinfo: unknown option '--bogus' \(try --help\)$"
+}
