@@ -6,7 +6,7 @@
 #include "gguf_file.h"
 
 static const char usage[] =
-    "usage: ggufpack [-o OUT.gguf] [STREAM]\n"
+    "usage: ggufpack [-v] [-o OUT.gguf] [STREAM]\n"
     "Write the GGUF header, key/value and tensor records of a wpack stream\n"
     "(stdin by default) as a GGUF file to stdout or OUT.gguf (written to a\n"
     "temporary file and renamed). Other records are dropped; -v counts them.\n";

@@ -14,7 +14,7 @@
 #include "rowmap.h"
 
 static const char usage[] =
-    "usage: histogram [--report] [-o OUT] [STREAM]\n"
+    "usage: histogram [--report] [--float-palette N] [--no-float] [--no-rowmap] [-o OUT] [STREAM]\n"
     "For each quantized matrix (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K..Q6_K,\n"
     "IQ4_XS) write its side data (d, dmin, scales, mins as the blocks store them),\n"
     "its code symbols (4-bit codes in pairs, others singly) and a histogram record;\n"

@@ -13,7 +13,7 @@
 #include "ggml_type.h"
 
 static const char usage[] =
-    "usage: laneinterleave [--align N] [-o OUT] [STREAM]\n"
+    "usage: laneinterleave [--dist] [--align N] [-o OUT] [STREAM]\n"
     "Encode the symbols of each matrix with its code table (huffbuild) into\n"
     "64x256 tiles, lane k holding rows 2k and 2k+1, the 32 lanes' 32-bit words\n"
     "interleaved, with per-tile offsets; keep side data and everything else.\n"
