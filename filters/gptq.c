@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "ftype.h"
@@ -155,6 +156,8 @@ static void hessian_open(const char *path)
     }
     if (k < 0)
         wp_die("%s", wp_reader_error(rd));
+    if (!n_hm)
+        wp_die("%s: no Hessian records (make them with hessian --model M --text T -o FILE)", path);
     wp_reader_close(rd);
     wp_record_free(&r);
 }
@@ -365,6 +368,14 @@ int main(int argc, char **argv)
     const int lazy = go.gamma || go.widen > 1 || go.lambda > 0;
     if (hess_path)
         hessian_open(hess_path);
+    if (out && strcmp(out, "-")) {
+        /* fail now, not after quantizing the model, when OUT cannot be written */
+        char dir[4096];
+        const char *slash = strrchr(out, '/');
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) + 1 : 1, slash ? out : ".");
+        if (access(dir, W_OK) != 0)
+            wp_die("%s: cannot write into %s", out, dir);
+    }
     if (imat_path) {
         have_imat = wp_imatrix_load(imat_path, &imatrix, err, sizeof err) == 0;
         if (!have_imat)

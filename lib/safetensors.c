@@ -326,6 +326,11 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
     s->header_len = rd64(h8);
+    if (!memcmp(h8, "GGUF", 4) || !memcmp(h8, "WPACKSTR", 8)) {
+        sfail(s, "not a safetensors file (%s)", h8[0] == 'G' ? "a GGUF file: read it with ggufcat"
+                                                            : "a wpack stream");
+        goto fail;
+    }
     if (s->header_len > s->file_size - 8) {
         sfail(s, "header length %" PRIu64 " is larger than the file allows (%" PRIu64 " bytes; truncated file?)",
               s->header_len, s->file_size);

@@ -124,3 +124,14 @@ setup() {
     done
     "$BIN/ggufcat" "$d/ours.gguf" | "$BIN/tsinfo" | grep -E '^kv +quantize.imatrix.entries_count +u32 .* 35$'
 }
+
+@test "gptq: a --hessian file without Hessians and an unwritable -o fail before any work" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f16.gguf" > "$BATS_TEST_TMPDIR/f16.wts"
+    run "$BIN/gptq" --type Q8_0 --hessian "$BATS_TEST_TMPDIR/f16.wts" "$BATS_TEST_TMPDIR/f16.wts"
+    [ "$status" -ne 0 ]
+    [[ "$output" =~ "f16.wts: no Hessian records" ]]
+    run "$BIN/gptq" --type Q8_0 --quiet -o /nonexistent/x "$BATS_TEST_TMPDIR/f16.wts"
+    [ "$status" -ne 0 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" =~ "/nonexistent/x: cannot write into /nonexistent/" ]]
+}

@@ -223,3 +223,10 @@ bad() {
     mkst "$T/big.safetensors" '{"a":{"dtype":"F16","shape":[0,1099511627776,1099511627776],"data_offsets":[0,0]}}' 0
     bad "^safetensorscat: $T/big.safetensors: tensor 'a': shape too large$" "$T/big.safetensors"
 }
+
+@test "safetensorscat of a GGUF file says what it is" {
+    run "$BIN/safetensorscat" "$MODELS/stories260K-f16.gguf"
+    [ "$status" -ne 0 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" =~ "not a safetensors file (a GGUF file: read it with ggufcat)" ]]
+}
