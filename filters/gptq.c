@@ -617,8 +617,13 @@ int main(int argc, char **argv)
                     const float *qw = iw ? iw + m * ne0 : NULL;
                     int done = 0;
                     if (H) {
+                        /* W (a float copy made for this tensor) and H are
+                         * scratch: GPTQ works in them, memory stays near one
+                         * tensor plus its Hessian */
                         wp_gptq_info info;
-                        int k = wp_gptq_quantize((int)to, src, mrows, ne0, H, qw, &go, d, &info, err, sizeof err);
+                        wp_gptq_opts gc = go;
+                        gc.consume = 1;
+                        int k = wp_gptq_quantize((int)to, src, mrows, ne0, H, qw, &gc, d, &info, err, sizeof err);
                         if (k < 0)
                             wp_die("tensor %s: %s", name, err);
                         if (k == WP_GPTQ_NOT_PD) {

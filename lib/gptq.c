@@ -390,6 +390,35 @@ static int factor(double *A, const double *H, const int64_t *perm, int64_t n, do
     return 0;
 }
 
+/* factor() on the caller's H itself (no permutation): LAPACK's 'L' in
+ * column-major order works on the row-major upper triangle, so the strict
+ * lower triangle keeps H; after a failure the upper triangle and the
+ * diagonal (d0: H's own, before damping) are restored from it. */
+static int factor_inplace(double *A, const double *d0, int64_t n, double damp)
+{
+    for (int64_t i = 0; i < n; i++)
+        A[i * n + i] = (d0[i] == 0 ? 1 : d0[i]) + damp;
+    int bad = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n) ||
+              LAPACKE_dpotri(LAPACK_COL_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n) ||
+              LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n);
+    for (int64_t i = 0; i < n && !bad; i++) {
+        const double u = A[i * n + i];
+        if (!(u > 0) || !isfinite(u))
+            bad = 1;
+        for (int64_t j = i + 1; j < n && !bad; j++)
+            if (!isfinite(A[i * n + j]))
+                bad = 1;
+    }
+    if (!bad)
+        return 0;
+    for (int64_t i = 0; i < n; i++) {
+        A[i * n + i] = d0[i];
+        for (int64_t j = i + 1; j < n; j++)
+            A[i * n + j] = A[j * n + i];
+    }
+    return -1;
+}
+
 /* Narrow the n×n doubles at A to floats in place (index order, so every
  * double is read before its bytes are overwritten). */
 static float *narrow(double *A, int64_t nn)
@@ -455,7 +484,8 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
     const size_t bbytes = wp_ggml_type_size((uint32_t)type);
     wp_gptq_info inf = {0, 0, 0, 0};
 
-    float *W = malloc((size_t)(rows * cols) * sizeof *W + 1);
+    const int own_w = !opts->consume, own_h = !(opts->consume && !act);
+    float *W = own_w ? malloc((size_t)(rows * cols) * sizeof *W + 1) : (float *)Win;
     float *sig = malloc((size_t)rows * sizeof *sig + 1);
     int64_t *perm = malloc((size_t)cols * sizeof *perm);
     double *A = NULL;
@@ -467,7 +497,8 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
         fail(err, errlen, "out of memory");
         goto done;
     }
-    memcpy(W, Win, (size_t)(rows * cols) * sizeof *W);
+    if (own_w)
+        memcpy(W, Win, (size_t)(rows * cols) * sizeof *W);
     rc->lambda = opts->lambda;
     for (int64_t r = 0; r < rows; r++)
         sig[r] = wp_rtn_row_sigma2(Win + r * cols, cols);
@@ -476,27 +507,27 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
 
     double ubar = 1;
     if (H) {
-        double *diag = malloc((size_t)cols * sizeof *diag);
-        A = malloc((size_t)(cols * cols) * sizeof *A);
+        double *diag = malloc((size_t)cols * sizeof *diag), *d0 = malloc((size_t)cols * sizeof *d0);
+        A = own_h ? malloc((size_t)(cols * cols) * sizeof *A) : (double *)H;
         Err = malloc((size_t)(rows * B) * sizeof *Err + 1);
-        if (!diag || !A || !Err) {
+        if (!diag || !d0 || !A || !Err) {
             free(diag);
+            free(d0);
             fail(err, errlen, "out of memory (Hessian %lld x %lld)", (long long)cols, (long long)cols);
             goto done;
         }
         for (int64_t i = 0; i < cols * cols; i++)
             if (!isfinite(H[i])) {
                 free(diag);
+                free(d0);
                 fail(err, errlen, "non-finite Hessian entry at (%lld, %lld)", (long long)(i / cols), (long long)(i % cols));
                 goto done;
             }
         double mean = 0, amean = 0;
         for (int64_t i = 0; i < cols; i++) {
-            diag[i] = H[i * cols + i];
-            if (diag[i] == 0) {            /* dead column (gptq.py) */
+            d0[i] = diag[i] = H[i * cols + i];
+            if (diag[i] == 0) {            /* dead column (gptq.py); W zeroed below */
                 inf.dead_cols++;
-                for (int64_t r = 0; r < rows; r++)
-                    W[r * cols + i] = 0;
                 diag[i] = 1;
             }
             mean += diag[i];
@@ -515,16 +546,22 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
         double rel = opts->damp;
         for (int k = 0; k <= opts->retries; k++, rel *= 10) {
             inf.tries = k + 1;
-            if (factor(A, H, perm, cols, rel * mean) == 0) {
+            if ((own_h ? factor(A, H, perm, cols, rel * mean) : factor_inplace(A, d0, cols, rel * mean)) == 0) {
                 ok = 1;
                 break;
             }
         }
         if (!ok) {
+            free(d0);
             inf.damp_used = rel / 10;
             ret = WP_GPTQ_NOT_PD;
             goto done;
         }
+        for (int64_t i = 0; i < cols; i++)
+            if (d0[i] == 0)
+                for (int64_t r = 0; r < rows; r++)
+                    W[r * cols + i] = 0;
+        free(d0);
         inf.damp_used = rel;
         U = narrow(A, cols * cols);
         ubar = 0;
@@ -628,10 +665,12 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
 done:
     if (info)
         *info = inf;
-    free(W);
+    if (own_w)
+        free(W);
     free(sig);
     free(perm);
-    free(A);
+    if (own_h)
+        free(A);
     free(Err);
     free(gs);
     free(rc);

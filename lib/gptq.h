@@ -74,6 +74,11 @@ typedef struct {
     double lambda;      /* λ ≥ 0: bits weight in the code choice; default 0 */
     int    block_cols;  /* lazy batch width, default 128 (rounded up to a
                            multiple of the scale group: 256 for K-quants) */
+    int    consume;     /* 1: W and H are the caller's scratch — quantize in
+                           them instead of copies, so peak memory stays near
+                           one tensor plus its Hessian (not with act_order,
+                           which still copies H); on WP_GPTQ_NOT_PD both come
+                           back as they were. Default 0. */
 } wp_gptq_opts;
 
 /* Defaults as above. */

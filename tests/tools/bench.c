@@ -388,9 +388,14 @@ static int rss(void)
     double before = maxrss_mib();
     size_t bytes = (size_t)QR * ggml_row_size((enum ggml_type)type, QC);
     uint8_t *dst = xmalloc(bytes);
-    qctx c = {type, W, H, dst, QR, QC};
+    /* as the gptq program calls it: W and H are scratch (opts.consume) */
+    wp_gptq_opts o;
+    wp_gptq_opts_default(&o);
+    o.consume = 1;
+    char err[256];
     double t0 = now();
-    run_gptq(&c);
+    if (wp_gptq_quantize(type, W, QR, QC, H, NULL, &o, dst, NULL, err, sizeof err))
+        die(err);
     double t = now() - t0, peak = maxrss_mib();
     double target = mib(sizeof(float) * (double)QR * QC + sizeof(double) * (double)QC * QC);
     printf("\n### Issue 3: peak RSS of GPTQ (Q4_K, H = XᵀX, %dx%d, %.1f s), its own process\n\n",
