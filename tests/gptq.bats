@@ -135,3 +135,20 @@ setup() {
     [ "${#lines[@]}" -eq 1 ]
     [[ "$output" =~ "/nonexistent/x: cannot write into /nonexistent/" ]]
 }
+
+@test "with hessian's Hessians, GPTQ's tr(ΔW·H·ΔWᵀ) is below RTN's for every quantized stories260K matrix" {
+    d="$BATS_TEST_TMPDIR"
+    m="$MODELS/stories260K-f32.gguf"
+    "$BIN/hessian" --model "$m" --text "$DATA/text/groups_merged.txt" --ctx 128 --chunks 8 --threads 1 -o "$d/h.hess" 2>/dev/null
+    for t in Q4_0 Q8_0 IQ4_NL; do
+        "$BIN/ggufcat" "$m" | "$BIN/gptq" --ftype "$t" --hessian "$d/h.hess" --quiet | "$BIN/ggufpack" > "$d/g.gguf"
+        "$BIN/ggufcat" "$m" | "$BIN/gptq" --ftype "$t" --rtn --quiet | "$BIN/ggufpack" > "$d/r.gguf"
+        "$TOOLS/hloss" "$m" "$d/g.gguf" "$d/h.hess" | sort > "$d/g.loss"
+        "$TOOLS/hloss" "$m" "$d/r.gguf" "$d/h.hess" | sort > "$d/r.loss"
+        join "$d/g.loss" "$d/r.loss" > "$d/both"
+        [ "$(wc -l < "$d/both")" -eq 31 ]        # 5 layers x 6 (ffn_down stays F16) + output
+        worse=$(awk '$2 >= $3' "$d/both")
+        [ -z "$worse" ] || { echo "$t: GPTQ not below RTN: $worse"; false; }
+        awk -v t="$t" '{ s += $2 / $3 } END { printf "# %s: GPTQ/RTN mean %.3f\n", t, s / NR }' "$d/both" >&3
+    done
+}

@@ -1,0 +1,57 @@
+/*
+ * hloss - the Hessian-weighted quantization error of each matrix of a
+ * quantized GGUF: tr(ΔW·H·ΔWᵀ), ΔW = dequant(Q) − W, with the Hessians that
+ * `hessian` wrote (wp_gptq_hloss). For the GPTQ-versus-RTN test.
+ *
+ * Usage: hloss ORIGINAL-F32.gguf QUANTIZED.gguf HESSIANS
+ * Prints one line per quantized matrix that has a Hessian: "name loss".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf_file.h"
+#include "gptq.h"
+#include "stream.h"
+
+int main(int argc, char **argv)
+{
+    char err[512];
+    if (argc != 4) {
+        fprintf(stderr, "usage: hloss ORIGINAL-F32.gguf QUANTIZED.gguf HESSIANS\n");
+        return 2;
+    }
+    wp_gguf_in *orig = wp_gguf_open(argv[1], err, sizeof err), *quant = NULL;
+    if (!orig || !(quant = wp_gguf_open(argv[2], err, sizeof err))) {
+        fprintf(stderr, "hloss: %s\n", err);
+        return 1;
+    }
+    FILE *hf = fopen(argv[3], "rb");
+    wp_reader *rd = hf ? wp_reader_open(hf, argv[3], err, sizeof err) : NULL;
+    if (!rd) {
+        fprintf(stderr, "hloss: %s: %s\n", argv[3], hf ? err : "cannot open");
+        return 1;
+    }
+    wp_record h, w, q;
+    wp_record_init(&h);
+    wp_record_init(&w);
+    wp_record_init(&q);
+    int k;
+    while ((k = wp_reader_next(rd, &h)) == 1) {
+        if (h.kind != WP_REC_HESSIAN || h.n_dims != 2)
+            continue;
+        if (wp_gguf_read_tensor(orig, h.name, &w) != 1 || wp_gguf_read_tensor(quant, h.name, &q) != 1)
+            continue;
+        if (w.type != 0 /* F32 */ || q.type == 0 || q.type == 1 || q.type == 30 || w.ne[0] != h.ne[0])
+            continue;   /* not quantized (kept F32/F16/BF16) */
+        int64_t cols = w.ne[0], rows = wp_record_nelem(&w) / cols;
+        double loss = wp_gptq_hloss((int)q.type, (const float *)w.payload, q.payload, rows, cols,
+                                    (const double *)h.payload);
+        printf("%s %.9g\n", h.name, loss);
+    }
+    if (k < 0) {
+        fprintf(stderr, "hloss: %s\n", wp_reader_error(rd));
+        return 1;
+    }
+    return 0;
+}
