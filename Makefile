@@ -124,7 +124,7 @@ check: deps reftools
 	$(MAKE) tests
 	WPACK_DATA=$(WPACK_DATA) REF_BUILD=$(REF_BUILD) sh tests/run
 
-demo: deps
+demo: deps reftools
 	$(MAKE) all
 	WPACK_DATA=$(WPACK_DATA) bash pipelines/demo
 
