@@ -123,8 +123,8 @@ int main(int argc, char **argv)
     int have_coded = 0;
     uint8_t *sym = NULL;
     if (!quiet)
-        printf("%-32s %-6s %9s %8s %8s %8s %8s  %s\n", "matrix", "type", "weights", "GGUF", "bundle", "entropy",
-               "overhead", "check");
+        printf("%-32s %-6s %9s %8s %8s %8s %8s %8s  %s\n", "matrix", "type", "weights", "GGUF", "bundle",
+               "entropy", "tables", "padding", "check");
     while (wp_cli_next(rd, &r)) {
         wp_record *a = NULL, *b = NULL;
         char same[WP_MAX_NAME + 1] = "";
@@ -178,7 +178,7 @@ int main(int argc, char **argv)
                     if (!sym || wp_coded_decode(&v, 0, sym, err, sizeof err))
                         wp_die("%s: %s", bpath, sym ? err : "out of memory");
                     double pad = (double)v.n_words * 4 - (double)((ideal_bits(&v, sym) + 7) / 8);
-                    over = (double)v.table_bytes + pad;
+                    over = pad;
                     table_bytes += (double)v.table_bytes;
                     pad_bytes += pad;
                     double side = (double)wp_restore_side_len(ref);
@@ -190,18 +190,19 @@ int main(int argc, char **argv)
                     n_coded++;
                     coded_w += nw;
                     if (!quiet)
-                        printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8.4f  %s\n", a->name, type, nw, gbpw,
-                               8.0 * (double)unit_bytes / nw, hs, 8.0 * over / nw, ok ? "ok" : "DIFFERS");
+                        printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8.4f %8.4f  %s\n", a->name, type, nw, gbpw,
+                               8.0 * (double)unit_bytes / nw, hs, 8.0 * (double)v.table_bytes / nw, 8.0 * over / nw,
+                               ok ? "ok" : "DIFFERS");
                 } else if (same[0]) {
                     n_shared++;
                     if (!quiet)
-                        printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8s  %s (shares the bytes of %s)\n", a->name, type,
-                               nw, gbpw, 8.0 * (double)unit_bytes / nw, "-", "-", ok ? "ok" : "DIFFERS", same);
+                        printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8s %8s  %s (shares the bytes of %s)\n", a->name,
+                               type, nw, gbpw, 8.0 * (double)unit_bytes / nw, "-", "-", "-", ok ? "ok" : "DIFFERS", same);
                 } else {
                     n_fixed++;
                     if (!quiet)
-                        printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8s  %s (%s)\n", a->name, type, nw, gbpw,
-                               8.0 * (double)unit_bytes / nw, "-", "-", ok ? "ok" : "DIFFERS",
+                        printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8s %8s  %s (%s)\n", a->name, type, nw, gbpw,
+                               8.0 * (double)unit_bytes / nw, "-", "-", "-", ok ? "ok" : "DIFFERS",
                                kind == WP_REC_Z ? "zstd" : "stored fixed-width");
                 }
                 weights += nw;

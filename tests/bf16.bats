@@ -62,12 +62,12 @@ lossless() { # GGUF BUNDLE [bf16split options]
         lossless "$T/fl.gguf" "$T/fl$p.bundle" --palette "$p"
         run "$BIN/verify" "$T/fl.gguf" "$T/fl$p.bundle"
         [ "$status" -eq 0 ]
-        echo "$output" | grep -E '^bf16.specials_67x100 +BF16 +6700 +16.0000 +[0-9.]+ +[0-9.]+ +[0-9.]+ +ok$'
+        echo "$output" | grep -E '^bf16.specials_67x100 +BF16 +6700 +16.0000 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +ok$'
         if [ "$p" = 0 ]; then
             # every BF16 and F16 bit pattern, among realistic weights, through the exponent coder
             # (with a palette nearly every group of 64 holds an outside exponent: stored otherwise)
-            echo "$output" | grep -E '^bf16.every_pattern +BF16 +327680 +16.0000 +[0-9.]+ +[0-9.]+ +[0-9.]+ +ok$'
-            echo "$output" | grep -E '^f16.every_pattern +F16 +327680 +16.0000 +[0-9.]+ +[0-9.]+ +[0-9.]+ +ok$'
+            echo "$output" | grep -E '^bf16.every_pattern +BF16 +327680 +16.0000 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +ok$'
+            echo "$output" | grep -E '^f16.every_pattern +F16 +327680 +16.0000 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +ok$'
         fi
         "$BIN/unbundle" "$T/fl$p.bundle" | cmp - "$T/fl.gguf"
     done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # histogram | huffbuild | laneinterleave, verify, unbundle: the coded bundle
 # on llama.cpp's own quantized stories260K files and on synthetic matrices.
+bats_require_minimum_version 1.5.0
 load helpers
 
 QUANTIZE="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin/llama-quantize"
@@ -121,4 +122,21 @@ bundle() { # GGUF BUNDLE [histogram options]
     [ "$status" -eq 1 ]
     [ "${#stderr_lines[@]}" -eq 1 ]
     [[ "$stderr" =~ ^verify:\ .*syn.bundle:\ [0-9]+\ tensors\ differ\ from\ .*other.gguf\ \(first:\ Q4_0.r1x32\ is\ not\ in ]]
+}
+
+@test "coded size of a realistic 64x4096 matrix: within 1.5 % of its entropy plus tables (Huffman 0.2-0.7 %, lane ends 0.8 %)" {
+    "$TOOLS/mksynth" "$T/big.gguf" big
+    "$BIN/ggufcat" "$T/big.gguf" | "$BIN/histogram" --no-rowmap | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/big.bundle"
+    run "$BIN/verify" "$T/big.gguf" "$T/big.bundle"
+    [ "$status" -eq 0 ]
+    # columns: matrix type weights GGUF bundle entropy tables padding check; bundle
+    # and entropy include the side data; tables = code lengths, tile offsets, lane
+    # counts; padding = the zero bits ending each lane's last word (about 16 bits
+    # per lane of 512 weights). 3-bit Q3_K codes, coded singly, reach 1.019.
+    for t in Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 IQ4_NL Q4_K Q5_K Q6_K IQ4_XS; do
+        echo "$output" | awk -v m="$t.r64x4096" '$1 == m {
+            all = ($5 - $7) / $6; huff = ($5 - $7 - $8) / $6
+            printf "# %s: (bundle - tables) / entropy = %.4f, without lane padding %.4f\n", m, all, huff > "/dev/stderr"
+            found = 1; exit !(all <= 1.015 && huff <= 1.01) } END { if (!found) exit 1 }'
+    done
 }
