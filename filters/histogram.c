@@ -115,6 +115,7 @@ int main(int argc, char **argv)
             if (k < 0)
                 wp_die("out of memory");
             if (k == 1) {
+                wp_attr_set_hash(&map, "xxh32", r.payload, r.payload_len);
                 tot.rowmap_saved += (double)(r.payload_len - reduced.payload_len);
                 wp_cli_put(w, &map);
                 wp_record t = r;
@@ -141,11 +142,11 @@ int main(int argc, char **argv)
             side.attrs = NULL;
             free(sym.attrs);
             sym.attrs = NULL;
-            wp_attr_set_i64(&side, "side_bytes", g.bi.side_bytes);
             int64_t off = wp_attr_i64(&r, "offset", -1);
             if (off >= 0)
                 wp_attr_set_i64(&sym, "offset", off);
             wp_attr_set(&sym, "codec", "q");
+            wp_attr_set_hash(&sym, "xxh32", r.payload, r.payload_len);
             wp_attr_set_i64(&sym, "row_sym", (int64_t)g.row_sym);
             wp_attr_set_i64(&sym, "tile_sym", g.tile_sym);
             wp_attr_set_i64(&sym, "n_weights", wp_record_nelem(&r));

@@ -275,6 +275,10 @@ int main(int argc, char **argv)
         if (shape.rows * shape.row_sym != r.payload_len)
             wp_die("%s: '%s': %" PRIu64 " symbols do not fill %" PRIu64 " rows of %" PRIu64, src, r.name,
                    r.payload_len, shape.rows, shape.row_sym);
+        /* attributes for histogram's report only stay out of the bundle */
+        wp_attr_del(&r, "h_exp");
+        wp_attr_del(&r, "limit");
+        wp_attr_del(&r, "verbatim_frac");
         free(coded.attrs);
         coded.attrs = strdup(r.attrs ? r.attrs : "");
         coded.type = r.type;
@@ -303,7 +307,9 @@ int main(int argc, char **argv)
         wp_record zside, zsym;
         wp_record_init(&zside);
         wp_record_init(&zsym);
-        unsigned g = held.kind == WP_REC_SIDE ? (unsigned)wp_attr_i64(&held, "side_bytes", 1) : 1;
+        wp_codes_geom cg;
+        unsigned g = held.kind == WP_REC_SIDE && !wp_codes_geom_get((int)held.type, held.ne[0], 1, &cg)
+                         ? (unsigned)cg.bi.side_bytes : 1;
         if (wp_z_wrap(&held, g, ZLEVEL, &zside) || wp_z_wrap(&r, 1, ZLEVEL, &zsym))
             wp_die("out of memory");
         const wp_record *side_form = zside.payload_len + 32 < held.payload_len ? &zside : &held;

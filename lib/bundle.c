@@ -13,6 +13,8 @@
 #include "rowmap.h"
 #include "zpack.h"
 
+#include <xxhash.h>
+
 static uint32_t rd32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -27,6 +29,22 @@ static void say(char *err, size_t n, const char *fmt, ...)
 }
 
 /* Bytes before the lane words: code lengths, offsets, lane counts, padding. */
+int wp_attr_set_hash(wp_record *r, const char *key, const void *data, uint64_t len)
+{
+    char hex[17];
+    snprintf(hex, sizeof hex, "%08x", (unsigned)XXH32(len ? data : "", (size_t)len, 0));
+    return wp_attr_set(r, key, hex);
+}
+
+int wp_attr_check_hash(const wp_record *r, const char *key, const void *data, uint64_t len)
+{
+    char want[32], hex[17];
+    if (!wp_attr_str(r, key, want, sizeof want))
+        return 0;
+    snprintf(hex, sizeof hex, "%08x", (unsigned)XXH32(len ? data : "", (size_t)len, 0));
+    return strcmp(want, hex) ? -1 : 0;
+}
+
 static uint64_t offsets_end(uint64_t n_tiles)
 {
     uint64_t e = WP_CODED_TABLE_BYTES + 4 * (n_tiles + 1) + (uint64_t)WP_LANES * n_tiles;
@@ -191,6 +209,7 @@ int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record
     if (off >= 0)
         wp_attr_set_i64(sym, "offset", off);
     wp_attr_set(sym, "codec", "exp");
+    wp_attr_set_hash(sym, "xxh32", t->payload, t->payload_len);
     wp_attr_set_i64(sym, "row_sym", s->sym_per_row);
     wp_attr_set_i64(sym, "tile_sym", s->palette_n ? 128 : 256);
     wp_attr_set_i64(sym, "n_weights", s->n_rows * s->n_cols);
@@ -287,6 +306,9 @@ int wp_ref_make(const wp_record *t, const char *same_as, wp_record *out)
     int64_t off = wp_attr_i64(t, "offset", -1);
     if (off >= 0)
         wp_attr_set_i64(out, "offset", off);
+    char h[32];
+    if (wp_attr_str(t, "xxh32", h, sizeof h))
+        wp_attr_set(out, "xxh32", h);
     return wp_attr_set(out, "same_as", same_as);
 }
 
@@ -600,7 +622,10 @@ static int resolve_ref(wp_restore *rs, const wp_record *in)
         } else {
             memcpy(rs->out.payload, t->payload, (size_t)t->payload_len);
             wp_attr_del(&rs->out, "same_as");
-            rc = 0;
+            if (wp_attr_check_hash(in, "xxh32", t->payload, t->payload_len))
+                rfail(rs, "record '%s': the shared tensor does not match its recorded hash", in->name);
+            else
+                rc = 0;
         }
     } else if (!rs->err[0] || found) {
         rfail(rs, "record '%s': the tensor it shares, '%s', is missing or differs in shape", in->name, same);
@@ -632,6 +657,8 @@ int wp_restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out
             return rfail(rs, "record '%s': row map without its tensor", rs->rowmap.name);
         if (wp_rowmap_expand(&rs->rowmap, *out, &rs->full, err, sizeof err))
             return rfail(rs, "%s", err);
+        if (wp_attr_check_hash(&rs->rowmap, "xxh32", rs->full.payload, rs->full.payload_len))
+            return rfail(rs, "record '%s': the expanded tensor does not match its recorded hash", rs->rowmap.name);
         rs->have_rowmap = 0;
         *out = &rs->full;
     }
@@ -688,6 +715,8 @@ static int restore_put(wp_restore *rs, wp_record *in, int reference, wp_record *
             return rfail(rs, "record '%s': unknown codec '%s' for %s data", in->name, codec,
                          wp_rec_kind_name(rs->held.kind));
         }
+        if (wp_attr_check_hash(in, "xxh32", rs->out.payload, rs->out.payload_len))
+            return rfail(rs, "record '%s': the restored tensor does not match its recorded hash", in->name);
         rs->holding = 0;
         rs->side_len = rs->held.payload_len;
         rs->out.kind = WP_REC_TENSOR;
@@ -700,7 +729,7 @@ static int restore_put(wp_restore *rs, wp_record *in, int reference, wp_record *
             return rfail(rs, "out of memory");
         int64_t off = wp_attr_i64(in, "offset", -1);
         if (off >= 0)
-            wp_attr_set_i64(&rs->out, "offset", off);
+            wp_attr_set_i64(&rs->out, "offset", off);   /* xxh64 and the codec's attrs stay behind */
         if (!rs->out.attrs)
             rs->out.attrs = calloc(1, 1);
         *out = &rs->out;

@@ -72,6 +72,18 @@ int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t er
  * -1 with a message in err. */
 int wp_coded_decode(const wp_coded_view *v, int reference, uint8_t *sym, char *err, size_t errlen);
 
+/* ---- integrity ------------------------------------------------------------ */
+
+/* Set attribute key to the XXH32 (seed 0, 8 hex digits) of len bytes:
+ * the hash of a tensor's original bytes travels with its coded form, and
+ * restoring checks it (wp_restore), so an encoder or decoder bug, or a
+ * payload altered with its checksums recomputed, never restores silently.
+ * Returns 0 or -1 (out of memory). */
+int wp_attr_set_hash(wp_record *r, const char *key, const void *data, uint64_t len);
+/* 0 when attribute key is absent or matches the XXH32 of the bytes, -1 when
+ * it differs. */
+int wp_attr_check_hash(const wp_record *r, const char *key, const void *data, uint64_t len);
+
 /* ---- exponent-coded floats (bf16split) ------------------------------------ */
 
 struct wp_bf16_split;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
+#include <zstd.h>
 
 #define REC_TAG      0x43455257u  /* "WREC" little-endian */
 #define REC_FIXED    72u
@@ -210,7 +211,7 @@ int wp_attr_set_i64(wp_record *r, const char *key, int64_t v)
 int wp_attr_set_f64(wp_record *r, const char *key, double v)
 {
     char buf[40];
-    snprintf(buf, sizeof buf, "%.17g", v);
+    snprintf(buf, sizeof buf, "%.10g", v);
     return wp_attr_set(r, key, buf);
 }
 
@@ -434,7 +435,7 @@ int wp_reader_payload(wp_reader *rd, wp_record *r)
 static int check_end(wp_reader *rd, wp_record *r)
 {
     uint8_t t[16];
-    if (r->payload_len < 8 || get64(r->payload) != rd->nrec - 1)
+    if (r->payload_len < 16 || get64(r->payload) != rd->nrec - 1)
         return rfail(rd, "corrupt stream: index does not match the records");
     if (rread(rd, t, sizeof t, "trailer"))
         return -1;
@@ -487,13 +488,22 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
         wp_record_free(&r);
         return -1;
     }
+    uint8_t *raw = NULL;
+    if (r.kind != WP_REC_END || r.payload_len < 16)
+        goto bad;
+    uint64_t n = get64(r.payload), raw_len = get64(r.payload + 8);
+    if (raw_len > (UINT64_C(1) << 32) || n > raw_len / 16 + 1 ||
+        ZSTD_getFrameContentSize(r.payload + 16, (size_t)r.payload_len - 16) != raw_len)
+        goto bad;
+    raw = malloc(raw_len ? (size_t)raw_len : 1);
+    if (!raw || ZSTD_decompress(raw, (size_t)raw_len, r.payload + 16, (size_t)r.payload_len - 16) != raw_len) {
+        free(raw);
+        goto bad;
+    }
+    wp_record_free(&r);
+    r.payload = raw;    /* the entries, decompressed */
+    r.payload_len = r.payload_cap = raw_len;
     const uint8_t *p = r.payload, *end = r.payload + r.payload_len;
-    if (r.kind != WP_REC_END || r.payload_len < 8)
-        goto bad;
-    uint64_t n = get64(p);
-    p += 8;
-    if (n > r.payload_len / 16)
-        goto bad;
     ix->e = calloc(n ? n : 1, sizeof *ix->e);
     if (!ix->e)
         goto bad;
@@ -679,16 +689,21 @@ int wp_writer_close(wp_writer *w, char *err, size_t errlen)
     end.name = (char *)"";
     end.attrs = (char *)"";
     uint64_t end_off = w->off;
-    uint8_t *p = malloc(8 + w->index_len);
+    size_t cap = ZSTD_compressBound(w->index_len);
+    uint8_t *p = malloc(16 + cap);
     if (!p) {
         wfail(w, "out of memory");
         goto out;
     }
     put64(p, w->count);
-    if (w->index_len)
-        memcpy(p + 8, w->index, w->index_len);
+    put64(p + 8, w->index_len);
+    size_t z = ZSTD_compress(p + 16, cap, w->index_len ? w->index : (uint8_t *)"", w->index_len, 19);
+    if (ZSTD_isError(z)) {
+        wfail(w, "cannot compress the index");
+        goto out;
+    }
     end.payload = p;
-    end.payload_len = 8 + w->index_len;
+    end.payload_len = 16 + z;
     put64(t, end_off);
     memcpy(t + 8, WP_TRAILER_MAGIC, 8);
     if (put_record(w, &end) || wwrite(w, t, sizeof t))

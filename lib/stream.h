@@ -5,7 +5,7 @@
  * Byte layout (all integers little-endian; man/man5/wpack-stream.5):
  *
  *   stream  := header record* end-record index-trailer
- *   header  := "WPACKSTR" u32 version(=1) u32 align        (16 bytes)
+ *   header  := "WPACKSTR" u32 version(=2) u32 align        (16 bytes)
  *   record  := u32 tag "WREC" | u16 kind | u16 n_dims | u32 type
  *              | u32 name_len | u64 ne[4] | u32 attr_len | u32 reserved(0)
  *              | u64 payload_len | u64 payload_xxh64        (72 bytes)
@@ -14,7 +14,8 @@
  *              | zero padding up to a multiple of `align` from stream start
  *              | payload[payload_len] | zero padding to a multiple of `align`
  *   end     := a record of kind WP_REC_END whose payload is the index:
- *              u64 count, then per record in stream order:
+ *              u64 count | u64 entries_len | zstd frame of the entries,
+ *              per record in stream order:
  *              u64 offset (of its tag) | u16 kind | u16 0 | u32 name_len | name
  *   trailer := u64 offset of the end record | "WPACKEND"     (16 bytes)
  *
@@ -36,7 +37,7 @@
 #include <stdio.h>
 
 #define WP_STREAM_MAGIC   "WPACKSTR"
-#define WP_STREAM_VERSION 1u
+#define WP_STREAM_VERSION 2u
 #define WP_STREAM_ALIGN   64u
 #define WP_TRAILER_MAGIC  "WPACKEND"
 #define WP_MAX_DIMS       4

@@ -40,7 +40,16 @@ uint8_t *wp_zpack(const void *src, size_t n, unsigned g, int level, size_t *out_
         free(tmp);
         return NULL;
     }
-    size_t z = ZSTD_compress(out, cap, in, n, level);
+    /* with zstd's own content checksum (4 bytes), checked on decompression */
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    size_t z = cc ? ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level) : 1;
+    if (cc && !ZSTD_isError(z))
+        z = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
+    if (cc && !ZSTD_isError(z))
+        z = ZSTD_compress2(cc, out, cap, in, n);
+    else
+        z = (size_t)-1;
+    ZSTD_freeCCtx(cc);
     free(tmp);
     if (ZSTD_isError(z)) {
         free(out);

@@ -14,7 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Compress n bytes (grouped by g ≥ 1) at zstd level (1..22). Returns a new
+/* Compress n bytes (grouped by g ≥ 1) at zstd level (1..22), with zstd's
+ * content checksum (XXH64-based, 4 bytes), so decompression detects altered
+ * data. Returns a new
  * buffer of *out_len bytes (free() it), or NULL when out of memory. */
 uint8_t *wp_zpack(const void *src, size_t n, unsigned g, int level, size_t *out_len);
 

@@ -13,7 +13,24 @@
 
 #include "ggml_type.h"
 #include "gguf_file.h"
-#include "zpack.h"
+#include <string.h>
+#include <zstd.h>
+
+/* zstd -19 of n bytes grouped by g (byte j of every g-byte element
+ * together), as ZipNN does; no zstd checksum, as plain zstd -19 writes none. */
+static size_t zsize(const uint8_t *src, size_t n, unsigned g)
+{
+    uint8_t *t = malloc(n ? n : 1), *z = malloc(ZSTD_compressBound(n));
+    size_t k = 0, recs = g > 1 ? n / g : 0;
+    for (unsigned j = 0; g > 1 && j < g; j++)
+        for (size_t r = 0; r < recs; r++)
+            t[k++] = src[r * g + j];
+    memcpy(t + k, src + k, n - k);
+    size_t zl = ZSTD_compress(z, ZSTD_compressBound(n), t, n, 19);
+    free(t);
+    free(z);
+    return ZSTD_isError(zl) ? n : zl;
+}
 
 int main(int argc, char **argv)
 {
@@ -35,13 +52,9 @@ int main(int argc, char **argv)
         if (r.kind != WP_REC_TENSOR)
             continue;
         unsigned grp = wp_ggml_blck_size(r.type) == 1 ? (unsigned)wp_ggml_type_size(r.type) : 1;
-        size_t zl;
-        uint8_t *z = wp_zpack(r.payload, (size_t)r.payload_len, grp, 19, &zl);
-        if (!z)
-            return 1;
+        size_t zl = zsize(r.payload, (size_t)r.payload_len, grp);
         tensor_z += zl < r.payload_len ? zl : r.payload_len;
         tensor_raw += r.payload_len;
-        free(z);
     }
     if (k < 0) {
         fprintf(stderr, "zgroup: %s\n", wp_gguf_error(g));
@@ -51,12 +64,10 @@ int main(int argc, char **argv)
     uint64_t meta_len = wp_gguf_file_size(g) - tensor_raw;
     FILE *f = fopen(argv[1], "rb");
     uint8_t *meta = malloc(meta_len ? meta_len : 1);
-    size_t zl = 0;
     if (!f || fread(meta, 1, meta_len, f) != meta_len)
         return 1;
-    uint8_t *z = wp_zpack(meta, meta_len, 1, 19, &zl);
+    size_t zl = zsize(meta, meta_len, 1);
     printf("%" PRIu64 " %zu %" PRIu64 "\n", zl + tensor_z, zl, tensor_z);
-    free(z);
     free(meta);
     fclose(f);
     wp_record_free(&r);
