@@ -16,25 +16,25 @@ const int8_t wp_kvalues_iq4nl[16] = {
 struct span { int off, len; };
 
 struct layout {
-    int n, nsub, bits, paired, has_min;
+    int n, nsub, bits, has_min;
     struct span side[2];   /* non-code byte runs, in block order */
 };
 
 static int get_layout(int type, struct layout *l)
 {
     static const struct layout
-        q4_0   = {32, 1, 4, 1, 0, {{0, 2}, {0, 0}}},
-        q4_1   = {32, 1, 4, 1, 1, {{0, 4}, {0, 0}}},
-        q5_0   = {32, 1, 5, 0, 0, {{0, 2}, {0, 0}}},
-        q5_1   = {32, 1, 5, 0, 1, {{0, 4}, {0, 0}}},
-        q8_0   = {32, 1, 8, 0, 0, {{0, 2}, {0, 0}}},
-        iq4_nl = {32, 1, 4, 1, 0, {{0, 2}, {0, 0}}},
-        q2_k   = {256, 16, 2, 0, 1, {{0, 16}, {80, 4}}},
-        q3_k   = {256, 16, 3, 0, 0, {{96, 14}, {0, 0}}},
-        q4_k   = {256, 8, 4, 1, 1, {{0, 16}, {0, 0}}},
-        q5_k   = {256, 8, 5, 0, 1, {{0, 16}, {0, 0}}},
-        q6_k   = {256, 16, 6, 0, 0, {{192, 18}, {0, 0}}},
-        iq4_xs = {256, 8, 4, 1, 0, {{0, 8}, {0, 0}}};
+        q4_0   = {32, 1, 4, 0, {{0, 2}, {0, 0}}},
+        q4_1   = {32, 1, 4, 1, {{0, 4}, {0, 0}}},
+        q5_0   = {32, 1, 5, 0, {{0, 2}, {0, 0}}},
+        q5_1   = {32, 1, 5, 1, {{0, 4}, {0, 0}}},
+        q8_0   = {32, 1, 8, 0, {{0, 2}, {0, 0}}},
+        iq4_nl = {32, 1, 4, 0, {{0, 2}, {0, 0}}},
+        q2_k   = {256, 16, 2, 1, {{0, 16}, {80, 4}}},
+        q3_k   = {256, 16, 3, 0, {{96, 14}, {0, 0}}},
+        q4_k   = {256, 8, 4, 1, {{0, 16}, {0, 0}}},
+        q5_k   = {256, 8, 5, 1, {{0, 16}, {0, 0}}},
+        q6_k   = {256, 16, 6, 0, {{192, 18}, {0, 0}}},
+        iq4_xs = {256, 8, 4, 0, {{0, 8}, {0, 0}}};
     const struct layout *s;
     switch (type) {
     case WP_Q4_0: s = &q4_0; break;
@@ -70,7 +70,6 @@ int wp_block_info_get(int type, wp_block_info *info)
     info->nsub = l.nsub;
     info->sub_n = l.n / l.nsub;
     info->code_bits = l.bits;
-    info->paired = l.paired;
     info->side_bytes = l.side[0].len + l.side[1].len;
     info->block_bytes = (int)wp_ggml_type_size((uint32_t)type);
     info->has_min = l.has_min;

@@ -64,8 +64,6 @@ typedef struct {
     int nsub;         /* sub-blocks carrying their own scale (1 for 32-weight types) */
     int sub_n;        /* weights per sub-block (n / nsub) */
     int code_bits;    /* 2, 3, 4, 5, 6 or 8 */
-    int paired;       /* 1 when codes are entropy-coded in pairs (4-bit types:
-                         Q4_0, Q4_1, IQ4_NL, Q4_K, IQ4_XS), 0 when singly */
     int side_bytes;   /* bytes of side data per block (wp_block_get_side) */
     int block_bytes;  /* bytes per block (ggml type_size) */
     int has_min;      /* 1 when dmin is used (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K) */

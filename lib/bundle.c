@@ -209,7 +209,11 @@ int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record
     if (off >= 0)
         wp_attr_set_i64(sym, "offset", off);
     wp_attr_set(sym, "codec", "exp");
-    wp_attr_set_hash(sym, "xxh32", t->payload, t->payload_len);
+    /* the original bytes' hash, when t carries them (a caller may pass only
+     * the name and shape) */
+    int eb, rb, es = wp_bf16_fields(t->type, &eb, &rb);
+    if (es > 0 && t->payload && t->payload_len == (uint64_t)(s->n_rows * s->n_cols) * (uint64_t)es)
+        wp_attr_set_hash(sym, "xxh32", t->payload, t->payload_len);
     wp_attr_set_i64(sym, "row_sym", s->sym_per_row);
     wp_attr_set_i64(sym, "tile_sym", s->palette_n ? 128 : 256);
     wp_attr_set_i64(sym, "n_weights", s->n_rows * s->n_cols);

@@ -52,18 +52,6 @@ static int dec_tile(tile_dec *d, uint64_t t, uint8_t *buf)
     return rc == WP_LANES_OK ? 0 : -1;
 }
 
-/* Codes of the weights of a tile row: nw weights from the row's symbols. */
-static void unpair(const uint8_t *sym, int wps, int nw, uint8_t *q)
-{
-    if (wps == 2)
-        for (int j = 0; j < nw / 2; j++) {
-            q[2 * j] = sym[j] & 15;
-            q[2 * j + 1] = sym[j] >> 4;
-        }
-    else
-        memcpy(q, sym, (size_t)nw);
-}
-
 /* Weight values of one tile row of a WR_Q matrix: row `row`, weight columns
  * c0w .. c0w + nw - 1 (whole blocks), codes q[0..nw). */
 static void q_row_values(const wr_matrix *m, uint64_t row, uint64_t c0w, int nw, const uint8_t *q, float *val)
@@ -168,7 +156,7 @@ int wr_cpu_restore(const wr_matrix *m, int reference, uint8_t *out, char *err, s
             if (m->kind == WR_Q) {
                 const wr_geom *g = &m->dg;
                 uint64_t bpr = (uint64_t)m->cols / (uint64_t)g->n, c0w = c0 * (uint64_t)g->wps;
-                unpair(buf + 256 * r, g->wps, nw, q);
+                wr_unpack(buf + 256 * r, g->bits, g->wps, nw, q);
                 for (int jb = 0; jb < nw / g->n; jb++) {
                     uint64_t b = row * bpr + c0w / (uint64_t)g->n + (uint64_t)jb;
                     wr_put_block((int)m->type, m->aux.payload + b * (uint64_t)g->side, q + jb * g->n,
@@ -216,7 +204,7 @@ int wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, c
         for (uint32_t r = 0; r < h; r++) {
             uint64_t row = r0 + r;
             if (m->kind == WR_Q) {
-                unpair(buf + 256 * r, m->dg.wps, nw, q);
+                wr_unpack(buf + 256 * r, m->dg.bits, m->dg.wps, nw, q);
                 q_row_values(m, row, c0w, nw, q, val);
             } else if (exp_row_values(m, row, c0, buf + 256 * r, nw, val, NULL)) {
                 rc = fail(err, errlen, "%s: palette index without an entry", m->name);

@@ -67,7 +67,7 @@ struct DevMat {
     const uint8_t *side;                     /* WR_Q side bytes */
     const uint8_t *palette, *vmap, *vbytes, *raw;
     const unsigned long long *vrow;          /* WR_EXP: vbytes offset of row r */
-    int type, wps, n, sub_n, side_bytes, block_bytes, palette_n, n_palette;
+    int type, wps, bits, n, sub_n, side_bytes, block_bytes, palette_n, n_palette;  /* wps codes of bits bits per symbol */
     long long rows, cols, S, gpr, group;
     unsigned T;
     unsigned long long tcols, trows, ntiles;
@@ -221,14 +221,7 @@ __global__ void __launch_bounds__(32) k_restore(DevMat M, wr_huf H, uint8_t *out
         for (unsigned it = k; it < tg.h * nbt; it += 32) {
             unsigned r = it / nbt, jb = it % nbt;
             const uint8_t *s = sbuf + r * 256 + jb * (unsigned)M.n / (unsigned)M.wps;
-            if (M.wps == 2)
-                for (int j = 0; j < M.n / 2; j++) {
-                    q[2 * j] = s[j] & 15;
-                    q[2 * j + 1] = s[j] >> 4;
-                }
-            else
-                for (int j = 0; j < M.n; j++)
-                    q[j] = s[j];
+            wr_unpack(s, M.bits, M.wps, M.n, q);
             unsigned long long b = (tg.r0 + r) * bpr + c0w / (unsigned long long)M.n + jb;
             uint8_t blk[256];
             wr_put_block(M.type, M.side + b * (unsigned long long)M.side_bytes, q, blk);
@@ -303,7 +296,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS) k_fused(DevMat M, wr_huf H, 
             int s = lane_sym(L, &h, bad);
             const int j0 = (int)c * wps;   /* weight index within the tile row */
 #pragma unroll
-            for (int u = 0; u < 2; u++) {
+            for (int u = 0; u < 4; u++) {   /* wps <= 4 codes of the symbol */
                 if (u >= wps)
                     break;
                 const int j = j0 + u;
@@ -321,7 +314,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS) k_fused(DevMat M, wr_huf H, 
                         sc = wr_sub_scale(M.type, M.side + (row * bpr + col / M.n) * M.side_bytes,
                                           (int)(col % M.n) / M.sub_n);
                     }
-                    int q = wps == 2 ? (u ? s >> 4 : s & 15) : s;
+                    int q = wr_sym_code(s, M.bits, u);
                     v = wr_value(&sc, q);
                 }
 #pragma unroll
@@ -542,6 +535,7 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
     M.ntiles = v.n_tiles;
     if (m->kind == WR_Q) {
         M.wps = m->dg.wps;
+        M.bits = m->dg.bits;
         M.n = m->dg.n;
         M.sub_n = m->dg.sub_n;
         M.side_bytes = m->dg.side;
@@ -550,6 +544,7 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
         const struct wp_bf16_split &s = m->s;
         const uint8_t *base = m->aux.payload;
         M.wps = s.palette_n ? 2 : 1;
+        M.bits = s.palette_n ? 4 : 8;   /* palette index pairs or exponent bytes */
         M.palette_n = s.palette_n;
         M.n_palette = s.n_palette;
         M.group = s.group;

@@ -95,6 +95,12 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
             m->v.shape.row_sym != m->g.row_sym || m->v.shape.tile_sym != m->g.tile_sym ||
             m->dg.n != m->g.bi.n || m->dg.side != m->g.bi.side_bytes)
             return fail(err, errlen, "%s: side data or coded shape does not match the type", m->name);
+        if (m->dg.wps != m->g.wps || m->dg.bits != m->g.bi.code_bits)
+            return fail(err, errlen, "%s: runtime and library disagree on the symbol grouping", m->name);
+        for (uint32_t s = m->g.alphabet; s < 256; s++)
+            if (m->v.lengths[s])   /* as wp_codes_join: no symbol beyond the codes' bits */
+                return fail(err, errlen, "%s: code for symbol %u, outside the %u-symbol alphabet", m->name,
+                            (unsigned)s, (unsigned)m->g.alphabet);
         return 0;
     }
     if (strcmp(codec, "exp") || a->kind != WP_REC_RAW)

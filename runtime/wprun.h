@@ -8,7 +8,7 @@
  *   y  B x rows floats, vector b at y[b * rows]
  * Two kinds of coded matrices (bundle.h):
  *   WR_Q    SIDE + CODED (codec=q): a ggml block type's codes as symbols
- *           (4-bit codes in pairs), side bytes of every block beside;
+ *           (codes grouped into 8-bit symbols: 4 2-bit, 2 3- or 4-bit, else 1; codes.h), side bytes of every block beside;
  *   WR_EXP  RAW + CODED (codec=exp): floating-point weights (BF16 on the
  *           device; BF16/F16/F32 on the CPU full path) as exponent symbols
  *           (palette indices in pairs, or exponent bytes) + sign/mantissa.

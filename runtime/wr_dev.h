@@ -100,28 +100,49 @@ typedef struct {
     int bytes;       /* block bytes */
     int side;        /* side bytes */
     int sub_n;       /* weights per sub-block scale */
-    int wps;         /* weights per symbol: 2 (4-bit pairs) or 1 */
+    int bits;        /* bits per code: 2, 3, 4, 5, 6 or 8 */
+    int wps;         /* weights (codes) per symbol, 8 / bits: 4, 2 or 1
+                        (lib/codes.h wp_codes_wps) */
 } wr_geom;
 
 WR_HD wr_geom wr_geom_of(int type)
 {
-    wr_geom g = {0, 0, 0, 0, 0};
+    wr_geom g = {0, 0, 0, 0, 0, 0};
     switch (type) {
-    case WP_Q4_0:   g.n = 32;  g.bytes = 18;  g.side = 2;  g.sub_n = 32; g.wps = 2; break;
-    case WP_Q4_1:   g.n = 32;  g.bytes = 20;  g.side = 4;  g.sub_n = 32; g.wps = 2; break;
-    case WP_Q5_0:   g.n = 32;  g.bytes = 22;  g.side = 2;  g.sub_n = 32; g.wps = 1; break;
-    case WP_Q5_1:   g.n = 32;  g.bytes = 24;  g.side = 4;  g.sub_n = 32; g.wps = 1; break;
-    case WP_Q8_0:   g.n = 32;  g.bytes = 34;  g.side = 2;  g.sub_n = 32; g.wps = 1; break;
-    case WP_IQ4_NL: g.n = 32;  g.bytes = 18;  g.side = 2;  g.sub_n = 32; g.wps = 2; break;
-    case WP_Q2_K:   g.n = 256; g.bytes = 84;  g.side = 20; g.sub_n = 16; g.wps = 1; break;
-    case WP_Q3_K:   g.n = 256; g.bytes = 110; g.side = 14; g.sub_n = 16; g.wps = 1; break;
-    case WP_Q4_K:   g.n = 256; g.bytes = 144; g.side = 16; g.sub_n = 32; g.wps = 2; break;
-    case WP_Q5_K:   g.n = 256; g.bytes = 176; g.side = 16; g.sub_n = 32; g.wps = 1; break;
-    case WP_Q6_K:   g.n = 256; g.bytes = 210; g.side = 18; g.sub_n = 16; g.wps = 1; break;
-    case WP_IQ4_XS: g.n = 256; g.bytes = 136; g.side = 8;  g.sub_n = 32; g.wps = 2; break;
+    case WP_Q4_0:   g.n = 32;  g.bytes = 18;  g.side = 2;  g.sub_n = 32; g.bits = 4; g.wps = 2; break;
+    case WP_Q4_1:   g.n = 32;  g.bytes = 20;  g.side = 4;  g.sub_n = 32; g.bits = 4; g.wps = 2; break;
+    case WP_Q5_0:   g.n = 32;  g.bytes = 22;  g.side = 2;  g.sub_n = 32; g.bits = 5; g.wps = 1; break;
+    case WP_Q5_1:   g.n = 32;  g.bytes = 24;  g.side = 4;  g.sub_n = 32; g.bits = 5; g.wps = 1; break;
+    case WP_Q8_0:   g.n = 32;  g.bytes = 34;  g.side = 2;  g.sub_n = 32; g.bits = 8; g.wps = 1; break;
+    case WP_IQ4_NL: g.n = 32;  g.bytes = 18;  g.side = 2;  g.sub_n = 32; g.bits = 4; g.wps = 2; break;
+    case WP_Q2_K:   g.n = 256; g.bytes = 84;  g.side = 20; g.sub_n = 16; g.bits = 2; g.wps = 4; break;
+    case WP_Q3_K:   g.n = 256; g.bytes = 110; g.side = 14; g.sub_n = 16; g.bits = 3; g.wps = 2; break;
+    case WP_Q4_K:   g.n = 256; g.bytes = 144; g.side = 16; g.sub_n = 32; g.bits = 4; g.wps = 2; break;
+    case WP_Q5_K:   g.n = 256; g.bytes = 176; g.side = 16; g.sub_n = 32; g.bits = 5; g.wps = 1; break;
+    case WP_Q6_K:   g.n = 256; g.bytes = 210; g.side = 18; g.sub_n = 16; g.bits = 6; g.wps = 1; break;
+    case WP_IQ4_XS: g.n = 256; g.bytes = 136; g.side = 8;  g.sub_n = 32; g.bits = 4; g.wps = 2; break;
     default: break;
     }
     return g;
+}
+
+/* ---- symbols -> codes (lib/codes.h) --------------------------------------- */
+
+/* Code k (0 .. wps-1) of a symbol holding wps codes of `bits` bits: symbol =
+ * sum of q[k] << (bits·k), the first weight in the lowest bits. */
+WR_HD int wr_sym_code(int sym, int bits, int k)
+{
+    return (sym >> (bits * k)) & ((1 << bits) - 1);
+}
+
+/* Codes of nw weights (a multiple of wps) from the nw / wps symbols at sym,
+ * weight order, to q[0 .. nw-1] (as wp_codes_join, without its range check:
+ * bits above the wps codes of a symbol are ignored). */
+WR_HD void wr_unpack(const uint8_t *sym, int bits, int wps, int nw, uint8_t *q)
+{
+    for (int j = 0; j < nw; j += wps)
+        for (int k = 0; k < wps; k++)
+            q[j + k] = (uint8_t)wr_sym_code(sym[j / wps], bits, k);
 }
 
 /* Side-data spans of a block (offset, length), in block order: at most two. */

@@ -3,14 +3,16 @@
  * host/device arithmetic it shares with the CUDA kernels (runtime/wr_dev.h),
  * checked against lib/ with real values.
  *
- *   - wr_dev.h against blocks.h, half.h, huffman.h, bit for bit: codes of
- *     fixed-width blocks, block packing, weight values, fp16, limit decode;
+ *   - wr_dev.h against blocks.h, codes.h, half.h, huffman.h, bit for bit:
+ *     geometry (wps, bits) and symbol unpacking, codes of fixed-width blocks,
+ *     block packing, weight values, fp16, limit decode;
  *   - per coded type (and BF16): a synthetic matrix with partial tiles,
  *     restored by the CPU tile decoders (reference and fast) equals
  *     wp_restore's bytes; the fused decode+GEMV equals the float64
  *     dequantize-then-GEMV to float rounding (relative error < 1e-5) for
  *     batch 1, 3 and 8, and the twin bit for bit;
  *   - one 4096 x 14336 matrix (Q4_K) the same way;
+ *   - a Q3_K bundle with a code for a symbol >= 64 is refused on load;
  *   - a corrupt lane count is rejected.
  */
 #include <math.h>
@@ -53,9 +55,10 @@ static void test_dev_blocks(void)
         wr_geom g = wr_geom_of((int)t);
         wp_block_info bi;
         wp_block_info_get((int)t, &bi);
-        int geom_ok = g.n == bi.n && g.bytes == bi.block_bytes && g.side == bi.side_bytes &&
-                      g.sub_n == bi.sub_n && g.wps == (bi.paired ? 2 : 1);
-        int codes_ok = 1, pack_ok = 1, val_ok = 1, side_ok = 1;
+        wp_codes_geom cg;
+        int geom_ok = wp_codes_geom_get((int)t, bi.n, 1, &cg) == 0 && g.n == bi.n && g.bytes == bi.block_bytes &&
+                      g.side == bi.side_bytes && g.sub_n == bi.sub_n && g.bits == bi.code_bits && g.wps == cg.wps;
+        int codes_ok = 1, pack_ok = 1, val_ok = 1, side_ok = 1, unpack_ok = 1;
         for (int trial = 0; trial < 300; trial++) {
             uint8_t blk[256], q[256], side[32], side2[32], out[256];
             for (int j = 0; j < bi.block_bytes; j++)
@@ -78,6 +81,14 @@ static void test_dev_blocks(void)
                 codes_ok &= wr_get_code((int)t, blk, i) == q[i];
             wr_put_block((int)t, side, q, out);
             pack_ok &= memcmp(out, blk, (size_t)bi.block_bytes) == 0;
+            /* lib's symbols of the block (codes.h grouping) unpack to its codes */
+            uint8_t sym[256], q2[256];
+            wp_codes_split(&cg, blk, sym, side2);
+            memset(q2, 0xff, sizeof q2);
+            wr_unpack(sym, g.bits, g.wps, bi.n, q2);
+            unpack_ok &= memcmp(q2, q, (size_t)bi.n) == 0;
+            for (int i = 0; i < bi.n; i++)
+                unpack_ok &= wr_sym_code(sym[i / g.wps], g.bits, i % g.wps) == q[i];
             wp_block_parts p;
             wp_block_unpack((int)t, blk, &p);
             for (int s = 0; s < bi.n / bi.sub_n; s++) {
@@ -88,7 +99,10 @@ static void test_dev_blocks(void)
                 }
             }
         }
-        CHECK(geom_ok, "%s: wr_geom_of matches blocks.h", wp_ggml_type_name(t));
+        CHECK(geom_ok, "%s: wr_geom_of matches blocks.h and codes.h (%d-bit codes, %d per symbol)",
+              wp_ggml_type_name(t), g.bits, g.wps);
+        CHECK(unpack_ok, "%s: wr_unpack, wr_sym_code of wp_codes_split's symbols = the block's codes",
+              wp_ggml_type_name(t));
         CHECK(side_ok && codes_ok, "%s: wr_block_side, wr_get_code = lib on random blocks", wp_ggml_type_name(t));
         CHECK(pack_ok, "%s: wr_put_block(side, codes) gives the exact block back", wp_ggml_type_name(t));
         CHECK(val_ok, "%s: wr_value(wr_sub_scale) = wp_parts_value bit for bit", wp_ggml_type_name(t));
@@ -218,6 +232,73 @@ int main(void)
         if (rc == 0) {
             const int b1[] = {1};
             check_matrix(&md.m[0], b1, 1);
+        }
+        wr_model_free(&md);
+    }
+
+    /* a Q3_K bundle whose code gives a symbol >= 64 (two 3-bit codes are 6
+     * bits) is refused on load, as wp_codes_join refuses it */
+    {
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        int rc = wr_model_synth(&md, WP_Q3_K, 64, 512, 6, err, sizeof err);
+        CHECK(rc == 0 && md.m[0].g.wps == 2 && md.m[0].v.shape.tile_sym == 128 && md.m[0].v.shape.row_sym == 256,
+              "synthetic Q3_K 64x512: 2 codes per symbol, 128 symbols per tile row");
+        if (rc == 0) {
+            wr_matrix *m = &md.m[0];
+            uint64_t n = m->v.shape.rows * m->v.shape.row_sym;
+            uint8_t *sym = malloc(n), lengths[256];
+            uint64_t counts[256] = {0};
+            CHECK(wp_coded_decode(&m->v, 1, sym, err, sizeof err) == 0, "Q3_K symbols decoded");
+            sym[n / 2] = 64 + 9;
+            for (uint64_t i = 0; i < n; i++)
+                counts[sym[i]]++;
+            wp_huf_lengths(counts, 256, WP_HUF_LEN, lengths);
+            wp_record coded;
+            wp_record_init(&coded);
+            coded.kind = WP_REC_CODED;
+            coded.type = m->coded.type;
+            coded.n_dims = m->coded.n_dims;
+            memcpy(coded.ne, m->coded.ne, sizeof coded.ne);
+            wp_record_set_name(&coded, m->coded.name);
+            coded.attrs = strdup(m->coded.attrs);
+            char path[] = "/tmp/wpack-test-cpu-XXXXXX";
+            int fd = mkstemp(path);
+            FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+            wp_writer *w = f ? wp_writer_open(f, path, 8, err, sizeof err) : NULL;
+            int ok = w && wp_coded_encode(&coded, sym, &m->v.shape, lengths, WP_HUF_LEN, err, sizeof err) == 0 &&
+                     wp_writer_put(w, &m->aux) == 0 && wp_writer_put(w, &coded) == 0 &&
+                     wp_writer_close(w, err, sizeof err) == 0;
+            if (f)
+                fclose(f);
+            wr_model bad;
+            memset(&bad, 0, sizeof bad);
+            err[0] = 0;
+            CHECK(ok && wr_model_load(&bad, path, NULL, err, sizeof err) == -1 && strstr(err, "outside"),
+                  "Q3_K with a code for symbol 73: load refused (%s)", err);
+            wr_model_free(&bad);
+            /* the same file with the symbol put back loads and restores */
+            sym[n / 2] = 9;
+            memset(counts, 0, sizeof counts);
+            for (uint64_t i = 0; i < n; i++)
+                counts[sym[i]]++;
+            wp_huf_lengths(counts, 256, WP_HUF_LEN, lengths);
+            f = fopen(path, "wb");
+            w = f ? wp_writer_open(f, path, 8, err, sizeof err) : NULL;
+            ok = w && wp_coded_encode(&coded, sym, &m->v.shape, lengths, WP_HUF_LEN, err, sizeof err) == 0 &&
+                 wp_writer_put(w, &m->aux) == 0 && wp_writer_put(w, &coded) == 0 &&
+                 wp_writer_close(w, err, sizeof err) == 0;
+            if (f)
+                fclose(f);
+            memset(&bad, 0, sizeof bad);
+            CHECK(ok && wr_model_load(&bad, path, NULL, err, sizeof err) == 0 && bad.n == 1,
+                  "Q3_K with every symbol < 64: loads (%s)", ok ? "ok" : err);
+            if (bad.n == 1)
+                check_matrix(&bad.m[0], batches, 1);
+            wr_model_free(&bad);
+            remove(path);
+            wp_record_free(&coded);
+            free(sym);
         }
         wr_model_free(&md);
     }

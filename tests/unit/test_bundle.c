@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ggml.h"
+#include "blocks.h"
 #include "bundle.h"
 #include "codes.h"
 #include "ggml_type.h"
@@ -156,11 +157,70 @@ int main(void)
               "%s: geometry matches ggml_row_size", wp_ggml_type_name((uint32_t)types[t]));
         uint8_t *sym = malloc(g.n_sym), *side = malloc(g.side_len);
         wp_codes_split(&g, blk, sym, side);
+        /* grouping: as many codes per symbol as fit in 8 bits, first weight lowest */
+        const char *tn = wp_ggml_type_name((uint32_t)types[t]);
+        int bits = g.bi.code_bits, want_wps = bits == 2 ? 4 : bits <= 4 ? 2 : 1;
+        CHECK(g.wps == want_wps && g.wps == wp_codes_wps(bits) && g.row_sym == (uint64_t)cols / (uint64_t)want_wps &&
+                  g.tile_sym == 256u / (uint32_t)want_wps && g.n_sym == (uint64_t)rows * g.row_sym &&
+                  g.alphabet == 1u << (bits * want_wps),
+              "%s: %d-bit codes, %d per symbol: %llu symbols per row, %u per tile row, alphabet %u", tn, bits, g.wps,
+              (unsigned long long)g.row_sym, g.tile_sym, g.alphabet);
+        int layout_ok = 1, range_ok = 1;
+        uint8_t q[256];
+        for (int64_t b = 0; b < rows * cols / g.bi.n; b++) {
+            wp_block_get_codes(types[t], blk + b * g.bi.block_bytes, q);
+            for (int j = 0; j < g.bi.n / g.wps; j++) {
+                unsigned want = 0;
+                for (int k = 0; k < g.wps; k++)
+                    want |= (unsigned)q[g.wps * j + k] << (bits * k);
+                uint8_t got = sym[b * (g.bi.n / g.wps) + j];
+                layout_ok &= got == want;
+                range_ok &= got < g.alphabet;
+            }
+        }
+        CHECK(layout_ok && range_ok, "%s: symbol j = sum of q[%d j + k] << %d k (first weight lowest), all < %u", tn,
+              g.wps, bits, g.alphabet);
         CHECK(wp_codes_join(&g, sym, side, back) == 0 && !memcmp(blk, back, bytes),
-              "%s: symbols + side data join back to the exact blocks (%llu symbols, %llu side bytes)",
-              wp_ggml_type_name((uint32_t)types[t]), (unsigned long long)g.n_sym,
-              (unsigned long long)g.side_len);
+              "%s: symbols + side data join back to the exact blocks (%llu symbols, %llu side bytes)", tn,
+              (unsigned long long)g.n_sym, (unsigned long long)g.side_len);
+        if (g.alphabet < 256) {
+            /* a symbol just outside the alphabet (Q3_K: 64; 5-bit: 32), late in the matrix */
+            uint64_t at = g.n_sym - 3;
+            uint8_t keep = sym[at];
+            sym[at] = (uint8_t)g.alphabet;
+            int rc1 = wp_codes_join(&g, sym, side, back);
+            sym[at] = 255;
+            int rc2 = wp_codes_join(&g, sym, side, back);
+            sym[at] = keep;
+            CHECK(rc1 == -1 && rc2 == -1 && wp_codes_join(&g, sym, side, back) == 0 && !memcmp(blk, back, bytes),
+                  "%s: join rejects a symbol of %u and of 255 (alphabet %u)", tn, g.alphabet, g.alphabet);
+        }
         free(x), free(blk), free(back), free(sym), free(side);
+    }
+
+    /* Q2_K and Q3_K by hand: one block of known codes q[i] = i % 2^bits */
+    for (int t = 0; t < 2; t++) {
+        int type = t ? WP_Q3_K : WP_Q2_K, bits = t ? 3 : 2;
+        wp_codes_geom g;
+        wp_codes_geom_get(type, 256, 1, &g);
+        wp_block_parts p;
+        memset(&p, 0, sizeof p);
+        p.n = 256;
+        for (int i = 0; i < 256; i++)
+            p.q[i] = (uint8_t)(i % (1 << bits));
+        uint8_t blk[256], back[256], sym[256], side[64];
+        wp_block_pack(type, &p, blk);
+        wp_codes_split(&g, blk, sym, side);
+        /* Q2_K: codes 0,1,2,3 -> 0 | 1<<2 | 2<<4 | 3<<6 = 0xe4; Q3_K: pairs
+         * (0,1) (2,3) (4,5) (6,7) -> 8, 26, 44, 62 */
+        static const uint8_t q3[4] = {0 | 1 << 3, 2 | 3 << 3, 4 | 5 << 3, 6 | 7 << 3};
+        int ok = 1;
+        for (uint64_t j = 0; j < g.n_sym; j++)
+            ok &= sym[j] == (t ? q3[j % 4] : 0xe4);
+        CHECK(g.n_sym == (t ? 128u : 64u) && ok && wp_codes_join(&g, sym, side, back) == 0 &&
+                  !memcmp(blk, back, (size_t)g.bi.block_bytes),
+              "%s by hand: %llu symbols of the known values, joined back exactly", wp_ggml_type_name((uint32_t)type),
+              (unsigned long long)g.n_sym);
     }
     free(copy);
     free(buf);
