@@ -14,6 +14,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* ---- tile geometry ----------------------------------------------------- */
 
@@ -70,9 +73,9 @@ typedef struct {
 
 static inline uint32_t popcount32(uint32_t x)
 {
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__POPCNT__) && (defined(__GNUC__) || defined(__clang__))
     return (uint32_t)__builtin_popcount(x);
-#else
+#else   /* without the instruction __builtin_popcount is a library call */
     x = x - ((x >> 1) & 0x55555555u);
     x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
     x = (x + (x >> 4)) & 0x0f0f0f0fu;
@@ -86,21 +89,28 @@ static void groups_init(tile_groups *g, const uint8_t W[WP_LANES])
     for (int k = 0; k < WP_LANES; k++)
         if (W[k] > depth)
             depth = W[k];
-    /* ends[d] = lanes of exactly d words; the masks shrink with depth:
-     * mask[i] = lanes with W_k > i = mask[i + 1] | ends[i + 1]. */
+    /* ends[d] = lanes of exactly d words, nend[d] their number; the masks
+     * shrink with depth: mask[i] = lanes with W_k > i = mask[i + 1] |
+     * ends[i + 1], and start[i + 1] - start[i] is its popcount. */
     uint32_t ends[WP_LANE_MAX_WORDS + 1];
+    uint8_t nend[WP_LANE_MAX_WORDS + 1], nact[WP_LANE_MAX_WORDS];
     memset(ends, 0, (depth + 1) * sizeof ends[0]);
-    for (int k = 0; k < WP_LANES; k++)
+    memset(nend, 0, depth + 1);
+    for (int k = 0; k < WP_LANES; k++) {
         ends[W[k]] |= 1u << k;
-    uint32_t m = 0;
+        nend[W[k]]++;
+    }
+    uint32_t m = 0, n = 0;
     for (uint32_t i = depth; i-- > 0;) {
         m |= ends[i + 1];
+        n += nend[i + 1];
         g->mask[i] = m;
+        nact[i] = (uint8_t)n;
     }
     uint32_t acc = 0;
     for (uint32_t i = 0; i < depth; i++) {
         g->start[i] = acc;
-        acc += popcount32(g->mask[i]);
+        acc += nact[i];
     }
     g->depth = depth;
     g->size = acc;
@@ -306,15 +316,37 @@ int wp_lanes_decode_tile_ref(const uint32_t *words, uint64_t nwords, const uint3
 
 /* ---- fast decoder: lookup table on the peek ----------------------------
  *
- * The tile's groups are first split back into one contiguous word array
- * per lane (walking each group's active-lane mask), so that a refill is a
- * plain load instead of the rank computation of lane_word. Each lane keeps
- * a 64-bit buffer of its next bits, MSB-aligned, refilled a word at a time;
- * one table lookup on the top L bits gives symbol and code length. A lane is
- * one serial chain (the next peek waits for this length), so lanes are
- * decoded four at a time, interleaved, for instruction-level parallelism. A
- * peek that is no code sets a flag instead of branching out; its lane then
- * stops advancing and the flag fails the tile afterwards.
+ * The tile's groups are first split back into one contiguous run of words
+ * per lane, lane after lane, each word stored in big-endian byte order (most
+ * significant byte first), so that a lane's bits are a plain MSB-first byte
+ * string: any 8-byte load at byte pos / 8, byte-swapped on a little-endian
+ * host and shifted left by pos % 8, gives the lane's next 57 or more bits.
+ * One such refill serves K = 5 codes at L = 11 (5 x 11 = 55 bits; an
+ * instantiation with a constant shift), K = 3 at any other L <= 15; it
+ * needs no branch and no per-lane bit count, only the lane's bit position
+ * pos (absolute, in bits from the start of the split words), advanced after
+ * the K codes by the count a sentinel bit gives (FAST_REFILL). Full groups
+ * are split 4 x 4 words at a time with SSE2 where the compiler has it.
+ *
+ * Each code is one serial chain (peek, table load, shift by its length), so
+ * lanes are decoded in lockstep, FAST_GROUP at a time, to keep several
+ * table loads in flight. Symbols go to a small on-stack block (constant
+ * offsets, no per-lane row pointers) and are copied to out row by row.
+ *
+ * Bounds: lanes lie back to back, so a lane that reads past its own words
+ * reads the next lane's (or the zeroed pad after the last lane). That does
+ * not change any result: a code that ends within the lane's words does not
+ * depend on the bits after it, and a lane whose codes run past its words is
+ * corrupt (lane_close) whatever those bits are. After each row every lane's
+ * position is checked against the end of its words, so within a row a lane
+ * runs at most w x L bits (3840) past its end, plus the 8-byte load:
+ * SPLIT_PAD words of zeros after the last lane cover that.
+ *
+ * A peek that starts with no code (entry 0, possible only for an incomplete
+ * code) has length 0: its lane stops advancing, and the checked variant
+ * (used whenever the table has such entries) fails the tile afterwards. The
+ * table is canonical, so its invalid peeks are the top ones: it has any iff
+ * its last entry is 0.
  */
 
 static inline int lowest_bit(uint32_t x)   /* x != 0 */
@@ -331,50 +363,274 @@ static inline int lowest_bit(uint32_t x)   /* x != 0 */
 #endif
 }
 
+#define SPLIT_PAD 128   /* words: >= (256 x 15 bits) / 32 + 2 */
+#define FAST_GROUP 8    /* lanes decoded in lockstep (4: slower, 16: spills) */
+
 /* The tile's words lane after lane: lane k's W_k words at base[k]. */
 typedef struct {
-    uint32_t base[WP_LANES];
-    uint32_t w[WP_LANES * WP_LANE_MAX_WORDS];
+    uint32_t base[WP_LANES + 1];   /* base[32] = the tile's size          */
+    uint32_t w[WP_LANES * WP_LANE_MAX_WORDS + SPLIT_PAD];
 } lane_split;
+
+#if defined(__GNUC__) || defined(__clang__)
+#define LANES_INLINE static inline __attribute__((always_inline))
+#else
+#define LANES_INLINE static inline
+#endif
+
+static inline int host_is_le(void)
+{
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__)
+    return __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+#else
+    const uint16_t one = 1;
+    return *(const uint8_t *)&one;
+#endif
+}
+
+static inline uint32_t bswap32(uint32_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_bswap32(x);
+#else
+    return x >> 24 | (x >> 8 & 0xff00u) | (x << 8 & 0xff0000u) | x << 24;
+#endif
+}
+
+static inline uint64_t bswap64(uint64_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_bswap64(x);
+#else
+    return (uint64_t)bswap32((uint32_t)x) << 32 | bswap32((uint32_t)(x >> 32));
+#endif
+}
+
+/* A word as stored in the split: its bytes most significant first. */
+static inline uint32_t to_be32(uint32_t x)
+{
+    return host_is_le() ? bswap32(x) : x;
+}
+
+/* The 64 bits at byte p of a big-endian byte string, first byte on top. */
+static inline uint64_t load_be64(const uint8_t *p)
+{
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+    return host_is_le() ? bswap64(x) : x;
+}
+
+#if defined(__SSE2__)
+/* Four words of each of four lanes: rows r0..r3 hold depths i..i+3 of
+ * lanes k..k+3; stores lane k+j's words i..i+3, byte-swapped, at d[j]. */
+static inline void split_4x4(__m128i r0, __m128i r1, __m128i r2, __m128i r3, uint32_t *d0,
+                             uint32_t *d1, uint32_t *d2, uint32_t *d3)
+{
+    __m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpackhi_epi32(r0, r1);
+    __m128i t2 = _mm_unpacklo_epi32(r2, r3), t3 = _mm_unpackhi_epi32(r2, r3);
+    __m128i c[4] = {_mm_unpacklo_epi64(t0, t2), _mm_unpackhi_epi64(t0, t2),
+                    _mm_unpacklo_epi64(t1, t3), _mm_unpackhi_epi64(t1, t3)};
+    uint32_t *d[4] = {d0, d1, d2, d3};
+    for (int j = 0; j < 4; j++) {
+        __m128i x = c[j];
+        if (host_is_le()) {   /* bytes of each 16-bit half, then the halves */
+            x = _mm_or_si128(_mm_slli_epi16(x, 8), _mm_srli_epi16(x, 8));
+            x = _mm_shufflehi_epi16(_mm_shufflelo_epi16(x, 0xb1), 0xb1);
+        }
+        _mm_storeu_si128((__m128i *)d[j], x);
+    }
+}
+#endif
 
 static void split_lanes(const tile_view *v, lane_split *ls)
 {
-    uint32_t acc = 0, cur[WP_LANES];
+    uint32_t acc = 0;
     for (int k = 0; k < WP_LANES; k++) {
-        ls->base[k] = cur[k] = acc;
+        ls->base[k] = acc;
         acc += v->W[k];
     }
+    ls->base[WP_LANES] = acc;
     const uint32_t *p = v->tw;
-    for (uint32_t i = 0; i < v->g.depth; i++)
+    uint32_t i = 0;
+    /* Groups with all 32 lanes: word k of group i is lane k's word i. */
+#if defined(__SSE2__)
+    for (; i + 4 <= v->g.depth && v->g.mask[i + 3] == UINT32_MAX; i += 4, p += 4 * WP_LANES)
+        for (int k = 0; k < WP_LANES; k += 4)
+            split_4x4(_mm_loadu_si128((const __m128i *)(p + k)),
+                      _mm_loadu_si128((const __m128i *)(p + WP_LANES + k)),
+                      _mm_loadu_si128((const __m128i *)(p + 2 * WP_LANES + k)),
+                      _mm_loadu_si128((const __m128i *)(p + 3 * WP_LANES + k)),
+                      ls->w + ls->base[k] + i, ls->w + ls->base[k + 1] + i,
+                      ls->w + ls->base[k + 2] + i, ls->w + ls->base[k + 3] + i);
+#endif
+    for (; i < v->g.depth && v->g.mask[i] == UINT32_MAX; i++, p += WP_LANES)
+        for (int k = 0; k < WP_LANES; k++)
+            ls->w[ls->base[k] + i] = to_be32(p[k]);
+    for (; i < v->g.depth; i++)
         for (uint32_t m = v->g.mask[i]; m; m &= m - 1)
-            ls->w[cur[lowest_bit(m)]++] = *p++;
+            ls->w[ls->base[lowest_bit(m)] + i] = to_be32(*p++);
+    memset(ls->w + acc, 0, SPLIT_PAD * sizeof ls->w[0]);
 }
 
-typedef struct {
-    uint64_t buf;        /* next bits of the lane, MSB-aligned */
-    int nbits;           /* valid bits in buf                  */
-    uint64_t next;       /* next word to load                  */
-    uint64_t pos;        /* bits consumed                      */
-} lane_reader;
-
-static inline uint8_t lane_step(lane_reader *lr, const tile_view *v, const lane_split *ls, int k,
-                                const uint16_t *entry, int drop, unsigned *bad)
+static inline int ctz64(uint64_t x)   /* x != 0 */
 {
-    if (lr->nbits < 32) {
-        uint64_t i = lr->next++;
-        lr->buf |= (uint64_t)(i < v->W[k] ? ls->w[ls->base[k] + i] : 0) << (32 - lr->nbits);
-        lr->nbits += 32;
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(x);
+#else
+    int k = 0;
+    while (!(x & 1)) {
+        x >>= 1;
+        k++;
     }
-    uint16_t e = entry[lr->buf >> drop];
-    int len = e >> 8;
-    *bad |= e == 0;
-    lr->buf <<= len;
-    lr->nbits -= len;
-    lr->pos += (uint64_t)len;
-    return (uint8_t)e;
+    return k;
+#endif
 }
 
-#define FAST_GROUP 4 /* the loop below is written out for 4 */
+/* A lane's next bits, MSB first, with a sentinel 1 in bit 0: bit 0 lies
+ * past the 57 bits one refill guarantees, and the codes of one refill take
+ * at most 57 bits, so after they have shifted buf left by n bits in all, n
+ * is the count of its trailing zeros. */
+#define FAST_REFILL(j) (buf[j] = load_be64(bytes + (pos[j] >> 3)) << (pos[j] & 7) | 1)
+#define FAST_ADVANCE(j) (pos[j] += (uint64_t)ctz64(buf[j]))
+
+/* Tiles are usually decoded in order: ask for the words after this tile
+ * (as many as it has, within the payload) while it decodes. */
+static inline void prefetch_next(const uint32_t *words, uint64_t nwords, uint64_t from, uint32_t n)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    uint64_t to = from + n < nwords ? from + n : nwords;
+    for (uint64_t i = from; i < to; i += 16)
+        __builtin_prefetch(words + i);
+#else
+    (void)words, (void)nwords, (void)from, (void)n;
+#endif
+}
+
+/* One code of a lane: table lookup on the top L bits of its buffer. */
+#define FAST_STEP(j, dst, CHECK)                                                                   \
+    do {                                                                                           \
+        uint32_t e_ = entry[buf[j] >> drop];                                                       \
+        (dst) = (uint8_t)e_;                                                                       \
+        if (CHECK)                                                                                 \
+            bad |= e_ == 0;                                                                        \
+        buf[j] <<= e_ >> 8;                                                                        \
+    } while (0)
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define FAST_UNROLL _Pragma("GCC unroll 16")
+#else
+#define FAST_UNROLL
+#endif
+
+/* Lanes k0 .. k0 + FAST_GROUP - 1, each of two full rows of w symbols, in
+ * lockstep, K codes per refill (K x L <= 56). drop = 64 - L (a constant in
+ * the common instantiation). Returns WP_LANES_OK or WP_LANES_ECORRUPT;
+ * pos_out[j] gets lane k0 + j's position in bits from the start of its
+ * words. */
+LANES_INLINE int decode_group(const lane_split *ls, int k0, uint32_t w, const uint16_t *entry,
+                              int drop, int K, int CHECK, uint8_t (*blk)[2][WP_TILE_WEIGHTS],
+                              uint64_t *pos_out)
+{
+    const uint8_t *bytes = (const uint8_t *)ls->w;
+    uint64_t pos[FAST_GROUP], buf[FAST_GROUP];
+    unsigned bad = 0;
+    for (int j = 0; j < FAST_GROUP; j++)
+        pos[j] = (uint64_t)ls->base[k0 + j] * 32;
+    for (int r = 0; r < 2; r++) {
+        uint32_t c = 0;
+        for (; c + (uint32_t)K <= w; c += (uint32_t)K) {
+            FAST_UNROLL
+            for (int j = 0; j < FAST_GROUP; j++)
+                FAST_REFILL(j);
+            FAST_UNROLL
+            for (int q = 0; q < K; q++) {
+                FAST_UNROLL
+                for (int j = 0; j < FAST_GROUP; j++)
+                    FAST_STEP(j, blk[j][r][c + (uint32_t)q], CHECK);
+            }
+            FAST_UNROLL
+            for (int j = 0; j < FAST_GROUP; j++)
+                FAST_ADVANCE(j);
+        }
+        if (c < w) {   /* the last w % K codes of the row */
+            FAST_UNROLL
+            for (int j = 0; j < FAST_GROUP; j++)
+                FAST_REFILL(j);
+            FAST_UNROLL
+            for (int q = 0; q < K; q++) {
+                if (c + (uint32_t)q < w) {
+                    FAST_UNROLL
+                    for (int j = 0; j < FAST_GROUP; j++)
+                        FAST_STEP(j, blk[j][r][c + (uint32_t)q], CHECK);
+                }
+            }
+            FAST_UNROLL
+            for (int j = 0; j < FAST_GROUP; j++)
+                FAST_ADVANCE(j);
+        }
+        /* Bound the next row's reads (see above). */
+        for (int j = 0; j < FAST_GROUP; j++)
+            if (pos[j] > (uint64_t)ls->base[k0 + j + 1] * 32)
+                return WP_LANES_ECORRUPT;
+    }
+    if (bad)
+        return WP_LANES_ECORRUPT;
+    for (int j = 0; j < FAST_GROUP; j++)
+        pos_out[j] = pos[j] - (uint64_t)ls->base[k0 + j] * 32;
+    return WP_LANES_OK;
+}
+
+/* The instantiations: L = 11 exactly (wpack's limit: a constant shift, 5
+ * codes per refill), any L with a complete code (3 per refill), and the
+ * checked one for tables with peeks that start with no code. */
+static int decode_group_l11(const lane_split *ls, int k0, uint32_t w, const uint16_t *entry, int drop,
+                            uint8_t (*blk)[2][WP_TILE_WEIGHTS], uint64_t *pos)
+{
+    (void)drop;
+    return decode_group(ls, k0, w, entry, 64 - 11, 5, 0, blk, pos);
+}
+
+static int decode_group_any(const lane_split *ls, int k0, uint32_t w, const uint16_t *entry, int drop,
+                            uint8_t (*blk)[2][WP_TILE_WEIGHTS], uint64_t *pos)
+{
+    return decode_group(ls, k0, w, entry, drop, 3, 0, blk, pos);
+}
+
+static int decode_group_checked(const lane_split *ls, int k0, uint32_t w, const uint16_t *entry,
+                                int drop, uint8_t (*blk)[2][WP_TILE_WEIGHTS], uint64_t *pos)
+{
+    return decode_group(ls, k0, w, entry, drop, 3, 1, blk, pos);
+}
+
+/* One lane of nrows rows, written straight to out (rows of partial tiles).
+ * *pos_out as in decode_group. */
+static int decode_lane(const lane_split *ls, int k, uint32_t nrows, uint32_t w,
+                       const uint16_t *entry, int L, uint8_t *out, uint64_t out_stride,
+                       uint64_t *pos_out)
+{
+    const uint8_t *bytes = (const uint8_t *)ls->w;
+    const int drop = 64 - L, K = 57 / L;
+    const uint64_t end = (uint64_t)ls->base[k + 1] * 32;
+    uint64_t pos = (uint64_t)ls->base[k] * 32;
+    for (uint32_t r = 0; r < nrows; r++) {
+        uint8_t *row = out + (2 * (uint64_t)k + r) * out_stride;
+        for (uint32_t c = 0; c < w;) {
+            uint64_t buf = load_be64(bytes + (pos >> 3)) << (pos & 7);
+            for (int q = 0; q < K && c < w; q++, c++) {
+                uint32_t e = entry[buf >> drop];
+                if (!e)
+                    return WP_LANES_ECORRUPT;
+                row[c] = (uint8_t)e;
+                buf <<= e >> 8;
+                pos += e >> 8;
+            }
+        }
+        if (pos > end)
+            return WP_LANES_ECORRUPT;
+    }
+    *pos_out = pos - (uint64_t)ls->base[k] * 32;
+    return WP_LANES_OK;
+}
 
 int wp_lanes_decode_tile(const uint32_t *words, uint64_t nwords, const uint32_t *offsets,
                          const uint8_t *lane_words, const wp_lanes_shape *s, const wp_huf_lut *lut,
@@ -386,43 +642,34 @@ int wp_lanes_decode_tile(const uint32_t *words, uint64_t nwords, const uint32_t 
         return rc;
     if (!lut || lut->max_len < 1 || lut->max_len > WP_HUF_MAX_LEN || !out)
         return WP_LANES_EINVAL;
-    const int drop = 64 - lut->max_len;
+    const int L = lut->max_len, drop = 64 - L;
     const uint16_t *entry = lut->entry;
-    unsigned bad = 0;
-    lane_reader lr[WP_LANES];
-    memset(lr, 0, sizeof lr);
-    lane_split ls;              /* 30 KiB on the stack; only sum W_k words are written and read */
+    const int complete = entry[(1u << L) - 1] != 0;   /* no peek without a code */
+    uint64_t pos[WP_LANES];
+    lane_split ls;              /* 31 KiB on the stack; sum W_k + SPLIT_PAD words are written */
     split_lanes(&v, &ls);
+    prefetch_next(words, nwords, offsets[t + 1], v.g.size);
+    uint8_t blk[FAST_GROUP][2][WP_TILE_WEIGHTS];
 
     int k = 0;
-    /* Groups of four lanes that all hold two full rows. */
+    /* Groups of FAST_GROUP lanes that all hold two full rows. */
     for (; k + FAST_GROUP <= WP_LANES && lane_rows(&v, k + FAST_GROUP - 1) == 2; k += FAST_GROUP) {
-        for (uint32_t r = 0; r < 2; r++) {
-            uint8_t *row = out + (2 * (uint64_t)k + r) * out_stride;
-            const uint64_t step = 2 * out_stride;   /* row 2(k+1)+r is two rows down */
-            for (uint32_t c = 0; c < v.w; c++) {
-                row[c] = lane_step(&lr[k], &v, &ls, k, entry, drop, &bad);
-                row[step + c] = lane_step(&lr[k + 1], &v, &ls, k + 1, entry, drop, &bad);
-                row[2 * step + c] = lane_step(&lr[k + 2], &v, &ls, k + 2, entry, drop, &bad);
-                row[3 * step + c] = lane_step(&lr[k + 3], &v, &ls, k + 3, entry, drop, &bad);
-            }
-        }
+        rc = !complete ? decode_group_checked(&ls, k, v.w, entry, drop, blk, pos + k)
+             : L == 11 ? decode_group_l11(&ls, k, v.w, entry, drop, blk, pos + k)
+                       : decode_group_any(&ls, k, v.w, entry, drop, blk, pos + k);
+        if (rc)
+            return rc;
+        for (int j = 0; j < FAST_GROUP; j++)
+            for (uint32_t r = 0; r < 2; r++)
+                memcpy(out + (2 * (uint64_t)(k + j) + r) * out_stride, blk[j][r], v.w);
     }
     /* The rest one lane at a time (a tile with fewer than 64 rows). */
-    for (; k < WP_LANES; k++) {
-        uint32_t nrows = lane_rows(&v, k);
-        for (uint32_t r = 0; r < nrows; r++) {
-            uint8_t *row = out + (2 * (uint64_t)k + r) * out_stride;
-            for (uint32_t c = 0; c < v.w; c++)
-                row[c] = lane_step(&lr[k], &v, &ls, k, entry, drop, &bad);
-        }
-    }
-    if (bad)
-        return WP_LANES_ECORRUPT;
+    for (; k < WP_LANES; k++)
+        if ((rc = decode_lane(&ls, k, lane_rows(&v, k), v.w, entry, L, out, out_stride, pos + k)))
+            return rc;
 
-    /* Bits past a lane's words read as zeros, so overrunning is caught here. */
     for (k = 0; k < WP_LANES; k++)
-        if ((rc = lane_close(&v, k, lr[k].pos)) != 0)
+        if ((rc = lane_close(&v, k, pos[k])) != 0)
             return rc;
     return WP_LANES_OK;
 }

@@ -165,11 +165,15 @@ int wp_lanes_decode_tile_ref(const uint32_t *words, uint64_t nwords, const uint3
 /*
  * Fast decoder of tile t: the same contract and the same results, bit for
  * bit and error for error class, as wp_lanes_decode_tile_ref, using a 2^L
- * lookup table on the peek (wp_huf_lut_init on the matrix's lengths) and a
- * 64-bit bit buffer per lane, four lanes decoded interleaved. It first
- * copies the tile's groups into one word array per lane (about 30 KiB of
- * stack), where the reference decoder addresses each word by its rank in
- * the group's active-lane mask as a GPU would.
+ * lookup table on the peek (wp_huf_lut_init on the matrix's lengths). It
+ * first copies the tile's groups into one byte-ordered word run per lane
+ * (about 31 KiB of stack), where the reference decoder addresses each word
+ * by its rank in the group's active-lane mask as a GPU would; then it
+ * decodes eight lanes in lockstep, each from a 64-bit buffer that one
+ * unaligned load refills with >= 57 bits (5 codes at L = 11, 3 at L <= 15).
+ * Tables with peeks that start with no code (incomplete codes) take a
+ * checked variant. It prefetches the words after the tile (the next tile
+ * in matrix order, if any; never past nwords).
  */
 int wp_lanes_decode_tile(const uint32_t *words, uint64_t nwords, const uint32_t *offsets,
                          const uint8_t *lane_words, const wp_lanes_shape *s, const wp_huf_lut *lut,

@@ -7,7 +7,9 @@
  * garbage, corrupt or truncated input (every single-bit flip of a small
  * matrix's words and lane counts, bad offsets and lane counts, random
  * garbage), and the size of the layout on realistic matrices against the
- * Huffman bits and against the old padded layout (TAP comments), plus the
+ * Huffman bits and against the old padded layout (TAP comments), the fast
+ * decoder's lockstep paths (full tiles at L = 8, 11, 13, 15, an incomplete
+ * code, bit flips, lane-count transfers, random payloads), plus the
  * fast decoder's speed on a 4096 x 4096 matrix (comment only).
  */
 #include <math.h>
@@ -663,6 +665,118 @@ static void test_corrupt(void)
     free(m);
 }
 
+/* ---- the fast decoder's lockstep paths --------------------------------- */
+
+/* Both decoders at length limit L; -99 if they disagree. */
+static int both_l(const coded *c, const wp_lanes_shape *s, const uint8_t *len, int L, uint8_t *a, uint8_t *b,
+                  uint64_t n)
+{
+    int rr = wp_lanes_decode(c->words, c->nwords, c->offsets, c->lane_words, s, len, L, 1, a);
+    int rf = wp_lanes_decode(c->words, c->nwords, c->offsets, c->lane_words, s, len, L, 0, b);
+    if (rr != rf || (rr == 0 && memcmp(a, b, n)))
+        return -99;
+    return rr;
+}
+
+/* flips random single bits of c's words (each undone after); 1 if both
+ * decoders agree on every one. *nbad counts the ECORRUPT ones. */
+static int flips_agree(coded *c, const wp_lanes_shape *s, const uint8_t *len, int L, uint8_t *a, uint8_t *b,
+                       uint64_t n, int trials, int *nbad)
+{
+    int agree = 1;
+    *nbad = 0;
+    for (int t = 0; t < trials; t++) {
+        uint64_t i = rng() % c->nwords;
+        uint32_t bit = 1u << (rng() % 32);
+        c->words[i] ^= bit;
+        int r = both_l(c, s, len, L, a, b, n);
+        c->words[i] ^= bit;
+        agree &= r == WP_LANES_OK || r == WP_LANES_ECORRUPT;
+        *nbad += r == WP_LANES_ECORRUPT;
+    }
+    return agree;
+}
+
+/* Tiles of 64 rows go through the fast decoder's lockstep groups (at L = 11
+ * its own instantiation, at other L the generic one, with an incomplete
+ * code the checked one); partial tiles through its one-lane path. */
+static void test_fast_paths(void)
+{
+    /* 96 x 456 weights as pairs: tiles 64 x 128, 64 x 100, 32 x 128, 32 x 100. */
+    wp_lanes_shape s = {96, 228, 128};
+    const uint64_t n = 96 * 228;
+    uint8_t *m = make_matrix(96, 228, 2), len[256], *a = malloc(n), *b = malloc(n);
+    uint64_t cnt[256] = {0};
+    for (uint64_t i = 0; i < n; i++)
+        cnt[m[i]]++;
+    static const int Ls[4] = {11, 8, 13, 15};
+    for (int li = 0; li < 4; li++) {
+        int L = Ls[li], nbad;
+        coded c;
+        int ok = wp_huf_lengths(cnt, 256, L, len) == 0 && encode(m, &s, len, &c) == 0;
+        ok = ok && both_l(&c, &s, len, L, a, b, n) == WP_LANES_OK && !memcmp(b, m, n);
+        CHECK(ok, "96 x 456 weights, L = %d: both decoders restore the matrix", L);
+        int agree = flips_agree(&c, &s, len, L, a, b, n, 1500, &nbad);
+        CHECK(agree && nbad > 0, "  1500 random bit flips: both decoders agree (%d ECORRUPT)", nbad);
+        coded_free(&c);
+    }
+
+    /* An incomplete code: 16 symbols of 5 bits (Kraft sum 1/2). */
+    for (uint64_t i = 0; i < n; i++)
+        m[i] = (uint8_t)(rng() % 16);
+    memset(len, 0, 256);
+    memset(len, 5, 16);
+    coded c;
+    int nbad, ok = encode(m, &s, len, &c) == 0 && both_l(&c, &s, len, 11, a, b, n) == WP_LANES_OK &&
+                   !memcmp(b, m, n);
+    CHECK(ok, "incomplete code (16 symbols x 5 bits): both decoders restore the matrix");
+    int agree = flips_agree(&c, &s, len, 11, a, b, n, 1500, &nbad);
+    CHECK(agree && nbad > 0, "  1500 random bit flips (peeks without a code): both agree (%d ECORRUPT)", nbad);
+    coded_free(&c);
+
+    /* One full tile: words moved between lane counts (the sum kept), up to
+     * a lane of one word whose codes run far past it. */
+    wp_lanes_shape s1 = {64, 128, 128};
+    const uint64_t n1 = 64 * 128;
+    uint8_t *m1 = make_matrix(64, 128, 2);
+    lengths_of(m1, n1, len);
+    encode(m1, &s1, len, &c);
+    uint8_t W[32];
+    memcpy(W, c.lane_words, 32);
+    agree = 1;
+    int nok = 0;
+    for (int t = 0; t < 400; t++) {
+        int k1 = (int)(rng() % 32), k2 = (int)(rng() % 32);
+        int d = t < 32 ? W[k1] - 1 : (int)(rng() % 4) + 1;
+        memcpy(c.lane_words, W, 32);
+        if (t < 32)
+            k1 = t, k2 = (t + 1) % 32;
+        if (k1 == k2 || W[k1] <= d || W[k2] + d > WP_LANE_MAX_WORDS)
+            continue;
+        c.lane_words[k1] = (uint8_t)(W[k1] - d);
+        c.lane_words[k2] = (uint8_t)(W[k2] + d);
+        int r = both_l(&c, &s1, len, 11, a, b, n1);
+        agree &= r == WP_LANES_ECORRUPT || r == WP_LANES_OK;
+        nok += r == WP_LANES_OK;
+    }
+    CHECK(agree && nok == 0, "64 x 256 weights: 400 lane-count transfers (lane k cut to one word, ...): both "
+                             "decoders agree, ECORRUPT");
+    memcpy(c.lane_words, W, 32);
+    agree = 1;
+    for (int t = 0; t < 300; t++) {
+        for (uint64_t i = 0; i < c.nwords; i++)
+            c.words[i] = t & 1 ? (uint32_t)rng() : (uint32_t)(rng() & rng() & rng());
+        int r = both_l(&c, &s1, len, 11, a, b, n1);
+        agree &= r == WP_LANES_ECORRUPT || r == WP_LANES_OK;
+    }
+    CHECK(agree, "  300 random payloads under its lane counts: both decoders agree");
+    coded_free(&c);
+    free(m1);
+    free(m);
+    free(a);
+    free(b);
+}
+
 /* ---- size: ragged layout against the Huffman bits and the padded one ---- */
 
 /* A peaked symbol: a 4-bit code (pairs) or a 6-bit one drawn from a
@@ -753,6 +867,7 @@ int main(void)
     test_shapes();
     test_special_matrices();
     test_corrupt();
+    test_fast_paths();
     test_overhead();
     test_speed();
     return tap_done();
