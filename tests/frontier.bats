@@ -18,7 +18,8 @@ CALIB="$DATA/text/groups_merged.txt"
     [ -s "${g%.gguf}.bundle" ]
     # RTN Q8_0: the very file llama-quantize writes (10.3580 b/w); the bundle's
     # b/w is the one tests/bitrates.tsv holds
-    grep -q '^GGUF 10.3580 b/w, bundle 8.6428 b/w' "${g%.gguf}.report"
+    q8=$(awk -F'\t' '$1 == "stories260K-f32" && $2 == "Q8_0_g0_lam0_c1" { print $3 }' "$ROOT/tests/bitrates.tsv")
+    grep -q "^GGUF 10.3580 b/w, bundle $q8 b/w" "${g%.gguf}.report"
     make -q "${args[@]}"
     run make "${args[@]}"
     [[ "$output" == *"Nothing to be done"* ]] || { echo "$output"; false; }
@@ -46,14 +47,16 @@ CALIB="$DATA/text/groups_merged.txt"
         "$out/stories260K-f32-Q8_0_g0_lam0_c1.report")," "$csv"
     grep -q '^llama_Q8_0,llama.cpp,Q8_0,,,,10.3580,' "$csv"
     # RTN Q8_0 is llama-quantize's own file: the same PPL and KLD as llama.cpp's Q8_0, at the bundle's rate
+    q8=$(awk -F'\t' '$1 == "stories260K-f32" && $2 == "Q8_0_g0_lam0_c1" { print $3 }' "$ROOT/tests/bitrates.tsv")
     [ "$(grep '^Q8_0_g0_lam0_c1+rtn,' "$csv" | cut -d, -f7-)" = \
-      "8.6428,$(grep '^llama_Q8_0,' "$csv" | cut -d, -f8-)" ]
+      "$q8,$(grep '^llama_Q8_0,' "$csv" | cut -d, -f8-)" ]
     # a widened 4-bit point loses more than Q8_0
     awk -F, '$1 == "Q8_0_g0_lam0_c1" { a = $10 } $1 == "Q4_0_g1_lam0_c1.25" { b = $10 } END { exit !(b > 10 * a) }' "$csv"
     [ "$(head -c 8 "$out/frontier.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]
     md="$out/operating-points.md"
     grep -q '^| 1 % | .* |$' "$md"
-    grep -q '^| 3.5 % | Q8_0_g0_lam0_c1+rtn | 8.6428 | .* | llama_Q8_0 | 10.3580 | .* | 16.6% |$' "$md"
+    saving=$(awk -v b="$q8" 'BEGIN { printf "%.1f%%", 100 * (1 - b / 10.3580) }')
+    grep -q "^| 3.5 % | Q8_0_g0_lam0_c1+rtn | $q8 | .* | llama_Q8_0 | 10.3580 | .* | $saving |\$" "$md"
     grep -q 'node-llama-cpp@3.21.1' "$md"
     grep -q '/llama-imatrix -m .* -f .*groups_merged.txt' "$out/commands.txt"
     grep -q '/llama-quantize .*stories260K-f32.gguf .*-llama-Q8_0.gguf Q8_0' "$out/commands.txt"

@@ -201,16 +201,16 @@ info_field() { # FILE NAME FIELD(type|offset)
 
 @test "interrupted (SIGTERM) while writing -o: no temporary file is left" {
     mkfifo "$T/fifo"
-    "$BIN/ggufpack" -o "$T/k.gguf" "$T/fifo" &
+    "$BIN/histogram" -o "$T/k.wps" "$T/fifo" &
     pid=$!
-    exec 3> "$T/fifo"                       # ggufpack opens its output, then waits for input
-    "$BIN/ggufcat" "$F32" | head -c 20000 >&3
+    exec 7> "$T/fifo"                       # histogram opens its output, then waits for input
+    "$BIN/ggufcat" "$F32" | head -c 20000 >&7
     sleep 0.5
-    ls "$T" | grep -q 'k.gguf.tmp.'         # the temporary output exists while it runs
+    ls "$T" | grep -q 'k.wps.tmp.'          # the temporary output exists while it runs
     kill -TERM "$pid"
     wait "$pid" || true
-    exec 3>&-
-    [ -z "$(ls "$T" | grep 'k.gguf')" ]
+    exec 7>&-
+    [ -z "$(ls "$T" | grep 'k.wps')" ]
 }
 
 @test "tsinfo: a failed listing leaves a redirected file empty; a write error is an error" {
