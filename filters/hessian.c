@@ -420,31 +420,9 @@ int main(int argc, char **argv)
 
     wp_cli_init("hessian");
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        char name[32];
-        const char *eq = strchr(a, '=');
-        if (strncmp(a, "--", 2) == 0 && eq && (size_t)(eq - a) < sizeof name) {
-            memcpy(name, a, (size_t)(eq - a));
-            name[eq - a] = '\0';
-            v = eq + 1;
-            a = name;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        }
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
                                             "--batch", "--max-memory", "-o"};
-        int known = 0;
-        for (size_t k = 0; k < sizeof takes / sizeof *takes; k++)
-            known |= strcmp(a, takes[k]) == 0;
-        if (!known)
-            wp_die("%s: unknown option (try --help)", argv[i]);
-        if (!v) {
-            if (i + 1 >= argc)
-                wp_die("%s: needs a value", a);
-            v = argv[++i];
-        }
+        const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
         if (!strcmp(a, "--model"))
             model_path = v;
         else if (!strcmp(a, "--text"))

@@ -22,6 +22,7 @@
  * Progress goes to stderr; the result to stdout.  Errors: one line
  * "ppl: FILE: problem" on stderr, exit 1.
  */
+#include "cli.h"
 #include "llm_common.h"
 
 #include <errno.h>
@@ -252,32 +253,11 @@ int main(int argc, char **argv)
     long ctx_arg = 512, chunks_arg = -1, batch_arg = 2048, threads = 0;
     int ctx_given = 0;
 
+    wp_cli_init("ppl");
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        char name[32];
-        const char *eq = strchr(a, '=');
-        if (strncmp(a, "--", 2) == 0 && eq && (size_t)(eq - a) < sizeof name) {
-            memcpy(name, a, (size_t)(eq - a));
-            name[eq - a] = '\0';
-            v = eq + 1;
-            a = name;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        }
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
                                             "--batch", "--kl-base", "--save-logits"};
-        int known = 0;
-        for (size_t k = 0; k < sizeof takes / sizeof *takes; k++)
-            known |= strcmp(a, takes[k]) == 0;
-        if (!known)
-            die(argv[i], "unknown option (try --help)");
-        if (!v) {
-            if (i + 1 >= argc)
-                die(a, "needs a value");
-            v = argv[++i];
-        }
+        const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
         if (!strcmp(a, "--model"))
             model_path = v;
         else if (!strcmp(a, "--text"))

@@ -197,12 +197,36 @@ void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char 
         size_t n = strlen(a);
         if (*i + 1 >= argc && u && (u[n] == ' ' || u[n] == ']'))
             wp_die("%s: needs a value (try --help)", a);
-        wp_die("unknown option '%s' (try --help)", a);
+        wp_die("%s: unknown option (try --help)", a);
     } else if (!*in) {
         *in = a;
     } else {
         wp_die("one input at a time (got '%s' too)", a);
     }
+}
+
+const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const char *const *takes, size_t n,
+                       const char **value)
+{
+    const char *a = argv[*i], *eq = strchr(a, '=');
+    size_t len = strncmp(a, "--", 2) == 0 && eq ? (size_t)(eq - a) : strlen(a);
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        fputs(usage, stdout);
+        exit(0);
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (strlen(takes[k]) != len || strncmp(a, takes[k], len))
+            continue;
+        if (a[len] == '=') {
+            *value = a + len + 1;
+        } else {
+            if (*i + 1 >= argc)
+                wp_die("%s: needs a value (try --help)", takes[k]);
+            *value = argv[++*i];
+        }
+        return takes[k];
+    }
+    wp_die("%s: unknown option (try --help)", a);
 }
 
 long long wp_arg_int(const char *opt, const char *val, long long lo, long long hi)

@@ -57,6 +57,14 @@ void wp_cli_writer_close(wp_writer *w);
  * *in), anything else dies ("unknown option", "one input at a time"). */
 void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out);
 
+/* Options that all take a value, GNU style (--name value or --name=value),
+ * for programs without positional arguments (hessian, ppl): reads the option
+ * at argv[*i] (advancing *i past its value), prints usage and exits 0 for
+ * --help/-h, dies for an option not in takes[0 .. n-1] or without a value.
+ * Returns the option's name (one of takes) and sets *value. */
+const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const char *const *takes, size_t n,
+                       const char **value);
+
 /* Parse a number option value; dies naming the option when malformed. */
 long long wp_arg_int(const char *opt, const char *val, long long lo, long long hi);
 double    wp_arg_float(const char *opt, const char *val, double lo, double hi);

@@ -229,5 +229,5 @@ info_field() { # FILE NAME FIELD(type|offset)
     run "$BIN/huffbuild" --max-len
     one_line_error "^huffbuild: --max-len: needs a value \(try --help\)$"
     run "$BIN/tsinfo" --bogus
-    one_line_error "^tsinfo: unknown option '--bogus' \(try --help\)$"
+    one_line_error "^tsinfo: --bogus: unknown option \(try --help\)$"
 }
