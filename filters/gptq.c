@@ -335,7 +335,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "-o") && more) {
             out = argv[++i];
         } else if (a[0] == '-' && a[1]) {
-            wp_die("unknown option or missing value '%s' (try --help)", a);
+            wp_die("%s: unknown option or missing value (try --help)", a);
         } else if (!in) {
             in = a;
         } else {

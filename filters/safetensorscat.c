@@ -50,7 +50,7 @@ int main(int argc, char **argv)
             while (++i < argc)
                 in[n_in++] = argv[i];
         } else if (argv[i][0] == '-') {
-            wp_die("unknown option '%s' (try --help)", argv[i]);
+            wp_die("%s: unknown option (try --help)", argv[i]);
         } else {
             in[n_in++] = argv[i];
         }

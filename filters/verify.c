@@ -81,7 +81,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "-q")) {
             quiet = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            wp_die("unknown option '%s' (try --help)", argv[i]);
+            wp_die("%s: unknown option (try --help)", argv[i]);
         } else if (!orig) {
             orig = argv[i];
         } else if (!bpath) {
