@@ -49,6 +49,15 @@ static XXH128_hash_t unit_hash(const wp_record *a, const wp_record *b)
         XXH3_128bits_update(st, head, sizeof head);
         XXH3_128bits_update(st, kl, sizeof kl);
         XXH3_128bits_update(st, r->payload_len ? r->payload : (const uint8_t *)"", (size_t)r->payload_len);
+        /* attributes that decide how the bytes are read (palette, group,
+         * codec ...) are part of the content; a file offset is not */
+        for (const char *a = r->attrs ? r->attrs : ""; *a;) {
+            const char *nl = strchr(a, '\n');
+            size_t l = nl ? (size_t)(nl - a) + 1 : strlen(a);
+            if (strncmp(a, "offset=", 7) && strncmp(a, "xxh32=", 6))
+                XXH3_128bits_update(st, a, l);
+            a += l;
+        }
     }
     XXH128_hash_t h = XXH3_128bits_digest(st);
     XXH3_freeState(st);

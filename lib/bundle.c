@@ -484,7 +484,9 @@ static int restore_exp(wp_restore *rs, const wp_record *r, int reference)
     int64_t vmap_bytes = wp_attr_i64(raw, "vmap_bytes", -1), vbytes_len = wp_attr_i64(raw, "vbytes_len", -1);
     if (s.palette_n < 0 || s.palette_n > WP_BF16_PALETTE_MAX || s.n_palette < 0 || s.n_palette > s.palette_n ||
         (s.palette_n && s.group < 1) || s.group < 0 || s.n_verbatim < 0 || vmap_bytes < 0 || vbytes_len < 0 ||
-        (uint64_t)(WP_BF16_PALETTE_MAX + vmap_bytes + vbytes_len) > raw->payload_len)
+        raw->payload_len < WP_BF16_PALETTE_MAX || (uint64_t)vmap_bytes > raw->payload_len ||
+        (uint64_t)vbytes_len > raw->payload_len ||
+        WP_BF16_PALETTE_MAX + (uint64_t)vmap_bytes + (uint64_t)vbytes_len > raw->payload_len)
         return rfail(rs, "record '%s': bad raw record attributes", r->name);
     s.sym_per_row = s.palette_n ? (s.n_cols + 1) / 2 : s.n_cols;
     s.n_sym = (size_t)(s.n_rows * s.sym_per_row);
@@ -516,6 +518,8 @@ static int unwrap_z(wp_restore *rs, wp_record *in)
     int64_t g = wp_attr_i64(in, "z_group", 1);
     if (of <= 0 || of == WP_REC_Z || of == WP_REC_END || len < 0 || g < 1 || g > 4096)
         return rfail(rs, "record '%s': bad zstd record attributes", in->name);
+    if (wp_zcontent_size(in->payload, (size_t)in->payload_len) != (uint64_t)len)
+        return rfail(rs, "record '%s': corrupt zstd payload", in->name);
     uint8_t *p = malloc(len ? (size_t)len : 1);
     if (!p)
         return rfail(rs, "record '%s': out of memory", in->name);
@@ -537,8 +541,9 @@ static int unwrap_z(wp_restore *rs, wp_record *in)
 static int expand_kvpack(wp_restore *rs, const wp_record *in)
 {
     int64_t n = wp_attr_i64(in, "n_kv", -1), len = wp_attr_i64(in, "z_len", -1);
-    if (n < 0 || len < 0 || (uint64_t)n > (uint64_t)len / 16 + 1)
-        return rfail(rs, "kvpack: bad attributes");
+    if (n < 0 || len < 0 || (uint64_t)n > (uint64_t)len / 16 + 1 ||
+        wp_zcontent_size(in->payload, (size_t)in->payload_len) != (uint64_t)len)
+        return rfail(rs, "kvpack: bad attributes or corrupt zstd payload");
     uint8_t *p = malloc(len ? (size_t)len : 1);
     if (!p)
         return rfail(rs, "kvpack: out of memory");
@@ -585,6 +590,13 @@ bad:
     return rfail(rs, "kvpack: corrupt contents");
 }
 
+/* A message without the leading "PATH: " (the caller names the file). */
+static const char *strip_path(const char *msg, const char *path)
+{
+    size_t n = strlen(path);
+    return !strncmp(msg, path, n) && msg[n] == ':' && msg[n + 1] == ' ' ? msg + n + 2 : msg;
+}
+
 /* Resolve a REF: restore the tensor it names from the source bundle. */
 static int resolve_ref(wp_restore *rs, const wp_record *in)
 {
@@ -595,7 +607,7 @@ static int resolve_ref(wp_restore *rs, const wp_record *in)
         return rfail(rs, "record '%s': a shared tensor needs the bundle as a file, not a pipe", in->name);
     if (!rs->have_ix) {
         if (wp_index_read(rs->src, rs->src_path, &rs->ix, err, sizeof err))
-            return rfail(rs, "%s", err);
+            return rfail(rs, "%s", strip_path(err, rs->src_path));
         rs->have_ix = 1;
     }
     wp_restore *sub = wp_restore_new();
@@ -608,7 +620,7 @@ static int resolve_ref(wp_restore *rs, const wp_record *in)
         if (strcmp(rs->ix.e[i].name, same) || rs->ix.e[i].kind == WP_REC_REF)
             continue;
         if (wp_record_read_at(rs->src, rs->src_path, rs->ix.e[i].offset, &r, err, sizeof err)) {
-            rfail(rs, "%s", err);
+            rfail(rs, "%s", strip_path(err, rs->src_path));
             break;
         }
         int k = wp_restore_put(sub, &r, 0, &t);

@@ -12,7 +12,7 @@
 static const char *prog = "wpack";
 static FILE *out_f;
 static char out_path[4096], out_tmp[4200];
-static int out_is_stdout_file;
+static volatile sig_atomic_t out_is_stdout_file;
 static off_t out_start;
 
 /* Interrupted (Ctrl-C, kill): remove the temporary output, then die of the
@@ -21,6 +21,8 @@ static void on_signal(int sig)
 {
     if (out_tmp[0])
         unlink(out_tmp);
+    else if (out_is_stdout_file && ftruncate(STDOUT_FILENO, out_start) != 0)
+        (void)0;   /* nothing more a handler can do */
     signal(sig, SIG_DFL);
     raise(sig);
 }

@@ -270,6 +270,8 @@ static int read_kv(wp_gguf_in *g, uint64_t i)
     if (!key)
         return -1;
     g->keys[i] = key;
+    if (strlen(key) > WP_MAX_NAME)
+        return gfail(g, "key of %zu bytes is longer than %u", strlen(key), WP_MAX_NAME);
     for (uint64_t j = 0; j < i; j++)
         if (!strcmp(g->keys[j], key))
             return gfail(g, "duplicate key '%s'", key);
@@ -384,6 +386,26 @@ void wp_gguf_close(wp_gguf_in *g)
     free(g);
 }
 
+/* Check that the n bytes at file offset `at` are zero. */
+static int zeros(wp_gguf_in *g, uint64_t at, uint64_t n, const char *what)
+{
+    uint8_t buf[4096];
+    if (n && fseeko(g->f, (off_t)at, SEEK_SET))
+        return gfail(g, "read error in %s", what);
+    while (n) {
+        size_t k = n > sizeof buf ? sizeof buf : (size_t)n;
+        if (fread(buf, 1, k, g->f) != k)
+            return gfail(g, "read error in %s", what);
+        for (size_t i = 0; i < k; i++)
+            if (buf[i])
+                return gfail(g, "nonzero byte in the %s at byte %" PRIu64 " (would not round-trip)", what,
+                             at + (uint64_t)i);
+        at += k;
+        n -= k;
+    }
+    return 0;
+}
+
 static int cmp_tinfo_name(const void *a, const void *b)
 {
     return strcmp((*(struct tinfo *const *)a)->name, (*(struct tinfo *const *)b)->name);
@@ -398,6 +420,8 @@ static int read_tensor_infos(wp_gguf_in *g)
         t->name = gread_string(g, "tensor name");
         if (!t->name || gread_u32(g, &nd, "tensor info"))
             return -1;
+        if (strlen(t->name) > WP_MAX_NAME)
+            return gfail(g, "tensor name of %zu bytes is longer than %u", strlen(t->name), WP_MAX_NAME);
         if (nd < 1 || nd > WP_MAX_DIMS)
             return gfail(g, "tensor '%s': %" PRIu32 " dimensions (1 to 4 allowed)", t->name, nd);
         t->n_dims = (int)nd;
@@ -444,6 +468,31 @@ static int read_tensor_infos(wp_gguf_in *g)
             return gfail(g, "tensor '%s': data at offset %" PRIu64 " (+%" PRIu64 " bytes) runs past the end of the file",
                          t->name, t->offset, t->size);
     }
+    /* Everything between the header and the tensors, between tensors, and
+     * after the last one must be the zero padding a GGUF writer puts there,
+     * in tensor-info order: that is what ggufpack writes back, so anything
+     * else would not round-trip byte for byte. */
+    if (zeros(g, g->pos, g->data_start - g->pos, "padding after the tensor infos"))
+        return -1;
+    uint64_t end = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        struct tinfo *t = &g->ti[i];
+        if (t->offset < end)
+            return gfail(g, "tensor '%s': data at offset %" PRIu64 " overlaps the tensor before it",
+                         t->name, t->offset);
+        if (t->offset - end > (UINT64_C(1) << 20))
+            return gfail(g, "tensor '%s': a gap of %" PRIu64 " bytes before its data (more than 1 MiB)",
+                         t->name, t->offset - end);
+        if (zeros(g, g->data_start + end, t->offset - end, "padding between tensors"))
+            return -1;
+        end = t->offset + t->size;
+    }
+    uint64_t tail = g->file_size - g->data_start - end;
+    if (tail >= g->alignment)
+        return gfail(g, "%" PRIu64 " bytes after the last tensor's data (not GGUF padding)", tail);
+    if (zeros(g, g->data_start + end, tail, "padding after the last tensor"))
+        return -1;
+
     struct tinfo **s = malloc((g->n_tensors ? g->n_tensors : 1) * sizeof *s);
     if (!s)
         return gfail(g, "out of memory");
@@ -631,9 +680,11 @@ static int add_kv(wp_gguf_out *o, const wp_record *r)
         o->alignment = a;
     }
     char **k = realloc(o->keys, (o->n_kv + 1) * sizeof *k);
-    if (!k || !(k[o->n_kv] = strdup(r->name)))
+    if (!k)
         return ofail(o, "out of memory");
     o->keys = k;
+    if (!(k[o->n_kv] = strdup(r->name)))
+        return ofail(o, "out of memory");
     o->n_kv++;
     wr32(b, r->type);
     if (fput_string(o->kv, r->name) || fwrite(b, 1, 4, o->kv) != 4 ||
@@ -662,8 +713,14 @@ static int add_tensor(wp_gguf_out *o, const wp_record *r)
     uint64_t off = o->n_tensors ? align_up(o->ti[o->n_tensors - 1].offset + o->ti[o->n_tensors - 1].size,
                                            o->alignment) : 0;
     int64_t want = wp_attr_i64(r, "offset", -1);
-    if (want >= 0 && (uint64_t)want % o->alignment == 0)
+    if (want >= 0) {
+        /* a file's own layout, kept when it is plausible: aligned, after the
+         * previous tensor, and no more than 1 MiB of gap */
+        if ((uint64_t)want % o->alignment || (uint64_t)want < off || (uint64_t)want - off > (UINT64_C(1) << 20))
+            return ofail(o, "tensor '%s': data offset %" PRId64 " overlaps the previous tensor, is misaligned"
+                            " or leaves a gap of more than 1 MiB", r->name, want);
         off = (uint64_t)want;
+    }
     if (o->n_tensors == o->cap) {
         uint64_t cap = o->cap * 2 + 16;
         struct tinfo *t = realloc(o->ti, cap * sizeof *t);

@@ -89,8 +89,11 @@ int wp_rowmap_expand(const wp_record *map, const wp_record *reduced, wp_record *
 {
     uint64_t rows = map->ne[0] > 0 ? (uint64_t)(wp_record_nelem(map) / map->ne[0]) : 0;
     uint64_t n = reduced->ne[0] > 0 ? (uint64_t)(wp_record_nelem(reduced) / reduced->ne[0]) : 0;
-    if (map->payload_len != rows * 4 || reduced->ne[0] != map->ne[0] || reduced->type != map->type || !n ||
-        reduced->payload_len % n) {
+    /* the map is untrusted: its row count must fit the payload and the
+     * expanded tensor a sane size before anything is allocated */
+    if (map->n_dims < 2 || rows > UINT32_MAX || map->payload_len % 4 || map->payload_len / 4 != rows ||
+        reduced->ne[0] != map->ne[0] || reduced->type != map->type || !n || reduced->payload_len % n ||
+        (reduced->payload_len / n && rows > (UINT64_C(1) << 40) / (reduced->payload_len / n))) {
         snprintf(err, errlen, "record '%s': row map does not fit its tensor", map->name);
         return -1;
     }

@@ -2,6 +2,8 @@
  * trailing index. Layout and contracts: stream.h and wpack-stream(5). */
 #include "stream.h"
 
+#include "ggml_type.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -411,6 +413,14 @@ static int read_header(wp_reader *rd, wp_record *r)
     }
     if (r->payload_len > MAX_PAYLOAD)
         return rfail(rd, "record '%s': payload of %" PRIu64 " bytes is implausible", name, r->payload_len);
+    if (r->kind == WP_REC_TENSOR && wp_ggml_blck_size(r->type) && r->n_dims >= 1) {
+        /* a tensor's bytes are what its type and shape say */
+        uint64_t rs = wp_ggml_row_size(r->type, r->ne[0]), need = r->ne[0] ? rs * (nelem / (uint64_t)r->ne[0]) : 0;
+        if ((r->ne[0] && !rs) || need != r->payload_len)
+            return rfail(rd, "record '%s': %" PRIu64 " payload bytes, but %s %" PRId64 " x %" PRIu64 " needs %" PRIu64,
+                         name, r->payload_len, wp_ggml_type_name(r->type), r->ne[0],
+                         r->ne[0] ? nelem / (uint64_t)r->ne[0] : 0, need);
+    }
     if (rskip(rd, pad_to(rd->off, rd->align), "record padding"))
         return -1;
     rd->pending = r->payload_len + pad_to(r->payload_len, rd->align);

@@ -59,6 +59,12 @@ uint8_t *wp_zpack(const void *src, size_t n, unsigned g, int level, size_t *out_
     return out;
 }
 
+uint64_t wp_zcontent_size(const void *src, size_t len)
+{
+    unsigned long long size = ZSTD_getFrameContentSize(src, len);
+    return size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN ? UINT64_MAX : (uint64_t)size;
+}
+
 int wp_zunpack(const void *src, size_t len, unsigned g, void *dst, size_t n)
 {
     unsigned long long size = ZSTD_getFrameContentSize(src, len);

@@ -20,6 +20,10 @@
  * buffer of *out_len bytes (free() it), or NULL when out of memory. */
 uint8_t *wp_zpack(const void *src, size_t n, unsigned g, int level, size_t *out_len);
 
+/* The uncompressed size a zstd frame declares, or UINT64_MAX when src is not
+ * a zstd frame that declares it (check before allocating from it). */
+uint64_t wp_zcontent_size(const void *src, size_t len);
+
 /* Decompress into dst, which must hold exactly n bytes, undoing grouping g.
  * Returns 0, or -1 when the data is corrupt or not exactly n bytes. */
 int wp_zunpack(const void *src, size_t len, unsigned g, void *dst, size_t n);

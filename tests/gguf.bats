@@ -231,3 +231,18 @@ info_field() { # FILE NAME FIELD(type|offset)
     run "$BIN/tsinfo" --bogus
     one_line_error "^tsinfo: --bogus: unknown option \(try --help\)$"
 }
+
+@test "interrupted (SIGINT) while writing to a redirected stdout: the file is left empty" {
+    mkfifo "$T/fifo2"
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    sh -c "exec '$BIN/histogram' '$T/fifo2' > '$T/part.wps'" &
+    pid=$!
+    exec 7> "$T/fifo2"
+    head -c 900000 "$T/s.wps" >&7
+    sleep 0.5
+    [ -s "$T/part.wps" ]                     # it has written part of its stream
+    kill -INT "$pid"
+    wait "$pid" || true
+    exec 7>&-
+    [ ! -s "$T/part.wps" ]
+}

@@ -7,7 +7,7 @@
 #include "tap.h"
 
 /* A stream of one record with shape ne, in memory. */
-static char *one_record(const int64_t ne[4], int n_dims, size_t *len)
+static char *one_record(const int64_t ne[4], int n_dims, uint64_t bytes, size_t *len)
 {
     char *buf = NULL, err[256];
     FILE *f = open_memstream(&buf, len);
@@ -18,8 +18,8 @@ static char *one_record(const int64_t ne[4], int n_dims, size_t *len)
     r.n_dims = n_dims;
     memcpy(r.ne, ne, sizeof r.ne);
     wp_record_set_name(&r, "t");
-    wp_record_alloc(&r, 4);
-    memset(r.payload, 7, 4);
+    wp_record_alloc(&r, bytes);
+    memset(r.payload, 7, (size_t)bytes);
     wp_writer_put(w, &r);
     wp_writer_close(w, err, sizeof err);
     fclose(f);
@@ -53,10 +53,14 @@ int main(void)
     char msg[512];
     size_t len;
     int64_t ok_ne[4] = {2, 2, 1, 1}, huge[4] = {1, INT64_C(1) << 40, INT64_C(1) << 40, INT64_C(1) << 24};
-    char *a = one_record(ok_ne, 2, &len);
+    char *a = one_record(ok_ne, 2, 16, &len);
     CHECK(read_all(a, len, msg, sizeof msg) == 0, "a well-formed stream reads to its end record");
     free(a);
-    char *b = one_record(huge, 4, &len);
+    char *c = one_record(ok_ne, 2, 4, &len);
+    CHECK(read_all(c, len, msg, sizeof msg) < 0 && strstr(msg, "record 't': 4 payload bytes, but F32 2 x 2 needs 16"),
+          "a tensor whose payload does not fit its type and shape is refused: %s", msg);
+    free(c);
+    char *b = one_record(huge, 4, 4, &len);
     CHECK(read_all(b, len, msg, sizeof msg) < 0 && strstr(msg, "more than 2^62 elements"),
           "a shape whose element count overflows is refused: %s", msg);
     free(b);

@@ -1,0 +1,129 @@
+/* test_robust.c - malformed input found in review: each is refused with a
+ * message, never a crash or a wrong round trip. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gguf_file.h"
+#include "rowmap.h"
+#include "stream.h"
+#include "tap.h"
+
+static void put64(FILE *f, uint64_t v) { fwrite(&v, 8, 1, f); }
+static void put32(FILE *f, uint32_t v) { fwrite(&v, 4, 1, f); }
+
+/* A GGUF with one F32 tensor of 8 weights called `name`, then `extra`
+ * bytes of value `fill` after its data. */
+static void write_gguf(const char *path, const char *name, int extra, int fill)
+{
+    FILE *f = fopen(path, "wb");
+    fwrite("GGUF", 1, 4, f);
+    put32(f, 3);
+    put64(f, 1);            /* tensors */
+    put64(f, 0);            /* kv */
+    put64(f, strlen(name));
+    fwrite(name, 1, strlen(name), f);
+    put32(f, 1);
+    put64(f, 8);
+    put32(f, 0);            /* F32 */
+    put64(f, 0);            /* offset */
+    long pos = ftell(f);
+    while (pos++ % 32)
+        fputc(0, f);
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    fwrite(x, 4, 8, f);
+    for (int i = 0; i < extra; i++)
+        fputc(fill, f);
+    fclose(f);
+}
+
+static int open_all(const char *path, char *err, size_t n)
+{
+    wp_gguf_in *g = wp_gguf_open(path, err, n);
+    if (!g)
+        return -1;
+    wp_record r;
+    wp_record_init(&r);
+    int k;
+    while ((k = wp_gguf_next(g, &r)) > 0)
+        ;
+    if (k < 0)
+        snprintf(err, n, "%s", wp_gguf_error(g));
+    wp_record_free(&r);
+    wp_gguf_close(g);
+    return k;
+}
+
+int main(void)
+{
+    char err[1024], path[] = "/tmp/wpack-robust-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+
+    write_gguf(path, "w", 0, 0);
+    CHECK(open_all(path, err, sizeof err) == 0, "a well-formed GGUF reads");
+    write_gguf(path, "w", 16, 0);
+    CHECK(open_all(path, err, sizeof err) == 0, "zero padding after the last tensor is accepted");
+    write_gguf(path, "w", 16, 0xaa);
+    CHECK(open_all(path, err, sizeof err) < 0 && strstr(err, "nonzero byte in the padding after the last tensor"),
+          "nonzero trailing padding is refused (it would not round-trip): %s", err);
+    write_gguf(path, "w", 100, 0);
+    CHECK(open_all(path, err, sizeof err) < 0 && strstr(err, "100 bytes after the last tensor's data"),
+          "trailing data beyond the padding is refused: %s", err);
+    char *longname = malloc(5001);
+    memset(longname, 'n', 5000);
+    longname[5000] = 0;
+    write_gguf(path, longname, 0, 0);
+    CHECK(open_all(path, err, sizeof err) < 0 && strstr(err, "tensor name of 5000 bytes is longer than 4096"),
+          "a 5000-byte tensor name is refused as such: %s", err);
+    free(longname);
+    unlink(path);
+
+    /* an untrusted offset attribute cannot make ggufpack write gigabytes */
+    wp_gguf_out *o = wp_gguf_out_new(err, sizeof err);
+    wp_record t;
+    wp_record_init(&t);
+    t.kind = WP_REC_TENSOR;
+    t.type = 0;
+    t.n_dims = 1;
+    t.ne[0] = 8;
+    wp_record_set_name(&t, "w");
+    memset(wp_record_alloc(&t, 32), 0, 32);
+    wp_attr_set_i64(&t, "offset", INT64_C(1) << 40);
+    CHECK(wp_gguf_out_add(o, &t) < 0 && strstr(wp_gguf_out_error(o), "offset 1099511627776"),
+          "an offset attribute far past the data is refused: %s", wp_gguf_out_error(o));
+    wp_gguf_out_free(o);
+    wp_record_free(&t);
+
+    /* a row map whose row count does not fit its payload */
+    wp_record map, red, full;
+    wp_record_init(&map);
+    wp_record_init(&red);
+    wp_record_init(&full);
+    map.kind = WP_REC_ROWMAP;
+    map.n_dims = 2;
+    map.ne[0] = 1;
+    map.ne[1] = INT64_C(1) << 62;
+    wp_record_set_name(&map, "x");
+    wp_record_alloc(&map, 0);
+    red.kind = WP_REC_TENSOR;
+    red.n_dims = 2;
+    red.ne[0] = 1;
+    red.ne[1] = 1;
+    wp_record_set_name(&red, "x");
+    memset(wp_record_alloc(&red, 4), 0, 4);
+    CHECK(wp_rowmap_expand(&map, &red, &full, err, sizeof err) < 0 && strstr(err, "row map does not fit"),
+          "a row map of 2^62 rows with no payload is refused: %s", err);
+    map.ne[1] = 3;
+    uint8_t *m = wp_record_alloc(&map, 12);
+    memset(m, 0, 12);
+    CHECK(wp_rowmap_expand(&map, &red, &full, err, sizeof err) == 0 && full.payload_len == 12 && full.ne[1] == 3,
+          "a fitting row map expands one distinct row to three");
+    m[4] = 1;
+    CHECK(wp_rowmap_expand(&map, &red, &full, err, sizeof err) < 0 && strstr(err, "points past the distinct rows"),
+          "a row map pointing past the distinct rows is refused: %s", err);
+    wp_record_free(&map);
+    wp_record_free(&red);
+    wp_record_free(&full);
+    return tap_done();
+}
