@@ -16,6 +16,7 @@
 #include "ggml_type.h"
 #include "gguf_file.h"
 #include "half.h"
+#include "synth.h"
 
 #define EMBD 256
 #define FF 768
@@ -24,22 +25,6 @@
 #define KV_HEADS 2
 #define VOCAB 512
 
-static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static double urand(void)
-{
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return ((rng >> 11) + 0.5) / 9007199254740992.0;
-}
-static double gauss(void) { return sqrt(-2 * log(urand())) * cos(6.283185307179586 * urand()); }
-static double student4(void)
-{
-    double z = gauss(), c = 0;
-    for (int i = 0; i < 4; i++) {
-        double g = gauss();
-        c += g * g;
-    }
-    return z / sqrt(c / 4);
-}
 
 static wp_gguf_out *out;
 static int wtype = WP_F32;
@@ -93,6 +78,7 @@ static void tensor(const char *name, int64_t cols, int64_t rows, int kind)
 
 int main(int argc, char **argv)
 {
+    synth_state = 0x2545F4914F6CDD1Dull;
     char err[512], name[96];
     if (argc < 3) {
         fprintf(stderr, "usage: mkllama STORIES260K-F32.gguf OUT.gguf [F32|F16|BF16]\n");

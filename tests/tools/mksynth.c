@@ -28,25 +28,8 @@
 #include "ggml_type.h"
 #include "gguf_file.h"
 #include "half.h"
+#include "synth.h"
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static double urand(void)
-{
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return ((rng >> 11) + 0.5) / 9007199254740992.0;
-}
-static double gauss(void) { return sqrt(-2 * log(urand())) * cos(6.283185307179586 * urand()); }
-
-/* Student-t with 4 degrees of freedom: heavy tails like trained weights. */
-static double student4(void)
-{
-    double z = gauss(), c = 0;
-    for (int i = 0; i < 4; i++) {
-        double g = gauss();
-        c += g * g;
-    }
-    return z / sqrt(c / 4);
-}
 
 static void realistic(float *w, int64_t rows, int64_t cols)
 {
