@@ -145,7 +145,7 @@ int main(int argc, char **argv)
 {
     char err[256];
     if (argc < 2) {
-        fprintf(stderr, "usage: mksynth OUT.gguf [small|big]\n");
+        fprintf(stderr, "usage: mksynth OUT.gguf [small|big|floats]\n");
         return 2;
     }
     int big = argc > 2 && !strcmp(argv[2], "big");
