@@ -226,6 +226,82 @@ int wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, c
     return rc;
 }
 
+int64_t wr_palette_stride(const wr_matrix *m) { return (m->cols + 7) / 8 * 4; }
+
+int wr_palette_index(const wr_matrix *m, const uint8_t *fixed, uint8_t *idx)
+{
+    const struct wp_bf16_split *s = &m->s;
+    if (m->kind != WR_EXP || m->type != WP_BF16 || !s->palette_n)
+        return -1;
+    const int64_t st = wr_palette_stride(m);
+    int inv[256];
+    for (int e = 0; e < 256; e++)
+        inv[e] = 0;
+    for (int i = s->n_palette; i-- > 0;)
+        inv[s->palette[i]] = i;
+    memset(idx, 0, (size_t)(st * m->rows));
+    for (int64_t r = 0; r < m->rows; r++)
+        for (int64_t c = 0; c < m->cols; c++) {
+            uint64_t bit = (uint64_t)r * (uint64_t)s->groups_per_row + (uint64_t)(c / s->group);
+            if (s->vmap[bit / 8] >> (bit % 8) & 1)
+                continue;   /* verbatim group: index 0, as the coded slots hold */
+            const uint8_t *w = fixed + 2 * (r * m->cols + c);
+            int e = ((w[1] & 0x7f) << 1) | (w[0] >> 7);
+            idx[r * st + c / 2] |= (uint8_t)(inv[e] << (4 * (c & 1)));
+        }
+    return 0;
+}
+
+int wr_cpu_transcode(const wr_matrix *m, uint8_t *idx, char *err, size_t errlen)
+{
+    if (m->kind != WR_EXP || m->type != WP_BF16 || !m->s.palette_n)
+        return fail(err, errlen, "%s: transcode needs a palette-pair BF16 matrix", m->name);
+    const int64_t st = wr_palette_stride(m);
+    tile_dec d;
+    if (dec_open(&d, m, 0))
+        return fail(err, errlen, "%s: bad code table", m->name);
+    static uint8_t buf[64 * 256];
+    memset(idx, 0, (size_t)(st * m->rows));
+    for (uint64_t t = 0; t < m->v.n_tiles; t++) {
+        uint64_t r0, c0;
+        uint32_t h, w;
+        wp_lanes_tile_rect(&m->v.shape, t, &r0, &c0, &h, &w);
+        if (dec_tile(&d, t, buf)) {
+            dec_close(&d);
+            return fail(err, errlen, "%s: tile %llu: corrupt lanes", m->name, (unsigned long long)t);
+        }
+        for (uint32_t r = 0; r < h; r++)
+            memcpy(idx + (r0 + r) * (uint64_t)st + c0, buf + 256 * r, w);
+    }
+    dec_close(&d);
+    return 0;
+}
+
+int wr_cpu_gemv_palette(const wr_matrix *m, const uint8_t *idx, const float *x, int batch, float *y, char *err,
+                        size_t errlen)
+{
+    const struct wp_bf16_split *s = &m->s;
+    if (m->kind != WR_EXP || m->type != WP_BF16 || !s->palette_n)
+        return fail(err, errlen, "%s: the palette GEMV needs a palette-pair BF16 matrix", m->name);
+    const int64_t st = wr_palette_stride(m);
+    int bad = 0;
+    for (int64_t row = 0; row < m->rows; row++) {
+        const uint8_t *rowsym = idx + row * st;   /* pair j of the row at byte j */
+        for (int b = 0; b < batch; b++) {
+            const float *xb = x + (uint64_t)b * (uint64_t)m->cols;
+            double a = 0;
+            for (int64_t c0 = 0; c0 < m->cols; c0 += 256) {
+                float part = 0;
+                for (int64_t c = c0; c < m->cols && c < c0 + 256; c++)
+                    part += wp_bf16_to_f32(exp_weight(m, (uint64_t)row, (uint64_t)c, rowsym, 0, &bad)) * xb[c];
+                a += part;
+            }
+            y[(uint64_t)b * (uint64_t)m->rows + (uint64_t)row] = (float)a;
+        }
+    }
+    return bad ? fail(err, errlen, "%s: palette index without an entry", m->name) : 0;
+}
+
 /* Float value of element i of a floating-point tensor. */
 static float float_at(uint32_t type, const uint8_t *data, uint64_t i)
 {

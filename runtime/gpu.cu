@@ -12,21 +12,31 @@
  * (wr_huf_peek, the hardware unit's method), never a 2^L table.
  *
  * Kernels:
- *   k_restore_q     lane decode -> exact ggml blocks (wr_put_block) in global memory
- *   k_restore_exp   lane decode -> exact BF16 (exponent + raw byte, verbatim groups)
- *   k_fused_q<B>    fused decode + GEMV, batch B <= 8: weights live only in registers
- *   k_fused_exp<B>  exponent-only decode, BF16 rebuilt in registers, GEMV ("exp")
- *   k_twin_q<B>     the twin: the same GEMV reading fixed-width ggml blocks
+ *   k_restore       lane decode against the per-length limits -> exact ggml
+ *                   blocks (wr_put_block) or BF16, in global memory (the
+ *                   reference decoder, and the "full" pipeline for blocks)
+ *   k_restore_exp   table decode -> BF16 (the "full" pipeline for BF16)
+ *   k_fused_q<T,B>  fused decode + GEMV, batch B in {1,2,4,8}, type T a template
+ *                   argument: codes looked up as values, weights only in registers
+ *   k_fused_exp<B>  exponent-only decode, BF16 rebuilt in registers, GEMV
+ *   k_transcode     lanes -> 4-bit palette indices in global memory
+ *   k_palette<B>    GEMV from 4-bit palette indices + raw bytes (no Huffman)
+ *   k_twin<T,B>     the twin: the same GEMV reading fixed-width ggml blocks
  *   cuBLAS          BF16 GEMM (cublasGemmEx, FP32 accumulate) for "full" and the baseline
+ * The GEMV, transcode and BF16 restore kernels decode through a 2^L lookup
+ * table in shared memory built on the host from the limits (build_lut).
+ *
+ * Measured on an H200 (README.md): every kernel bit-exact / within 1e-4, but
+ * the fused kernels are 1.2-4.2x the twin at batch 1; Nsight Compute shows
+ * them bound by issue and load latency of the serial lane decode (one thread
+ * a lane, 3,584 warps for 4096 x 14336), with DRAM at ~5 %.
  *
  * TODO (not implemented, deliberately absent rather than half-working):
  *   - stage each tile's words through shared memory in coalesced 128-byte
- *     groups instead of per-thread __ldg streaming (L1/L2 serve them now);
+ *     groups (each thread now loads its own words, two ahead);
  *   - the reconstructive GEMM for large batches (BF16 tiles rebuilt in shared
  *     memory feeding mma.sync); batches > 8 now run the fused kernels 8 at a time
  *     or the "full" pipeline;
- *   - palette transcode at run time and direct palette (4-bit indices
- *     transcoded at load) pipelines;
  *   - autotuning of the SM split between decode and GEMM (the tuner now picks
  *     between whole pipelines per matrix and batch);
  *   - F16/F32 exponent-coded matrices on the device (BF16 only).
@@ -69,6 +79,10 @@ struct DevMat {
     const unsigned long long *vrow;          /* WR_EXP: vbytes offset of row r */
     int type, wps, bits, n, sub_n, side_bytes, block_bytes, palette_n, n_palette;  /* wps codes of bits bits per symbol */
     long long rows, cols, S, gpr, group;
+    long long istride;                       /* palette index bytes a row (a multiple of 4) */
+    int gshift;                              /* log2(group) when a power of 2, else -1 */
+    int qoff, qnl;                           /* WR_Q: c(q) = kv[q] when qnl, else q - qoff */
+    int L;                                   /* lookup-table bits (= max code length) */
     unsigned T;
     unsigned long long tcols, trows, ntiles;
     int *err;
@@ -84,6 +98,7 @@ struct Lane {
     const uint32_t *tw;
     const Groups *g;
     uint32_t W, next, lt;
+    uint32_t q0, q1;          /* words next and next + 1, loaded ahead (prefetch distance 2) */
     unsigned long long buf;
     int nbits;
     unsigned long long pos;
@@ -104,6 +119,12 @@ __device__ __forceinline__ TileGeo tile_geo(const DevMat &M, unsigned long long 
     g.h = (unsigned)(hh < 64 ? hh : 64);
     g.w = (unsigned)(ww < (long long)M.T ? ww : (long long)M.T);
     return g;
+}
+
+/* Word i of this thread's lane (0 past its end). */
+__device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
+{
+    return i < L.W ? __ldg(L.tw + L.g->start[i] + __popc(L.g->mask[i] & L.lt)) : 0u;
 }
 
 /* Warp-collective: open tile t for this thread's lane. */
@@ -133,14 +154,16 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     L.buf = 0;
     L.nbits = 0;
     L.pos = 0;
+    L.q0 = lane_word(L, 0);
+    L.q1 = lane_word(L, 1);
 }
 
 __device__ __forceinline__ int lane_sym(Lane &L, const wr_huf *h, unsigned &bad)
 {
     if (L.nbits < 32) {
-        uint32_t v = 0;
-        if (L.next < L.W)
-            v = __ldg(L.tw + L.g->start[L.next] + __popc(L.g->mask[L.next] & L.lt));
+        const uint32_t v = L.q0;
+        L.q0 = L.q1;
+        L.q1 = lane_word(L, L.next + 2);
         L.next++;
         L.buf |= (unsigned long long)v << (32 - L.nbits);
         L.nbits += 32;
@@ -246,25 +269,313 @@ __global__ void __launch_bounds__(32) k_restore(DevMat M, wr_huf H, uint8_t *out
         atomicOr(M.err, 1);
 }
 
-/* ---- fused decode + GEMV ----------------------------------------------------------------
+/* ---- fast decode: a 2^L lookup table in shared memory ----------------------------------
+ * The GEMV kernels decode with one shared-memory load a symbol: entry p of
+ * the table (p = the next L bits) is len | flags << 4 | payload << 8, built on
+ * the host from the same limit tables (build_lut) so it decodes exactly what
+ * wr_huf_peek decodes; len 0 marks a peek no code starts with (corrupt).
+ * Payload: the symbol (ggml codes, exponent bytes), or for palette pairs the
+ * two exponents palette[sym & 15] | palette[sym >> 4] << 8 with flag bit u set
+ * when index u of the pair is not in the palette. */
+
+#define LUT_MAX (1 << 15)
+
+__device__ __forceinline__ uint32_t lane_next(Lane &L, const uint32_t *lut, int Lb, unsigned &bad)
+{
+    if (L.nbits < 32) {
+        const uint32_t v = L.q0;
+        L.q0 = L.q1;
+        L.q1 = lane_word(L, L.next + 2);
+        L.next++;
+        L.buf |= (unsigned long long)v << (32 - L.nbits);
+        L.nbits += 32;
+    }
+    const uint32_t e = lut[(uint32_t)(L.buf >> (64 - Lb))];
+    const uint32_t len = e & 15u;
+    bad |= len == 0;
+    L.buf <<= len;
+    L.nbits -= (int)len;
+    L.pos += len;
+    return e;
+}
+
+/* Stage the lookup table (2^L words) into shared memory, block-wide. */
+__device__ __forceinline__ void load_lut(uint32_t *dst, const uint32_t *__restrict__ src, int Lb)
+{
+    for (unsigned i = threadIdx.x; i < (1u << Lb); i += blockDim.x)
+        dst[i] = __ldg(src + i);
+}
+
+/* The original bytes of a weight in a verbatim group (slow path, rare):
+ * the group's bytes follow those of the row's earlier verbatim groups. */
+__device__ __noinline__ uint32_t verbatim_bf16(const DevMat &M, long long row, long long col, bool &is_v)
+{
+    long long gi = col / M.group;
+    unsigned long long bit = (unsigned long long)(row * M.gpr + gi);
+    is_v = (M.vmap[bit / 8] >> (bit % 8)) & 1;
+    if (!is_v)
+        return 0;
+    unsigned long long before = 0;
+    for (unsigned long long b = (unsigned long long)(row * M.gpr); b < bit; b++)
+        before += (M.vmap[b / 8] >> (b % 8)) & 1;
+    const uint8_t *p = M.vbytes + M.vrow[row] + 2 * (before * M.group + (col - gi * M.group));
+    return (uint32_t)(p[0] | p[1] << 8);
+}
+
+/* Set bits of vmap in [lo, hi) (bit i = byte i / 8, LSB first). */
+__device__ __forceinline__ unsigned long long vmap_count(const uint8_t *vmap, unsigned long long lo,
+                                                         unsigned long long hi)
+{
+    unsigned long long n = 0;
+    for (; lo < hi && (lo & 7); lo++)
+        n += (vmap[lo / 8] >> (lo & 7)) & 1;
+    for (; lo + 8 <= hi; lo += 8)
+        n += __popc(vmap[lo / 8]);
+    for (; lo < hi; lo++)
+        n += (vmap[lo / 8] >> (lo & 7)) & 1;
+    return n;
+}
+
+/* The verbatim groups of one row over columns [c0, c0 + nw): bit i of mask
+ * = group g0 + i is verbatim, vb = byte offset in vbytes of the first
+ * verbatim group at or after g0 (given `before`, the row's verbatim groups
+ * ahead of g0). ok = 0 when more than 32 groups overlap the span (groups
+ * under 8 weights): then every weight takes verbatim_bf16. */
+struct VRow {
+    uint32_t mask;
+    int ok;
+    long long g0;
+    unsigned long long vb;
+};
+
+__device__ __forceinline__ VRow vrow_span(const DevMat &M, long long row, long long c0, int nw,
+                                          unsigned long long before)
+{
+    VRow V;
+    V.g0 = c0 / M.group;
+    V.mask = 0;
+    V.ok = 1;
+    V.vb = M.vrow[row] + 2ull * before * (unsigned long long)M.group;
+    const long long g1 = (c0 + nw - 1) / M.group;
+    if (g1 - V.g0 + 1 > 32) {
+        V.ok = 0;
+        return V;
+    }
+    const unsigned long long b = (unsigned long long)(row * M.gpr + V.g0);
+    for (int i = 0; i <= (int)(g1 - V.g0); i++)
+        V.mask |= (uint32_t)((M.vmap[(b + i) / 8] >> ((b + i) & 7)) & 1) << i;
+    return V;
+}
+
+/* vrow_span for a tile row: counts the row's verbatim groups ahead of it. */
+__device__ __forceinline__ VRow vrow_tile(const DevMat &M, long long row, long long c0, int nw)
+{
+    if (M.vrow[row + 1] == M.vrow[row]) {   /* no verbatim group in the row */
+        VRow V = {0u, 1, 0, 0};
+        return V;
+    }
+    const unsigned long long b0 = (unsigned long long)(row * M.gpr);
+    return vrow_span(M, row, c0, nw, vmap_count(M.vmap, b0, b0 + (unsigned long long)(c0 / M.group)));
+}
+
+/* The BF16 bits of weight (row, col) when it is in a verbatim group of V
+ * (*is_v = 1), else *is_v = 0. */
+__device__ __forceinline__ uint32_t vrow_bits(const DevMat &M, const VRow &V, long long row, long long col, bool &is_v)
+{
+    if (!V.ok)
+        return verbatim_bf16(M, row, col, is_v);
+    const long long local = col - V.g0 * M.group;
+    const int gi = (int)(M.gshift >= 0 ? local >> M.gshift : local / M.group);
+    is_v = (V.mask >> gi) & 1;
+    if (!is_v)
+        return 0;
+    const unsigned long long at =
+        V.vb + 2ull * ((unsigned long long)__popc(V.mask & ((1u << gi) - 1)) * (unsigned long long)M.group +
+                       (unsigned long long)(local - (long long)gi * M.group));
+    return (uint32_t)(M.vbytes[at] | M.vbytes[at + 1] << 8);
+}
+
+/* float of BF16 bits sign|exp|mantissa from an exponent and a raw byte (sign << 7 | mantissa). */
+__device__ __forceinline__ float bf16_value(uint32_t e, uint32_t raw)
+{
+    return __uint_as_float((raw & 0x80u) << 24 | (e & 255u) << 23 | (raw & 0x7fu) << 16);
+}
+
+/* ---- fused decode + GEMV, ggml block types ------------------------------------------------
  * Block = FUSED_WARPS warps on the tiles of one tile column (blockIdx.x) and
  * FUSED_WARPS consecutive tile rows; the column's x slice (B x 256 floats)
- * sits in shared memory. Thread k accumulates rows 2k, 2k+1 for B vectors in
- * registers and adds them to y with one atomicAdd each (y zeroed first). */
+ * and its per-sub-block sums sit in shared memory. Thread k walks rows 2k,
+ * 2k+1 sub-block by sub-block: dot = sum c(q) x over the sub-block, then
+ * acc += dl * dot - ml * sum(x) (the factored form of wr_value), for B
+ * vectors in registers; one atomicAdd a row and vector at the end (y zeroed
+ * first). TYPE is a template argument, so the block geometry (wr_geom_of)
+ * folds into constants. */
 
-template <int B, bool EXP>
-__global__ void __launch_bounds__(32 * FUSED_WARPS) k_fused(DevMat M, wr_huf H, const float *__restrict__ x,
-                                                            float *__restrict__ y)
+/* Codes a symbol of a type holds (wr_geom_of's wps, as a constant for the
+ * templates; wr_gpu_upload checks that the two agree). */
+__host__ __device__ constexpr int dev_wps(int type)
 {
-    __shared__ wr_huf h;
+    return type == WP_Q2_K ? 4
+           : (type == WP_Q4_0 || type == WP_Q4_1 || type == WP_IQ4_NL || type == WP_Q3_K || type == WP_Q4_K ||
+              type == WP_IQ4_XS) ? 2
+                                 : 1;
+}
+
+/* The code values c(q) of one symbol's wps codes, as one shared-memory
+ * load: float, float2 or float4. */
+template <int WPS> struct ValT;
+template <> struct ValT<1> { typedef float T; };
+template <> struct ValT<2> { typedef float2 T; };
+template <> struct ValT<4> { typedef float4 T; };
+__device__ __forceinline__ float val_get(float v, int) { return v; }
+__device__ __forceinline__ float val_get(float2 v, int u) { return u ? v.y : v.x; }
+__device__ __forceinline__ float val_get(float4 v, int u) { return u == 0 ? v.x : u == 1 ? v.y : u == 2 ? v.z : v.w; }
+__device__ __forceinline__ void val_set(float &v, int, float c) { v = c; }
+__device__ __forceinline__ void val_set(float2 &v, int u, float c) { (u ? v.y : v.x) = c; }
+__device__ __forceinline__ void val_set(float4 &v, int u, float c)
+{
+    (u == 0 ? v.x : u == 1 ? v.y : u == 2 ? v.z : v.w) = c;
+}
+
+template <int TYPE, int B>
+__global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(DevMat M, const uint32_t *__restrict__ glut,
+                                                              const float *__restrict__ x, float *__restrict__ y)
+{
+    constexpr int WPS = dev_wps(TYPE);
+    typedef typename ValT<WPS>::T V;
+    const wr_geom G = wr_geom_of(TYPE);
+    __shared__ uint32_t lut[1 << 11];
+    __shared__ V vt[256];   /* symbol -> its codes' values c(q) */
+    __shared__ Groups g[FUSED_WARPS];
+    __shared__ float xs[B][256];
+    __shared__ float xsum[B][16];
+    const unsigned warp = threadIdx.x / 32, k = threadIdx.x % 32;
+    const unsigned long long tc = blockIdx.x, tr = (unsigned long long)blockIdx.y * FUSED_WARPS + warp;
+    const long long c0w = (long long)tc * 256;
+    const int nw = (int)(M.cols - c0w < 256 ? M.cols - c0w : 256);
+    load_lut(lut, glut, M.L);
+    for (int sy = threadIdx.x; sy < 256; sy += blockDim.x) {
+        V v;
+#pragma unroll
+        for (int u = 0; u < WPS; u++) {
+            const int q = (sy >> (G.bits * u)) & ((1 << G.bits) - 1);
+            val_set(v, u, M.qnl ? wr_kv(q) : (float)(q - M.qoff));
+        }
+        vt[sy] = v;
+    }
+    for (int i = threadIdx.x; i < B * 256; i += blockDim.x) {
+        int b = i / 256, j = i % 256;
+        xs[b][j] = j < nw ? x[(long long)b * M.cols + c0w + j] : 0.0f;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < B * 16; i += blockDim.x) {
+        int b = i / 16, sb = i % 16;
+        float a = 0.0f;
+        if (sb < 256 / G.sub_n)
+            for (int j = 0; j < G.sub_n; j++)
+                a += xs[b][sb * G.sub_n + j];
+        xsum[b][sb] = a;
+    }
+    __syncthreads();
+    if (tr >= M.trows)
+        return;
+    const unsigned long long t = tr * M.tcols + tc;
+    TileGeo tg = tile_geo(M, t);
+    unsigned bad = 0;
+    Lane L;
+    lane_open(M, t, &g[warp], L, bad);
+    float acc[2][B];
+#pragma unroll
+    for (int rr = 0; rr < 2; rr++)
+#pragma unroll
+        for (int b = 0; b < B; b++)
+            acc[rr][b] = 0.0f;
+    const unsigned long long bpr = (unsigned long long)(M.cols / G.n);
+    const int nsub = nw / G.sub_n;
+#pragma unroll
+    for (int rr = 0; rr < 2; rr++) {
+        const unsigned r = 2 * k + rr;
+        if (r >= tg.h)
+            break;
+        const unsigned long long row = tg.r0 + r;
+        const uint8_t *sp = M.side + (row * bpr + (unsigned long long)c0w / G.n) * (unsigned)G.side;
+        for (int sb = 0; sb < nsub; sb++) {
+            const int jb = sb * G.sub_n / G.n, sib = sb * G.sub_n % G.n / G.sub_n;
+            const wr_scale sc = wr_sub_scale(TYPE, sp + jb * G.side, sib);
+            float dot[B];
+#pragma unroll
+            for (int b = 0; b < B; b++)
+                dot[b] = 0.0f;
+#pragma unroll
+            for (int i = 0; i < G.sub_n / WPS; i++) {
+                const V cv = vt[(lane_next(L, lut, M.L, bad) >> 8) & 255];
+#pragma unroll
+                for (int u = 0; u < WPS; u++) {
+                    const float c = val_get(cv, u);
+                    const int j = sb * G.sub_n + i * WPS + u;
+#pragma unroll
+                    for (int b = 0; b < B; b++)
+                        dot[b] = fmaf(c, xs[b][j], dot[b]);
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < B; b++)
+                acc[rr][b] += sc.dl * dot[b] - sc.ml * xsum[b][sb];
+        }
+    }
+    lane_close(L, bad);
+#pragma unroll
+    for (int rr = 0; rr < 2; rr++) {
+        const unsigned r = 2 * k + rr;
+        if (r < tg.h)
+#pragma unroll
+            for (int b = 0; b < B; b++)
+                atomicAdd(&y[(long long)b * M.rows + (long long)tg.r0 + r], acc[rr][b]);
+    }
+    if (bad)
+        atomicOr(M.err, 1);
+}
+
+/* ---- fused exponent-only decode + GEMV (BF16) ---------------------------------------------
+ * The same tiling; each decoded symbol gives one exponent (palette 0) or two
+ * (palette pairs, transcoded by the lookup table); BF16 is rebuilt in
+ * registers from the exponent and the raw byte. Rows with verbatim groups
+ * (vrow[r + 1] > vrow[r]) take the slow path for weights of those groups. */
+
+/* BF16 bits of weight (row, col) from its decoded table entry e (exponent
+ * u of the symbol), its raw byte and the row's verbatim groups V; flags
+ * palette indices outside the palette in bad. */
+template <bool PAL>
+__device__ __forceinline__ uint32_t exp_weight(const DevMat &M, const VRow &V, bool hasv, long long row,
+                                               long long col, uint32_t e, int u, uint32_t raw, unsigned &bad)
+{
+    uint32_t bits = (raw & 0x80u) << 8 | ((e >> (8 + 8 * u)) & 255u) << 7 | (raw & 0x7fu);
+    if (hasv) {
+        bool is_v;
+        const uint32_t vb = vrow_bits(M, V, row, col, is_v);
+        if (is_v)
+            bits = vb;
+        else
+            bad |= (e >> (4 + u)) & 1;
+    } else if (PAL) {
+        bad |= (e >> (4 + u)) & 1;
+    }
+    return bits;
+}
+
+template <int B, bool PAL>
+__global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(DevMat M, const uint32_t *__restrict__ glut,
+                                                                const float *__restrict__ x, float *__restrict__ y)
+{
+    constexpr int WPS = PAL ? 2 : 1;
+    __shared__ uint32_t lut[1 << 11];
     __shared__ Groups g[FUSED_WARPS];
     __shared__ float xs[B][256];
     const unsigned warp = threadIdx.x / 32, k = threadIdx.x % 32;
     const unsigned long long tc = blockIdx.x, tr = (unsigned long long)blockIdx.y * FUSED_WARPS + warp;
-    const int wps = EXP ? (M.palette_n ? 2 : 1) : M.wps;
     const long long c0w = (long long)tc * 256;
     const int nw = (int)(M.cols - c0w < 256 ? M.cols - c0w : 256);
-    load_huf(&h, H);
+    load_lut(lut, glut, M.L);
     for (int i = threadIdx.x; i < B * 256; i += blockDim.x) {
         int b = i / 256, j = i % 256;
         xs[b][j] = j < nw ? x[(long long)b * M.cols + c0w + j] : 0.0f;
@@ -283,43 +594,50 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS) k_fused(DevMat M, wr_huf H, 
 #pragma unroll
         for (int b = 0; b < B; b++)
             acc[rr][b] = 0.0f;
-    const long long bpr = EXP ? 0 : M.cols / M.n;
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
         const unsigned r = 2 * k + rr;
         if (r >= tg.h)
             break;
-        const long long row = (long long)tg.r0 + r;
-        wr_scale sc = {0.0f, 0.0f, 0, 0};
-        int cur = -1;
-        for (unsigned c = 0; c < tg.w; c++) {
-            int s = lane_sym(L, &h, bad);
-            const int j0 = (int)c * wps;   /* weight index within the tile row */
+        const long long row = (long long)(tg.r0 + r);
+        const uint8_t *rawp = M.raw + row * M.cols + c0w;
+        VRow V = {0u, 1, 0, 0};
+        if (PAL)
+            V = vrow_tile(M, row, c0w, nw);
+        const bool hasv = PAL && (V.mask || !V.ok);
+        if (M.cols % 8 == 0) {   /* 8 raw bytes at a time (aligned: own allocation, 8 | cols) */
+            for (unsigned c0 = 0; c0 < tg.w; c0 += 8 / WPS) {
+                const uint2 rv = __ldg(reinterpret_cast<const uint2 *>(rawp + c0 * WPS));
+                const uint32_t rw[2] = {rv.x, rv.y};
 #pragma unroll
-            for (int u = 0; u < 4; u++) {   /* wps <= 4 codes of the symbol */
-                if (u >= wps)
-                    break;
-                const int j = j0 + u;
-                if (j >= nw)
-                    break;
-                float v;
-                if (EXP) {
-                    uint16_t bits = exp_bits(M, row, c0w + j, s, bad);
-                    v = __uint_as_float((uint32_t)bits << 16);
-                } else {
-                    int sub = (int)((c0w + j) / M.sub_n);
-                    if (sub != cur) {
-                        cur = sub;
-                        long long col = c0w + j;
-                        sc = wr_sub_scale(M.type, M.side + (row * bpr + col / M.n) * M.side_bytes,
-                                          (int)(col % M.n) / M.sub_n);
+                for (int cc = 0; cc < 8 / WPS; cc++) {
+                    const uint32_t e = lane_next(L, lut, M.L, bad);
+#pragma unroll
+                    for (int u = 0; u < WPS; u++) {
+                        const int jj = cc * WPS + u, j = (int)c0 * WPS + jj;
+                        const uint32_t bits = exp_weight<PAL>(M, V, hasv, row, c0w + j, e, u,
+                                                              (rw[jj / 4] >> (8 * (jj % 4))) & 255u, bad);
+                        const float v = __uint_as_float(bits << 16);
+#pragma unroll
+                        for (int b = 0; b < B; b++)
+                            acc[rr][b] = fmaf(v, xs[b][j], acc[rr][b]);
                     }
-                    int q = wr_sym_code(s, M.bits, u);
-                    v = wr_value(&sc, q);
                 }
+            }
+        } else {
+            for (unsigned c = 0; c < tg.w; c++) {
+                const uint32_t e = lane_next(L, lut, M.L, bad);
 #pragma unroll
-                for (int b = 0; b < B; b++)
-                    acc[rr][b] = fmaf(v, xs[b][j], acc[rr][b]);
+                for (int u = 0; u < WPS; u++) {
+                    const int j = (int)c * WPS + u;
+                    if (PAL && j >= nw)
+                        break;
+                    const uint32_t bits = exp_weight<PAL>(M, V, hasv, row, c0w + j, e, u, __ldg(rawp + j), bad);
+                    const float v = __uint_as_float(bits << 16);
+#pragma unroll
+                    for (int b = 0; b < B; b++)
+                        acc[rr][b] = fmaf(v, xs[b][j], acc[rr][b]);
+                }
             }
         }
     }
@@ -336,39 +654,268 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS) k_fused(DevMat M, wr_huf H, 
         atomicOr(M.err, 1);
 }
 
-/* ---- the twin: the same GEMV on fixed-width ggml blocks -------------------------------
- * One warp per row; lane l takes the row's (block, sub-block) items l, l+32, ...;
- * warp-shuffle reduction, no atomics. */
+/* ---- fast BF16 restore (the "full" pipeline's decode) ------------------------------------
+ * The tiling and table decode of k_fused_exp; each weight's BF16 bits are
+ * stored straight to out (thread k writes rows 2k, 2k+1). */
 
-template <int B>
-__global__ void __launch_bounds__(32 * TWIN_WARPS) k_twin(DevMat M, const uint8_t *__restrict__ blocks,
-                                                          const float *__restrict__ x, float *__restrict__ y)
+template <bool PAL>
+__global__ void __launch_bounds__(32 * FUSED_WARPS, 7) k_restore_exp(DevMat M, const uint32_t *__restrict__ glut,
+                                                                  uint16_t *__restrict__ out)
 {
+    constexpr int WPS = PAL ? 2 : 1;
+    __shared__ uint32_t lut[1 << 11];
+    __shared__ Groups g[FUSED_WARPS];
+    const unsigned warp = threadIdx.x / 32, k = threadIdx.x % 32;
+    const unsigned long long tc = blockIdx.x, tr = (unsigned long long)blockIdx.y * FUSED_WARPS + warp;
+    const long long c0w = (long long)tc * 256;
+    const int nw = (int)(M.cols - c0w < 256 ? M.cols - c0w : 256);
+    load_lut(lut, glut, M.L);
+    __syncthreads();
+    if (tr >= M.trows)
+        return;
+    const unsigned long long t = tr * M.tcols + tc;
+    TileGeo tg = tile_geo(M, t);
+    unsigned bad = 0;
+    Lane L;
+    lane_open(M, t, &g[warp], L, bad);
+    for (unsigned r = 2 * k; r < tg.h && r < 2 * k + 2; r++) {
+        const long long row = (long long)(tg.r0 + r);
+        const uint8_t *rawp = M.raw + row * M.cols + c0w;
+        uint16_t *dst = out + row * M.cols + c0w;
+        VRow V = {0u, 1, 0, 0};
+        if (PAL)
+            V = vrow_tile(M, row, c0w, nw);
+        const bool hasv = PAL && (V.mask || !V.ok);
+        if (M.cols % 16 == 0) {   /* 16 raw bytes in, 32 bytes out at a time (aligned) */
+            for (unsigned c0 = 0; c0 < tg.w; c0 += 16 / WPS) {
+                const uint4 rv = __ldg(reinterpret_cast<const uint4 *>(rawp + c0 * WPS));
+                const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w};
+                uint32_t ow[8];
+#pragma unroll
+                for (int cc = 0; cc < 16 / WPS; cc++) {
+                    const uint32_t e = lane_next(L, lut, M.L, bad);
+#pragma unroll
+                    for (int u = 0; u < WPS; u++) {
+                        const int jj = cc * WPS + u;
+                        const uint32_t bits = exp_weight<PAL>(M, V, hasv, row, c0w + c0 * WPS + jj, e, u,
+                                                              (rw[jj / 4] >> (8 * (jj % 4))) & 255u, bad);
+                        if (jj % 2)
+                            ow[jj / 2] |= bits << 16;
+                        else
+                            ow[jj / 2] = bits;
+                    }
+                }
+                uint4 *o = reinterpret_cast<uint4 *>(dst + c0 * WPS);
+                o[0] = make_uint4(ow[0], ow[1], ow[2], ow[3]);
+                o[1] = make_uint4(ow[4], ow[5], ow[6], ow[7]);
+            }
+        } else {
+            for (unsigned c = 0; c < tg.w; c++) {
+                const uint32_t e = lane_next(L, lut, M.L, bad);
+#pragma unroll
+                for (int u = 0; u < WPS; u++) {
+                    const int j = (int)c * WPS + u;
+                    if (PAL && j >= nw)
+                        break;
+                    dst[j] = (uint16_t)exp_weight<PAL>(M, V, hasv, row, c0w + j, e, u, __ldg(rawp + j), bad);
+                }
+            }
+        }
+    }
+    lane_close(L, bad);
+    if (bad)
+        atomicOr(M.err, 1);
+}
+
+/* ---- palette transcode: lanes -> 4-bit palette indices in global memory ---------------------
+ * One warp a tile, as the fused kernels; each decoded pair symbol is the
+ * byte idx[2j] | idx[2j+1] << 4, written to the index array (row stride
+ * istride bytes) that the palette kernel reads. */
+
+__global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, const uint32_t *__restrict__ glut,
+                                                                uint8_t *__restrict__ idx)
+{
+    __shared__ uint32_t lut[1 << 11];
+    __shared__ Groups g[FUSED_WARPS];
+    const unsigned warp = threadIdx.x / 32, k = threadIdx.x % 32;
+    const unsigned long long tc = blockIdx.x, tr = (unsigned long long)blockIdx.y * FUSED_WARPS + warp;
+    load_lut(lut, glut, M.L);
+    __syncthreads();
+    if (tr >= M.trows)
+        return;
+    const unsigned long long t = tr * M.tcols + tc;
+    TileGeo tg = tile_geo(M, t);
+    unsigned bad = 0;
+    Lane L;
+    lane_open(M, t, &g[warp], L, bad);
+    for (unsigned r = 2 * k; r < tg.h && r < 2 * k + 2; r++) {
+        uint8_t *dst = idx + (tg.r0 + r) * (unsigned long long)M.istride + tg.c0;
+        if (tg.w % 4 == 0) {   /* 4 symbols a store (aligned: 4 | istride, 128 | c0) */
+            for (unsigned c = 0; c < tg.w; c += 4) {
+                uint32_t w = 0;
+#pragma unroll
+                for (int cc = 0; cc < 4; cc++)
+                    w |= (lane_next(L, lut, M.L, bad) >> 24) << (8 * cc);
+                *reinterpret_cast<uint32_t *>(dst + c) = w;
+            }
+        } else {
+            for (unsigned c = 0; c < tg.w; c++)
+                dst[c] = (uint8_t)(lane_next(L, lut, M.L, bad) >> 24);
+        }
+    }
+    lane_close(L, bad);
+    if (bad)
+        atomicOr(M.err, 1);
+}
+
+/* ---- direct palette GEMV: 4-bit indices + raw bytes (no Huffman at run time) ----------------
+ * One warp a row; lane l takes 8 weights at a time (one 32-bit word of
+ * indices, 8 raw bytes); warp-shuffle reduction. 12 bits a weight read. */
+
+template <int B, bool AL>
+__global__ void __launch_bounds__(32 * TWIN_WARPS, B <= 2 ? 8 : 4) k_palette(DevMat M, const uint8_t *__restrict__ idx,
+                                                             const float *__restrict__ x, float *__restrict__ y)
+{
+    __shared__ uint32_t pal[16];
+    if (threadIdx.x < 16)
+        pal[threadIdx.x] = M.palette[threadIdx.x];
+    __syncthreads();
     const long long row = (long long)blockIdx.x * TWIN_WARPS + threadIdx.x / 32;
     const unsigned l = threadIdx.x % 32;
     if (row >= M.rows)
         return;
-    const int nsub = M.n / M.sub_n;
-    const long long bpr = M.cols / M.n, items = bpr * nsub;
+    const bool hasv = M.vrow[row + 1] > M.vrow[row];
+    const uint32_t *iw = reinterpret_cast<const uint32_t *>(idx + row * M.istride);
+    const uint8_t *rawp = M.raw + row * M.cols;
     float acc[B];
 #pragma unroll
     for (int b = 0; b < B; b++)
         acc[b] = 0.0f;
-    uint8_t side[32];
-    for (long long it = l; it < items; it += 32) {
-        const long long jb = it / nsub;
-        const int s = (int)(it % nsub);
-        const uint8_t *blk = blocks + (row * bpr + jb) * M.block_bytes;
-        wr_block_side(M.type, blk, side);
-        wr_scale sc = wr_sub_scale(M.type, side, s);
-        for (int i = 0; i < M.sub_n; i++) {
-            const int wi = s * M.sub_n + i;
-            const float v = wr_value(&sc, wr_get_code(M.type, blk, wi));
-            const long long col = jb * M.n + wi;
+    unsigned long long before = 0;   /* the row's verbatim groups ahead of this step's span */
+    for (long long c0 = 0; c0 < M.cols; c0 += 256) {
+        const int nw = (int)(M.cols - c0 < 256 ? M.cols - c0 : 256);
+        VRow V = {0u, 1, 0, 0};
+        if (hasv) {   /* the same span for every lane: uniform loads */
+            V = vrow_span(M, row, c0, nw, before);
+            const long long g0n = (c0 + 256) / M.group;
+            before += V.ok ? (unsigned long long)__popc(V.mask & (g0n - V.g0 >= 32 ? ~0u : (1u << (g0n - V.g0)) - 1))
+                           : 0;
+        }
+        const long long j0 = c0 + 8 * l;
+        if (j0 >= M.cols)
+            continue;
+        const uint32_t ix = __ldg(iw + j0 / 8);
+        /* AL (8 | cols): 8 raw bytes and 2 x float4 a load (aligned: own allocations) */
+        uint2 r8 = make_uint2(0, 0);
+        float xv[B][8];
+        if (AL) {
+            r8 = __ldg(reinterpret_cast<const uint2 *>(rawp + j0));
+#pragma unroll
+            for (int b = 0; b < (B <= 2 ? B : 0); b++) {
+                const float4 *xp = reinterpret_cast<const float4 *>(x + (long long)b * M.cols + j0);
+                const float4 a = __ldg(xp), c = __ldg(xp + 1);
+                xv[b][0] = a.x, xv[b][1] = a.y, xv[b][2] = a.z, xv[b][3] = a.w;
+                xv[b][4] = c.x, xv[b][5] = c.y, xv[b][6] = c.z, xv[b][7] = c.w;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const long long j = j0 + u;
+            if (!AL && j >= M.cols)
+                break;
+            const uint32_t raw = AL ? ((u < 4 ? r8.x : r8.y) >> (8 * (u % 4))) & 255u : __ldg(rawp + j);
+            float v = bf16_value(pal[(ix >> (4 * u)) & 15], raw);
+            if (hasv && (V.mask || !V.ok)) {
+                bool is_v;
+                uint32_t bits = vrow_bits(M, V, row, j, is_v);
+                if (is_v)
+                    v = __uint_as_float(bits << 16);
+            }
 #pragma unroll
             for (int b = 0; b < B; b++)
-                acc[b] = fmaf(v, __ldg(x + (long long)b * M.cols + col), acc[b]);
+                acc[b] = fmaf(v, AL && B <= 2 ? xv[b][u] : __ldg(x + (long long)b * M.cols + j), acc[b]);
         }
+    }
+#pragma unroll
+    for (int b = 0; b < B; b++) {
+        float a = acc[b];
+        for (int o = 16; o; o >>= 1)
+            a += __shfl_xor_sync(0xffffffffu, a, o);
+        if (l == 0)
+            y[(long long)b * M.rows + row] = a;
+    }
+}
+
+/* ---- the twin: the same GEMV on fixed-width ggml blocks -------------------------------
+ * One warp per row; lane l takes the row's sub-blocks l, l+32, ... (codes
+ * read from the block bytes with wr_get_code, the scale from its side
+ * bytes), the same factored sum as k_fused_q; warp-shuffle reduction. */
+
+/* The sub-block scale of a fixed-width block, read in place. */
+template <int TYPE>
+__device__ __forceinline__ wr_scale blk_scale(const uint8_t *blk, int s)
+{
+    if (TYPE == WP_Q2_K) {   /* side = scales[16] at 0, d and dmin at 80 */
+        wr_scale r = {0.0f, 0.0f, 0, 0};
+        r.dl = wr_fp16_to_f32(wr_rd16(blk + 80)) * (float)(blk[s] & 15);
+        r.ml = wr_fp16_to_f32(wr_rd16(blk + 82)) * (float)(blk[s] >> 4);
+        return r;
+    }
+    int off[2], len[2];
+    wr_side_spans(TYPE, off, len);
+    return wr_sub_scale(TYPE, blk + off[0], s);
+}
+
+template <int TYPE, int B>
+__global__ void __launch_bounds__(32 * TWIN_WARPS) k_twin(DevMat M, const uint8_t *__restrict__ blocks,
+                                                          const float *__restrict__ x, float *__restrict__ y)
+{
+    constexpr int NL = TYPE == WP_IQ4_NL || TYPE == WP_IQ4_XS;
+    const wr_geom G = wr_geom_of(TYPE);
+    __shared__ float kv[16];
+    if (threadIdx.x < 16)
+        kv[threadIdx.x] = wr_kv((int)threadIdx.x);
+    __syncthreads();
+    const long long row = (long long)blockIdx.x * TWIN_WARPS + threadIdx.x / 32;
+    const unsigned l = threadIdx.x % 32;
+    if (row >= M.rows)
+        return;
+    const unsigned bpr = (unsigned)(M.cols / G.n);
+    const uint8_t *rb = blocks + (unsigned long long)row * bpr * G.bytes;
+    float acc[B];
+#pragma unroll
+    for (int b = 0; b < B; b++)
+        acc[b] = 0.0f;
+    /* lane l takes weights w0 .. w0 + 7 of every 256: one sub-block's, x read as float4 pairs */
+    for (unsigned w0 = 8 * l; w0 < (unsigned)M.cols; w0 += 256) {
+        const unsigned jb = w0 / G.n, wi = w0 % G.n;
+        const uint8_t *blk = rb + jb * G.bytes;
+        const wr_scale sc = blk_scale<TYPE>(blk, (int)(wi / G.sub_n));
+        float xv[B][8];
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            const float4 *xp = reinterpret_cast<const float4 *>(x + (long long)b * M.cols + w0);
+            const float4 a = __ldg(xp), c = __ldg(xp + 1);
+            xv[b][0] = a.x, xv[b][1] = a.y, xv[b][2] = a.z, xv[b][3] = a.w;
+            xv[b][4] = c.x, xv[b][5] = c.y, xv[b][6] = c.z, xv[b][7] = c.w;
+        }
+        float dot[B], sx[B];
+#pragma unroll
+        for (int b = 0; b < B; b++)
+            dot[b] = sx[b] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int q = wr_get_code(TYPE, blk, (int)wi + i);
+            const float c = NL ? kv[q] : (float)(q - sc.off);
+#pragma unroll
+            for (int b = 0; b < B; b++) {
+                dot[b] = fmaf(c, xv[b][i], dot[b]);
+                sx[b] += xv[b][i];
+            }
+        }
+#pragma unroll
+        for (int b = 0; b < B; b++)
+            acc[b] += sc.dl * dot[b] - sc.ml * sx[b];
     }
 #pragma unroll
     for (int b = 0; b < B; b++) {
@@ -404,15 +951,43 @@ struct wr_dmat {
     const wr_matrix *m;
     DevMat M;
     wr_huf H;
-    void *buf[8];           /* owned device allocations */
+    void *buf[16];          /* owned device allocations */
     int nbuf;
     uint8_t *fixed;         /* original fixed-width data (twin / cuBLAS baseline) */
     uint8_t *dec;           /* decoded data of the "full" pipeline */
+    uint32_t *lut;          /* 2^L decode table (build_lut) */
+    uint8_t *idx;           /* palette pipeline: 4-bit indices transcoded at load */
+    uint8_t *idx_tc;        /* transcode pipeline: indices transcoded at run time */
     int *err;
     float *x[4], *y;        /* rotated inputs, output */
     uint16_t *xb;           /* BF16 copy of x for cuBLAS */
     int io_batch;
 };
+
+/* The 2^L decode table of a matrix (see lane_next): every L-bit peek decoded
+ * with wr_huf_peek, the reference method, so both decode the same. pal:
+ * the palette (n_pal entries) for palette pairs, else NULL. */
+static std::vector<uint32_t> build_lut(const wr_huf &H, const uint8_t *pal, int n_pal)
+{
+    std::vector<uint32_t> lut((size_t)1 << H.L);
+    for (uint32_t p = 0; p < lut.size(); p++) {
+        int len = 0, sym = wr_huf_peek(&H, p, &len);
+        if (sym < 0) {
+            lut[p] = 0;
+            continue;
+        }
+        uint32_t e = (uint32_t)len;
+        if (pal) {
+            int i0 = sym & 15, i1 = sym >> 4;
+            e |= (uint32_t)(i0 >= n_pal) << 4 | (uint32_t)(i1 >= n_pal) << 5;
+            e |= (uint32_t)pal[i0 & 15] << 8 | (uint32_t)pal[i1 & 15] << 16 | (uint32_t)sym << 24;
+        } else {
+            e |= (uint32_t)sym << 8;
+        }
+        lut[p] = e;
+    }
+    return lut;
+}
 
 extern "C" int wr_gpu_count(void)
 {
@@ -533,6 +1108,18 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
     M.tcols = (v.shape.row_sym + M.T - 1) / M.T;
     M.trows = (v.shape.rows + 63) / 64;
     M.ntiles = v.n_tiles;
+    M.L = m->huf.L;
+    if (M.L < 1 || M.L > 11) {
+        snprintf(err, errlen, "%s: code lengths up to %d bits; the device decoder takes up to 11", m->name, M.L);
+        goto fail;
+    }
+    {
+        const bool pal = m->kind == WR_EXP && m->s.palette_n;
+        std::vector<uint32_t> lut = build_lut(m->huf, pal ? m->s.palette : NULL, pal ? m->s.n_palette : 0);
+        if (dalloc(d, &p, 4 * lut.size(), lut.data(), err, errlen))
+            goto fail;
+        d->lut = (uint32_t *)p;
+    }
     if (m->kind == WR_Q) {
         M.wps = m->dg.wps;
         M.bits = m->dg.bits;
@@ -540,6 +1127,14 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
         M.sub_n = m->dg.sub_n;
         M.side_bytes = m->dg.side;
         M.block_bytes = m->dg.bytes;
+        const uint8_t zero[32] = {0};
+        const wr_scale z = wr_sub_scale(M.type, zero, 0);
+        M.qoff = z.off;
+        M.qnl = z.nl;
+        if (dev_wps(M.type) != m->dg.wps) {
+            snprintf(err, errlen, "%s: codes a symbol: device %d, wr_geom_of %d", m->name, dev_wps(M.type), m->dg.wps);
+            goto fail;
+        }
     } else {
         const struct wp_bf16_split &s = m->s;
         const uint8_t *base = m->aux.payload;
@@ -548,14 +1143,35 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
         M.palette_n = s.palette_n;
         M.n_palette = s.n_palette;
         M.group = s.group;
+        M.gshift = -1;
+        for (int b = 0; b < 62; b++)
+            if (s.group == (int64_t)1 << b)
+                M.gshift = b;
         M.gpr = s.groups_per_row;
         M.palette = M.side;
         M.vmap = M.side + (s.vmap - base);
         M.vbytes = M.side + (s.vbytes - base);
-        M.raw = M.side + (s.raw - base);
+        /* the sign/mantissa bytes in an allocation of their own, so the kernels can read
+           them 8 and 16 at a time (aligned) */
+        if (dalloc(d, &p, s.raw_bytes, s.raw, err, errlen))
+            goto fail;
+        M.raw = (const uint8_t *)p;
         if (dalloc(d, &p, 8 * (size_t)(m->rows + 1), m->vrow, err, errlen))
             goto fail;
         M.vrow = (const unsigned long long *)p;
+        if (s.palette_n && fixed) {
+            /* the palette pipelines: 4-bit indices of every weight, row stride a multiple
+               of 4 bytes; "palette" gets them transcoded here (at load), "transcode" at run time */
+            M.istride = wr_palette_stride(m);
+            std::vector<uint8_t> ix((size_t)(M.istride * m->rows), 0);
+            wr_palette_index(m, fixed, ix.data());
+            if (dalloc(d, &p, ix.size(), ix.data(), err, errlen))
+                goto fail;
+            d->idx = (uint8_t *)p;
+            if (dalloc(d, &p, ix.size(), NULL, err, errlen))
+                goto fail;
+            d->idx_tc = (uint8_t *)p;
+        }
     }
     return d;
 fail:
@@ -586,34 +1202,83 @@ static int ensure_io(wr_dmat *d, int batch, char *err, size_t errlen)
     return 0;
 }
 
-template <bool EXP>
-static void launch_fused_chunk(wr_gpu *g, wr_dmat *d, const float *x, int B, float *y)
+/* Kernel launches. Batches 1, 2, 4, 8 are compiled; a chunk of another size
+ * runs as several (3 = 2 + 1, ...). */
+#define FOR_TYPES(X)                                                                               \
+    X(WP_Q4_0) X(WP_Q4_1) X(WP_Q5_0) X(WP_Q5_1) X(WP_Q8_0) X(WP_IQ4_NL) X(WP_Q2_K) X(WP_Q3_K)      \
+    X(WP_Q4_K) X(WP_Q5_K) X(WP_Q6_K) X(WP_IQ4_XS)
+
+template <int B>
+static void fused_b(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 {
     const DevMat &M = d->M;
-    dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS));
-    dim3 block(32 * FUSED_WARPS);
-    switch (B) {
-#define FCASE(n) case n: k_fused<n, EXP><<<grid, block, 0, g->st>>>(M, d->H, x, y); break;
-        FCASE(1) FCASE(2) FCASE(3) FCASE(4) FCASE(5) FCASE(6) FCASE(7) FCASE(8)
-#undef FCASE
+    dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS)), block(32 * FUSED_WARPS);
+    if (d->m->kind == WR_EXP) {
+        if (M.palette_n)
+            k_fused_exp<B, true><<<grid, block, 0, g->st>>>(M, d->lut, x, y);
+        else
+            k_fused_exp<B, false><<<grid, block, 0, g->st>>>(M, d->lut, x, y);
+        return;
+    }
+    switch (M.type) {
+#define FQ(t) case t: k_fused_q<t, B><<<grid, block, 0, g->st>>>(M, d->lut, x, y); break;
+        FOR_TYPES(FQ)
+#undef FQ
     }
 }
 
-static void launch_twin_chunk(wr_gpu *g, wr_dmat *d, const uint8_t *blocks, const float *x, int B, float *y)
+template <int B>
+static void twin_b(wr_gpu *g, wr_dmat *d, const uint8_t *blocks, const float *x, float *y)
 {
     const DevMat &M = d->M;
     dim3 grid((unsigned)((M.rows + TWIN_WARPS - 1) / TWIN_WARPS)), block(32 * TWIN_WARPS);
-    switch (B) {
-#define TCASE(n) case n: k_twin<n><<<grid, block, 0, g->st>>>(M, blocks, x, y); break;
-        TCASE(1) TCASE(2) TCASE(3) TCASE(4) TCASE(5) TCASE(6) TCASE(7) TCASE(8)
-#undef TCASE
+    switch (M.type) {
+#define TQ(t) case t: k_twin<t, B><<<grid, block, 0, g->st>>>(M, blocks, x, y); break;
+        FOR_TYPES(TQ)
+#undef TQ
     }
 }
 
-static int launch_restore(wr_gpu *g, wr_dmat *d, uint8_t *out)
+template <int B>
+static void palette_b(wr_gpu *g, wr_dmat *d, const uint8_t *idx, const float *x, float *y)
 {
-    if (d->M.ntiles)
-        k_restore<<<(unsigned)d->M.ntiles, 32, 0, g->st>>>(d->M, d->H, out, d->m->kind == WR_EXP);
+    const DevMat &M = d->M;
+    dim3 grid((unsigned)((M.rows + TWIN_WARPS - 1) / TWIN_WARPS)), block(32 * TWIN_WARPS);
+    if (M.cols % 8 == 0)
+        k_palette<B, true><<<grid, block, 0, g->st>>>(M, idx, x, y);
+    else
+        k_palette<B, false><<<grid, block, 0, g->st>>>(M, idx, x, y);
+}
+
+/* Run kernel family F (fused_b, twin_b, palette_b) over a batch in chunks of 8, 4, 2, 1. */
+#define CHUNKED(F, batch, x, y, ...)                                                               \
+    for (int b0_ = 0; b0_ < (batch);) {                                                            \
+        int n_ = (batch) - b0_;                                                                    \
+        const float *x_ = (x) + (long long)b0_ * d->M.cols;                                        \
+        float *y_ = (y) + (long long)b0_ * d->M.rows;                                              \
+        if (n_ >= 8) { F<8>(g, d, __VA_ARGS__ x_, y_); b0_ += 8; }                                 \
+        else if (n_ >= 4) { F<4>(g, d, __VA_ARGS__ x_, y_); b0_ += 4; }                            \
+        else if (n_ >= 2) { F<2>(g, d, __VA_ARGS__ x_, y_); b0_ += 2; }                            \
+        else { F<1>(g, d, __VA_ARGS__ x_, y_); b0_ += 1; }                                         \
+    }
+
+/* Restore the fixed-width data: lut = 0 the limit-decoding k_restore (the
+ * reference method, every type), lut = 1 the table-decoding k_restore_exp
+ * for BF16 (the "full" pipeline; ggml blocks always take k_restore). */
+static int launch_restore(wr_gpu *g, wr_dmat *d, uint8_t *out, int lut = 1)
+{
+    const DevMat &M = d->M;
+    if (!M.ntiles)
+        return 0;
+    if (lut && d->m->kind == WR_EXP) {
+        dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS));
+        if (M.palette_n)
+            k_restore_exp<true><<<grid, 32 * FUSED_WARPS, 0, g->st>>>(M, d->lut, (uint16_t *)out);
+        else
+            k_restore_exp<false><<<grid, 32 * FUSED_WARPS, 0, g->st>>>(M, d->lut, (uint16_t *)out);
+        return 0;
+    }
+    k_restore<<<(unsigned)M.ntiles, 32, 0, g->st>>>(M, d->H, out, d->m->kind == WR_EXP);
     return 0;
 }
 
@@ -633,37 +1298,47 @@ static int cublas_gemm(wr_gpu *g, wr_dmat *d, const uint16_t *W, const float *x,
     return 0;
 }
 
+extern "C" int wr_gpu_has_pipe(const wr_dmat *d, int pipe)
+{
+    switch (pipe) {
+    case WR_PIPE_FUSED: case WR_PIPE_FULL: return 1;
+    case WR_PIPE_TWIN: return d->fixed != NULL;
+    case WR_PIPE_TRANSCODE: case WR_PIPE_PALETTE: return d->idx != NULL;
+    default: return 0;
+    }
+}
+
 /* Enqueue one pipeline run on device buffers (no synchronisation). */
 static int launch(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int batch, float *y, char *err, size_t errlen)
 {
     const DevMat &M = d->M;
     const bool exp = d->m->kind == WR_EXP;
+    if (!wr_gpu_has_pipe(d, pipe)) {
+        snprintf(err, errlen, "pipeline %d not available for this matrix", pipe);
+        return -1;
+    }
     if (pipe == WR_PIPE_FUSED) {
         CK(cudaMemsetAsync(y, 0, sizeof(float) * (size_t)batch * (size_t)M.rows, g->st));
-        for (int b0 = 0; b0 < batch; b0 += 8) {
-            int B = std::min(8, batch - b0);
-            if (exp)
-                launch_fused_chunk<true>(g, d, x + (long long)b0 * M.cols, B, y + (long long)b0 * M.rows);
-            else
-                launch_fused_chunk<false>(g, d, x + (long long)b0 * M.cols, B, y + (long long)b0 * M.rows);
+        CHUNKED(fused_b, batch, x, y, )
+    } else if (pipe == WR_PIPE_TRANSCODE || pipe == WR_PIPE_PALETTE) {
+        const uint8_t *ix = d->idx;
+        if (pipe == WR_PIPE_TRANSCODE) {
+            dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS));
+            k_transcode<<<grid, 32 * FUSED_WARPS, 0, g->st>>>(M, d->lut, d->idx_tc);
+            ix = d->idx_tc;
         }
+        CHUNKED(palette_b, batch, x, y, ix, )
     } else {
         const uint8_t *data = d->fixed;
         if (pipe == WR_PIPE_FULL) {
             launch_restore(g, d, d->dec);
             data = d->dec;
         }
-        if (!data) {
-            snprintf(err, errlen, "no fixed-width data uploaded for the twin");
-            return -1;
-        }
         if (exp) {
             if (cublas_gemm(g, d, (const uint16_t *)data, x, batch, y, err, errlen))
                 return -1;
         } else {
-            for (int b0 = 0; b0 < batch; b0 += 8)
-                launch_twin_chunk(g, d, data, x + (long long)b0 * M.cols, std::min(8, batch - b0),
-                                  y + (long long)b0 * M.rows);
+            CHUNKED(twin_b, batch, x, y, data, )
         }
     }
     CK(cudaGetLastError());
@@ -681,11 +1356,11 @@ static int check_err_flag(wr_dmat *d, char *err, size_t errlen)
     return 0;
 }
 
-extern "C" int wr_gpu_restore(wr_gpu *g, wr_dmat *d, uint8_t *out, char *err, size_t errlen)
+extern "C" int wr_gpu_restore(wr_gpu *g, wr_dmat *d, int lut, uint8_t *out, char *err, size_t errlen)
 {
     CK(cudaMemset(d->err, 0, 4));
     CK(cudaMemset(d->dec, 0, wr_fixed_bytes(d->m)));
-    launch_restore(g, d, d->dec);
+    launch_restore(g, d, d->dec, lut);
     CK(cudaGetLastError());
     CK(cudaStreamSynchronize(g->st));
     CK(cudaMemcpy(out, d->dec, wr_fixed_bytes(d->m), cudaMemcpyDeviceToHost));

@@ -28,11 +28,12 @@ enum {
                           twin GEMV (WR_Q) or cuBLAS BF16 GEMM (WR_EXP) */
     WR_PIPE_TWIN = 2,  /* the baseline on fixed-width data uploaded as is: the twin GEMV on
                           ggml blocks (WR_Q), cuBLAS BF16 GEMM on the original BF16 (WR_EXP) */
-    WR_PIPE_COUNT = 3
+    WR_PIPE_TRANSCODE = 3, /* WR_EXP, palette pairs: lanes transcoded to 4-bit palette
+                          indices in global memory at run time, then the palette GEMV */
+    WR_PIPE_PALETTE = 4,   /* WR_EXP, palette pairs: the 4-bit indices transcoded once at
+                          load (12 b/w read: index + raw byte), palette GEMV */
+    WR_PIPE_COUNT = 5
 };
-/* Pipelines of the issue not implemented on the device yet (TODO, see
- * gpu.cu): "transcode" (palette transcode at run time) and "palette"
- * (direct 4-bit palette indices transcoded at load). */
 
 /* Number of CUDA devices; 0 when there is none or no driver. */
 int wr_gpu_count(void);
@@ -53,11 +54,18 @@ double      wr_gpu_hbm_gbs(const wr_gpu *g);
 wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *fixed, char *err, size_t errlen);
 void     wr_gpu_free(wr_dmat *d);
 
+/* 1 if pipeline pipe runs on this matrix: FUSED and FULL always, TWIN when
+ * fixed data was uploaded, TRANSCODE and PALETTE for palette-pair BF16. */
+int wr_gpu_has_pipe(const wr_dmat *d, int pipe);
+
 /* Lane decoder kernel (one warp per tile, thread k = lane k): restore the
  * exact blocks (WR_Q) or BF16 bytes (WR_EXP) into device memory and copy
- * them to out (wr_fixed_bytes(m) bytes). Returns 0, or -1 (also for corrupt
- * lanes, which the kernel flags). */
-int wr_gpu_restore(wr_gpu *g, wr_dmat *d, uint8_t *out, char *err, size_t errlen);
+ * them to out (wr_fixed_bytes(m) bytes). lut = 0: canonical decode against
+ * the per-length limits (the hardware unit's method, every type); lut = 1:
+ * the 2^L lookup table of the GEMV kernels (BF16; ggml blocks take the limit
+ * kernel either way). Returns 0, or -1 (also for corrupt lanes, which the
+ * kernel flags). */
+int wr_gpu_restore(wr_gpu *g, wr_dmat *d, int lut, uint8_t *out, char *err, size_t errlen);
 
 /* y = W x through a pipeline, any batch >= 1 (the fused kernels take 8
  * vectors at a time). Host x and y. */

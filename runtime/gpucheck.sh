@@ -3,12 +3,17 @@
 # build, wprun --verify on the stories260K bundles and on synthetic matrices
 # (a 4096 x 14336 matrix of every coded type and BF16), then --bench and
 # --tune, and a short table last. Budget: 8 minutes in all (each step has a
-# timeout; the bench is skipped when the budget is nearly spent).
+# timeout; the bench is skipped when the budget is nearly spent); about 2
+# minutes on an H200 with the kit. GPUCHECK_MEMCHECK=1 adds a
+# compute-sanitizer memcheck run, GPUCHECK_PROFILE=1 Nsight Compute on one
+# launch of each kernel (clocks left alone).
 #
-# Needs only the repository, ../shared/data (WPACK_DATA) and nvcc (on PATH
-# or /usr/local/cuda/bin). It runs `make deps all tests` first; where that
-# cannot finish (no network for npm, say) it builds just what wprun and the
-# bundle filters need (lib/ + the filters + runtime/, system libraries only).
+# With a kit packed by runtime/gpukit.sh (.gpukit, or WPACK_KIT) it uses
+# that prebuilt wprun and its bundles: the way to run it on a lent machine
+# with no network and no data. Otherwise it needs the repository,
+# ../shared/data (WPACK_DATA) and nvcc (on PATH or /usr/local/cuda/bin), and
+# runs `make deps all tests` first; where that cannot finish (no network for
+# npm, say) it builds just what wprun and the bundle filters need.
 #
 # Usage: sh runtime/gpucheck.sh [OUTDIR]     (logs and tables under OUTDIR,
 # default ${OUT:-/tmp/wpack-gpucheck}); exit 0 when every check passed.
@@ -29,43 +34,63 @@ note() { echo "$*" | tee -a "$summary"; }
 
 say "device: $(nvidia-smi --query-gpu=name,memory.total,clocks.max.memory --format=csv,noheader 2>/dev/null || echo '?')"
 PATH=$PATH:/usr/local/cuda/bin; export PATH
-command -v nvcc >/dev/null || { say "no nvcc: cannot build the CUDA runner"; exit 2; }
-
-# ---- 1. build (<= 4 minutes) ----------------------------------------------
-J=$(nproc 2>/dev/null || echo 4)
-if timeout 200 make -j"$J" deps all tests > "$O/build.log" 2>&1; then
-    say "built: make deps all tests"
-else
-    say "make deps all tests failed (see $O/build.log); building the runner and the filters only"
-    if ! timeout 150 make -j"$J" lib/libwpack.a bin/ggufcat bin/bf16split bin/histogram bin/huffbuild \
-            bin/laneinterleave bin/verify bin/wprun >> "$O/build.log" 2>&1; then
-        tail -n 20 "$O/build.log"
-        say "FAILED to build bin/wprun"
+KIT=${WPACK_KIT:-$ROOT/.gpukit}
+BUNDLES=""
+if [ -x "$KIT/bin/wprun" ]; then
+    # ---- 1+2. prebuilt: runtime/gpukit.sh packed wprun, its libraries and the bundles
+    W=$KIT/bin/wprun
+    LD_LIBRARY_PATH=$KIT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export LD_LIBRARY_PATH
+    if ldd "$W" | grep -q 'libcublas.*not found'; then
+        cb=$(find /usr/local /opt /usr/lib -name 'libcublas.so.13*' 2>/dev/null | head -n 1)
+        [ -n "$cb" ] && LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$cb")
+        cl=$(find /usr/local /opt /usr/lib -name 'libcublasLt.so.13*' 2>/dev/null | head -n 1)
+        [ -n "$cl" ] && LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$cl")
+    fi
+    if ldd "$W" | grep -q 'not found'; then
+        ldd "$W" | grep 'not found'
+        say "FAILED: $W is missing libraries"
         exit 1
     fi
-fi
-ldd bin/wprun | grep -q libcudart || { say "bin/wprun is the CPU-only build (nvcc not used?)"; exit 1; }
-W=$ROOT/bin/wprun
-
-# ---- 2. bundles ------------------------------------------------------------------
-bundle_q() { bin/ggufcat "$1" | bin/histogram | bin/huffbuild --max-len 11 | bin/laneinterleave > "$2"; }
-BUNDLES=""
-if [ -f "$M/stories260K-bf16.gguf" ]; then
-    bin/ggufcat "$M/stories260K-bf16.gguf" | bin/bf16split --palette 16 | bin/histogram |
-        bin/huffbuild --max-len 11 | bin/laneinterleave > "$O/bf16.bundle" && BUNDLES="$BUNDLES $O/bf16.bundle"
-    bin/ggufcat "$M/stories260K-bf16.gguf" | bin/bf16split --palette 0 | bin/histogram |
-        bin/huffbuild --max-len 11 | bin/laneinterleave > "$O/bf16p0.bundle" && BUNDLES="$BUNDLES $O/bf16p0.bundle"
+    for b in "$KIT"/bundles/*.bundle; do [ -f "$b" ] && BUNDLES="$BUNDLES $b"; done
+    say "prebuilt kit $KIT"
 else
-    say "no $M/stories260K-bf16.gguf: stories260K BF16 bundles skipped"
-fi
-Q=${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin/llama-quantize
-for t in Q4_0 Q8_0 Q4_K_M IQ4_XS; do
-    if [ -x "$Q" ] && timeout 30 "$Q" "$M/stories260K-f32.gguf" "$O/s-$t.gguf" $t 1 > /dev/null 2>&1; then
-        bundle_q "$O/s-$t.gguf" "$O/s-$t.bundle" && BUNDLES="$BUNDLES $O/s-$t.bundle"
+    command -v nvcc >/dev/null || { say "no nvcc: cannot build the CUDA runner"; exit 2; }
+    # ---- 1. build (<= 4 minutes) ----------------------------------------------
+    J=$(nproc 2>/dev/null || echo 4)
+    if timeout 200 make -j"$J" deps all tests > "$O/build.log" 2>&1; then
+        say "built: make deps all tests"
+    else
+        say "make deps all tests failed (see $O/build.log); building the runner and the filters only"
+        if ! timeout 150 make -j"$J" lib/libwpack.a bin/ggufcat bin/bf16split bin/histogram bin/huffbuild \
+                bin/laneinterleave bin/verify bin/wprun >> "$O/build.log" 2>&1; then
+            tail -n 20 "$O/build.log"
+            say "FAILED to build bin/wprun"
+            exit 1
+        fi
     fi
-done
-if [ -x build/tools/mksynth ] && build/tools/mksynth "$O/syn.gguf" small > /dev/null 2>&1; then
-    bundle_q "$O/syn.gguf" "$O/syn.bundle" && BUNDLES="$BUNDLES $O/syn.bundle"
+    ldd bin/wprun | grep -q libcudart || { say "bin/wprun is the CPU-only build (nvcc not used?)"; exit 1; }
+    W=$ROOT/bin/wprun
+
+    # ---- 2. bundles ------------------------------------------------------------------
+    bundle_q() { bin/ggufcat "$1" | bin/histogram | bin/huffbuild --max-len 11 | bin/laneinterleave > "$2"; }
+    if [ -f "$M/stories260K-bf16.gguf" ]; then
+        bin/ggufcat "$M/stories260K-bf16.gguf" | bin/bf16split --palette 16 | bin/histogram |
+            bin/huffbuild --max-len 11 | bin/laneinterleave > "$O/bf16.bundle" && BUNDLES="$BUNDLES $O/bf16.bundle"
+        bin/ggufcat "$M/stories260K-bf16.gguf" | bin/bf16split --palette 0 | bin/histogram |
+            bin/huffbuild --max-len 11 | bin/laneinterleave > "$O/bf16p0.bundle" && BUNDLES="$BUNDLES $O/bf16p0.bundle"
+    else
+        say "no $M/stories260K-bf16.gguf: stories260K BF16 bundles skipped"
+    fi
+    Q=${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin/llama-quantize
+    for t in Q4_0 Q8_0 Q4_K_M IQ4_XS; do
+        if [ -x "$Q" ] && timeout 30 "$Q" "$M/stories260K-f32.gguf" "$O/s-$t.gguf" $t 1 > /dev/null 2>&1; then
+            bundle_q "$O/s-$t.gguf" "$O/s-$t.bundle" && BUNDLES="$BUNDLES $O/s-$t.bundle"
+        fi
+    done
+    if [ -x build/tools/mksynth ] && build/tools/mksynth "$O/syn.gguf" small > /dev/null 2>&1; then
+        bundle_q "$O/syn.gguf" "$O/syn.bundle" && BUNDLES="$BUNDLES $O/syn.bundle"
+    fi
 fi
 say "bundles:$BUNDLES"
 
@@ -88,20 +113,48 @@ run() { # NAME TIMEOUT ARGS...
 }
 args=""
 for b in $BUNDLES; do args="$args --bundle $b"; done
-[ -n "$args" ] && run verify-bundles 90 --verify --batch 1,3,8,16 $args
-run verify-synth-small 60 --verify --synth all:130x800 --batch 1,5,8,9
+[ -n "$args" ] && run verify-bundles 60 --verify --batch 1,3,8,16 $args
+run verify-synth-small 45 --verify --synth all:130x800 --batch 1,5,8,9
+# a failure so far (or GPUCHECK_MEMCHECK=1): the same small run under compute-sanitizer's
+# memcheck names the bad access
+if { [ $status -ne 0 ] || [ "${GPUCHECK_MEMCHECK:-0}" = 1 ]; } && command -v compute-sanitizer > /dev/null; then
+    timeout 90 compute-sanitizer --tool memcheck --print-limit 5 "$W" --verify --synth all:130x800 --batch 1 \
+        > "$O/memcheck.log" 2>&1
+    note "memcheck: $(grep -cE '^=+ (Invalid|Error)' "$O/memcheck.log") errors (log $O/memcheck.log)"
+    grep -E '^=+ (Invalid|Error|    at )' "$O/memcheck.log" | head -n 8 | tee -a "$summary"
+fi
 
 # ---- 4. the issue's shape for every type: verify + bench in one run (the matrices are made once)
 if [ "$(elapsed)" -lt 300 ]; then
-    run big 240 --verify --bench --graph --synth all:4096x14336 --batch 1,8 --runs 30
+    nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw --format=csv,noheader -lms 250 > "$O/clocks.log" 2>&1 &
+    smi=$!
+    run big 180 --verify --bench --graph --synth all:4096x14336 --batch 1,8 --runs 30
+    kill $smi 2> /dev/null
+    note "SM clock during big (MHz): $(awk -F, '{ print $1 + 0 }' "$O/clocks.log" | sort -n | uniq -c | sort -rn | head -n 3 | awk '{ printf "%s x%s  ", $2, $1 }')"
 else
     note "SKIP big: $(elapsed)s spent before it (budget 8 min)"
 fi
 
 # ---- 5. tuner on the BF16 bundle (batch 1, 16, 256), then auto reads it
-if [ -f "$O/bf16.bundle" ] && [ "$(elapsed)" -lt 420 ]; then
-    run tune 40 --tune --bundle "$O/bf16.bundle" --batch 1,16,256 --tuning "$O/wprun.tuning" --runs 10
-    run auto 30 --verify --bundle "$O/bf16.bundle" --batch 1,16,256 --pipeline auto --tuning "$O/wprun.tuning"
+BF=""
+for b in $BUNDLES; do case $b in */bf16.bundle) BF=$b ;; esac; done
+if [ -n "$BF" ] && [ "$(elapsed)" -lt 420 ]; then
+    run tune 40 --tune --bundle "$BF" --batch 1,16,256 --tuning "$O/wprun.tuning" --runs 10
+    run auto 30 --verify --bundle "$BF" --batch 1,16,256 --pipeline auto --tuning "$O/wprun.tuning"
+fi
+# ---- 5b. every BF16 pipeline on the issue's shape at batch 1 ... 256 (the tuner's choice)
+if [ "$(elapsed)" -lt 400 ]; then
+    run tune-big 90 --tune --bench --synth BF16:4096x14336 --batch 1,8,16,64,256 --tuning "$O/big.tuning" --runs 20
+fi
+
+# ---- 6b. GPUCHECK_PROFILE=1: Nsight Compute on one launch of each kernel (clocks left alone)
+if [ "${GPUCHECK_PROFILE:-0}" = 1 ] && command -v ncu > /dev/null; then
+    for k in k_fused_q:Q4_K k_twin:Q4_K k_fused_exp:BF16 k_palette:BF16 k_transcode:BF16; do
+        timeout 60 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
+            --section WarpStateStats --section SchedulerStats -k "regex:${k%%:*}" -s 3 -c 1 \
+            "$W" --bench --synth "${k#*:}":4096x14336 --batch 1 --runs 3 > "$O/ncu-${k%%:*}.log" 2>&1
+        say "ncu ${k%%:*}: $(grep -E 'Duration|SM Frequency' "$O/ncu-${k%%:*}.log" | tr -s ' ' | tr '\n' ';')"
+    done
 fi
 
 # ---- 6. the short table, last -------------------------------------------------------
@@ -110,10 +163,13 @@ echo "== wprun on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/nul
 grep -E '^device ' "$O/big.log" 2>/dev/null | head -n 1
 if [ -f "$O/big.log" ]; then
     sed -n '/^matrix /,$p' "$O/big.log" | grep -vE '^wprun:' | awk '
-        NR == 1 { printf "%-7s %5s %9s %9s %9s %8s %8s %8s\n", "type", "batch", "fused_us", "twin_us", "full_us", "fus/twin", "Gw/s", "HBM_Gw/s"; next }
-        NF >= 9 { printf "%-7s %5s %9s %9s %9s %8s %8s %8s\n", $2, $3, $4, $5, $6, $7, $8, $9 }'
+        NR == 1 { printf "%-7s %5s %9s %9s %9s %9s %9s %8s %8s %8s %8s\n", "type", "batch", "fused_us", "twin_us",
+                  "full_us", "tcode_us", "pal_us", "fus/twin", "best/tw", "Gw/s", "HBM_Gw/s"; next }
+        NF >= 12 { printf "%-7s %5s %9s %9s %9s %9s %9s %8s %8s %8s %8s\n", $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 }'
     grep -E '^graph ' "$O/big.log"
 fi
+[ -f "$O/tune-big.log" ] && sed -n '/^matrix /,$p' "$O/tune-big.log" | grep -vE '^wprun:' &&
+    grep -E '^tune ' "$O/tune-big.log"
 echo "goals: fused/twin <= 0.90 (coded types, batch 1); BF16 fused(exp)/cuBLAS <= 1.10"
 cat "$summary"
 echo "gpucheck: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $(elapsed)s"

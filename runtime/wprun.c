@@ -44,8 +44,9 @@ static const char usage[] =
     "Exit status: 0 ok, 1 a check failed or an error, 3 no CUDA device (without\n"
     "--cpu), 64 usage.\n";
 
-enum { P_AUTO = -1, P_FUSED = 0, P_FULL = 1, P_TWIN = 2 };
-static const char *pipe_name[] = {"fused", "full", "twin"};
+/* Pipelines, numbered as gpu.h's WR_PIPE_*. */
+enum { P_AUTO = -1, P_FUSED = 0, P_FULL = 1, P_TWIN = 2, P_TRANSCODE = 3, P_PALETTE = 4, P_COUNT = 5 };
+static const char *pipe_name[] = {"fused", "full", "twin", "transcode", "palette"};
 
 static struct {
     int cpu, verify, bench, tune, graph, runs, pipe;
@@ -82,8 +83,8 @@ static void tuning_read(const char *path)
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#' || sscanf(line, "%255s %d %31s %lf", name, &b, pn, &us) != 4)
             continue;
-        for (int p = 0; p < 3; p++)
-            if (!strcmp(pn, pipe_name[p])) {
+        for (int p = 0; p < P_COUNT; p++)
+            if (p != P_TWIN && !strcmp(pn, pipe_name[p])) {
                 tune_ent *t = realloc(tunes, (size_t)(ntunes + 1) * sizeof *t);
                 if (!t)
                     break;
@@ -125,11 +126,28 @@ static int cmp_double(const void *a, const void *b)
 
 /* ---- CPU reference ---------------------------------------------------------- */
 
-/* CPU pipeline run: fused, or full/twin (both: the fixed-width data). */
+static int is_palette_bf16(const wr_matrix *m)
+{
+    return m->kind == WR_EXP && m->type == WP_BF16 && m->s.palette_n;
+}
+
+/* CPU pipeline run: fused; transcode (indices decoded from the lanes) or
+ * palette (indices transcoded from the restored bytes), then the palette
+ * GEMV; or full/twin (both: the fixed-width data). */
 static int cpu_gemv(const wr_matrix *m, const uint8_t *fixed, int pipe, const float *x, int batch, float *y,
                     char *err, size_t n)
 {
-    if (pipe == P_FUSED && !(m->kind == WR_EXP && m->type != WP_BF16))
+    if ((pipe == P_TRANSCODE || pipe == P_PALETTE) && is_palette_bf16(m)) {
+        uint8_t *idx = malloc((size_t)(wr_palette_stride(m) * m->rows) + 1);
+        int rc = -1;
+        if (!idx)
+            snprintf(err, n, "out of memory");
+        else if (pipe == P_TRANSCODE ? wr_cpu_transcode(m, idx, err, n) == 0 : wr_palette_index(m, fixed, idx) == 0)
+            rc = wr_cpu_gemv_palette(m, idx, x, batch, y, err, n);
+        free(idx);
+        return rc;
+    }
+    if (pipe != P_FULL && pipe != P_TWIN && !(m->kind == WR_EXP && m->type != WP_BF16))
         return wr_cpu_gemv_fused(m, x, batch, y, err, n);
     return wr_cpu_gemv_fixed(m, fixed, x, batch, y);
 }
@@ -151,6 +169,17 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
         printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  restore(ref) %s  restore(fast) %s\n", type_name(m), m->name,
                (long long)m->rows, (long long)m->cols, bpw(m), ok_ref ? "ok" : "MISMATCH", ok_fast ? "ok" : "MISMATCH");
         bad |= !ok_ref || !ok_fast;
+        if (is_palette_bf16(m)) {   /* run-time transcode (lanes) = load-time transcode (bytes) */
+            size_t il = (size_t)(wr_palette_stride(m) * m->rows) + 1;
+            uint8_t *i1 = malloc(il), *i2 = malloc(il);
+            int ok = i1 && i2 && wr_cpu_transcode(m, i1, err, sizeof err) == 0 && wr_palette_index(m, ref, i2) == 0 &&
+                     memcmp(i1, i2, il - 1) == 0;
+            printf("verify %-6s %-40s palette indices: transcode = load-time %s\n", type_name(m), m->name,
+                   ok ? "ok" : "MISMATCH");
+            bad |= !ok;
+            free(i1);
+            free(i2);
+        }
         free(mine);
     }
     for (int bi = 0; bi < opt.nbatch; bi++) {
@@ -166,6 +195,8 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
             if (opt.verify) {
                 wr_ref_gemv64(m, ref, x, batch, y64);
                 int pf = pipe_for(m, batch);
+                if ((pf == P_TRANSCODE || pf == P_PALETTE) && !is_palette_bf16(m))
+                    pf = P_FUSED;   /* as on the GPU: those pipelines exist for palette-pair BF16 only */
                 if (cpu_gemv(m, ref, pf, x, batch, yf, err, sizeof err)) {
                     printf("FAIL %s: %s\n", m->name, err);
                     bad = 1;
@@ -223,7 +254,7 @@ typedef struct {
     char name[64];
     char type[8];
     int batch;
-    double t[3];
+    double t[P_COUNT];
     double wps, bound;
 } bench_row;
 
@@ -257,12 +288,19 @@ static int gpu_run(wr_model *md, FILE *tf)
         }
         if (opt.verify) {
             mine = malloc(len + 1);
-            int ok = mine && wr_gpu_restore(g, dm[i], mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
-            printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  device restore %s\n", type_name(m), m->name,
-                   (long long)m->rows, (long long)m->cols, bpw(m), ok ? "ok" : "MISMATCH");
+            int ok = mine && wr_gpu_restore(g, dm[i], 0, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
             if (!ok && mine)
                 printf("  (%s)\n", err);
-            bad |= !ok;
+            int ok_lut = ok;
+            if (m->kind == WR_EXP) {
+                ok_lut = mine && wr_gpu_restore(g, dm[i], 1, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
+                if (!ok_lut && mine)
+                    printf("  (%s)\n", err);
+            }
+            printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  device restore (limits) %s (table) %s\n",
+                   type_name(m), m->name, (long long)m->rows, (long long)m->cols, bpw(m), ok ? "ok" : "MISMATCH",
+                   ok_lut ? "ok" : "MISMATCH");
+            bad |= !ok || !ok_lut;
             free(mine);
         }
         for (int bi = 0; bi < opt.nbatch; bi++) {
@@ -280,8 +318,8 @@ static int gpu_run(wr_model *md, FILE *tf)
             wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
             if (opt.verify) {
                 wr_ref_gemv64(m, ref, x, batch, y64);
-                for (int p = 0; p < 3; p++) {
-                    if (opt.pipe != P_AUTO && p != opt.pipe)
+                for (int p = 0; p < P_COUNT; p++) {
+                    if ((opt.pipe != P_AUTO && p != opt.pipe) || !wr_gpu_has_pipe(dm[i], p))
                         continue;
                     if (wr_gpu_gemv(g, dm[i], p, x, batch, y, err, sizeof err)) {
                         printf("FAIL %s: %s: %s\n", m->name, pipe_name[p], err);
@@ -300,16 +338,19 @@ static int gpu_run(wr_model *md, FILE *tf)
                 strncpy(br->type, type_name(m), sizeof br->type - 1);
                 br->batch = batch;
                 int bestp = 0;
-                for (int p = 0; p < 3; p++) {
+                for (int p = 0; p < P_COUNT; p++) {
+                    br->t[p] = NAN;
+                    if (!wr_gpu_has_pipe(dm[i], p))
+                        continue;
                     if (wr_gpu_time(g, dm[i], p, batch, 3, opt.runs, &br->t[p], err, sizeof err)) {
                         printf("FAIL %s: time %s: %s\n", m->name, pipe_name[p], err);
                         bad = 1;
                         br->t[p] = NAN;
                         continue;
                     }
-                    if (p < 2 && br->t[p] < br->t[bestp])
+                    if (p != P_TWIN && br->t[p] < br->t[bestp])
                         bestp = p;
-                    if (tf && p < 2)
+                    if (tf && p != P_TWIN)
                         fprintf(tf, "%s\t%d\t%s\t%.2f\n", m->name, batch, pipe_name[p], br->t[p]);
                 }
                 br->wps = (double)(m->rows * m->cols) / (br->t[0] * 1e-6);
@@ -342,12 +383,20 @@ static int gpu_run(wr_model *md, FILE *tf)
             wr_gpu_free(dm[i]);
     }
     if (nrows && opt.bench) {
-        printf("\n%-34s %-6s %5s %10s %10s %10s %8s %10s %10s\n", "matrix", "type", "batch", "fused_us", "twin_us",
-               "full_us", "fus/twin", "Gw/s", "HBM_Gw/s");
-        for (int i = 0; i < nrows; i++)
-            printf("%-34.34s %-6s %5d %10.2f %10.2f %10.2f %8.2f %10.1f %10.1f\n", rows[i].name, rows[i].type,
-                   rows[i].batch, rows[i].t[0], rows[i].t[2], rows[i].t[1], rows[i].t[0] / rows[i].t[2],
-                   rows[i].wps * 1e-9, rows[i].bound * 1e-9);
+        /* fused/twin: the fused kernel against the same GEMV on fixed-width data (the twin,
+           or cuBLAS BF16 for exponent-coded matrices); best/twin: the fastest coded pipeline */
+        printf("\n%-34s %-6s %5s %9s %9s %9s %9s %9s %8s %8s %8s %9s\n", "matrix", "type", "batch", "fused_us",
+               "twin_us", "full_us", "tcode_us", "pal_us", "fus/twin", "best/tw", "Gw/s", "HBM_Gw/s");
+        for (int i = 0; i < nrows; i++) {
+            const bench_row *r = &rows[i];
+            double best = r->t[P_FUSED];
+            for (int p = 0; p < P_COUNT; p++)
+                if (p != P_TWIN && r->t[p] < best)
+                    best = r->t[p];
+            printf("%-34.34s %-6s %5d %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %8.1f %9.1f\n", r->name, r->type,
+                   r->batch, r->t[P_FUSED], r->t[P_TWIN], r->t[P_FULL], r->t[P_TRANSCODE], r->t[P_PALETTE],
+                   r->t[P_FUSED] / r->t[P_TWIN], best / r->t[P_TWIN], r->wps * 1e-9, r->bound * 1e-9);
+        }
     }
     free(rows);
     free(dm);
@@ -447,10 +496,12 @@ int main(int argc, char **argv)
                 opt.pipe = P_FULL;
             else if (!strcmp(v, "twin"))
                 opt.pipe = P_TWIN;
-            else if (!strcmp(v, "transcode") || !strcmp(v, "palette"))
-                die(WR_EXIT_USAGE, "--pipeline %s: not implemented yet (TODO in runtime/gpu.cu)", v);
+            else if (!strcmp(v, "transcode"))
+                opt.pipe = P_TRANSCODE;
+            else if (!strcmp(v, "palette"))
+                opt.pipe = P_PALETTE;
             else
-                die(WR_EXIT_USAGE, "--pipeline: expected auto, fused, exp, full or twin, got '%s'", v);
+                die(WR_EXIT_USAGE, "--pipeline: expected auto, fused, exp, full, twin, transcode or palette, got '%s'", v);
         } else {
             die(WR_EXIT_USAGE, "unknown option: %s (see --help)", a);
         }

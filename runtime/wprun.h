@@ -112,6 +112,31 @@ int  wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, 
  * with wr_get_code / wr_sub_scale. data = wr_restore_bytes's output. */
 int  wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, int batch, float *y);
 
+/* The palette pipelines' 4-bit index array of a palette-pair BF16 matrix:
+ * rows x wr_palette_stride(m) bytes (a multiple of 4), weight (r, c) at
+ * nibble c % 2 (low first) of byte r * stride + c / 2, i.e. the pair
+ * symbols of bf16.h row by row; weights of verbatim groups hold index 0, as
+ * the coded slots do. */
+int64_t wr_palette_stride(const wr_matrix *m);
+
+/* That array transcoded at load from the restored BF16 bytes (fixed =
+ * wr_restore_bytes's output): each exponent's palette index (the "palette"
+ * pipeline; gpu.cu uploads it). idx: rows * stride bytes. -1 when m is not
+ * palette-pair BF16. */
+int  wr_palette_index(const wr_matrix *m, const uint8_t *fixed, uint8_t *idx);
+
+/* The same array decoded from the lanes (the "transcode" pipeline's first
+ * kernel, k_transcode): every tile's pair symbols stored as bytes. Equals
+ * wr_palette_index's bit for bit on a sound bundle. Returns 0 or -1. */
+int  wr_cpu_transcode(const wr_matrix *m, uint8_t *idx, char *err, size_t errlen);
+
+/* The palette GEMV (k_palette's reference): each weight's BF16 rebuilt from
+ * palette[index], its raw byte, or its verbatim group; sums per 256 columns
+ * in float, added in double. Returns 0 or -1 (palette index without an
+ * entry). */
+int  wr_cpu_gemv_palette(const wr_matrix *m, const uint8_t *idx, const float *x, int batch, float *y, char *err,
+                         size_t errlen);
+
 /* float64 reference: dequantize each row with lib (wp_dequantize_row, or
  * the float value of BF16/F16/F32), accumulate products in double. */
 int  wr_ref_gemv64(const wr_matrix *m, const uint8_t *data, const float *x, int batch, double *y);

@@ -27,6 +27,10 @@
 #include "ggml_type.h"
 
 #ifdef __CUDACC__
+#include <cuda_fp16.h>
+#endif
+
+#ifdef __CUDACC__
 #define WR_HD static __host__ __device__ __forceinline__
 #else
 #define WR_HD static inline
@@ -45,9 +49,14 @@ WR_HD float wr_as_float(uint32_t u)
 #endif
 }
 
-/* fp16 bits -> float, exact (as wp_fp16_to_f32; NaN gets the quiet bit). */
+/* fp16 bits -> float, exact (as wp_fp16_to_f32; NaN gets the quiet bit).
+ * On the device the hardware conversion (one instruction, the same value
+ * for every non-NaN input). */
 WR_HD float wr_fp16_to_f32(uint16_t h)
 {
+#ifdef __CUDA_ARCH__
+    return __half2float(__ushort_as_half(h));
+#else
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 0x3ffu;
     if (e == 31)
         return wr_as_float(sign | 0x7f800000u | (m << 13) | (m ? 0x400000u : 0));
@@ -56,6 +65,7 @@ WR_HD float wr_fp16_to_f32(uint16_t h)
         return sign ? -v : v;
     }
     return wr_as_float(sign | ((e + 112u) << 23) | (m << 13));
+#endif
 }
 
 WR_HD uint16_t wr_rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }

@@ -53,9 +53,19 @@ cpu_verify() {
     [[ "$output" == *"--cpu"* && "$output" == *"--verify"* && "$output" == *"--tune"* ]]
     run "$BIN/wprun" --cpu
     [ "$status" -eq 64 ]
-    run "$BIN/wprun" --cpu --synth Q4_0:64x256 --pipeline transcode
+    run "$BIN/wprun" --cpu --synth Q4_0:64x256 --pipeline bogus
     [ "$status" -eq 64 ]
-    [[ "$output" == *"not implemented"* ]]
+    [[ "$output" == *"transcode or palette, got 'bogus'"* ]]
+}
+
+@test "wprun --cpu --pipeline transcode|palette: BF16 palette pipelines check; Q types fall back to fused" {
+    for p in transcode palette; do
+        run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,3 --pipeline $p
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | grep -cE "^gemv +BF16 .* batch [13] +$p relerr .* ok$")" -eq 2 ]
+        [ "$(echo "$output" | grep -cE '^gemv +Q4_K .* fused relerr .* ok$')" -eq 2 ]
+        [ "$(echo "$output" | grep -c 'palette indices: transcode = load-time ok')" -eq 1 ]
+    done
 }
 
 @test "without a CUDA device, wprun --verify prints one line and exits 3" {
@@ -122,8 +132,10 @@ cpu_verify() {
     ldd "$BIN/wprun" | grep -q libcudart
     ldd "$BIN/wprun" | grep -q libcublas
     [ -f "$ROOT/build/runtime-cuda/gpu.o" ]
-    # every architecture of the issue is in the fat binary (its ELF names them)
+    # every architecture of the issue is compiled (the fat binary is compressed, so read the
+    # nvcc command line make would run)
+    cmd=$(cd "$ROOT" && make -n -B build/runtime-cuda/gpu.o | grep nvcc)
     for a in sm_80 sm_87 sm_90a; do
-        grep -qa "$a" "$ROOT/build/runtime-cuda/gpu.o" || { echo "no $a"; false; }
+        echo "$cmd" | grep -q "code=$a" || { echo "no $a in: $cmd"; false; }
     done
 }

@@ -181,6 +181,22 @@ static void check_matrix(const wr_matrix *m, const int *batches, int nb)
         CHECK(rc == 0 && nz && amax > 0 && e < 1e-5, "%s: fused decode+GEMV batch %d: relative error %.2e vs float64 (< 1e-5)",
               m->name, b, e);
         CHECK(memcmp(yf, yt, ny * 4) == 0, "%s: fused = twin bit for bit, batch %d", m->name, b);
+        if (m->kind == WR_EXP && m->s.palette_n) {
+            /* the palette pipelines: run-time transcode = load-time transcode, and their GEMV */
+            size_t il = (size_t)(wr_palette_stride(m) * m->rows);
+            uint8_t *i1 = malloc(il + 1), *i2 = malloc(il + 1);
+            CHECK(wr_palette_stride(m) % 4 == 0 && wr_palette_stride(m) >= (m->cols + 1) / 2,
+                  "%s: palette index stride %lld", m->name, (long long)wr_palette_stride(m));
+            CHECK(wr_cpu_transcode(m, i1, err, sizeof err) == 0 && wr_palette_index(m, ref, i2) == 0 &&
+                      memcmp(i1, i2, il) == 0,
+                  "%s: transcoded palette indices (lanes) = load-time indices (bytes)", m->name);
+            rc = wr_cpu_gemv_palette(m, i1, x, b, yf, err, sizeof err);
+            e = wr_relerr(yf, y64, ny);
+            CHECK(rc == 0 && e < 1e-5, "%s: palette GEMV batch %d: relative error %.2e vs float64", m->name, b, e);
+            CHECK(memcmp(yf, yt, ny * 4) == 0, "%s: palette GEMV = twin bit for bit, batch %d", m->name, b);
+            free(i1);
+            free(i2);
+        }
         free(x);
         free(yf);
         free(yt);
@@ -220,6 +236,37 @@ int main(void)
               rc ? -1LL : (long long)md.m[0].s.n_verbatim);
         if (rc == 0)
             check_matrix(&md.m[0], batches, 2);
+        wr_model_free(&md);
+    }
+
+    /* palette indices of a matrix with an odd row length: the last pair's high nibble is 0 */
+    {
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        int rc = wr_model_synth(&md, WP_BF16, 70, 301, 17, err, sizeof err);
+        CHECK(rc == 0, "synthetic BF16 70x301 coded");
+        if (rc == 0) {
+            const int b2[] = {2};
+            check_matrix(&md.m[0], b2, 1);
+            wr_matrix *m = &md.m[0];
+            uint8_t *idx = malloc((size_t)(wr_palette_stride(m) * m->rows));
+            CHECK(wr_cpu_transcode(m, idx, err, sizeof err) == 0 && wr_palette_stride(m) == 152 &&
+                      (idx[150] >> 4) == 0 && idx[151] == 0,
+                  "BF16 70x301: stride 152 bytes, padding nibble and bytes zero");
+            /* an index without a palette entry is an error, not a silent value: a palette of
+               n_palette - 1 entries and index n_palette - 1 in row 0's first non-verbatim pair */
+            float xx[301], yy[70];
+            wr_make_x(xx, 301, 3, 1);
+            CHECK(wr_cpu_gemv_palette(m, idx, xx, 1, yy, err, sizeof err) == 0, "BF16 70x301: palette GEMV ok");
+            int np = m->s.n_palette, g0 = m->s.vmap[0] & 1 ? 1 : 0;   /* group 0 or 1 of row 0 */
+            CHECK(np >= 2 && !(m->s.vmap[0] >> g0 & 1), "BF16 70x301: %d palette entries, row 0 group %d coded", np, g0);
+            idx[g0 * 32] = (uint8_t)((idx[g0 * 32] & 0xf0) | (np - 1));
+            m->s.n_palette = np - 1;
+            CHECK(wr_cpu_gemv_palette(m, idx, xx, 1, yy, err, sizeof err) == -1 && strstr(err, "palette"),
+                  "palette index %d of a %d-entry palette fails (%s)", np - 1, np - 1, err);
+            m->s.n_palette = np;
+            free(idx);
+        }
         wr_model_free(&md);
     }
 

@@ -1,0 +1,39 @@
+#!/bin/sh
+# runtime/gpukit.sh - pack what runtime/gpucheck.sh needs on a lent GPU
+# machine that has no network, no ../shared/data and no -dev packages:
+# the CUDA build of wprun, the few shared libraries it needs beside the
+# CUDA driver and cuBLAS, and the stories260K bundles made here.
+#
+# Usage: sh runtime/gpukit.sh [KIT]        (default .gpukit, git-ignored)
+# Then, on the GPU machine: sh runtime/gpucheck.sh (it finds KIT/bin/wprun).
+set -eu
+cd "$(dirname "$0")/.."
+K=${1:-.gpukit}
+DATA=${WPACK_DATA:-$(pwd)/../shared/data}
+M=$DATA/models/stories260K
+Q=${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin/llama-quantize
+make -s bin/wprun bin/ggufcat bin/bf16split bin/histogram bin/huffbuild bin/laneinterleave build/tools/mksynth
+ldd bin/wprun | grep -q libcudart || { echo "gpukit: bin/wprun is the CPU-only build (no nvcc?)" >&2; exit 1; }
+rm -rf "$K"
+mkdir -p "$K/bin" "$K/lib" "$K/bundles"
+cp bin/wprun "$K/bin/"
+for l in $(ldd bin/wprun | awk '/=> \// { print $3 }'); do
+    case $l in
+    */libcublas*|*/libc.so*|*/libm.so*|*/libpthread*|*/libdl.so*|*/librt.so*|*/libgcc_s*|*/libstdc++*) ;;
+    *) cp -L "$l" "$K/lib/" ;;
+    esac
+done
+bundle_q() { bin/ggufcat "$1" | bin/histogram | bin/huffbuild --max-len 11 | bin/laneinterleave > "$2"; }
+bin/ggufcat "$M/stories260K-bf16.gguf" | bin/bf16split --palette 16 | bin/histogram |
+    bin/huffbuild --max-len 11 | bin/laneinterleave > "$K/bundles/bf16.bundle"
+bin/ggufcat "$M/stories260K-bf16.gguf" | bin/bf16split --palette 0 | bin/histogram |
+    bin/huffbuild --max-len 11 | bin/laneinterleave > "$K/bundles/bf16p0.bundle"
+t=$(mktemp -d)
+for ty in Q4_0 Q8_0 Q4_K_M IQ4_XS; do
+    "$Q" "$M/stories260K-f32.gguf" "$t/s-$ty.gguf" $ty 1 > /dev/null 2>&1 &&
+        bundle_q "$t/s-$ty.gguf" "$K/bundles/s-$ty.bundle"
+done
+build/tools/mksynth "$t/syn.gguf" small > /dev/null && bundle_q "$t/syn.gguf" "$K/bundles/syn.bundle"
+rm -rf "$t"
+du -sh "$K"
+ls "$K/bundles"
