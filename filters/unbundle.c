@@ -4,6 +4,7 @@
 
 #include "bundle.h"
 #include "cli.h"
+#include "zframe.h"
 #include "gguf_file.h"
 
 static const char usage[] =
@@ -45,6 +46,12 @@ int main(int argc, char **argv)
         rewind(t);
         bf = t;
     }
+    /* A distribution bundle (one zstd frame) is decompressed to a temporary
+     * file, since references are resolved by random access. */
+    FILE *plain = wp_zframe_plain(bf, src, err, sizeof err);
+    if (!plain)
+        wp_die("%s", err);
+    bf = plain;
     /* A second, independent handle on the same file for random access. */
     char self[64];
     snprintf(self, sizeof self, "/proc/self/fd/%d", fileno(bf));

@@ -8,6 +8,7 @@
 
 #include "bundle.h"
 #include "cli.h"
+#include "zframe.h"
 #include "ggml_type.h"
 #include "gguf_file.h"
 
@@ -116,6 +117,8 @@ int main(int argc, char **argv)
     FILE *src = fopen(bpath, "rb");
     if (!src)
         wp_die("%s: cannot open", bpath);
+    if (!(src = wp_zframe_plain(src, bpath, err, sizeof err)))   /* a --dist bundle: decompressed */
+        wp_die("%s", err);
     wp_restore_source(ref, src, bpath);
     wp_restore_source(fast, src, bpath);
     double weights = 0, coded_w = 0, entropy_bits = 0, table_bytes = 0, pad_bytes = 0, meta_bytes = 0;

@@ -163,9 +163,14 @@ wp_writer *wp_cli_writer(const char *path)
 
 wp_writer *wp_cli_writer_aligned(const char *path, unsigned align)
 {
+    return wp_cli_writer_framed(path, align, 0);
+}
+
+wp_writer *wp_cli_writer_framed(const char *path, unsigned align, int zlevel)
+{
     char err[1024];
     FILE *f = wp_out_open(path);
-    wp_writer *w = wp_writer_open(f, wp_out_name(), align, err, sizeof err);
+    wp_writer *w = wp_writer_open_framed(f, wp_out_name(), align, zlevel, err, sizeof err);
     if (!w)
         wp_die("%s", err);
     return w;

@@ -46,6 +46,9 @@ int wp_cli_next(wp_reader *rd, wp_record *r);
 wp_writer *wp_cli_writer(const char *path);
 /* The same with payload alignment `align` (a power of two 1..4096). */
 wp_writer *wp_cli_writer_aligned(const char *path, unsigned align);
+/* The same, the stream inside one zstd frame at level zlevel (0 = plain;
+ * wp_writer_open_framed): distribution bundles. */
+wp_writer *wp_cli_writer_framed(const char *path, unsigned align, int zlevel);
 /* Write one record; dies on error. */
 void wp_cli_put(wp_writer *w, const wp_record *r);
 /* Close the writer (end record, index) and commit the output; dies on error. */

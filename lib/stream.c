@@ -3,6 +3,7 @@
 #include "stream.h"
 
 #include "ggml_type.h"
+#include "zframe.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -251,6 +252,7 @@ static void encode_header(const wp_record *r, uint64_t sum, uint8_t *buf)
 
 struct wp_reader {
     FILE    *f;
+    wp_zsrc *src;          /* f as it is, or decompressed (a zstd-framed bundle) */
     char     path[512];
     unsigned align;
     uint64_t off;          /* bytes consumed */
@@ -274,11 +276,11 @@ static int rfail(wp_reader *rd, const char *fmt, ...)
 /* Read exactly n bytes; -1 with a message on EOF or error. */
 static int rread(wp_reader *rd, void *buf, size_t n, const char *what)
 {
-    size_t got = n ? fread(buf, 1, n, rd->f) : 0;
+    size_t got = n ? wp_zsrc_read(rd->src, buf, n) : 0;
     rd->off += got;
     if (got != n) {
-        if (ferror(rd->f))
-            return rfail(rd, "read error in %s at byte %" PRIu64 ": %s", what, rd->off, strerror(errno));
+        if (wp_zsrc_error(rd->src))
+            return rfail(rd, "%s in %s at byte %" PRIu64, wp_zsrc_error(rd->src), what, rd->off);
         return rfail(rd, "truncated stream: %s ends at byte %" PRIu64
                      " (upstream failed or file cut short)", what, rd->off);
     }
@@ -313,6 +315,11 @@ wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
     }
     rd->f = f;
     snprintf(rd->path, sizeof rd->path, "%s", input_name(path));
+    if (!(rd->src = wp_zsrc_open(f))) {
+        snprintf(err, errlen, "%s: out of memory", rd->path);
+        free(rd);
+        return NULL;
+    }
     if (rread(rd, h, sizeof h, "stream header"))
         goto fail;
     if (memcmp(h, WP_STREAM_MAGIC, 8)) {
@@ -334,6 +341,7 @@ wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
     return rd;
 fail:
     snprintf(err, errlen, "%s", rd->err);
+    wp_zsrc_free(rd->src);
     free(rd);
     return NULL;
 }
@@ -343,6 +351,8 @@ unsigned wp_reader_align(const wp_reader *rd) { return rd->align; }
 
 int wp_reader_close(wp_reader *rd)
 {
+    if (rd)
+        wp_zsrc_free(rd->src);
     free(rd);
     return 0;
 }
@@ -451,6 +461,8 @@ static int check_end(wp_reader *rd, wp_record *r)
         return -1;
     if (memcmp(t + 8, WP_TRAILER_MAGIC, 8) || get64(t) != r->offset)
         return rfail(rd, "corrupt stream: bad trailer");
+    if (wp_zsrc_finish(rd->src))   /* a framed bundle: the frame ends with the stream */
+        return rfail(rd, "%s", wp_zsrc_error(rd->src));
     rd->done = 1;
     return 0;
 }
@@ -485,6 +497,13 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
     wp_record r;
     memset(ix, 0, sizeof *ix);
     path = input_name(path);
+    uint8_t zm[4];
+    if (fseeko(f, 0, SEEK_SET) == 0 && fread(zm, 1, 4, f) == 4 && zm[0] == 0x28 && zm[1] == 0xb5 && zm[2] == 0x2f &&
+        zm[3] == 0xfd) {
+        snprintf(err, errlen, "%s: a zstd-framed distribution bundle (laneinterleave --dist) has no random access: "
+                 "unbundle it, or `zstd -d` it to a plain bundle", path);
+        return -1;
+    }
     if (fseeko(f, 0, SEEK_END) || ftello(f) < 32 || fseeko(f, -16, SEEK_END) || fread(t, 1, 16, f) != 16) {
         snprintf(err, errlen, "%s: not a seekable wpack stream file (too short?)", path);
         return -1;
@@ -571,17 +590,22 @@ int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, 
         return -1;
     }
     rd.off = offset;
-    if (read_header(&rd, r) || wp_reader_payload(&rd, r)) {
-        snprintf(err, errlen, "%s", rd.err);
+    if (!(rd.src = wp_zsrc_plain(f))) {
+        snprintf(err, errlen, "%s: out of memory", rd.path);
         return -1;
     }
-    return 0;
+    int rc = read_header(&rd, r) || wp_reader_payload(&rd, r) ? -1 : 0;
+    if (rc)
+        snprintf(err, errlen, "%s", rd.err);
+    wp_zsrc_free(rd.src);
+    return rc;
 }
 
 /* ---- writer -------------------------------------------------------------- */
 
 struct wp_writer {
     FILE     *f;
+    wp_zsink *sink;        /* f as it is, or one zstd frame (wp_writer_open_framed) */
     char      path[512];
     unsigned  align;
     uint64_t  off;
@@ -603,7 +627,7 @@ static int wfail(wp_writer *w, const char *fmt, ...)
 
 static int wwrite(wp_writer *w, const void *buf, size_t n)
 {
-    if (n && fwrite(buf, 1, n, w->f) != n)
+    if (n && wp_zsink_write(w->sink, buf, n))
         return wfail(w, "write error: %s", strerror(errno));
     w->off += n;
     return 0;
@@ -617,12 +641,19 @@ static int wpad(wp_writer *w)
 
 wp_writer *wp_writer_open(FILE *f, const char *path, unsigned align, char *err, size_t errlen)
 {
+    return wp_writer_open_framed(f, path, align, 0, err, errlen);
+}
+
+wp_writer *wp_writer_open_framed(FILE *f, const char *path, unsigned align, int zlevel, char *err, size_t errlen)
+{
     wp_writer *w = calloc(1, sizeof *w);
     uint8_t h[16];
     if (!align)
         align = WP_STREAM_ALIGN;
-    if (!w || align > 4096 || (align & (align - 1))) {
-        snprintf(err, errlen, "%s: %s", path ? path : "stdout", w ? "bad alignment" : "out of memory");
+    if (!w || align > 4096 || (align & (align - 1)) || !(w->sink = wp_zsink_open(f, zlevel))) {
+        snprintf(err, errlen, "%s: %s", path ? path : "stdout",
+                 !w ? "out of memory" : w->sink || align > 4096 || (align & (align - 1)) ? "bad alignment"
+                                                                                    : "bad zstd level or out of memory");
         free(w);
         return NULL;
     }
@@ -634,6 +665,7 @@ wp_writer *wp_writer_open(FILE *f, const char *path, unsigned align, char *err, 
     put32(h + 12, align);
     if (wwrite(w, h, sizeof h)) {
         snprintf(err, errlen, "%s", w->err);
+        wp_zsink_free(w->sink);
         free(w);
         return NULL;
     }
@@ -718,7 +750,7 @@ int wp_writer_close(wp_writer *w, char *err, size_t errlen)
     memcpy(t + 8, WP_TRAILER_MAGIC, 8);
     if (put_record(w, &end) || wwrite(w, t, sizeof t))
         goto out;
-    if (fflush(w->f)) {
+    if (wp_zsink_finish(w->sink)) {
         wfail(w, "write error: %s", strerror(errno));
         goto out;
     }
@@ -726,6 +758,7 @@ int wp_writer_close(wp_writer *w, char *err, size_t errlen)
 out:
     if (rc && err)
         snprintf(err, errlen, "%s", w->err);
+    wp_zsink_free(w->sink);
     free(p);
     free(w->index);
     free(w);

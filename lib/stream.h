@@ -121,9 +121,9 @@ const char *wp_rec_kind_name(unsigned kind);
 
 typedef struct wp_reader wp_reader;
 
-/* Start reading a stream from f (not closed by the reader). `path` names the
- * input in error messages ("-" or NULL reads as "stdin"). Reads and checks
- * the header. Returns NULL on failure with a message in err (one line). */
+/* Start reading a stream from f (not closed by the reader), plain or
+ * zstd-framed (zframe.h). `path` names the input in error messages ("-" or
+ * NULL reads as "stdin"). Reads and checks the header. Returns NULL on failure with a message in err (one line). */
 wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen);
 
 /* Read the next record into r (its buffers are reused). Checks the header
@@ -179,6 +179,11 @@ typedef struct wp_writer wp_writer;
  * `align` (a power of two 1…4096; 0 means WP_STREAM_ALIGN). Writes the
  * header. `path` names the output in errors. NULL on failure (message in err). */
 wp_writer *wp_writer_open(FILE *f, const char *path, unsigned align, char *err, size_t errlen);
+/* The same stream inside one zstd frame at level zlevel (1..22; 0 = plain,
+ * as wp_writer_open): a distribution bundle (zframe.h). Readers take it as
+ * they take a plain stream; it has no random access (wp_index_read refuses
+ * it). */
+wp_writer *wp_writer_open_framed(FILE *f, const char *path, unsigned align, int zlevel, char *err, size_t errlen);
 /* Append one record. Returns 0, or -1 on a write error or bad record. */
 int wp_writer_put(wp_writer *w, const wp_record *r);
 /* Bytes written so far (the offset of the next record). */

@@ -20,7 +20,7 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
     awk -v b="$(stat -c %s "$1")" -v z="$2" 'BEGIN { printf "%.4f", b / z }'
 }
 
-@test "quantized stories260K: the --dist bundle is never larger than zstd -19 of the GGUF" {
+@test "quantized stories260K: the --dist bundle is at most 0.975 of zstd -19 of the GGUF" {
     [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
     for t in Q8_0 Q5_0 Q4_0 Q4_K_M IQ4_XS; do
         "$BIN/ggufcat" "$Q/s-$t.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist > "$Q/$t.bundle"
@@ -28,7 +28,8 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
         z=$(zstd -19 -q -c "$Q/s-$t.gguf" | wc -c)
         r=$(ratio "$Q/$t.bundle" "$z")
         echo "$t: bundle/zstd-19 = $r"
-        awk -v r="$r" 'BEGIN { exit !(r <= 1.0) }'
+        # measured 0.952-0.964 (README); the order-0 bound is 0.940-0.952
+        awk -v r="$r" 'BEGIN { exit !(r <= 0.975) }'
     done
 }
 
@@ -41,7 +42,43 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
     [ "$g" -eq 392277 ]
     r=$(ratio "$Q/bf16.bundle" "$z"); rg=$(ratio "$Q/bf16.bundle" "$g")
     echo "bundle/zstd-19 = $r, bundle/byte-grouped zstd = $rg"
-    awk -v r="$rg" 'BEGIN { exit !(r <= 0.98) }'
+    # measured 0.867 and 0.875 (README)
+    awk -v r="$r" 'BEGIN { exit !(r <= 0.90) }'
+    awk -v r="$rg" 'BEGIN { exit !(r <= 0.90) }'
+}
+
+@test "a --dist bundle is one zstd frame: readers take it, zstd -d gives the plain bundle, damage is named" {
+    m="$MODELS/stories260K-f16.gguf"
+    B="$BATS_TEST_TMPDIR"
+    "$BIN/ggufcat" "$m" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist > "$B/d.bundle"
+    [ "$(head -c 4 "$B/d.bundle" | od -An -tx1 | tr -d ' ')" = "28b52ffd" ]
+    "$BIN/unbundle" < "$B/d.bundle" | cmp - "$m"
+    "$BIN/unbundle" "$B/d.bundle" | cmp - "$m"
+    "$BIN/verify" -q "$m" "$B/d.bundle" > /dev/null
+    zstd -d -q -c "$B/d.bundle" > "$B/plain.bundle"
+    [ "$(head -c 8 "$B/plain.bundle")" = "WPACKSTR" ]
+    [ "$(tail -c 8 "$B/plain.bundle")" = "WPACKEND" ]
+    "$BIN/unbundle" "$B/plain.bundle" | cmp - "$m"
+    diff <("$BIN/tsinfo" "$B/d.bundle") <("$BIN/tsinfo" "$B/plain.bundle")
+    # random access needs the plain form, and says so
+    run "$BIN/wprun" --cpu --bundle "$B/d.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"zstd-framed distribution bundle"*"zstd -d"* ]]
+    # cut short, a byte flipped, junk after the frame: one line each, status 1
+    n=$(stat -c %s "$B/d.bundle")
+    head -c $((n - 5)) "$B/d.bundle" > "$B/cut.bundle"
+    run "$BIN/unbundle" -o "$B/out.gguf" "$B/cut.bundle"
+    [ "$status" -eq 1 ] && [ "${#lines[@]}" -eq 1 ] && [[ "$output" == *"cut.bundle: truncated"* ]]
+    [ ! -e "$B/out.gguf" ]
+    cp "$B/d.bundle" "$B/flip.bundle"
+    printf '\x55' | dd of="$B/flip.bundle" bs=1 seek=$((n / 2)) conv=notrunc 2> /dev/null
+    run "$BIN/tsinfo" "$B/flip.bundle"
+    [ "$status" -eq 1 ]
+    echo "$output" | grep -qE "tsinfo: $B/flip\.bundle: .*(checksum mismatch|corrupt)"
+    { cat "$B/d.bundle"; echo junk; } > "$B/junk.bundle"
+    run "$BIN/tsinfo" "$B/junk.bundle"
+    [ "$status" -eq 1 ]
+    echo "$output" | grep -q "tsinfo: $B/junk.bundle: corrupt stream: bytes after the zstd frame$"
 }
 
 @test "a tensor equal to an earlier one is stored as a reference (tied embeddings)" {

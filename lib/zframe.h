@@ -1,0 +1,60 @@
+/*
+ * zframe.h - a byte source or sink over a FILE that may be one zstd frame.
+ *
+ * A distribution bundle (laneinterleave --dist) is a whole wpack stream
+ * inside one zstd frame: the record headers, names and attributes that the
+ * stream repeats compress to a few bytes a record, the entropy-coded
+ * payloads pass through. The stream reader takes either form through
+ * wp_zsrc: a source that starts with the zstd frame magic (28 b5 2f fd) is
+ * decompressed as it is read; any other is read as it is. `zstd -d` turns
+ * a framed bundle into the plain one, byte for byte.
+ *
+ * Errors: reads return fewer bytes than asked at the end or on an error;
+ * wp_zsrc_error() then says which (NULL at a clean end). Sources: libzstd's
+ * streaming API (ZSTD_decompressStream, ZSTD_compressStream2).
+ */
+#ifndef WPACK_ZFRAME_H
+#define WPACK_ZFRAME_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct wp_zsrc wp_zsrc;
+typedef struct wp_zsink wp_zsink;
+
+/* Wrap f (not closed): peeks its first 4 bytes to tell the two forms
+ * apart. NULL when out of memory. */
+wp_zsrc *wp_zsrc_open(FILE *f);
+/* Wrap f as a plain source without peeking (random access at an offset). */
+wp_zsrc *wp_zsrc_plain(FILE *f);
+/* Read up to n bytes (all n unless at the end or on an error), as fread. */
+size_t wp_zsrc_read(wp_zsrc *s, void *buf, size_t n);
+/* 1 when the source is a zstd frame. */
+int wp_zsrc_framed(const wp_zsrc *s);
+/* NULL, or what stopped the last short read ("read error: ...", "corrupt
+ * zstd frame: ..."). */
+const char *wp_zsrc_error(const wp_zsrc *s);
+/* For a framed source at the end of its content: 0 when the frame ends
+ * there (its checksum checked) and no byte follows it, else -1 with the
+ * problem in wp_zsrc_error. Plain sources: 0. */
+int wp_zsrc_finish(wp_zsrc *s);
+void wp_zsrc_free(wp_zsrc *s);
+
+/* For random access (bundle indexes): when the seekable file f holds a
+ * zstd frame, its content decompressed into an unnamed temporary file,
+ * rewound (f is left open; the caller closes both); else f itself, rewound.
+ * NULL with a one-line reason in err (naming path) on a corrupt frame or
+ * when no temporary file can be made. */
+FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen);
+
+/* Wrap f (not closed): level 0 writes bytes as they are, 1..22 writes
+ * them into one zstd frame at that level (with its content checksum).
+ * NULL when out of memory or the level is out of range. */
+wp_zsink *wp_zsink_open(FILE *f, int level);
+/* Write n bytes. 0, or -1 (errno set, or EIO for a compression error). */
+int wp_zsink_write(wp_zsink *s, const void *buf, size_t n);
+/* End the frame (framed sinks) and flush f. 0 or -1 as wp_zsink_write. */
+int wp_zsink_finish(wp_zsink *s);
+void wp_zsink_free(wp_zsink *s);
+
+#endif

@@ -1,0 +1,156 @@
+/* test_zframe.c - zstd-framed streams (lib/zframe.c, wp_writer_open_framed):
+ * the framed and the plain writer give the same stream content; the reader
+ * takes both, in any read sizes; truncation, damage and trailing bytes are
+ * named; tiny plain inputs (under 4 bytes) are served whole. */
+#include <stdint.h>
+#include <string.h>
+
+#include "stream.h"
+#include "tap.h"
+#include "zframe.h"
+
+/* A stream of 40 records with payloads of a few sizes, framed or not. */
+static FILE *make(int zlevel)
+{
+    FILE *f = tmpfile();
+    char err[256];
+    wp_writer *w = wp_writer_open_framed(f, "t", 8, zlevel, err, sizeof err);
+    static uint8_t pay[70000];
+    for (size_t i = 0; i < sizeof pay; i++)
+        pay[i] = (uint8_t)(i * 2654435761u >> 13);
+    for (int i = 0; w && i < 40; i++) {
+        wp_record r;
+        char name[32];
+        wp_record_init(&r);
+        r.kind = WP_REC_TENSOR;
+        r.type = 0;
+        r.n_dims = 1;
+        r.ne[0] = (int64_t)((i * 977) % 17000);
+        snprintf(name, sizeof name, "blk.%d.w", i);
+        r.name = name;
+        r.attrs = (char *)"";
+        r.payload = pay;
+        r.payload_len = (uint64_t)r.ne[0] * 4;
+        wp_writer_put(w, &r);
+    }
+    wp_writer_close(w, err, sizeof err);
+    rewind(f);
+    return f;
+}
+
+static uint8_t *slurp(FILE *f, size_t *n)
+{
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    uint8_t *b = malloc(*n + 1);
+    rewind(f);
+    if (fread(b, 1, *n, f) != *n)
+        *n = 0;
+    rewind(f);
+    return b;
+}
+
+/* Records read (or -1 with err set). */
+static int count(FILE *f, char *err, size_t errlen)
+{
+    wp_reader *rd = wp_reader_open(f, "x", err, errlen);
+    wp_record r;
+    int n = 0, k;
+    if (!rd)
+        return -1;
+    wp_record_init(&r);
+    while ((k = wp_reader_next(rd, &r)) == 1)
+        n++;
+    if (k < 0) {
+        snprintf(err, errlen, "%s", wp_reader_error(rd));
+        n = -1;
+    }
+    wp_record_free(&r);
+    wp_reader_close(rd);
+    return n;
+}
+
+static FILE *from(const uint8_t *b, size_t n)
+{
+    FILE *f = tmpfile();
+    fwrite(b, 1, n, f);
+    rewind(f);
+    return f;
+}
+
+int main(void)
+{
+    char err[512];
+    size_t np, nz;
+    FILE *p = make(0), *z = make(9);
+    uint8_t *bp = slurp(p, &np), *bz = slurp(z, &nz);
+    CHECK(nz > 4 && !memcmp(bz, "\x28\xb5\x2f\xfd", 4) && nz < np, "framed: zstd magic, %zu bytes < plain %zu", nz, np);
+    CHECK(count(p, err, sizeof err) == 40, "plain stream: 40 records");
+    CHECK(count(z, err, sizeof err) == 40, "framed stream: 40 records");
+
+    /* the frame holds the plain stream byte for byte */
+    rewind(z);
+    wp_zsrc *s = wp_zsrc_open(z);
+    uint8_t *dec = malloc(np + 16);
+    size_t got = 0, k;
+    for (size_t step = 1; (k = wp_zsrc_read(s, dec + got, step)) > 0; step = step * 3 % 4093 + 1)
+        got += k;   /* odd read sizes */
+    CHECK(wp_zsrc_framed(s) && got == np && !memcmp(dec, bp, np) && wp_zsrc_finish(s) == 0,
+          "decompressed in odd-sized reads = the plain stream (%zu bytes)", got);
+    wp_zsrc_free(s);
+
+    /* random access: the plain form through wp_zframe_plain */
+    rewind(z);
+    FILE *t = wp_zframe_plain(z, "z", err, sizeof err);
+    wp_index ix;
+    memset(&ix, 0, sizeof ix);
+    CHECK(t && t != z && wp_index_read(t, "t", &ix, err, sizeof err) == 0 && ix.count == 40,
+          "wp_zframe_plain: a temporary plain bundle with its index (40 entries: %s)", t ? "ok" : err);
+    wp_index_free(&ix);
+    if (t)
+        fclose(t);
+    CHECK(wp_index_read(z, "z.bundle", &ix, err, sizeof err) == -1 && strstr(err, "z.bundle: a zstd-framed"),
+          "wp_index_read refuses a framed bundle by name (%s)", err);
+    rewind(p);
+    CHECK(wp_zframe_plain(p, "p", err, sizeof err) == p, "wp_zframe_plain: a plain bundle is itself");
+
+    /* damage */
+    for (size_t cut = 1; cut < nz; cut += nz / 7 + 1) {
+        FILE *c = from(bz, nz - cut);
+        int n = count(c, err, sizeof err);
+        CHECK(n == -1 && strstr(err, "x: ") == err && (strstr(err, "truncated") || strstr(err, "corrupt")),
+              "framed, last %zu bytes cut: %s", cut, err);
+        fclose(c);
+    }
+    uint8_t *j = malloc(nz + 3);
+    memcpy(j, bz, nz);
+    memcpy(j + nz, "abc", 3);
+    FILE *c = from(j, nz + 3);
+    CHECK(count(c, err, sizeof err) == -1 && strstr(err, "bytes after the zstd frame"), "junk after the frame: %s", err);
+    fclose(c);
+    memcpy(j, bz, nz);
+    j[nz / 2] ^= 0x10;
+    c = from(j, nz);
+    CHECK(count(c, err, sizeof err) == -1 && (strstr(err, "corrupt") || strstr(err, "checksum")),
+          "a flipped bit inside the frame: %s", err);
+    fclose(c);
+
+    /* a plain input of 2 bytes: both served, then a clean end */
+    c = from((const uint8_t *)"WP", 2);
+    s = wp_zsrc_open(c);
+    uint8_t two[8];
+    CHECK(!wp_zsrc_framed(s) && wp_zsrc_read(s, two, 8) == 2 && !memcmp(two, "WP", 2) && !wp_zsrc_error(s),
+          "a 2-byte plain input reads back whole");
+    wp_zsrc_free(s);
+    fclose(c);
+    CHECK(count(from((const uint8_t *)"\x28\xb5\x2f\xfd", 4), err, sizeof err) == -1 && strstr(err, "x: "),
+          "a bare zstd magic: %s", err);
+
+    free(j);
+    free(dec);
+    free(bp);
+    free(bz);
+    fclose(p);
+    fclose(z);
+    return tap_done();
+}
