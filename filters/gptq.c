@@ -399,6 +399,9 @@ int main(int argc, char **argv)
     struct { char *name; int n_dims; int64_t ne[4]; uint32_t type; } *tl = NULL;
     size_t n_t = 0;
     while (wp_cli_next(rd, &r)) {
+        if (wp_rec_is_coded(r.kind))
+            wp_die("%s: record '%s' (%s) belongs to a coded stream or bundle: unbundle --stream it first",
+                   in && strcmp(in, "-") ? in : "stdin", r.name, wp_rec_kind_name(r.kind));
         if (r.kind == WP_REC_KV) {
             if (!strcmp(r.name, "general.architecture") && r.type == WP_GGUF_STRING && r.payload_len >= 8) {
                 uint64_t l = rd64(r.payload);

@@ -1,5 +1,6 @@
 /* unbundle - restore the original GGUF from a bundle, byte for byte.
  * Usage: unbundle [--stream] [--reference] [-o OUT] [BUNDLE]   (see unbundle(1)) */
+#include <errno.h>
 #include <string.h>
 
 #include "bundle.h"
@@ -39,10 +40,12 @@ int main(int argc, char **argv)
         char buf[1 << 16];
         size_t n;
         if (!t)
-            wp_die("cannot create a temporary file");
+            wp_die("%s: cannot create a temporary file: %s", src, strerror(errno));
         while ((n = fread(buf, 1, sizeof buf, bf)) > 0)
             if (fwrite(buf, 1, n, t) != n)
                 wp_die("temporary file: write error");
+        if (ferror(bf))
+            wp_die("%s: read error: %s", src, strerror(errno));
         rewind(t);
         bf = t;
     }

@@ -1,6 +1,7 @@
 /* verify - check a bundle against its original GGUF, bit for bit, with both
  * lane decoders, and account bits per weight.
  * Usage: verify [-q] ORIGINAL.gguf BUNDLE      (see verify(1)) */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,15 +99,19 @@ int main(int argc, char **argv)
     if (!g)
         wp_die("%s", err);
     struct stat st;
-    if (stat(bpath, &st) || !S_ISREG(st.st_mode))
-        wp_die("%s: not a regular file", bpath);
+    if (stat(bpath, &st))
+        wp_die("%s: %s", bpath, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        wp_die("%s: not a regular file (verify reads the bundle twice: give a file)", bpath);
     wp_reader *rd = wp_cli_reader(bpath);
     wp_out_open(NULL);   /* a failure truncates a redirected report */
     char first_bad[WP_MAX_NAME + 256] = "";
     int n_bad_tensors = 0;
     wp_restore *ref = wp_restore_new(), *fast = wp_restore_new();
     wp_gguf_out *rebuilt = wp_gguf_out_new(err, sizeof err);
-    if (!ref || !fast || !rebuilt)
+    if (!rebuilt)
+        wp_die("%s", err);
+    if (!ref || !fast)
         wp_die("out of memory");
 
     wp_record r, dup, o, coded;

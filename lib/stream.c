@@ -87,6 +87,17 @@ int64_t wp_record_nelem(const wp_record *r)
     return n;
 }
 
+int wp_rec_is_coded(unsigned kind)
+{
+    switch (kind) {
+    case WP_REC_HIST: case WP_REC_TABLE: case WP_REC_CODED: case WP_REC_SIDE: case WP_REC_SYMBOLS:
+    case WP_REC_RAW: case WP_REC_Z: case WP_REC_KVPACK: case WP_REC_REF: case WP_REC_ROWMAP:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 const char *wp_rec_kind_name(unsigned kind)
 {
     switch (kind) {

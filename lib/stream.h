@@ -116,6 +116,11 @@ void    wp_attr_del(wp_record *r, const char *key);
 
 /* Name of a record kind ("tensor", "kv" …) for listings; "?" if unknown. */
 const char *wp_rec_kind_name(unsigned kind);
+/* 1 for the kinds of the coding pipeline and of bundles (hist, table, coded,
+ * side, symbols, raw, zstd, kvpack, ref, rowmap): records a program that
+ * reads GGUF-form streams (ggufpack, gptq) cannot act on; such a program
+ * stops on them ("unbundle --stream it first") rather than drop them. */
+int wp_rec_is_coded(unsigned kind);
 
 /* ---- reading ------------------------------------------------------------ */
 

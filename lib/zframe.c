@@ -221,7 +221,11 @@ FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen)
     uint8_t buf[1 << 16];
     size_t n;
     if (!t) {
-        snprintf(err, errlen, "%s: cannot create a temporary file for the decompressed bundle", path);
+        if (s)
+            snprintf(err, errlen, "%s: cannot create a temporary file for the decompressed bundle: %s", path,
+                     strerror(errno));
+        else
+            snprintf(err, errlen, "%s: out of memory", path);
         wp_zsrc_free(s);
         return NULL;
     }
@@ -232,7 +236,11 @@ FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen)
         }
     if (n == 0 && (wp_zsrc_error(s) || wp_zsrc_finish(s)))
         snprintf(err, errlen, "%s: %s", path, wp_zsrc_error(s));
-    int bad = n != 0 || wp_zsrc_error(s) != NULL || fflush(t) != 0;
+    int bad = n != 0 || wp_zsrc_error(s) != NULL;
+    if (!bad && fflush(t)) {
+        snprintf(err, errlen, "%s: temporary file: write error: %s", path, strerror(errno));
+        bad = 1;
+    }
     wp_zsrc_free(s);
     if (bad) {
         fclose(t);

@@ -80,6 +80,7 @@ struct DevMat {
     int type, wps, bits, n, sub_n, side_bytes, block_bytes, palette_n, n_palette;  /* wps codes of bits bits per symbol */
     long long rows, cols, S, gpr, group;
     long long istride;                       /* palette index bytes a row (a multiple of 4) */
+    unsigned long long n_words;              /* lane words of the matrix */
     int gshift;                              /* log2(group) when a power of 2, else -1 */
     int qoff, qnl;                           /* WR_Q: c(q) = kv[q] when qnl, else q - qoff */
     int L;                                   /* lookup-table bits (= max code length) */
@@ -145,10 +146,10 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
         G += __popc(m);
     }
     __syncwarp();
-    bad |= (o1 < o0) || (G != o1 - o0);
+    bad |= (o1 < o0) || (G != o1 - o0) || (o1 > M.n_words);
     L.tw = M.words + o0;
     L.g = g;
-    L.W = W;
+    L.W = bad ? 0 : W;   /* corrupt offsets: read no word (the kernel flags the tile) */
     L.next = 0;
     L.lt = (1u << k) - 1;
     L.buf = 0;
@@ -754,13 +755,20 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
             for (unsigned c = 0; c < tg.w; c += 4) {
                 uint32_t w = 0;
 #pragma unroll
-                for (int cc = 0; cc < 4; cc++)
-                    w |= (lane_next(L, lut, M.L, bad) >> 24) << (8 * cc);
+                for (int cc = 0; cc < 4; cc++) {
+                    const uint32_t e = lane_next(L, lut, M.L, bad);
+                    bad |= (e >> 4) & 3;   /* an index without a palette entry (slots of verbatim
+                                              groups and pad nibbles hold 0) */
+                    w |= (e >> 24) << (8 * cc);
+                }
                 *reinterpret_cast<uint32_t *>(dst + c) = w;
             }
         } else {
-            for (unsigned c = 0; c < tg.w; c++)
-                dst[c] = (uint8_t)(lane_next(L, lut, M.L, bad) >> 24);
+            for (unsigned c = 0; c < tg.w; c++) {
+                const uint32_t e = lane_next(L, lut, M.L, bad);
+                bad |= (e >> 4) & 3;
+                dst[c] = (uint8_t)(e >> 24);
+            }
         }
     }
     lane_close(L, bad);
@@ -797,9 +805,10 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS, B <= 2 ? 8 : 4) k_palette(Dev
         VRow V = {0u, 1, 0, 0};
         if (hasv) {   /* the same span for every lane: uniform loads */
             V = vrow_span(M, row, c0, nw, before);
-            const long long g0n = (c0 + 256) / M.group;
-            before += V.ok ? (unsigned long long)__popc(V.mask & (g0n - V.g0 >= 32 ? ~0u : (1u << (g0n - V.g0)) - 1))
-                           : 0;
+            /* the groups wholly before the next step's span, counted from vmap (also when
+               V.ok = 0, where the mask is not kept) */
+            const unsigned long long b0 = (unsigned long long)(row * M.gpr);
+            before += vmap_count(M.vmap, b0 + (unsigned long long)V.g0, b0 + (unsigned long long)((c0 + 256) / M.group));
         }
         const long long j0 = c0 + 8 * l;
         if (j0 >= M.cols)
@@ -1108,6 +1117,7 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
     M.tcols = (v.shape.row_sym + M.T - 1) / M.T;
     M.trows = (v.shape.rows + 63) / 64;
     M.ntiles = v.n_tiles;
+    M.n_words = v.n_words;
     M.L = m->huf.L;
     if (M.L < 1 || M.L > 11) {
         snprintf(err, errlen, "%s: code lengths up to %d bits; the device decoder takes up to 11", m->name, M.L);

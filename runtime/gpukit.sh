@@ -4,11 +4,28 @@
 # the CUDA build of wprun, the few shared libraries it needs beside the
 # CUDA driver and cuBLAS, and the stories260K bundles made here.
 #
-# Usage: sh runtime/gpukit.sh [KIT]        (default .gpukit, git-ignored)
-# Then, on the GPU machine: sh runtime/gpucheck.sh (it finds KIT/bin/wprun).
+# Usage: sh runtime/gpukit.sh [KIT]   (default .gpukit in the repository,
+# git-ignored; a relative KIT is taken from the current folder; an existing
+# KIT is replaced only if it is an earlier kit). Then, on the GPU machine:
+# sh runtime/gpucheck.sh (it finds .gpukit/bin/wprun; another KIT through
+# WPACK_KIT=KIT). The kit holds bin/wprun, lib/ (libraries beside libc,
+# libstdc++, the CUDA driver and cuBLAS) and bundles/ (stories260K BF16 with
+# palette 16 and 0, llama-quantize Q4_0 Q8_0 Q4_K_M IQ4_XS, mksynth's small
+# model).
 set -eu
+K=${1:-}
+case $K in
+"") ;;
+/*) ;;
+*) K=$(pwd)/$K ;;   # relative to where it was called, before the cd below
+esac
 cd "$(dirname "$0")/.."
-K=${1:-.gpukit}
+K=${K:-$(pwd)/.gpukit}
+# replace only an earlier kit (or an empty or missing folder), never anything else
+if [ -e "$K" ] && [ -n "$(ls -A "$K" 2>/dev/null)" ] && [ ! -x "$K/bin/wprun" ]; then
+    echo "gpukit: $K exists and is not a kit made by gpukit.sh; give another folder" >&2
+    exit 1
+fi
 DATA=${WPACK_DATA:-$(pwd)/../shared/data}
 M=$DATA/models/stories260K
 Q=${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin/llama-quantize
@@ -29,6 +46,7 @@ bin/ggufcat "$M/stories260K-bf16.gguf" | bin/bf16split --palette 16 | bin/histog
 bin/ggufcat "$M/stories260K-bf16.gguf" | bin/bf16split --palette 0 | bin/histogram |
     bin/huffbuild --max-len 11 | bin/laneinterleave > "$K/bundles/bf16p0.bundle"
 t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
 for ty in Q4_0 Q8_0 Q4_K_M IQ4_XS; do
     "$Q" "$M/stories260K-f32.gguf" "$t/s-$ty.gguf" $ty 1 > /dev/null 2>&1 &&
         bundle_q "$t/s-$ty.gguf" "$K/bundles/s-$ty.bundle"

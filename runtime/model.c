@@ -6,7 +6,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "blocks.h"
@@ -135,7 +137,10 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
     s->vbytes_len = (size_t)vbytes_len;
     s->raw = s->vbytes + vbytes_len;
     s->raw_bytes = (size_t)(a->payload_len - WP_BF16_PALETTE_MAX - (uint64_t)vmap_bytes - (uint64_t)vbytes_len);
+    /* tiles of 256 weights: 128 palette pairs or 256 exponent bytes a tile row (the kernels
+       rely on it, as bf16split and laneinterleave write it) */
     if (m->v.shape.rows != (uint64_t)m->rows || m->v.shape.row_sym != (uint64_t)s->sym_per_row ||
+        m->v.shape.tile_sym != (s->palette_n ? 128u : 256u) ||
         (uint64_t)s->vmap_bytes * 8 < (uint64_t)(m->rows * s->groups_per_row) ||
         (uint64_t)s->raw_bytes * 8 < (uint64_t)(m->rows * m->cols * raw_bits))
         return fail(err, errlen, "%s: raw record does not match the coded shape", m->name);
@@ -168,8 +173,22 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
 int wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
+    struct stat st;
+    uint8_t m4[4];
     if (!f)
-        return fail(err, errlen, "%s: cannot open", path);
+        return fail(err, errlen, "%s: %s", path, strerror(errno));
+    if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return fail(err, errlen, "%s: not a regular file", path);
+    }
+    if (fread(m4, 1, 4, f) == 4 && m4[0] == 0x28 && m4[1] == 0xb5 && m4[2] == 0x2f && m4[3] == 0xfd) {
+        fclose(f);
+        return fail(err, errlen,
+                    "%s: a distribution bundle (laneinterleave --dist); wprun needs an inference bundle: "
+                    "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE",
+                    path, path);
+    }
+    rewind(f);
     wp_index ix;
     memset(&ix, 0, sizeof ix);
     if (wp_index_read(f, path, &ix, err, errlen)) {

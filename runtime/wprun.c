@@ -63,14 +63,36 @@ static void die(int status, const char *fmt, const char *a)
     exit(status);
 }
 
-/* ---- tuning file: "# wprun tuning v1" then "name batch pipeline us" lines */
+/* ---- tuning file: "# wprun tuning v1" then "name batch pipeline us" lines;
+ * auto takes, per matrix and batch, the pipeline with the fewest microseconds
+ * (the last measurement of a pipeline counts). */
 
 typedef struct {
     char name[256];
-    int batch, pipe;
+    int batch;
+    double us[P_COUNT];   /* NAN: not measured */
 } tune_ent;
 static tune_ent *tunes;
 static int ntunes;
+
+static tune_ent *tune_find(const char *name, int batch, int add)
+{
+    for (int i = 0; i < ntunes; i++)
+        if (tunes[i].batch == batch && !strcmp(tunes[i].name, name))
+            return &tunes[i];
+    if (!add)
+        return NULL;
+    tune_ent *t = realloc(tunes, (size_t)(ntunes + 1) * sizeof *t);
+    if (!t)
+        return NULL;
+    tunes = t;
+    t = &tunes[ntunes++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->batch = batch;
+    for (int p = 0; p < P_COUNT; p++)
+        t->us[p] = NAN;
+    return t;
+}
 
 static void tuning_read(const char *path)
 {
@@ -81,17 +103,13 @@ static void tuning_read(const char *path)
     if (!f)
         return;
     while (fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || sscanf(line, "%255s %d %31s %lf", name, &b, pn, &us) != 4)
+        if (line[0] == '#' || sscanf(line, "%255s %d %31s %lf", name, &b, pn, &us) != 4 || !(us >= 0))
             continue;
         for (int p = 0; p < P_COUNT; p++)
             if (p != P_TWIN && !strcmp(pn, pipe_name[p])) {
-                tune_ent *t = realloc(tunes, (size_t)(ntunes + 1) * sizeof *t);
-                if (!t)
-                    break;
-                tunes = t;
-                snprintf(tunes[ntunes].name, sizeof tunes[ntunes].name, "%s", name);
-                tunes[ntunes].batch = b;
-                tunes[ntunes++].pipe = p;
+                tune_ent *t = tune_find(name, b, 1);
+                if (t)
+                    t->us[p] = us;
             }
     }
     fclose(f);
@@ -101,9 +119,13 @@ static int pipe_for(const wr_matrix *m, int batch)
 {
     if (opt.pipe != P_AUTO)
         return opt.pipe;
-    for (int i = ntunes; i-- > 0;)
-        if (tunes[i].batch == batch && !strcmp(tunes[i].name, m->name))
-            return tunes[i].pipe;
+    const tune_ent *t = tune_find(m->name, batch, 0);
+    int best = -1;
+    for (int p = 0; t && p < P_COUNT; p++)
+        if (t->us[p] >= 0 && (best < 0 || t->us[p] < t->us[best]))
+            best = p;
+    if (best >= 0)
+        return best;
     return batch <= 8 ? P_FUSED : P_FULL;
 }
 
@@ -211,10 +233,14 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                 }
             }
             if (opt.bench || opt.tune) {
-                double best = 0;
+                /* every pipeline the matrix takes on the CPU: fused, full (the fixed-width
+                   GEMV), and for palette-pair BF16 transcode and palette */
+                double t[P_COUNT];
                 int bestp = P_FUSED;
-                double t[3] = {0, 0, 0};
-                for (int p = 0; p < 2; p++) {
+                for (int p = 0; p < P_COUNT; p++) {
+                    t[p] = NAN;
+                    if (p == P_TWIN || ((p == P_TRANSCODE || p == P_PALETTE) && !is_palette_bf16(m)))
+                        continue;
                     double *s = malloc((size_t)opt.runs * sizeof *s);
                     for (int r = 0; r < opt.runs && s; r++) {
                         double t0 = wr_now();
@@ -226,16 +252,18 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                         t[p] = s[opt.runs / 2];
                     }
                     free(s);
-                    if (p == 0 || t[p] < best) {
-                        best = t[p];
+                    if (t[p] < t[bestp])
                         bestp = p;
-                    }
                     if (tf)
                         fprintf(tf, "%s\t%d\t%s\t%.1f\n", m->name, batch, pipe_name[p], t[p]);
                 }
                 if (opt.bench)
-                    printf("bench  %-6s %-40s batch %-4d cpu fused %10.1f us  fixed %10.1f us  ratio %.2f  best %s\n",
-                           type_name(m), m->name, batch, t[0], t[1], t[1] > 0 ? t[0] / t[1] : 0, pipe_name[bestp]);
+                    printf("bench  %-6s %-40s batch %-4d cpu fused %10.1f us  full %10.1f us  transcode %10.1f us  "
+                           "palette %10.1f us  best %s\n",
+                           type_name(m), m->name, batch, t[P_FUSED], t[P_FULL], t[P_TRANSCODE], t[P_PALETTE],
+                           pipe_name[bestp]);
+                if (opt.tune)
+                    printf("tune   %-40s batch %-4d -> %s\n", m->name, batch, pipe_name[bestp]);
             }
         }
         free(x);
@@ -534,8 +562,12 @@ int main(int argc, char **argv)
     uint64_t seed = 0;
     for (int i = 0; i < ns; i++)
         add_synth(&md, synths[i], &seed);
-    if (md.n == 0)
+    if (md.n == 0) {
+        if (nb == 1 && !ns)
+            die(WR_EXIT_FAIL, "%s: no coded matrices (every matrix is stored fixed-width or zstd'd, or the "
+                              "stream was not coded by laneinterleave)", bundles[0]);
         die(WR_EXIT_FAIL, "%s", "no coded matrices in the input");
+    }
     if (opt.pipe == P_AUTO && !opt.tune)
         tuning_read(opt.tuning);
     FILE *tf = NULL;

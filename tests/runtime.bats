@@ -107,11 +107,23 @@ cpu_verify() {
     [ "$status" -eq 0 ]
     head -n 1 "$T/t.tun" | grep -q '^# wprun tuning v1'
     [ "$(grep -c '^synth.Q4_0.128x512	' "$T/t.tun")" -eq 4 ]
-    # force "full" for batch 1 and check auto follows the file
-    printf 'synth.Q4_0.128x512\t1\tfull\t1.0\n' >> "$T/t.tun"
+    [ "$(echo "$output" | grep -cE '^tune +synth.Q4_0.128x512 +batch (1|16) +-> (fused|full)$')" -eq 2 ]
+    # a later, faster "full" measurement for batch 1: auto follows the file
+    printf 'synth.Q4_0.128x512\t1\tfull\t0.5\n' >> "$T/t.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_0:128x512 --tuning "$T/t.tun"
     [ "$status" -eq 0 ]
     echo "$output" | grep -qE '^gemv .* batch 1 +full relerr'
+}
+
+@test "wprun --pipeline auto takes the fastest pipeline of the tuning file, not the last line" {
+    printf '# wprun tuning v1 (cpu): matrix batch pipeline microseconds\n' > "$T/a.tun"
+    printf 'synth.BF16.64x512\t1\tfused\t5.0\nsynth.BF16.64x512\t1\tfull\t9.0\n' >> "$T/a.tun"
+    printf 'synth.BF16.64x512\t1\ttranscode\t7.0\nsynth.BF16.64x512\t1\tpalette\t6.0\n' >> "$T/a.tun"
+    printf 'synth.BF16.64x512\t3\tfused\t50\nsynth.BF16.64x512\t3\tpalette\t20\nsynth.BF16.64x512\t3\tfull\t30\n' >> "$T/a.tun"
+    run "$BIN/wprun" --cpu --verify --synth BF16:64x512 --batch 1,3 --tuning "$T/a.tun"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv .* batch 1 +fused relerr'
+    echo "$output" | grep -qE '^gemv .* batch 3 +palette relerr'
 }
 
 @test "a corrupt bundle fails wprun --cpu --verify (status 1)" {
@@ -138,4 +150,12 @@ cpu_verify() {
     for a in sm_80 sm_87 sm_90a; do
         echo "$cmd" | grep -q "code=$a" || { echo "no $a in: $cmd"; false; }
     done
+}
+
+@test "gpukit.sh replaces only an earlier kit, never another folder" {
+    mkdir -p "$T/notakit" && echo keep > "$T/notakit/file"
+    run sh "$ROOT/runtime/gpukit.sh" "$T/notakit"
+    [ "$status" -eq 1 ]
+    [ "$output" = "gpukit: $T/notakit exists and is not a kit made by gpukit.sh; give another folder" ]
+    [ "$(cat "$T/notakit/file")" = keep ]
 }

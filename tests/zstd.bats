@@ -63,7 +63,7 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
     # random access needs the plain form, and says so
     run "$BIN/wprun" --cpu --bundle "$B/d.bundle"
     [ "$status" -eq 1 ]
-    [[ "$output" == *"zstd-framed distribution bundle"*"zstd -d"* ]]
+    [[ "$output" == "wprun: $B/d.bundle: a distribution bundle (laneinterleave --dist); wprun needs an inference bundle: unbundle --stream"* ]]
     # cut short, a byte flipped, junk after the frame: one line each, status 1
     n=$(stat -c %s "$B/d.bundle")
     head -c $((n - 5)) "$B/d.bundle" > "$B/cut.bundle"
@@ -105,4 +105,24 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
     [ "$(echo "$output" | grep -c '^kvpack ')" -eq 1 ]
     [ "$(echo "$output" | grep -c '^kv ')" -eq 0 ]
     echo "$output" | grep -q 'n_kv=17'
+}
+
+@test "programs that read GGUF-form streams refuse a bundle instead of dropping its records" {
+    B="$BATS_TEST_TMPDIR"
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist > "$B/d.bundle"
+    run "$BIN/ggufpack" -o "$B/o.gguf" "$B/d.bundle"
+    [ "$status" -eq 1 ]
+    [ "$output" = "ggufpack: $B/d.bundle: record '' (kvpack) belongs to a coded stream or bundle: unbundle --stream it first" ]
+    [ ! -e "$B/o.gguf" ]
+    run "$BIN/gptq" --rtn --type Q8_0 -o "$B/o.wps" "$B/d.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$output" == "gptq: $B/d.bundle: record '' (kvpack) belongs to a coded stream or bundle: unbundle --stream it first" ]]
+    # the documented way back: unbundle --stream, then the GGUF-form programs work
+    "$BIN/unbundle" --stream "$B/d.bundle" | "$BIN/ggufpack" | cmp - "$MODELS/stories260K-f32.gguf"
+}
+
+@test "verify names a missing bundle's problem" {
+    run "$BIN/verify" "$MODELS/stories260K-f32.gguf" "$BATS_TEST_TMPDIR/nonexist.bundle"
+    [ "$status" -eq 1 ]
+    [ "$output" = "verify: $BATS_TEST_TMPDIR/nonexist.bundle: No such file or directory" ]
 }

@@ -350,6 +350,50 @@ int main(void)
         wr_model_free(&md);
     }
 
+    /* a BF16 matrix coded with 64 symbols a tile row (not the 128 pairs of 256
+     * weights the kernels rely on) is refused on load */
+    {
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        int rc = wr_model_synth(&md, WP_BF16, 64, 512, 21, err, sizeof err);
+        if (rc == 0) {
+            wr_matrix *m = &md.m[0];
+            uint64_t n = m->v.shape.rows * m->v.shape.row_sym;
+            uint8_t *sym = malloc(n);
+            wp_lanes_shape shape = m->v.shape;
+            shape.tile_sym = 64;
+            wp_record coded;
+            wp_record_init(&coded);
+            coded.kind = WP_REC_CODED;
+            coded.type = m->coded.type;
+            coded.n_dims = m->coded.n_dims;
+            memcpy(coded.ne, m->coded.ne, sizeof coded.ne);
+            wp_record_set_name(&coded, m->coded.name);
+            coded.attrs = strdup(m->coded.attrs);
+            char path[] = "/tmp/wpack-test-cpu-XXXXXX";
+            int fd = mkstemp(path);
+            FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+            wp_writer *w = f ? wp_writer_open(f, path, 8, err, sizeof err) : NULL;
+            int ok = sym && wp_coded_decode(&m->v, 1, sym, err, sizeof err) == 0 && w &&
+                     wp_coded_encode(&coded, sym, &shape, m->v.lengths, m->v.max_len, err, sizeof err) == 0 &&
+                     wp_writer_put(w, &m->aux) == 0 && wp_writer_put(w, &coded) == 0 &&
+                     wp_writer_close(w, err, sizeof err) == 0;
+            if (f)
+                fclose(f);
+            wr_model bad;
+            memset(&bad, 0, sizeof bad);
+            err[0] = 0;
+            CHECK(ok && wr_model_load(&bad, path, NULL, err, sizeof err) == -1 && strstr(err, "coded shape"),
+                  "BF16 with 64 symbols a tile row: load refused (%s)", err);
+            wr_model_free(&bad);
+            remove(path);
+            wp_record_free(&coded);
+            free(sym);
+        }
+        CHECK(rc == 0, "synthetic BF16 64x512 for the tile shape check");
+        wr_model_free(&md);
+    }
+
     /* corruption: one lane count too many */
     {
         wr_model md;
