@@ -290,10 +290,12 @@ static int rread(wp_reader *rd, void *buf, size_t n, const char *what)
     size_t got = n ? wp_zsrc_read(rd->src, buf, n) : 0;
     rd->off += got;
     if (got != n) {
+        /* offsets count stream bytes: in a framed bundle, those of the decompressed stream */
+        const char *of = wp_zsrc_framed(rd->src) ? " of the decompressed stream" : "";
         if (wp_zsrc_error(rd->src))
-            return rfail(rd, "%s in %s at byte %" PRIu64, wp_zsrc_error(rd->src), what, rd->off);
-        return rfail(rd, "truncated stream: %s ends at byte %" PRIu64
-                     " (upstream failed or file cut short)", what, rd->off);
+            return rfail(rd, "%s (%s, byte %" PRIu64 "%s)", wp_zsrc_error(rd->src), what, rd->off, of);
+        return rfail(rd, "truncated stream: %s ends at byte %" PRIu64 "%s (upstream failed or file cut short)", what,
+                     rd->off, of);
     }
     return 0;
 }

@@ -70,6 +70,10 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
     run "$BIN/unbundle" -o "$B/out.gguf" "$B/cut.bundle"
     [ "$status" -eq 1 ] && [ "${#lines[@]}" -eq 1 ] && [[ "$output" == *"cut.bundle: truncated"* ]]
     [ ! -e "$B/out.gguf" ]
+    head -c $((n / 2)) "$B/d.bundle" > "$B/half.bundle"
+    run "$BIN/tsinfo" "$B/half.bundle"
+    [ "$status" -eq 1 ]
+    echo "$output" | grep -qE "tsinfo: $B/half\.bundle: truncated stream: .* ends at byte [0-9]+ of the decompressed stream"
     cp "$B/d.bundle" "$B/flip.bundle"
     printf '\x55' | dd of="$B/flip.bundle" bs=1 seek=$((n / 2)) conv=notrunc 2> /dev/null
     run "$BIN/tsinfo" "$B/flip.bundle"
