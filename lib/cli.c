@@ -55,14 +55,29 @@ static void out_abort(void)
     }
 }
 
+/* Print one message line: control bytes (a key or name read from a damaged
+ * file may hold escape sequences or newlines) are written as \xNN, so the
+ * message stays one line and cannot drive the terminal; UTF-8 passes. */
+static void say_line(const char *prefix, const char *fmt, va_list ap)
+{
+    char buf[8192];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    fprintf(stderr, "%s: %s", prog, prefix);
+    for (const unsigned char *p = (const unsigned char *)buf; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            fprintf(stderr, "\\x%02x", *p);
+        else
+            fputc(*p, stderr);
+    }
+    fputc('\n', stderr);
+}
+
 void wp_die(const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: ", prog);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    say_line("", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
     out_abort();
     exit(1);
 }
@@ -70,11 +85,9 @@ void wp_die(const char *fmt, ...)
 void wp_warn(const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "%s: warning: ", prog);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    say_line("warning: ", fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
 }
 
 FILE *wp_in_open(const char *path)

@@ -62,6 +62,15 @@ setup() {
     [ ! -e "$T/out.wps" ]
 }
 
+@test "bad GGUF: control bytes of a key are escaped in the one-line error" {
+    # one key "a ESC [ 3 1" with an unknown value type: the message must not carry the ESC byte
+    printf 'GGUF\003\0\0\0\0\0\0\0\0\0\0\0\001\0\0\0\0\0\0\0\005\0\0\0\0\0\0\0a\033[31\143\0\0\0' > "$T/esc.gguf"
+    run "$BIN/ggufcat" "$T/esc.gguf"
+    one_line_error "^ggufcat: $T/esc.gguf: key 'a.x1b\[31': unknown value type 99$"
+    [[ "$output" == *"'a\x1b[31'"* ]]
+    [[ "$output" != *$'\033'* ]]
+}
+
 @test "bad GGUF: wrong magic" {
     cp "$F32" "$T/m.gguf"; chmod u+w "$T/m.gguf"
     patch_bytes "$T/m.gguf" 0 'GGUX'
