@@ -235,6 +235,17 @@ static int parse_header(wp_st_in *s, const char *json, size_t n)
     int oom, rc = -1;
     if (n == 0 || json[0] != '{')
         return sfail(s, "header is not a JSON object (it must start with '{')");
+    /* A NUL inside a name or value (a raw byte, or the escape \u0000) cannot
+     * travel in a C string: refuse it rather than cut the name short. */
+    for (size_t i = 0; i < n; i++) {
+        if (json[i] == 0)
+            return sfail(s, "header holds a NUL byte at byte %zu", i);
+        if (json[i] == '\\' && i + 1 < n) {
+            if (json[i + 1] == 'u' && i + 5 < n && !strncmp(json + i + 2, "0000", 4))
+                return sfail(s, "header holds the escape \\u0000 at byte %zu (a name or value with a NUL)", i);
+            i++;   /* the escaped character */
+        }
+    }
     cJSON *root = cJSON_ParseWithLengthOpts(json, n, &end, 0);
     if (!root) {
         const char *at = cJSON_GetErrorPtr();

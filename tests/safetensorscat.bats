@@ -230,3 +230,13 @@ bad() {
     [ "${#lines[@]}" -eq 1 ]
     [[ "$output" =~ "not a safetensors file (a GGUF file: read it with ggufcat)" ]]
 }
+
+@test "bad safetensors: a name with an embedded NUL is refused, an escaped backslash before u0000 is not" {
+    mkst "$T/n.safetensors" '{"a\u0000b":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
+    bad "^safetensorscat: $T/n.safetensors: header holds the escape \\\\u0000 at byte 3 \(a name or value with a NUL\)$" "$T/n.safetensors"
+    mkst "$T/ok.safetensors" '{"a\\u0000b":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
+    run "$BIN/safetensorscat" "$T/ok.safetensors"
+    [ "$status" -eq 0 ]
+    run sh -c "'$BIN/safetensorscat' '$T/ok.safetensors' | '$BIN/tsinfo' -"
+    echo "$output" | grep -qF 'a\u0000b'
+}
