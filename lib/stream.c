@@ -510,9 +510,7 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
     wp_record r;
     memset(ix, 0, sizeof *ix);
     path = input_name(path);
-    uint8_t zm[4];
-    if (fseeko(f, 0, SEEK_SET) == 0 && fread(zm, 1, 4, f) == 4 && zm[0] == 0x28 && zm[1] == 0xb5 && zm[2] == 0x2f &&
-        zm[3] == 0xfd) {
+    if (wp_zframe_is(f)) {
         snprintf(err, errlen, "%s: a zstd-framed distribution bundle (laneinterleave --dist) has no random access: "
                  "unbundle it, or `zstd -d` it to a plain bundle", path);
         return -1;

@@ -209,13 +209,18 @@ void wp_zsink_free(wp_zsink *s)
     free(s);
 }
 
-FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen)
+int wp_zframe_is(FILE *f)
 {
     uint8_t m[4];
-    if (fseeko(f, 0, SEEK_SET) || fread(m, 1, 4, f) != 4 || memcmp(m, zmagic, 4) || fseeko(f, 0, SEEK_SET)) {
-        rewind(f);
+    int framed = fseeko(f, 0, SEEK_SET) == 0 && fread(m, 1, 4, f) == 4 && !memcmp(m, zmagic, 4);
+    rewind(f);
+    return framed;
+}
+
+FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen)
+{
+    if (!wp_zframe_is(f))
         return f;
-    }
     wp_zsrc *s = wp_zsrc_open(f);
     FILE *t = s ? tmpfile() : NULL;
     uint8_t buf[1 << 16];

@@ -40,6 +40,10 @@ const char *wp_zsrc_error(const wp_zsrc *s);
 int wp_zsrc_finish(wp_zsrc *s);
 void wp_zsrc_free(wp_zsrc *s);
 
+/* 1 when the seekable file f starts with a zstd frame (a framed bundle);
+ * f is left at its start. */
+int wp_zframe_is(FILE *f);
+
 /* For random access (bundle indexes): when the seekable file f holds a
  * zstd frame, its content decompressed into an unnamed temporary file,
  * rewound (f is left open; the caller closes both); else f itself, rewound.

@@ -52,6 +52,17 @@ static int dec_tile(tile_dec *d, uint64_t t, uint8_t *buf)
     return rc == WP_LANES_OK ? 0 : -1;
 }
 
+/* Tile t's rectangle and its decoded symbols in buf (stride 256); -1 with a
+ * message naming the matrix and tile when its lanes are corrupt. */
+static int next_tile(tile_dec *d, uint64_t t, uint8_t *buf, uint64_t *r0, uint64_t *c0, uint32_t *h, uint32_t *w,
+                     char *err, size_t errlen)
+{
+    wp_lanes_tile_rect(&d->m->v.shape, t, r0, c0, h, w);
+    if (dec_tile(d, t, buf))
+        return fail(err, errlen, "%s: tile %llu: corrupt lanes", d->m->name, (unsigned long long)t);
+    return 0;
+}
+
 /* Weight values of one tile row of a WR_Q matrix: row `row`, weight columns
  * c0w .. c0w + nw - 1 (whole blocks), codes q[0..nw). */
 static void q_row_values(const wr_matrix *m, uint64_t row, uint64_t c0w, int nw, const uint8_t *q, float *val)
@@ -145,10 +156,9 @@ int wr_cpu_restore(const wr_matrix *m, int reference, uint8_t *out, char *err, s
     for (uint64_t t = 0; t < m->v.n_tiles; t++) {
         uint64_t r0, c0;
         uint32_t h, w;
-        wp_lanes_tile_rect(&m->v.shape, t, &r0, &c0, &h, &w);
-        if (dec_tile(&d, t, buf)) {
+        if (next_tile(&d, t, buf, &r0, &c0, &h, &w, err, errlen)) {
             dec_close(&d);
-            return fail(err, errlen, "%s: tile %llu: corrupt lanes", m->name, (unsigned long long)t);
+            return -1;
         }
         int nw = tile_weights(m, c0, w);
         for (uint32_t r = 0; r < h; r++) {
@@ -194,11 +204,8 @@ int wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, c
     for (uint64_t t = 0; t < m->v.n_tiles && rc == 0; t++) {
         uint64_t r0, c0;
         uint32_t h, w;
-        wp_lanes_tile_rect(&m->v.shape, t, &r0, &c0, &h, &w);
-        if (dec_tile(&d, t, buf)) {
-            rc = fail(err, errlen, "%s: tile %llu: corrupt lanes", m->name, (unsigned long long)t);
+        if ((rc = next_tile(&d, t, buf, &r0, &c0, &h, &w, err, errlen)) != 0)
             break;
-        }
         int nw = tile_weights(m, c0, w);
         uint64_t c0w = m->kind == WR_Q ? c0 * (uint64_t)m->dg.wps : m->s.palette_n ? 2 * c0 : c0;
         for (uint32_t r = 0; r < h; r++) {
@@ -233,23 +240,22 @@ int wr_palette_index(const wr_matrix *m, const uint8_t *fixed, uint8_t *idx)
     const struct wp_bf16_split *s = &m->s;
     if (m->kind != WR_EXP || m->type != WP_BF16 || !s->palette_n)
         return -1;
-    const int64_t st = wr_palette_stride(m);
-    int inv[256];
-    for (int e = 0; e < 256; e++)
-        inv[e] = 0;
-    for (int i = s->n_palette; i-- > 0;)
-        inv[s->palette[i]] = i;
-    memset(idx, 0, (size_t)(st * m->rows));
-    for (int64_t r = 0; r < m->rows; r++)
-        for (int64_t c = 0; c < m->cols; c++) {
-            uint64_t bit = (uint64_t)r * (uint64_t)s->groups_per_row + (uint64_t)(c / s->group);
-            if (s->vmap[bit / 8] >> (bit % 8) & 1)
-                continue;   /* verbatim group: index 0, as the coded slots hold */
-            const uint8_t *w = fixed + 2 * (r * m->cols + c);
-            int e = ((w[1] & 0x7f) << 1) | (w[0] >> 7);
-            idx[r * st + c / 2] |= (uint8_t)(inv[e] << (4 * (c & 1)));
-        }
-    return 0;
+    /* the pair symbols of bf16.h, split again from the restored bytes: the same
+       palette comes back, verbatim groups' slots hold index 0 */
+    struct wp_bf16_split t;
+    memset(&t, 0, sizeof t);
+    int rc = -1;
+    if (wp_bf16_split(&t, WP_BF16, fixed, m->rows, m->cols, s->palette_n, s->group) == 0 &&
+        t.n_palette == s->n_palette && !memcmp(t.palette, s->palette, (size_t)s->n_palette) &&
+        t.sym_per_row <= wr_palette_stride(m)) {
+        const int64_t st = wr_palette_stride(m);
+        memset(idx, 0, (size_t)(st * m->rows));
+        for (int64_t r = 0; r < m->rows; r++)
+            memcpy(idx + r * st, t.sym + r * t.sym_per_row, (size_t)t.sym_per_row);
+        rc = 0;
+    }
+    wp_bf16_split_free(&t);
+    return rc;
 }
 
 int wr_cpu_transcode(const wr_matrix *m, uint8_t *idx, char *err, size_t errlen)
@@ -265,10 +271,9 @@ int wr_cpu_transcode(const wr_matrix *m, uint8_t *idx, char *err, size_t errlen)
     for (uint64_t t = 0; t < m->v.n_tiles; t++) {
         uint64_t r0, c0;
         uint32_t h, w;
-        wp_lanes_tile_rect(&m->v.shape, t, &r0, &c0, &h, &w);
-        if (dec_tile(&d, t, buf)) {
+        if (next_tile(&d, t, buf, &r0, &c0, &h, &w, err, errlen)) {
             dec_close(&d);
-            return fail(err, errlen, "%s: tile %llu: corrupt lanes", m->name, (unsigned long long)t);
+            return -1;
         }
         for (uint32_t r = 0; r < h; r++)
             memcpy(idx + (r0 + r) * (uint64_t)st + c0, buf + 256 * r, w);

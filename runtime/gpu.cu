@@ -412,6 +412,58 @@ __device__ __forceinline__ float bf16_value(uint32_t e, uint32_t raw)
  * first). TYPE is a template argument, so the block geometry (wr_geom_of)
  * folds into constants. */
 
+/* ---- the tile kernels' common frame --------------------------------------------------------
+ * Block = FUSED_WARPS warps on the tiles of one tile column (blockIdx.x) and
+ * FUSED_WARPS consecutive tile rows: warp w takes tile row tr. */
+struct TilePos {
+    unsigned warp, k;               /* warp in the block, lane (thread) in the warp */
+    unsigned long long tc, tr;      /* tile column, tile row */
+    long long c0w;                  /* first weight column of the tile */
+    int nw;                         /* weights a tile row (256, fewer at the right edge) */
+};
+
+__device__ __forceinline__ TilePos tile_pos(const DevMat &M)
+{
+    TilePos p;
+    p.warp = threadIdx.x / 32;
+    p.k = threadIdx.x % 32;
+    p.tc = blockIdx.x;
+    p.tr = (unsigned long long)blockIdx.y * FUSED_WARPS + p.warp;
+    p.c0w = (long long)p.tc * 256;
+    p.nw = (int)(M.cols - p.c0w < 256 ? M.cols - p.c0w : 256);
+    return p;
+}
+
+/* Stage the tile column's slice of the B input vectors in shared memory
+ * (zeros past the row end), block-wide; the caller syncs. */
+template <int B>
+__device__ __forceinline__ void stage_x(float (*xs)[256], const DevMat &M, const float *x, const TilePos &p)
+{
+    for (int i = threadIdx.x; i < B * 256; i += blockDim.x) {
+        int b = i / 256, j = i % 256;
+        xs[b][j] = j < p.nw ? x[(long long)b * M.cols + p.c0w + j] : 0.0f;
+    }
+}
+
+/* End of a GEMV tile: check the lane, add thread k's sums of rows 2k, 2k+1
+ * to y (zeroed before the launch), flag a corrupt tile. */
+template <int B>
+__device__ __forceinline__ void finish_gemv(const DevMat &M, const TileGeo &tg, unsigned k, const Lane &L,
+                                            const float (&acc)[2][B], unsigned bad, float *y)
+{
+    lane_close(L, bad);
+#pragma unroll
+    for (int rr = 0; rr < 2; rr++) {
+        const unsigned r = 2 * k + rr;
+        if (r < tg.h)
+#pragma unroll
+            for (int b = 0; b < B; b++)
+                atomicAdd(&y[(long long)b * M.rows + (long long)tg.r0 + r], acc[rr][b]);
+    }
+    if (bad)
+        atomicOr(M.err, 1);
+}
+
 /* Codes a symbol of a type holds (wr_geom_of's wps, as a constant for the
  * templates; wr_gpu_upload checks that the two agree). */
 __host__ __device__ constexpr int dev_wps(int type)
@@ -450,10 +502,11 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
     __shared__ Groups g[FUSED_WARPS];
     __shared__ float xs[B][256];
     __shared__ float xsum[B][16];
-    const unsigned warp = threadIdx.x / 32, k = threadIdx.x % 32;
-    const unsigned long long tc = blockIdx.x, tr = (unsigned long long)blockIdx.y * FUSED_WARPS + warp;
-    const long long c0w = (long long)tc * 256;
-    const int nw = (int)(M.cols - c0w < 256 ? M.cols - c0w : 256);
+    const TilePos P = tile_pos(M);
+    const unsigned warp = P.warp, k = P.k;
+    const unsigned long long tc = P.tc, tr = P.tr;
+    const long long c0w = P.c0w;
+    const int nw = P.nw;
     load_lut(lut, glut, M.L);
     for (int sy = threadIdx.x; sy < 256; sy += blockDim.x) {
         V v;
@@ -464,10 +517,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
         }
         vt[sy] = v;
     }
-    for (int i = threadIdx.x; i < B * 256; i += blockDim.x) {
-        int b = i / 256, j = i % 256;
-        xs[b][j] = j < nw ? x[(long long)b * M.cols + c0w + j] : 0.0f;
-    }
+    stage_x<B>(xs, M, x, P);
     __syncthreads();
     for (int i = threadIdx.x; i < B * 16; i += blockDim.x) {
         int b = i / 16, sb = i % 16;
@@ -485,12 +535,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
     unsigned bad = 0;
     Lane L;
     lane_open(M, t, &g[warp], L, bad);
-    float acc[2][B];
-#pragma unroll
-    for (int rr = 0; rr < 2; rr++)
-#pragma unroll
-        for (int b = 0; b < B; b++)
-            acc[rr][b] = 0.0f;
+    float acc[2][B] = {};
     const unsigned long long bpr = (unsigned long long)(M.cols / G.n);
     const int nsub = nw / G.sub_n;
 #pragma unroll
@@ -524,17 +569,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
                 acc[rr][b] += sc.dl * dot[b] - sc.ml * xsum[b][sb];
         }
     }
-    lane_close(L, bad);
-#pragma unroll
-    for (int rr = 0; rr < 2; rr++) {
-        const unsigned r = 2 * k + rr;
-        if (r < tg.h)
-#pragma unroll
-            for (int b = 0; b < B; b++)
-                atomicAdd(&y[(long long)b * M.rows + (long long)tg.r0 + r], acc[rr][b]);
-    }
-    if (bad)
-        atomicOr(M.err, 1);
+    finish_gemv<B>(M, tg, k, L, acc, bad, y);
 }
 
 /* ---- fused exponent-only decode + GEMV (BF16) ---------------------------------------------
@@ -572,15 +607,13 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
     __shared__ uint32_t lut[1 << 11];
     __shared__ Groups g[FUSED_WARPS];
     __shared__ float xs[B][256];
-    const unsigned warp = threadIdx.x / 32, k = threadIdx.x % 32;
-    const unsigned long long tc = blockIdx.x, tr = (unsigned long long)blockIdx.y * FUSED_WARPS + warp;
-    const long long c0w = (long long)tc * 256;
-    const int nw = (int)(M.cols - c0w < 256 ? M.cols - c0w : 256);
+    const TilePos P = tile_pos(M);
+    const unsigned warp = P.warp, k = P.k;
+    const unsigned long long tc = P.tc, tr = P.tr;
+    const long long c0w = P.c0w;
+    const int nw = P.nw;
     load_lut(lut, glut, M.L);
-    for (int i = threadIdx.x; i < B * 256; i += blockDim.x) {
-        int b = i / 256, j = i % 256;
-        xs[b][j] = j < nw ? x[(long long)b * M.cols + c0w + j] : 0.0f;
-    }
+    stage_x<B>(xs, M, x, P);
     __syncthreads();
     if (tr >= M.trows)
         return;
@@ -589,12 +622,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
     unsigned bad = 0;
     Lane L;
     lane_open(M, t, &g[warp], L, bad);
-    float acc[2][B];
-#pragma unroll
-    for (int rr = 0; rr < 2; rr++)
-#pragma unroll
-        for (int b = 0; b < B; b++)
-            acc[rr][b] = 0.0f;
+    float acc[2][B] = {};
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
         const unsigned r = 2 * k + rr;
@@ -642,17 +670,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
             }
         }
     }
-    lane_close(L, bad);
-#pragma unroll
-    for (int rr = 0; rr < 2; rr++) {
-        const unsigned r = 2 * k + rr;
-        if (r < tg.h)
-#pragma unroll
-            for (int b = 0; b < B; b++)
-                atomicAdd(&y[(long long)b * M.rows + (long long)tg.r0 + r], acc[rr][b]);
-    }
-    if (bad)
-        atomicOr(M.err, 1);
+    finish_gemv<B>(M, tg, k, L, acc, bad, y);
 }
 
 /* ---- fast BF16 restore (the "full" pipeline's decode) ------------------------------------
@@ -666,10 +684,11 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 7) k_restore_exp(DevMat M, c
     constexpr int WPS = PAL ? 2 : 1;
     __shared__ uint32_t lut[1 << 11];
     __shared__ Groups g[FUSED_WARPS];
-    const unsigned warp = threadIdx.x / 32, k = threadIdx.x % 32;
-    const unsigned long long tc = blockIdx.x, tr = (unsigned long long)blockIdx.y * FUSED_WARPS + warp;
-    const long long c0w = (long long)tc * 256;
-    const int nw = (int)(M.cols - c0w < 256 ? M.cols - c0w : 256);
+    const TilePos P = tile_pos(M);
+    const unsigned warp = P.warp, k = P.k;
+    const unsigned long long tc = P.tc, tr = P.tr;
+    const long long c0w = P.c0w;
+    const int nw = P.nw;
     load_lut(lut, glut, M.L);
     __syncthreads();
     if (tr >= M.trows)
@@ -738,8 +757,9 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
 {
     __shared__ uint32_t lut[1 << 11];
     __shared__ Groups g[FUSED_WARPS];
-    const unsigned warp = threadIdx.x / 32, k = threadIdx.x % 32;
-    const unsigned long long tc = blockIdx.x, tr = (unsigned long long)blockIdx.y * FUSED_WARPS + warp;
+    const TilePos P = tile_pos(M);
+    const unsigned warp = P.warp, k = P.k;
+    const unsigned long long tc = P.tc, tr = P.tr;
     load_lut(lut, glut, M.L);
     __syncthreads();
     if (tr >= M.trows)
@@ -1174,7 +1194,10 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
                of 4 bytes; "palette" gets them transcoded here (at load), "transcode" at run time */
             M.istride = wr_palette_stride(m);
             std::vector<uint8_t> ix((size_t)(M.istride * m->rows), 0);
-            wr_palette_index(m, fixed, ix.data());
+            if (wr_palette_index(m, fixed, ix.data())) {
+                snprintf(err, errlen, "%s: palette indices do not rebuild from the restored bytes", m->name);
+                goto fail;
+            }
             if (dalloc(d, &p, ix.size(), ix.data(), err, errlen))
                 goto fail;
             d->idx = (uint8_t *)p;

@@ -1,12 +1,12 @@
 /* model.c - coded matrices of a bundle or made up in memory (see wprun.h). */
 #include "wprun.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -15,6 +15,7 @@
 #include "ggml_type.h"
 #include "half.h"
 #include "huffman.h"
+#include "zframe.h"
 
 static int fail(char *err, size_t n, const char *fmt, ...)
 {
@@ -174,21 +175,19 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
 {
     FILE *f = fopen(path, "rb");
     struct stat st;
-    uint8_t m4[4];
     if (!f)
         return fail(err, errlen, "%s: %s", path, strerror(errno));
     if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
         fclose(f);
         return fail(err, errlen, "%s: not a regular file", path);
     }
-    if (fread(m4, 1, 4, f) == 4 && m4[0] == 0x28 && m4[1] == 0xb5 && m4[2] == 0x2f && m4[3] == 0xfd) {
+    if (wp_zframe_is(f)) {
         fclose(f);
         return fail(err, errlen,
                     "%s: a distribution bundle (laneinterleave --dist); wprun needs an inference bundle: "
                     "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE",
                     path, path);
     }
-    rewind(f);
     wp_index ix;
     memset(&ix, 0, sizeof ix);
     if (wp_index_read(f, path, &ix, err, errlen)) {

@@ -166,6 +166,8 @@ static int cpu_gemv(const wr_matrix *m, const uint8_t *fixed, int pipe, const fl
             snprintf(err, n, "out of memory");
         else if (pipe == P_TRANSCODE ? wr_cpu_transcode(m, idx, err, n) == 0 : wr_palette_index(m, fixed, idx) == 0)
             rc = wr_cpu_gemv_palette(m, idx, x, batch, y, err, n);
+        else if (pipe == P_PALETTE)
+            snprintf(err, n, "%s: palette indices do not rebuild from the restored bytes", m->name);
         free(idx);
         return rc;
     }

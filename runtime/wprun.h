@@ -120,9 +120,11 @@ int  wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, 
 int64_t wr_palette_stride(const wr_matrix *m);
 
 /* That array transcoded at load from the restored BF16 bytes (fixed =
- * wr_restore_bytes's output): each exponent's palette index (the "palette"
- * pipeline; gpu.cu uploads it). idx: rows * stride bytes. -1 when m is not
- * palette-pair BF16. */
+ * wr_restore_bytes's output): the bytes split again with wp_bf16_split
+ * (bf16.h, the one home of the pair layout), its pair symbols copied row by
+ * row (the "palette" pipeline; gpu.cu uploads it). idx: rows * stride
+ * bytes. -1 when m is not palette-pair BF16, or the split does not give
+ * back m's palette. */
 int  wr_palette_index(const wr_matrix *m, const uint8_t *fixed, uint8_t *idx);
 
 /* The same array decoded from the lanes (the "transcode" pipeline's first

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "blocks.h"
 #include "ggml_type.h"
@@ -205,6 +206,31 @@ static void check_matrix(const wr_matrix *m, const int *batches, int nb)
     free(ref);
 }
 
+/* Write a one-matrix bundle to path: m's side/raw record, then its symbols
+ * re-coded with this shape and these code lengths (the CODED record takes
+ * m's name, type, shape and attributes). 1 on success. */
+static int write_recoded(const char *path, const wr_matrix *m, const uint8_t *sym, const wp_lanes_shape *shape,
+                         const uint8_t *lengths, int max_len)
+{
+    char err[512];
+    wp_record coded;
+    wp_record_init(&coded);
+    coded.kind = WP_REC_CODED;
+    coded.type = m->coded.type;
+    coded.n_dims = m->coded.n_dims;
+    memcpy(coded.ne, m->coded.ne, sizeof coded.ne);
+    wp_record_set_name(&coded, m->coded.name);
+    coded.attrs = strdup(m->coded.attrs);
+    FILE *f = fopen(path, "wb");
+    wp_writer *w = f ? wp_writer_open(f, path, 8, err, sizeof err) : NULL;
+    int ok = w && wp_coded_encode(&coded, sym, shape, lengths, max_len, err, sizeof err) == 0 &&
+             wp_writer_put(w, &m->aux) == 0 && wp_writer_put(w, &coded) == 0 && wp_writer_close(w, err, sizeof err) == 0;
+    if (f)
+        fclose(f);
+    wp_record_free(&coded);
+    return ok;
+}
+
 int main(void)
 {
     char err[512];
@@ -301,23 +327,11 @@ int main(void)
             for (uint64_t i = 0; i < n; i++)
                 counts[sym[i]]++;
             wp_huf_lengths(counts, 256, WP_HUF_LEN, lengths);
-            wp_record coded;
-            wp_record_init(&coded);
-            coded.kind = WP_REC_CODED;
-            coded.type = m->coded.type;
-            coded.n_dims = m->coded.n_dims;
-            memcpy(coded.ne, m->coded.ne, sizeof coded.ne);
-            wp_record_set_name(&coded, m->coded.name);
-            coded.attrs = strdup(m->coded.attrs);
             char path[] = "/tmp/wpack-test-cpu-XXXXXX";
             int fd = mkstemp(path);
-            FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-            wp_writer *w = f ? wp_writer_open(f, path, 8, err, sizeof err) : NULL;
-            int ok = w && wp_coded_encode(&coded, sym, &m->v.shape, lengths, WP_HUF_LEN, err, sizeof err) == 0 &&
-                     wp_writer_put(w, &m->aux) == 0 && wp_writer_put(w, &coded) == 0 &&
-                     wp_writer_close(w, err, sizeof err) == 0;
-            if (f)
-                fclose(f);
+            if (fd >= 0)
+                close(fd);
+            int ok = fd >= 0 && write_recoded(path, m, sym, &m->v.shape, lengths, WP_HUF_LEN);
             wr_model bad;
             memset(&bad, 0, sizeof bad);
             err[0] = 0;
@@ -330,13 +344,7 @@ int main(void)
             for (uint64_t i = 0; i < n; i++)
                 counts[sym[i]]++;
             wp_huf_lengths(counts, 256, WP_HUF_LEN, lengths);
-            f = fopen(path, "wb");
-            w = f ? wp_writer_open(f, path, 8, err, sizeof err) : NULL;
-            ok = w && wp_coded_encode(&coded, sym, &m->v.shape, lengths, WP_HUF_LEN, err, sizeof err) == 0 &&
-                 wp_writer_put(w, &m->aux) == 0 && wp_writer_put(w, &coded) == 0 &&
-                 wp_writer_close(w, err, sizeof err) == 0;
-            if (f)
-                fclose(f);
+            ok = write_recoded(path, m, sym, &m->v.shape, lengths, WP_HUF_LEN);
             memset(&bad, 0, sizeof bad);
             CHECK(ok && wr_model_load(&bad, path, NULL, err, sizeof err) == 0 && bad.n == 1,
                   "Q3_K with every symbol < 64: loads (%s)", ok ? "ok" : err);
@@ -344,7 +352,6 @@ int main(void)
                 check_matrix(&bad.m[0], batches, 1);
             wr_model_free(&bad);
             remove(path);
-            wp_record_free(&coded);
             free(sym);
         }
         wr_model_free(&md);
@@ -362,24 +369,12 @@ int main(void)
             uint8_t *sym = malloc(n);
             wp_lanes_shape shape = m->v.shape;
             shape.tile_sym = 64;
-            wp_record coded;
-            wp_record_init(&coded);
-            coded.kind = WP_REC_CODED;
-            coded.type = m->coded.type;
-            coded.n_dims = m->coded.n_dims;
-            memcpy(coded.ne, m->coded.ne, sizeof coded.ne);
-            wp_record_set_name(&coded, m->coded.name);
-            coded.attrs = strdup(m->coded.attrs);
             char path[] = "/tmp/wpack-test-cpu-XXXXXX";
             int fd = mkstemp(path);
-            FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-            wp_writer *w = f ? wp_writer_open(f, path, 8, err, sizeof err) : NULL;
-            int ok = sym && wp_coded_decode(&m->v, 1, sym, err, sizeof err) == 0 && w &&
-                     wp_coded_encode(&coded, sym, &shape, m->v.lengths, m->v.max_len, err, sizeof err) == 0 &&
-                     wp_writer_put(w, &m->aux) == 0 && wp_writer_put(w, &coded) == 0 &&
-                     wp_writer_close(w, err, sizeof err) == 0;
-            if (f)
-                fclose(f);
+            if (fd >= 0)
+                close(fd);
+            int ok = fd >= 0 && sym && wp_coded_decode(&m->v, 1, sym, err, sizeof err) == 0 &&
+                     write_recoded(path, m, sym, &shape, m->v.lengths, m->v.max_len);
             wr_model bad;
             memset(&bad, 0, sizeof bad);
             err[0] = 0;
@@ -387,7 +382,6 @@ int main(void)
                   "BF16 with 64 symbols a tile row: load refused (%s)", err);
             wr_model_free(&bad);
             remove(path);
-            wp_record_free(&coded);
             free(sym);
         }
         CHECK(rc == 0, "synthetic BF16 64x512 for the tile shape check");
