@@ -255,3 +255,9 @@ info_field() { # FILE NAME FIELD(type|offset)
     exec 7>&-
     [ ! -s "$T/part.wps" ]
 }
+
+@test "tests/run without the shared data stops at once with one line saying where it looked" {
+    run env WPACK_DATA="$T/nodata" sh "$ROOT/tests/run"
+    [ "$status" -eq 2 ]
+    [ "$output" = "tests/run: no shared data at $T/nodata (stories260K missing): put the checkout beside shared/, or set WPACK_DATA=DIR" ]
+}
