@@ -20,33 +20,107 @@ static int fail(char *err, size_t n, const char *fmt, ...)
     return -1;
 }
 
-/* A tile decoder: lib's reference (limit tables) or fast (lookup) decoder. */
+int wr_lut_build(const wr_matrix *m, uint32_t *lut)
+{
+    const int pal = m->kind == WR_EXP && m->s.palette_n;
+    if (m->huf.L < 1 || m->huf.L > WR_LUT_MAX_BITS)
+        return -1;
+    for (uint32_t p = 0; p < (1u << m->huf.L); p++)
+        lut[p] = wr_lut_entry(&m->huf, p, pal ? m->s.palette : NULL, pal ? m->s.n_palette : 0);
+    return 0;
+}
+
+int wr_dev_decode_tile(const wr_matrix *m, const uint32_t *lut, uint64_t t, uint8_t *out)
+{
+    static uint32_t sw[WP_LANE_MAX_WORDS * 32];   /* the warp's staged words, [i * 32 + k] */
+    const wp_coded_view *v = &m->v;
+    const uint32_t o0 = v->offsets[t], o1 = v->offsets[t + 1];
+    const int span_ok = o0 <= o1 && o1 <= v->n_words;
+    const uint32_t span = span_ok ? o1 - o0 : 0;
+    const uint32_t *tw = v->words + (span_ok ? o0 : 0);
+    uint32_t W[32], D = 0, G = 0;
+    int bad = !span_ok;
+    for (int k = 0; k < 32; k++) {
+        W[k] = v->lane_words[t * 32 + (uint64_t)k];
+        bad |= W[k] > WP_LANE_MAX_WORDS;
+        if (W[k] > WP_LANE_MAX_WORDS)
+            W[k] = WP_LANE_MAX_WORDS;
+        D = W[k] > D ? W[k] : D;
+    }
+    for (uint32_t i = 0; i < D; i++) {   /* lane_open<true>: one ballot a group */
+        uint32_t mask = 0, n = 0;
+        for (int k = 0; k < 32; k++)
+            mask |= (uint32_t)(W[k] > i) << k;
+        for (int k = 0; k < 32; k++)
+            if (W[k] > i) {
+                uint32_t j = wr_group_word(G, mask, (unsigned)k);
+                sw[i * 32 + (uint32_t)k] = j < span ? tw[j] : 0;
+                n++;
+            }
+        G += n;
+    }
+    bad |= G != span;
+    uint64_t r0, c0;
+    uint32_t h, w;
+    wp_lanes_tile_rect(&v->shape, t, &r0, &c0, &h, &w);
+    const int L = m->huf.L, pal = m->kind == WR_EXP && m->s.palette_n;
+    for (uint32_t k = 0; k < 32; k++) {
+        const uint32_t Wk = bad ? 0 : W[k];
+        wr_bits b;
+        wr_bits_init(&b);
+        uint32_t flags = 0;
+        for (uint32_t r = 2 * k; r < h && r < 2 * k + 2; r++)
+            for (uint32_t c = 0; c < w; c++) {
+                if (c % 2 == 0 && wr_bits_low(&b))   /* lane_at: a fill check every second symbol */
+                    wr_bits_push(&b, b.next < Wk ? sw[b.next * 32 + k] : 0);
+                const uint32_t e = wr_bits_take(&b, lut, L);
+                flags |= e;
+                out[r * 256 + c] = (uint8_t)(e >> (pal ? 24 : 8));
+            }
+        if ((flags & (WR_LUT_BAD | (pal ? WR_LUT_PAL0 | WR_LUT_PAL1 : 0))) || wr_bits_close(&b, Wk))
+            bad = 1;
+    }
+    return bad ? -1 : 0;
+}
+
+/* A tile decoder: lib's reference (limit tables) or fast (lookup) decoder,
+ * or the kernels' decode (WR_DEC_DEVICE). */
 typedef struct {
     const wr_matrix *m;
-    int reference;
+    int mode;
     wp_huf_table tab;
     wp_huf_lut *lut;
+    uint32_t *dlut;
 } tile_dec;
 
-static int dec_open(tile_dec *d, const wr_matrix *m, int reference)
+static int dec_open(tile_dec *d, const wr_matrix *m, int mode)
 {
     d->m = m;
-    d->reference = reference;
+    d->mode = mode;
     d->lut = NULL;
-    if (reference)
+    d->dlut = NULL;
+    if (mode == WR_DEC_LIMITS)
         return wp_huf_table_init(&d->tab, m->v.lengths, 256, m->v.max_len);
+    if (mode == WR_DEC_DEVICE)
+        return (d->dlut = malloc(sizeof(uint32_t) << WR_LUT_MAX_BITS)) ? wr_lut_build(m, d->dlut) : -1;
     if (!(d->lut = malloc(sizeof *d->lut)))
         return -1;
     return wp_huf_lut_init(d->lut, m->v.lengths, 256, m->v.max_len);
 }
 
-static void dec_close(tile_dec *d) { free(d->lut); }
+static void dec_close(tile_dec *d)
+{
+    free(d->lut);
+    free(d->dlut);
+}
 
 /* Decode tile t into buf (stride 256). */
 static int dec_tile(tile_dec *d, uint64_t t, uint8_t *buf)
 {
     const wp_coded_view *v = &d->m->v;
-    int rc = d->reference
+    if (d->mode == WR_DEC_DEVICE)
+        return wr_dev_decode_tile(d->m, d->dlut, t, buf);
+    int rc = d->mode == WR_DEC_LIMITS
                  ? wp_lanes_decode_tile_ref(v->words, v->n_words, v->offsets, v->lane_words, &v->shape, &d->tab, t, buf, 256)
                  : wp_lanes_decode_tile(v->words, v->n_words, v->offsets, v->lane_words, &v->shape, d->lut, t, buf, 256);
     return rc == WP_LANES_OK ? 0 : -1;
@@ -81,12 +155,14 @@ static void q_row_values(const wr_matrix *m, uint64_t row, uint64_t c0w, int nw,
     }
 }
 
-/* BF16 value bits of weight (row, col) of a WR_EXP matrix from its exponent
- * (the decoded symbol's palette entry or byte), its raw byte, or its
- * verbatim group. *bad set on a palette index without an entry. */
-static uint16_t exp_weight(const wr_matrix *m, uint64_t row, uint64_t col, const uint8_t *rowsym, uint64_t c0s, int *bad)
+/* Element bits of weight (row, col) of a WR_EXP matrix (BF16, F16 or F32)
+ * from its exponent (the decoded symbol's palette entry or exponent field),
+ * its raw sign+mantissa bits, or its verbatim group. *bad set on a palette
+ * index without an entry. */
+static uint32_t exp_weight(const wr_matrix *m, uint64_t row, uint64_t col, const uint8_t *rowsym, uint64_t c0s, int *bad)
 {
     const struct wp_bf16_split *s = &m->s;
+    const uint64_t i = row * (uint64_t)m->cols + col;
     if (s->palette_n) {
         uint64_t gi = col / (uint64_t)s->group, bit = row * (uint64_t)s->groups_per_row + gi;
         if (s->vmap[bit / 8] >> (bit % 8) & 1) {
@@ -94,27 +170,29 @@ static uint16_t exp_weight(const wr_matrix *m, uint64_t row, uint64_t col, const
             uint64_t before = 0;
             for (uint64_t k = row * (uint64_t)s->groups_per_row; k < bit; k++)
                 before += s->vmap[k / 8] >> (k % 8) & 1;
-            const uint8_t *p = s->vbytes + m->vrow[row] + 2 * (before * (uint64_t)s->group + col - gi * (uint64_t)s->group);
-            return wr_rd16(p);
+            const uint64_t es = m->type == WP_F32 ? 4 : 2;
+            const uint8_t *p = s->vbytes + m->vrow[row] + es * (before * (uint64_t)s->group + col - gi * (uint64_t)s->group);
+            return es == 4 ? (uint32_t)wr_rd16(p) | (uint32_t)wr_rd16(p + 2) << 16 : wr_rd16(p);
         }
         int idx = (rowsym[col / 2 - c0s] >> (4 * (col % 2))) & 15;
         if (idx >= s->n_palette)
             *bad = 1;
-        return wr_bf16_rebuild(s->palette[idx], s->raw[row * (uint64_t)m->cols + col]);
+        return wr_float_rebuild((int)m->type, s->palette[idx], wr_raw_get(s->raw, i, s->raw_bits));
     }
-    return wr_bf16_rebuild(rowsym[col - c0s], s->raw[row * (uint64_t)m->cols + col]);
+    return wr_float_rebuild((int)m->type, rowsym[col - c0s], wr_raw_get(s->raw, i, s->raw_bits));
 }
 
-/* Values of one tile row of a BF16 WR_EXP matrix: weights c0w .. c0w+nw-1. */
+/* Values (and element bits) of one tile row of a WR_EXP matrix: weights
+ * c0w .. c0w+nw-1. */
 static int exp_row_values(const wr_matrix *m, uint64_t row, uint64_t c0s, const uint8_t *rowsym, int nw, float *val,
-                          uint16_t *bits)
+                          uint32_t *bits)
 {
     int bad = 0;
     uint64_t c0w = m->s.palette_n ? 2 * c0s : c0s;
     for (int j = 0; j < nw; j++) {
-        uint16_t b = exp_weight(m, row, c0w + (uint64_t)j, rowsym, c0s, &bad);
+        uint32_t b = exp_weight(m, row, c0w + (uint64_t)j, rowsym, c0s, &bad);
         if (val)
-            val[j] = wp_bf16_to_f32(b);
+            val[j] = wr_float_value((int)m->type, b);
         if (bits)
             bits[j] = b;
     }
@@ -135,24 +213,16 @@ static int tile_weights(const wr_matrix *m, uint64_t c0, uint32_t w)
     return (int)w;
 }
 
-int wr_cpu_restore(const wr_matrix *m, int reference, uint8_t *out, char *err, size_t errlen)
+int wr_cpu_restore(const wr_matrix *m, int mode, uint8_t *out, char *err, size_t errlen)
 {
-    if (m->kind == WR_EXP && m->type != WP_BF16) {
-        /* F16/F32: the library's join (the device path is BF16 only) */
-        uint8_t *p;
-        size_t len;
-        if (wr_restore_bytes(m, &p, &len, err, errlen))
-            return -1;
-        memcpy(out, p, len);
-        free(p);
-        return 0;
-    }
     tile_dec d;
-    if (dec_open(&d, m, reference))
+    if (dec_open(&d, m, mode)) {
+        dec_close(&d);
         return fail(err, errlen, "%s: bad code table", m->name);
+    }
     static uint8_t buf[64 * 256];
     uint8_t q[256];
-    uint16_t bits[256];
+    uint32_t bits[256];
     for (uint64_t t = 0; t < m->v.n_tiles; t++) {
         uint64_t r0, c0;
         uint32_t h, w;
@@ -178,8 +248,13 @@ int wr_cpu_restore(const wr_matrix *m, int reference, uint8_t *out, char *err, s
                     return fail(err, errlen, "%s: palette index without an entry", m->name);
                 }
                 uint64_t c0w = m->s.palette_n ? 2 * c0 : c0;
-                for (int j = 0; j < nw; j++)
-                    wp_wr16(out + 2 * (row * (uint64_t)m->cols + c0w + (uint64_t)j), bits[j]);
+                const uint64_t es = m->type == WP_F32 ? 4 : 2;
+                for (int j = 0; j < nw; j++) {
+                    uint8_t *o = out + es * (row * (uint64_t)m->cols + c0w + (uint64_t)j);
+                    wp_wr16(o, (uint16_t)bits[j]);
+                    if (es == 4)
+                        wp_wr16(o + 2, (uint16_t)(bits[j] >> 16));
+                }
             }
         }
     }
@@ -189,11 +264,9 @@ int wr_cpu_restore(const wr_matrix *m, int reference, uint8_t *out, char *err, s
 
 int wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, char *err, size_t errlen)
 {
-    if (m->kind == WR_EXP && m->type != WP_BF16)
-        return fail(err, errlen, "%s: exponent-only path is BF16 only", m->name);
     double *acc = calloc((size_t)(batch * m->rows) + 1, sizeof *acc);
     tile_dec d;
-    if (!acc || dec_open(&d, m, 0)) {
+    if (!acc || dec_open(&d, m, WR_DEC_TABLE)) {
         free(acc);
         return fail(err, errlen, "out of memory");
     }
@@ -264,7 +337,7 @@ int wr_cpu_transcode(const wr_matrix *m, uint8_t *idx, char *err, size_t errlen)
         return fail(err, errlen, "%s: transcode needs a palette-pair BF16 matrix", m->name);
     const int64_t st = wr_palette_stride(m);
     tile_dec d;
-    if (dec_open(&d, m, 0))
+    if (dec_open(&d, m, WR_DEC_TABLE))
         return fail(err, errlen, "%s: bad code table", m->name);
     static uint8_t buf[64 * 256];
     memset(idx, 0, (size_t)(st * m->rows));
@@ -298,7 +371,7 @@ int wr_cpu_gemv_palette(const wr_matrix *m, const uint8_t *idx, const float *x, 
             for (int64_t c0 = 0; c0 < m->cols; c0 += 256) {
                 float part = 0;
                 for (int64_t c = c0; c < m->cols && c < c0 + 256; c++)
-                    part += wp_bf16_to_f32(exp_weight(m, (uint64_t)row, (uint64_t)c, rowsym, 0, &bad)) * xb[c];
+                    part += wr_float_value(WP_BF16, exp_weight(m, (uint64_t)row, (uint64_t)c, rowsym, 0, &bad)) * xb[c];
                 a += part;
             }
             y[(uint64_t)b * (uint64_t)m->rows + (uint64_t)row] = (float)a;

@@ -5,11 +5,20 @@
  * 2k and 2k+1; the tile stores word i of every active lane together (ragged
  * interleave). One warp decodes one tile, thread k = lane k: the warp gets
  * group i's active mask as __ballot_sync(~0u, W_k > i) and lane k's word as
- * G(i) + __popc(mask & lanemask_lt); the masks and group starts G(i) are
- * computed once per tile into shared memory (D ballots, D <= 240), after
- * which each thread streams its own words. Each symbol is decoded from an
- * L-bit peek compared against the per-length limits in shared memory
- * (wr_huf_peek, the hardware unit's method), never a 2^L table.
+ * G(i) + __popc(mask & lanemask_lt) (wr_group_word). Two ways to read the
+ * words (lane_open):
+ *   global  the masks and group starts G(i) go to shared memory once per
+ *           tile (D ballots, D <= 240), then each thread loads its own words
+ *           from global memory, two ahead (pipeline "fused");
+ *   staged  the warp first copies the tile's words into shared memory,
+ *           group by group (one coalesced read a group), word i of lane k at
+ *           [i * 32 + k]; decoding then reads only shared memory (pipeline
+ *           "staged"; dynamic shared memory of 32 x dmax words a warp).
+ * Each lane is read with wr_dev.h's bit reader (wr_bits), the code the CPU
+ * tests run (wr_dev_decode_tile); the unrolled loops check for a refill once
+ * every two symbols (a refill leaves >= 32 bits, two codes of <= 11). The
+ * reference restore kernel decodes each L-bit peek against the per-length
+ * limits (wr_huf_peek, the hardware unit's method).
  *
  * Kernels:
  *   k_restore       lane decode against the per-length limits -> exact ggml
@@ -24,16 +33,18 @@
  *   k_twin<T,B>     the twin: the same GEMV reading fixed-width ggml blocks
  *   cuBLAS          BF16 GEMM (cublasGemmEx, FP32 accumulate) for "full" and the baseline
  * The GEMV, transcode and BF16 restore kernels decode through a 2^L lookup
- * table in shared memory built on the host from the limits (build_lut).
+ * table in shared memory built on the host from the limits (wr_lut_build).
  *
  * Measured on an H200 (README.md): every kernel bit-exact / within 1e-4, but
  * the fused kernels are 1.2-4.2x the twin at batch 1; Nsight Compute shows
  * them bound by issue and load latency of the serial lane decode (one thread
  * a lane, 3,584 warps for 4096 x 14336), with DRAM at ~5 %.
  *
+ * Not measured yet: the staged pipeline, the check every second symbol and
+ * the table/bit reader shared with the CPU were written after the last GPU
+ * run (CPU-tested through wr_dev_decode_tile; gpucheck.sh runs them next).
+ *
  * TODO (not implemented, deliberately absent rather than half-working):
- *   - stage each tile's words through shared memory in coalesced 128-byte
- *     groups (each thread now loads its own words, two ahead);
  *   - the reconstructive GEMM for large batches (BF16 tiles rebuilt in shared
  *     memory feeding mma.sync); batches > 8 now run the fused kernels 8 at a time
  *     or the "full" pipeline;
@@ -42,7 +53,10 @@
  *   - F16/F32 exponent-coded matrices on the device (BF16 only).
  */
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -84,6 +98,8 @@ struct DevMat {
     int gshift;                              /* log2(group) when a power of 2, else -1 */
     int qoff, qnl;                           /* WR_Q: c(q) = kv[q] when qnl, else q - qoff */
     int L;                                   /* lookup-table bits (= max code length) */
+    int dmax;                                /* most words of any lane (staged lanes' depth) */
+    int esize, raw_bits;                     /* WR_EXP: element bytes (2, 4), raw bits a weight (8, 11, 24) */
     unsigned T;
     unsigned long long tcols, trows, ntiles;
     int *err;
@@ -95,14 +111,18 @@ struct Groups {
     uint32_t start[MAX_DEPTH];
 };
 
+/* A thread's lane: its W words read from global memory (the ragged
+ * interleave, through the warp's Groups, two words ahead), or, staged
+ * (ST), from this warp's copy of the tile's words in shared memory, word i
+ * at sw[i * 32] (sw = base + k). The bit reader is wr_dev.h's wr_bits, the
+ * code the CPU tests run. */
 struct Lane {
-    const uint32_t *tw;
-    const Groups *g;
-    uint32_t W, next, lt;
+    const uint32_t *tw;       /* global: the tile's words */
+    const Groups *g;          /* global: the warp's group masks and starts */
+    const uint32_t *sw;       /* staged: word 0 of this lane in shared memory */
+    uint32_t W, lt;
     uint32_t q0, q1;          /* words next and next + 1, loaded ahead (prefetch distance 2) */
-    unsigned long long buf;
-    int nbits;
-    unsigned long long pos;
+    wr_bits b;
 };
 
 struct TileGeo {
@@ -123,69 +143,93 @@ __device__ __forceinline__ TileGeo tile_geo(const DevMat &M, unsigned long long 
 }
 
 /* Word i of this thread's lane (0 past its end). */
+template <bool ST>
 __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
 {
-    return i < L.W ? __ldg(L.tw + L.g->start[i] + __popc(L.g->mask[i] & L.lt)) : 0u;
+    if (ST)
+        return i < L.W ? L.sw[i * 32] : 0u;
+    return i < L.W ? __ldg(L.tw + wr_group_word(L.g->start[i], L.g->mask[i], threadIdx.x & 31)) : 0u;
 }
 
-/* Warp-collective: open tile t for this thread's lane. */
-__device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t, Groups *g, Lane &L, unsigned &bad)
+/* Warp-collective: open tile t for this thread's lane. Global: the group
+ * masks and starts go to g. Staged: each thread copies its own words to sw
+ * (this warp's 32 x M.dmax words of shared memory) with asynchronous copies
+ * (cp.async), all in flight at once; group i's copies are one coalesced
+ * read. Corrupt offsets or lane counts read no word and set bad. */
+template <bool ST>
+__device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t, Groups *g, uint32_t *sw, Lane &L,
+                                          unsigned &bad)
 {
     const unsigned k = threadIdx.x & 31;
+    const uint32_t cap = ST ? (uint32_t)M.dmax : MAX_DEPTH;
     uint32_t W = M.lane_words[t * 32 + k];
-    uint32_t o0 = M.offsets[t], o1 = M.offsets[t + 1];
-    bad |= W > MAX_DEPTH;
-    W = W > MAX_DEPTH ? MAX_DEPTH : W;
+    const uint32_t o0 = M.offsets[t], o1 = M.offsets[t + 1];
+    const bool span_ok = o0 <= o1 && o1 <= M.n_words;
+    const uint32_t span = span_ok ? o1 - o0 : 0u;
+    bad |= W > cap || !span_ok;
+    W = W > cap ? cap : W;
+    const uint32_t *tw = M.words + (span_ok ? o0 : 0u);
     uint32_t D = __reduce_max_sync(0xffffffffu, W), G = 0;
+#pragma unroll 4
     for (uint32_t i = 0; i < D; i++) {
-        uint32_t m = __ballot_sync(0xffffffffu, W > i);
-        if (k == 0) {
+        const uint32_t m = __ballot_sync(0xffffffffu, W > i);
+        if (ST) {
+            if (W > i) {
+                const uint32_t j = wr_group_word(G, m, k);
+                if (j < span)
+                    __pipeline_memcpy_async(&sw[i * 32 + k], tw + j, 4);
+                else
+                    sw[i * 32 + k] = 0u;
+            }
+        } else if (k == 0) {
             g->mask[i] = m;
             g->start[i] = G;
         }
         G += __popc(m);
     }
+    if (ST) {
+        __pipeline_commit();
+        __pipeline_wait_prior(0);
+    }
     __syncwarp();
-    bad |= (o1 < o0) || (G != o1 - o0) || (o1 > M.n_words);
-    L.tw = M.words + o0;
+    bad |= G != span;
+    L.tw = tw;
     L.g = g;
+    L.sw = sw + k;
     L.W = bad ? 0 : W;   /* corrupt offsets: read no word (the kernel flags the tile) */
-    L.next = 0;
     L.lt = (1u << k) - 1;
-    L.buf = 0;
-    L.nbits = 0;
-    L.pos = 0;
-    L.q0 = lane_word(L, 0);
-    L.q1 = lane_word(L, 1);
+    wr_bits_init(&L.b);
+    L.q0 = lane_word<ST>(L, 0);
+    L.q1 = lane_word<ST>(L, 1);
+}
+
+/* Push the next word when fewer than 32 bits are buffered. */
+template <bool ST>
+__device__ __forceinline__ void lane_fill(Lane &L)
+{
+    if (wr_bits_low(&L.b)) {
+        const uint32_t v = L.q0;
+        L.q0 = L.q1;
+        L.q1 = lane_word<ST>(L, L.b.next + 2);
+        wr_bits_push(&L.b, v);
+    }
 }
 
 __device__ __forceinline__ int lane_sym(Lane &L, const wr_huf *h, unsigned &bad)
 {
-    if (L.nbits < 32) {
-        const uint32_t v = L.q0;
-        L.q0 = L.q1;
-        L.q1 = lane_word(L, L.next + 2);
-        L.next++;
-        L.buf |= (unsigned long long)v << (32 - L.nbits);
-        L.nbits += 32;
-    }
+    lane_fill<false>(L);
     int len;
-    int s = wr_huf_peek(h, (uint32_t)(L.buf >> (64 - h->L)), &len);
+    int s = wr_huf_peek(h, (uint32_t)(L.b.buf >> (64 - h->L)), &len);
     bad |= s < 0;
-    L.buf <<= len;
-    L.nbits -= len;
-    L.pos += (unsigned long long)len;
+    L.b.buf <<= len;
+    L.b.nbits -= len;
     return s < 0 ? 0 : s;
 }
 
 /* The canonical-form checks of lanes.h after a lane's last code. */
 __device__ __forceinline__ void lane_close(const Lane &L, unsigned &bad)
 {
-    unsigned long long p = L.pos;
-    bad |= p > 32ull * L.W;
-    bad |= (p + 31) / 32 != L.W;
-    if (p % 32)
-        bad |= (L.buf >> (32 + p % 32)) != 0;
+    bad |= (unsigned)wr_bits_close(&L.b, L.W);
 }
 
 __device__ __forceinline__ void load_huf(wr_huf *dst, const wr_huf &src)
@@ -196,9 +240,26 @@ __device__ __forceinline__ void load_huf(wr_huf *dst, const wr_huf &src)
         d[i] = s[i];
 }
 
-/* BF16 bits of weight (row, col) of an exponent-coded matrix, from the
- * decoded symbol of its column (sym), its raw byte or its verbatim group. */
-__device__ __forceinline__ uint16_t exp_bits(const DevMat &M, long long row, long long col, int sym, unsigned &bad)
+/* The element (esize bytes, little-endian) at byte offset at of the verbatim bytes. */
+__device__ __forceinline__ uint32_t vbytes_at(const DevMat &M, unsigned long long at)
+{
+    const uint8_t *p = M.vbytes + at;
+    uint32_t v = (uint32_t)(p[0] | p[1] << 8);
+    if (M.esize == 4)
+        v |= (uint32_t)(p[2] | p[3] << 8) << 16;
+    return v;
+}
+
+/* The raw sign+mantissa bits of weight (row, col) (wr_raw_get: 8, 11 or 24 bits). */
+__device__ __forceinline__ uint32_t raw_of(const DevMat &M, long long row, long long col)
+{
+    return wr_raw_get(M.raw, (unsigned long long)(row * M.cols + col), M.raw_bits);
+}
+
+/* Element bits (BF16, F16 or F32) of weight (row, col) of an exponent-coded
+ * matrix, from the decoded symbol of its column (sym), its raw bits or its
+ * verbatim group. */
+__device__ __forceinline__ uint32_t exp_bits(const DevMat &M, long long row, long long col, int sym, unsigned &bad)
 {
     if (M.palette_n) {
         long long gi = col / M.group;
@@ -207,14 +268,13 @@ __device__ __forceinline__ uint16_t exp_bits(const DevMat &M, long long row, lon
             unsigned long long before = 0;
             for (unsigned long long b = (unsigned long long)(row * M.gpr); b < bit; b++)
                 before += (M.vmap[b / 8] >> (b % 8)) & 1;
-            const uint8_t *p = M.vbytes + M.vrow[row] + 2 * (before * M.group + (col - gi * M.group));
-            return (uint16_t)(p[0] | p[1] << 8);
+            return vbytes_at(M, M.vrow[row] + (unsigned long long)M.esize * (before * M.group + (col - gi * M.group)));
         }
         int idx = (sym >> (4 * (col & 1))) & 15;
         bad |= idx >= M.n_palette;
-        return wr_bf16_rebuild(M.palette[idx], M.raw[row * M.cols + col]);
+        return wr_float_rebuild(M.type, M.palette[idx], raw_of(M, row, col));
     }
-    return wr_bf16_rebuild((uint32_t)sym, M.raw[row * M.cols + col]);
+    return wr_float_rebuild(M.type, (uint32_t)sym, raw_of(M, row, col));
 }
 
 /* ---- restore kernels: one warp (block of 32) per tile -------------------------------- */
@@ -231,7 +291,7 @@ __global__ void __launch_bounds__(32) k_restore(DevMat M, wr_huf H, uint8_t *out
     TileGeo tg = tile_geo(M, t);
     unsigned bad = 0;
     Lane L;
-    lane_open(M, t, &g, L, bad);
+    lane_open<false>(M, t, &g, nullptr, L, bad);
     for (unsigned r = 2 * k; r < tg.h && r < 2 * k + 2; r++)
         for (unsigned c = 0; c < tg.w; c++)
             sbuf[r * 256 + c] = (uint8_t)lane_sym(L, &h, bad);
@@ -261,9 +321,10 @@ __global__ void __launch_bounds__(32) k_restore(DevMat M, wr_huf H, uint8_t *out
             unsigned r = it / (unsigned)nw, j = it % (unsigned)nw;
             long long row = (long long)tg.r0 + r, col = (long long)c0w + j;
             int sym = sbuf[r * 256 + (M.palette_n ? j / 2 : j)];
-            uint16_t v = exp_bits(M, row, col, sym, bad);
-            out[2 * (row * M.cols + col)] = (uint8_t)v;
-            out[2 * (row * M.cols + col) + 1] = (uint8_t)(v >> 8);
+            const uint32_t v = exp_bits(M, row, col, sym, bad);
+            uint8_t *o = out + (unsigned long long)M.esize * (unsigned long long)(row * M.cols + col);
+            for (int b = 0; b < M.esize; b++)
+                o[b] = (uint8_t)(v >> (8 * b));
         }
     }
     if (bad)
@@ -272,32 +333,37 @@ __global__ void __launch_bounds__(32) k_restore(DevMat M, wr_huf H, uint8_t *out
 
 /* ---- fast decode: a 2^L lookup table in shared memory ----------------------------------
  * The GEMV kernels decode with one shared-memory load a symbol: entry p of
- * the table (p = the next L bits) is len | flags << 4 | payload << 8, built on
- * the host from the same limit tables (build_lut) so it decodes exactly what
- * wr_huf_peek decodes; len 0 marks a peek no code starts with (corrupt).
- * Payload: the symbol (ggml codes, exponent bytes), or for palette pairs the
- * two exponents palette[sym & 15] | palette[sym >> 4] << 8 with flag bit u set
- * when index u of the pair is not in the palette. */
+ * the table (p = the next L bits) is wr_dev.h's wr_lut_entry (length, flags,
+ * payload), built on the host by wr_lut_build from the same limit tables, so
+ * it decodes exactly what wr_huf_peek decodes; the CPU tests run the same
+ * table and bit reader (wr_dev_decode_tile). */
 
-#define LUT_MAX (1 << 15)
-
+/* One symbol through the table, after a fill check (any loop). */
+template <bool ST>
 __device__ __forceinline__ uint32_t lane_next(Lane &L, const uint32_t *lut, int Lb, unsigned &bad)
 {
-    if (L.nbits < 32) {
-        const uint32_t v = L.q0;
-        L.q0 = L.q1;
-        L.q1 = lane_word(L, L.next + 2);
-        L.next++;
-        L.buf |= (unsigned long long)v << (32 - L.nbits);
-        L.nbits += 32;
-    }
-    const uint32_t e = lut[(uint32_t)(L.buf >> (64 - Lb))];
-    const uint32_t len = e & 15u;
-    bad |= len == 0;
-    L.buf <<= len;
-    L.nbits -= (int)len;
-    L.pos += len;
+    lane_fill<ST>(L);
+    const uint32_t e = wr_bits_take(&L.b, lut, Lb);
+    bad |= e & WR_LUT_BAD;
     return e;
+}
+
+/* One symbol without a fill check: for the second of each pair of
+ * symbols, after lane_next took the first (a fill leaves >= 32 bits, two
+ * codes of <= 11). The unrolled loops check once every two symbols. */
+__device__ __forceinline__ uint32_t lane_take(Lane &L, const uint32_t *lut, int Lb, unsigned &bad)
+{
+    const uint32_t e = wr_bits_take(&L.b, lut, Lb);
+    bad |= e & WR_LUT_BAD;
+    return e;
+}
+
+/* Symbol i of an unrolled run (i a compile-time index from 0): fill check at
+ * even i only. */
+template <bool ST>
+__device__ __forceinline__ uint32_t lane_at(Lane &L, int i, const uint32_t *lut, int Lb, unsigned &bad)
+{
+    return i % 2 == 0 ? lane_next<ST>(L, lut, Lb, bad) : lane_take(L, lut, Lb, bad);
 }
 
 /* Stage the lookup table (2^L words) into shared memory, block-wide. */
@@ -309,7 +375,7 @@ __device__ __forceinline__ void load_lut(uint32_t *dst, const uint32_t *__restri
 
 /* The original bytes of a weight in a verbatim group (slow path, rare):
  * the group's bytes follow those of the row's earlier verbatim groups. */
-__device__ __noinline__ uint32_t verbatim_bf16(const DevMat &M, long long row, long long col, bool &is_v)
+__device__ __noinline__ uint32_t verbatim_elem(const DevMat &M, long long row, long long col, bool &is_v)
 {
     long long gi = col / M.group;
     unsigned long long bit = (unsigned long long)(row * M.gpr + gi);
@@ -319,8 +385,7 @@ __device__ __noinline__ uint32_t verbatim_bf16(const DevMat &M, long long row, l
     unsigned long long before = 0;
     for (unsigned long long b = (unsigned long long)(row * M.gpr); b < bit; b++)
         before += (M.vmap[b / 8] >> (b % 8)) & 1;
-    const uint8_t *p = M.vbytes + M.vrow[row] + 2 * (before * M.group + (col - gi * M.group));
-    return (uint32_t)(p[0] | p[1] << 8);
+    return vbytes_at(M, M.vrow[row] + (unsigned long long)M.esize * (before * M.group + (col - gi * M.group)));
 }
 
 /* Set bits of vmap in [lo, hi) (bit i = byte i / 8, LSB first). */
@@ -341,7 +406,7 @@ __device__ __forceinline__ unsigned long long vmap_count(const uint8_t *vmap, un
  * = group g0 + i is verbatim, vb = byte offset in vbytes of the first
  * verbatim group at or after g0 (given `before`, the row's verbatim groups
  * ahead of g0). ok = 0 when more than 32 groups overlap the span (groups
- * under 8 weights): then every weight takes verbatim_bf16. */
+ * under 8 weights): then every weight takes verbatim_elem. */
 struct VRow {
     uint32_t mask;
     int ok;
@@ -356,7 +421,7 @@ __device__ __forceinline__ VRow vrow_span(const DevMat &M, long long row, long l
     V.g0 = c0 / M.group;
     V.mask = 0;
     V.ok = 1;
-    V.vb = M.vrow[row] + 2ull * before * (unsigned long long)M.group;
+    V.vb = M.vrow[row] + (unsigned long long)M.esize * before * (unsigned long long)M.group;
     const long long g1 = (c0 + nw - 1) / M.group;
     if (g1 - V.g0 + 1 > 32) {
         V.ok = 0;
@@ -379,21 +444,22 @@ __device__ __forceinline__ VRow vrow_tile(const DevMat &M, long long row, long l
     return vrow_span(M, row, c0, nw, vmap_count(M.vmap, b0, b0 + (unsigned long long)(c0 / M.group)));
 }
 
-/* The BF16 bits of weight (row, col) when it is in a verbatim group of V
+/* The element bits of weight (row, col) when it is in a verbatim group of V
  * (*is_v = 1), else *is_v = 0. */
 __device__ __forceinline__ uint32_t vrow_bits(const DevMat &M, const VRow &V, long long row, long long col, bool &is_v)
 {
     if (!V.ok)
-        return verbatim_bf16(M, row, col, is_v);
+        return verbatim_elem(M, row, col, is_v);
     const long long local = col - V.g0 * M.group;
     const int gi = (int)(M.gshift >= 0 ? local >> M.gshift : local / M.group);
     is_v = (V.mask >> gi) & 1;
     if (!is_v)
         return 0;
     const unsigned long long at =
-        V.vb + 2ull * ((unsigned long long)__popc(V.mask & ((1u << gi) - 1)) * (unsigned long long)M.group +
-                       (unsigned long long)(local - (long long)gi * M.group));
-    return (uint32_t)(M.vbytes[at] | M.vbytes[at + 1] << 8);
+        V.vb + (unsigned long long)M.esize *
+                   ((unsigned long long)__popc(V.mask & ((1u << gi) - 1)) * (unsigned long long)M.group +
+                    (unsigned long long)(local - (long long)gi * M.group));
+    return vbytes_at(M, at);
 }
 
 /* float of BF16 bits sign|exp|mantissa from an exponent and a raw byte (sign << 7 | mantissa). */
@@ -490,16 +556,17 @@ __device__ __forceinline__ void val_set(float4 &v, int u, float c)
     (u == 0 ? v.x : u == 1 ? v.y : u == 2 ? v.z : v.w) = c;
 }
 
-template <int TYPE, int B>
+template <int TYPE, int B, bool ST>
 __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(DevMat M, const uint32_t *__restrict__ glut,
                                                               const float *__restrict__ x, float *__restrict__ y)
 {
     constexpr int WPS = dev_wps(TYPE);
     typedef typename ValT<WPS>::T V;
     const wr_geom G = wr_geom_of(TYPE);
-    __shared__ uint32_t lut[1 << 11];
+    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
     __shared__ V vt[256];   /* symbol -> its codes' values c(q) */
-    __shared__ Groups g[FUSED_WARPS];
+    __shared__ Groups g[ST ? 1 : FUSED_WARPS];
+    extern __shared__ uint32_t staged[];   /* ST: FUSED_WARPS x 32 x M.dmax lane words */
     __shared__ float xs[B][256];
     __shared__ float xsum[B][16];
     const TilePos P = tile_pos(M);
@@ -534,7 +601,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
     TileGeo tg = tile_geo(M, t);
     unsigned bad = 0;
     Lane L;
-    lane_open(M, t, &g[warp], L, bad);
+    lane_open<ST>(M, t, &g[ST ? 0 : warp], staged + warp * 32 * M.dmax, L, bad);
     float acc[2][B] = {};
     const unsigned long long bpr = (unsigned long long)(M.cols / G.n);
     const int nsub = nw / G.sub_n;
@@ -554,7 +621,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
                 dot[b] = 0.0f;
 #pragma unroll
             for (int i = 0; i < G.sub_n / WPS; i++) {
-                const V cv = vt[(lane_next(L, lut, M.L, bad) >> 8) & 255];
+                const V cv = vt[(lane_at<ST>(L, i, lut, M.L, bad) >> 8) & 255];
 #pragma unroll
                 for (int u = 0; u < WPS; u++) {
                     const float c = val_get(cv, u);
@@ -572,11 +639,13 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
     finish_gemv<B>(M, tg, k, L, acc, bad, y);
 }
 
-/* ---- fused exponent-only decode + GEMV (BF16) ---------------------------------------------
+/* ---- fused exponent-only decode + GEMV (BF16, F16, F32) ---------------------------------------
  * The same tiling; each decoded symbol gives one exponent (palette 0) or two
- * (palette pairs, transcoded by the lookup table); BF16 is rebuilt in
- * registers from the exponent and the raw byte. Rows with verbatim groups
- * (vrow[r + 1] > vrow[r]) take the slow path for weights of those groups. */
+ * (palette pairs, transcoded by the lookup table); each weight is rebuilt in
+ * registers from the exponent and its raw bits. Rows with verbatim groups
+ * (vrow[r + 1] > vrow[r]) take the slow path for weights of those groups.
+ * BF16 with 8 | cols reads 8 raw bytes at a time; F16 (11 raw bits a
+ * weight), F32 (24) and other widths go weight by weight (exp_weight_any). */
 
 /* BF16 bits of weight (row, col) from its decoded table entry e (exponent
  * u of the symbol), its raw byte and the row's verbatim groups V; flags
@@ -599,13 +668,35 @@ __device__ __forceinline__ uint32_t exp_weight(const DevMat &M, const VRow &V, b
     return bits;
 }
 
-template <int B, bool PAL>
+/* The same for any float type (M.type BF16, F16 or F32; the per-weight
+ * path): element bits from the exponent, the raw bits read in place
+ * (raw_of) or the verbatim group. */
+template <bool PAL>
+__device__ __forceinline__ uint32_t exp_weight_any(const DevMat &M, const VRow &V, bool hasv, long long row,
+                                                   long long col, uint32_t e, int u, unsigned &bad)
+{
+    uint32_t bits = wr_float_rebuild(M.type, (e >> (8 + 8 * u)) & 255u, raw_of(M, row, col));
+    if (hasv) {
+        bool is_v;
+        const uint32_t vb = vrow_bits(M, V, row, col, is_v);
+        if (is_v)
+            bits = vb;
+        else
+            bad |= (e >> (4 + u)) & 1;
+    } else if (PAL) {
+        bad |= (e >> (4 + u)) & 1;
+    }
+    return bits;
+}
+
+template <int B, bool PAL, bool ST>
 __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(DevMat M, const uint32_t *__restrict__ glut,
                                                                 const float *__restrict__ x, float *__restrict__ y)
 {
     constexpr int WPS = PAL ? 2 : 1;
-    __shared__ uint32_t lut[1 << 11];
-    __shared__ Groups g[FUSED_WARPS];
+    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ Groups g[ST ? 1 : FUSED_WARPS];
+    extern __shared__ uint32_t staged[];   /* ST: FUSED_WARPS x 32 x M.dmax lane words */
     __shared__ float xs[B][256];
     const TilePos P = tile_pos(M);
     const unsigned warp = P.warp, k = P.k;
@@ -621,7 +712,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
     TileGeo tg = tile_geo(M, t);
     unsigned bad = 0;
     Lane L;
-    lane_open(M, t, &g[warp], L, bad);
+    lane_open<ST>(M, t, &g[ST ? 0 : warp], staged + warp * 32 * M.dmax, L, bad);
     float acc[2][B] = {};
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
@@ -634,13 +725,13 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
         if (PAL)
             V = vrow_tile(M, row, c0w, nw);
         const bool hasv = PAL && (V.mask || !V.ok);
-        if (M.cols % 8 == 0) {   /* 8 raw bytes at a time (aligned: own allocation, 8 | cols) */
+        if (M.type == WP_BF16 && M.cols % 8 == 0) {   /* 8 raw bytes at a time (aligned: own allocation, 8 | cols) */
             for (unsigned c0 = 0; c0 < tg.w; c0 += 8 / WPS) {
                 const uint2 rv = __ldg(reinterpret_cast<const uint2 *>(rawp + c0 * WPS));
                 const uint32_t rw[2] = {rv.x, rv.y};
 #pragma unroll
                 for (int cc = 0; cc < 8 / WPS; cc++) {
-                    const uint32_t e = lane_next(L, lut, M.L, bad);
+                    const uint32_t e = lane_at<ST>(L, cc, lut, M.L, bad);
 #pragma unroll
                     for (int u = 0; u < WPS; u++) {
                         const int jj = cc * WPS + u, j = (int)c0 * WPS + jj;
@@ -655,14 +746,14 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
             }
         } else {
             for (unsigned c = 0; c < tg.w; c++) {
-                const uint32_t e = lane_next(L, lut, M.L, bad);
+                const uint32_t e = lane_next<ST>(L, lut, M.L, bad);
 #pragma unroll
                 for (int u = 0; u < WPS; u++) {
                     const int j = (int)c * WPS + u;
                     if (PAL && j >= nw)
                         break;
-                    const uint32_t bits = exp_weight<PAL>(M, V, hasv, row, c0w + j, e, u, __ldg(rawp + j), bad);
-                    const float v = __uint_as_float(bits << 16);
+                    const uint32_t bits = exp_weight_any<PAL>(M, V, hasv, row, c0w + j, e, u, bad);
+                    const float v = wr_float_value(M.type, bits);
 #pragma unroll
                     for (int b = 0; b < B; b++)
                         acc[rr][b] = fmaf(v, xs[b][j], acc[rr][b]);
@@ -673,31 +764,26 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
     finish_gemv<B>(M, tg, k, L, acc, bad, y);
 }
 
-/* ---- fast BF16 restore (the "full" pipeline's decode) ------------------------------------
- * The tiling and table decode of k_fused_exp; each weight's BF16 bits are
- * stored straight to out (thread k writes rows 2k, 2k+1). */
+/* ---- fast BF16 restore (the "full" and "split" pipelines' decode) -------------------------
+ * The tiling and table decode of k_fused_exp over tile rows [tr0, tr1): each
+ * block walks (tile column, FUSED_WARPS tile rows) units with a grid stride,
+ * so a grid smaller than the units keeps the decode on fewer SMs (the split
+ * pipelines); each weight's BF16 bits are stored straight to out (thread k
+ * writes rows 2k, 2k+1). */
 
 template <bool PAL>
-__global__ void __launch_bounds__(32 * FUSED_WARPS, 7) k_restore_exp(DevMat M, const uint32_t *__restrict__ glut,
-                                                                  uint16_t *__restrict__ out)
+__device__ __forceinline__ void restore_exp_tile(const DevMat &M, const uint32_t *lut, uint16_t *__restrict__ out,
+                                                 Groups *g, unsigned long long tc, unsigned long long tr)
 {
     constexpr int WPS = PAL ? 2 : 1;
-    __shared__ uint32_t lut[1 << 11];
-    __shared__ Groups g[FUSED_WARPS];
-    const TilePos P = tile_pos(M);
-    const unsigned warp = P.warp, k = P.k;
-    const unsigned long long tc = P.tc, tr = P.tr;
-    const long long c0w = P.c0w;
-    const int nw = P.nw;
-    load_lut(lut, glut, M.L);
-    __syncthreads();
-    if (tr >= M.trows)
-        return;
+    const unsigned k = threadIdx.x % 32;
+    const long long c0w = (long long)tc * 256;
+    const int nw = (int)(M.cols - c0w < 256 ? M.cols - c0w : 256);
     const unsigned long long t = tr * M.tcols + tc;
     TileGeo tg = tile_geo(M, t);
     unsigned bad = 0;
     Lane L;
-    lane_open(M, t, &g[warp], L, bad);
+    lane_open<false>(M, t, g, nullptr, L, bad);
     for (unsigned r = 2 * k; r < tg.h && r < 2 * k + 2; r++) {
         const long long row = (long long)(tg.r0 + r);
         const uint8_t *rawp = M.raw + row * M.cols + c0w;
@@ -713,7 +799,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 7) k_restore_exp(DevMat M, c
                 uint32_t ow[8];
 #pragma unroll
                 for (int cc = 0; cc < 16 / WPS; cc++) {
-                    const uint32_t e = lane_next(L, lut, M.L, bad);
+                    const uint32_t e = lane_at<false>(L, cc, lut, M.L, bad);
 #pragma unroll
                     for (int u = 0; u < WPS; u++) {
                         const int jj = cc * WPS + u;
@@ -731,7 +817,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 7) k_restore_exp(DevMat M, c
             }
         } else {
             for (unsigned c = 0; c < tg.w; c++) {
-                const uint32_t e = lane_next(L, lut, M.L, bad);
+                const uint32_t e = lane_next<false>(L, lut, M.L, bad);
 #pragma unroll
                 for (int u = 0; u < WPS; u++) {
                     const int j = (int)c * WPS + u;
@@ -747,6 +833,25 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 7) k_restore_exp(DevMat M, c
         atomicOr(M.err, 1);
 }
 
+template <bool PAL>
+__global__ void __launch_bounds__(32 * FUSED_WARPS, 7) k_restore_exp(DevMat M, const uint32_t *__restrict__ glut,
+                                                                  uint16_t *__restrict__ out, unsigned long long tr0,
+                                                                  unsigned long long tr1)
+{
+    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ Groups g[FUSED_WARPS];
+    const unsigned warp = threadIdx.x / 32;
+    load_lut(lut, glut, M.L);
+    __syncthreads();
+    const unsigned long long units = (tr1 - tr0 + FUSED_WARPS - 1) / FUSED_WARPS * M.tcols;
+    for (unsigned long long u = blockIdx.x; u < units; u += gridDim.x) {
+        const unsigned long long tr = tr0 + u / M.tcols * FUSED_WARPS + warp;
+        if (tr < tr1)
+            restore_exp_tile<PAL>(M, lut, out, &g[warp], u % M.tcols, tr);
+        __syncwarp();   /* g is rewritten for the next unit */
+    }
+}
+
 /* ---- palette transcode: lanes -> 4-bit palette indices in global memory ---------------------
  * One warp a tile, as the fused kernels; each decoded pair symbol is the
  * byte idx[2j] | idx[2j+1] << 4, written to the index array (row stride
@@ -755,7 +860,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 7) k_restore_exp(DevMat M, c
 __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, const uint32_t *__restrict__ glut,
                                                                 uint8_t *__restrict__ idx)
 {
-    __shared__ uint32_t lut[1 << 11];
+    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
     __shared__ Groups g[FUSED_WARPS];
     const TilePos P = tile_pos(M);
     const unsigned warp = P.warp, k = P.k;
@@ -768,7 +873,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
     TileGeo tg = tile_geo(M, t);
     unsigned bad = 0;
     Lane L;
-    lane_open(M, t, &g[warp], L, bad);
+    lane_open<false>(M, t, &g[warp], nullptr, L, bad);
     for (unsigned r = 2 * k; r < tg.h && r < 2 * k + 2; r++) {
         uint8_t *dst = idx + (tg.r0 + r) * (unsigned long long)M.istride + tg.c0;
         if (tg.w % 4 == 0) {   /* 4 symbols a store (aligned: 4 | istride, 128 | c0) */
@@ -776,7 +881,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
                 uint32_t w = 0;
 #pragma unroll
                 for (int cc = 0; cc < 4; cc++) {
-                    const uint32_t e = lane_next(L, lut, M.L, bad);
+                    const uint32_t e = lane_at<false>(L, cc, lut, M.L, bad);
                     bad |= (e >> 4) & 3;   /* an index without a palette entry (slots of verbatim
                                               groups and pad nibbles hold 0) */
                     w |= (e >> 24) << (8 * cc);
@@ -785,7 +890,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
             }
         } else {
             for (unsigned c = 0; c < tg.w; c++) {
-                const uint32_t e = lane_next(L, lut, M.L, bad);
+                const uint32_t e = lane_next<false>(L, lut, M.L, bad);
                 bad |= (e >> 4) & 3;
                 dst[c] = (uint8_t)(e >> 24);
             }
@@ -797,88 +902,262 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
 }
 
 /* ---- direct palette GEMV: 4-bit indices + raw bytes (no Huffman at run time) ----------------
- * One warp a row; lane l takes 8 weights at a time (one 32-bit word of
- * indices, 8 raw bytes); warp-shuffle reduction. 12 bits a weight read. */
+ * One warp a GEMV_ROWS (R = 4) consecutive rows over one column range: block
+ * (bx, by) = TWIN_WARPS warps on rows 4 TWIN_WARPS bx .., columns
+ * [by span, by span + span), span a multiple of 256 (split-K; palette_b picks
+ * it, gemv_grid). Each 256-column step lane l takes weights j0 .. j0 + 7
+ * (j0 = c0 + 8 l) of the 4 rows: the 4 index words and 4 x 8 raw bytes are
+ * loaded first (in flight together), then x[b][j0 .. j0 + 7] once per
+ * vector (2 x float4 when 8 | cols) for the 4 rows (B <= 2: x loaded with
+ * the weights, each row's 8 weights used as decoded; B > 2: the 32 weights
+ * decoded first, then x one vector at a time). Why: with one row a warp
+ * every warp re-read x (more x bytes than weight bytes through L1/L2) and
+ * had one step's 12 bytes a lane in flight; 4 rows a warp read x a quarter
+ * as often with 4 rows' loads in flight, and the split keeps the warp count
+ * up (rows / 4 alone is 1,024 warps for 4096 rows, under 8 a SM). Verbatim
+ * groups: a row's `before` starts at vmap_count over its groups ahead of the
+ * split's first column; a step tests one column per row (nextc, below) and
+ * only a span holding a verbatim group runs vrow_span / vrow_bits, at the
+ * step's start, its weights' bits passed through shared memory; so the
+ * common path fits the 128 registers of 4 blocks a SM without spills
+ * (ptxas, sm_90a; at 64 it spilled). Warp-shuffle reduction; one split:
+ * plain stores; more: y zeroed first (palette_b), each split atomicAdds.
+ * Rows past the end (rows % 4) recompute the last row, not stored. 12 bits
+ * a weight read. Unmeasured until the next GPU run (one row a warp took
+ * 164 us at 4096 x 14336, batch 1, H200; cuBLAS BF16 43 us). */
+
+#define GEMV_ROWS 4   /* rows a warp in k_palette and k_twin */
+
+/* The first set bit of vmap in [lo, hi), hi when none (as vmap_count). */
+__device__ __forceinline__ unsigned long long vmap_next(const uint8_t *vmap, unsigned long long lo,
+                                                        unsigned long long hi)
+{
+    for (; lo < hi && (lo & 7); lo++)
+        if ((vmap[lo / 8] >> (lo & 7)) & 1)
+            return lo;
+    for (; lo + 8 <= hi; lo += 8)
+        if (vmap[lo / 8])
+            return lo + (unsigned)(__ffs(vmap[lo / 8]) - 1);
+    for (; lo < hi; lo++)
+        if ((vmap[lo / 8] >> (lo & 7)) & 1)
+            return lo;
+    return hi;
+}
+
+/* The first column of the row's first verbatim group at or after group g
+ * (cols when none). */
+__device__ __forceinline__ long long pal_vnext(const DevMat &M, long long row, unsigned long long g)
+{
+    const unsigned long long b0 = (unsigned long long)(row * M.gpr), b1 = b0 + (unsigned long long)M.gpr;
+    const unsigned long long n = b0 + g < b1 ? vmap_next(M.vmap, b0 + g, b1) : b1;
+    return n < b1 ? (long long)(n - b0) * M.group : M.cols;
+}
+
+/* Per row of a warp: the verbatim groups ahead of group gA (`before`) and
+ * the first column of the first verbatim group at or after gA (`nextc`;
+ * cols when none), where gA <= the step's first group and no verbatim group
+ * lies in [gA, nextc): a step's span [c0, c0 + nw) holds one only when
+ * nextc < c0 + nw (one compare; a row with no verbatim group has
+ * nextc = cols). Such a span (rare: 0.24 % of groups on stories260K) takes
+ * pal_verbatim at the start of the step, where little is live: vrow_span
+ * with `before` (then the count of the groups ahead of c0 / group), the
+ * BF16 bits of the lane's verbatim weights among j0 .. j0 + 7 to vb[u][lane]
+ * (shared memory) with bit u of the result set (none past the row's end),
+ * and gA moved to the next step's first group. */
+__device__ __forceinline__ uint32_t pal_verbatim(const DevMat &M, long long row, long long c0, int nw,
+                                                 unsigned long long &before, long long &nextc, long long j0,
+                                                 uint16_t (*vb)[32])
+{
+    const unsigned l = threadIdx.x % 32;
+    uint32_t m = 0;
+    const VRow V = vrow_span(M, row, c0, nw, before);
+    if (V.mask || !V.ok) {
+#pragma unroll 1
+        for (int u = 0; u < 8 && j0 + u < M.cols; u++) {
+            bool is_v;
+            const uint32_t bits = vrow_bits(M, V, row, j0 + u, is_v);
+            if (is_v) {
+                m |= 1u << u;
+                vb[u][l] = (uint16_t)bits;
+            }
+        }
+    }
+    const unsigned long long b0 = (unsigned long long)(row * M.gpr);
+    const long long g1 = (c0 + 256) / M.group < M.gpr ? (c0 + 256) / M.group : M.gpr;
+    /* the groups wholly before the next step's span, counted from vmap (also when V.ok = 0,
+       where the mask is not kept) */
+    before += vmap_count(M.vmap, b0 + (unsigned long long)V.g0, b0 + (unsigned long long)g1);
+    nextc = pal_vnext(M, row, (unsigned long long)g1);
+    return m;
+}
+
+/* x[j0 .. j0 + 7] of one vector (AL: 2 x float4, aligned: 8 | cols), 0 past
+ * the row's end and on lanes that are off. */
+template <bool AL>
+__device__ __forceinline__ void pal_x8(const DevMat &M, const float *__restrict__ xr, long long j0, bool on,
+                                       float (&xv)[8])
+{
+    if (AL) {
+        float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), c = a;
+        if (on) {
+            a = __ldg(reinterpret_cast<const float4 *>(xr + j0));
+            c = __ldg(reinterpret_cast<const float4 *>(xr + j0) + 1);
+        }
+        xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w;
+        xv[4] = c.x, xv[5] = c.y, xv[6] = c.z, xv[7] = c.w;
+    } else {
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            xv[u] = on && j0 + u < M.cols ? __ldg(xr + j0 + u) : 0.0f;
+    }
+}
+
+/* Weights j0 .. j0 + 7 of one row from its index word ix and (AL) raw bytes
+ * r8 (verbatim groups aside); 0 past the row's end and on lanes that are off. */
+template <bool AL>
+__device__ __forceinline__ void pal_w8(const DevMat &M, const uint32_t *pal, long long row, long long j0, bool on,
+                                       uint32_t ix, uint2 r8, float (&w)[8])
+{
+#pragma unroll
+    for (int u = 0; u < 8; u++) {
+        const long long j = j0 + u;
+        w[u] = 0.0f;
+        if (!on || (!AL && j >= M.cols))
+            continue;
+        const uint32_t raw = AL ? ((u < 4 ? r8.x : r8.y) >> (8 * (u % 4))) & 255u : __ldg(M.raw + row * M.cols + j);
+        w[u] = bf16_value(pal[(ix >> (4 * u)) & 15], raw);
+    }
+}
 
 template <int B, bool AL>
-__global__ void __launch_bounds__(32 * TWIN_WARPS, B <= 2 ? 8 : 4) k_palette(DevMat M, const uint8_t *__restrict__ idx,
-                                                             const float *__restrict__ x, float *__restrict__ y)
+__global__ void __launch_bounds__(32 * TWIN_WARPS, 4) k_palette(DevMat M, const uint8_t *__restrict__ idx,
+                                                                const float *__restrict__ x, float *__restrict__ y,
+                                                                long long span)
 {
+    constexpr int R = GEMV_ROWS;
     __shared__ uint32_t pal[16];
+    __shared__ uint16_t vb[TWIN_WARPS][R][8][32];   /* BF16 bits of verbatim weights, lane-private */
     if (threadIdx.x < 16)
         pal[threadIdx.x] = M.palette[threadIdx.x];
     __syncthreads();
-    const long long row = (long long)blockIdx.x * TWIN_WARPS + threadIdx.x / 32;
-    const unsigned l = threadIdx.x % 32;
-    if (row >= M.rows)
+    const unsigned wp = threadIdx.x / 32, l = threadIdx.x % 32;
+    const long long r0 = ((long long)blockIdx.x * TWIN_WARPS + wp) * R;
+    if (r0 >= M.rows)
         return;
-    const bool hasv = M.vrow[row + 1] > M.vrow[row];
-    const uint32_t *iw = reinterpret_cast<const uint32_t *>(idx + row * M.istride);
-    const uint8_t *rawp = M.raw + row * M.cols;
-    float acc[B];
+    const long long k0 = (long long)blockIdx.y * span, k1 = k0 + span < M.cols ? k0 + span : M.cols;
+    long long row[R], nextc[R];
+    unsigned long long before[R];
+    float acc[R][B];
 #pragma unroll
-    for (int b = 0; b < B; b++)
-        acc[b] = 0.0f;
-    unsigned long long before = 0;   /* the row's verbatim groups ahead of this step's span */
-    for (long long c0 = 0; c0 < M.cols; c0 += 256) {
+    for (int i = 0; i < R; i++) {
+        row[i] = r0 + i < M.rows ? r0 + i : M.rows - 1;   /* past the end: the last row again, not stored */
+        before[i] = 0;
+        nextc[i] = M.cols;
+        if (M.vrow[row[i] + 1] > M.vrow[row[i]]) {   /* verbatim groups: counted up to the split's start */
+            const unsigned long long b0 = (unsigned long long)(row[i] * M.gpr), g = (unsigned long long)(k0 / M.group);
+            before[i] = vmap_count(M.vmap, b0, b0 + g);
+            nextc[i] = pal_vnext(M, row[i], g);
+        }
+#pragma unroll
+        for (int b = 0; b < B; b++)
+            acc[i][b] = 0.0f;
+    }
+    for (long long c0 = k0; c0 < k1; c0 += 256) {
         const int nw = (int)(M.cols - c0 < 256 ? M.cols - c0 : 256);
-        VRow V = {0u, 1, 0, 0};
-        if (hasv) {   /* the same span for every lane: uniform loads */
-            V = vrow_span(M, row, c0, nw, before);
-            /* the groups wholly before the next step's span, counted from vmap (also when
-               V.ok = 0, where the mask is not kept) */
-            const unsigned long long b0 = (unsigned long long)(row * M.gpr);
-            before += vmap_count(M.vmap, b0 + (unsigned long long)V.g0, b0 + (unsigned long long)((c0 + 256) / M.group));
-        }
         const long long j0 = c0 + 8 * l;
-        if (j0 >= M.cols)
-            continue;
-        const uint32_t ix = __ldg(iw + j0 / 8);
-        /* AL (8 | cols): 8 raw bytes and 2 x float4 a load (aligned: own allocations) */
-        uint2 r8 = make_uint2(0, 0);
-        float xv[B][8];
-        if (AL) {
-            r8 = __ldg(reinterpret_cast<const uint2 *>(rawp + j0));
+        const bool on = j0 < M.cols;
+        /* verbatim groups in the step's span (rare): bit 8 i + u of vm = weight j0 + u of row i */
+        uint32_t vm = 0;
 #pragma unroll
-            for (int b = 0; b < (B <= 2 ? B : 0); b++) {
-                const float4 *xp = reinterpret_cast<const float4 *>(x + (long long)b * M.cols + j0);
-                const float4 a = __ldg(xp), c = __ldg(xp + 1);
-                xv[b][0] = a.x, xv[b][1] = a.y, xv[b][2] = a.z, xv[b][3] = a.w;
-                xv[b][4] = c.x, xv[b][5] = c.y, xv[b][6] = c.z, xv[b][7] = c.w;
+        for (int i = 0; i < R; i++)
+            if (nextc[i] < c0 + nw)   /* the same for every lane */
+                vm |= pal_verbatim(M, row[i], c0, nw, before[i], nextc[i], on ? j0 : M.cols, vb[wp][i]) << (8 * i);
+        /* the R rows' index words and (AL: 8 | cols, aligned own allocation) 8 raw bytes first */
+        uint32_t ix[R];
+        uint2 r8[R];
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            ix[i] = 0;
+            r8[i] = make_uint2(0, 0);
+            if (on) {
+                ix[i] = __ldg(reinterpret_cast<const uint32_t *>(idx + row[i] * M.istride) + j0 / 8);
+                if (AL)
+                    r8[i] = __ldg(reinterpret_cast<const uint2 *>(M.raw + row[i] * M.cols + j0));
             }
         }
+        /* B <= 2: x[b][j0 .. j0 + 7] loaded once here, each row's weights used as decoded;
+           B > 2: the R rows' weights decoded to v, then x loaded once per vector below */
+        constexpr int XB = B <= 2 ? B : 1;
+        float xv[XB][8];
+        if (B <= 2) {
 #pragma unroll
-        for (int u = 0; u < 8; u++) {
-            const long long j = j0 + u;
-            if (!AL && j >= M.cols)
-                break;
-            const uint32_t raw = AL ? ((u < 4 ? r8.x : r8.y) >> (8 * (u % 4))) & 255u : __ldg(rawp + j);
-            float v = bf16_value(pal[(ix >> (4 * u)) & 15], raw);
-            if (hasv && (V.mask || !V.ok)) {
-                bool is_v;
-                uint32_t bits = vrow_bits(M, V, row, j, is_v);
-                if (is_v)
-                    v = __uint_as_float(bits << 16);
+            for (int b = 0; b < XB; b++)
+                pal_x8<AL>(M, x + (long long)b * M.cols, j0, on, xv[b]);
+        }
+        float v[R][8];
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            pal_w8<AL>(M, pal, row[i], j0, on, ix[i], r8[i], v[i]);
+            if ((vm >> (8 * i)) & 255u) {
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    if ((vm >> (8 * i + u)) & 1)
+                        v[i][u] = __uint_as_float((uint32_t)vb[wp][i][u][l] << 16);
             }
+            if (B <= 2 && on) {
 #pragma unroll
-            for (int b = 0; b < B; b++)
-                acc[b] = fmaf(v, AL && B <= 2 ? xv[b][u] : __ldg(x + (long long)b * M.cols + j), acc[b]);
+                for (int b = 0; b < XB; b++)
+#pragma unroll
+                    for (int u = 0; u < 8; u++)
+                        acc[i][b] = fmaf(v[i][u], xv[b][u], acc[i][b]);
+            }
+        }
+        if (B > 2 && on) {
+#pragma unroll
+            for (int b = 0; b < B; b++) {
+                float xb[8];
+                pal_x8<AL>(M, x + (long long)b * M.cols, j0, on, xb);
+#pragma unroll
+                for (int i = 0; i < R; i++)
+#pragma unroll
+                    for (int u = 0; u < 8; u++)
+                        acc[i][b] = fmaf(v[i][u], xb[u], acc[i][b]);
+            }
         }
     }
+    const bool split = gridDim.y > 1;   /* y zeroed by palette_b: add the partial sums */
 #pragma unroll
-    for (int b = 0; b < B; b++) {
-        float a = acc[b];
-        for (int o = 16; o; o >>= 1)
-            a += __shfl_xor_sync(0xffffffffu, a, o);
-        if (l == 0)
-            y[(long long)b * M.rows + row] = a;
+    for (int i = 0; i < R; i++) {
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            float a = acc[i][b];
+            for (int o = 16; o; o >>= 1)
+                a += __shfl_xor_sync(0xffffffffu, a, o);
+            if (l == 0 && r0 + i < M.rows) {
+                float *yp = y + (long long)b * M.rows + r0 + i;
+                if (split)
+                    atomicAdd(yp, a);
+                else
+                    *yp = a;
+            }
+        }
     }
 }
 
 /* ---- the twin: the same GEMV on fixed-width ggml blocks -------------------------------
- * One warp per row; lane l takes the row's sub-blocks l, l+32, ... (codes
- * read from the block bytes with wr_get_code, the scale from its side
- * bytes), the same factored sum as k_fused_q; warp-shuffle reduction. */
+ * Mapped as k_palette: one warp a GEMV_ROWS (R = 4) consecutive rows over
+ * columns [by span, by span + span) (split-K, span a multiple of 256
+ * and so of every block size; twin_b picks it, gemv_grid). Each 256-column
+ * step lane l takes weights w0 .. w0 + 7 (w0 = c0 + 8 l, within one
+ * sub-block) of the 4 rows: the 4 rows' scales (blk_scale) and codes
+ * (wr_get_code) first, their block bytes in flight together, then x[b][w0 ..
+ * w0 + 7] as 2 float4 once per vector and its sum sx once, used for the 4
+ * rows: acc += dl * dot - ml * sx, the factored sum of k_fused_q. Why: one
+ * row a warp re-read x in every warp with one step's loads in flight (75 us
+ * for ~33 MB of Q4_K at 4096 x 14336, batch 1, H200). Warp-shuffle
+ * reduction; one split: plain stores; more: y zeroed first (twin_b), each
+ * split atomicAdds. Rows past the end recompute the last row, not stored.
+ * Unmeasured until the next GPU run. */
 
 /* The sub-block scale of a fixed-width block, read in place. */
 template <int TYPE>
@@ -897,75 +1176,215 @@ __device__ __forceinline__ wr_scale blk_scale(const uint8_t *blk, int s)
 
 template <int TYPE, int B>
 __global__ void __launch_bounds__(32 * TWIN_WARPS) k_twin(DevMat M, const uint8_t *__restrict__ blocks,
-                                                          const float *__restrict__ x, float *__restrict__ y)
+                                                          const float *__restrict__ x, float *__restrict__ y,
+                                                          long long span)
 {
+    constexpr int R = GEMV_ROWS;
     constexpr int NL = TYPE == WP_IQ4_NL || TYPE == WP_IQ4_XS;
     const wr_geom G = wr_geom_of(TYPE);
     __shared__ float kv[16];
     if (threadIdx.x < 16)
         kv[threadIdx.x] = wr_kv((int)threadIdx.x);
     __syncthreads();
-    const long long row = (long long)blockIdx.x * TWIN_WARPS + threadIdx.x / 32;
+    const long long r0 = ((long long)blockIdx.x * TWIN_WARPS + threadIdx.x / 32) * R;
     const unsigned l = threadIdx.x % 32;
-    if (row >= M.rows)
+    if (r0 >= M.rows)
         return;
+    const long long k0 = (long long)blockIdx.y * span, k1 = k0 + span < M.cols ? k0 + span : M.cols;
     const unsigned bpr = (unsigned)(M.cols / G.n);
-    const uint8_t *rb = blocks + (unsigned long long)row * bpr * G.bytes;
-    float acc[B];
+    const uint8_t *rb[R];
+    float acc[R][B];
 #pragma unroll
-    for (int b = 0; b < B; b++)
-        acc[b] = 0.0f;
-    /* lane l takes weights w0 .. w0 + 7 of every 256: one sub-block's, x read as float4 pairs */
-    for (unsigned w0 = 8 * l; w0 < (unsigned)M.cols; w0 += 256) {
-        const unsigned jb = w0 / G.n, wi = w0 % G.n;
-        const uint8_t *blk = rb + jb * G.bytes;
-        const wr_scale sc = blk_scale<TYPE>(blk, (int)(wi / G.sub_n));
-        float xv[B][8];
+    for (int i = 0; i < R; i++) {
+        const long long row = r0 + i < M.rows ? r0 + i : M.rows - 1;   /* past the end: the last row again */
+        rb[i] = blocks + (unsigned long long)row * bpr * G.bytes;
+#pragma unroll
+        for (int b = 0; b < B; b++)
+            acc[i][b] = 0.0f;
+    }
+    /* lane l takes weights w0 .. w0 + 7 of every 256 in [k0, k1): one sub-block's */
+    for (long long w0 = k0 + 8 * l; w0 < k1; w0 += 256) {
+        const unsigned jb = (unsigned)(w0 / G.n), wi = (unsigned)(w0 % G.n);
+        /* the R rows' scales and codes first: their block bytes in flight together */
+        wr_scale sc[R];
+        float c[R][8];
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            const uint8_t *blk = rb[i] + (unsigned long long)jb * G.bytes;
+            sc[i] = blk_scale<TYPE>(blk, (int)(wi / G.sub_n));
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                const int q = wr_get_code(TYPE, blk, (int)wi + u);
+                c[i][u] = NL ? kv[q] : (float)(q - sc[i].off);
+            }
+        }
+        /* x[b][w0 .. w0 + 7] read once (2 x float4) and its sum once, used for the R rows */
 #pragma unroll
         for (int b = 0; b < B; b++) {
             const float4 *xp = reinterpret_cast<const float4 *>(x + (long long)b * M.cols + w0);
-            const float4 a = __ldg(xp), c = __ldg(xp + 1);
-            xv[b][0] = a.x, xv[b][1] = a.y, xv[b][2] = a.z, xv[b][3] = a.w;
-            xv[b][4] = c.x, xv[b][5] = c.y, xv[b][6] = c.z, xv[b][7] = c.w;
-        }
-        float dot[B], sx[B];
+            const float4 a = __ldg(xp), e = __ldg(xp + 1);
+            const float xv[8] = {a.x, a.y, a.z, a.w, e.x, e.y, e.z, e.w};
+            float sx = 0.0f;
 #pragma unroll
-        for (int b = 0; b < B; b++)
-            dot[b] = sx[b] = 0.0f;
+            for (int u = 0; u < 8; u++)
+                sx += xv[u];
 #pragma unroll
-        for (int i = 0; i < 8; i++) {
-            const int q = wr_get_code(TYPE, blk, (int)wi + i);
-            const float c = NL ? kv[q] : (float)(q - sc.off);
+            for (int i = 0; i < R; i++) {
+                float dot = 0.0f;
 #pragma unroll
-            for (int b = 0; b < B; b++) {
-                dot[b] = fmaf(c, xv[b][i], dot[b]);
-                sx[b] += xv[b][i];
+                for (int u = 0; u < 8; u++)
+                    dot = fmaf(c[i][u], xv[u], dot);
+                acc[i][b] += sc[i].dl * dot - sc[i].ml * sx;
             }
         }
-#pragma unroll
-        for (int b = 0; b < B; b++)
-            acc[b] += sc.dl * dot[b] - sc.ml * sx[b];
     }
+    const bool split = gridDim.y > 1;   /* y zeroed by twin_b: add the partial sums */
 #pragma unroll
-    for (int b = 0; b < B; b++) {
-        float a = acc[b];
-        for (int o = 16; o; o >>= 1)
-            a += __shfl_xor_sync(0xffffffffu, a, o);
-        if (l == 0)
-            y[(long long)b * M.rows + row] = a;
+    for (int i = 0; i < R; i++) {
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            float a = acc[i][b];
+            for (int o = 16; o; o >>= 1)
+                a += __shfl_xor_sync(0xffffffffu, a, o);
+            if (l == 0 && r0 + i < M.rows) {
+                float *yp = y + (long long)b * M.rows + r0 + i;
+                if (split)
+                    atomicAdd(yp, a);
+                else
+                    *yp = a;
+            }
+        }
     }
 }
 
-__global__ void k_to_bf16(const float *x, uint16_t *o, long long n)
+/* ---- reconstructive GEMM: BF16 tiles rebuilt in shared memory, tensor cores ---------------
+ * For batches above the GEMV kernels' 8 (pipeline "recon", BF16): the tiling
+ * of k_fused_exp (FUSED_WARPS warps, one tile each, on one tile column),
+ * with RECON_N input vectors at a time staged as BF16 in shared memory (the
+ * B operand, 256 x RECON_N, column-major). A lane's stream holds row 2k, then
+ * row 2k+1, so each warp makes two passes (rr = 0, 1); per pass it rebuilds
+ * 16 columns of its 32 rows 2k + rr at a time as BF16 in shared memory (the
+ * A operand, exponent decoded, sign/mantissa from the raw byte, verbatim
+ * groups copied) and multiplies them with wmma m16n16k16 (BF16 in, FP32
+ * accumulate). A pass's 32 x RECON_N sums go through shared memory to y by
+ * atomicAdd (y zeroed first; every tile column adds). Exact products, FP32
+ * sums: the float64 check's tolerance covers the order. */
+
+#define RECON_N 32
+
+template <bool PAL>
+__global__ void __launch_bounds__(32 * FUSED_WARPS) k_recon(DevMat M, const uint32_t *__restrict__ glut,
+                                                            const float *__restrict__ x, int nvec, float *__restrict__ y)
+{
+    using namespace nvcuda;
+    constexpr int WPS = PAL ? 2 : 1;
+    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ Groups g[FUSED_WARPS];
+    __shared__ __align__(32) __nv_bfloat16 xs[RECON_N][256];          /* B: x[n][c0w + j] at xs[n][j] */
+    __shared__ __align__(32) __nv_bfloat16 as[FUSED_WARPS][32][16];   /* A: rows 2k + rr, 16 columns */
+    __shared__ __align__(32) float os[FUSED_WARPS][16][RECON_N];      /* sums of 16 rows */
+    const TilePos P = tile_pos(M);
+    const unsigned warp = P.warp, k = P.k;
+    const unsigned long long tc = P.tc, tr = P.tr;
+    const long long c0w = P.c0w;
+    const int nw = P.nw;
+    load_lut(lut, glut, M.L);
+    for (int i = threadIdx.x; i < RECON_N * 256; i += blockDim.x) {
+        const int n = i / 256, j = i % 256;
+        xs[n][j] = __float2bfloat16_rn(n < nvec && j < nw ? x[(long long)n * M.cols + c0w + j] : 0.0f);
+    }
+    __syncthreads();
+    if (tr >= M.trows)
+        return;
+    const unsigned long long t = tr * M.tcols + tc;
+    const TileGeo tg = tile_geo(M, t);
+    unsigned bad = 0;
+    Lane L;
+    lane_open<false>(M, t, &g[warp], nullptr, L, bad);
+    for (int rr = 0; rr < 2; rr++) {
+        const unsigned r = 2 * k + rr;
+        const bool live = r < tg.h;
+        const long long row = (long long)tg.r0 + r;
+        VRow V = {0u, 1, 0, 0};
+        if (PAL && live)
+            V = vrow_tile(M, row, c0w, nw);
+        const bool hasv = PAL && (V.mask || !V.ok);
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][RECON_N / 16];
+#pragma unroll
+        for (int mb = 0; mb < 2; mb++)
+#pragma unroll
+            for (int nb = 0; nb < RECON_N / 16; nb++)
+                wmma::fill_fragment(acc[mb][nb], 0.0f);
+        for (int kc = 0; kc < 256; kc += 16) {
+            /* this lane's 16 weights of row r (zeros past the row end or below the tile) */
+            uint16_t wv[16];
+#pragma unroll
+            for (int cc = 0; cc < 16 / WPS; cc++) {
+                const int j0 = kc + cc * WPS;
+                uint32_t e = 0;
+                if (live && j0 < nw)
+                    e = lane_next<false>(L, lut, M.L, bad);
+#pragma unroll
+                for (int u = 0; u < WPS; u++) {
+                    const int j = j0 + u;
+                    uint32_t bits = 0;
+                    if (live && j < nw)
+                        bits = exp_weight<PAL>(M, V, hasv, row, c0w + j, e, u, __ldg(M.raw + row * M.cols + c0w + j),
+                                               bad);
+                    wv[cc * WPS + u] = (uint16_t)bits;
+                }
+            }
+            __syncwarp();   /* the previous chunk's A is consumed */
+#pragma unroll
+            for (int j = 0; j < 16; j++)
+                as[warp][k][j] = __ushort_as_bfloat16(wv[j]);
+            __syncwarp();
+#pragma unroll
+            for (int mb = 0; mb < 2; mb++) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+                wmma::load_matrix_sync(a, &as[warp][16 * mb][0], 16);
+#pragma unroll
+                for (int nb = 0; nb < RECON_N / 16; nb++) {
+                    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
+                    wmma::load_matrix_sync(b, &xs[16 * nb][kc], 256);
+                    wmma::mma_sync(acc[mb][nb], a, b, acc[mb][nb]);
+                }
+            }
+        }
+#pragma unroll
+        for (int mb = 0; mb < 2; mb++) {   /* lanes 16 mb .. 16 mb + 15 add their row's sums */
+#pragma unroll
+            for (int nb = 0; nb < RECON_N / 16; nb++)
+                wmma::store_matrix_sync(&os[warp][0][16 * nb], acc[mb][nb], RECON_N, wmma::mem_row_major);
+            __syncwarp();
+            if (live && k / 16 == (unsigned)mb)
+                for (int n = 0; n < nvec; n++)
+                    atomicAdd(&y[(long long)n * M.rows + row], os[warp][k % 16][n]);
+            __syncwarp();   /* os is rewritten next */
+        }
+    }
+    lane_close(L, bad);
+    if (bad)
+        atomicOr(M.err, 1);
+}
+
+/* x (floats) to the GEMM's 16-bit input type, rounding to nearest even: BF16, or F16 when f16. */
+__global__ void k_to_16(const float *x, uint16_t *o, long long n, int f16)
 {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        uint32_t u = __float_as_uint(x[i]);
-        o[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);   /* round to nearest even */
+        if (f16) {
+            o[i] = __half_as_ushort(__float2half_rn(x[i]));
+        } else {
+            uint32_t u = __float_as_uint(x[i]);
+            o[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+        }
     }
 }
 
 /* ---- host side --------------------------------------------------------------------------- */
+
+#define SPLIT_BANDS 16   /* the split pipelines cut a matrix into this many bands of tile rows */
 
 struct wr_gpu {
     cudaStream_t st;
@@ -974,6 +1393,9 @@ struct wr_gpu {
     size_t flush_bytes;
     char name[320];
     double hbm;
+    int sms;                /* streaming multiprocessors */
+    cudaStream_t side;      /* the split pipelines' decode stream */
+    cudaEvent_t ev0, ev[SPLIT_BANDS];   /* split: start, band b decoded */
 };
 
 struct wr_dmat {
@@ -984,39 +1406,14 @@ struct wr_dmat {
     int nbuf;
     uint8_t *fixed;         /* original fixed-width data (twin / cuBLAS baseline) */
     uint8_t *dec;           /* decoded data of the "full" pipeline */
-    uint32_t *lut;          /* 2^L decode table (build_lut) */
+    uint32_t *lut;          /* 2^L decode table (wr_lut_build) */
     uint8_t *idx;           /* palette pipeline: 4-bit indices transcoded at load */
     uint8_t *idx_tc;        /* transcode pipeline: indices transcoded at run time */
     int *err;
     float *x[4], *y;        /* rotated inputs, output */
-    uint16_t *xb;           /* BF16 copy of x for cuBLAS */
+    uint16_t *xb;           /* BF16 or F16 copy of x for cuBLAS (the matrix's type) */
     int io_batch;
 };
-
-/* The 2^L decode table of a matrix (see lane_next): every L-bit peek decoded
- * with wr_huf_peek, the reference method, so both decode the same. pal:
- * the palette (n_pal entries) for palette pairs, else NULL. */
-static std::vector<uint32_t> build_lut(const wr_huf &H, const uint8_t *pal, int n_pal)
-{
-    std::vector<uint32_t> lut((size_t)1 << H.L);
-    for (uint32_t p = 0; p < lut.size(); p++) {
-        int len = 0, sym = wr_huf_peek(&H, p, &len);
-        if (sym < 0) {
-            lut[p] = 0;
-            continue;
-        }
-        uint32_t e = (uint32_t)len;
-        if (pal) {
-            int i0 = sym & 15, i1 = sym >> 4;
-            e |= (uint32_t)(i0 >= n_pal) << 4 | (uint32_t)(i1 >= n_pal) << 5;
-            e |= (uint32_t)pal[i0 & 15] << 8 | (uint32_t)pal[i1 & 15] << 16 | (uint32_t)sym << 24;
-        } else {
-            e |= (uint32_t)sym << 8;
-        }
-        lut[p] = e;
-    }
-    return lut;
-}
 
 extern "C" int wr_gpu_count(void)
 {
@@ -1044,6 +1441,17 @@ extern "C" wr_gpu *wr_gpu_open(char *err, size_t errlen)
     cudaDeviceGetAttribute(&clk, cudaDevAttrMemoryClockRate, 0);
     cudaDeviceGetAttribute(&bus, cudaDevAttrGlobalMemoryBusWidth, 0);
     g->hbm = 2.0 * clk * 1e3 * (bus / 8.0) / 1e9;
+    g->sms = p.multiProcessorCount > 0 ? p.multiProcessorCount : 1;
+    bool evs = cudaStreamCreateWithFlags(&g->side, cudaStreamNonBlocking) == cudaSuccess &&
+               cudaEventCreateWithFlags(&g->ev0, cudaEventDisableTiming) == cudaSuccess;
+    for (int i = 0; evs && i < SPLIT_BANDS; i++)
+        evs = cudaEventCreateWithFlags(&g->ev[i], cudaEventDisableTiming) == cudaSuccess;
+    if (!evs) {
+        snprintf(err, errlen, "cannot create the split pipelines' stream and events: %s",
+                 cudaGetErrorString(cudaGetLastError()));
+        free(g);
+        return NULL;
+    }
     g->flush_bytes = 2 * (size_t)(p.l2CacheSize > 0 ? p.l2CacheSize : (64 << 20));
     if (cublasCreate(&g->blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(g->blas, g->st) != CUBLAS_STATUS_SUCCESS ||
         cudaMalloc(&g->flush, g->flush_bytes) != cudaSuccess) {
@@ -1060,6 +1468,10 @@ extern "C" void wr_gpu_close(wr_gpu *g)
         return;
     cublasDestroy(g->blas);
     cudaFree(g->flush);
+    for (int i = 0; i < SPLIT_BANDS; i++)
+        cudaEventDestroy(g->ev[i]);
+    cudaEventDestroy(g->ev0);
+    cudaStreamDestroy(g->side);
     cudaStreamDestroy(g->st);
     free(g);
 }
@@ -1091,10 +1503,6 @@ extern "C" void wr_gpu_free(wr_dmat *d)
 
 extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *fixed, char *err, size_t errlen)
 {
-    if (m->kind == WR_EXP && m->type != WP_BF16) {
-        snprintf(err, errlen, "%s: the device path is BF16 only", m->name);
-        return NULL;
-    }
     wr_dmat *d = (wr_dmat *)calloc(1, sizeof *d);
     if (!d) {
         snprintf(err, errlen, "out of memory");
@@ -1139,13 +1547,22 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
     M.ntiles = v.n_tiles;
     M.n_words = v.n_words;
     M.L = m->huf.L;
-    if (M.L < 1 || M.L > 11) {
-        snprintf(err, errlen, "%s: code lengths up to %d bits; the device decoder takes up to 11", m->name, M.L);
+    M.dmax = 1;
+    for (uint64_t i = 0; i < 32 * v.n_tiles; i++)
+        M.dmax = std::max(M.dmax, (int)std::min<uint32_t>(v.lane_words[i], MAX_DEPTH));
+    if (M.L < 1 || M.L > WR_LUT_MAX_BITS) {
+        snprintf(err, errlen, "%s: code lengths up to %d bits; the device decoder takes up to %d", m->name, M.L,
+                 WR_LUT_MAX_BITS);
         goto fail;
     }
     {
-        const bool pal = m->kind == WR_EXP && m->s.palette_n;
-        std::vector<uint32_t> lut = build_lut(m->huf, pal ? m->s.palette : NULL, pal ? m->s.n_palette : 0);
+        /* the 2^L decode table (wr_lut_build: wr_lut_entry of every peek, the code the CPU
+           tests run) */
+        std::vector<uint32_t> lut((size_t)1 << M.L);
+        if (wr_lut_build(m, lut.data())) {
+            snprintf(err, errlen, "%s: cannot build the decode table", m->name);
+            goto fail;
+        }
         if (dalloc(d, &p, 4 * lut.size(), lut.data(), err, errlen))
             goto fail;
         d->lut = (uint32_t *)p;
@@ -1179,6 +1596,8 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
                 M.gshift = b;
         M.gpr = s.groups_per_row;
         M.palette = M.side;
+        M.esize = m->type == WP_F32 ? 4 : 2;
+        M.raw_bits = s.raw_bits;
         M.vmap = M.side + (s.vmap - base);
         M.vbytes = M.side + (s.vbytes - base);
         /* the sign/mantissa bytes in an allocation of their own, so the kernels can read
@@ -1189,7 +1608,7 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
         if (dalloc(d, &p, 8 * (size_t)(m->rows + 1), m->vrow, err, errlen))
             goto fail;
         M.vrow = (const unsigned long long *)p;
-        if (s.palette_n && fixed) {
+        if (s.palette_n && fixed && m->type == WP_BF16) {
             /* the palette pipelines: 4-bit indices of every weight, row stride a multiple
                of 4 bytes; "palette" gets them transcoded here (at load), "transcode" at run time */
             M.istride = wr_palette_stride(m);
@@ -1241,32 +1660,75 @@ static int ensure_io(wr_dmat *d, int batch, char *err, size_t errlen)
     X(WP_Q4_0) X(WP_Q4_1) X(WP_Q5_0) X(WP_Q5_1) X(WP_Q8_0) X(WP_IQ4_NL) X(WP_Q2_K) X(WP_Q3_K)      \
     X(WP_Q4_K) X(WP_Q5_K) X(WP_Q6_K) X(WP_IQ4_XS)
 
-template <int B>
+/* Dynamic shared memory of a staged kernel: FUSED_WARPS lanes' words
+ * (32 x dmax each); above the default 48 KiB the kernel is allowed more. */
+static size_t staged_bytes(const DevMat &M) { return (size_t)FUSED_WARPS * 32 * (size_t)M.dmax * 4; }
+
+template <typename K>
+static void launch_smem(K kernel, size_t bytes)
+{
+    if (bytes > 48 * 1024)
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+}
+
+template <int B, bool ST>
 static void fused_b(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 {
     const DevMat &M = d->M;
     dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS)), block(32 * FUSED_WARPS);
+    const size_t sm = ST ? staged_bytes(M) : 0;
     if (d->m->kind == WR_EXP) {
-        if (M.palette_n)
-            k_fused_exp<B, true><<<grid, block, 0, g->st>>>(M, d->lut, x, y);
-        else
-            k_fused_exp<B, false><<<grid, block, 0, g->st>>>(M, d->lut, x, y);
+        if (M.palette_n) {
+            launch_smem(k_fused_exp<B, true, ST>, sm);
+            k_fused_exp<B, true, ST><<<grid, block, sm, g->st>>>(M, d->lut, x, y);
+        } else {
+            launch_smem(k_fused_exp<B, false, ST>, sm);
+            k_fused_exp<B, false, ST><<<grid, block, sm, g->st>>>(M, d->lut, x, y);
+        }
         return;
     }
     switch (M.type) {
-#define FQ(t) case t: k_fused_q<t, B><<<grid, block, 0, g->st>>>(M, d->lut, x, y); break;
+#define FQ(t)                                                                                      \
+    case t:                                                                                        \
+        launch_smem(k_fused_q<t, B, ST>, sm);                                                      \
+        k_fused_q<t, B, ST><<<grid, block, sm, g->st>>>(M, d->lut, x, y);                          \
+        break;
         FOR_TYPES(FQ)
 #undef FQ
     }
+}
+template <int B> static void fused_g(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, false>(g, d, x, y); }
+template <int B> static void fused_s(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, true>(g, d, x, y); }
+
+/* The grid of k_twin and k_palette (returns span): grid.x blocks of
+ * TWIN_WARPS warps on GEMV_ROWS rows each, grid.y column splits of span
+ * columns (a multiple of 256; no split empty), ksplit = ceil(GEMV_SM_WARPS
+ * sms / (grid.x TWIN_WARPS)) clamped to [1, ceil(cols / 256)], so the grid
+ * holds about GEMV_SM_WARPS warps a SM or more. Unmeasured: the target is
+ * the first guess to tune on the next GPU run. */
+#define GEMV_SM_WARPS 8
+static long long gemv_grid(const wr_gpu *g, const DevMat &M, dim3 &grid)
+{
+    const long long bx = (M.rows + GEMV_ROWS * TWIN_WARPS - 1) / (GEMV_ROWS * TWIN_WARPS);
+    const long long steps = std::max((M.cols + 255) / 256, 1LL);
+    const long long warps = std::max(bx, 1LL) * TWIN_WARPS, want = (long long)GEMV_SM_WARPS * g->sms;
+    long long k = std::min(std::max((want + warps - 1) / warps, 1LL), steps);
+    const long long per = (steps + k - 1) / k;   /* 256-column steps a split */
+    k = (steps + per - 1) / per;
+    grid = dim3((unsigned)bx, (unsigned)k);
+    return per * 256;
 }
 
 template <int B>
 static void twin_b(wr_gpu *g, wr_dmat *d, const uint8_t *blocks, const float *x, float *y)
 {
     const DevMat &M = d->M;
-    dim3 grid((unsigned)((M.rows + TWIN_WARPS - 1) / TWIN_WARPS)), block(32 * TWIN_WARPS);
+    dim3 grid, block(32 * TWIN_WARPS);
+    const long long span = gemv_grid(g, M, grid);
+    if (grid.y > 1)   /* the splits atomicAdd into this chunk's B vectors of y, zeroed here */
+        (void)cudaMemsetAsync(y, 0, sizeof(float) * B * (size_t)M.rows, g->st);
     switch (M.type) {
-#define TQ(t) case t: k_twin<t, B><<<grid, block, 0, g->st>>>(M, blocks, x, y); break;
+#define TQ(t) case t: k_twin<t, B><<<grid, block, 0, g->st>>>(M, blocks, x, y, span); break;
         FOR_TYPES(TQ)
 #undef TQ
     }
@@ -1276,11 +1738,14 @@ template <int B>
 static void palette_b(wr_gpu *g, wr_dmat *d, const uint8_t *idx, const float *x, float *y)
 {
     const DevMat &M = d->M;
-    dim3 grid((unsigned)((M.rows + TWIN_WARPS - 1) / TWIN_WARPS)), block(32 * TWIN_WARPS);
+    dim3 grid, block(32 * TWIN_WARPS);
+    const long long span = gemv_grid(g, M, grid);
+    if (grid.y > 1)   /* the splits atomicAdd into this chunk's B vectors of y, zeroed here */
+        (void)cudaMemsetAsync(y, 0, sizeof(float) * B * (size_t)M.rows, g->st);
     if (M.cols % 8 == 0)
-        k_palette<B, true><<<grid, block, 0, g->st>>>(M, idx, x, y);
+        k_palette<B, true><<<grid, block, 0, g->st>>>(M, idx, x, y, span);
     else
-        k_palette<B, false><<<grid, block, 0, g->st>>>(M, idx, x, y);
+        k_palette<B, false><<<grid, block, 0, g->st>>>(M, idx, x, y, span);
 }
 
 /* Run kernel family F (fused_b, twin_b, palette_b) over a batch in chunks of 8, 4, 2, 1. */
@@ -1295,6 +1760,24 @@ static void palette_b(wr_gpu *g, wr_dmat *d, const uint8_t *idx, const float *x,
         else { F<1>(g, d, __VA_ARGS__ x_, y_); b0_ += 1; }                                         \
     }
 
+/* Decode tile rows [tr0, tr1) of a BF16 matrix to out on stream st with
+ * k_restore_exp; blocks = 0: one block a unit (every SM), else at most that
+ * many blocks (a grid-stride walk: the decode stays on fewer SMs). */
+static void restore_exp_rows(cudaStream_t st, wr_dmat *d, uint16_t *out, unsigned long long tr0, unsigned long long tr1,
+                             int blocks)
+{
+    const DevMat &M = d->M;
+    unsigned long long units = (tr1 - tr0 + FUSED_WARPS - 1) / FUSED_WARPS * M.tcols;
+    if (blocks > 0 && units > (unsigned long long)blocks)
+        units = (unsigned long long)blocks;
+    if (!units)
+        return;
+    if (M.palette_n)
+        k_restore_exp<true><<<(unsigned)units, 32 * FUSED_WARPS, 0, st>>>(M, d->lut, out, tr0, tr1);
+    else
+        k_restore_exp<false><<<(unsigned)units, 32 * FUSED_WARPS, 0, st>>>(M, d->lut, out, tr0, tr1);
+}
+
 /* Restore the fixed-width data: lut = 0 the limit-decoding k_restore (the
  * reference method, every type), lut = 1 the table-decoding k_restore_exp
  * for BF16 (the "full" pipeline; ggml blocks always take k_restore). */
@@ -1303,27 +1786,39 @@ static int launch_restore(wr_gpu *g, wr_dmat *d, uint8_t *out, int lut = 1)
     const DevMat &M = d->M;
     if (!M.ntiles)
         return 0;
-    if (lut && d->m->kind == WR_EXP) {
-        dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS));
-        if (M.palette_n)
-            k_restore_exp<true><<<grid, 32 * FUSED_WARPS, 0, g->st>>>(M, d->lut, (uint16_t *)out);
-        else
-            k_restore_exp<false><<<grid, 32 * FUSED_WARPS, 0, g->st>>>(M, d->lut, (uint16_t *)out);
+    if (lut && d->m->kind == WR_EXP && d->m->type == WP_BF16) {
+        restore_exp_rows(g->st, d, (uint16_t *)out, 0, M.trows, 0);
         return 0;
     }
     k_restore<<<(unsigned)M.ntiles, 32, 0, g->st>>>(M, d->H, out, d->m->kind == WR_EXP);
     return 0;
 }
 
-static int cublas_gemm(wr_gpu *g, wr_dmat *d, const uint16_t *W, const float *x, int batch, float *y, char *err,
-                       size_t errlen)
+/* The GEMM's input x in the matrix's type: BF16/F16 converted into d->xb
+ * on g->st, F32 x itself. */
+static const void *x_for_gemm(wr_gpu *g, wr_dmat *d, const float *x, int batch)
 {
-    long long n = (long long)batch * d->M.cols;
-    k_to_bf16<<<(unsigned)((n + 255) / 256), 256, 0, g->st>>>(x, d->xb, n);
+    if (d->m->type == WP_F32)
+        return x;
+    const long long n = (long long)batch * d->M.cols;
+    k_to_16<<<(unsigned)((n + 255) / 256), 256, 0, g->st>>>(x, d->xb, n, d->m->type == WP_F16);
+    return d->xb;
+}
+
+/* y rows [r0, r0 + nr) = W rows [r0, r0 + nr) times xg (x_for_gemm), with
+ * cuBLAS on g->st: W and x in the matrix's type (BF16, F16 or F32), FP32
+ * accumulate and output (no TF32: the default math mode). */
+static int cublas_rows(wr_gpu *g, wr_dmat *d, const void *W, const void *xg, int batch, float *y, long long r0,
+                       long long nr, char *err, size_t errlen)
+{
     const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t s = cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)d->M.rows, batch, (int)d->M.cols, &one, W,
-                                    CUDA_R_16BF, (int)d->M.cols, d->xb, CUDA_R_16BF, (int)d->M.cols, &zero, y,
-                                    CUDA_R_32F, (int)d->M.rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    const long long cols = d->M.cols;
+    const cudaDataType_t t = d->m->type == WP_F32 ? CUDA_R_32F : d->m->type == WP_F16 ? CUDA_R_16F : CUDA_R_16BF;
+    const size_t es = d->m->type == WP_F32 ? 4 : 2;
+    cublasStatus_t s = cublasGemmEx(g->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)nr, batch, (int)cols, &one,
+                                    (const uint8_t *)W + (size_t)(r0 * cols) * es, t, (int)cols, xg, t, (int)cols,
+                                    &zero, y + r0, CUDA_R_32F, (int)d->M.rows, CUBLAS_COMPUTE_32F,
+                                    CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS) {
         snprintf(err, errlen, "cublasGemmEx: status %d", (int)s);
         return -1;
@@ -1331,10 +1826,62 @@ static int cublas_gemm(wr_gpu *g, wr_dmat *d, const uint16_t *W, const float *x,
     return 0;
 }
 
+static int cublas_gemm(wr_gpu *g, wr_dmat *d, const void *W, const float *x, int batch, float *y, char *err,
+                       size_t errlen)
+{
+    return cublas_rows(g, d, W, x_for_gemm(g, d, x, batch), batch, y, 0, d->M.rows, err, errlen);
+}
+
+/* The split pipelines (BF16): the SM split between decode and GEMM. The
+ * matrix is decoded band by band (SPLIT_BANDS bands of tile rows) on the
+ * side stream by at most sms / frac SMs' worth of k_restore_exp blocks,
+ * while cuBLAS, its SM count target set to the other SMs, multiplies each
+ * band once it is decoded (an event a band): decode of band b + 1 overlaps
+ * the GEMM of band b. */
+static int launch_split(wr_gpu *g, wr_dmat *d, int frac, const float *x, int batch, float *y, char *err, size_t errlen)
+{
+    const DevMat &M = d->M;
+    const int sd = std::max(1, g->sms / frac);
+    int per = 0;
+    if (M.palette_n)
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_restore_exp<true>, 32 * FUSED_WARPS, 0));
+    else
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k_restore_exp<false>, 32 * FUSED_WARPS, 0));
+    const int blocks = sd * std::max(per, 1);
+    const unsigned long long nb = std::min<unsigned long long>(SPLIT_BANDS, M.trows);
+    const unsigned long long band = nb ? (M.trows + nb - 1) / nb : 1;
+    const void *xg = x_for_gemm(g, d, x, batch);
+    CK(cudaEventRecord(g->ev0, g->st));
+    CK(cudaStreamWaitEvent(g->side, g->ev0, 0));
+    if (cublasSetSmCountTarget(g->blas, std::max(1, g->sms - sd)) != CUBLAS_STATUS_SUCCESS) {
+        snprintf(err, errlen, "cublasSetSmCountTarget failed");
+        return -1;
+    }
+    int rc = 0;
+    unsigned b = 0;
+    for (unsigned long long tr0 = 0; tr0 < M.trows && rc == 0; tr0 += band, b++) {
+        const unsigned long long tr1 = std::min(tr0 + band, M.trows);
+        restore_exp_rows(g->side, d, (uint16_t *)d->dec, tr0, tr1, blocks);
+        cudaError_t e = cudaEventRecord(g->ev[b], g->side);
+        if (e == cudaSuccess)
+            e = cudaStreamWaitEvent(g->st, g->ev[b], 0);
+        if (e != cudaSuccess) {
+            rc = cuda_fail(err, errlen, "split: band event", e);
+            break;
+        }
+        const long long r0 = (long long)tr0 * 64, r1 = std::min((long long)tr1 * 64, M.rows);
+        rc = cublas_rows(g, d, d->dec, xg, batch, y, r0, r1 - r0, err, errlen);
+    }
+    cublasSetSmCountTarget(g->blas, 0);
+    return rc;
+}
+
 extern "C" int wr_gpu_has_pipe(const wr_dmat *d, int pipe)
 {
     switch (pipe) {
-    case WR_PIPE_FUSED: case WR_PIPE_FULL: return 1;
+    case WR_PIPE_FUSED: case WR_PIPE_FULL: case WR_PIPE_STAGED: return 1;
+    case WR_PIPE_RECON: case WR_PIPE_SPLIT2: case WR_PIPE_SPLIT4: case WR_PIPE_SPLIT8:
+        return d->m->kind == WR_EXP && d->m->type == WP_BF16;
     case WR_PIPE_TWIN: return d->fixed != NULL;
     case WR_PIPE_TRANSCODE: case WR_PIPE_PALETTE: return d->idx != NULL;
     default: return 0;
@@ -1350,9 +1897,28 @@ static int launch(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int batch, fl
         snprintf(err, errlen, "pipeline %d not available for this matrix", pipe);
         return -1;
     }
-    if (pipe == WR_PIPE_FUSED) {
+    if (pipe == WR_PIPE_FUSED || pipe == WR_PIPE_STAGED) {
         CK(cudaMemsetAsync(y, 0, sizeof(float) * (size_t)batch * (size_t)M.rows, g->st));
-        CHUNKED(fused_b, batch, x, y, )
+        if (pipe == WR_PIPE_FUSED) {
+            CHUNKED(fused_g, batch, x, y, )
+        } else {
+            CHUNKED(fused_s, batch, x, y, )
+        }
+    } else if (pipe == WR_PIPE_SPLIT2 || pipe == WR_PIPE_SPLIT4 || pipe == WR_PIPE_SPLIT8) {
+        if (launch_split(g, d, pipe == WR_PIPE_SPLIT2 ? 2 : pipe == WR_PIPE_SPLIT4 ? 4 : 8, x, batch, y, err, errlen))
+            return -1;
+    } else if (pipe == WR_PIPE_RECON) {
+        CK(cudaMemsetAsync(y, 0, sizeof(float) * (size_t)batch * (size_t)M.rows, g->st));
+        dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS));
+        for (int b0 = 0; b0 < batch; b0 += RECON_N) {
+            const int nv = std::min(RECON_N, batch - b0);
+            const float *xb = x + (long long)b0 * M.cols;
+            float *yb = y + (long long)b0 * M.rows;
+            if (M.palette_n)
+                k_recon<true><<<grid, 32 * FUSED_WARPS, 0, g->st>>>(M, d->lut, xb, nv, yb);
+            else
+                k_recon<false><<<grid, 32 * FUSED_WARPS, 0, g->st>>>(M, d->lut, xb, nv, yb);
+        }
     } else if (pipe == WR_PIPE_TRANSCODE || pipe == WR_PIPE_PALETTE) {
         const uint8_t *ix = d->idx;
         if (pipe == WR_PIPE_TRANSCODE) {
@@ -1368,7 +1934,7 @@ static int launch(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int batch, fl
             data = d->dec;
         }
         if (exp) {
-            if (cublas_gemm(g, d, (const uint16_t *)data, x, batch, y, err, errlen))
+            if (cublas_gemm(g, d, data, x, batch, y, err, errlen))
                 return -1;
         } else {
             CHUNKED(twin_b, batch, x, y, data, )

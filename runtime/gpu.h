@@ -32,7 +32,19 @@ enum {
                           indices in global memory at run time, then the palette GEMV */
     WR_PIPE_PALETTE = 4,   /* WR_EXP, palette pairs: the 4-bit indices transcoded once at
                           load (12 b/w read: index + raw byte), palette GEMV */
-    WR_PIPE_COUNT = 5
+    WR_PIPE_STAGED = 5,    /* FUSED with each tile's lane words first copied to shared
+                          memory (coalesced, the interleave undone), then decoded from
+                          there: no global load inside the decode loop */
+    WR_PIPE_RECON = 6,     /* WR_EXP: the reconstructive GEMM for batches above 8: exponents
+                          decoded, BF16 tiles rebuilt in shared memory 16 columns at a
+                          time, multiplied on tensor cores (wmma, FP32 sums), 32 input
+                          vectors a launch */
+    WR_PIPE_SPLIT2 = 7,    /* WR_EXP: the SM split between decode and GEMM: FULL cut into
+                          bands of tile rows, band b + 1 decoded on 1/2 (SPLIT2), 1/4 or
+                          1/8 of the SMs while cuBLAS multiplies band b on the rest */
+    WR_PIPE_SPLIT4 = 8,
+    WR_PIPE_SPLIT8 = 9,
+    WR_PIPE_COUNT = 10
 };
 
 /* Number of CUDA devices; 0 when there is none or no driver. */
@@ -54,7 +66,8 @@ double      wr_gpu_hbm_gbs(const wr_gpu *g);
 wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *fixed, char *err, size_t errlen);
 void     wr_gpu_free(wr_dmat *d);
 
-/* 1 if pipeline pipe runs on this matrix: FUSED and FULL always, TWIN when
+/* 1 if pipeline pipe runs on this matrix: FUSED, STAGED and FULL always,
+ * RECON and SPLIT* for exponent-coded (BF16) matrices, TWIN when
  * fixed data was uploaded, TRANSCODE and PALETTE for palette-pair BF16. */
 int wr_gpu_has_pipe(const wr_dmat *d, int pipe);
 

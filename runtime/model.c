@@ -270,23 +270,30 @@ int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint
     if (!m)
         return fail(err, errlen, "out of memory");
     wp_lanes_shape shape;
-    if (type == WP_BF16) {
-        size_t n = (size_t)(rows * cols);
-        uint16_t *w = malloc(n * 2 + 1);
+    if (type == WP_BF16 || type == WP_F16 || type == WP_F32) {
+        size_t n = (size_t)(rows * cols), es = type == WP_F32 ? 4 : 2;
+        uint8_t *w = malloc(n * es + 1);
         if (!w)
             return fail(err, errlen, "out of memory");
         for (size_t i = 0; i < n; i++) {
             double v = 0.02 * gauss(&st);
             if (i % 97 == 13)
                 v *= 8;
-            w[i] = (rng_next(&st) % 50000 == 0) ? 0 : wp_f32_to_bf16((float)v);
+            if (rng_next(&st) % 50000 == 0)
+                v = 0;   /* a rare exponent: verbatim groups */
+            if (type == WP_F32) {
+                float f = (float)v;
+                memcpy(w + 4 * i, &f, 4);
+            } else {
+                wp_wr16(w + 2 * i, type == WP_F16 ? wp_f32_to_fp16((float)v) : wp_f32_to_bf16((float)v));
+            }
         }
         struct wp_bf16_split s;
         memset(&s, 0, sizeof s);
         wp_record t;
         wp_record_init(&t);
-        set_shape(&t, WP_REC_TENSOR, WP_BF16, name, rows, cols);
-        int rc = wp_bf16_split(&s, WP_BF16, w, rows, cols, 16, WP_BF16_GROUP_DEFAULT);
+        set_shape(&t, WP_REC_TENSOR, type, name, rows, cols);
+        int rc = wp_bf16_split(&s, type, w, rows, cols, 16, WP_BF16_GROUP_DEFAULT);
         free(w);
         if (rc || wp_bf16_records(&s, &t, &m->aux, &sym) || lengths_of(sym.payload, sym.payload_len, lengths)) {
             wp_bf16_split_free(&s);

@@ -18,13 +18,16 @@
 static const char usage[] =
     "usage: wprun (--bundle FILE | --synth TYPE:ROWSxCOLS)... [--match STR] [--cpu]\n"
     "             [--verify] [--bench] [--tune] [--batch 1,16,256]\n"
-    "             [--pipeline auto|fused|exp|full|twin|transcode|palette] [--tuning FILE]\n"
+    "             [--pipeline auto|fused|exp|staged|recon|split2|split4|split8|full|\n"
+    "                         twin|transcode|palette]\n"
+    "             [--tuning FILE]\n"
     "             [--runs N] [--tol X] [--graph]\n"
     "Decode a bundle's coded matrices on the GPU (or, with --cpu, with the CPU\n"
     "reference) and check, time or tune y = W x on them.\n"
     "  --bundle FILE   a bundle (laneinterleave's output); repeatable\n"
     "  --synth SPEC    add a synthetic coded matrix: TYPE (Q4_0 ... IQ4_XS, BF16,\n"
-    "                  or 'all') and shape, e.g. Q4_K:4096x14336; repeatable\n"
+    "                  F16, F32, or 'all') and shape, e.g. Q4_K:4096x14336;\n"
+    "                  repeatable\n"
     "  --match STR     only matrices whose name contains STR\n"
     "  --cpu           the CPU reference instead of the GPU (any machine)\n"
     "  --verify        decode and compare with verify's restore bit for bit; GEMV\n"
@@ -35,7 +38,10 @@ static const char usage[] =
     "  --batch LIST    batch sizes (default 1)\n"
     "  --pipeline P    GEMV pipeline for --verify/--bench: auto (tuning file, else\n"
     "                  fused for batch <= 8 and full above), fused (= exp for BF16),\n"
-    "                  full, twin; transcode and palette are not implemented yet\n"
+    "                  staged (fused, lane words staged in shared memory), full,\n"
+    "                  twin; for BF16 also recon (tiles rebuilt for tensor cores),\n"
+    "                  split2/4/8 (full with decode on 1/2, 1/4, 1/8 of the SMs\n"
+    "                  beside cuBLAS), and transcode and palette (palette pairs)\n"
     "  --tuning FILE   tuning file to write (--tune) or read (auto); default\n"
     "                  wprun.tuning\n"
     "  --runs N        timed runs per measurement (default 20 GPU, 3 CPU)\n"
@@ -45,8 +51,13 @@ static const char usage[] =
     "--cpu), 64 usage.\n";
 
 /* Pipelines, numbered as gpu.h's WR_PIPE_*. */
-enum { P_AUTO = -1, P_FUSED = 0, P_FULL = 1, P_TWIN = 2, P_TRANSCODE = 3, P_PALETTE = 4, P_COUNT = 5 };
-static const char *pipe_name[] = {"fused", "full", "twin", "transcode", "palette"};
+enum {
+    P_AUTO = -1, P_FUSED = 0, P_FULL = 1, P_TWIN = 2, P_TRANSCODE = 3, P_PALETTE = 4, P_STAGED = 5, P_RECON = 6,
+    P_SPLIT2 = 7, P_SPLIT4 = 8, P_SPLIT8 = 9, P_COUNT = 10
+};
+static const char *pipe_name[] = {"fused", "full", "twin", "transcode", "palette", "staged", "recon", "split2", "split4", "split8"};
+
+static int is_split(int p) { return p == P_SPLIT2 || p == P_SPLIT4 || p == P_SPLIT8; }
 
 static struct {
     int cpu, verify, bench, tune, graph, runs, pipe;
@@ -171,7 +182,7 @@ static int cpu_gemv(const wr_matrix *m, const uint8_t *fixed, int pipe, const fl
         free(idx);
         return rc;
     }
-    if (pipe != P_FULL && pipe != P_TWIN && !(m->kind == WR_EXP && m->type != WP_BF16))
+    if (pipe != P_FULL && pipe != P_TWIN && !is_split(pipe))
         return wr_cpu_gemv_fused(m, x, batch, y, err, n);
     return wr_cpu_gemv_fixed(m, fixed, x, batch, y);
 }
@@ -188,11 +199,13 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
     }
     if (opt.verify) {
         mine = malloc(len + 1);
-        int ok_ref = mine && wr_cpu_restore(m, 1, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
-        int ok_fast = mine && wr_cpu_restore(m, 0, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
-        printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  restore(ref) %s  restore(fast) %s\n", type_name(m), m->name,
-               (long long)m->rows, (long long)m->cols, bpw(m), ok_ref ? "ok" : "MISMATCH", ok_fast ? "ok" : "MISMATCH");
-        bad |= !ok_ref || !ok_fast;
+        int ok_ref = mine && wr_cpu_restore(m, WR_DEC_LIMITS, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
+        int ok_fast = mine && wr_cpu_restore(m, WR_DEC_TABLE, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
+        int ok_dev = mine && wr_cpu_restore(m, WR_DEC_DEVICE, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
+        printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  restore(ref) %s  restore(fast) %s  restore(device) %s\n",
+               type_name(m), m->name, (long long)m->rows, (long long)m->cols, bpw(m), ok_ref ? "ok" : "MISMATCH",
+               ok_fast ? "ok" : "MISMATCH", ok_dev ? "ok" : "MISMATCH");
+        bad |= !ok_ref || !ok_fast || !ok_dev;
         if (is_palette_bf16(m)) {   /* run-time transcode (lanes) = load-time transcode (bytes) */
             size_t il = (size_t)(wr_palette_stride(m) * m->rows) + 1;
             uint8_t *i1 = malloc(il), *i2 = malloc(il);
@@ -241,8 +254,10 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                 int bestp = P_FUSED;
                 for (int p = 0; p < P_COUNT; p++) {
                     t[p] = NAN;
-                    if (p == P_TWIN || ((p == P_TRANSCODE || p == P_PALETTE) && !is_palette_bf16(m)))
-                        continue;
+                    if (p == P_TWIN || p == P_STAGED || p == P_RECON || is_split(p) ||
+                        ((p == P_TRANSCODE || p == P_PALETTE) && !is_palette_bf16(m)))
+                        continue;   /* staged and recon compute fused's sums on the CPU, split full's:
+                                       not timed twice */
                     double *s = malloc((size_t)opt.runs * sizeof *s);
                     for (int r = 0; r < opt.runs && s; r++) {
                         double t0 = wr_now();
@@ -305,10 +320,6 @@ static int gpu_run(wr_model *md, FILE *tf)
         const wr_matrix *m = &md->m[i];
         uint8_t *ref = NULL, *mine = NULL;
         size_t len;
-        if (m->kind == WR_EXP && m->type != WP_BF16) {
-            printf("skip   %-6s %-40s (device path is BF16 only)\n", type_name(m), m->name);
-            continue;
-        }
         if (wr_restore_bytes(m, &ref, &len, err, sizeof err) ||
             !(dm[i] = wr_gpu_upload(g, m, ref, err, sizeof err))) {
             printf("FAIL %s: %s\n", m->name, err);
@@ -322,7 +333,7 @@ static int gpu_run(wr_model *md, FILE *tf)
             if (!ok && mine)
                 printf("  (%s)\n", err);
             int ok_lut = ok;
-            if (m->kind == WR_EXP) {
+            if (m->kind == WR_EXP && m->type == WP_BF16) {   /* the table restore kernel is BF16's */
                 ok_lut = mine && wr_gpu_restore(g, dm[i], 1, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
                 if (!ok_lut && mine)
                     printf("  (%s)\n", err);
@@ -415,17 +426,22 @@ static int gpu_run(wr_model *md, FILE *tf)
     if (nrows && opt.bench) {
         /* fused/twin: the fused kernel against the same GEMV on fixed-width data (the twin,
            or cuBLAS BF16 for exponent-coded matrices); best/twin: the fastest coded pipeline */
-        printf("\n%-34s %-6s %5s %9s %9s %9s %9s %9s %8s %8s %8s %9s\n", "matrix", "type", "batch", "fused_us",
-               "twin_us", "full_us", "tcode_us", "pal_us", "fus/twin", "best/tw", "Gw/s", "HBM_Gw/s");
+        printf("\n%-34s %-6s %5s %9s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %9s\n", "matrix", "type", "batch",
+               "fused_us", "staged_us", "twin_us", "full_us", "tcode_us", "pal_us", "recon_us", "split_us", "fus/twin",
+               "best/tw", "Gw/s", "HBM_Gw/s");
         for (int i = 0; i < nrows; i++) {
             const bench_row *r = &rows[i];
-            double best = r->t[P_FUSED];
-            for (int p = 0; p < P_COUNT; p++)
+            double best = r->t[P_FUSED], split = NAN;
+            for (int p = 0; p < P_COUNT; p++) {
                 if (p != P_TWIN && r->t[p] < best)
                     best = r->t[p];
-            printf("%-34.34s %-6s %5d %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %8.1f %9.1f\n", r->name, r->type,
-                   r->batch, r->t[P_FUSED], r->t[P_TWIN], r->t[P_FULL], r->t[P_TRANSCODE], r->t[P_PALETTE],
-                   r->t[P_FUSED] / r->t[P_TWIN], best / r->t[P_TWIN], r->wps * 1e-9, r->bound * 1e-9);
+                if (is_split(p) && (isnan(split) || r->t[p] < split))
+                    split = r->t[p];   /* the fastest of split2/4/8 */
+            }
+            printf("%-34.34s %-6s %5d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %8.1f %9.1f\n",
+                   r->name, r->type, r->batch, r->t[P_FUSED], r->t[P_STAGED], r->t[P_TWIN], r->t[P_FULL],
+                   r->t[P_TRANSCODE], r->t[P_PALETTE], r->t[P_RECON], split, r->t[P_FUSED] / r->t[P_TWIN],
+                   best / r->t[P_TWIN], r->wps * 1e-9, r->bound * 1e-9);
         }
     }
     free(rows);
@@ -438,7 +454,7 @@ static int gpu_run(wr_model *md, FILE *tf)
 /* ---- main ---------------------------------------------------------------------- */
 
 static const uint32_t all_types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0, WP_IQ4_NL, WP_Q2_K,
-                                     WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS, WP_BF16};
+                                     WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS, WP_BF16, WP_F16, WP_F32};
 
 static void add_synth(wr_model *md, const char *spec, uint64_t *seed)
 {
@@ -451,7 +467,7 @@ static void add_synth(wr_model *md, const char *spec, uint64_t *seed)
         if (!all && (uint32_t)t != all_types[i])
             continue;
         int64_t cc = c;
-        if (all_types[i] != WP_BF16) {
+        if (all_types[i] != WP_BF16 && all_types[i] != WP_F16 && all_types[i] != WP_F32) {
             int n = wp_ggml_blck_size(all_types[i]);
             cc = (c + n - 1) / n * n;
         }
@@ -461,7 +477,7 @@ static void add_synth(wr_model *md, const char *spec, uint64_t *seed)
             return;
     }
     if (!all)
-        die(WR_EXIT_USAGE, "--synth: type must be a coded block type, BF16 or all: '%s'", tn);
+        die(WR_EXIT_USAGE, "--synth: type must be a coded block type, BF16, F16, F32 or all: '%s'", tn);
 }
 
 int main(int argc, char **argv)
@@ -522,6 +538,16 @@ int main(int argc, char **argv)
                 opt.pipe = P_AUTO;
             else if (!strcmp(v, "fused") || !strcmp(v, "exp"))
                 opt.pipe = P_FUSED;
+            else if (!strcmp(v, "staged"))
+                opt.pipe = P_STAGED;
+            else if (!strcmp(v, "recon"))
+                opt.pipe = P_RECON;
+            else if (!strcmp(v, "split2"))
+                opt.pipe = P_SPLIT2;
+            else if (!strcmp(v, "split4"))
+                opt.pipe = P_SPLIT4;
+            else if (!strcmp(v, "split8"))
+                opt.pipe = P_SPLIT8;
             else if (!strcmp(v, "full"))
                 opt.pipe = P_FULL;
             else if (!strcmp(v, "twin"))
@@ -531,7 +557,9 @@ int main(int argc, char **argv)
             else if (!strcmp(v, "palette"))
                 opt.pipe = P_PALETTE;
             else
-                die(WR_EXIT_USAGE, "--pipeline: expected auto, fused, exp, full, twin, transcode or palette, got '%s'", v);
+                die(WR_EXIT_USAGE, "--pipeline: expected auto, fused, exp, staged, recon, split2, split4, split8, full, "
+                    "twin, transcode or palette, got '%s'",
+                    v);
         } else {
             die(WR_EXIT_USAGE, "unknown option: %s (see --help)", a);
         }

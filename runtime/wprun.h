@@ -9,8 +9,8 @@
  * Two kinds of coded matrices (bundle.h):
  *   WR_Q    SIDE + CODED (codec=q): a ggml block type's codes as symbols
  *           (codes grouped into 8-bit symbols: 4 2-bit, 2 3- or 4-bit, else 1; codes.h), side bytes of every block beside;
- *   WR_EXP  RAW + CODED (codec=exp): floating-point weights (BF16 on the
- *           device; BF16/F16/F32 on the CPU full path) as exponent symbols
+ *   WR_EXP  RAW + CODED (codec=exp): floating-point weights (BF16, F16,
+ *           F32) as exponent symbols
  *           (palette indices in pairs, or exponent bytes) + sign/mantissa.
  * Records are kept as read (payload pointers are what the GPU uploads).
  */
@@ -72,11 +72,12 @@ typedef struct {
 int  wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen);
 
 /* Append a synthetic coded matrix of type (a block type of blocks.h, or
- * WP_BF16) and shape rows x cols (cols a multiple of the block size):
- * realistic codes (peaked, as trained weights give) and scales, coded as
- * histogram | huffbuild --max-len 11 | laneinterleave would code them
- * (BF16: bf16split --palette 16 --row 64 first). seed makes it repeatable.
- * Returns 0 or -1 with a message. */
+ * WP_BF16, WP_F16, WP_F32) and shape rows x cols (cols a multiple of the
+ * block size): realistic codes (peaked, as trained weights give) and
+ * scales, or Gaussian floats with a heavy column and rare zeros (verbatim
+ * groups), coded as histogram | huffbuild --max-len 11 | laneinterleave
+ * would code them (floats: bf16split --palette 16 --row 64 first). seed
+ * makes it repeatable. Returns 0 or -1 with a message. */
 int  wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint64_t seed,
                     char *err, size_t errlen);
 void wr_model_free(wr_model *md);
@@ -93,17 +94,40 @@ uint64_t wr_fixed_bytes(const wr_matrix *m);
 
 /* ---- CPU reference (runtime/cpu.c) ---- */
 
-/* Decode every tile with the lib decoders (reference = limit tables, else
- * lookup table) and restore the exact blocks (WR_Q, g.block_len bytes) or
- * float bytes (WR_EXP, exponent + sign/mantissa rebuilt with wr_dev.h, BF16
- * only; F16/F32 through wp_bf16_join) into out. Returns 0 or -1. */
-int  wr_cpu_restore(const wr_matrix *m, int reference, uint8_t *out, char *err, size_t errlen);
+/* Tile decoders of wr_cpu_restore. */
+enum {
+    WR_DEC_TABLE = 0,   /* lib's lookup-table decoder (wp_lanes_decode_tile) */
+    WR_DEC_LIMITS = 1,  /* lib's reference: per-length limits (wp_lanes_decode_tile_ref) */
+    WR_DEC_DEVICE = 2   /* the kernels' decode on the host (wr_dev_decode_tile) */
+};
+
+/* Decode every tile with decoder `mode` (WR_DEC_*) and restore the exact
+ * blocks (WR_Q, g.block_len bytes) or float bytes (WR_EXP: BF16, F16 or
+ * F32 elements rebuilt from exponent and raw bits with wr_dev.h's
+ * wr_float_rebuild, verbatim groups copied) into out. Returns 0 or -1. */
+int  wr_cpu_restore(const wr_matrix *m, int mode, uint8_t *out, char *err, size_t errlen);
+
+/* The GEMV kernels' 2^L decode table of m (wr_lut_entry for every peek;
+ * palette pairs carry m's palette): lut holds 2^m->huf.L words. -1 when L
+ * is outside 1..WR_LUT_MAX_BITS. */
+int  wr_lut_build(const wr_matrix *m, uint32_t *lut);
+
+/* Tile t decoded as the device kernels decode it, with wr_dev.h's code run
+ * on the host: the tile's words staged lane by lane as lane_open<true> does
+ * (group i = the lanes with W_k > i, wr_group_word), each lane read with
+ * wr_bits through lut (wr_lut_build), a fill check every second symbol of a
+ * row, then wr_bits_close. out: the tile's symbols, row r at out + 256 r.
+ * Returns 0, or -1 when the kernels would flag the tile (offsets or lane
+ * counts inconsistent, a peek without a code, a palette index without an
+ * entry, lane length or padding wrong). */
+int  wr_dev_decode_tile(const wr_matrix *m, const uint32_t *lut, uint64_t t, uint8_t *out);
 
 /* Fused decode + GEMV: tile by tile into a 64 x 256 symbol buffer, each
  * weight dequantized (wr_dev.h = blocks.h semantics) and multiplied; a
  * tile's partial sums in float, added into double per row. Any batch >= 1.
  * WR_Q: every coded type; WR_EXP: the exponent-only path (exponents
- * decoded, BF16 rebuilt from the raw byte, verbatim groups from vbytes).
+ * decoded, BF16/F16/F32 rebuilt from the raw bits, verbatim groups from
+ * vbytes).
  * Never holds more than one tile of decoded symbols. Returns 0 or -1. */
 int  wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, char *err, size_t errlen);
 

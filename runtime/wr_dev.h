@@ -76,6 +76,43 @@ WR_HD uint16_t wr_bf16_rebuild(uint32_t exp, uint32_t raw)
     return (uint16_t)(((raw >> 7) & 1u) << 15 | (exp & 255u) << 7 | (raw & 127u));
 }
 
+/* The sign+mantissa bits of weight i from a split's packed raw stream
+ * (bf16.h: w bits a weight, LSB-first; w = 8 BF16, 11 F16, 24 F32). Reads
+ * only the bytes that hold them. */
+WR_HD uint32_t wr_raw_get(const uint8_t *raw, uint64_t i, int w)
+{
+    if (w == 8)
+        return raw[i];
+    const uint64_t bit = i * (uint64_t)w;
+    const uint8_t *p = raw + bit / 8;
+    const int sh = (int)(bit % 8), nb = (sh + w + 7) / 8;
+    uint32_t v = 0;
+    for (int b = 0; b < nb; b++)
+        v |= (uint32_t)p[b] << (8 * b);
+    return (v >> sh) & ((1u << w) - 1u);
+}
+
+/* The bits of a BF16, F16 or F32 element from its exponent field and its raw
+ * sign+mantissa value (bf16.h's field geometry). */
+WR_HD uint32_t wr_float_rebuild(int type, uint32_t exp, uint32_t raw)
+{
+    if (type == WP_F16)
+        return ((raw >> 10) & 1u) << 15 | (exp & 31u) << 10 | (raw & 0x3ffu);
+    if (type == WP_F32)
+        return ((raw >> 23) & 1u) << 31 | (exp & 255u) << 23 | (raw & 0x7fffffu);
+    return wr_bf16_rebuild(exp, raw);
+}
+
+/* The float value of element bits of that type (F16 exactly, as wr_fp16_to_f32). */
+WR_HD float wr_float_value(int type, uint32_t bits)
+{
+    if (type == WP_F16)
+        return wr_fp16_to_f32((uint16_t)bits);
+    if (type == WP_F32)
+        return wr_as_float(bits);
+    return wr_as_float(bits << 16);
+}
+
 /* ---- canonical Huffman: per-length limits -------------------------------- */
 
 /* The limit tables of one matrix (a copy of wp_huf_table's decoding fields,
@@ -100,6 +137,107 @@ WR_HD int wr_huf_peek(const wr_huf *t, uint32_t peek, int *len)
         }
     *len = 0;
     return -1;
+}
+
+/* ---- the lookup-table decode of the GEMV kernels ---------------------------
+ * A 2^L-entry table indexed by the next L bits of a lane (L = max code
+ * length, 1..11 on the device). Entry = code length (bits 0..3; 0 when no
+ * code starts with this peek) | flags (bits 4..6) | payload (bits 8..31):
+ *   ggml codes, exponent bytes   payload = the symbol (bits 8..15);
+ *   palette pairs (pal != NULL)  palette[lo] at 8..15, palette[hi] at 16..23,
+ *                                the symbol at 24..31; flag PAL0/PAL1 when
+ *                                index lo/hi has no palette entry.
+ * Built from the same limit tables as wr_huf_peek, so both decode alike. */
+#define WR_LUT_MAX_BITS 11   /* longest code the device tables take */
+#define WR_LUT_LEN 15u
+#define WR_LUT_PAL0 (1u << 4)
+#define WR_LUT_PAL1 (1u << 5)
+#define WR_LUT_BAD (1u << 6)   /* no code starts with this peek: corrupt lane */
+#define WR_LUT_FLAGS (WR_LUT_PAL0 | WR_LUT_PAL1 | WR_LUT_BAD)
+
+/* Entry `peek` (0 .. 2^L - 1) of a matrix's table; pal/n_pal: the palette
+ * of a palette-pair BF16 matrix, else NULL/0. */
+WR_HD uint32_t wr_lut_entry(const wr_huf *h, uint32_t peek, const uint8_t *pal, int n_pal)
+{
+    int len = 0, sym = wr_huf_peek(h, peek, &len);
+    if (sym < 0)
+        return WR_LUT_BAD;
+    uint32_t e = (uint32_t)len;
+    if (pal) {
+        int i0 = sym & 15, i1 = sym >> 4;
+        e |= (i0 >= n_pal ? WR_LUT_PAL0 : 0u) | (i1 >= n_pal ? WR_LUT_PAL1 : 0u);
+        e |= (uint32_t)pal[i0] << 8 | (uint32_t)pal[i1] << 16 | (uint32_t)sym << 24;
+    } else {
+        e |= (uint32_t)sym << 8;
+    }
+    return e;
+}
+
+/* One lane's bit reader: buf holds nbits unread bits, left-justified; next
+ * = words pushed so far. The kernels push the lane's word `next` (0 past its
+ * W words) whenever wr_bits_low, then take symbols: after a push at least 32
+ * bits are buffered, so two symbols of <= 16 bits can be taken per check
+ * (the GEMV loops check once every two symbols). */
+typedef struct {
+    uint64_t buf;
+    int32_t nbits;
+    uint32_t next;
+} wr_bits;
+
+WR_HD void wr_bits_init(wr_bits *b)
+{
+    b->buf = 0;
+    b->nbits = 0;
+    b->next = 0;
+}
+
+WR_HD int wr_bits_low(const wr_bits *b) { return b->nbits < 32; }
+
+WR_HD void wr_bits_push(wr_bits *b, uint32_t w)
+{
+    b->buf |= (uint64_t)w << (32 - b->nbits);
+    b->nbits += 32;
+    b->next++;
+}
+
+/* Decode one symbol through the table (L bits); returns its entry (a peek
+ * without a code consumes nothing and returns WR_LUT_BAD). */
+WR_HD uint32_t wr_bits_take(wr_bits *b, const uint32_t *lut, int L)
+{
+    const uint32_t e = lut[(uint32_t)(b->buf >> (64 - L))];
+    const uint32_t len = e & WR_LUT_LEN;
+    b->buf <<= len;
+    b->nbits -= (int32_t)len;
+    return e;
+}
+
+/* The canonical-form checks of lanes.h after a lane's last code: exactly W
+ * words used, the last one's padding bits zero. Returns 1 when they fail. */
+WR_HD int wr_bits_close(const wr_bits *b, uint32_t W)
+{
+    const uint64_t p = 32ull * b->next - (uint64_t)b->nbits;   /* bits consumed */
+    int bad = p > 32ull * W || (p + 31) / 32 != W;
+    if (p % 32)
+        bad |= (b->buf >> (32 + p % 32)) != 0;
+    return bad;
+}
+
+/* Staged lanes: a tile's words in shared memory, word i of lane k at
+ * [i * 32 + k] (the interleave undone). Group i of the tile holds word i of
+ * every lane with W_k > i, in lane order; mask = those lanes (the warp's
+ * ballot), start = the words of groups 0 .. i-1. Returns the index in the
+ * tile's words of word i of lane k (lane k in mask). */
+WR_HD uint32_t wr_group_word(uint32_t start, uint32_t mask, unsigned k)
+{
+    uint32_t m = mask & ((1u << k) - 1u);
+#ifdef __CUDA_ARCH__
+    return start + (uint32_t)__popc(m);
+#else
+    uint32_t n = 0;
+    for (; m; m &= m - 1)
+        n++;
+    return start + n;
+#endif
 }
 
 /* ---- block geometry ------------------------------------------------------- */

@@ -23,6 +23,10 @@ setup_file() {
         "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$Q/bf16.bundle"
     "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" --palette 0 | "$BIN/histogram" |
         "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$Q/bf16p0.bundle"
+    "$BIN/ggufcat" "$MODELS/stories260K-f16.gguf" | "$BIN/bf16split" | "$BIN/histogram" |
+        "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$Q/f16.bundle"
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/bf16split" --palette 0 | "$BIN/histogram" |
+        "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$Q/f32p0.bundle"
     "$TOOLS/mksynth" "$Q/syn.gguf" small && bundle "$Q/syn.gguf" "$Q/syn.bundle"
 }
 
@@ -41,7 +45,7 @@ cpu_verify() {
     run "$BIN/wprun" --cpu --verify --batch 1,3,8 "${args[@]}"
     [ "$status" -eq 0 ] || { echo "$output"; false; }
     ! echo "$output" | grep -qE 'FAIL|MISMATCH'
-    n_restore=$(echo "$output" | grep -c 'restore(ref) ok  restore(fast) ok$')
+    n_restore=$(echo "$output" | grep -c 'restore(ref) ok  restore(fast) ok  restore(device) ok$')
     n_gemv=$(echo "$output" | grep -cE '^gemv .* relerr [0-9.e+-]+ .*ok$')
     [ "$n_restore" -gt 0 ]
     [ "$n_gemv" -eq $((3 * n_restore)) ]
@@ -68,6 +72,14 @@ cpu_verify() {
     done
 }
 
+@test "wprun --cpu --pipeline staged|recon: the device-only pipelines check as the fused reference" {
+    for p in staged recon; do
+        run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline $p
+        [ "$status" -eq 0 ]
+        [ "$(echo "$output" | grep -cE "^gemv +(BF16|Q4_K) .* batch (1|33) +$p relerr .* ok$")" -eq 4 ]
+    done
+}
+
 @test "without a CUDA device, wprun --verify prints one line and exits 3" {
     has_gpu && skip "a GPU is present"
     run "$BIN/wprun" --verify --bundle "$Q/bf16.bundle"
@@ -89,6 +101,14 @@ cpu_verify() {
     cpu_verify "$Q/bf16p0.bundle"
 }
 
+@test "wprun --cpu --verify: stories260K F16 (palette 16) and F32 (exponent bytes) bundles, fused path" {
+    cpu_verify "$Q/f16.bundle"
+    [ "$n_restore" -ge 30 ]
+    [ "$(echo "$output" | grep -cE '^gemv +F16 .* fused relerr .*\(bit-equal\) ok$')" -eq $((3 * n_restore)) ]
+    cpu_verify "$Q/f32p0.bundle"
+    [ "$(echo "$output" | grep -cE '^verify +F32 ')" -eq "$n_restore" ]
+}
+
 @test "wprun --cpu --verify: mksynth matrices (the types it codes), partial tiles included" {
     cpu_verify "$Q/syn.bundle"
     for t in Q4_0 Q4_1 Q5_0 Q8_0 IQ4_NL Q3_K Q4_K Q6_K IQ4_XS; do   # the types mksynth small codes
@@ -96,10 +116,11 @@ cpu_verify() {
     done
 }
 
-@test "wprun --cpu --verify --synth all: every type plus BF16, fused equals the twin bit for bit" {
+@test "wprun --cpu --verify --synth all: every type plus BF16, F16, F32, fused equals the twin bit for bit" {
     run "$BIN/wprun" --cpu --verify --synth all:100x600 --batch 2
     [ "$status" -eq 0 ]
-    [ "$(echo "$output" | grep -c '(bit-equal) ok$')" -eq 13 ]
+    [ "$(echo "$output" | grep -c '(bit-equal) ok$')" -eq 15 ]
+    [ "$(echo "$output" | grep -cE '^verify +F(16|32) .*restore\(device\) ok$')" -eq 2 ]
 }
 
 @test "wprun --cpu --tune writes a tuning file that --pipeline auto reads" {

@@ -6,8 +6,9 @@
  *   - wr_dev.h against blocks.h, codes.h, half.h, huffman.h, bit for bit:
  *     geometry (wps, bits) and symbol unpacking, codes of fixed-width blocks,
  *     block packing, weight values, fp16, limit decode;
- *   - per coded type (and BF16): a synthetic matrix with partial tiles,
- *     restored by the CPU tile decoders (reference and fast) equals
+ *   - per coded type (and BF16, F16, F32): a synthetic matrix with partial
+ *     tiles, restored by the CPU tile decoders (reference, fast, and the
+ *     kernels' own: wr_dev_decode_tile) equals
  *     wp_restore's bytes; the fused decode+GEMV equals the float64
  *     dequantize-then-GEMV to float rounding (relative error < 1e-5) for
  *     batch 1, 3 and 8, and the twin bit for bit;
@@ -157,11 +158,14 @@ static void check_matrix(const wr_matrix *m, const int *batches, int nb)
     if (rc)
         return;
     mine = malloc(len + 1);
-    CHECK(mine && wr_cpu_restore(m, 1, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0,
+    CHECK(mine && wr_cpu_restore(m, WR_DEC_LIMITS, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0,
           "%s: tile decode (reference decoder) restores the exact bytes", m->name);
     memset(mine, 0, len);
-    CHECK(wr_cpu_restore(m, 0, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0,
+    CHECK(wr_cpu_restore(m, WR_DEC_TABLE, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0,
           "%s: tile decode (fast decoder) restores the exact bytes", m->name);
+    memset(mine, 0, len);
+    CHECK(wr_cpu_restore(m, WR_DEC_DEVICE, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0,
+          "%s: tile decode (the kernels' staged table decode, wr_dev.h) restores the exact bytes", m->name);
     free(mine);
     for (int i = 0; i < nb; i++) {
         int b = batches[i];
@@ -182,8 +186,8 @@ static void check_matrix(const wr_matrix *m, const int *batches, int nb)
         CHECK(rc == 0 && nz && amax > 0 && e < 1e-5, "%s: fused decode+GEMV batch %d: relative error %.2e vs float64 (< 1e-5)",
               m->name, b, e);
         CHECK(memcmp(yf, yt, ny * 4) == 0, "%s: fused = twin bit for bit, batch %d", m->name, b);
-        if (m->kind == WR_EXP && m->s.palette_n) {
-            /* the palette pipelines: run-time transcode = load-time transcode, and their GEMV */
+        if (m->kind == WR_EXP && m->type == WP_BF16 && m->s.palette_n) {
+            /* the palette pipelines (BF16): run-time transcode = load-time transcode, and their GEMV */
             size_t il = (size_t)(wr_palette_stride(m) * m->rows);
             uint8_t *i1 = malloc(il + 1), *i2 = malloc(il + 1);
             CHECK(wr_palette_stride(m) % 4 == 0 && wr_palette_stride(m) >= (m->cols + 1) / 2,
@@ -239,9 +243,10 @@ int main(void)
 
     /* every type: a matrix with a partial tile row and a partial tile column */
     const int batches[] = {1, 3, 8};
-    for (int ti = 0; ti <= NTYPES; ti++) {
-        uint32_t t = ti < NTYPES ? types[ti] : WP_BF16;
-        int blk = t == WP_BF16 ? 1 : wp_ggml_blck_size(t);
+    for (int ti = 0; ti < NTYPES + 3; ti++) {
+        const uint32_t floats[3] = {WP_BF16, WP_F16, WP_F32};
+        uint32_t t = ti < NTYPES ? types[ti] : floats[ti - NTYPES];
+        int blk = ti >= NTYPES ? 1 : wp_ggml_blck_size(t);
         int64_t cols = blk == 256 ? 768 : 544;   /* 2 full tile columns + a partial one (K: 3 full) */
         wr_model md;
         memset(&md, 0, sizeof md);
@@ -398,8 +403,22 @@ int main(void)
         float x[256], y[64];
         wr_make_x(x, 256, 1, 0);
         uint8_t *out = malloc(wr_fixed_bytes(m));
-        CHECK(wr_cpu_restore(m, 1, out, err, sizeof err) == -1 && strstr(err, "corrupt"),
+        CHECK(wr_cpu_restore(m, WR_DEC_LIMITS, out, err, sizeof err) == -1 && strstr(err, "corrupt"),
               "corrupt lane count: restore fails (%s)", err);
+        CHECK(wr_cpu_restore(m, WR_DEC_DEVICE, out, err, sizeof err) == -1 && strstr(err, "corrupt"),
+              "corrupt lane count: the kernels' decode flags the tile (%s)", err);
+        ((uint8_t *)m->v.lane_words)[3]--;
+        uint32_t *lut = malloc(sizeof(uint32_t) << WR_LUT_MAX_BITS);
+        uint8_t tile[64 * 256];
+        CHECK(lut && wr_lut_build(m, lut) == 0 && wr_dev_decode_tile(m, lut, 0, tile) == 0,
+              "lane count restored: the kernels' decode takes the tile");
+        ((uint32_t *)m->v.offsets)[1] = (uint32_t)m->v.n_words + 1;   /* a tile ending past the words */
+        CHECK(wr_dev_decode_tile(m, lut, 0, tile) == -1, "offset past the lane words: the tile is flagged");
+        ((uint32_t *)m->v.offsets)[1] = (uint32_t)m->v.n_words;
+        ((uint32_t *)m->v.words)[m->v.n_words - 1] |= 1u;   /* a padding bit of the longest lane (this seed) */
+        int flagged = wr_dev_decode_tile(m, lut, 0, tile) == -1;
+        CHECK(flagged, "a set padding bit in the last word: the tile is flagged");
+        free(lut);
         CHECK(wr_cpu_gemv_fused(m, x, 1, y, err, sizeof err) == -1, "corrupt lane count: fused GEMV fails");
         free(out);
         wr_model_free(&md);
