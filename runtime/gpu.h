@@ -62,7 +62,7 @@ double      wr_gpu_hbm_gbs(const wr_gpu *g);
 
 /* Upload a coded matrix (lane words, offsets, lane counts, side/raw bytes,
  * limit tables); fixed = the restored fixed-width bytes (wr_restore_bytes),
- * uploaded for WR_PIPE_TWIN, or NULL. BF16 only for WR_EXP. NULL on error. */
+ * uploaded for WR_PIPE_TWIN, or NULL. WR_EXP: BF16, F16 or F32. NULL on error. */
 wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *fixed, char *err, size_t errlen);
 void     wr_gpu_free(wr_dmat *d);
 

@@ -19,7 +19,7 @@ NVCCFLAGS ?= -O3 -std=c++17 -lineinfo $(CUDA_ARCHS) --Werror all-warnings \
              -Xcompiler -Wall,-Wextra,-Wno-unused-parameter,-Werror
 
 RT_SRC  := $(sort $(wildcard runtime/*.c))
-RT_HDR  := $(wildcard runtime/*.h) $(wildcard lib/*.h)
+RT_HDR  := $(wildcard runtime/*.h) $(wildcard runtime/*.cuh) $(wildcard lib/*.h)
 RT_CU   := $(sort $(wildcard runtime/*.cu))
 ifneq ($(NVCC),)
 RT_MODE := cuda

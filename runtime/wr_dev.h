@@ -7,7 +7,7 @@
  * reconstruction from exponent + sign/mantissa byte.
  *
  * Everything here is an inline function without allocation or I/O, so the
- * CPU reference (runtime/cpu.c) and the CUDA kernels (runtime/gpu.cu) run the
+ * CPU reference (runtime/cpu.c) and the CUDA kernels (runtime/kernels.cuh) run the
  * same code; the CPU tests (tests/runtime/test_cpu.c) check it against lib/
  * (blocks.h, huffman.h) bit for bit, which is how device logic gets tested on
  * machines without a GPU.

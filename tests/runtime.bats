@@ -109,6 +109,16 @@ cpu_verify() {
     [ "$(echo "$output" | grep -cE '^verify +F32 ')" -eq "$n_restore" ]
 }
 
+@test "wprun --cpu --verify: codes over 11 bits (huffbuild --max-len 15) pass, the kernels' decode marked n/a" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/bf16split" --palette 0 | "$BIN/histogram" |
+        "$BIN/huffbuild" --max-len 15 | "$BIN/laneinterleave" > "$T/l15.bundle"
+    run "$BIN/wprun" --cpu --verify --bundle "$T/l15.bundle" --batch 1
+    [ "$status" -eq 0 ]
+    n=$(echo "$output" | grep -c 'restore(ref) ok  restore(fast) ok  restore(device) n/a (codes over 11 bits)$')
+    [ "$n" -gt 0 ]
+    ! echo "$output" | grep -q MISMATCH
+}
+
 @test "wprun --cpu --verify: mksynth matrices (the types it codes), partial tiles included" {
     cpu_verify "$Q/syn.bundle"
     for t in Q4_0 Q4_1 Q5_0 Q8_0 IQ4_NL Q3_K Q4_K Q6_K IQ4_XS; do   # the types mksynth small codes

@@ -1,0 +1,1389 @@
+/*
+ * kernels.cuh - wprun's CUDA kernels (device code only; runtime/gpu.cu
+ * holds the host wrappers, see gpu.h). Also compiled for the host by
+ * tests/runtime/test_emu.cpp, which runs the kernels' own source with one
+ * host thread per CUDA thread (tests/runtime/simt.h), so every kernel is
+ * executed in `make check` on machines without a GPU.
+ *
+ * Layout (lanes.h): a tile is 64 rows x 256 weights, lane k holds tile rows
+ * 2k and 2k+1; the tile stores word i of every active lane together (ragged
+ * interleave). One warp decodes one tile, thread k = lane k: the warp gets
+ * group i's active mask as __ballot_sync(~0u, W_k > i) and lane k's word as
+ * G(i) + __popc(mask & lanemask_lt) (wr_group_word). Two ways to read the
+ * words (lane_open):
+ *   global  the masks and group starts G(i) go to shared memory once per
+ *           tile (D ballots, D <= 240), then each thread loads its own words
+ *           from global memory, two ahead (pipeline "fused");
+ *   staged  the warp first copies the tile's words into shared memory,
+ *           group by group (one coalesced read a group), word i of lane k at
+ *           [i * 32 + k]; decoding then reads only shared memory (pipeline
+ *           "staged"; dynamic shared memory of 32 x dmax words a warp).
+ * Each lane is read with wr_dev.h's bit reader (wr_bits), the code the CPU
+ * tests run (wr_dev_decode_tile); the unrolled loops check for a refill once
+ * every two symbols (a refill leaves >= 32 bits, two codes of <= 11). The
+ * reference restore kernel decodes each L-bit peek against the per-length
+ * limits (wr_huf_peek, the hardware unit's method).
+ *
+ * Kernels:
+ *   k_restore       lane decode against the per-length limits -> exact ggml
+ *                   blocks (wr_put_block) or floats (BF16, F16, F32), in global
+ *                   memory (the reference decoder, and the "full" pipeline
+ *                   for blocks, F16 and F32)
+ *   k_restore_exp   table decode -> BF16 over a band of tile rows, grid-stride
+ *                   (the "full" and "split" pipelines for BF16)
+ *   k_fused_q<T,B,ST>   fused decode + GEMV, batch B in {1,2,4,8}, type T a
+ *                   template argument: codes looked up as values, weights only
+ *                   in registers; ST: lane words staged in shared memory
+ *   k_fused_exp<B,PAL,ST>  exponent-only decode, BF16/F16/F32 rebuilt in
+ *                   registers, GEMV
+ *   k_transcode     lanes -> 4-bit palette indices in global memory
+ *   k_palette<B>    GEMV from 4-bit palette indices + raw bytes (no Huffman)
+ *   k_twin<T,B>     the twin: the same GEMV reading fixed-width ggml blocks
+ *   k_recon<PAL>    the reconstructive GEMM: BF16 rebuilt in shared memory,
+ *                   wmma on tensor cores, 32 vectors a launch
+ *   cuBLAS          GEMM in the matrix's type (cublasGemmEx, FP32 accumulate)
+ *                   for "full", "split" and the baseline
+ * The GEMV, transcode and BF16 restore kernels decode through a 2^L lookup
+ * table in shared memory built on the host from the limits (wr_lut_build).
+ *
+ * Measured on an H200 (README.md): every kernel bit-exact / within 1e-4, but
+ * the fused kernels are 1.2-4.2x the twin at batch 1; Nsight Compute shows
+ * them bound by issue and load latency of the serial lane decode (one thread
+ * a lane, 3,584 warps for 4096 x 14336), with DRAM at ~5 %.
+ *
+ * Not measured yet: staged, the check every second symbol, recon, the
+ * split, F16/F32 and the 4-rows-a-warp palette and twin GEMVs were written
+ * after the last GPU run; on the CPU, wr_dev_decode_tile runs the decode
+ * path and tests/runtime/test_emu.cpp runs these kernels' source with one
+ * host thread per CUDA thread; gpucheck.sh times them on the next GPU.
+ *
+ * TODO (not implemented, deliberately absent rather than half-working):
+ *   - a hard SM partition for the split (green contexts): the split now caps
+ *     the decode grid at one block per SM of its share and sets cuBLAS's SM
+ *     count target to the rest, which the block scheduler need not honour;
+ *   - recon, split, transcode and palette for F16/F32 (BF16 only).
+ */
+#ifndef WPACK_KERNELS_CUH
+#define WPACK_KERNELS_CUH
+
+#ifdef __CUDACC__
+#include <cuda_bf16.h>
+#include <cuda_pipeline.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+#endif
+
+#include <stdint.h>
+
+#include "wprun.h"
+
+#ifndef WR_DYN_SMEM   /* a kernel's dynamic shared memory (the emulator defines its own) */
+#define WR_DYN_SMEM(T, name) extern __shared__ T name[]
+#endif
+
+#define FUSED_WARPS 4
+#define TWIN_WARPS 4
+#define MAX_DEPTH WP_LANE_MAX_WORDS
+
+/* ---- device view of a matrix ------------------------------------------------------ */
+
+struct DevMat {
+    const uint32_t *words, *offsets;
+    const uint8_t *lane_words;
+    const uint8_t *side;                     /* WR_Q side bytes */
+    const uint8_t *palette, *vmap, *vbytes, *raw;
+    const unsigned long long *vrow;          /* WR_EXP: vbytes offset of row r */
+    int type, wps, bits, n, sub_n, side_bytes, block_bytes, palette_n, n_palette;  /* wps codes of bits bits per symbol */
+    long long rows, cols, S, gpr, group;
+    long long istride;                       /* palette index bytes a row (a multiple of 4) */
+    unsigned long long n_words;              /* lane words of the matrix */
+    int gshift;                              /* log2(group) when a power of 2, else -1 */
+    int qoff, qnl;                           /* WR_Q: c(q) = kv[q] when qnl, else q - qoff */
+    int L;                                   /* lookup-table bits (= max code length) */
+    int dmax;                                /* most words of any lane (staged lanes' depth) */
+    int esize, raw_bits;                     /* WR_EXP: element bytes (2, 4), raw bits a weight (8, 11, 24) */
+    unsigned T;
+    unsigned long long tcols, trows, ntiles;
+    int *err;
+};
+
+/* Per-warp group geometry of one tile. */
+struct Groups {
+    uint32_t mask[MAX_DEPTH];
+    uint32_t start[MAX_DEPTH];
+};
+
+/* A thread's lane: its W words read from global memory (the ragged
+ * interleave, through the warp's Groups, two words ahead), or, staged
+ * (ST), from this warp's copy of the tile's words in shared memory, word i
+ * at sw[i * 32] (sw = base + k). The bit reader is wr_dev.h's wr_bits, the
+ * code the CPU tests run. */
+struct Lane {
+    const uint32_t *tw;       /* global: the tile's words */
+    const Groups *g;          /* global: the warp's group masks and starts */
+    const uint32_t *sw;       /* staged: word 0 of this lane in shared memory */
+    uint32_t W, lt;
+    uint32_t q0, q1;          /* words next and next + 1, loaded ahead (prefetch distance 2) */
+    wr_bits b;
+};
+
+struct TileGeo {
+    unsigned long long r0, c0;   /* first row, first symbol column */
+    unsigned h, w;               /* rows, symbols per row */
+};
+
+__device__ __forceinline__ TileGeo tile_geo(const DevMat &M, unsigned long long t)
+{
+    TileGeo g;
+    unsigned long long tr = t / M.tcols, tc = t % M.tcols;
+    g.r0 = tr * 64;
+    g.c0 = tc * M.T;
+    long long hh = M.rows - (long long)g.r0, ww = M.S - (long long)g.c0;
+    g.h = (unsigned)(hh < 64 ? hh : 64);
+    g.w = (unsigned)(ww < (long long)M.T ? ww : (long long)M.T);
+    return g;
+}
+
+/* Word i of this thread's lane (0 past its end). */
+template <bool ST>
+__device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
+{
+    if (ST)
+        return i < L.W ? L.sw[i * 32] : 0u;
+    return i < L.W ? __ldg(L.tw + wr_group_word(L.g->start[i], L.g->mask[i], threadIdx.x & 31)) : 0u;
+}
+
+/* Warp-collective: open tile t for this thread's lane. Global: the group
+ * masks and starts go to g. Staged: each thread copies its own words to sw
+ * (this warp's 32 x M.dmax words of shared memory) with asynchronous copies
+ * (cp.async), all in flight at once; group i's copies are one coalesced
+ * read. Corrupt offsets or lane counts read no word and set bad. */
+template <bool ST>
+__device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t, Groups *g, uint32_t *sw, Lane &L,
+                                          unsigned &bad)
+{
+    const unsigned k = threadIdx.x & 31;
+    const uint32_t cap = ST ? (uint32_t)M.dmax : MAX_DEPTH;
+    uint32_t W = M.lane_words[t * 32 + k];
+    const uint32_t o0 = M.offsets[t], o1 = M.offsets[t + 1];
+    const bool span_ok = o0 <= o1 && o1 <= M.n_words;
+    const uint32_t span = span_ok ? o1 - o0 : 0u;
+    bad |= W > cap || !span_ok;
+    W = W > cap ? cap : W;
+    const uint32_t *tw = M.words + (span_ok ? o0 : 0u);
+    uint32_t D = __reduce_max_sync(0xffffffffu, W), G = 0;
+#pragma unroll 4
+    for (uint32_t i = 0; i < D; i++) {
+        const uint32_t m = __ballot_sync(0xffffffffu, W > i);
+        if (ST) {
+            if (W > i) {
+                const uint32_t j = wr_group_word(G, m, k);
+                if (j < span)
+                    __pipeline_memcpy_async(&sw[i * 32 + k], tw + j, 4);
+                else
+                    sw[i * 32 + k] = 0u;
+            }
+        } else if (k == 0) {
+            g->mask[i] = m;
+            g->start[i] = G;
+        }
+        G += __popc(m);
+    }
+    if (ST) {
+        __pipeline_commit();
+        __pipeline_wait_prior(0);
+    }
+    __syncwarp();
+    bad |= G != span;
+    L.tw = tw;
+    L.g = g;
+    L.sw = sw + k;
+    L.W = bad ? 0 : W;   /* corrupt offsets: read no word (the kernel flags the tile) */
+    L.lt = (1u << k) - 1;
+    wr_bits_init(&L.b);
+    L.q0 = lane_word<ST>(L, 0);
+    L.q1 = lane_word<ST>(L, 1);
+}
+
+/* Push the next word when fewer than 32 bits are buffered. */
+template <bool ST>
+__device__ __forceinline__ void lane_fill(Lane &L)
+{
+    if (wr_bits_low(&L.b)) {
+        const uint32_t v = L.q0;
+        L.q0 = L.q1;
+        L.q1 = lane_word<ST>(L, L.b.next + 2);
+        wr_bits_push(&L.b, v);
+    }
+}
+
+__device__ __forceinline__ int lane_sym(Lane &L, const wr_huf *h, unsigned &bad)
+{
+    lane_fill<false>(L);
+    int len;
+    int s = wr_huf_peek(h, (uint32_t)(L.b.buf >> (64 - h->L)), &len);
+    bad |= s < 0;
+    L.b.buf <<= len;
+    L.b.nbits -= len;
+    return s < 0 ? 0 : s;
+}
+
+/* The canonical-form checks of lanes.h after a lane's last code. */
+__device__ __forceinline__ void lane_close(const Lane &L, unsigned &bad)
+{
+    bad |= (unsigned)wr_bits_close(&L.b, L.W);
+}
+
+__device__ __forceinline__ void load_huf(wr_huf *dst, const wr_huf &src)
+{
+    const uint32_t *s = reinterpret_cast<const uint32_t *>(&src);
+    uint32_t *d = reinterpret_cast<uint32_t *>(dst);
+    for (unsigned i = threadIdx.x; i < sizeof(wr_huf) / 4; i += blockDim.x)
+        d[i] = s[i];
+}
+
+/* The element (esize bytes, little-endian) at byte offset at of the verbatim bytes. */
+__device__ __forceinline__ uint32_t vbytes_at(const DevMat &M, unsigned long long at)
+{
+    const uint8_t *p = M.vbytes + at;
+    uint32_t v = (uint32_t)(p[0] | p[1] << 8);
+    if (M.esize == 4)
+        v |= (uint32_t)(p[2] | p[3] << 8) << 16;
+    return v;
+}
+
+/* The raw sign+mantissa bits of weight (row, col) (wr_raw_get: 8, 11 or 24 bits). */
+__device__ __forceinline__ uint32_t raw_of(const DevMat &M, long long row, long long col)
+{
+    return wr_raw_get(M.raw, (unsigned long long)(row * M.cols + col), M.raw_bits);
+}
+
+/* Element bits (BF16, F16 or F32) of weight (row, col) of an exponent-coded
+ * matrix, from the decoded symbol of its column (sym), its raw bits or its
+ * verbatim group. */
+__device__ __forceinline__ uint32_t exp_bits(const DevMat &M, long long row, long long col, int sym, unsigned &bad)
+{
+    if (M.palette_n) {
+        long long gi = col / M.group;
+        unsigned long long bit = (unsigned long long)(row * M.gpr + gi);
+        if ((M.vmap[bit / 8] >> (bit % 8)) & 1) {
+            unsigned long long before = 0;
+            for (unsigned long long b = (unsigned long long)(row * M.gpr); b < bit; b++)
+                before += (M.vmap[b / 8] >> (b % 8)) & 1;
+            return vbytes_at(M, M.vrow[row] + (unsigned long long)M.esize * (before * M.group + (col - gi * M.group)));
+        }
+        int idx = (sym >> (4 * (col & 1))) & 15;
+        bad |= idx >= M.n_palette;
+        return wr_float_rebuild(M.type, M.palette[idx], raw_of(M, row, col));
+    }
+    return wr_float_rebuild(M.type, (uint32_t)sym, raw_of(M, row, col));
+}
+
+/* ---- restore kernels: one warp (block of 32) per tile -------------------------------- */
+
+__global__ void __launch_bounds__(32) k_restore(DevMat M, wr_huf H, uint8_t *out, int is_exp)
+{
+    __shared__ wr_huf h;
+    __shared__ Groups g;
+    __shared__ uint8_t sbuf[64 * 256];
+    const unsigned long long t = blockIdx.x;
+    const unsigned k = threadIdx.x;
+    load_huf(&h, H);
+    __syncwarp();
+    TileGeo tg = tile_geo(M, t);
+    unsigned bad = 0;
+    Lane L;
+    lane_open<false>(M, t, &g, nullptr, L, bad);
+    for (unsigned r = 2 * k; r < tg.h && r < 2 * k + 2; r++)
+        for (unsigned c = 0; c < tg.w; c++)
+            sbuf[r * 256 + c] = (uint8_t)lane_sym(L, &h, bad);
+    lane_close(L, bad);
+    __syncwarp();
+    if (!is_exp) {
+        const unsigned nw = tg.w * (unsigned)M.wps, nbt = nw / (unsigned)M.n;
+        const unsigned long long bpr = (unsigned long long)M.cols / (unsigned long long)M.n;
+        const unsigned long long c0w = tg.c0 * (unsigned long long)M.wps;
+        uint8_t q[256];
+        for (unsigned it = k; it < tg.h * nbt; it += 32) {
+            unsigned r = it / nbt, jb = it % nbt;
+            const uint8_t *s = sbuf + r * 256 + jb * (unsigned)M.n / (unsigned)M.wps;
+            wr_unpack(s, M.bits, M.wps, M.n, q);
+            unsigned long long b = (tg.r0 + r) * bpr + c0w / (unsigned long long)M.n + jb;
+            uint8_t blk[256];
+            wr_put_block(M.type, M.side + b * (unsigned long long)M.side_bytes, q, blk);
+            uint8_t *dst = out + b * (unsigned long long)M.block_bytes;
+            for (int j = 0; j < M.block_bytes; j++)
+                dst[j] = blk[j];
+        }
+    } else {
+        const unsigned long long c0w = M.palette_n ? 2 * tg.c0 : tg.c0;
+        long long nw = M.cols - (long long)c0w;
+        nw = nw < 256 ? nw : 256;
+        for (unsigned it = k; it < tg.h * (unsigned)nw; it += 32) {
+            unsigned r = it / (unsigned)nw, j = it % (unsigned)nw;
+            long long row = (long long)tg.r0 + r, col = (long long)c0w + j;
+            int sym = sbuf[r * 256 + (M.palette_n ? j / 2 : j)];
+            const uint32_t v = exp_bits(M, row, col, sym, bad);
+            uint8_t *o = out + (unsigned long long)M.esize * (unsigned long long)(row * M.cols + col);
+            for (int b = 0; b < M.esize; b++)
+                o[b] = (uint8_t)(v >> (8 * b));
+        }
+    }
+    if (bad)
+        atomicOr(M.err, 1);
+}
+
+/* ---- fast decode: a 2^L lookup table in shared memory ----------------------------------
+ * The GEMV kernels decode with one shared-memory load a symbol: entry p of
+ * the table (p = the next L bits) is wr_dev.h's wr_lut_entry (length, flags,
+ * payload), built on the host by wr_lut_build from the same limit tables, so
+ * it decodes exactly what wr_huf_peek decodes; the CPU tests run the same
+ * table and bit reader (wr_dev_decode_tile). */
+
+/* One symbol through the table, after a fill check (any loop). */
+template <bool ST>
+__device__ __forceinline__ uint32_t lane_next(Lane &L, const uint32_t *lut, int Lb, unsigned &bad)
+{
+    lane_fill<ST>(L);
+    const uint32_t e = wr_bits_take(&L.b, lut, Lb);
+    bad |= e & WR_LUT_BAD;
+    return e;
+}
+
+/* One symbol without a fill check: for the second of each pair of
+ * symbols, after lane_next took the first (a fill leaves >= 32 bits, two
+ * codes of <= 11). The unrolled loops check once every two symbols. */
+__device__ __forceinline__ uint32_t lane_take(Lane &L, const uint32_t *lut, int Lb, unsigned &bad)
+{
+    const uint32_t e = wr_bits_take(&L.b, lut, Lb);
+    bad |= e & WR_LUT_BAD;
+    return e;
+}
+
+/* Symbol i of an unrolled run (i a compile-time index from 0): fill check at
+ * even i only. */
+template <bool ST>
+__device__ __forceinline__ uint32_t lane_at(Lane &L, int i, const uint32_t *lut, int Lb, unsigned &bad)
+{
+    return i % 2 == 0 ? lane_next<ST>(L, lut, Lb, bad) : lane_take(L, lut, Lb, bad);
+}
+
+/* Stage the lookup table (2^L words) into shared memory, block-wide. */
+__device__ __forceinline__ void load_lut(uint32_t *dst, const uint32_t *__restrict__ src, int Lb)
+{
+    for (unsigned i = threadIdx.x; i < (1u << Lb); i += blockDim.x)
+        dst[i] = __ldg(src + i);
+}
+
+/* The original bytes of a weight in a verbatim group (slow path, rare):
+ * the group's bytes follow those of the row's earlier verbatim groups. */
+__device__ __noinline__ uint32_t verbatim_elem(const DevMat &M, long long row, long long col, bool &is_v)
+{
+    long long gi = col / M.group;
+    unsigned long long bit = (unsigned long long)(row * M.gpr + gi);
+    is_v = (M.vmap[bit / 8] >> (bit % 8)) & 1;
+    if (!is_v)
+        return 0;
+    unsigned long long before = 0;
+    for (unsigned long long b = (unsigned long long)(row * M.gpr); b < bit; b++)
+        before += (M.vmap[b / 8] >> (b % 8)) & 1;
+    return vbytes_at(M, M.vrow[row] + (unsigned long long)M.esize * (before * M.group + (col - gi * M.group)));
+}
+
+/* Set bits of vmap in [lo, hi) (bit i = byte i / 8, LSB first). */
+__device__ __forceinline__ unsigned long long vmap_count(const uint8_t *vmap, unsigned long long lo,
+                                                         unsigned long long hi)
+{
+    unsigned long long n = 0;
+    for (; lo < hi && (lo & 7); lo++)
+        n += (vmap[lo / 8] >> (lo & 7)) & 1;
+    for (; lo + 8 <= hi; lo += 8)
+        n += __popc(vmap[lo / 8]);
+    for (; lo < hi; lo++)
+        n += (vmap[lo / 8] >> (lo & 7)) & 1;
+    return n;
+}
+
+/* The verbatim groups of one row over columns [c0, c0 + nw): bit i of mask
+ * = group g0 + i is verbatim, vb = byte offset in vbytes of the first
+ * verbatim group at or after g0 (given `before`, the row's verbatim groups
+ * ahead of g0). ok = 0 when more than 32 groups overlap the span (groups
+ * under 8 weights): then every weight takes verbatim_elem. */
+struct VRow {
+    uint32_t mask;
+    int ok;
+    long long g0;
+    unsigned long long vb;
+};
+
+__device__ __forceinline__ VRow vrow_span(const DevMat &M, long long row, long long c0, int nw,
+                                          unsigned long long before)
+{
+    VRow V;
+    V.g0 = c0 / M.group;
+    V.mask = 0;
+    V.ok = 1;
+    V.vb = M.vrow[row] + (unsigned long long)M.esize * before * (unsigned long long)M.group;
+    const long long g1 = (c0 + nw - 1) / M.group;
+    if (g1 - V.g0 + 1 > 32) {
+        V.ok = 0;
+        return V;
+    }
+    const unsigned long long b = (unsigned long long)(row * M.gpr + V.g0);
+    for (int i = 0; i <= (int)(g1 - V.g0); i++)
+        V.mask |= (uint32_t)((M.vmap[(b + i) / 8] >> ((b + i) & 7)) & 1) << i;
+    return V;
+}
+
+/* vrow_span for a tile row: counts the row's verbatim groups ahead of it. */
+__device__ __forceinline__ VRow vrow_tile(const DevMat &M, long long row, long long c0, int nw)
+{
+    if (M.vrow[row + 1] == M.vrow[row]) {   /* no verbatim group in the row */
+        VRow V = {0u, 1, 0, 0};
+        return V;
+    }
+    const unsigned long long b0 = (unsigned long long)(row * M.gpr);
+    return vrow_span(M, row, c0, nw, vmap_count(M.vmap, b0, b0 + (unsigned long long)(c0 / M.group)));
+}
+
+/* The element bits of weight (row, col) when it is in a verbatim group of V
+ * (*is_v = 1), else *is_v = 0. */
+__device__ __forceinline__ uint32_t vrow_bits(const DevMat &M, const VRow &V, long long row, long long col, bool &is_v)
+{
+    if (!V.ok)
+        return verbatim_elem(M, row, col, is_v);
+    const long long local = col - V.g0 * M.group;
+    const int gi = (int)(M.gshift >= 0 ? local >> M.gshift : local / M.group);
+    is_v = (V.mask >> gi) & 1;
+    if (!is_v)
+        return 0;
+    const unsigned long long at =
+        V.vb + (unsigned long long)M.esize *
+                   ((unsigned long long)__popc(V.mask & ((1u << gi) - 1)) * (unsigned long long)M.group +
+                    (unsigned long long)(local - (long long)gi * M.group));
+    return vbytes_at(M, at);
+}
+
+/* float of BF16 bits sign|exp|mantissa from an exponent and a raw byte (sign << 7 | mantissa). */
+__device__ __forceinline__ float bf16_value(uint32_t e, uint32_t raw)
+{
+    return __uint_as_float((raw & 0x80u) << 24 | (e & 255u) << 23 | (raw & 0x7fu) << 16);
+}
+
+/* ---- fused decode + GEMV, ggml block types ------------------------------------------------
+ * Block = FUSED_WARPS warps on the tiles of one tile column (blockIdx.x) and
+ * FUSED_WARPS consecutive tile rows; the column's x slice (B x 256 floats)
+ * and its per-sub-block sums sit in shared memory. Thread k walks rows 2k,
+ * 2k+1 sub-block by sub-block: dot = sum c(q) x over the sub-block, then
+ * acc += dl * dot - ml * sum(x) (the factored form of wr_value), for B
+ * vectors in registers; one atomicAdd a row and vector at the end (y zeroed
+ * first). TYPE is a template argument, so the block geometry (wr_geom_of)
+ * folds into constants. */
+
+/* ---- the tile kernels' common frame --------------------------------------------------------
+ * Block = FUSED_WARPS warps on the tiles of one tile column (blockIdx.x) and
+ * FUSED_WARPS consecutive tile rows: warp w takes tile row tr. */
+struct TilePos {
+    unsigned warp, k;               /* warp in the block, lane (thread) in the warp */
+    unsigned long long tc, tr;      /* tile column, tile row */
+    long long c0w;                  /* first weight column of the tile */
+    int nw;                         /* weights a tile row (256, fewer at the right edge) */
+};
+
+__device__ __forceinline__ TilePos tile_pos(const DevMat &M)
+{
+    TilePos p;
+    p.warp = threadIdx.x / 32;
+    p.k = threadIdx.x % 32;
+    p.tc = blockIdx.x;
+    p.tr = (unsigned long long)blockIdx.y * FUSED_WARPS + p.warp;
+    p.c0w = (long long)p.tc * 256;
+    p.nw = (int)(M.cols - p.c0w < 256 ? M.cols - p.c0w : 256);
+    return p;
+}
+
+/* Stage the tile column's slice of the B input vectors in shared memory
+ * (zeros past the row end), block-wide; the caller syncs. */
+template <int B>
+__device__ __forceinline__ void stage_x(float (*xs)[256], const DevMat &M, const float *x, const TilePos &p)
+{
+    for (int i = threadIdx.x; i < B * 256; i += blockDim.x) {
+        int b = i / 256, j = i % 256;
+        xs[b][j] = j < p.nw ? x[(long long)b * M.cols + p.c0w + j] : 0.0f;
+    }
+}
+
+/* End of a GEMV tile: check the lane, add thread k's sums of rows 2k, 2k+1
+ * to y (zeroed before the launch), flag a corrupt tile. */
+template <int B>
+__device__ __forceinline__ void finish_gemv(const DevMat &M, const TileGeo &tg, unsigned k, const Lane &L,
+                                            const float (&acc)[2][B], unsigned bad, float *y)
+{
+    lane_close(L, bad);
+#pragma unroll
+    for (int rr = 0; rr < 2; rr++) {
+        const unsigned r = 2 * k + rr;
+        if (r < tg.h)
+#pragma unroll
+            for (int b = 0; b < B; b++)
+                atomicAdd(&y[(long long)b * M.rows + (long long)tg.r0 + r], acc[rr][b]);
+    }
+    if (bad)
+        atomicOr(M.err, 1);
+}
+
+/* Codes a symbol of a type holds (wr_geom_of's wps, as a constant for the
+ * templates; wr_gpu_upload checks that the two agree). */
+__host__ __device__ constexpr int dev_wps(int type)
+{
+    return type == WP_Q2_K ? 4
+           : (type == WP_Q4_0 || type == WP_Q4_1 || type == WP_IQ4_NL || type == WP_Q3_K || type == WP_Q4_K ||
+              type == WP_IQ4_XS) ? 2
+                                 : 1;
+}
+
+/* The code values c(q) of one symbol's wps codes, as one shared-memory
+ * load: float, float2 or float4. */
+template <int WPS> struct ValT;
+template <> struct ValT<1> { typedef float T; };
+template <> struct ValT<2> { typedef float2 T; };
+template <> struct ValT<4> { typedef float4 T; };
+__device__ __forceinline__ float val_get(float v, int) { return v; }
+__device__ __forceinline__ float val_get(float2 v, int u) { return u ? v.y : v.x; }
+__device__ __forceinline__ float val_get(float4 v, int u) { return u == 0 ? v.x : u == 1 ? v.y : u == 2 ? v.z : v.w; }
+__device__ __forceinline__ void val_set(float &v, int, float c) { v = c; }
+__device__ __forceinline__ void val_set(float2 &v, int u, float c) { (u ? v.y : v.x) = c; }
+__device__ __forceinline__ void val_set(float4 &v, int u, float c)
+{
+    (u == 0 ? v.x : u == 1 ? v.y : u == 2 ? v.z : v.w) = c;
+}
+
+template <int TYPE, int B, bool ST>
+__global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(DevMat M, const uint32_t *__restrict__ glut,
+                                                              const float *__restrict__ x, float *__restrict__ y)
+{
+    constexpr int WPS = dev_wps(TYPE);
+    typedef typename ValT<WPS>::T V;
+    const wr_geom G = wr_geom_of(TYPE);
+    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ V vt[256];   /* symbol -> its codes' values c(q) */
+    __shared__ Groups g[ST ? 1 : FUSED_WARPS];
+    WR_DYN_SMEM(uint32_t, staged);   /* ST: FUSED_WARPS x 32 x M.dmax lane words */
+    __shared__ float xs[B][256];
+    __shared__ float xsum[B][16];
+    const TilePos P = tile_pos(M);
+    const unsigned warp = P.warp, k = P.k;
+    const unsigned long long tc = P.tc, tr = P.tr;
+    const long long c0w = P.c0w;
+    const int nw = P.nw;
+    load_lut(lut, glut, M.L);
+    for (int sy = threadIdx.x; sy < 256; sy += blockDim.x) {
+        V v;
+#pragma unroll
+        for (int u = 0; u < WPS; u++) {
+            const int q = (sy >> (G.bits * u)) & ((1 << G.bits) - 1);
+            val_set(v, u, M.qnl ? wr_kv(q) : (float)(q - M.qoff));
+        }
+        vt[sy] = v;
+    }
+    stage_x<B>(xs, M, x, P);
+    __syncthreads();
+    for (int i = threadIdx.x; i < B * 16; i += blockDim.x) {
+        int b = i / 16, sb = i % 16;
+        float a = 0.0f;
+        if (sb < 256 / G.sub_n)
+            for (int j = 0; j < G.sub_n; j++)
+                a += xs[b][sb * G.sub_n + j];
+        xsum[b][sb] = a;
+    }
+    __syncthreads();
+    if (tr >= M.trows)
+        return;
+    const unsigned long long t = tr * M.tcols + tc;
+    TileGeo tg = tile_geo(M, t);
+    unsigned bad = 0;
+    Lane L;
+    lane_open<ST>(M, t, &g[ST ? 0 : warp], staged + warp * 32 * M.dmax, L, bad);
+    float acc[2][B] = {};
+    const unsigned long long bpr = (unsigned long long)(M.cols / G.n);
+    const int nsub = nw / G.sub_n;
+#pragma unroll
+    for (int rr = 0; rr < 2; rr++) {
+        const unsigned r = 2 * k + rr;
+        if (r >= tg.h)
+            break;
+        const unsigned long long row = tg.r0 + r;
+        const uint8_t *sp = M.side + (row * bpr + (unsigned long long)c0w / G.n) * (unsigned)G.side;
+        for (int sb = 0; sb < nsub; sb++) {
+            const int jb = sb * G.sub_n / G.n, sib = sb * G.sub_n % G.n / G.sub_n;
+            const wr_scale sc = wr_sub_scale(TYPE, sp + jb * G.side, sib);
+            float dot[B];
+#pragma unroll
+            for (int b = 0; b < B; b++)
+                dot[b] = 0.0f;
+#pragma unroll
+            for (int i = 0; i < G.sub_n / WPS; i++) {
+                const V cv = vt[(lane_at<ST>(L, i, lut, M.L, bad) >> 8) & 255];
+#pragma unroll
+                for (int u = 0; u < WPS; u++) {
+                    const float c = val_get(cv, u);
+                    const int j = sb * G.sub_n + i * WPS + u;
+#pragma unroll
+                    for (int b = 0; b < B; b++)
+                        dot[b] = fmaf(c, xs[b][j], dot[b]);
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < B; b++)
+                acc[rr][b] += sc.dl * dot[b] - sc.ml * xsum[b][sb];
+        }
+    }
+    finish_gemv<B>(M, tg, k, L, acc, bad, y);
+}
+
+/* ---- fused exponent-only decode + GEMV (BF16, F16, F32) ---------------------------------------
+ * The same tiling; each decoded symbol gives one exponent (palette 0) or two
+ * (palette pairs, transcoded by the lookup table); each weight is rebuilt in
+ * registers from the exponent and its raw bits. Rows with verbatim groups
+ * (vrow[r + 1] > vrow[r]) take the slow path for weights of those groups.
+ * BF16 with 8 | cols reads 8 raw bytes at a time; F16 (11 raw bits a
+ * weight), F32 (24) and other widths go weight by weight (exp_weight_any). */
+
+/* BF16 bits of weight (row, col) from its decoded table entry e (exponent
+ * u of the symbol), its raw byte and the row's verbatim groups V; flags
+ * palette indices outside the palette in bad. */
+template <bool PAL>
+__device__ __forceinline__ uint32_t exp_weight(const DevMat &M, const VRow &V, bool hasv, long long row,
+                                               long long col, uint32_t e, int u, uint32_t raw, unsigned &bad)
+{
+    uint32_t bits = (raw & 0x80u) << 8 | ((e >> (8 + 8 * u)) & 255u) << 7 | (raw & 0x7fu);
+    if (hasv) {
+        bool is_v;
+        const uint32_t vb = vrow_bits(M, V, row, col, is_v);
+        if (is_v)
+            bits = vb;
+        else
+            bad |= (e >> (4 + u)) & 1;
+    } else if (PAL) {
+        bad |= (e >> (4 + u)) & 1;
+    }
+    return bits;
+}
+
+/* The same for any float type (M.type BF16, F16 or F32; the per-weight
+ * path): element bits from the exponent, the raw bits read in place
+ * (raw_of) or the verbatim group. */
+template <bool PAL>
+__device__ __forceinline__ uint32_t exp_weight_any(const DevMat &M, const VRow &V, bool hasv, long long row,
+                                                   long long col, uint32_t e, int u, unsigned &bad)
+{
+    uint32_t bits = wr_float_rebuild(M.type, (e >> (8 + 8 * u)) & 255u, raw_of(M, row, col));
+    if (hasv) {
+        bool is_v;
+        const uint32_t vb = vrow_bits(M, V, row, col, is_v);
+        if (is_v)
+            bits = vb;
+        else
+            bad |= (e >> (4 + u)) & 1;
+    } else if (PAL) {
+        bad |= (e >> (4 + u)) & 1;
+    }
+    return bits;
+}
+
+template <int B, bool PAL, bool ST>
+__global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(DevMat M, const uint32_t *__restrict__ glut,
+                                                                const float *__restrict__ x, float *__restrict__ y)
+{
+    constexpr int WPS = PAL ? 2 : 1;
+    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ Groups g[ST ? 1 : FUSED_WARPS];
+    WR_DYN_SMEM(uint32_t, staged);   /* ST: FUSED_WARPS x 32 x M.dmax lane words */
+    __shared__ float xs[B][256];
+    const TilePos P = tile_pos(M);
+    const unsigned warp = P.warp, k = P.k;
+    const unsigned long long tc = P.tc, tr = P.tr;
+    const long long c0w = P.c0w;
+    const int nw = P.nw;
+    load_lut(lut, glut, M.L);
+    stage_x<B>(xs, M, x, P);
+    __syncthreads();
+    if (tr >= M.trows)
+        return;
+    const unsigned long long t = tr * M.tcols + tc;
+    TileGeo tg = tile_geo(M, t);
+    unsigned bad = 0;
+    Lane L;
+    lane_open<ST>(M, t, &g[ST ? 0 : warp], staged + warp * 32 * M.dmax, L, bad);
+    float acc[2][B] = {};
+#pragma unroll
+    for (int rr = 0; rr < 2; rr++) {
+        const unsigned r = 2 * k + rr;
+        if (r >= tg.h)
+            break;
+        const long long row = (long long)(tg.r0 + r);
+        const uint8_t *rawp = M.raw + row * M.cols + c0w;
+        VRow V = {0u, 1, 0, 0};
+        if (PAL)
+            V = vrow_tile(M, row, c0w, nw);
+        const bool hasv = PAL && (V.mask || !V.ok);
+        if (M.type == WP_BF16 && M.cols % 8 == 0) {   /* 8 raw bytes at a time (aligned: own allocation, 8 | cols) */
+            for (unsigned c0 = 0; c0 < tg.w; c0 += 8 / WPS) {
+                const uint2 rv = __ldg(reinterpret_cast<const uint2 *>(rawp + c0 * WPS));
+                const uint32_t rw[2] = {rv.x, rv.y};
+#pragma unroll
+                for (int cc = 0; cc < 8 / WPS; cc++) {
+                    const uint32_t e = lane_at<ST>(L, cc, lut, M.L, bad);
+#pragma unroll
+                    for (int u = 0; u < WPS; u++) {
+                        const int jj = cc * WPS + u, j = (int)c0 * WPS + jj;
+                        const uint32_t bits = exp_weight<PAL>(M, V, hasv, row, c0w + j, e, u,
+                                                              (rw[jj / 4] >> (8 * (jj % 4))) & 255u, bad);
+                        const float v = __uint_as_float(bits << 16);
+#pragma unroll
+                        for (int b = 0; b < B; b++)
+                            acc[rr][b] = fmaf(v, xs[b][j], acc[rr][b]);
+                    }
+                }
+            }
+        } else {
+            for (unsigned c = 0; c < tg.w; c++) {
+                const uint32_t e = lane_next<ST>(L, lut, M.L, bad);
+#pragma unroll
+                for (int u = 0; u < WPS; u++) {
+                    const int j = (int)c * WPS + u;
+                    if (PAL && j >= nw)
+                        break;
+                    const uint32_t bits = exp_weight_any<PAL>(M, V, hasv, row, c0w + j, e, u, bad);
+                    const float v = wr_float_value(M.type, bits);
+#pragma unroll
+                    for (int b = 0; b < B; b++)
+                        acc[rr][b] = fmaf(v, xs[b][j], acc[rr][b]);
+                }
+            }
+        }
+    }
+    finish_gemv<B>(M, tg, k, L, acc, bad, y);
+}
+
+/* ---- fast BF16 restore (the "full" and "split" pipelines' decode) -------------------------
+ * The tiling and table decode of k_fused_exp over tile rows [tr0, tr1): each
+ * block walks (tile column, FUSED_WARPS tile rows) units with a grid stride,
+ * so a grid smaller than the units keeps the decode on fewer SMs (the split
+ * pipelines); each weight's BF16 bits are stored straight to out (thread k
+ * writes rows 2k, 2k+1). */
+
+template <bool PAL>
+__device__ __forceinline__ void restore_exp_tile(const DevMat &M, const uint32_t *lut, uint16_t *__restrict__ out,
+                                                 Groups *g, unsigned long long tc, unsigned long long tr)
+{
+    constexpr int WPS = PAL ? 2 : 1;
+    const unsigned k = threadIdx.x % 32;
+    const long long c0w = (long long)tc * 256;
+    const int nw = (int)(M.cols - c0w < 256 ? M.cols - c0w : 256);
+    const unsigned long long t = tr * M.tcols + tc;
+    TileGeo tg = tile_geo(M, t);
+    unsigned bad = 0;
+    Lane L;
+    lane_open<false>(M, t, g, nullptr, L, bad);
+    for (unsigned r = 2 * k; r < tg.h && r < 2 * k + 2; r++) {
+        const long long row = (long long)(tg.r0 + r);
+        const uint8_t *rawp = M.raw + row * M.cols + c0w;
+        uint16_t *dst = out + row * M.cols + c0w;
+        VRow V = {0u, 1, 0, 0};
+        if (PAL)
+            V = vrow_tile(M, row, c0w, nw);
+        const bool hasv = PAL && (V.mask || !V.ok);
+        if (M.cols % 16 == 0) {   /* 16 raw bytes in, 32 bytes out at a time (aligned) */
+            for (unsigned c0 = 0; c0 < tg.w; c0 += 16 / WPS) {
+                const uint4 rv = __ldg(reinterpret_cast<const uint4 *>(rawp + c0 * WPS));
+                const uint32_t rw[4] = {rv.x, rv.y, rv.z, rv.w};
+                uint32_t ow[8];
+#pragma unroll
+                for (int cc = 0; cc < 16 / WPS; cc++) {
+                    const uint32_t e = lane_at<false>(L, cc, lut, M.L, bad);
+#pragma unroll
+                    for (int u = 0; u < WPS; u++) {
+                        const int jj = cc * WPS + u;
+                        const uint32_t bits = exp_weight<PAL>(M, V, hasv, row, c0w + c0 * WPS + jj, e, u,
+                                                              (rw[jj / 4] >> (8 * (jj % 4))) & 255u, bad);
+                        if (jj % 2)
+                            ow[jj / 2] |= bits << 16;
+                        else
+                            ow[jj / 2] = bits;
+                    }
+                }
+                uint4 *o = reinterpret_cast<uint4 *>(dst + c0 * WPS);
+                o[0] = make_uint4(ow[0], ow[1], ow[2], ow[3]);
+                o[1] = make_uint4(ow[4], ow[5], ow[6], ow[7]);
+            }
+        } else {
+            for (unsigned c = 0; c < tg.w; c++) {
+                const uint32_t e = lane_next<false>(L, lut, M.L, bad);
+#pragma unroll
+                for (int u = 0; u < WPS; u++) {
+                    const int j = (int)c * WPS + u;
+                    if (PAL && j >= nw)
+                        break;
+                    dst[j] = (uint16_t)exp_weight<PAL>(M, V, hasv, row, c0w + j, e, u, __ldg(rawp + j), bad);
+                }
+            }
+        }
+    }
+    lane_close(L, bad);
+    if (bad)
+        atomicOr(M.err, 1);
+}
+
+template <bool PAL>
+__global__ void __launch_bounds__(32 * FUSED_WARPS, 7) k_restore_exp(DevMat M, const uint32_t *__restrict__ glut,
+                                                                  uint16_t *__restrict__ out, unsigned long long tr0,
+                                                                  unsigned long long tr1)
+{
+    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ Groups g[FUSED_WARPS];
+    const unsigned warp = threadIdx.x / 32;
+    load_lut(lut, glut, M.L);
+    __syncthreads();
+    const unsigned long long units = (tr1 - tr0 + FUSED_WARPS - 1) / FUSED_WARPS * M.tcols;
+    for (unsigned long long u = blockIdx.x; u < units; u += gridDim.x) {
+        const unsigned long long tr = tr0 + u / M.tcols * FUSED_WARPS + warp;
+        if (tr < tr1)
+            restore_exp_tile<PAL>(M, lut, out, &g[warp], u % M.tcols, tr);
+        __syncwarp();   /* g is rewritten for the next unit */
+    }
+}
+
+/* ---- palette transcode: lanes -> 4-bit palette indices in global memory ---------------------
+ * One warp a tile, as the fused kernels; each decoded pair symbol is the
+ * byte idx[2j] | idx[2j+1] << 4, written to the index array (row stride
+ * istride bytes) that the palette kernel reads. */
+
+__global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, const uint32_t *__restrict__ glut,
+                                                                uint8_t *__restrict__ idx)
+{
+    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ Groups g[FUSED_WARPS];
+    const TilePos P = tile_pos(M);
+    const unsigned warp = P.warp, k = P.k;
+    const unsigned long long tc = P.tc, tr = P.tr;
+    load_lut(lut, glut, M.L);
+    __syncthreads();
+    if (tr >= M.trows)
+        return;
+    const unsigned long long t = tr * M.tcols + tc;
+    TileGeo tg = tile_geo(M, t);
+    unsigned bad = 0;
+    Lane L;
+    lane_open<false>(M, t, &g[warp], nullptr, L, bad);
+    for (unsigned r = 2 * k; r < tg.h && r < 2 * k + 2; r++) {
+        uint8_t *dst = idx + (tg.r0 + r) * (unsigned long long)M.istride + tg.c0;
+        if (tg.w % 4 == 0) {   /* 4 symbols a store (aligned: 4 | istride, 128 | c0) */
+            for (unsigned c = 0; c < tg.w; c += 4) {
+                uint32_t w = 0;
+#pragma unroll
+                for (int cc = 0; cc < 4; cc++) {
+                    const uint32_t e = lane_at<false>(L, cc, lut, M.L, bad);
+                    bad |= (e >> 4) & 3;   /* an index without a palette entry (slots of verbatim
+                                              groups and pad nibbles hold 0) */
+                    w |= (e >> 24) << (8 * cc);
+                }
+                *reinterpret_cast<uint32_t *>(dst + c) = w;
+            }
+        } else {
+            for (unsigned c = 0; c < tg.w; c++) {
+                const uint32_t e = lane_next<false>(L, lut, M.L, bad);
+                bad |= (e >> 4) & 3;
+                dst[c] = (uint8_t)(e >> 24);
+            }
+        }
+    }
+    lane_close(L, bad);
+    if (bad)
+        atomicOr(M.err, 1);
+}
+
+/* ---- direct palette GEMV: 4-bit indices + raw bytes (no Huffman at run time) ----------------
+ * One warp a GEMV_ROWS (R = 4) consecutive rows over one column range: block
+ * (bx, by) = TWIN_WARPS warps on rows 4 TWIN_WARPS bx .., columns
+ * [by span, by span + span), span a multiple of 256 (split-K; palette_b picks
+ * it, gemv_grid). Each 256-column step lane l takes weights j0 .. j0 + 7
+ * (j0 = c0 + 8 l) of the 4 rows: the 4 index words and 4 x 8 raw bytes are
+ * loaded first (in flight together), then x[b][j0 .. j0 + 7] once per
+ * vector (2 x float4 when 8 | cols) for the 4 rows (B <= 2: x loaded with
+ * the weights, each row's 8 weights used as decoded; B > 2: the 32 weights
+ * decoded first, then x one vector at a time). Why: with one row a warp
+ * every warp re-read x (more x bytes than weight bytes through L1/L2) and
+ * had one step's 12 bytes a lane in flight; 4 rows a warp read x a quarter
+ * as often with 4 rows' loads in flight, and the split keeps the warp count
+ * up (rows / 4 alone is 1,024 warps for 4096 rows, under 8 a SM). Verbatim
+ * groups: a row's `before` starts at vmap_count over its groups ahead of the
+ * split's first column; a step tests one column per row (nextc, below) and
+ * only a span holding a verbatim group runs vrow_span / vrow_bits, at the
+ * step's start, its weights' bits passed through shared memory; so the
+ * common path fits the 128 registers of 4 blocks a SM without spills
+ * (ptxas, sm_90a; at 64 it spilled). Warp-shuffle reduction; one split:
+ * plain stores; more: y zeroed first (palette_b), each split atomicAdds.
+ * Rows past the end (rows % 4) recompute the last row, not stored. 12 bits
+ * a weight read. Unmeasured until the next GPU run (one row a warp took
+ * 164 us at 4096 x 14336, batch 1, H200; cuBLAS BF16 43 us). */
+
+#define GEMV_ROWS 4   /* rows a warp in k_palette and k_twin */
+
+/* The first set bit of vmap in [lo, hi), hi when none (as vmap_count). */
+__device__ __forceinline__ unsigned long long vmap_next(const uint8_t *vmap, unsigned long long lo,
+                                                        unsigned long long hi)
+{
+    for (; lo < hi && (lo & 7); lo++)
+        if ((vmap[lo / 8] >> (lo & 7)) & 1)
+            return lo;
+    for (; lo + 8 <= hi; lo += 8)
+        if (vmap[lo / 8])
+            return lo + (unsigned)(__ffs(vmap[lo / 8]) - 1);
+    for (; lo < hi; lo++)
+        if ((vmap[lo / 8] >> (lo & 7)) & 1)
+            return lo;
+    return hi;
+}
+
+/* The first column of the row's first verbatim group at or after group g
+ * (cols when none). */
+__device__ __forceinline__ long long pal_vnext(const DevMat &M, long long row, unsigned long long g)
+{
+    const unsigned long long b0 = (unsigned long long)(row * M.gpr), b1 = b0 + (unsigned long long)M.gpr;
+    const unsigned long long n = b0 + g < b1 ? vmap_next(M.vmap, b0 + g, b1) : b1;
+    return n < b1 ? (long long)(n - b0) * M.group : M.cols;
+}
+
+/* Per row of a warp: the verbatim groups ahead of group gA (`before`) and
+ * the first column of the first verbatim group at or after gA (`nextc`;
+ * cols when none), where gA <= the step's first group and no verbatim group
+ * lies in [gA, nextc): a step's span [c0, c0 + nw) holds one only when
+ * nextc < c0 + nw (one compare; a row with no verbatim group has
+ * nextc = cols). Such a span (rare: 0.24 % of groups on stories260K) takes
+ * pal_verbatim at the start of the step, where little is live: vrow_span
+ * with `before` (then the count of the groups ahead of c0 / group), the
+ * BF16 bits of the lane's verbatim weights among j0 .. j0 + 7 to vb[u][lane]
+ * (shared memory) with bit u of the result set (none past the row's end),
+ * and gA moved to the next step's first group. */
+__device__ __forceinline__ uint32_t pal_verbatim(const DevMat &M, long long row, long long c0, int nw,
+                                                 unsigned long long &before, long long &nextc, long long j0,
+                                                 uint16_t (*vb)[32])
+{
+    const unsigned l = threadIdx.x % 32;
+    uint32_t m = 0;
+    const VRow V = vrow_span(M, row, c0, nw, before);
+    if (V.mask || !V.ok) {
+#pragma unroll 1
+        for (int u = 0; u < 8 && j0 + u < M.cols; u++) {
+            bool is_v;
+            const uint32_t bits = vrow_bits(M, V, row, j0 + u, is_v);
+            if (is_v) {
+                m |= 1u << u;
+                vb[u][l] = (uint16_t)bits;
+            }
+        }
+    }
+    const unsigned long long b0 = (unsigned long long)(row * M.gpr);
+    const long long g1 = (c0 + 256) / M.group < M.gpr ? (c0 + 256) / M.group : M.gpr;
+    /* the groups wholly before the next step's span, counted from vmap (also when V.ok = 0,
+       where the mask is not kept) */
+    before += vmap_count(M.vmap, b0 + (unsigned long long)V.g0, b0 + (unsigned long long)g1);
+    nextc = pal_vnext(M, row, (unsigned long long)g1);
+    return m;
+}
+
+/* x[j0 .. j0 + 7] of one vector (AL: 2 x float4, aligned: 8 | cols), 0 past
+ * the row's end and on lanes that are off. */
+template <bool AL>
+__device__ __forceinline__ void pal_x8(const DevMat &M, const float *__restrict__ xr, long long j0, bool on,
+                                       float (&xv)[8])
+{
+    if (AL) {
+        float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), c = a;
+        if (on) {
+            a = __ldg(reinterpret_cast<const float4 *>(xr + j0));
+            c = __ldg(reinterpret_cast<const float4 *>(xr + j0) + 1);
+        }
+        xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w;
+        xv[4] = c.x, xv[5] = c.y, xv[6] = c.z, xv[7] = c.w;
+    } else {
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            xv[u] = on && j0 + u < M.cols ? __ldg(xr + j0 + u) : 0.0f;
+    }
+}
+
+/* Weights j0 .. j0 + 7 of one row from its index word ix and (AL) raw bytes
+ * r8 (verbatim groups aside); 0 past the row's end and on lanes that are off. */
+template <bool AL>
+__device__ __forceinline__ void pal_w8(const DevMat &M, const uint32_t *pal, long long row, long long j0, bool on,
+                                       uint32_t ix, uint2 r8, float (&w)[8])
+{
+#pragma unroll
+    for (int u = 0; u < 8; u++) {
+        const long long j = j0 + u;
+        w[u] = 0.0f;
+        if (!on || (!AL && j >= M.cols))
+            continue;
+        const uint32_t raw = AL ? ((u < 4 ? r8.x : r8.y) >> (8 * (u % 4))) & 255u : __ldg(M.raw + row * M.cols + j);
+        w[u] = bf16_value(pal[(ix >> (4 * u)) & 15], raw);
+    }
+}
+
+template <int B, bool AL>
+__global__ void __launch_bounds__(32 * TWIN_WARPS, 4) k_palette(DevMat M, const uint8_t *__restrict__ idx,
+                                                                const float *__restrict__ x, float *__restrict__ y,
+                                                                long long span)
+{
+    constexpr int R = GEMV_ROWS;
+    __shared__ uint32_t pal[16];
+    __shared__ uint16_t vb[TWIN_WARPS][R][8][32];   /* BF16 bits of verbatim weights, lane-private */
+    if (threadIdx.x < 16)
+        pal[threadIdx.x] = M.palette[threadIdx.x];
+    __syncthreads();
+    const unsigned wp = threadIdx.x / 32, l = threadIdx.x % 32;
+    const long long r0 = ((long long)blockIdx.x * TWIN_WARPS + wp) * R;
+    if (r0 >= M.rows)
+        return;
+    const long long k0 = (long long)blockIdx.y * span, k1 = k0 + span < M.cols ? k0 + span : M.cols;
+    long long row[R], nextc[R];
+    unsigned long long before[R];
+    float acc[R][B];
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        row[i] = r0 + i < M.rows ? r0 + i : M.rows - 1;   /* past the end: the last row again, not stored */
+        before[i] = 0;
+        nextc[i] = M.cols;
+        if (M.vrow[row[i] + 1] > M.vrow[row[i]]) {   /* verbatim groups: counted up to the split's start */
+            const unsigned long long b0 = (unsigned long long)(row[i] * M.gpr), g = (unsigned long long)(k0 / M.group);
+            before[i] = vmap_count(M.vmap, b0, b0 + g);
+            nextc[i] = pal_vnext(M, row[i], g);
+        }
+#pragma unroll
+        for (int b = 0; b < B; b++)
+            acc[i][b] = 0.0f;
+    }
+    for (long long c0 = k0; c0 < k1; c0 += 256) {
+        const int nw = (int)(M.cols - c0 < 256 ? M.cols - c0 : 256);
+        const long long j0 = c0 + 8 * l;
+        const bool on = j0 < M.cols;
+        /* verbatim groups in the step's span (rare): bit 8 i + u of vm = weight j0 + u of row i */
+        uint32_t vm = 0;
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            if (nextc[i] < c0 + nw)   /* the same for every lane */
+                vm |= pal_verbatim(M, row[i], c0, nw, before[i], nextc[i], on ? j0 : M.cols, vb[wp][i]) << (8 * i);
+        /* the R rows' index words and (AL: 8 | cols, aligned own allocation) 8 raw bytes first */
+        uint32_t ix[R];
+        uint2 r8[R];
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            ix[i] = 0;
+            r8[i] = make_uint2(0, 0);
+            if (on) {
+                ix[i] = __ldg(reinterpret_cast<const uint32_t *>(idx + row[i] * M.istride) + j0 / 8);
+                if (AL)
+                    r8[i] = __ldg(reinterpret_cast<const uint2 *>(M.raw + row[i] * M.cols + j0));
+            }
+        }
+        /* B <= 2: x[b][j0 .. j0 + 7] loaded once here, each row's weights used as decoded;
+           B > 2: the R rows' weights decoded to v, then x loaded once per vector below */
+        constexpr int XB = B <= 2 ? B : 1;
+        float xv[XB][8];
+        if (B <= 2) {
+#pragma unroll
+            for (int b = 0; b < XB; b++)
+                pal_x8<AL>(M, x + (long long)b * M.cols, j0, on, xv[b]);
+        }
+        float v[R][8];
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            pal_w8<AL>(M, pal, row[i], j0, on, ix[i], r8[i], v[i]);
+            if ((vm >> (8 * i)) & 255u) {
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    if ((vm >> (8 * i + u)) & 1)
+                        v[i][u] = __uint_as_float((uint32_t)vb[wp][i][u][l] << 16);
+            }
+            if (B <= 2 && on) {
+#pragma unroll
+                for (int b = 0; b < XB; b++)
+#pragma unroll
+                    for (int u = 0; u < 8; u++)
+                        acc[i][b] = fmaf(v[i][u], xv[b][u], acc[i][b]);
+            }
+        }
+        if (B > 2 && on) {
+#pragma unroll
+            for (int b = 0; b < B; b++) {
+                float xb[8];
+                pal_x8<AL>(M, x + (long long)b * M.cols, j0, on, xb);
+#pragma unroll
+                for (int i = 0; i < R; i++)
+#pragma unroll
+                    for (int u = 0; u < 8; u++)
+                        acc[i][b] = fmaf(v[i][u], xb[u], acc[i][b]);
+            }
+        }
+    }
+    const bool split = gridDim.y > 1;   /* y zeroed by palette_b: add the partial sums */
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            float a = acc[i][b];
+            for (int o = 16; o; o >>= 1)
+                a += __shfl_xor_sync(0xffffffffu, a, o);
+            if (l == 0 && r0 + i < M.rows) {
+                float *yp = y + (long long)b * M.rows + r0 + i;
+                if (split)
+                    atomicAdd(yp, a);
+                else
+                    *yp = a;
+            }
+        }
+    }
+}
+
+/* ---- the twin: the same GEMV on fixed-width ggml blocks -------------------------------
+ * Mapped as k_palette: one warp a GEMV_ROWS (R = 4) consecutive rows over
+ * columns [by span, by span + span) (split-K, span a multiple of 256
+ * and so of every block size; twin_b picks it, gemv_grid). Each 256-column
+ * step lane l takes weights w0 .. w0 + 7 (w0 = c0 + 8 l, within one
+ * sub-block) of the 4 rows: the 4 rows' scales (blk_scale) and codes
+ * (wr_get_code) first, their block bytes in flight together, then x[b][w0 ..
+ * w0 + 7] as 2 float4 once per vector and its sum sx once, used for the 4
+ * rows: acc += dl * dot - ml * sx, the factored sum of k_fused_q. Why: one
+ * row a warp re-read x in every warp with one step's loads in flight (75 us
+ * for ~33 MB of Q4_K at 4096 x 14336, batch 1, H200). Warp-shuffle
+ * reduction; one split: plain stores; more: y zeroed first (twin_b), each
+ * split atomicAdds. Rows past the end recompute the last row, not stored.
+ * Unmeasured until the next GPU run. */
+
+/* The sub-block scale of a fixed-width block, read in place. */
+template <int TYPE>
+__device__ __forceinline__ wr_scale blk_scale(const uint8_t *blk, int s)
+{
+    if (TYPE == WP_Q2_K) {   /* side = scales[16] at 0, d and dmin at 80 */
+        wr_scale r = {0.0f, 0.0f, 0, 0};
+        r.dl = wr_fp16_to_f32(wr_rd16(blk + 80)) * (float)(blk[s] & 15);
+        r.ml = wr_fp16_to_f32(wr_rd16(blk + 82)) * (float)(blk[s] >> 4);
+        return r;
+    }
+    int off[2], len[2];
+    wr_side_spans(TYPE, off, len);
+    return wr_sub_scale(TYPE, blk + off[0], s);
+}
+
+template <int TYPE, int B>
+__global__ void __launch_bounds__(32 * TWIN_WARPS) k_twin(DevMat M, const uint8_t *__restrict__ blocks,
+                                                          const float *__restrict__ x, float *__restrict__ y,
+                                                          long long span)
+{
+    constexpr int R = GEMV_ROWS;
+    constexpr int NL = TYPE == WP_IQ4_NL || TYPE == WP_IQ4_XS;
+    const wr_geom G = wr_geom_of(TYPE);
+    __shared__ float kv[16];
+    if (threadIdx.x < 16)
+        kv[threadIdx.x] = wr_kv((int)threadIdx.x);
+    __syncthreads();
+    const long long r0 = ((long long)blockIdx.x * TWIN_WARPS + threadIdx.x / 32) * R;
+    const unsigned l = threadIdx.x % 32;
+    if (r0 >= M.rows)
+        return;
+    const long long k0 = (long long)blockIdx.y * span, k1 = k0 + span < M.cols ? k0 + span : M.cols;
+    const unsigned bpr = (unsigned)(M.cols / G.n);
+    const uint8_t *rb[R];
+    float acc[R][B];
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        const long long row = r0 + i < M.rows ? r0 + i : M.rows - 1;   /* past the end: the last row again */
+        rb[i] = blocks + (unsigned long long)row * bpr * G.bytes;
+#pragma unroll
+        for (int b = 0; b < B; b++)
+            acc[i][b] = 0.0f;
+    }
+    /* lane l takes weights w0 .. w0 + 7 of every 256 in [k0, k1): one sub-block's */
+    for (long long w0 = k0 + 8 * l; w0 < k1; w0 += 256) {
+        const unsigned jb = (unsigned)(w0 / G.n), wi = (unsigned)(w0 % G.n);
+        /* the R rows' scales and codes first: their block bytes in flight together */
+        wr_scale sc[R];
+        float c[R][8];
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            const uint8_t *blk = rb[i] + (unsigned long long)jb * G.bytes;
+            sc[i] = blk_scale<TYPE>(blk, (int)(wi / G.sub_n));
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                const int q = wr_get_code(TYPE, blk, (int)wi + u);
+                c[i][u] = NL ? kv[q] : (float)(q - sc[i].off);
+            }
+        }
+        /* x[b][w0 .. w0 + 7] read once (2 x float4) and its sum once, used for the R rows */
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            const float4 *xp = reinterpret_cast<const float4 *>(x + (long long)b * M.cols + w0);
+            const float4 a = __ldg(xp), e = __ldg(xp + 1);
+            const float xv[8] = {a.x, a.y, a.z, a.w, e.x, e.y, e.z, e.w};
+            float sx = 0.0f;
+#pragma unroll
+            for (int u = 0; u < 8; u++)
+                sx += xv[u];
+#pragma unroll
+            for (int i = 0; i < R; i++) {
+                float dot = 0.0f;
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    dot = fmaf(c[i][u], xv[u], dot);
+                acc[i][b] += sc[i].dl * dot - sc[i].ml * sx;
+            }
+        }
+    }
+    const bool split = gridDim.y > 1;   /* y zeroed by twin_b: add the partial sums */
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            float a = acc[i][b];
+            for (int o = 16; o; o >>= 1)
+                a += __shfl_xor_sync(0xffffffffu, a, o);
+            if (l == 0 && r0 + i < M.rows) {
+                float *yp = y + (long long)b * M.rows + r0 + i;
+                if (split)
+                    atomicAdd(yp, a);
+                else
+                    *yp = a;
+            }
+        }
+    }
+}
+
+/* ---- reconstructive GEMM: BF16 tiles rebuilt in shared memory, tensor cores ---------------
+ * For batches above the GEMV kernels' 8 (pipeline "recon", BF16): the tiling
+ * of k_fused_exp (FUSED_WARPS warps, one tile each, on one tile column),
+ * with RECON_N input vectors at a time staged as BF16 in shared memory (the
+ * B operand, 256 x RECON_N, column-major). A lane's stream holds row 2k, then
+ * row 2k+1, so each warp makes two passes (rr = 0, 1); per pass it rebuilds
+ * 16 columns of its 32 rows 2k + rr at a time as BF16 in shared memory (the
+ * A operand, exponent decoded, sign/mantissa from the raw byte, verbatim
+ * groups copied) and multiplies them with wmma m16n16k16 (BF16 in, FP32
+ * accumulate). A pass's 32 x RECON_N sums go through shared memory to y by
+ * atomicAdd (y zeroed first; every tile column adds). x is rounded to BF16
+ * (exact for the checks' inputs, which wr_make_x rounds to BF16; about 2^-9
+ * relative error per element otherwise, as for cuBLAS's BF16 GEMM); products
+ * are exact, sums FP32. */
+
+#define RECON_N 32
+
+template <bool PAL>
+__global__ void __launch_bounds__(32 * FUSED_WARPS) k_recon(DevMat M, const uint32_t *__restrict__ glut,
+                                                            const float *__restrict__ x, int nvec, float *__restrict__ y)
+{
+    using namespace nvcuda;
+    constexpr int WPS = PAL ? 2 : 1;
+    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ Groups g[FUSED_WARPS];
+    __shared__ __align__(32) __nv_bfloat16 xs[RECON_N][256];          /* B: x[n][c0w + j] at xs[n][j] */
+    __shared__ __align__(32) __nv_bfloat16 as[FUSED_WARPS][32][16];   /* A: rows 2k + rr, 16 columns */
+    __shared__ __align__(32) float os[FUSED_WARPS][16][RECON_N];      /* sums of 16 rows */
+    const TilePos P = tile_pos(M);
+    const unsigned warp = P.warp, k = P.k;
+    const unsigned long long tc = P.tc, tr = P.tr;
+    const long long c0w = P.c0w;
+    const int nw = P.nw;
+    load_lut(lut, glut, M.L);
+    for (int i = threadIdx.x; i < RECON_N * 256; i += blockDim.x) {
+        const int n = i / 256, j = i % 256;
+        xs[n][j] = __float2bfloat16_rn(n < nvec && j < nw ? x[(long long)n * M.cols + c0w + j] : 0.0f);
+    }
+    __syncthreads();
+    if (tr >= M.trows)
+        return;
+    const unsigned long long t = tr * M.tcols + tc;
+    const TileGeo tg = tile_geo(M, t);
+    unsigned bad = 0;
+    Lane L;
+    lane_open<false>(M, t, &g[warp], nullptr, L, bad);
+    for (int rr = 0; rr < 2; rr++) {
+        const unsigned r = 2 * k + rr;
+        const bool live = r < tg.h;
+        const long long row = (long long)tg.r0 + r;
+        VRow V = {0u, 1, 0, 0};
+        if (PAL && live)
+            V = vrow_tile(M, row, c0w, nw);
+        const bool hasv = PAL && (V.mask || !V.ok);
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2][RECON_N / 16];
+#pragma unroll
+        for (int mb = 0; mb < 2; mb++)
+#pragma unroll
+            for (int nb = 0; nb < RECON_N / 16; nb++)
+                wmma::fill_fragment(acc[mb][nb], 0.0f);
+        for (int kc = 0; kc < 256; kc += 16) {
+            /* this lane's 16 weights of row r (zeros past the row end or below the tile) */
+            uint16_t wv[16];
+#pragma unroll
+            for (int cc = 0; cc < 16 / WPS; cc++) {
+                const int j0 = kc + cc * WPS;
+                uint32_t e = 0;
+                if (live && j0 < nw)
+                    e = lane_next<false>(L, lut, M.L, bad);
+#pragma unroll
+                for (int u = 0; u < WPS; u++) {
+                    const int j = j0 + u;
+                    uint32_t bits = 0;
+                    if (live && j < nw)
+                        bits = exp_weight<PAL>(M, V, hasv, row, c0w + j, e, u, __ldg(M.raw + row * M.cols + c0w + j),
+                                               bad);
+                    wv[cc * WPS + u] = (uint16_t)bits;
+                }
+            }
+            __syncwarp();   /* the previous chunk's A is consumed */
+#pragma unroll
+            for (int j = 0; j < 16; j++)
+                as[warp][k][j] = __ushort_as_bfloat16(wv[j]);
+            __syncwarp();
+#pragma unroll
+            for (int mb = 0; mb < 2; mb++) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+                wmma::load_matrix_sync(a, &as[warp][16 * mb][0], 16);
+#pragma unroll
+                for (int nb = 0; nb < RECON_N / 16; nb++) {
+                    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
+                    wmma::load_matrix_sync(b, &xs[16 * nb][kc], 256);
+                    wmma::mma_sync(acc[mb][nb], a, b, acc[mb][nb]);
+                }
+            }
+        }
+#pragma unroll
+        for (int mb = 0; mb < 2; mb++) {   /* lanes 16 mb .. 16 mb + 15 add their row's sums */
+#pragma unroll
+            for (int nb = 0; nb < RECON_N / 16; nb++)
+                wmma::store_matrix_sync(&os[warp][0][16 * nb], acc[mb][nb], RECON_N, wmma::mem_row_major);
+            __syncwarp();
+            if (live && k / 16 == (unsigned)mb)
+                for (int n = 0; n < nvec; n++)
+                    atomicAdd(&y[(long long)n * M.rows + row], os[warp][k % 16][n]);
+            __syncwarp();   /* os is rewritten next */
+        }
+    }
+    lane_close(L, bad);
+    if (bad)
+        atomicOr(M.err, 1);
+}
+
+/* x (floats) to the GEMM's 16-bit input type, rounding to nearest even: BF16, or F16 when f16. */
+__global__ void k_to_16(const float *x, uint16_t *o, long long n, int f16)
+{
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        if (f16) {
+            o[i] = __half_as_ushort(__float2half_rn(x[i]));
+        } else {
+            uint32_t u = __float_as_uint(x[i]);
+            o[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+        }
+    }
+}
+
+#endif
