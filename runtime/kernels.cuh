@@ -376,18 +376,32 @@ __device__ __forceinline__ void load_lut(uint32_t *dst, const uint32_t *__restri
 }
 
 /* The original bytes of a weight in a verbatim group (slow path, rare):
- * the group's bytes follow those of the row's earlier verbatim groups. */
-__device__ __noinline__ uint32_t verbatim_elem(const DevMat &M, long long row, long long col, bool &is_v)
+ * the group's bytes follow those of the row's earlier verbatim groups. The
+ * fields come by value: a __noinline__ call given the kernel's DevMat by
+ * reference makes every kernel that can reach it copy its whole parameter
+ * block to local memory. */
+struct VMeta {
+    const uint8_t *vmap, *vbytes;
+    const unsigned long long *vrow;
+    long long group, gpr;
+    int esize;
+};
+
+__device__ __noinline__ uint32_t verbatim_elem(VMeta v, long long row, long long col, bool &is_v)
 {
-    long long gi = col / M.group;
-    unsigned long long bit = (unsigned long long)(row * M.gpr + gi);
-    is_v = (M.vmap[bit / 8] >> (bit % 8)) & 1;
+    long long gi = col / v.group;
+    unsigned long long bit = (unsigned long long)(row * v.gpr + gi);
+    is_v = (v.vmap[bit / 8] >> (bit % 8)) & 1;
     if (!is_v)
         return 0;
     unsigned long long before = 0;
-    for (unsigned long long b = (unsigned long long)(row * M.gpr); b < bit; b++)
-        before += (M.vmap[b / 8] >> (b % 8)) & 1;
-    return vbytes_at(M, M.vrow[row] + (unsigned long long)M.esize * (before * M.group + (col - gi * M.group)));
+    for (unsigned long long b = (unsigned long long)(row * v.gpr); b < bit; b++)
+        before += (v.vmap[b / 8] >> (b % 8)) & 1;
+    const uint8_t *p = v.vbytes + v.vrow[row] + (unsigned long long)v.esize * (before * v.group + (col - gi * v.group));
+    uint32_t e = (uint32_t)(p[0] | p[1] << 8);
+    if (v.esize == 4)
+        e |= (uint32_t)(p[2] | p[3] << 8) << 16;
+    return e;
 }
 
 /* Set bits of vmap in [lo, hi) (bit i = byte i / 8, LSB first). */
@@ -451,7 +465,7 @@ __device__ __forceinline__ VRow vrow_tile(const DevMat &M, long long row, long l
 __device__ __forceinline__ uint32_t vrow_bits(const DevMat &M, const VRow &V, long long row, long long col, bool &is_v)
 {
     if (!V.ok)
-        return verbatim_elem(M, row, col, is_v);
+        return verbatim_elem(VMeta{M.vmap, M.vbytes, M.vrow, M.group, M.gpr, M.esize}, row, col, is_v);
     const long long local = col - V.g0 * M.group;
     const int gi = (int)(M.gshift >= 0 ? local >> M.gshift : local / M.group);
     is_v = (V.mask >> gi) & 1;
