@@ -542,7 +542,10 @@ static int launch(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int batch, fl
     const DevMat &M = d->M;
     const bool exp = d->m->kind == WR_EXP;
     if (!wr_gpu_has_pipe(d, pipe)) {
-        snprintf(err, errlen, "pipeline %d not available for this matrix", pipe);
+        static const char *names[WR_PIPE_COUNT] = {"fused", "full", "twin", "transcode", "palette",
+                                                   "staged", "recon", "split2", "split4", "split8"};
+        snprintf(err, errlen, "%s: pipeline %s does not apply to this matrix", d->m->name,
+                 pipe >= 0 && pipe < WR_PIPE_COUNT ? names[pipe] : "?");
         return -1;
     }
     if (pipe == WR_PIPE_FUSED || pipe == WR_PIPE_STAGED) {

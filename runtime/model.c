@@ -74,8 +74,14 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
     snprintf(m->name, sizeof m->name, "%s", c->name);
     if (wp_coded_view_get(c, &m->v, err, errlen))
         return -1;
+    /* the limit tables for the longest code actually used (canonical codes do not depend on the
+       declared max_len; a table built for --max-len 15 whose codes stay within 11 bits is one the
+       device decodes) */
+    int used = 0;
+    for (int s = 0; s < 256; s++)
+        used = m->v.lengths[s] > used ? m->v.lengths[s] : used;
     wp_huf_table tab;
-    if (wp_huf_table_init(&tab, m->v.lengths, 256, m->v.max_len))
+    if (used < 1 || used > m->v.max_len || wp_huf_table_init(&tab, m->v.lengths, 256, used))
         return fail(err, errlen, "%s: invalid code lengths", m->name);
     memset(&m->huf, 0, sizeof m->huf);
     for (int l = 0; l <= WP_HUF_MAX_LEN; l++) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ggml_type.h"
 #include "wprun.h"
@@ -60,7 +61,7 @@ static const char *pipe_name[] = {"fused", "full", "twin", "transcode", "palette
 static int is_split(int p) { return p == P_SPLIT2 || p == P_SPLIT4 || p == P_SPLIT8; }
 
 static struct {
-    int cpu, verify, bench, tune, graph, runs, pipe;
+    int cpu, verify, bench, tune, graph, runs, pipe, tuning_given;
     int batch[32], nbatch;
     double tol;
     const char *tuning, *match;
@@ -105,25 +106,56 @@ static tune_ent *tune_find(const char *name, int batch, int add)
     return t;
 }
 
+/* Read a tuning file. A file named with --tuning that cannot be read, and
+ * lines that do not parse or name no pipeline, get a warning (file:line) and
+ * are skipped; the default file may be absent. */
 static void tuning_read(const char *path)
 {
     FILE *f = fopen(path, "r");
     char line[512], name[256], pn[32];
-    int b;
+    int b, ln = 0, warned = 0;
     double us;
-    if (!f)
+    if (!f) {
+        if (opt.tuning_given)
+            fprintf(stderr, "wprun: warning: cannot read the tuning file %s: %s (auto takes its defaults)\n", path,
+                    strerror(errno));
         return;
-    while (fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || sscanf(line, "%255s %d %31s %lf", name, &b, pn, &us) != 4 || !(us >= 0))
-            continue;
-        for (int p = 0; p < P_COUNT; p++)
-            if (p != P_TWIN && !strcmp(pn, pipe_name[p])) {
-                tune_ent *t = tune_find(name, b, 1);
-                if (t)
-                    t->us[p] = us;
-            }
     }
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
+            continue;
+        int p = -1, end = 0;
+        if (sscanf(line, "%255s %d %31s %lf %n", name, &b, pn, &us, &end) == 4 && !line[end] && us >= 0 && b >= 1)
+            for (int q = 0; q < P_COUNT; q++)
+                if (q != P_TWIN && !strcmp(pn, pipe_name[q]))
+                    p = q;
+        if (p < 0) {
+            if (warned++ < 5)
+                fprintf(stderr, "wprun: warning: %s:%d: not 'MATRIX BATCH PIPELINE MICROSECONDS' with a coded "
+                                "pipeline; skipped\n", path, ln);
+            continue;
+        }
+        tune_ent *t = tune_find(name, b, 1);
+        if (t)
+            t->us[p] = us;
+    }
+    if (ferror(f))
+        fprintf(stderr, "wprun: warning: read error on the tuning file %s\n", path);
     fclose(f);
+}
+
+static int is_palette_bf16(const wr_matrix *m);
+
+/* 1 when pipeline p applies to m (as wr_gpu_has_pipe decides on the GPU):
+ * transcode and palette for palette-pair BF16, recon and split for BF16. */
+static int pipe_applies(const wr_matrix *m, int p)
+{
+    if (p == P_TRANSCODE || p == P_PALETTE)
+        return is_palette_bf16(m);
+    if (p == P_RECON || is_split(p))
+        return m->kind == WR_EXP && m->type == WP_BF16;
+    return 1;
 }
 
 static int pipe_for(const wr_matrix *m, int batch)
@@ -133,7 +165,7 @@ static int pipe_for(const wr_matrix *m, int batch)
     const tune_ent *t = tune_find(m->name, batch, 0);
     int best = -1;
     for (int p = 0; t && p < P_COUNT; p++)
-        if (t->us[p] >= 0 && (best < 0 || t->us[p] < t->us[best]))
+        if (t->us[p] >= 0 && pipe_applies(m, p) && (best < 0 || t->us[p] < t->us[best]))
             best = p;
     if (best >= 0)
         return best;
@@ -164,17 +196,26 @@ static int is_palette_bf16(const wr_matrix *m)
     return m->kind == WR_EXP && m->type == WP_BF16 && m->s.palette_n;
 }
 
-/* CPU pipeline run: fused; transcode (indices decoded from the lanes) or
- * palette (indices transcoded from the restored bytes), then the palette
- * GEMV; or full/twin (both: the fixed-width data). */
-static int cpu_gemv(const wr_matrix *m, const uint8_t *fixed, int pipe, const float *x, int batch, float *y,
-                    char *err, size_t n)
+/* The pipeline the CPU runs for p on m: p itself where it applies (twin:
+ * the fixed-width GEMV on the original data), else fused. */
+static int cpu_pipe(const wr_matrix *m, int p) { return pipe_applies(m, p) ? p : P_FUSED; }
+
+/* CPU pipeline run (p = cpu_pipe's): fused, staged and recon (the fused
+ * sums); full and split (the matrix decoded by the table decoder, then the
+ * fixed-width GEMV); twin (the fixed-width GEMV on the original data,
+ * fixed); transcode (indices decoded from the lanes) or palette (the
+ * indices pidx transcoded at load, or from fixed when NULL), then the
+ * palette GEMV. */
+static int cpu_gemv(const wr_matrix *m, const uint8_t *fixed, const uint8_t *pidx, int pipe, const float *x,
+                    int batch, float *y, char *err, size_t n)
 {
-    if ((pipe == P_TRANSCODE || pipe == P_PALETTE) && is_palette_bf16(m)) {
-        uint8_t *idx = malloc((size_t)(wr_palette_stride(m) * m->rows) + 1);
+    if (pipe == P_TRANSCODE || pipe == P_PALETTE) {
+        uint8_t *idx = pipe == P_PALETTE && pidx ? NULL : malloc((size_t)(wr_palette_stride(m) * m->rows) + 1);
         int rc = -1;
-        if (!idx)
+        if (!idx && !(pipe == P_PALETTE && pidx))
             snprintf(err, n, "out of memory");
+        else if (pipe == P_PALETTE && pidx)
+            rc = wr_cpu_gemv_palette(m, pidx, x, batch, y, err, n);
         else if (pipe == P_TRANSCODE ? wr_cpu_transcode(m, idx, err, n) == 0 : wr_palette_index(m, fixed, idx) == 0)
             rc = wr_cpu_gemv_palette(m, idx, x, batch, y, err, n);
         else if (pipe == P_PALETTE)
@@ -182,9 +223,19 @@ static int cpu_gemv(const wr_matrix *m, const uint8_t *fixed, int pipe, const fl
         free(idx);
         return rc;
     }
-    if (pipe != P_FULL && pipe != P_TWIN && !is_split(pipe))
-        return wr_cpu_gemv_fused(m, x, batch, y, err, n);
-    return wr_cpu_gemv_fixed(m, fixed, x, batch, y);
+    if (pipe == P_FULL || is_split(pipe)) {
+        uint8_t *dec = malloc((size_t)wr_fixed_bytes(m) + 1);
+        int rc = -1;
+        if (!dec)
+            snprintf(err, n, "out of memory");
+        else if (wr_cpu_restore(m, WR_DEC_TABLE, dec, err, n) == 0)
+            rc = wr_cpu_gemv_fixed(m, dec, x, batch, y);
+        free(dec);
+        return rc;
+    }
+    if (pipe == P_TWIN)
+        return wr_cpu_gemv_fixed(m, fixed, x, batch, y);
+    return wr_cpu_gemv_fused(m, x, batch, y, err, n);
 }
 
 static int cpu_matrix(const wr_matrix *m, FILE *tf)
@@ -235,16 +286,15 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
             wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
             if (opt.verify) {
                 wr_ref_gemv64(m, ref, x, batch, y64);
-                int pf = pipe_for(m, batch);
-                if ((pf == P_TRANSCODE || pf == P_PALETTE) && !is_palette_bf16(m))
-                    pf = P_FUSED;   /* as on the GPU: those pipelines exist for palette-pair BF16 only */
-                if (cpu_gemv(m, ref, pf, x, batch, yf, err, sizeof err)) {
+                const int pf = cpu_pipe(m, pipe_for(m, batch));   /* one that applies, else fused */
+                if (cpu_gemv(m, ref, NULL, pf, x, batch, yf, err, sizeof err)) {
                     printf("FAIL %s: %s\n", m->name, err);
                     bad = 1;
                 } else {
                     wr_cpu_gemv_fixed(m, ref, x, batch, yt);
                     double ef = wr_relerr(yf, y64, ny), et = wr_relerr(yt, y64, ny);
-                    int same = memcmp(yf, yt, ny * sizeof *yf) == 0;
+                    /* bit-equal: a coded pipeline against the twin (not the twin against itself) */
+                    int same = pf != P_TWIN && memcmp(yf, yt, ny * sizeof *yf) == 0;
                     int ok = ef < opt.tol && et < opt.tol;
                     printf("gemv   %-6s %-40s batch %-4d %s relerr %.2e  twin relerr %.2e  %s%s\n", type_name(m),
                            m->name, batch, pipe_name[pf], ef, et, same ? "(bit-equal) " : "", ok ? "ok" : "FAIL");
@@ -252,20 +302,28 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                 }
             }
             if (opt.bench || opt.tune) {
-                /* every pipeline the matrix takes on the CPU: fused, full (the fixed-width
-                   GEMV), and for palette-pair BF16 transcode and palette */
+                /* every pipeline the matrix takes on the CPU: fused, full (decode, then the
+                   fixed-width GEMV), and for palette-pair BF16 transcode (decode to indices, then
+                   the palette GEMV) and palette (the GEMV on indices transcoded once, at load,
+                   outside the timing, as on the device) */
+                uint8_t *pidx = NULL;
+                if (is_palette_bf16(m) && (pidx = malloc((size_t)(wr_palette_stride(m) * m->rows) + 1)) &&
+                    wr_palette_index(m, ref, pidx)) {
+                    free(pidx);
+                    pidx = NULL;
+                }
                 double t[P_COUNT];
                 int bestp = P_FUSED;
                 for (int p = 0; p < P_COUNT; p++) {
                     t[p] = NAN;
                     if (p == P_TWIN || p == P_STAGED || p == P_RECON || is_split(p) ||
-                        ((p == P_TRANSCODE || p == P_PALETTE) && !is_palette_bf16(m)))
+                        !pipe_applies(m, p) || (p == P_PALETTE && !pidx))
                         continue;   /* staged and recon compute fused's sums on the CPU, split full's:
                                        not timed twice */
                     double *s = malloc((size_t)opt.runs * sizeof *s);
                     for (int r = 0; r < opt.runs && s; r++) {
                         double t0 = wr_now();
-                        cpu_gemv(m, ref, p, x, batch, yf, err, sizeof err);
+                        cpu_gemv(m, ref, pidx, p, x, batch, yf, err, sizeof err);
                         s[r] = 1e6 * (wr_now() - t0);
                     }
                     if (s) {
@@ -285,6 +343,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                            pipe_name[bestp]);
                 if (opt.tune)
                     printf("tune   %-40s batch %-4d -> %s\n", m->name, batch, pipe_name[bestp]);
+                free(pidx);
             }
         }
         free(x);
@@ -460,13 +519,36 @@ static int gpu_run(wr_model *md, FILE *tf)
 static const uint32_t all_types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0, WP_IQ4_NL, WP_Q2_K,
                                      WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS, WP_BF16, WP_F16, WP_F32};
 
+/* Parse a --synth spec TYPE:ROWSxCOLS (usage error, exit 64, when bad):
+ * *type = 0 for 'all', else the ggml type; shape at most 2^34 weights. */
+static void synth_parse(const char *spec, int *type, long long *rows, long long *cols)
+{
+    char tn[32];
+    long long r, c;
+    int end = 0;
+    if (sscanf(spec, "%31[^:]:%lldx%lld%n", tn, &r, &c, &end) != 3 || spec[end])
+        die(WR_EXIT_USAGE, "--synth: expected TYPE:ROWSxCOLS, got '%s'", spec);
+    if (r < 1 || c < 1)
+        die(WR_EXIT_USAGE, "--synth: rows and cols must be at least 1: '%s'", spec);
+    if (r > (1LL << 34) / c)
+        die(WR_EXIT_USAGE, "--synth: shape too large (more than 2^34 weights): '%s'", spec);
+    int all = !strcmp(tn, "all"), t = all ? 0 : wp_ggml_type_from_name(tn);
+    int known = all;
+    for (size_t i = 0; i < sizeof all_types / sizeof *all_types; i++)
+        known |= (uint32_t)t == all_types[i];
+    if (!known)
+        die(WR_EXIT_USAGE, "--synth: type must be a coded block type, BF16, F16, F32 or all: '%s'", tn);
+    if (type)
+        *type = t, *rows = r, *cols = c;
+}
+
 static void add_synth(wr_model *md, const char *spec, uint64_t *seed)
 {
-    char tn[32], err[512];
+    char err[512], msg[800];
     long long r, c;
-    if (sscanf(spec, "%31[^:]:%lldx%lld", tn, &r, &c) != 3 || r < 1 || c < 1)
-        die(WR_EXIT_USAGE, "--synth: expected TYPE:ROWSxCOLS, got '%s'", spec);
-    int all = !strcmp(tn, "all"), t = all ? 0 : wp_ggml_type_from_name(tn);
+    int t;
+    synth_parse(spec, &t, &r, &c);
+    const int all = t == 0;
     for (size_t i = 0; i < sizeof all_types / sizeof *all_types; i++) {
         if (!all && (uint32_t)t != all_types[i])
             continue;
@@ -475,13 +557,13 @@ static void add_synth(wr_model *md, const char *spec, uint64_t *seed)
             int n = wp_ggml_blck_size(all_types[i]);
             cc = (c + n - 1) / n * n;
         }
-        if (wr_model_synth(md, all_types[i], r, cc, ++*seed, err, sizeof err))
-            die(WR_EXIT_FAIL, "%s", err);
+        if (wr_model_synth(md, all_types[i], r, cc, ++*seed, err, sizeof err)) {
+            snprintf(msg, sizeof msg, "--synth %s: %s", spec, err);
+            die(WR_EXIT_FAIL, "%s", msg);
+        }
         if (!all)
             return;
     }
-    if (!all)
-        die(WR_EXIT_USAGE, "--synth: type must be a coded block type, BF16, F16, F32 or all: '%s'", tn);
 }
 
 int main(int argc, char **argv)
@@ -507,14 +589,19 @@ int main(int argc, char **argv)
             opt.graph = 1;
         } else if (!v) {
             die(WR_EXIT_USAGE, "unknown option or missing value: %s (see --help)", a);
-        } else if (!strcmp(a, "--bundle") && nb < 64) {
+        } else if (!strcmp(a, "--bundle")) {
+            if (nb == 64)
+                die(WR_EXIT_USAGE, "%s", "--bundle: at most 64 bundles");
             bundles[nb++] = v, i++;
-        } else if (!strcmp(a, "--synth") && ns < 64) {
+        } else if (!strcmp(a, "--synth")) {
+            if (ns == 64)
+                die(WR_EXIT_USAGE, "%s", "--synth: at most 64 specs");
+            synth_parse(v, NULL, NULL, NULL);   /* a bad spec is a usage error before anything runs */
             synths[ns++] = v, i++;
         } else if (!strcmp(a, "--match")) {
             opt.match = v, i++;
         } else if (!strcmp(a, "--tuning")) {
-            opt.tuning = v, i++;
+            opt.tuning = v, opt.tuning_given = 1, i++;
         } else if (!strcmp(a, "--runs")) {
             char *e;
             opt.runs = (int)strtol(v, &e, 10), i++;
@@ -526,15 +613,18 @@ int main(int argc, char **argv)
             if (*e || !(opt.tol > 0))
                 die(WR_EXIT_USAGE, "--tol: expected a positive number, got '%s'", v);
         } else if (!strcmp(a, "--batch")) {
-            char buf[256], *save = NULL;
-            snprintf(buf, sizeof buf, "%s", v), i++;
+            const char *q = v;
+            i++;
             opt.nbatch = 0;
-            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            for (;;) {   /* sizes separated by single commas: an empty item is an error */
                 char *e;
-                long b = strtol(t, &e, 10);
-                if (*e || b < 1 || b > 65536 || opt.nbatch == 32)
-                    die(WR_EXIT_USAGE, "--batch: expected sizes 1..65536 separated by commas, got '%s'", v);
+                long b = strtol(q, &e, 10);
+                if (e == q || (*e && *e != ',') || b < 1 || b > 65536 || opt.nbatch == 32)
+                    die(WR_EXIT_USAGE, "--batch: expected sizes 1..65536 separated by commas (at most 32), got '%s'", v);
                 opt.batch[opt.nbatch++] = (int)b;
+                if (!*e)
+                    break;
+                q = e + 1;
             }
         } else if (!strcmp(a, "--pipeline")) {
             i++;
@@ -578,8 +668,6 @@ int main(int argc, char **argv)
         opt.runs = opt.cpu ? 3 : 20;
     if (!(opt.tol > 0))
         opt.tol = opt.cpu ? 1e-5 : 1e-4;
-    if (opt.cpu && opt.pipe == P_TWIN)
-        opt.pipe = P_FULL;   /* on the CPU, full and twin are the same fixed-width GEMV */
 #ifdef WPACK_NO_CUDA
     int ndev = 0;
 #else
@@ -591,12 +679,22 @@ int main(int argc, char **argv)
     }
     char err[512];
     for (int i = 0; i < nb; i++)
-        if (wr_model_load(&md, bundles[i], opt.match, err, sizeof err))
-            die(WR_EXIT_FAIL, "%s", err);
+        if (wr_model_load(&md, bundles[i], opt.match, err, sizeof err)) {
+            char msg[1100];
+            size_t pl = strlen(bundles[i]);
+            /* one line naming the file, whichever layer wrote the message */
+            if (strncmp(err, bundles[i], pl) || err[pl] != ':')
+                snprintf(msg, sizeof msg, "%s: %s", bundles[i], err);
+            else
+                snprintf(msg, sizeof msg, "%s", err);
+            die(WR_EXIT_FAIL, "%s", msg);
+        }
     uint64_t seed = 0;
     for (int i = 0; i < ns; i++)
         add_synth(&md, synths[i], &seed);
     if (md.n == 0) {
+        if (opt.match)
+            die(WR_EXIT_FAIL, "no coded matrix matches --match '%s'", opt.match);
         if (nb == 1 && !ns)
             die(WR_EXIT_FAIL, "%s: no coded matrices (every matrix is stored fixed-width or zstd'd, or the "
                               "stream was not coded by laneinterleave)", bundles[0]);
@@ -605,9 +703,14 @@ int main(int argc, char **argv)
     if (opt.pipe == P_AUTO && !opt.tune)
         tuning_read(opt.tuning);
     FILE *tf = NULL;
-    if (opt.tune) {
-        if (!(tf = fopen(opt.tuning, "w")))
-            die(WR_EXIT_FAIL, "cannot write the tuning file %s", opt.tuning);
+    char ttmp[4200];
+    if (opt.tune) {   /* written to a temporary file beside it, renamed when complete */
+        snprintf(ttmp, sizeof ttmp, "%s.tmp%ld", opt.tuning, (long)getpid());
+        if (!(tf = fopen(ttmp, "w"))) {
+            char msg[4400];
+            snprintf(msg, sizeof msg, "cannot write the tuning file %s: %s", opt.tuning, strerror(errno));
+            die(WR_EXIT_FAIL, "%s", msg);
+        }
         fprintf(tf, "# wprun tuning v1 (%s): matrix batch pipeline microseconds\n", opt.cpu ? "cpu" : "gpu");
     }
     int bad = 0;
@@ -619,9 +722,15 @@ int main(int argc, char **argv)
         bad = gpu_run(&md, tf);
 #endif
     }
-    if (tf && fclose(tf))
-        die(WR_EXIT_FAIL, "write error on %s", opt.tuning);
-    printf("wprun: %d matrices (%s): %s\n", md.n, opt.cpu ? "cpu" : "gpu", bad ? "FAILED" : "ok");
+    if (tf) {
+        int werr = ferror(tf) | fclose(tf);
+        if (werr || rename(ttmp, opt.tuning)) {
+            remove(ttmp);
+            die(WR_EXIT_FAIL, "write error on the tuning file %s", opt.tuning);
+        }
+    }
+    printf("wprun: %d %s (%s): %s\n", md.n, md.n == 1 ? "matrix" : "matrices", opt.cpu ? "cpu" : "gpu",
+           bad ? "FAILED" : "ok");
     wr_model_free(&md);
     free(tunes);
     return bad ? WR_EXIT_FAIL : WR_EXIT_OK;

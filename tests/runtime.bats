@@ -72,12 +72,54 @@ cpu_verify() {
     done
 }
 
-@test "wprun --cpu --pipeline staged|recon: the device-only pipelines check as the fused reference" {
-    for p in staged recon; do
+@test "wprun --cpu --pipeline staged|recon|split4|twin: labels say what ran; BF16-only ones run fused on Q4_K" {
+    run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline staged
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -cE '^gemv +(BF16|Q4_K) .* batch (1|33) +staged relerr .*\(bit-equal\) ok$')" -eq 4 ]
+    for p in recon split4; do
         run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline $p
         [ "$status" -eq 0 ]
-        [ "$(echo "$output" | grep -cE "^gemv +(BF16|Q4_K) .* batch (1|33) +$p relerr .* ok$")" -eq 4 ]
+        [ "$(echo "$output" | grep -cE "^gemv +BF16 .* batch (1|33) +$p relerr .* ok$")" -eq 2 ]
+        [ "$(echo "$output" | grep -cE '^gemv +Q4_K .* batch (1|33) +fused relerr .* ok$')" -eq 2 ]
     done
+    # twin is the twin itself: named so, and not "bit-equal" to itself
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --pipeline twin
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv +Q4_K .* twin relerr [0-9.e+-]+  twin relerr [0-9.e+-]+  ok$'
+}
+
+@test "wprun: bad --synth and --batch are usage errors (64) before any device check; huge shapes refused" {
+    for s in F16:0x10 BF16:10x-1 Q4_K:64x256junk BF16:2147483648x4294967296 F32:4294967296x4294967297 Q9_9:4x4; do
+        run "$BIN/wprun" --synth "$s"
+        [ "$status" -eq 64 ] || { echo "spec $s: status $status"; false; }
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == "wprun: --synth"*"$s"* || "$output" == "wprun: --synth: type must be"* ]]
+    done
+    for b in "1,,2" "," "" "1,2," 0 70000; do
+        run "$BIN/wprun" --cpu --synth Q4_0:4x32 --batch "$b"
+        [ "$status" -eq 64 ] || { echo "batch '$b': status $status"; false; }
+    done
+}
+
+@test "wprun --tuning: an unreadable file and bad lines warn with file:line; auto skips pipelines a matrix cannot take" {
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/none.tun"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"wprun: warning: cannot read the tuning file $T/none.tun"* ]]
+    printf '# wprun tuning v1 (cpu)\nsynth.Q4_K.64x512\t1\trecon\t0.1\ngarbage line\n' > "$T/b.tun"
+    printf 'synth.Q4_K.64x512\t1\tfull\t5.0\nsynth.Q4_K.64x512\t1\tfused\t9.0\n' >> "$T/b.tun"
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/b.tun"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"wprun: warning: $T/b.tun:3: not 'MATRIX BATCH PIPELINE MICROSECONDS'"* ]]
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +full relerr'   # recon (BF16 only) is not taken
+}
+
+@test "wprun: --match naming nothing says so; a load error names the bundle file" {
+    run "$BIN/wprun" --cpu --bundle "$Q/f16.bundle" --match nonexistent
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: no coded matrix matches --match 'nonexistent'" ]
+    run "$BIN/wprun" --cpu --bundle "$T/missing.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$output" == "wprun: $T/missing.bundle: "* ]]
 }
 
 @test "without a CUDA device, wprun --verify prints one line and exits 3" {
@@ -116,6 +158,10 @@ cpu_verify() {
     [ "$status" -eq 0 ]
     n=$(echo "$output" | grep -c 'restore(ref) ok  restore(fast) ok  restore(device) n/a (codes over 11 bits)$')
     [ "$n" -gt 0 ]
+    # matrices whose longest code stays within 11 bits (the declared 15 aside) take the kernels' decode
+    k=$(echo "$output" | grep -c 'restore(ref) ok  restore(fast) ok  restore(device) ok$')
+    [ "$k" -gt 0 ]
+    [ $((n + k)) -eq 36 ]
     ! echo "$output" | grep -q MISMATCH
 }
 
