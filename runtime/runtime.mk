@@ -3,6 +3,9 @@
 #   bin/wprun                    from runtime/*.c (+ runtime/*.cu when nvcc is
 #                                present: sm_80, sm_87, sm_90a; cudart + cuBLAS)
 #   build/unit/test_runtime_cpu  the CPU reference tests (tests/runtime/test_cpu.c)
+#   build/unit/test_runtime_emu  the CUDA kernels' own source run on the host, one
+#                                thread per CUDA thread (tests/runtime/test_emu.cpp,
+#                                simt.h), checked against the CPU reference; no nvcc
 #
 # Without nvcc (on PATH or at /usr/local/cuda/bin/nvcc) wprun is built
 # CPU-only with -DWPACK_NO_CUDA. WPACK_NO_CUDA=1 forces that.
@@ -56,7 +59,12 @@ bin/wprun: $(RT_OBJ) $(RT_CUOBJ) $(RT_STAMP) lib/libwpack.a | bin
 build/unit/test_runtime_cpu: tests/runtime/test_cpu.c $(RT_REF) $(RT_HDR) tests/unit/tap.h lib/libwpack.a | build/unit
 	$(CC) $(WFLAGS) $(CPPFLAGS) -Iruntime -Itests/unit $(CFLAGS) -o $@ $< $(RT_REF) lib/libwpack.a $(LDLIBS)
 
+# C++20 for std::barrier; kernels.cuh's #pragma unroll means nothing to the host compiler.
+build/unit/test_runtime_emu: tests/runtime/test_emu.cpp tests/runtime/simt.h $(RT_REF) $(RT_HDR) tests/unit/tap.h lib/libwpack.a | build/unit
+	$(CXX) -std=c++20 -O1 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -pthread $(CPPFLAGS) -Iruntime -Itests/unit \
+	  -o $@ $< $(RT_REF) lib/libwpack.a $(LDLIBS)
+
 build/runtime-cpu build/runtime-cuda:
 	mkdir -p $@
 
-tests: build/unit/test_runtime_cpu
+tests: build/unit/test_runtime_cpu build/unit/test_runtime_emu

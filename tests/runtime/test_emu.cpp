@@ -1,0 +1,909 @@
+/*
+ * test_emu.cpp - every CUDA kernel of runtime/kernels.cuh run from its own
+ * source on the host (tests/runtime/simt.h: one std::thread per CUDA
+ * thread, barriers per block and per warp), launched as runtime/gpu.cu
+ * launches it (the same grids, block sizes, dynamic shared memory and
+ * arguments; the DevMat filled as wr_gpu_upload fills it, with host
+ * buffers), and checked against the CPU reference (runtime/cpu.c) on
+ * synthetic matrices (wr_model_synth) with partial tiles:
+ *
+ *   - k_restore (limit decode), every coded type and BF16/F16/F32: the
+ *     bytes = wr_restore_bytes bit for bit, error flag 0;
+ *   - k_restore_exp<PAL> (BF16, palette pairs and exponent bytes, the latter
+ *     made by splitting the restored bytes again with palette 0): the
+ *     bytes = wr_restore_bytes, also with a grid of 1 and 3 blocks (the
+ *     split pipelines' grid-stride walk) and on a band of tile rows (rows
+ *     outside it untouched);
+ *   - k_fused_q<TYPE,B,ST>, every coded type, B 1/2/4/8, global and staged
+ *     lanes; k_fused_exp<B,PAL,ST> for BF16 (palette pairs with verbatim
+ *     groups, exponent bytes), F16 and F32: y (zeroed first) within 1e-5
+ *     (normwise relative) of the float64 GEMV of the restored bytes
+ *     (wr_ref_gemv64) and of wr_cpu_gemv_fused;
+ *   - k_transcode: the index array = wr_cpu_transcode's bit for bit;
+ *   - k_palette<B,AL> (indices transcoded at load and by k_transcode) and
+ *     k_twin<TYPE,B> on gemv_grid's grid for 1 and 132 SMs (one column
+ *     split and several; batch 1 on both, 2 on 132, 4 and 8 on 1, as every
+ *     warp shuffle costs the emulator a barrier): within 1e-5 of
+ *     wr_ref_gemv64 and of wr_cpu_gemv_palette / wr_cpu_gemv_fixed;
+ *   - k_recon<PAL> (BF16), batches 1, 17, 32 and 40 (32 + 8: RECON_N
+ *     vectors a launch): within 1e-5 of wr_ref_gemv64 and wr_cpu_gemv_fused;
+ *   - k_to_16: BF16 and F16 of x = wp_f32_to_bf16 / wp_f32_to_fp16;
+ *   - a corrupt lane count and an offset past the lane words set the error
+ *     flag in every lane-decoding kernel (k_restore, k_fused_q and
+ *     k_fused_exp global and staged, k_restore_exp, k_transcode, k_recon),
+ *     and so does (BF16) a palette index without a palette entry;
+ *   - every launch: no barrier or warp collective reached at different lines
+ *     within a block or warp, none with an exited lane, no misaligned vector
+ *     load, no write past the dynamic shared memory (simt.h's checks).
+ */
+#include "simt.h"
+
+#include "kernels.cuh"
+
+#include <chrono>
+#include <string>
+#include <unistd.h>
+
+#include "tap.h"
+
+static const uint32_t qtypes[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0, WP_IQ4_NL,
+                                  WP_Q2_K, WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS};
+static const int batches[] = {1, 2, 4, 8};
+
+/* ---- device buffers: host memory, aligned as cudaMalloc's --------------------------------- */
+
+static std::vector<void *> allocs;
+
+static void *dmalloc(size_t bytes)
+{
+    /* the size asked for (not cudaMalloc's granularity): a sanitizer build sees a read past it */
+    const size_t n = bytes ? bytes : 4;
+    void *p = NULL;
+    if (posix_memalign(&p, 256, n)) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    memset(p, 0xcd, n);   /* uninitialised device memory */
+    allocs.push_back(p);
+    return p;
+}
+
+template <typename T>
+static T *dnew(size_t n)
+{
+    return (T *)dmalloc(n * sizeof(T));
+}
+
+static void dfree_all()
+{
+    for (void *p : allocs)
+        free(p);
+    allocs.clear();
+}
+
+/* ---- the emulator's checks, summed over the launches of one check ------------------------- */
+
+static long e_div, e_part, e_mis, e_smem, e_launch;
+
+static void emu_reset() { e_div = e_part = e_mis = e_smem = e_launch = 0; }
+
+template <typename F>
+static void go(dim3 grid, dim3 block, size_t sm, F &&f)
+{
+    simt::run_kernel(grid, block, sm, f);
+    e_div += simt::stats.divergent;
+    e_part += simt::stats.partial;
+    e_mis += simt::stats.misaligned;
+    e_smem += simt::stats.smem_overrun;
+    e_launch++;
+}
+
+static bool emu_ok() { return e_launch > 0 && !e_div && !e_part && !e_mis && !e_smem; }
+
+static std::string emu_why()
+{
+    char b[200];
+    if (emu_ok())
+        return "";
+    snprintf(b, sizeof b, " [emulator: %ld launches, %ld divergent, %ld partial-warp, %ld misaligned, %ld smem overrun]",
+             e_launch, e_div, e_part, e_mis, e_smem);
+    return b;
+}
+
+/* ---- wr_gpu_upload, with host buffers -------------------------------------------------------- */
+
+struct Dev {
+    const wr_matrix *m;
+    DevMat M;
+    wr_huf H;
+    uint32_t *lut;   /* 2^L decode table */
+    uint8_t *idx;    /* palette pipeline: indices transcoded at load */
+    int *err;
+};
+
+static void *dcopy(size_t bytes, const void *src)
+{
+    void *p = dmalloc(bytes);
+    if (src && bytes)
+        memcpy(p, src, bytes);
+    return p;
+}
+
+/* As wr_gpu_upload (gpu.cu): -1 where it fails. fixed: wr_restore_bytes's output or NULL. */
+static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, size_t errlen)
+{
+    memset(&d, 0, sizeof d);
+    d.m = m;
+    d.H = m->huf;
+    DevMat &M = d.M;
+    const wp_coded_view &v = m->v;
+    M.words = (const uint32_t *)dcopy(4 * v.n_words, v.words);
+    M.offsets = (const uint32_t *)dcopy(4 * (v.n_tiles + 1), v.offsets);
+    M.lane_words = (const uint8_t *)dcopy(32 * v.n_tiles, v.lane_words);
+    M.side = (const uint8_t *)dcopy(m->aux.payload_len, m->aux.payload);
+    d.err = M.err = (int *)dmalloc(4);
+    M.type = (int)m->type;
+    M.rows = m->rows;
+    M.cols = m->cols;
+    M.S = (long long)v.shape.row_sym;
+    M.T = v.shape.tile_sym;
+    M.tcols = (v.shape.row_sym + M.T - 1) / M.T;
+    M.trows = (v.shape.rows + 63) / 64;
+    M.ntiles = v.n_tiles;
+    M.n_words = v.n_words;
+    M.L = m->huf.L;
+    M.dmax = 1;
+    for (uint64_t i = 0; i < 32 * v.n_tiles; i++)
+        M.dmax = std::max(M.dmax, (int)std::min<uint32_t>(v.lane_words[i], MAX_DEPTH));
+    if (M.L < 1 || M.L > WR_LUT_MAX_BITS) {
+        snprintf(err, errlen, "%s: code lengths up to %d bits", m->name, M.L);
+        return -1;
+    }
+    {
+        std::vector<uint32_t> lut((size_t)1 << M.L);
+        if (wr_lut_build(m, lut.data())) {
+            snprintf(err, errlen, "%s: cannot build the decode table", m->name);
+            return -1;
+        }
+        d.lut = (uint32_t *)dcopy(4 * lut.size(), lut.data());
+    }
+    if (m->kind == WR_Q) {
+        M.wps = m->dg.wps;
+        M.bits = m->dg.bits;
+        M.n = m->dg.n;
+        M.sub_n = m->dg.sub_n;
+        M.side_bytes = m->dg.side;
+        M.block_bytes = m->dg.bytes;
+        const uint8_t zero[32] = {0};
+        const wr_scale z = wr_sub_scale(M.type, zero, 0);
+        M.qoff = z.off;
+        M.qnl = z.nl;
+        if (dev_wps(M.type) != m->dg.wps) {
+            snprintf(err, errlen, "%s: codes a symbol: device %d, wr_geom_of %d", m->name, dev_wps(M.type), m->dg.wps);
+            return -1;
+        }
+    } else {
+        const struct wp_bf16_split &s = m->s;
+        const uint8_t *base = m->aux.payload;
+        M.wps = s.palette_n ? 2 : 1;
+        M.bits = s.palette_n ? 4 : 8;
+        M.palette_n = s.palette_n;
+        M.n_palette = s.n_palette;
+        M.group = s.group;
+        M.gshift = -1;
+        for (int b = 0; b < 62; b++)
+            if (s.group == (int64_t)1 << b)
+                M.gshift = b;
+        M.gpr = s.groups_per_row;
+        M.palette = M.side;
+        M.esize = m->type == WP_F32 ? 4 : 2;
+        M.raw_bits = s.raw_bits;
+        M.vmap = M.side + (s.vmap - base);
+        M.vbytes = M.side + (s.vbytes - base);
+        M.raw = (const uint8_t *)dcopy(s.raw_bytes, s.raw);
+        M.vrow = (const unsigned long long *)dcopy(8 * (size_t)(m->rows + 1), m->vrow);
+        if (s.palette_n && fixed && m->type == WP_BF16) {
+            M.istride = wr_palette_stride(m);
+            std::vector<uint8_t> ix((size_t)(M.istride * m->rows), 0);
+            if (wr_palette_index(m, fixed, ix.data())) {
+                snprintf(err, errlen, "%s: palette indices do not rebuild from the restored bytes", m->name);
+                return -1;
+            }
+            d.idx = (uint8_t *)dcopy(ix.size(), ix.data());
+        }
+    }
+    return 0;
+}
+
+/* ---- the launches of gpu.cu ------------------------------------------------------------------ */
+
+#define FOR_TYPES(X)                                                                               \
+    X(WP_Q4_0) X(WP_Q4_1) X(WP_Q5_0) X(WP_Q5_1) X(WP_Q8_0) X(WP_IQ4_NL) X(WP_Q2_K) X(WP_Q3_K)      \
+    X(WP_Q4_K) X(WP_Q5_K) X(WP_Q6_K) X(WP_IQ4_XS)
+
+static size_t staged_bytes(const DevMat &M) { return (size_t)FUSED_WARPS * 32 * (size_t)M.dmax * 4; }
+
+template <int B, bool ST>
+static void fused_b(Dev &d, const float *x, float *y)
+{
+    const DevMat &M = d.M;
+    dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS)), block(32 * FUSED_WARPS);
+    const size_t sm = ST ? staged_bytes(M) : 0;
+    const uint32_t *lut = d.lut;
+    if (d.m->kind == WR_EXP) {
+        if (M.palette_n)
+            go(grid, block, sm, [&] { k_fused_exp<B, true, ST>(M, lut, x, y); });
+        else
+            go(grid, block, sm, [&] { k_fused_exp<B, false, ST>(M, lut, x, y); });
+        return;
+    }
+    switch (M.type) {
+#define FQ(t)                                                                                      \
+    case t:                                                                                        \
+        go(grid, block, sm, [&] { k_fused_q<t, B, ST>(M, lut, x, y); });                           \
+        break;
+        FOR_TYPES(FQ)
+#undef FQ
+    }
+}
+template <int B> static void fused_g(Dev &d, const float *x, float *y) { fused_b<B, false>(d, x, y); }
+template <int B> static void fused_s(Dev &d, const float *x, float *y) { fused_b<B, true>(d, x, y); }
+
+/* gemv_grid of gpu.cu, for a device of sms SMs */
+#define GEMV_SM_WARPS 8
+static long long gemv_grid(int sms, const DevMat &M, dim3 &grid)
+{
+    const long long bx = (M.rows + GEMV_ROWS * TWIN_WARPS - 1) / (GEMV_ROWS * TWIN_WARPS);
+    const long long steps = std::max((M.cols + 255) / 256, 1LL);
+    const long long warps = std::max(bx, 1LL) * TWIN_WARPS, want = (long long)GEMV_SM_WARPS * sms;
+    long long k = std::min(std::max((want + warps - 1) / warps, 1LL), steps);
+    const long long per = (steps + k - 1) / k;
+    k = (steps + per - 1) / per;
+    grid = dim3((unsigned)bx, (unsigned)k);
+    return per * 256;
+}
+
+static int g_sms = 132;   /* the SM count gemv_grid sees */
+
+template <int B>
+static void twin_b(Dev &d, const uint8_t *blocks, const float *x, float *y)
+{
+    const DevMat &M = d.M;
+    dim3 grid, block(32 * TWIN_WARPS);
+    const long long span = gemv_grid(g_sms, M, grid);
+    if (grid.y > 1)
+        memset(y, 0, sizeof(float) * B * (size_t)M.rows);
+    switch (M.type) {
+#define TQ(t) case t: go(grid, block, 0, [&] { k_twin<t, B>(M, blocks, x, y, span); }); break;
+        FOR_TYPES(TQ)
+#undef TQ
+    }
+}
+
+template <int B>
+static void palette_b(Dev &d, const uint8_t *idx, const float *x, float *y)
+{
+    const DevMat &M = d.M;
+    dim3 grid, block(32 * TWIN_WARPS);
+    const long long span = gemv_grid(g_sms, M, grid);
+    if (grid.y > 1)
+        memset(y, 0, sizeof(float) * B * (size_t)M.rows);
+    if (M.cols % 8 == 0)
+        go(grid, block, 0, [&] { k_palette<B, true>(M, idx, x, y, span); });
+    else
+        go(grid, block, 0, [&] { k_palette<B, false>(M, idx, x, y, span); });
+}
+
+#define CHUNKED(F, batch, x, y, ...)                                                               \
+    for (int b0_ = 0; b0_ < (batch);) {                                                            \
+        int n_ = (batch) - b0_;                                                                    \
+        const float *x_ = (x) + (long long)b0_ * d.M.cols;                                         \
+        float *y_ = (y) + (long long)b0_ * d.M.rows;                                               \
+        if (n_ >= 8) { F<8>(d, __VA_ARGS__ x_, y_); b0_ += 8; }                                    \
+        else if (n_ >= 4) { F<4>(d, __VA_ARGS__ x_, y_); b0_ += 4; }                               \
+        else if (n_ >= 2) { F<2>(d, __VA_ARGS__ x_, y_); b0_ += 2; }                               \
+        else { F<1>(d, __VA_ARGS__ x_, y_); b0_ += 1; }                                            \
+    }
+
+static void restore_exp_rows(Dev &d, uint16_t *out, unsigned long long tr0, unsigned long long tr1, int blocks)
+{
+    const DevMat &M = d.M;
+    unsigned long long units = (tr1 - tr0 + FUSED_WARPS - 1) / FUSED_WARPS * M.tcols;
+    if (blocks > 0 && units > (unsigned long long)blocks)
+        units = (unsigned long long)blocks;
+    if (!units)
+        return;
+    const uint32_t *lut = d.lut;
+    if (M.palette_n)
+        go(dim3((unsigned)units), dim3(32 * FUSED_WARPS), 0, [&] { k_restore_exp<true>(M, lut, out, tr0, tr1); });
+    else
+        go(dim3((unsigned)units), dim3(32 * FUSED_WARPS), 0, [&] { k_restore_exp<false>(M, lut, out, tr0, tr1); });
+}
+
+static void launch_restore(Dev &d, uint8_t *out, int lut)
+{
+    const DevMat &M = d.M;
+    if (!M.ntiles)
+        return;
+    if (lut && d.m->kind == WR_EXP && d.m->type == WP_BF16) {
+        restore_exp_rows(d, (uint16_t *)out, 0, M.trows, 0);
+        return;
+    }
+    const int is_exp = d.m->kind == WR_EXP;
+    go(dim3((unsigned)M.ntiles), dim3(32), 0, [&] { k_restore(M, d.H, out, is_exp); });
+}
+
+/* launch() of gpu.cu for the kernels' pipelines (y and the error flag zeroed first, as
+   wr_gpu_gemv does; y of the palette and twin pipelines is NaN first, so a row never
+   stored shows) */
+enum { P_FUSED, P_STAGED, P_TWIN, P_PALETTE, P_TRANSCODE, P_RECON };
+
+static void run_pipe(Dev &d, int pipe, const float *x, int batch, float *y, const uint8_t *fixed, uint8_t *idx_tc)
+{
+    const DevMat &M = d.M;
+    *d.err = 0;
+    const size_t ny = (size_t)batch * (size_t)M.rows;
+    for (size_t i = 0; i < ny; i++)
+        y[i] = NAN;
+    if (pipe == P_FUSED || pipe == P_STAGED) {
+        memset(y, 0, sizeof(float) * ny);
+        if (pipe == P_FUSED) {
+            CHUNKED(fused_g, batch, x, y, )
+        } else {
+            CHUNKED(fused_s, batch, x, y, )
+        }
+    } else if (pipe == P_RECON) {
+        memset(y, 0, sizeof(float) * ny);
+        dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS));
+        const uint32_t *lut = d.lut;
+        for (int b0 = 0; b0 < batch; b0 += RECON_N) {
+            const int nv = std::min(RECON_N, batch - b0);
+            const float *xb = x + (long long)b0 * M.cols;
+            float *yb = y + (long long)b0 * M.rows;
+            if (M.palette_n)
+                go(grid, dim3(32 * FUSED_WARPS), 0, [&] { k_recon<true>(M, lut, xb, nv, yb); });
+            else
+                go(grid, dim3(32 * FUSED_WARPS), 0, [&] { k_recon<false>(M, lut, xb, nv, yb); });
+        }
+    } else if (pipe == P_TRANSCODE || pipe == P_PALETTE) {
+        const uint8_t *ix = d.idx;
+        if (pipe == P_TRANSCODE) {
+            dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS));
+            const uint32_t *lut = d.lut;
+            go(grid, dim3(32 * FUSED_WARPS), 0, [&] { k_transcode(M, lut, idx_tc); });
+            ix = idx_tc;
+        }
+        CHUNKED(palette_b, batch, x, y, ix, )
+    } else {
+        CHUNKED(twin_b, batch, x, y, fixed, )
+    }
+}
+
+/* ---- checks ---------------------------------------------------------------------------------- */
+
+static uint64_t rs = 88172645463325252ull;
+static uint32_t rnd(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return (uint32_t)(rs >> 32);
+}
+
+/* Inputs and references of one batch: x (aligned), the float64 GEMV, the CPU fused GEMV. */
+struct Ref {
+    int batch;
+    float *x;
+    std::vector<double> y64, yf;
+};
+
+static Ref make_ref(const wr_matrix *m, const uint8_t *fixed, int batch, uint64_t seed)
+{
+    Ref r;
+    char err[512];
+    r.batch = batch;
+    const size_t nx = (size_t)batch * (size_t)m->cols, ny = (size_t)batch * (size_t)m->rows;
+    r.x = dnew<float>(nx);
+    wr_make_x(r.x, nx, seed, m->kind == WR_EXP);
+    r.y64.resize(ny);
+    wr_ref_gemv64(m, fixed, r.x, batch, r.y64.data());
+    std::vector<float> yf(ny);
+    if (wr_cpu_gemv_fused(m, r.x, batch, yf.data(), err, sizeof err))
+        fprintf(stderr, "# wr_cpu_gemv_fused: %s\n", err);
+    r.yf.assign(yf.begin(), yf.end());
+    return r;
+}
+
+/* y against both references; the worse error in *e */
+static bool close_to(const float *y, const Ref &r, const std::vector<double> *other, double *e)
+{
+    const size_t n = r.y64.size();
+    double e1 = wr_relerr(y, r.y64.data(), n), e2 = wr_relerr(y, (other ? *other : r.yf).data(), n);
+    *e = std::max(e1, e2);
+    return e1 < 1e-5 && e2 < 1e-5;
+}
+
+static std::string pipe_name(const wr_matrix *m, int p)
+{
+    char b[80];
+    const char *pal = m->kind == WR_EXP && m->s.palette_n ? "true" : "false";
+    switch (p) {
+    case P_FUSED: case P_STAGED:
+        if (m->kind == WR_Q)
+            snprintf(b, sizeof b, "k_fused_q<%s, B, %s>", wp_ggml_type_name(m->type), p == P_STAGED ? "true" : "false");
+        else
+            snprintf(b, sizeof b, "k_fused_exp<B, %s, %s>", pal, p == P_STAGED ? "true" : "false");
+        return b;
+    case P_TWIN: snprintf(b, sizeof b, "k_twin<%s, B>", wp_ggml_type_name(m->type)); return b;
+    case P_PALETTE: snprintf(b, sizeof b, "k_palette<B, %s>", m->cols % 8 ? "false" : "true"); return b;
+    case P_TRANSCODE: snprintf(b, sizeof b, "k_transcode, k_palette<B, %s>", m->cols % 8 ? "false" : "true"); return b;
+    default: snprintf(b, sizeof b, "k_recon<%s>", pal); return b;
+    }
+}
+
+/* k_restore (limits) for any matrix; lut: also the table decode (k_restore_exp, BF16). */
+static void check_restore(Dev &d, const uint8_t *ref, size_t len)
+{
+    const wr_matrix *m = d.m;
+    uint8_t *out = dnew<uint8_t>(len);
+    for (int lut = 0; lut < 2; lut++) {
+        if (lut && !(m->kind == WR_EXP && m->type == WP_BF16))
+            continue;
+        emu_reset();
+        memset(out, 0, len);
+        *d.err = 0;
+        launch_restore(d, out, lut);
+        CHECK(memcmp(out, ref, len) == 0 && *d.err == 0 && emu_ok(), "%s: %s restores the exact bytes, flag %d%s",
+              m->name, lut ? (m->s.palette_n ? "k_restore_exp<true>" : "k_restore_exp<false>") : "k_restore",
+              *d.err, emu_why().c_str());
+    }
+}
+
+/* k_restore_exp on fewer blocks than units, and on a band of tile rows */
+static void check_restore_split(Dev &d, const uint8_t *ref, size_t len)
+{
+    const wr_matrix *m = d.m;
+    const DevMat &M = d.M;
+    uint8_t *out = dnew<uint8_t>(len);
+    const unsigned long long tr = M.trows;
+    struct { unsigned long long tr0, tr1; int blocks; } cases[] = {
+        {0, tr, 1}, {0, tr, 3}, {tr / 3, tr - tr / 3 > tr / 3 ? tr - tr / 3 : tr / 3 + 1, 0},
+        {tr / 3, tr - tr / 3 > tr / 3 ? tr - tr / 3 : tr / 3 + 1, 1}, {tr - 1, tr, 2}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof *cases; ci++) {
+        const auto &c = cases[ci];
+        bool seen = false;
+        for (size_t cj = 0; cj < ci; cj++)
+            seen |= cases[cj].tr0 == c.tr0 && cases[cj].tr1 == c.tr1 && cases[cj].blocks == c.blocks;
+        if (seen)
+            continue;
+        emu_reset();
+        memset(out, 0xee, len);
+        *d.err = 0;
+        restore_exp_rows(d, (uint16_t *)out, c.tr0, c.tr1, c.blocks);
+        const size_t rb = 2 * (size_t)m->cols;
+        const size_t a = (size_t)std::min<long long>((long long)c.tr0 * 64, m->rows) * rb,
+                     b = (size_t)std::min<long long>((long long)c.tr1 * 64, m->rows) * rb;
+        bool in = memcmp(out + a, ref + a, b - a) == 0, outside = true;
+        for (size_t i = 0; i < len; i++)
+            if ((i < a || i >= b) && out[i] != 0xee)
+                outside = false;
+        CHECK(in && outside && *d.err == 0 && emu_ok(),
+              "%s: k_restore_exp tile rows [%llu, %llu) of %llu, %s: band exact, rest untouched, flag %d%s", m->name,
+              c.tr0, c.tr1, tr, c.blocks ? (c.blocks == 1 ? "1 block" : c.blocks == 2 ? "2 blocks" : "3 blocks")
+                                         : "a block a unit",
+              *d.err, emu_why().c_str());
+    }
+}
+
+static void check_gemv(Dev &d, int pipe, const Ref &r, const uint8_t *fixed, uint8_t *idx_tc,
+                       const std::vector<double> *other, const char *what)
+{
+    const wr_matrix *m = d.m;
+    float *y = dnew<float>((size_t)r.batch * (size_t)m->rows);
+    emu_reset();
+    run_pipe(d, pipe, r.x, r.batch, y, fixed, idx_tc);
+    double e;
+    bool ok = close_to(y, r, other, &e);
+    CHECK(ok && *d.err == 0 && emu_ok(), "%s: %s batch %d%s: relative error %.2e (< 1e-5), flag %d%s", m->name,
+          pipe_name(m, pipe).c_str(), r.batch, what, e, *d.err, emu_why().c_str());
+}
+
+/* The (batch, SM count) pairs k_twin and k_palette run (a warp shuffle costs the
+   emulator a barrier; 8 vectors' reductions on 27 blocks take half a second):
+   batch 1 on one column split and on several, the others once. */
+static bool gemv_case(int b, int sms)
+{
+    return b == 1 || (b == 2 && sms == 132) || (b >= 4 && sms == 1);
+}
+
+/* Everything that runs on one matrix: twin: k_twin (WR_Q); palette: k_palette (BF16
+   palette pairs); recon: k_recon (BF16). */
+static void check_matrix(const wr_matrix *m, bool twin, bool palette, bool recon)
+{
+    char err[512];
+    uint8_t *ref = NULL;
+    size_t len = 0;
+    if (wr_restore_bytes(m, &ref, &len, err, sizeof err)) {
+        CHECK(0, "%s: wr_restore_bytes (%s)", m->name, err);
+        return;
+    }
+    Dev d;
+    const int rc = upload(d, m, twin ? ref : NULL, err, sizeof err);
+    CHECK(rc == 0, "%s: uploaded as wr_gpu_upload does (%llu tiles, dmax %d, L %d)%s%s", m->name,
+          (unsigned long long)d.M.ntiles, d.M.dmax, d.M.L, rc ? ": " : "", rc ? err : "");
+    if (rc) {
+        free(ref);
+        return;
+    }
+    uint8_t *fixed = twin ? (uint8_t *)dcopy(len, ref) : NULL;
+    check_restore(d, ref, len);
+    const bool bf16 = m->kind == WR_EXP && m->type == WP_BF16;
+    if (bf16)
+        check_restore_split(d, ref, len);
+    for (int bi = 0; bi < 4; bi++) {
+        const int b = batches[bi];
+        Ref r = make_ref(m, ref, b, 7 + (uint64_t)b);
+        check_gemv(d, P_FUSED, r, NULL, NULL, NULL, "");
+        check_gemv(d, P_STAGED, r, NULL, NULL, NULL, "");
+        if (twin && m->kind == WR_Q) {
+            std::vector<float> yt((size_t)b * (size_t)m->rows);
+            wr_cpu_gemv_fixed(m, ref, r.x, b, yt.data());
+            std::vector<double> y2(yt.begin(), yt.end());
+            for (int sms : {1, 132}) {
+                if (!gemv_case(b, sms))
+                    continue;
+                g_sms = sms;
+                dim3 grid;
+                gemv_grid(sms, d.M, grid);
+                char what[64];
+                snprintf(what, sizeof what, " (%d SMs: grid %u x %u)", sms, grid.x, grid.y);
+                check_gemv(d, P_TWIN, r, fixed, NULL, &y2, what);
+            }
+        }
+        if (d.idx && palette) {   /* palette-pair BF16 */
+            std::vector<float> yp((size_t)b * (size_t)m->rows);
+            int prc = wr_cpu_gemv_palette(m, d.idx, r.x, b, yp.data(), err, sizeof err);
+            std::vector<double> y2(yp.begin(), yp.end());
+            uint8_t *idx_tc = dnew<uint8_t>((size_t)(d.M.istride * m->rows));
+            for (int sms : {1, 132}) {
+                if (!gemv_case(b, sms))
+                    continue;
+                g_sms = sms;
+                dim3 grid;
+                gemv_grid(sms, d.M, grid);
+                char what[64];
+                snprintf(what, sizeof what, " (%d SMs: grid %u x %u)", sms, grid.x, grid.y);
+                if (prc == 0) {
+                    check_gemv(d, P_PALETTE, r, NULL, NULL, &y2, what);
+                    /* the transcoded indices equal the loaded ones (checked below): the
+                       whole pipeline at batches 1 and 4 */
+                    if (b == 1 || b == 4)
+                        check_gemv(d, P_TRANSCODE, r, NULL, idx_tc, &y2, what);
+                }
+            }
+            CHECK(prc == 0, "%s: wr_cpu_gemv_palette batch %d", m->name, b);
+        }
+    }
+    if (d.idx) {   /* k_transcode's indices = wr_cpu_transcode's */
+        const size_t il = (size_t)(d.M.istride * m->rows);
+        uint8_t *idx_tc = dnew<uint8_t>(il);
+        std::vector<uint8_t> i1(il);
+        int trc = wr_cpu_transcode(m, i1.data(), err, sizeof err);
+        /* the kernel writes only the pairs of the tiles (the padding bytes are the
+           allocation's: zero them as the reference has them) */
+        memset(idx_tc, 0, il);
+        emu_reset();
+        *d.err = 0;
+        dim3 grid((unsigned)d.M.tcols, (unsigned)((d.M.trows + FUSED_WARPS - 1) / FUSED_WARPS));
+        const DevMat &M = d.M;
+        const uint32_t *lut = d.lut;
+        go(grid, dim3(32 * FUSED_WARPS), 0, [&] { k_transcode(M, lut, idx_tc); });
+        CHECK(trc == 0 && memcmp(idx_tc, i1.data(), il) == 0 && *d.err == 0 && emu_ok(),
+              "%s: k_transcode's index array = wr_cpu_transcode's (%zu bytes), flag %d%s", m->name, il, *d.err,
+              emu_why().c_str());
+    }
+    if (recon && bf16)
+        for (int b : {1, 17, 32, 40}) {
+            Ref r = make_ref(m, ref, b, 50 + (uint64_t)b);
+            check_gemv(d, P_RECON, r, NULL, NULL, NULL, b > RECON_N ? " (2 launches)" : "");
+        }
+    free(ref);
+    dfree_all();
+}
+
+/* A BF16 matrix coded as exponent bytes (palette 0: bf16split --palette 0), made from the
+   restored bytes of src and loaded back from a bundle file. 0 or -1. */
+static int make_pal0(wr_model *md, const wr_matrix *src, char *err, size_t errlen)
+{
+    uint8_t *fixed = NULL;
+    size_t len = 0;
+    if (wr_restore_bytes(src, &fixed, &len, err, errlen))
+        return -1;
+    struct wp_bf16_split s;
+    memset(&s, 0, sizeof s);
+    wp_record t, aux, sym, coded;
+    wp_record_init(&t);
+    wp_record_init(&aux);
+    wp_record_init(&sym);
+    wp_record_init(&coded);
+    t.kind = WP_REC_TENSOR;
+    t.type = WP_BF16;
+    t.n_dims = 2;
+    t.ne[0] = src->cols;
+    t.ne[1] = src->rows;
+    char name[300];
+    snprintf(name, sizeof name, "%s.pal0", src->name);
+    wp_record_set_name(&t, name);
+    int rc = -1;
+    char path[] = "/tmp/wpack-test-emu-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0)
+        close(fd);
+    if (fd >= 0 && wp_bf16_split(&s, WP_BF16, fixed, src->rows, src->cols, 0, WP_BF16_GROUP_DEFAULT) == 0 &&
+        wp_bf16_records(&s, &t, &aux, &sym) == 0) {
+        uint64_t counts[256] = {0};
+        uint8_t lengths[256];
+        for (uint64_t i = 0; i < sym.payload_len; i++)
+            counts[sym.payload[i]]++;
+        wp_lanes_shape shape;
+        memset(&shape, 0, sizeof shape);
+        shape.rows = (uint64_t)src->rows;
+        shape.row_sym = (uint64_t)s.sym_per_row;
+        shape.tile_sym = 256;
+        coded.kind = WP_REC_CODED;
+        coded.type = WP_BF16;
+        coded.n_dims = 2;
+        coded.ne[0] = src->cols;
+        coded.ne[1] = src->rows;
+        wp_record_set_name(&coded, name);
+        free(coded.attrs);
+        coded.attrs = strdup(sym.attrs ? sym.attrs : "");
+        FILE *f = NULL;
+        wp_writer *w = NULL;
+        if (wp_huf_lengths(counts, 256, WP_HUF_LEN, lengths) == 0 &&
+            wp_coded_encode(&coded, sym.payload, &shape, lengths, WP_HUF_LEN, err, errlen) == 0 &&
+            (f = fopen(path, "wb")) != NULL && (w = wp_writer_open(f, path, 8, err, errlen)) != NULL &&
+            wp_writer_put(w, &aux) == 0 && wp_writer_put(w, &coded) == 0 && wp_writer_close(w, err, errlen) == 0) {
+            fclose(f);
+            f = NULL;
+            rc = wr_model_load(md, path, NULL, err, errlen);
+        }
+        if (f)
+            fclose(f);
+    }
+    remove(path);
+    wp_bf16_split_free(&s);
+    wp_record_free(&t);
+    wp_record_free(&aux);
+    wp_record_free(&sym);
+    wp_record_free(&coded);
+    free(fixed);
+    return rc == 0 && md->n == 1 && md->m[0].s.palette_n == 0 ? 0 : -1;
+}
+
+/* A corrupt matrix: every lane-decoding kernel flags it. */
+static void check_corrupt(const wr_matrix *m, const char *how)
+{
+    char err[512];
+    Dev d;
+    if (upload(d, m, NULL, err, sizeof err)) {
+        CHECK(0, "%s (%s): upload: %s", m->name, how, err);
+        return;
+    }
+    const size_t fb = wr_fixed_bytes(m);
+    uint8_t *out = dnew<uint8_t>(fb);
+    const int b = 2;
+    float *x = dnew<float>((size_t)b * (size_t)m->cols), *y = dnew<float>((size_t)32 * (size_t)m->rows);
+    wr_make_x(x, (size_t)b * (size_t)m->cols, 3, m->kind == WR_EXP);
+    emu_reset();
+    *d.err = 0;
+    launch_restore(d, out, 0);
+    CHECK(*d.err == 1 && emu_ok(), "%s, %s: k_restore sets the error flag%s", m->name, how, emu_why().c_str());
+    for (int p : {P_FUSED, P_STAGED}) {
+        emu_reset();
+        run_pipe(d, p, x, b, y, NULL, NULL);
+        CHECK(*d.err == 1 && emu_ok(), "%s, %s: %s sets the error flag%s", m->name, how, pipe_name(m, p).c_str(),
+              emu_why().c_str());
+    }
+    if (m->kind == WR_EXP && m->type == WP_BF16) {
+        emu_reset();
+        *d.err = 0;
+        launch_restore(d, out, 1);
+        CHECK(*d.err == 1 && emu_ok(), "%s, %s: k_restore_exp<%s> sets the error flag%s", m->name, how,
+              m->s.palette_n ? "true" : "false", emu_why().c_str());
+        emu_reset();
+        float *x32 = dnew<float>((size_t)RECON_N * (size_t)m->cols);
+        wr_make_x(x32, (size_t)RECON_N * (size_t)m->cols, 4, 1);
+        run_pipe(d, P_RECON, x32, 17, y, NULL, NULL);
+        CHECK(*d.err == 1 && emu_ok(), "%s, %s: %s sets the error flag%s", m->name, how, pipe_name(m, P_RECON).c_str(),
+              emu_why().c_str());
+        if (m->s.palette_n) {
+            d.M.istride = wr_palette_stride(m);
+            uint8_t *idx = dnew<uint8_t>((size_t)(d.M.istride * m->rows));
+            dim3 grid((unsigned)d.M.tcols, (unsigned)((d.M.trows + FUSED_WARPS - 1) / FUSED_WARPS));
+            const DevMat &M = d.M;
+            const uint32_t *lut = d.lut;
+            emu_reset();
+            *d.err = 0;
+            go(grid, dim3(32 * FUSED_WARPS), 0, [&] { k_transcode(M, lut, idx); });
+            CHECK(*d.err == 1 && emu_ok(), "%s, %s: k_transcode sets the error flag%s", m->name, how,
+                  emu_why().c_str());
+        }
+    }
+    dfree_all();
+}
+
+/* Corrupt m in place two ways (a lane count one too many; tile 0 ending past the lane
+   words), check each, and put it back; also the sound matrix leaves the flag 0. */
+static void corruptions(wr_matrix *m)
+{
+    uint8_t *lw = (uint8_t *)m->v.lane_words;
+    lw[3]++;
+    check_corrupt(m, "lane 3 of tile 0 one word too long");
+    lw[3]--;
+    uint32_t *off = (uint32_t *)m->v.offsets;
+    const uint32_t o1 = off[1];
+    off[1] = (uint32_t)m->v.n_words + 1;
+    check_corrupt(m, "tile 0 ends past the lane words");
+    off[1] = o1;
+    char err[512];
+    Dev d;
+    if (upload(d, m, NULL, err, sizeof err) == 0) {
+        float *x = dnew<float>((size_t)m->cols), *y = dnew<float>((size_t)m->rows);
+        wr_make_x(x, (size_t)m->cols, 3, m->kind == WR_EXP);
+        emu_reset();
+        run_pipe(d, P_STAGED, x, 1, y, NULL, NULL);
+        CHECK(*d.err == 0 && emu_ok(), "%s restored: the staged kernel leaves the flag 0%s", m->name,
+              emu_why().c_str());
+    }
+    dfree_all();
+}
+
+/* A palette index without a palette entry (the palette one entry short, as a corrupt
+   bundle could have it): the BF16 lane kernels flag it rather than read past the palette. */
+static void check_short_palette(wr_matrix *m)
+{
+    char err[512];
+    const int np = m->s.n_palette;
+    m->s.n_palette = np - 1;
+    float *x = dnew<float>((size_t)m->cols), *y = dnew<float>((size_t)32 * (size_t)m->rows);
+    wr_make_x(x, (size_t)m->cols, 3, 1);
+    int cpu = wr_cpu_gemv_fused(m, x, 1, y, err, sizeof err);
+    Dev d;
+    if (np >= 2 && cpu == -1 && upload(d, m, NULL, err, sizeof err) == 0) {
+        const size_t fb = wr_fixed_bytes(m);
+        uint8_t *out = dnew<uint8_t>(fb);
+        const char *how = "index n_palette - 1 without a palette entry";
+        for (int lut = 0; lut < 2; lut++) {
+            emu_reset();
+            *d.err = 0;
+            launch_restore(d, out, lut);
+            CHECK(*d.err == 1 && emu_ok(), "%s, %s: %s sets the error flag%s", m->name, how,
+                  lut ? "k_restore_exp<true>" : "k_restore", emu_why().c_str());
+        }
+        for (int p : {P_FUSED, P_STAGED, P_RECON}) {
+            emu_reset();
+            run_pipe(d, p, x, 1, y, NULL, NULL);
+            CHECK(*d.err == 1 && emu_ok(), "%s, %s: %s sets the error flag%s", m->name, how, pipe_name(m, p).c_str(),
+                  emu_why().c_str());
+        }
+        d.M.istride = wr_palette_stride(m);
+        uint8_t *idx = dnew<uint8_t>((size_t)(d.M.istride * m->rows));
+        dim3 grid((unsigned)d.M.tcols, (unsigned)((d.M.trows + FUSED_WARPS - 1) / FUSED_WARPS));
+        const DevMat &M = d.M;
+        const uint32_t *lut = d.lut;
+        emu_reset();
+        *d.err = 0;
+        go(grid, dim3(32 * FUSED_WARPS), 0, [&] { k_transcode(M, lut, idx); });
+        CHECK(*d.err == 1 && emu_ok(), "%s, %s: k_transcode sets the error flag%s", m->name, how, emu_why().c_str());
+    } else {
+        CHECK(0, "%s: a palette of %d - 1 entries: the CPU reference fails (%d) and the upload works", m->name, np,
+              cpu);
+    }
+    m->s.n_palette = np;
+    dfree_all();
+}
+
+/* k_to_16: x to BF16 / F16, rounding to nearest even. */
+static void check_to_16()
+{
+    const long long n = 1000;
+    float *x = dnew<float>(n);
+    uint16_t *o = dnew<uint16_t>(n);
+    wr_make_x(x, (size_t)n, 5, 0);
+    const float special[] = {0.0f, -0.0f, 1e-30f, -3e-8f, 65519.0f, 65520.0f, 1e30f, -INFINITY, 1.00390625f, 1.01171875f};
+    for (size_t i = 0; i < sizeof special / sizeof *special; i++)
+        x[i] = special[i];
+    for (long long i = 20; i < n; i += 7) {   /* ties and near-ties of both formats */
+        uint32_t u = __float_as_uint(x[i]);
+        x[i] = __uint_as_float((u & ~0xffffu) | (rnd() & 1 ? 0x8000u : 0x7fffu));
+    }
+    for (int f16 = 0; f16 < 2; f16++) {
+        emu_reset();
+        go(dim3((unsigned)((n + 255) / 256)), dim3(256), 0, [&] { k_to_16(x, o, n, f16); });
+        bool ok = true;
+        for (long long i = 0; i < n; i++)
+            ok &= o[i] == (f16 ? wp_f32_to_fp16(x[i]) : wp_f32_to_bf16(x[i]));
+        CHECK(ok && emu_ok(), "k_to_16 (%s, %lld values in 4 blocks of 256): = %s%s", f16 ? "F16" : "BF16", n,
+              f16 ? "wp_f32_to_fp16" : "wp_f32_to_bf16", emu_why().c_str());
+    }
+    dfree_all();
+}
+
+int main(void)
+{
+    char err[512];
+    const auto t0 = std::chrono::steady_clock::now();
+    check_to_16();
+
+    /* every coded type: a partial tile row and (32-weight blocks) a partial tile column */
+    for (uint32_t t : qtypes) {
+        const int blk = wp_ggml_blck_size(t);
+        const int64_t cols = blk == 256 ? 768 : 544;
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        int rc = wr_model_synth(&md, t, 130, cols, (uint64_t)t + 11, err, sizeof err);
+        CHECK(rc == 0, "synthetic %s 130x%lld (%s)", wp_ggml_type_name(t), (long long)cols, rc ? err : "ok");
+        if (rc == 0)
+            check_matrix(&md.m[0], true, false, false);
+        wr_model_free(&md);
+    }
+    /* more tile rows than a block's warps (grid.y 2, the last block's warps partly idle) */
+    {
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        int rc = wr_model_synth(&md, WP_Q4_K, 300, 512, 77, err, sizeof err);
+        CHECK(rc == 0, "synthetic Q4_K 300x512");
+        if (rc == 0)
+            check_matrix(&md.m[0], false, false, false);
+        wr_model_free(&md);
+    }
+
+    /* floats: BF16 (palette pairs with verbatim groups; 300 x 512: 5 tile rows, 16 | cols),
+       F16, F32; odd row lengths; each BF16 matrix also as exponent bytes */
+    struct { uint32_t t; int64_t rows, cols; uint64_t seed; } fl[] = {
+        {WP_BF16, 130, 600, 3}, {WP_BF16, 300, 512, 99}, {WP_BF16, 70, 301, 17},
+        {WP_F16, 130, 600, 5},  {WP_F16, 70, 301, 6},    {WP_F32, 130, 600, 7}, {WP_F32, 70, 301, 8}};
+    for (auto &f : fl) {
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        int rc = wr_model_synth(&md, f.t, f.rows, f.cols, f.seed, err, sizeof err);
+        CHECK(rc == 0 && md.m[0].s.palette_n == 16, "synthetic %s %lldx%lld: palette %d, %lld verbatim groups",
+              wp_ggml_type_name(f.t), (long long)f.rows, (long long)f.cols, rc ? -1 : md.m[0].s.n_palette,
+              rc ? -1LL : (long long)md.m[0].s.n_verbatim);
+        if (rc == 0) {
+            check_matrix(&md.m[0], f.t == WP_BF16, f.t == WP_BF16 && f.rows != 300, f.t == WP_BF16);
+            /* the same weights as exponent bytes (palette 0) */
+            if (f.t == WP_BF16) {
+                wr_model p0;
+                memset(&p0, 0, sizeof p0);
+                int prc = make_pal0(&p0, &md.m[0], err, sizeof err);
+                CHECK(prc == 0, "%s as exponent bytes (palette 0) loaded%s%s", md.m[0].name, prc ? ": " : "",
+                      prc ? err : "");
+                if (prc == 0)
+                    check_matrix(&p0.m[0], false, false, true);
+                wr_model_free(&p0);
+            }
+        }
+        wr_model_free(&md);
+    }
+
+    /* corruption */
+    {
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        if (wr_model_synth(&md, WP_Q8_0, 64, 256, 5, err, sizeof err) == 0)
+            corruptions(&md.m[0]);
+        wr_model_free(&md);
+        memset(&md, 0, sizeof md);
+        if (wr_model_synth(&md, WP_BF16, 70, 301, 17, err, sizeof err) == 0) {
+            corruptions(&md.m[0]);
+            check_short_palette(&md.m[0]);
+        }
+        wr_model_free(&md);
+    }
+
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    printf("# %.1f s\n", s);
+    return tap_done();
+}
