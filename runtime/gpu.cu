@@ -186,24 +186,8 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
             goto fail;
         d->fixed = (uint8_t *)p;
     }
-    M.type = (int)m->type;
-    M.rows = m->rows;
-    M.cols = m->cols;
-    M.S = (long long)v.shape.row_sym;
-    M.T = v.shape.tile_sym;
-    M.tcols = (v.shape.row_sym + M.T - 1) / M.T;
-    M.trows = (v.shape.rows + 63) / 64;
-    M.ntiles = v.n_tiles;
-    M.n_words = v.n_words;
-    M.L = m->huf.L;
-    M.dmax = 1;
-    for (uint64_t i = 0; i < 32 * v.n_tiles; i++)
-        M.dmax = std::max(M.dmax, (int)std::min<uint32_t>(v.lane_words[i], MAX_DEPTH));
-    if (M.L < 1 || M.L > WR_LUT_MAX_BITS) {
-        snprintf(err, errlen, "%s: code lengths up to %d bits; the device decoder takes up to %d", m->name, M.L,
-                 WR_LUT_MAX_BITS);
+    if (devmat_fill(M, m, err, errlen))
         goto fail;
-    }
     {
         /* the 2^L decode table (wr_lut_build: wr_lut_entry of every peek, the code the CPU
            tests run) */
@@ -216,39 +200,8 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
             goto fail;
         d->lut = (uint32_t *)p;
     }
-    if (m->kind == WR_Q) {
-        M.wps = m->dg.wps;
-        M.bits = m->dg.bits;
-        M.n = m->dg.n;
-        M.sub_n = m->dg.sub_n;
-        M.side_bytes = m->dg.side;
-        M.block_bytes = m->dg.bytes;
-        const uint8_t zero[32] = {0};
-        const wr_scale z = wr_sub_scale(M.type, zero, 0);
-        M.qoff = z.off;
-        M.qnl = z.nl;
-        if (dev_wps(M.type) != m->dg.wps) {
-            snprintf(err, errlen, "%s: codes a symbol: device %d, wr_geom_of %d", m->name, dev_wps(M.type), m->dg.wps);
-            goto fail;
-        }
-    } else {
+    if (m->kind == WR_EXP) {
         const struct wp_bf16_split &s = m->s;
-        const uint8_t *base = m->aux.payload;
-        M.wps = s.palette_n ? 2 : 1;
-        M.bits = s.palette_n ? 4 : 8;   /* palette index pairs or exponent bytes */
-        M.palette_n = s.palette_n;
-        M.n_palette = s.n_palette;
-        M.group = s.group;
-        M.gshift = -1;
-        for (int b = 0; b < 62; b++)
-            if (s.group == (int64_t)1 << b)
-                M.gshift = b;
-        M.gpr = s.groups_per_row;
-        M.palette = M.side;
-        M.esize = m->type == WP_F32 ? 4 : 2;
-        M.raw_bits = s.raw_bits;
-        M.vmap = M.side + (s.vmap - base);
-        M.vbytes = M.side + (s.vbytes - base);
         /* the sign/mantissa bytes in an allocation of their own, so the kernels can read
            them 8 and 16 at a time (aligned) */
         if (dalloc(d, &p, s.raw_bytes, s.raw, err, errlen))
@@ -353,31 +306,12 @@ static void fused_b(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 template <int B> static void fused_g(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, false>(g, d, x, y); }
 template <int B> static void fused_s(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, true>(g, d, x, y); }
 
-/* The grid of k_twin and k_palette (returns span): grid.x blocks of
- * TWIN_WARPS warps on GEMV_ROWS rows each, grid.y column splits of span
- * columns (a multiple of 256; no split empty), ksplit = ceil(GEMV_SM_WARPS
- * sms / (grid.x TWIN_WARPS)) clamped to [1, ceil(cols / 256)], so the grid
- * holds about GEMV_SM_WARPS warps a SM or more. Unmeasured: the target is
- * the first guess to tune on the next GPU run. */
-#define GEMV_SM_WARPS 8
-static long long gemv_grid(const wr_gpu *g, const DevMat &M, dim3 &grid)
-{
-    const long long bx = (M.rows + GEMV_ROWS * TWIN_WARPS - 1) / (GEMV_ROWS * TWIN_WARPS);
-    const long long steps = std::max((M.cols + 255) / 256, 1LL);
-    const long long warps = std::max(bx, 1LL) * TWIN_WARPS, want = (long long)GEMV_SM_WARPS * g->sms;
-    long long k = std::min(std::max((want + warps - 1) / warps, 1LL), steps);
-    const long long per = (steps + k - 1) / k;   /* 256-column steps a split */
-    k = (steps + per - 1) / per;
-    grid = dim3((unsigned)bx, (unsigned)k);
-    return per * 256;
-}
-
 template <int B>
 static void twin_b(wr_gpu *g, wr_dmat *d, const uint8_t *blocks, const float *x, float *y)
 {
     const DevMat &M = d->M;
     dim3 grid, block(32 * TWIN_WARPS);
-    const long long span = gemv_grid(g, M, grid);
+    const long long span = gemv_grid(g->sms, M, grid);
     if (grid.y > 1)   /* the splits atomicAdd into this chunk's B vectors of y, zeroed here */
         (void)cudaMemsetAsync(y, 0, sizeof(float) * B * (size_t)M.rows, g->st);
     switch (M.type) {
@@ -392,7 +326,7 @@ static void palette_b(wr_gpu *g, wr_dmat *d, const uint8_t *idx, const float *x,
 {
     const DevMat &M = d->M;
     dim3 grid, block(32 * TWIN_WARPS);
-    const long long span = gemv_grid(g, M, grid);
+    const long long span = gemv_grid(g->sms, M, grid);
     if (grid.y > 1)   /* the splits atomicAdd into this chunk's B vectors of y, zeroed here */
         (void)cudaMemsetAsync(y, 0, sizeof(float) * B * (size_t)M.rows, g->st);
     if (M.cols % 8 == 0)

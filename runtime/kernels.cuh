@@ -74,6 +74,9 @@
 #endif
 
 #include <stdint.h>
+#include <stdio.h>
+
+#include <algorithm>
 
 #include "wprun.h"
 
@@ -663,14 +666,13 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
  * BF16 with 8 | cols reads 8 raw bytes at a time; F16 (11 raw bits a
  * weight), F32 (24) and other widths go weight by weight (exp_weight_any). */
 
-/* BF16 bits of weight (row, col) from its decoded table entry e (exponent
- * u of the symbol), its raw byte and the row's verbatim groups V; flags
- * palette indices outside the palette in bad. */
+/* The element bits of weight (row, col): its original bits when it is in a
+ * verbatim group of V, else `bits` (rebuilt from exponent u of the decoded
+ * table entry e), with a palette index outside the palette flagged in bad. */
 template <bool PAL>
-__device__ __forceinline__ uint32_t exp_weight(const DevMat &M, const VRow &V, bool hasv, long long row,
-                                               long long col, uint32_t e, int u, uint32_t raw, unsigned &bad)
+__device__ __forceinline__ uint32_t exp_or_verbatim(const DevMat &M, const VRow &V, bool hasv, long long row,
+                                                    long long col, uint32_t e, int u, uint32_t bits, unsigned &bad)
 {
-    uint32_t bits = (raw & 0x80u) << 8 | ((e >> (8 + 8 * u)) & 255u) << 7 | (raw & 0x7fu);
     if (hasv) {
         bool is_v;
         const uint32_t vb = vrow_bits(M, V, row, col, is_v);
@@ -684,25 +686,24 @@ __device__ __forceinline__ uint32_t exp_weight(const DevMat &M, const VRow &V, b
     return bits;
 }
 
+/* BF16 bits of weight (row, col) from its decoded table entry e (exponent
+ * u of the symbol), its raw byte and the row's verbatim groups V. */
+template <bool PAL>
+__device__ __forceinline__ uint32_t exp_weight(const DevMat &M, const VRow &V, bool hasv, long long row,
+                                               long long col, uint32_t e, int u, uint32_t raw, unsigned &bad)
+{
+    const uint32_t bits = (raw & 0x80u) << 8 | ((e >> (8 + 8 * u)) & 255u) << 7 | (raw & 0x7fu);
+    return exp_or_verbatim<PAL>(M, V, hasv, row, col, e, u, bits, bad);
+}
+
 /* The same for any float type (M.type BF16, F16 or F32; the per-weight
- * path): element bits from the exponent, the raw bits read in place
- * (raw_of) or the verbatim group. */
+ * path), the raw bits read in place (raw_of). */
 template <bool PAL>
 __device__ __forceinline__ uint32_t exp_weight_any(const DevMat &M, const VRow &V, bool hasv, long long row,
                                                    long long col, uint32_t e, int u, unsigned &bad)
 {
-    uint32_t bits = wr_float_rebuild(M.type, (e >> (8 + 8 * u)) & 255u, raw_of(M, row, col));
-    if (hasv) {
-        bool is_v;
-        const uint32_t vb = vrow_bits(M, V, row, col, is_v);
-        if (is_v)
-            bits = vb;
-        else
-            bad |= (e >> (4 + u)) & 1;
-    } else if (PAL) {
-        bad |= (e >> (4 + u)) & 1;
-    }
-    return bits;
+    const uint32_t bits = wr_float_rebuild(M.type, (e >> (8 + 8 * u)) & 255u, raw_of(M, row, col));
+    return exp_or_verbatim<PAL>(M, V, hasv, row, col, e, u, bits, bad);
 }
 
 template <int B, bool PAL, bool ST>
@@ -944,6 +945,34 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
 
 #define GEMV_ROWS 4   /* rows a warp in k_palette and k_twin */
 
+/* End of k_palette / k_twin: the warp's R rows x B sums reduced across the
+ * warp (shuffles), then lane 0 stores them, or with column splits
+ * (gridDim.y > 1; y zeroed by palette_b / twin_b) adds them; rows past the
+ * end are not stored. */
+template <int R, int B>
+__device__ __forceinline__ void rows_store(const DevMat &M, const float (&acc)[R][B], long long r0, unsigned l,
+                                           float *__restrict__ y)
+{
+    const bool split = gridDim.y > 1;
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            float a = acc[i][b];
+            for (int o = 16; o; o >>= 1)
+                a += __shfl_xor_sync(0xffffffffu, a, o);
+            if (l == 0 && r0 + i < M.rows) {
+                float *yp = y + (long long)b * M.rows + r0 + i;
+                if (split)
+                    atomicAdd(yp, a);
+                else
+                    *yp = a;
+            }
+        }
+    }
+}
+
+
 /* The first set bit of vmap in [lo, hi), hi when none (as vmap_count). */
 __device__ __forceinline__ unsigned long long vmap_next(const uint8_t *vmap, unsigned long long lo,
                                                         unsigned long long hi)
@@ -1141,23 +1170,7 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS, 4) k_palette(DevMat M, const 
             }
         }
     }
-    const bool split = gridDim.y > 1;   /* y zeroed by palette_b: add the partial sums */
-#pragma unroll
-    for (int i = 0; i < R; i++) {
-#pragma unroll
-        for (int b = 0; b < B; b++) {
-            float a = acc[i][b];
-            for (int o = 16; o; o >>= 1)
-                a += __shfl_xor_sync(0xffffffffu, a, o);
-            if (l == 0 && r0 + i < M.rows) {
-                float *yp = y + (long long)b * M.rows + r0 + i;
-                if (split)
-                    atomicAdd(yp, a);
-                else
-                    *yp = a;
-            }
-        }
-    }
+    rows_store<R, B>(M, acc, r0, l, y);
 }
 
 /* ---- the twin: the same GEMV on fixed-width ggml blocks -------------------------------
@@ -1254,23 +1267,7 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS) k_twin(DevMat M, const uint8_
             }
         }
     }
-    const bool split = gridDim.y > 1;   /* y zeroed by twin_b: add the partial sums */
-#pragma unroll
-    for (int i = 0; i < R; i++) {
-#pragma unroll
-        for (int b = 0; b < B; b++) {
-            float a = acc[i][b];
-            for (int o = 16; o; o >>= 1)
-                a += __shfl_xor_sync(0xffffffffu, a, o);
-            if (l == 0 && r0 + i < M.rows) {
-                float *yp = y + (long long)b * M.rows + r0 + i;
-                if (split)
-                    atomicAdd(yp, a);
-                else
-                    *yp = a;
-            }
-        }
-    }
+    rows_store<R, B>(M, acc, r0, l, y);
 }
 
 /* ---- reconstructive GEMM: BF16 tiles rebuilt in shared memory, tensor cores ---------------
@@ -1398,6 +1395,93 @@ __global__ void k_to_16(const float *x, uint16_t *o, long long n, int f16)
             o[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
         }
     }
+}
+
+/* ---- host side: a matrix's device geometry and the GEMV grid ---------------------------------
+ * Shared by gpu.cu (wr_gpu_upload, twin_b, palette_b) and the host emulation
+ * of the kernels (tests/runtime/test_emu.cpp), so both launch alike. */
+
+#define GEMV_SM_WARPS 8   /* gemv_grid: aim for this many warps a SM */
+
+/* Fill M's scalar fields from m (shape, tiles, table bits, the deepest lane,
+ * block geometry or float split geometry) and its pointers into the side
+ * bytes (palette, vmap, vbytes), from M.side, which the caller has set; the
+ * caller sets the other pointers (words, offsets, lane_words, err, raw,
+ * vrow) and istride. -1 with a message: codes longer than WR_LUT_MAX_BITS,
+ * or a block type whose codes a symbol the kernels do not agree on. */
+static inline int devmat_fill(DevMat &M, const wr_matrix *m, char *err, size_t errlen)
+{
+    const wp_coded_view &v = m->v;
+    M.type = (int)m->type;
+    M.rows = m->rows;
+    M.cols = m->cols;
+    M.S = (long long)v.shape.row_sym;
+    M.T = v.shape.tile_sym;
+    M.tcols = (v.shape.row_sym + M.T - 1) / M.T;
+    M.trows = (v.shape.rows + 63) / 64;
+    M.ntiles = v.n_tiles;
+    M.n_words = v.n_words;
+    M.L = m->huf.L;
+    M.dmax = 1;
+    for (uint64_t i = 0; i < 32 * v.n_tiles; i++)
+        M.dmax = std::max(M.dmax, (int)std::min<uint32_t>(v.lane_words[i], MAX_DEPTH));
+    if (M.L < 1 || M.L > WR_LUT_MAX_BITS) {
+        snprintf(err, errlen, "%s: code lengths up to %d bits; the device decoder takes up to %d", m->name, M.L,
+                 WR_LUT_MAX_BITS);
+        return -1;
+    }
+    if (m->kind == WR_Q) {
+        M.wps = m->dg.wps;
+        M.bits = m->dg.bits;
+        M.n = m->dg.n;
+        M.sub_n = m->dg.sub_n;
+        M.side_bytes = m->dg.side;
+        M.block_bytes = m->dg.bytes;
+        const uint8_t zero[32] = {0};
+        const wr_scale z = wr_sub_scale(M.type, zero, 0);
+        M.qoff = z.off;
+        M.qnl = z.nl;
+        if (dev_wps(M.type) != m->dg.wps) {
+            snprintf(err, errlen, "%s: codes a symbol: device %d, wr_geom_of %d", m->name, dev_wps(M.type), m->dg.wps);
+            return -1;
+        }
+        return 0;
+    }
+    const struct wp_bf16_split &s = m->s;
+    const uint8_t *base = m->aux.payload;
+    M.wps = s.palette_n ? 2 : 1;
+    M.bits = s.palette_n ? 4 : 8;   /* palette index pairs or exponent bytes */
+    M.palette_n = s.palette_n;
+    M.n_palette = s.n_palette;
+    M.group = s.group;
+    M.gshift = -1;
+    for (int b = 0; b < 62; b++)
+        if (s.group == (int64_t)1 << b)
+            M.gshift = b;
+    M.gpr = s.groups_per_row;
+    M.palette = M.side;
+    M.esize = m->type == WP_F32 ? 4 : 2;
+    M.raw_bits = s.raw_bits;
+    M.vmap = M.side + (s.vmap - base);
+    M.vbytes = M.side + (s.vbytes - base);
+    return 0;
+}
+
+/* The grid of k_twin and k_palette on a device of sms SMs: grid.x =
+ * ceil(rows / (GEMV_ROWS TWIN_WARPS)) blocks of rows, grid.y = k column
+ * splits so that about GEMV_SM_WARPS warps a SM run, each split a whole
+ * number of 256-column steps and none empty. Returns the columns a split
+ * (a multiple of 256). */
+static inline long long gemv_grid(int sms, const DevMat &M, dim3 &grid)
+{
+    const long long bx = (M.rows + GEMV_ROWS * TWIN_WARPS - 1) / (GEMV_ROWS * TWIN_WARPS);
+    const long long steps = std::max((M.cols + 255) / 256, 1LL);
+    const long long warps = std::max(bx, 1LL) * TWIN_WARPS, want = (long long)GEMV_SM_WARPS * sms;
+    long long k = std::min(std::max((want + warps - 1) / warps, 1LL), steps);
+    const long long per = (steps + k - 1) / k;   /* 256-column steps a split */
+    k = (steps + per - 1) / per;
+    grid = dim3((unsigned)bx, (unsigned)k);
+    return per * 256;
 }
 
 #endif

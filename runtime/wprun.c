@@ -628,29 +628,11 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(a, "--pipeline")) {
             i++;
-            if (!strcmp(v, "auto"))
-                opt.pipe = P_AUTO;
-            else if (!strcmp(v, "fused") || !strcmp(v, "exp"))
-                opt.pipe = P_FUSED;
-            else if (!strcmp(v, "staged"))
-                opt.pipe = P_STAGED;
-            else if (!strcmp(v, "recon"))
-                opt.pipe = P_RECON;
-            else if (!strcmp(v, "split2"))
-                opt.pipe = P_SPLIT2;
-            else if (!strcmp(v, "split4"))
-                opt.pipe = P_SPLIT4;
-            else if (!strcmp(v, "split8"))
-                opt.pipe = P_SPLIT8;
-            else if (!strcmp(v, "full"))
-                opt.pipe = P_FULL;
-            else if (!strcmp(v, "twin"))
-                opt.pipe = P_TWIN;
-            else if (!strcmp(v, "transcode"))
-                opt.pipe = P_TRANSCODE;
-            else if (!strcmp(v, "palette"))
-                opt.pipe = P_PALETTE;
-            else
+            opt.pipe = !strcmp(v, "auto") ? P_AUTO : !strcmp(v, "exp") ? P_FUSED : -2;
+            for (int p = 0; p < P_COUNT && opt.pipe == -2; p++)
+                if (!strcmp(v, pipe_name[p]))
+                    opt.pipe = p;
+            if (opt.pipe == -2)
                 die(WR_EXIT_USAGE, "--pipeline: expected auto, fused, exp, staged, recon, split2, split4, split8, full, "
                     "twin, transcode or palette, got '%s'",
                     v);

@@ -129,7 +129,7 @@ static void *dcopy(size_t bytes, const void *src)
     return p;
 }
 
-/* As wr_gpu_upload (gpu.cu): -1 where it fails. fixed: wr_restore_bytes's output or NULL. */
+/* As wr_gpu_upload (gpu.cu; devmat_fill of kernels.cuh for the geometry): -1 where it fails. fixed: wr_restore_bytes's output or NULL. */
 static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, size_t errlen)
 {
     memset(&d, 0, sizeof d);
@@ -142,23 +142,8 @@ static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, s
     M.lane_words = (const uint8_t *)dcopy(32 * v.n_tiles, v.lane_words);
     M.side = (const uint8_t *)dcopy(m->aux.payload_len, m->aux.payload);
     d.err = M.err = (int *)dmalloc(4);
-    M.type = (int)m->type;
-    M.rows = m->rows;
-    M.cols = m->cols;
-    M.S = (long long)v.shape.row_sym;
-    M.T = v.shape.tile_sym;
-    M.tcols = (v.shape.row_sym + M.T - 1) / M.T;
-    M.trows = (v.shape.rows + 63) / 64;
-    M.ntiles = v.n_tiles;
-    M.n_words = v.n_words;
-    M.L = m->huf.L;
-    M.dmax = 1;
-    for (uint64_t i = 0; i < 32 * v.n_tiles; i++)
-        M.dmax = std::max(M.dmax, (int)std::min<uint32_t>(v.lane_words[i], MAX_DEPTH));
-    if (M.L < 1 || M.L > WR_LUT_MAX_BITS) {
-        snprintf(err, errlen, "%s: code lengths up to %d bits", m->name, M.L);
+    if (devmat_fill(M, m, err, errlen))
         return -1;
-    }
     {
         std::vector<uint32_t> lut((size_t)1 << M.L);
         if (wr_lut_build(m, lut.data())) {
@@ -167,39 +152,8 @@ static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, s
         }
         d.lut = (uint32_t *)dcopy(4 * lut.size(), lut.data());
     }
-    if (m->kind == WR_Q) {
-        M.wps = m->dg.wps;
-        M.bits = m->dg.bits;
-        M.n = m->dg.n;
-        M.sub_n = m->dg.sub_n;
-        M.side_bytes = m->dg.side;
-        M.block_bytes = m->dg.bytes;
-        const uint8_t zero[32] = {0};
-        const wr_scale z = wr_sub_scale(M.type, zero, 0);
-        M.qoff = z.off;
-        M.qnl = z.nl;
-        if (dev_wps(M.type) != m->dg.wps) {
-            snprintf(err, errlen, "%s: codes a symbol: device %d, wr_geom_of %d", m->name, dev_wps(M.type), m->dg.wps);
-            return -1;
-        }
-    } else {
+    if (m->kind == WR_EXP) {
         const struct wp_bf16_split &s = m->s;
-        const uint8_t *base = m->aux.payload;
-        M.wps = s.palette_n ? 2 : 1;
-        M.bits = s.palette_n ? 4 : 8;
-        M.palette_n = s.palette_n;
-        M.n_palette = s.n_palette;
-        M.group = s.group;
-        M.gshift = -1;
-        for (int b = 0; b < 62; b++)
-            if (s.group == (int64_t)1 << b)
-                M.gshift = b;
-        M.gpr = s.groups_per_row;
-        M.palette = M.side;
-        M.esize = m->type == WP_F32 ? 4 : 2;
-        M.raw_bits = s.raw_bits;
-        M.vmap = M.side + (s.vmap - base);
-        M.vbytes = M.side + (s.vbytes - base);
         M.raw = (const uint8_t *)dcopy(s.raw_bytes, s.raw);
         M.vrow = (const unsigned long long *)dcopy(8 * (size_t)(m->rows + 1), m->vrow);
         if (s.palette_n && fixed && m->type == WP_BF16) {
@@ -248,20 +202,6 @@ static void fused_b(Dev &d, const float *x, float *y)
 }
 template <int B> static void fused_g(Dev &d, const float *x, float *y) { fused_b<B, false>(d, x, y); }
 template <int B> static void fused_s(Dev &d, const float *x, float *y) { fused_b<B, true>(d, x, y); }
-
-/* gemv_grid of gpu.cu, for a device of sms SMs */
-#define GEMV_SM_WARPS 8
-static long long gemv_grid(int sms, const DevMat &M, dim3 &grid)
-{
-    const long long bx = (M.rows + GEMV_ROWS * TWIN_WARPS - 1) / (GEMV_ROWS * TWIN_WARPS);
-    const long long steps = std::max((M.cols + 255) / 256, 1LL);
-    const long long warps = std::max(bx, 1LL) * TWIN_WARPS, want = (long long)GEMV_SM_WARPS * sms;
-    long long k = std::min(std::max((want + warps - 1) / warps, 1LL), steps);
-    const long long per = (steps + k - 1) / k;
-    k = (steps + per - 1) / per;
-    grid = dim3((unsigned)bx, (unsigned)k);
-    return per * 256;
-}
 
 static int g_sms = 132;   /* the SM count gemv_grid sees */
 
