@@ -287,6 +287,9 @@ int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint
                 v *= 8;
             if (rng_next(&st) % 50000 == 0)
                 v = 0;   /* a rare exponent: verbatim groups */
+            else if (type != WP_BF16 && rng_next(&st) % 4000 == 0)
+                v = ldexp(v, (int)(rng_next(&st) % 25) - 12);   /* F16/F32: rare outliers and tiny values
+                                                                   (BF16's zeros alone fall in their palette) */
             if (type == WP_F32) {
                 float f = (float)v;
                 memcpy(w + 4 * i, &f, 4);

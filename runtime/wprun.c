@@ -520,7 +520,8 @@ static const uint32_t all_types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0
                                      WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS, WP_BF16, WP_F16, WP_F32};
 
 /* Parse a --synth spec TYPE:ROWSxCOLS (usage error, exit 64, when bad):
- * *type = 0 for 'all', else the ggml type; shape at most 2^34 weights. */
+ * *type = -1 for 'all', else the ggml type (F32 is 0); shape at most 2^34
+ * weights. */
 static void synth_parse(const char *spec, int *type, long long *rows, long long *cols)
 {
     char tn[32];
@@ -532,10 +533,10 @@ static void synth_parse(const char *spec, int *type, long long *rows, long long 
         die(WR_EXIT_USAGE, "--synth: rows and cols must be at least 1: '%s'", spec);
     if (r > (1LL << 34) / c)
         die(WR_EXIT_USAGE, "--synth: shape too large (more than 2^34 weights): '%s'", spec);
-    int all = !strcmp(tn, "all"), t = all ? 0 : wp_ggml_type_from_name(tn);
+    int all = !strcmp(tn, "all"), t = all ? -1 : wp_ggml_type_from_name(tn);
     int known = all;
     for (size_t i = 0; i < sizeof all_types / sizeof *all_types; i++)
-        known |= (uint32_t)t == all_types[i];
+        known |= t >= 0 && (uint32_t)t == all_types[i];
     if (!known)
         die(WR_EXIT_USAGE, "--synth: type must be a coded block type, BF16, F16, F32 or all: '%s'", tn);
     if (type)
@@ -548,7 +549,7 @@ static void add_synth(wr_model *md, const char *spec, uint64_t *seed)
     long long r, c;
     int t;
     synth_parse(spec, &t, &r, &c);
-    const int all = t == 0;
+    const int all = t < 0;
     for (size_t i = 0; i < sizeof all_types / sizeof *all_types; i++) {
         if (!all && (uint32_t)t != all_types[i])
             continue;

@@ -76,7 +76,9 @@ int  wr_model_load(wr_model *md, const char *path, const char *match, char *err,
  * block size): realistic codes (peaked, as trained weights give) and
  * scales, or Gaussian floats with a heavy column and rare zeros (verbatim
  * groups), coded as histogram | huffbuild --max-len 11 | laneinterleave
- * would code them (floats: bf16split --palette 16 --row 64 first). seed
+ * would code them (floats: bf16split --palette 16 --row 64 first; F16 and
+ * F32 also get rare values scaled by 2^-12 .. 2^12, so that they too have
+ * exponents outside the palette: verbatim groups). seed
  * makes it repeatable. Returns 0 or -1 with a message. */
 int  wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint64_t seed,
                     char *err, size_t errlen);

@@ -95,6 +95,11 @@ cpu_verify() {
         [ "${#lines[@]}" -eq 1 ]
         [[ "$output" == "wprun: --synth"*"$s"* || "$output" == "wprun: --synth: type must be"* ]]
     done
+    # F32 is ggml type 0: a single F32 spec makes one F32 matrix (it once made every type's first, Q4_0)
+    run "$BIN/wprun" --cpu --verify --synth F32:70x301
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '^verify ')" -eq 1 ]
+    echo "$output" | grep -qE '^verify +F32 +synth.F32.70x301 '
     for b in "1,,2" "," "" "1,2," 0 70000; do
         run "$BIN/wprun" --cpu --synth Q4_0:4x32 --batch "$b"
         [ "$status" -eq 64 ] || { echo "batch '$b': status $status"; false; }

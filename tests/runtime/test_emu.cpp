@@ -808,7 +808,9 @@ int main(void)
         wr_model md;
         memset(&md, 0, sizeof md);
         int rc = wr_model_synth(&md, f.t, f.rows, f.cols, f.seed, err, sizeof err);
-        CHECK(rc == 0 && md.m[0].s.palette_n == 16, "synthetic %s %lldx%lld: palette %d, %lld verbatim groups",
+        /* the 130-row ones hold verbatim groups, so the kernels' verbatim path runs for every float type */
+        CHECK(rc == 0 && md.m[0].s.palette_n == 16 && (f.rows != 130 || md.m[0].s.n_verbatim > 0),
+              "synthetic %s %lldx%lld: palette %d, %lld verbatim groups",
               wp_ggml_type_name(f.t), (long long)f.rows, (long long)f.cols, rc ? -1 : md.m[0].s.n_palette,
               rc ? -1LL : (long long)md.m[0].s.n_verbatim);
         if (rc == 0) {
