@@ -476,10 +476,8 @@ static int launch(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int batch, fl
     const DevMat &M = d->M;
     const bool exp = d->m->kind == WR_EXP;
     if (!wr_gpu_has_pipe(d, pipe)) {
-        static const char *names[WR_PIPE_COUNT] = {"fused", "full", "twin", "transcode", "palette",
-                                                   "staged", "recon", "split2", "split4", "split8"};
-        snprintf(err, errlen, "%s: pipeline %s does not apply to this matrix", d->m->name,
-                 pipe >= 0 && pipe < WR_PIPE_COUNT ? names[pipe] : "?");
+        /* the caller names the pipeline (wprun.c's pipe_name, the one list of names) */
+        snprintf(err, errlen, "%s: the pipeline does not apply to this matrix", d->m->name);
         return -1;
     }
     if (pipe == WR_PIPE_FUSED || pipe == WR_PIPE_STAGED) {

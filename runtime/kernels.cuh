@@ -261,20 +261,51 @@ __device__ __forceinline__ uint32_t raw_of(const DevMat &M, long long row, long 
     return wr_raw_get(M.raw, (unsigned long long)(row * M.cols + col), M.raw_bits);
 }
 
+/* The original bytes of a weight in a verbatim group (slow path, rare):
+ * the group's bytes follow those of the row's earlier verbatim groups. The
+ * fields come by value: a __noinline__ call given the kernel's DevMat by
+ * reference makes every kernel that can reach it copy its whole parameter
+ * block to local memory. */
+struct VMeta {
+    const uint8_t *vmap, *vbytes;
+    const unsigned long long *vrow;
+    long long group, gpr;
+    int esize;
+};
+
+__device__ __forceinline__ VMeta vmeta(const DevMat &M)
+{
+    VMeta v = {M.vmap, M.vbytes, M.vrow, M.group, M.gpr, M.esize};
+    return v;
+}
+
+__device__ __noinline__ uint32_t verbatim_elem(VMeta v, long long row, long long col, bool &is_v)
+{
+    long long gi = col / v.group;
+    unsigned long long bit = (unsigned long long)(row * v.gpr + gi);
+    is_v = (v.vmap[bit / 8] >> (bit % 8)) & 1;
+    if (!is_v)
+        return 0;
+    unsigned long long before = 0;
+    for (unsigned long long b = (unsigned long long)(row * v.gpr); b < bit; b++)
+        before += (v.vmap[b / 8] >> (b % 8)) & 1;
+    const uint8_t *p = v.vbytes + v.vrow[row] + (unsigned long long)v.esize * (before * v.group + (col - gi * v.group));
+    uint32_t e = (uint32_t)(p[0] | p[1] << 8);
+    if (v.esize == 4)
+        e |= (uint32_t)(p[2] | p[3] << 8) << 16;
+    return e;
+}
+
 /* Element bits (BF16, F16 or F32) of weight (row, col) of an exponent-coded
  * matrix, from the decoded symbol of its column (sym), its raw bits or its
  * verbatim group. */
 __device__ __forceinline__ uint32_t exp_bits(const DevMat &M, long long row, long long col, int sym, unsigned &bad)
 {
     if (M.palette_n) {
-        long long gi = col / M.group;
-        unsigned long long bit = (unsigned long long)(row * M.gpr + gi);
-        if ((M.vmap[bit / 8] >> (bit % 8)) & 1) {
-            unsigned long long before = 0;
-            for (unsigned long long b = (unsigned long long)(row * M.gpr); b < bit; b++)
-                before += (M.vmap[b / 8] >> (b % 8)) & 1;
-            return vbytes_at(M, M.vrow[row] + (unsigned long long)M.esize * (before * M.group + (col - gi * M.group)));
-        }
+        bool is_v;
+        const uint32_t vb = verbatim_elem(vmeta(M), row, col, is_v);
+        if (is_v)
+            return vb;
         int idx = (sym >> (4 * (col & 1))) & 15;
         bad |= idx >= M.n_palette;
         return wr_float_rebuild(M.type, M.palette[idx], raw_of(M, row, col));
@@ -378,35 +409,6 @@ __device__ __forceinline__ void load_lut(uint32_t *dst, const uint32_t *__restri
         dst[i] = __ldg(src + i);
 }
 
-/* The original bytes of a weight in a verbatim group (slow path, rare):
- * the group's bytes follow those of the row's earlier verbatim groups. The
- * fields come by value: a __noinline__ call given the kernel's DevMat by
- * reference makes every kernel that can reach it copy its whole parameter
- * block to local memory. */
-struct VMeta {
-    const uint8_t *vmap, *vbytes;
-    const unsigned long long *vrow;
-    long long group, gpr;
-    int esize;
-};
-
-__device__ __noinline__ uint32_t verbatim_elem(VMeta v, long long row, long long col, bool &is_v)
-{
-    long long gi = col / v.group;
-    unsigned long long bit = (unsigned long long)(row * v.gpr + gi);
-    is_v = (v.vmap[bit / 8] >> (bit % 8)) & 1;
-    if (!is_v)
-        return 0;
-    unsigned long long before = 0;
-    for (unsigned long long b = (unsigned long long)(row * v.gpr); b < bit; b++)
-        before += (v.vmap[b / 8] >> (b % 8)) & 1;
-    const uint8_t *p = v.vbytes + v.vrow[row] + (unsigned long long)v.esize * (before * v.group + (col - gi * v.group));
-    uint32_t e = (uint32_t)(p[0] | p[1] << 8);
-    if (v.esize == 4)
-        e |= (uint32_t)(p[2] | p[3] << 8) << 16;
-    return e;
-}
-
 /* Set bits of vmap in [lo, hi) (bit i = byte i / 8, LSB first). */
 __device__ __forceinline__ unsigned long long vmap_count(const uint8_t *vmap, unsigned long long lo,
                                                          unsigned long long hi)
@@ -468,7 +470,7 @@ __device__ __forceinline__ VRow vrow_tile(const DevMat &M, long long row, long l
 __device__ __forceinline__ uint32_t vrow_bits(const DevMat &M, const VRow &V, long long row, long long col, bool &is_v)
 {
     if (!V.ok)
-        return verbatim_elem(VMeta{M.vmap, M.vbytes, M.vrow, M.group, M.gpr, M.esize}, row, col, is_v);
+        return verbatim_elem(vmeta(M), row, col, is_v);
     const long long local = col - V.g0 * M.group;
     const int gi = (int)(M.gshift >= 0 ? local >> M.gshift : local / M.group);
     is_v = (V.mask >> gi) & 1;
@@ -517,6 +519,21 @@ __device__ __forceinline__ TilePos tile_pos(const DevMat &M)
     p.c0w = (long long)p.tc * 256;
     p.nw = (int)(M.cols - p.c0w < 256 ? M.cols - p.c0w : 256);
     return p;
+}
+
+/* Warp-collective: open the warp's tile (tile row P.tr, column P.tc) for
+ * this thread's lane (lane_open; staged: the warp's part of `staged`).
+ * Returns false, opening nothing, when the warp is past the last tile row. */
+template <bool ST>
+__device__ __forceinline__ bool tile_open(const DevMat &M, const TilePos &P, Groups *g, uint32_t *staged,
+                                          TileGeo &tg, Lane &L, unsigned &bad)
+{
+    if (P.tr >= M.trows)
+        return false;
+    const unsigned long long t = P.tr * M.tcols + P.tc;
+    tg = tile_geo(M, t);
+    lane_open<ST>(M, t, ST ? g : g + P.warp, ST ? staged + P.warp * 32 * M.dmax : nullptr, L, bad);
+    return true;
 }
 
 /* Stage the tile column's slice of the B input vectors in shared memory
@@ -589,8 +606,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
     __shared__ float xs[B][256];
     __shared__ float xsum[B][16];
     const TilePos P = tile_pos(M);
-    const unsigned warp = P.warp, k = P.k;
-    const unsigned long long tc = P.tc, tr = P.tr;
+    const unsigned k = P.k;
     const long long c0w = P.c0w;
     const int nw = P.nw;
     load_lut(lut, glut, M.L);
@@ -614,13 +630,11 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
         xsum[b][sb] = a;
     }
     __syncthreads();
-    if (tr >= M.trows)
-        return;
-    const unsigned long long t = tr * M.tcols + tc;
-    TileGeo tg = tile_geo(M, t);
+    TileGeo tg;
     unsigned bad = 0;
     Lane L;
-    lane_open<ST>(M, t, &g[ST ? 0 : warp], staged + warp * 32 * M.dmax, L, bad);
+    if (!tile_open<ST>(M, P, g, staged, tg, L, bad))
+        return;
     float acc[2][B] = {};
     const unsigned long long bpr = (unsigned long long)(M.cols / G.n);
     const int nsub = nw / G.sub_n;
@@ -716,20 +730,17 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
     WR_DYN_SMEM(uint32_t, staged);   /* ST: FUSED_WARPS x 32 x M.dmax lane words */
     __shared__ float xs[B][256];
     const TilePos P = tile_pos(M);
-    const unsigned warp = P.warp, k = P.k;
-    const unsigned long long tc = P.tc, tr = P.tr;
+    const unsigned k = P.k;
     const long long c0w = P.c0w;
     const int nw = P.nw;
     load_lut(lut, glut, M.L);
     stage_x<B>(xs, M, x, P);
     __syncthreads();
-    if (tr >= M.trows)
-        return;
-    const unsigned long long t = tr * M.tcols + tc;
-    TileGeo tg = tile_geo(M, t);
+    TileGeo tg;
     unsigned bad = 0;
     Lane L;
-    lane_open<ST>(M, t, &g[ST ? 0 : warp], staged + warp * 32 * M.dmax, L, bad);
+    if (!tile_open<ST>(M, P, g, staged, tg, L, bad))
+        return;
     float acc[2][B] = {};
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
@@ -880,17 +891,14 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
     __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
     __shared__ Groups g[FUSED_WARPS];
     const TilePos P = tile_pos(M);
-    const unsigned warp = P.warp, k = P.k;
-    const unsigned long long tc = P.tc, tr = P.tr;
+    const unsigned k = P.k;
     load_lut(lut, glut, M.L);
     __syncthreads();
-    if (tr >= M.trows)
-        return;
-    const unsigned long long t = tr * M.tcols + tc;
-    TileGeo tg = tile_geo(M, t);
+    TileGeo tg;
     unsigned bad = 0;
     Lane L;
-    lane_open<false>(M, t, &g[warp], nullptr, L, bad);
+    if (!tile_open<false>(M, P, g, nullptr, tg, L, bad))
+        return;
     for (unsigned r = 2 * k; r < tg.h && r < 2 * k + 2; r++) {
         uint8_t *dst = idx + (tg.r0 + r) * (unsigned long long)M.istride + tg.c0;
         if (tg.w % 4 == 0) {   /* 4 symbols a store (aligned: 4 | istride, 128 | c0) */
@@ -1300,7 +1308,6 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS) k_recon(DevMat M, const uint
     __shared__ __align__(32) float os[FUSED_WARPS][16][RECON_N];      /* sums of 16 rows */
     const TilePos P = tile_pos(M);
     const unsigned warp = P.warp, k = P.k;
-    const unsigned long long tc = P.tc, tr = P.tr;
     const long long c0w = P.c0w;
     const int nw = P.nw;
     load_lut(lut, glut, M.L);
@@ -1309,13 +1316,11 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS) k_recon(DevMat M, const uint
         xs[n][j] = __float2bfloat16_rn(n < nvec && j < nw ? x[(long long)n * M.cols + c0w + j] : 0.0f);
     }
     __syncthreads();
-    if (tr >= M.trows)
-        return;
-    const unsigned long long t = tr * M.tcols + tc;
-    const TileGeo tg = tile_geo(M, t);
+    TileGeo tg;
     unsigned bad = 0;
     Lane L;
-    lane_open<false>(M, t, &g[warp], nullptr, L, bad);
+    if (!tile_open<false>(M, P, g, nullptr, tg, L, bad))
+        return;
     for (int rr = 0; rr < 2; rr++) {
         const unsigned r = 2 * k + rr;
         const bool live = r < tg.h;
