@@ -308,6 +308,11 @@ int wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, c
 
 int64_t wr_palette_stride(const wr_matrix *m) { return (m->cols + 7) / 8 * 4; }
 
+int wr_palette_ok(const wr_matrix *m)
+{
+    return m->kind == WR_EXP && m->type == WP_BF16 && m->s.palette_n && m->s.n_palette > 0 && m->s.palette[0] != 0xFF;
+}
+
 int wr_palette_index(const wr_matrix *m, const uint8_t *fixed, uint8_t *idx)
 {
     const struct wp_bf16_split *s = &m->s;

@@ -210,7 +210,7 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
         if (dalloc(d, &p, 8 * (size_t)(m->rows + 1), m->vrow, err, errlen))
             goto fail;
         M.vrow = (const unsigned long long *)p;
-        if (s.palette_n && fixed && m->type == WP_BF16) {
+        if (fixed && wr_palette_ok(m)) {
             /* the palette pipelines: 4-bit indices of every weight, row stride a multiple
                of 4 bytes; "palette" gets them transcoded here (at load), "transcode" at run time */
             M.istride = wr_palette_stride(m);

@@ -52,8 +52,9 @@
  * a lane, 3,584 warps for 4096 x 14336), with DRAM at ~5 %.
  *
  * Not measured yet: staged, the check every second symbol, recon, the
- * split, F16/F32 and the 4-rows-a-warp palette and twin GEMVs were written
- * after the last GPU run; on the CPU, wr_dev_decode_tile runs the decode
+ * split, F16/F32, the 4-rows-a-warp palette and twin GEMVs and the palette
+ * GEMV's loads a step ahead with verbatim groups after its loop were
+ * written after the last GPU run; on the CPU, wr_dev_decode_tile runs the decode
  * path and tests/runtime/test_emu.cpp runs these kernels' source with one
  * host thread per CUDA thread; gpucheck.sh times them on the next GPU.
  *
@@ -481,12 +482,6 @@ __device__ __forceinline__ uint32_t vrow_bits(const DevMat &M, const VRow &V, lo
                    ((unsigned long long)__popc(V.mask & ((1u << gi) - 1)) * (unsigned long long)M.group +
                     (unsigned long long)(local - (long long)gi * M.group));
     return vbytes_at(M, at);
-}
-
-/* float of BF16 bits sign|exp|mantissa from an exponent and a raw byte (sign << 7 | mantissa). */
-__device__ __forceinline__ float bf16_value(uint32_t e, uint32_t raw)
-{
-    return __uint_as_float((raw & 0x80u) << 24 | (e & 255u) << 23 | (raw & 0x7fu) << 16);
 }
 
 /* ---- fused decode + GEMV, ggml block types ------------------------------------------------
@@ -931,25 +926,26 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
  * (bx, by) = TWIN_WARPS warps on rows 4 TWIN_WARPS bx .., columns
  * [by span, by span + span), span a multiple of 256 (split-K; palette_b picks
  * it, gemv_grid). Each 256-column step lane l takes weights j0 .. j0 + 7
- * (j0 = c0 + 8 l) of the 4 rows: the 4 index words and 4 x 8 raw bytes are
- * loaded first (in flight together), then x[b][j0 .. j0 + 7] once per
- * vector (2 x float4 when 8 | cols) for the 4 rows (B <= 2: x loaded with
- * the weights, each row's 8 weights used as decoded; B > 2: the 32 weights
- * decoded first, then x one vector at a time). Why: with one row a warp
- * every warp re-read x (more x bytes than weight bytes through L1/L2) and
- * had one step's 12 bytes a lane in flight; 4 rows a warp read x a quarter
- * as often with 4 rows' loads in flight, and the split keeps the warp count
- * up (rows / 4 alone is 1,024 warps for 4096 rows, under 8 a SM). Verbatim
- * groups: a row's `before` starts at vmap_count over its groups ahead of the
- * split's first column; a step tests one column per row (nextc, below) and
- * only a span holding a verbatim group runs vrow_span / vrow_bits, at the
- * step's start, its weights' bits passed through shared memory; so the
- * common path fits the 128 registers of 4 blocks a SM without spills
- * (ptxas, sm_90a; at 64 it spilled). Warp-shuffle reduction; one split:
+ * (j0 = c0 + 8 l) of the 4 rows: the 4 index words and 4 x 8 raw bytes,
+ * loaded a step ahead for B <= 2 (with x[j0 .. j0 + 7] for B = 1), so the
+ * next step's bytes are in flight while this one computes; then x[b][j0 ..
+ * j0 + 7] once per vector (2 x float4 when 8 | cols) for the 4 rows. A
+ * weight is rebuilt with an index extract, one shared load of its
+ * exponent field, one prmt and one or (raw_sm, pal_w8).
+ * Verbatim groups do not enter the main loop: it uses every weight as its
+ * index says (index 0 in a verbatim group; the raw bytes hold every
+ * weight's sign and mantissa), and afterwards pal_fix adds (w - w_pal) x
+ * for the weights of the row's verbatim groups in the split (0.24 % of
+ * groups on stories260K), so the loop carries no verbatim state and fits
+ * 128 registers. palette_ok refuses the pipeline where a wrong weight could
+ * be infinite (palette entry 0 with exponent 255).
+ * Why: one row a warp re-read x in every warp (164 us at 4096 x 14336,
+ * batch 1, H200; cuBLAS BF16 43 us); 4 rows a warp read x a quarter as
+ * often, and the split keeps the warp count up (rows / 4 alone is 1,024
+ * warps for 4096 rows, under 8 a SM). Warp-shuffle reduction; one split:
  * plain stores; more: y zeroed first (palette_b), each split atomicAdds.
  * Rows past the end (rows % 4) recompute the last row, not stored. 12 bits
- * a weight read. Unmeasured until the next GPU run (one row a warp took
- * 164 us at 4096 x 14336, batch 1, H200; cuBLAS BF16 43 us). */
+ * a weight read. Unmeasured until the next GPU run. */
 
 #define GEMV_ROWS 4   /* rows a warp in k_palette and k_twin */
 
@@ -997,53 +993,6 @@ __device__ __forceinline__ unsigned long long vmap_next(const uint8_t *vmap, uns
     return hi;
 }
 
-/* The first column of the row's first verbatim group at or after group g
- * (cols when none). */
-__device__ __forceinline__ long long pal_vnext(const DevMat &M, long long row, unsigned long long g)
-{
-    const unsigned long long b0 = (unsigned long long)(row * M.gpr), b1 = b0 + (unsigned long long)M.gpr;
-    const unsigned long long n = b0 + g < b1 ? vmap_next(M.vmap, b0 + g, b1) : b1;
-    return n < b1 ? (long long)(n - b0) * M.group : M.cols;
-}
-
-/* Per row of a warp: the verbatim groups ahead of group gA (`before`) and
- * the first column of the first verbatim group at or after gA (`nextc`;
- * cols when none), where gA <= the step's first group and no verbatim group
- * lies in [gA, nextc): a step's span [c0, c0 + nw) holds one only when
- * nextc < c0 + nw (one compare; a row with no verbatim group has
- * nextc = cols). Such a span (rare: 0.24 % of groups on stories260K) takes
- * pal_verbatim at the start of the step, where little is live: vrow_span
- * with `before` (then the count of the groups ahead of c0 / group), the
- * BF16 bits of the lane's verbatim weights among j0 .. j0 + 7 to vb[u][lane]
- * (shared memory) with bit u of the result set (none past the row's end),
- * and gA moved to the next step's first group. */
-__device__ __forceinline__ uint32_t pal_verbatim(const DevMat &M, long long row, long long c0, int nw,
-                                                 unsigned long long &before, long long &nextc, long long j0,
-                                                 uint16_t (*vb)[32])
-{
-    const unsigned l = threadIdx.x % 32;
-    uint32_t m = 0;
-    const VRow V = vrow_span(M, row, c0, nw, before);
-    if (V.mask || !V.ok) {
-#pragma unroll 1
-        for (int u = 0; u < 8 && j0 + u < M.cols; u++) {
-            bool is_v;
-            const uint32_t bits = vrow_bits(M, V, row, j0 + u, is_v);
-            if (is_v) {
-                m |= 1u << u;
-                vb[u][l] = (uint16_t)bits;
-            }
-        }
-    }
-    const unsigned long long b0 = (unsigned long long)(row * M.gpr);
-    const long long g1 = (c0 + 256) / M.group < M.gpr ? (c0 + 256) / M.group : M.gpr;
-    /* the groups wholly before the next step's span, counted from vmap (also when V.ok = 0,
-       where the mask is not kept) */
-    before += vmap_count(M.vmap, b0 + (unsigned long long)V.g0, b0 + (unsigned long long)g1);
-    nextc = pal_vnext(M, row, (unsigned long long)g1);
-    return m;
-}
-
 /* x[j0 .. j0 + 7] of one vector (AL: 2 x float4, aligned: 8 | cols), 0 past
  * the row's end and on lanes that are off. */
 template <bool AL>
@@ -1065,20 +1014,180 @@ __device__ __forceinline__ void pal_x8(const DevMat &M, const float *__restrict_
     }
 }
 
-/* Weights j0 .. j0 + 7 of one row from its index word ix and (AL) raw bytes
- * r8 (verbatim groups aside); 0 past the row's end and on lanes that are off. */
+/* PTX prmt.b32, default mode: byte n of the result is byte s_n & 7 of the
+ * eight bytes b:a (a = bytes 0..3), s_n = bits 4n .. 4n + 3 of s; with bit
+ * 3 of s_n set, that byte's top bit copied to all 8 bits (sign
+ * replication). CUDA's __byte_perm drops bit 3, hence the asm. The host
+ * build (the emulator) runs the same definition in C. Source: PTX ISA, prmt. */
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t s)
+{
+#ifdef __CUDA_ARCH__
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
+    return r;
+#else
+    const uint64_t v = (uint64_t)b << 32 | a;
+    uint32_t r = 0;
+    for (int n = 0; n < 4; n++) {
+        const unsigned sn = (s >> (4 * n)) & 15u;
+        uint32_t byte = (uint32_t)(v >> (8 * (sn & 7u))) & 255u;
+        if (sn & 8u)
+            byte = byte & 0x80u ? 255u : 0u;
+        r |= byte << (8 * n);
+    }
+    return r;
+#endif
+}
+
+/* Sign and mantissa bits of a float from raw byte u (0..3) of r (each byte
+ * sign << 7 | 7-bit mantissa, BF16's own order): bits 31 and 16..22, the
+ * exponent field left 0. One prmt (the byte to bits 16..23, its sign
+ * replicated over 24..31) and one mask. */
+__device__ __forceinline__ uint32_t raw_sm(uint32_t r, int u)
+{
+    return prmt(r, 0u, (8u | (unsigned)u) << 12 | (unsigned)u << 8 | 0x44u) & 0x807f0000u;
+}
+
+/* Weights j0 .. j0 + 7 of one row from its index word ix (index of weight
+ * j0 + u in bits 4u .. 4u + 3) and (AL) raw bytes r8 (verbatim groups
+ * aside); pex: the palette's exponent fields (exponent << 23, shared
+ * memory). !AL: 0 past the row's end and on lanes that are off; AL: lanes
+ * that are off get a value the caller must not use. A weight is its index,
+ * one shared load, raw_sm and an or. */
 template <bool AL>
-__device__ __forceinline__ void pal_w8(const DevMat &M, const uint32_t *pal, long long row, long long j0, bool on,
+__device__ __forceinline__ void pal_w8(const DevMat &M, const uint32_t *pex, long long row, long long j0, bool on,
                                        uint32_t ix, uint2 r8, float (&w)[8])
 {
 #pragma unroll
     for (int u = 0; u < 8; u++) {
         const long long j = j0 + u;
         w[u] = 0.0f;
-        if (!on || (!AL && j >= M.cols))
+        if (!AL && (!on || j >= M.cols))   /* AL: the caller skips a lane that is off */
             continue;
-        const uint32_t raw = AL ? ((u < 4 ? r8.x : r8.y) >> (8 * (u % 4))) & 255u : __ldg(M.raw + row * M.cols + j);
-        w[u] = bf16_value(pal[(ix >> (4 * u)) & 15], raw);
+        uint32_t sm;
+        if (AL) {
+            sm = raw_sm(u < 4 ? r8.x : r8.y, u % 4);
+        } else {
+            const uint32_t raw = __ldg(M.raw + row * M.cols + j);
+            sm = (raw & 0x80u) << 24 | (raw & 0x7fu) << 16;
+        }
+        w[u] = __uint_as_float(sm | pex[(ix >> (4 * u)) & 15u]);
+    }
+}
+
+/* One step's loads of k_palette: the R rows' index words, (AL) their 8 raw
+ * bytes, and (B = 1) x[j0 .. j0 + 7]; none (zeros) when `on` is false.
+ * ixr, rr: the lane's first index word and raw 8-byte word of each row,
+ * advanced by `w` words (w = (j0 - k0) / 8, the same for every row). */
+template <int R>
+struct PalStep {
+    uint32_t ix[R];
+    uint2 r8[R];
+    float xv[8];
+};
+
+template <int R, int B, bool AL>
+__device__ __forceinline__ void pal_load(const DevMat &M, const uint32_t *const (&ixr)[R],
+                                         const uint2 *const (&rr)[R], const float *__restrict__ x, uint32_t w,
+                                         long long j0, bool on, PalStep<R> &s)
+{
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        s.ix[i] = on ? __ldg(ixr[i] + w) : 0u;
+        s.r8[i] = AL && on ? __ldg(rr[i] + w) : make_uint2(0, 0);
+    }
+    if (B == 1)
+        pal_x8<AL>(M, x, j0, on, s.xv);
+}
+
+/* One 256-column step of k_palette at column c0 (k0 <= c0 < k1): PF (B <= 2)
+ * issues the next step's loads into nx, then computes with cu (loaded by
+ * the step before); B > 2 loads cu first. Called with the two buffers
+ * swapped on alternate steps, so nothing is copied between them. */
+template <int R, int B, bool AL>
+__device__ __forceinline__ void pal_step(const DevMat &M, const uint32_t *pex, const uint32_t *const (&ixr)[R],
+                                         const uint2 *const (&rr)[R], long long r0, long long rl,
+                                         const float *__restrict__ x, long long k0, long long k1, long long c0,
+                                         unsigned l, PalStep<R> &cu, PalStep<R> &nx, float (&acc)[R][B])
+{
+    constexpr int XB = B <= 2 ? B : 1;   /* x vectors loaded with a step */
+    constexpr bool PF = B <= 2;          /* prefetch; B > 2 loads a step at its start (registers) */
+    const long long j0 = c0 + 8 * l;
+    const bool on = j0 < M.cols;
+    const uint32_t w = (uint32_t)((c0 - k0) / 8);
+    if (PF)   /* the next step's loads first (none past the split's end) */
+        pal_load<R, B, AL>(M, ixr, rr, x, w + 32, j0 + 256, c0 + 256 < k1 && j0 + 256 < M.cols, nx);
+    else
+        pal_load<R, B, AL>(M, ixr, rr, x, w, j0, on, cu);
+    /* B <= 2: each row's weights used as decoded (x: B = 1 from the step's loads, B = 2
+       loaded here); B > 2: the R rows' weights decoded to v, then x loaded once per vector below */
+    float xv[XB][8];
+    if (B == 1) {
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            xv[0][u] = cu.xv[u];
+    } else if (B == 2) {
+#pragma unroll
+        for (int b = 0; b < XB; b++)
+            pal_x8<AL>(M, x + (long long)b * M.cols, j0, on, xv[b]);
+    }
+    float v[R][8];
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        pal_w8<AL>(M, pex, r0 + (i < rl ? i : rl), j0, on, cu.ix[i], cu.r8[i], v[i]);
+        if (B <= 2 && on) {
+#pragma unroll
+            for (int b = 0; b < XB; b++)
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    acc[i][b] = fmaf(v[i][u], xv[b][u], acc[i][b]);
+        }
+    }
+    if (B > 2 && on) {
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            float xb[8];
+            pal_x8<AL>(M, x + (long long)b * M.cols, j0, on, xb);
+#pragma unroll
+            for (int i = 0; i < R; i++)
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    acc[i][b] = fmaf(v[i][u], xb[u], acc[i][b]);
+        }
+    }
+}
+
+/* After k_palette's main loop: for row `row` (it has verbatim groups) add
+ * (w - w_pal) x[b][j] to acc[b] for each weight j of its verbatim groups in
+ * [k0, k1), w its original BF16 bits (vbytes: the row's verbatim groups in
+ * order, from vrow[row]), w_pal what the main loop used (its index and raw
+ * byte, as pal_w8). Warp-uniform loop over the groups (vmap_next), lanes
+ * over a group's columns. */
+template <int B>
+__device__ __forceinline__ void pal_fix(const DevMat &M, const uint8_t *__restrict__ idx, const uint32_t *pex,
+                                        const float *__restrict__ x, long long row, long long k0, long long k1,
+                                        unsigned l, float (&acc)[B])
+{
+    const unsigned long long b0 = (unsigned long long)(row * M.gpr);
+    const unsigned long long g1 = (unsigned long long)((k1 + M.group - 1) / M.group);
+    unsigned long long g = (unsigned long long)(k0 / M.group);
+    unsigned long long before = vmap_count(M.vmap, b0, b0 + g);   /* the row's verbatim groups ahead */
+    for (g = vmap_next(M.vmap, b0 + g, b0 + g1); g < b0 + g1; g = vmap_next(M.vmap, g + 1, b0 + g1)) {
+        const long long gc = (long long)(g - b0) * M.group;   /* the group's first column */
+        const unsigned long long at = M.vrow[row] + 2ull * before * (unsigned long long)M.group;
+        const long long ja = gc > k0 ? gc : k0, jb = gc + M.group < k1 ? gc + M.group : k1;
+        for (long long j = ja + l; j < jb; j += 32) {
+            const uint32_t raw = M.raw[row * M.cols + j];
+            const uint32_t ix = (idx[row * M.istride + j / 2] >> (4 * (j & 1))) & 15u;
+            const float wp = __uint_as_float((raw & 0x80u) << 24 | (raw & 0x7fu) << 16 | pex[ix]);
+            const float w = __uint_as_float(vbytes_at(M, at + 2ull * (unsigned long long)(j - gc)) << 16);
+#pragma unroll
+            for (int b = 0; b < B; b++) {
+                const float xj = x[(long long)b * M.cols + j];
+                acc[b] = fmaf(w, xj, fmaf(-wp, xj, acc[b]));
+            }
+        }
+        before++;
     }
 }
 
@@ -1088,96 +1197,43 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS, 4) k_palette(DevMat M, const 
                                                                 long long span)
 {
     constexpr int R = GEMV_ROWS;
-    __shared__ uint32_t pal[16];
-    __shared__ uint16_t vb[TWIN_WARPS][R][8][32];   /* BF16 bits of verbatim weights, lane-private */
+    __shared__ uint32_t pex[16];   /* the palette's exponent fields: exponent << 23 */
     if (threadIdx.x < 16)
-        pal[threadIdx.x] = M.palette[threadIdx.x];
+        pex[threadIdx.x] = (uint32_t)(M.palette[threadIdx.x] & 255u) << 23;
     __syncthreads();
     const unsigned wp = threadIdx.x / 32, l = threadIdx.x % 32;
     const long long r0 = ((long long)blockIdx.x * TWIN_WARPS + wp) * R;
     if (r0 >= M.rows)
         return;
     const long long k0 = (long long)blockIdx.y * span, k1 = k0 + span < M.cols ? k0 + span : M.cols;
-    long long row[R], nextc[R];
-    unsigned long long before[R];
+    const long long rl = M.rows - 1 - r0;   /* row r0 + i reads row r0 + min(i, rl): past the end, the last row
+                                               again, not stored */
+    /* each row's index word and (AL) raw 8 bytes of the lane's first weight, k0 + 8 l */
+    const uint32_t *ixr[R];
+    const uint2 *rr[R];
     float acc[R][B];
 #pragma unroll
     for (int i = 0; i < R; i++) {
-        row[i] = r0 + i < M.rows ? r0 + i : M.rows - 1;   /* past the end: the last row again, not stored */
-        before[i] = 0;
-        nextc[i] = M.cols;
-        if (M.vrow[row[i] + 1] > M.vrow[row[i]]) {   /* verbatim groups: counted up to the split's start */
-            const unsigned long long b0 = (unsigned long long)(row[i] * M.gpr), g = (unsigned long long)(k0 / M.group);
-            before[i] = vmap_count(M.vmap, b0, b0 + g);
-            nextc[i] = pal_vnext(M, row[i], g);
-        }
+        const long long row = r0 + (i < rl ? i : rl);
+        ixr[i] = reinterpret_cast<const uint32_t *>(idx + row * M.istride) + k0 / 8 + l;
+        rr[i] = reinterpret_cast<const uint2 *>(M.raw + (AL ? row * M.cols : 0)) + (AL ? k0 / 8 + l : 0);
 #pragma unroll
         for (int b = 0; b < B; b++)
             acc[i][b] = 0.0f;
     }
-    for (long long c0 = k0; c0 < k1; c0 += 256) {
-        const int nw = (int)(M.cols - c0 < 256 ? M.cols - c0 : 256);
-        const long long j0 = c0 + 8 * l;
-        const bool on = j0 < M.cols;
-        /* verbatim groups in the step's span (rare): bit 8 i + u of vm = weight j0 + u of row i */
-        uint32_t vm = 0;
-#pragma unroll
-        for (int i = 0; i < R; i++)
-            if (nextc[i] < c0 + nw)   /* the same for every lane */
-                vm |= pal_verbatim(M, row[i], c0, nw, before[i], nextc[i], on ? j0 : M.cols, vb[wp][i]) << (8 * i);
-        /* the R rows' index words and (AL: 8 | cols, aligned own allocation) 8 raw bytes first */
-        uint32_t ix[R];
-        uint2 r8[R];
-#pragma unroll
-        for (int i = 0; i < R; i++) {
-            ix[i] = 0;
-            r8[i] = make_uint2(0, 0);
-            if (on) {
-                ix[i] = __ldg(reinterpret_cast<const uint32_t *>(idx + row[i] * M.istride) + j0 / 8);
-                if (AL)
-                    r8[i] = __ldg(reinterpret_cast<const uint2 *>(M.raw + row[i] * M.cols + j0));
-            }
-        }
-        /* B <= 2: x[b][j0 .. j0 + 7] loaded once here, each row's weights used as decoded;
-           B > 2: the R rows' weights decoded to v, then x loaded once per vector below */
-        constexpr int XB = B <= 2 ? B : 1;
-        float xv[XB][8];
-        if (B <= 2) {
-#pragma unroll
-            for (int b = 0; b < XB; b++)
-                pal_x8<AL>(M, x + (long long)b * M.cols, j0, on, xv[b]);
-        }
-        float v[R][8];
-#pragma unroll
-        for (int i = 0; i < R; i++) {
-            pal_w8<AL>(M, pal, row[i], j0, on, ix[i], r8[i], v[i]);
-            if ((vm >> (8 * i)) & 255u) {
-#pragma unroll
-                for (int u = 0; u < 8; u++)
-                    if ((vm >> (8 * i + u)) & 1)
-                        v[i][u] = __uint_as_float((uint32_t)vb[wp][i][u][l] << 16);
-            }
-            if (B <= 2 && on) {
-#pragma unroll
-                for (int b = 0; b < XB; b++)
-#pragma unroll
-                    for (int u = 0; u < 8; u++)
-                        acc[i][b] = fmaf(v[i][u], xv[b][u], acc[i][b]);
-            }
-        }
-        if (B > 2 && on) {
-#pragma unroll
-            for (int b = 0; b < B; b++) {
-                float xb[8];
-                pal_x8<AL>(M, x + (long long)b * M.cols, j0, on, xb);
-#pragma unroll
-                for (int i = 0; i < R; i++)
-#pragma unroll
-                    for (int u = 0; u < 8; u++)
-                        acc[i][b] = fmaf(v[i][u], xb[u], acc[i][b]);
-            }
-        }
+    PalStep<R> sa, sb;
+    if (B <= 2)
+        pal_load<R, B, AL>(M, ixr, rr, x, 0, k0 + 8 * l, k0 + 8 * l < M.cols, sa);
+    for (long long c0 = k0; c0 < k1; c0 += 512) {
+        pal_step<R, B, AL>(M, pex, ixr, rr, r0, rl, x, k0, k1, c0, l, sa, sb, acc);
+        if (c0 + 256 >= k1)
+            break;
+        pal_step<R, B, AL>(M, pex, ixr, rr, r0, rl, x, k0, k1, c0 + 256, l, sb, sa, acc);
     }
+#pragma unroll
+    for (int i = 0; i < R; i++)
+        if (i <= rl && M.vrow[r0 + i + 1] > M.vrow[r0 + i])   /* the same in every lane */
+            pal_fix<B>(M, idx, pex, x, r0 + i, k0, k1, l, acc[i]);
     rows_store<R, B>(M, acc, r0, l, y);
 }
 

@@ -152,7 +152,7 @@ static int is_palette_bf16(const wr_matrix *m);
 static int pipe_applies(const wr_matrix *m, int p)
 {
     if (p == P_TRANSCODE || p == P_PALETTE)
-        return is_palette_bf16(m);
+        return wr_palette_ok(m);
     if (p == P_RECON || is_split(p))
         return m->kind == WR_EXP && m->type == WP_BF16;
     return 1;

@@ -145,6 +145,13 @@ int  wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, 
  * the coded slots do. */
 int64_t wr_palette_stride(const wr_matrix *m);
 
+/* Whether the palette pipelines take m: a palette-pair BF16 matrix whose
+ * palette entry 0 (the index of a verbatim group's slots) is not exponent
+ * 255. The GPU palette GEMV (k_palette) first multiplies every weight as
+ * its index says and then adds (w - w_pal) x for the verbatim groups; an
+ * infinite or NaN w_pal could not be taken back. 1 or 0. */
+int     wr_palette_ok(const wr_matrix *m);
+
 /* That array transcoded at load from the restored BF16 bytes (fixed =
  * wr_restore_bytes's output): the bytes split again with wp_bf16_split
  * (bf16.h, the one home of the pair layout), its pair symbols copied row by

@@ -24,7 +24,9 @@
  *     k_twin<TYPE,B> on gemv_grid's grid for 1 and 132 SMs (one column
  *     split and several; batch 1 on both, 2 on 132, 4 and 8 on 1, as every
  *     warp shuffle costs the emulator a barrier): within 1e-5 of
- *     wr_ref_gemv64 and of wr_cpu_gemv_palette / wr_cpu_gemv_fixed;
+ *     wr_ref_gemv64 and of wr_cpu_gemv_palette / wr_cpu_gemv_fixed; a
+ *     BF16 matrix split again with groups of 96 puts verbatim groups
+ *     across k_palette's column splits (pal_fix's clamp to the split);
  *   - k_recon<PAL> (BF16), batches 1, 17, 32 and 40 (32 + 8: RECON_N
  *     vectors a launch): within 1e-5 of wr_ref_gemv64 and wr_cpu_gemv_fused;
  *   - k_to_16: BF16 and F16 of x = wp_f32_to_bf16 / wp_f32_to_fp16;
@@ -156,7 +158,7 @@ static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, s
         const struct wp_bf16_split &s = m->s;
         M.raw = (const uint8_t *)dcopy(s.raw_bytes, s.raw);
         M.vrow = (const unsigned long long *)dcopy(8 * (size_t)(m->rows + 1), m->vrow);
-        if (s.palette_n && fixed && m->type == WP_BF16) {
+        if (fixed && wr_palette_ok(m)) {
             M.istride = wr_palette_stride(m);
             std::vector<uint8_t> ix((size_t)(M.istride * m->rows), 0);
             if (wr_palette_index(m, fixed, ix.data())) {
@@ -551,9 +553,10 @@ static void check_matrix(const wr_matrix *m, bool twin, bool palette, bool recon
     dfree_all();
 }
 
-/* A BF16 matrix coded as exponent bytes (palette 0: bf16split --palette 0), made from the
-   restored bytes of src and loaded back from a bundle file. 0 or -1. */
-static int make_pal0(wr_model *md, const wr_matrix *src, char *err, size_t errlen)
+/* src's weights split again (bf16split --palette palette_n --group group) from its restored
+   bytes, coded and loaded back from a bundle file as matrix `src.suffix`. 0 or -1. */
+static int make_split(wr_model *md, const wr_matrix *src, int palette_n, int64_t group, const char *suffix,
+                      char *err, size_t errlen)
 {
     uint8_t *fixed = NULL;
     size_t len = 0;
@@ -572,14 +575,14 @@ static int make_pal0(wr_model *md, const wr_matrix *src, char *err, size_t errle
     t.ne[0] = src->cols;
     t.ne[1] = src->rows;
     char name[300];
-    snprintf(name, sizeof name, "%s.pal0", src->name);
+    snprintf(name, sizeof name, "%s.%s", src->name, suffix);
     wp_record_set_name(&t, name);
     int rc = -1;
     char path[] = "/tmp/wpack-test-emu-XXXXXX";
     int fd = mkstemp(path);
     if (fd >= 0)
         close(fd);
-    if (fd >= 0 && wp_bf16_split(&s, WP_BF16, fixed, src->rows, src->cols, 0, WP_BF16_GROUP_DEFAULT) == 0 &&
+    if (fd >= 0 && wp_bf16_split(&s, WP_BF16, fixed, src->rows, src->cols, palette_n, group) == 0 &&
         wp_bf16_records(&s, &t, &aux, &sym) == 0) {
         uint64_t counts[256] = {0};
         uint8_t lengths[256];
@@ -589,7 +592,7 @@ static int make_pal0(wr_model *md, const wr_matrix *src, char *err, size_t errle
         memset(&shape, 0, sizeof shape);
         shape.rows = (uint64_t)src->rows;
         shape.row_sym = (uint64_t)s.sym_per_row;
-        shape.tile_sym = 256;
+        shape.tile_sym = palette_n ? 128 : 256;   /* a tile row: 256 weights */
         coded.kind = WP_REC_CODED;
         coded.type = WP_BF16;
         coded.n_dims = 2;
@@ -618,7 +621,9 @@ static int make_pal0(wr_model *md, const wr_matrix *src, char *err, size_t errle
     wp_record_free(&sym);
     wp_record_free(&coded);
     free(fixed);
-    return rc == 0 && md->n == 1 && md->m[0].s.palette_n == 0 ? 0 : -1;
+    return rc == 0 && md->n == 1 && md->m[0].s.palette_n == palette_n && (!palette_n || md->m[0].s.group == group)
+               ? 0
+               : -1;
 }
 
 /* A corrupt matrix: every lane-decoding kernel flags it. */
@@ -819,12 +824,23 @@ int main(void)
             if (f.t == WP_BF16) {
                 wr_model p0;
                 memset(&p0, 0, sizeof p0);
-                int prc = make_pal0(&p0, &md.m[0], err, sizeof err);
+                int prc = make_split(&p0, &md.m[0], 0, WP_BF16_GROUP_DEFAULT, "pal0", err, sizeof err);
                 CHECK(prc == 0, "%s as exponent bytes (palette 0) loaded%s%s", md.m[0].name, prc ? ": " : "",
                       prc ? err : "");
                 if (prc == 0)
                     check_matrix(&p0.m[0], false, false, true);
                 wr_model_free(&p0);
+            }
+            /* groups of 96 (not a divisor of 256): verbatim groups straddle the GEMVs' column splits */
+            if (f.t == WP_BF16 && f.rows == 130) {
+                wr_model g96;
+                memset(&g96, 0, sizeof g96);
+                int grc = make_split(&g96, &md.m[0], 16, 96, "g96", err, sizeof err);
+                CHECK(grc == 0 && g96.m[0].s.n_verbatim > 0, "%s with groups of 96 loaded, %lld verbatim groups%s%s",
+                      md.m[0].name, grc ? -1LL : (long long)g96.m[0].s.n_verbatim, grc ? ": " : "", grc ? err : "");
+                if (grc == 0)
+                    check_matrix(&g96.m[0], true, true, true);
+                wr_model_free(&g96);
             }
         }
         wr_model_free(&md);
