@@ -75,7 +75,7 @@ int wr_dev_decode_tile(const wr_matrix *m, const uint32_t *lut, uint64_t t, uint
                     wr_bits_push(&b, b.next < Wk ? sw[b.next * 32 + k] : 0);
                 const uint32_t e = wr_bits_take(&b, lut, L);
                 flags |= e;
-                out[r * 256 + c] = (uint8_t)(e >> (pal ? 24 : 8));
+                out[r * 256 + c] = (uint8_t)(e >> 24);
             }
         if ((flags & (WR_LUT_BAD | (pal ? WR_LUT_PAL0 | WR_LUT_PAL1 : 0))) || wr_bits_close(&b, Wk))
             bad = 1;

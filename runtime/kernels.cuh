@@ -209,7 +209,9 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     L.q1 = lane_word<ST>(L, 1);
 }
 
-/* Push the next word when fewer than 32 bits are buffered. */
+/* Push the next word when fewer than 32 bits are buffered. (A branchless
+ * form for staged lanes, selects and a predicated shared load, came to
+ * more instructions a check than this branch: 21 against 17, sm_80 SASS.) */
 template <bool ST>
 __device__ __forceinline__ void lane_fill(Lane &L)
 {
@@ -587,6 +589,17 @@ __device__ __forceinline__ void val_set(float4 &v, int u, float c)
     (u == 0 ? v.x : u == 1 ? v.y : u == 2 ? v.z : v.w) = c;
 }
 
+/* vt[symbol of table entry e] with one shift: a ggml-code entry keeps bits
+ * 16..23 zero and the symbol at 24..31 (wr_lut_entry), so e >> (24 -
+ * log2 sizeof(V)) is the symbol's byte offset in vt; vt[e >> 24] compiled
+ * to a shift and a mask (sm_80 SASS). */
+template <class V>
+__device__ __forceinline__ V vt_at(const V *vt, uint32_t e)
+{
+    constexpr int sh = sizeof(V) == 16 ? 20 : sizeof(V) == 8 ? 21 : 22;
+    return *reinterpret_cast<const V *>(reinterpret_cast<const char *>(vt) + (e >> sh));
+}
+
 template <int TYPE, int B, bool ST>
 __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(DevMat M, const uint32_t *__restrict__ glut,
                                                               const float *__restrict__ x, float *__restrict__ y)
@@ -649,7 +662,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
                 dot[b] = 0.0f;
 #pragma unroll
             for (int i = 0; i < G.sub_n / WPS; i++) {
-                const V cv = vt[(lane_at<ST>(L, i, lut, M.L, bad) >> 8) & 255];
+                const V cv = vt_at(vt, lane_at<ST>(L, i, lut, M.L, bad));
 #pragma unroll
                 for (int u = 0; u < WPS; u++) {
                     const float c = val_get(cv, u);

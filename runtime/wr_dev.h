@@ -143,10 +143,13 @@ WR_HD int wr_huf_peek(const wr_huf *t, uint32_t peek, int *len)
  * A 2^L-entry table indexed by the next L bits of a lane (L = max code
  * length, 1..11 on the device). Entry = code length (bits 0..3; 0 when no
  * code starts with this peek) | flags (bits 4..6) | payload (bits 8..31):
- *   ggml codes, exponent bytes   payload = the symbol (bits 8..15);
+ *   ggml codes, exponent bytes   the symbol at 8..15 (the exponent, as for
+ *                                palette pairs) and again at 24..31;
  *   palette pairs (pal != NULL)  palette[lo] at 8..15, palette[hi] at 16..23,
  *                                the symbol at 24..31; flag PAL0/PAL1 when
  *                                index lo/hi has no palette entry.
+ * So e >> 24 is the symbol of any entry (one shift in k_fused_q, where
+ * (e >> 8) & 255 took two).
  * Built from the same limit tables as wr_huf_peek, so both decode alike. */
 #define WR_LUT_MAX_BITS 11   /* longest code the device tables take */
 #define WR_LUT_LEN 15u
@@ -168,7 +171,7 @@ WR_HD uint32_t wr_lut_entry(const wr_huf *h, uint32_t peek, const uint8_t *pal, 
         e |= (i0 >= n_pal ? WR_LUT_PAL0 : 0u) | (i1 >= n_pal ? WR_LUT_PAL1 : 0u);
         e |= (uint32_t)pal[i0] << 8 | (uint32_t)pal[i1] << 16 | (uint32_t)sym << 24;
     } else {
-        e |= (uint32_t)sym << 8;
+        e |= (uint32_t)sym << 8 | (uint32_t)sym << 24;
     }
     return e;
 }

@@ -144,6 +144,28 @@ static void test_dev_huffman(void)
             ok &= s1 == s2 && (s1 < 0 || l1 == l2);
         }
         CHECK(ok, "wr_huf_peek = wp_huf_decode_peek on every 11-bit peek (table %d)", trial);
+        /* the table entries (wr_lut_entry): length, and the symbol at bits 24..31 of
+           every entry; ggml codes / exponent bytes: also at 8..15, bits 16..23 zero
+           (k_fused_q's vt_at takes e >> 21 as the symbol's byte offset); palette
+           pairs: palette[lo], palette[hi] at 8..15, 16..23 */
+        const uint8_t pal[16] = {0x7a, 0x79, 0x7b, 0x78, 0x7c, 0x77, 0x7d, 0x76, 0x75, 0x7e, 0x74, 0x73, 0x72, 0x7f};
+        int eok = 1, pok = 1, bads = 0;
+        for (uint32_t p = 0; p < (1u << h.L); p++) {
+            const uint32_t e = wr_lut_entry(&h, p, NULL, 0), ep = wr_lut_entry(&h, p, pal, 14);
+            int len, sym = wr_huf_peek(&h, p, &len);
+            if (sym < 0) {
+                bads++;
+                eok &= e == WR_LUT_BAD && ep == WR_LUT_BAD;
+                continue;
+            }
+            eok &= (e & WR_LUT_LEN) == (uint32_t)len && (e >> 24) == (uint32_t)sym &&
+                   ((e >> 8) & 255u) == (uint32_t)sym && ((e >> 16) & 255u) == 0 && !(e & WR_LUT_FLAGS);
+            pok &= (ep & WR_LUT_LEN) == (uint32_t)len && (ep >> 24) == (uint32_t)sym &&
+                   ((ep >> 8) & 255u) == pal[sym & 15] && ((ep >> 16) & 255u) == pal[sym >> 4] &&
+                   !!(ep & WR_LUT_PAL0) == ((sym & 15) >= 14) && !!(ep & WR_LUT_PAL1) == ((sym >> 4) >= 14);
+        }
+        CHECK(eok && pok, "wr_lut_entry (table %d, L %d): length, symbol at 24..31 (codes: and 8..15, 16..23 zero), "
+              "palette pairs' exponents and flags; %d peeks without a code flagged", trial, h.L, bads);
     }
 }
 
