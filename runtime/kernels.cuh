@@ -949,9 +949,11 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
  * index says (index 0 in a verbatim group; the raw bytes hold every
  * weight's sign and mantissa), and afterwards pal_fix adds (w - w_pal) x
  * for the weights of the row's verbatim groups in the split (0.24 % of
- * groups on stories260K), so the loop carries no verbatim state and fits
- * 128 registers. palette_ok refuses the pipeline where a wrong weight could
- * be infinite (palette entry 0 with exponent 255).
+ * groups on stories260K), so the loop carries no verbatim state (ptxas,
+ * sm_90a, 8 | cols: 96-128 registers for B = 1..8, no spills; other widths
+ * spill 8 bytes at B = 1). wr_palette_ok refuses the pipeline where a
+ * verbatim slot's weight could be infinite (palette entry 0 = exponent 255);
+ * the restore rejects a bundle whose verbatim slots hold another index.
  * Why: one row a warp re-read x in every warp (164 us at 4096 x 14336,
  * batch 1, H200; cuBLAS BF16 43 us); 4 rows a warp read x a quarter as
  * often, and the split keeps the warp count up (rows / 4 alone is 1,024
