@@ -352,6 +352,24 @@ WR_HD int wr_get_code(int type, const uint8_t *b, int i)
     }
 }
 
+/* Where codes i0 .. i0 + 7 (i0 % 8 == 0) of a block sit, for the types
+ * whose 8 consecutive codes are in 8 consecutive bytes (Q4_0, IQ4_NL, Q4_1,
+ * Q8_0, Q4_K, IQ4_XS): code i0 + u = (b[*off + u] >> *shift) & 15, or for
+ * Q8_0 b[*off + u] ^ 0x80 (the layout wr_get_code reads one at a time; the
+ * twin GEMV reads the 8 bytes in one to four loads). Returns 0, or -1 for
+ * the other types. */
+WR_HD int wr_code_span8(int type, int i0, int *off, int *shift)
+{
+    switch (type) {
+    case WP_Q4_0: case WP_IQ4_NL: *off = 2 + (i0 & 15); *shift = i0 & 16 ? 4 : 0; return 0;
+    case WP_Q4_1: *off = 4 + (i0 & 15); *shift = i0 & 16 ? 4 : 0; return 0;
+    case WP_Q8_0: *off = 2 + i0; *shift = 0; return 0;
+    case WP_Q4_K: *off = 16 + 32 * (i0 / 64) + i0 % 32; *shift = (i0 / 32) % 2 ? 4 : 0; return 0;
+    case WP_IQ4_XS: *off = 8 + 16 * (i0 / 32) + (i0 & 15); *shift = i0 & 16 ? 4 : 0; return 0;
+    default: return -1;
+    }
+}
+
 /* Build one exact block from its side bytes and its n codes (weight order):
  * the block is zeroed, side bytes go back to their spans, code bits are
  * written as wp_block_pack does. Equals wp_codes_join for one block. */

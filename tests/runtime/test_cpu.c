@@ -60,7 +60,7 @@ static void test_dev_blocks(void)
         wp_codes_geom cg;
         int geom_ok = wp_codes_geom_get((int)t, bi.n, 1, &cg) == 0 && g.n == bi.n && g.bytes == bi.block_bytes &&
                       g.side == bi.side_bytes && g.sub_n == bi.sub_n && g.bits == bi.code_bits && g.wps == cg.wps;
-        int codes_ok = 1, pack_ok = 1, val_ok = 1, side_ok = 1, unpack_ok = 1;
+        int codes_ok = 1, pack_ok = 1, val_ok = 1, side_ok = 1, unpack_ok = 1, span_ok = 1, n_span = 0;
         for (int trial = 0; trial < 300; trial++) {
             uint8_t blk[256], q[256], side[32], side2[32], out[256];
             for (int j = 0; j < bi.block_bytes; j++)
@@ -81,6 +81,14 @@ static void test_dev_blocks(void)
             side_ok &= memcmp(side, side2, (size_t)bi.side_bytes) == 0;
             for (int i = 0; i < bi.n; i++)
                 codes_ok &= wr_get_code((int)t, blk, i) == q[i];
+            for (int i0 = 0; i0 < bi.n; i0 += 8) {   /* the twin's 8-code spans */
+                int off, sh;
+                if (wr_code_span8((int)t, i0, &off, &sh) == 0) {
+                    n_span++;
+                    for (int u = 0; u < 8; u++)
+                        span_ok &= (t == WP_Q8_0 ? blk[off + u] ^ 0x80 : (blk[off + u] >> sh) & 15) == q[i0 + u];
+                }
+            }
             wr_put_block((int)t, side, q, out);
             pack_ok &= memcmp(out, blk, (size_t)bi.block_bytes) == 0;
             /* lib's symbols of the block (codes.h grouping) unpack to its codes */
@@ -107,6 +115,10 @@ static void test_dev_blocks(void)
               wp_ggml_type_name(t));
         CHECK(side_ok && codes_ok, "%s: wr_block_side, wr_get_code = lib on random blocks", wp_ggml_type_name(t));
         CHECK(pack_ok, "%s: wr_put_block(side, codes) gives the exact block back", wp_ggml_type_name(t));
+        const int spans = t == WP_Q4_0 || t == WP_IQ4_NL || t == WP_Q4_1 || t == WP_Q8_0 || t == WP_Q4_K ||
+                          t == WP_IQ4_XS;
+        CHECK(span_ok && n_span == (spans ? 300 * bi.n / 8 : 0), "%s: wr_code_span8 gives %d spans of 8 codes%s",
+              wp_ggml_type_name(t), n_span, spans ? ", each = lib's codes" : " (declines the type)");
         CHECK(val_ok, "%s: wr_value(wr_sub_scale) = wp_parts_value bit for bit", wp_ggml_type_name(t));
     }
     int fp_ok = 1;
