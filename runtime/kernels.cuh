@@ -53,8 +53,9 @@
  *
  * Not measured yet: staged, the check every second symbol, recon, the
  * split, F16/F32, the 4-rows-a-warp palette and twin GEMVs and the palette
- * GEMV's loads a step ahead with verbatim groups after its loop were
- * written after the last GPU run; on the CPU, wr_dev_decode_tile runs the decode
+ * GEMV's loads a step ahead with verbatim groups after its loop, the
+ * twin's 8-code loads and k_fused_q's 4-word prefetch were written after
+ * the last GPU run; on the CPU, wr_dev_decode_tile runs the decode
  * path and tests/runtime/test_emu.cpp runs these kernels' source with one
  * host thread per CUDA thread; gpucheck.sh times them on the next GPU.
  *
@@ -118,7 +119,7 @@ struct Groups {
 };
 
 /* A thread's lane: its W words read from global memory (the ragged
- * interleave, through the warp's Groups, two words ahead), or, staged
+ * interleave, through the warp's Groups, PD = 2 or 4 words ahead), or, staged
  * (ST), from this warp's copy of the tile's words in shared memory, word i
  * at sw[i * 32] (sw = base + k). The bit reader is wr_dev.h's wr_bits, the
  * code the CPU tests run. */
@@ -127,7 +128,8 @@ struct Lane {
     const Groups *g;          /* global: the warp's group masks and starts */
     const uint32_t *sw;       /* staged: word 0 of this lane in shared memory */
     uint32_t W, lt;
-    uint32_t q0, q1;          /* words next and next + 1, loaded ahead (prefetch distance 2) */
+    uint32_t q0, q1, q2, q3;  /* words next .. next + PD - 1, loaded ahead (PD: prefetch distance,
+                                 2 or 4; q2, q3 unused at 2) */
     wr_bits b;
 };
 
@@ -162,7 +164,7 @@ __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
  * (this warp's 32 x M.dmax words of shared memory) with asynchronous copies
  * (cp.async), all in flight at once; group i's copies are one coalesced
  * read. Corrupt offsets or lane counts read no word and set bad. */
-template <bool ST>
+template <bool ST, int PD = 2>
 __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t, Groups *g, uint32_t *sw, Lane &L,
                                           unsigned &bad)
 {
@@ -207,18 +209,26 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     wr_bits_init(&L.b);
     L.q0 = lane_word<ST>(L, 0);
     L.q1 = lane_word<ST>(L, 1);
+    L.q2 = PD == 4 ? lane_word<ST>(L, 2) : 0u;
+    L.q3 = PD == 4 ? lane_word<ST>(L, 3) : 0u;
 }
 
 /* Push the next word when fewer than 32 bits are buffered. (A branchless
  * form for staged lanes, selects and a predicated shared load, came to
  * more instructions a check than this branch: 21 against 17, sm_80 SASS.) */
-template <bool ST>
+template <bool ST, int PD = 2>
 __device__ __forceinline__ void lane_fill(Lane &L)
 {
     if (wr_bits_low(&L.b)) {
         const uint32_t v = L.q0;
         L.q0 = L.q1;
-        L.q1 = lane_word<ST>(L, L.b.next + 2);
+        if (PD == 4) {
+            L.q1 = L.q2;
+            L.q2 = L.q3;
+            L.q3 = lane_word<ST>(L, L.b.next + 4);
+        } else {
+            L.q1 = lane_word<ST>(L, L.b.next + 2);
+        }
         wr_bits_push(&L.b, v);
     }
 }
@@ -378,10 +388,10 @@ __global__ void __launch_bounds__(32) k_restore(DevMat M, wr_huf H, uint8_t *out
  * table and bit reader (wr_dev_decode_tile). */
 
 /* One symbol through the table, after a fill check (any loop). */
-template <bool ST>
+template <bool ST, int PD = 2>
 __device__ __forceinline__ uint32_t lane_next(Lane &L, const uint32_t *lut, int Lb, unsigned &bad)
 {
-    lane_fill<ST>(L);
+    lane_fill<ST, PD>(L);
     const uint32_t e = wr_bits_take(&L.b, lut, Lb);
     bad |= e & WR_LUT_BAD;
     return e;
@@ -399,10 +409,10 @@ __device__ __forceinline__ uint32_t lane_take(Lane &L, const uint32_t *lut, int 
 
 /* Symbol i of an unrolled run (i a compile-time index from 0): fill check at
  * even i only. */
-template <bool ST>
+template <bool ST, int PD = 2>
 __device__ __forceinline__ uint32_t lane_at(Lane &L, int i, const uint32_t *lut, int Lb, unsigned &bad)
 {
-    return i % 2 == 0 ? lane_next<ST>(L, lut, Lb, bad) : lane_take(L, lut, Lb, bad);
+    return i % 2 == 0 ? lane_next<ST, PD>(L, lut, Lb, bad) : lane_take(L, lut, Lb, bad);
 }
 
 /* Stage the lookup table (2^L words) into shared memory, block-wide. */
@@ -521,7 +531,7 @@ __device__ __forceinline__ TilePos tile_pos(const DevMat &M)
 /* Warp-collective: open the warp's tile (tile row P.tr, column P.tc) for
  * this thread's lane (lane_open; staged: the warp's part of `staged`).
  * Returns false, opening nothing, when the warp is past the last tile row. */
-template <bool ST>
+template <bool ST, int PD = 2>
 __device__ __forceinline__ bool tile_open(const DevMat &M, const TilePos &P, Groups *g, uint32_t *staged,
                                           TileGeo &tg, Lane &L, unsigned &bad)
 {
@@ -529,7 +539,7 @@ __device__ __forceinline__ bool tile_open(const DevMat &M, const TilePos &P, Gro
         return false;
     const unsigned long long t = P.tr * M.tcols + P.tc;
     tg = tile_geo(M, t);
-    lane_open<ST>(M, t, ST ? g : g + P.warp, ST ? staged + P.warp * 32 * M.dmax : nullptr, L, bad);
+    lane_open<ST, PD>(M, t, ST ? g : g + P.warp, ST ? staged + P.warp * 32 * M.dmax : nullptr, L, bad);
     return true;
 }
 
@@ -605,6 +615,10 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
                                                               const float *__restrict__ x, float *__restrict__ y)
 {
     constexpr int WPS = dev_wps(TYPE);
+    /* words of a global lane loaded ahead: 4 at batch 1-2 (a refill's load then has about 18
+       Q4_K codes of decode to arrive, 9 at 2), 2 at batch 4-8 (4 spilled there, ptxas sm_90a)
+       and for staged lanes (shared memory) */
+    constexpr int PD = !ST && B <= 2 ? 4 : 2;
     typedef typename ValT<WPS>::T V;
     const wr_geom G = wr_geom_of(TYPE);
     __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
@@ -641,7 +655,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
     TileGeo tg;
     unsigned bad = 0;
     Lane L;
-    if (!tile_open<ST>(M, P, g, staged, tg, L, bad))
+    if (!tile_open<ST, PD>(M, P, g, staged, tg, L, bad))
         return;
     float acc[2][B] = {};
     const unsigned long long bpr = (unsigned long long)(M.cols / G.n);
@@ -662,7 +676,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
                 dot[b] = 0.0f;
 #pragma unroll
             for (int i = 0; i < G.sub_n / WPS; i++) {
-                const V cv = vt_at(vt, lane_at<ST>(L, i, lut, M.L, bad));
+                const V cv = vt_at(vt, lane_at<ST, PD>(L, i, lut, M.L, bad));
 #pragma unroll
                 for (int u = 0; u < WPS; u++) {
                     const float c = val_get(cv, u);
