@@ -742,6 +742,27 @@ __device__ __forceinline__ uint32_t exp_weight_any(const DevMat &M, const VRow &
     return exp_or_verbatim<PAL>(M, V, hasv, row, col, e, u, bits, bad);
 }
 
+/* The weight-by-weight walk of one row of a lane's tile (w symbols): each
+ * symbol through lane_next, then f(j, e, u) for its weights j (u-th of the
+ * symbol; a palette pair's weight at j >= nw, past an odd row end, is
+ * padding). The slow path of k_fused_exp and restore_exp_tile. */
+template <bool ST, bool PAL, class F>
+__device__ __forceinline__ void lane_row_each(Lane &L, const uint32_t *lut, int Lb, unsigned w, int nw, unsigned &bad,
+                                              F f)
+{
+    constexpr int WPS = PAL ? 2 : 1;
+    for (unsigned c = 0; c < w; c++) {
+        const uint32_t e = lane_next<ST>(L, lut, Lb, bad);
+#pragma unroll
+        for (int u = 0; u < WPS; u++) {
+            const int j = (int)c * WPS + u;
+            if (PAL && j >= nw)
+                break;
+            f(j, e, u);
+        }
+    }
+}
+
 template <int B, bool PAL, bool ST>
 __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(DevMat M, const uint32_t *__restrict__ glut,
                                                                 const float *__restrict__ x, float *__restrict__ y)
@@ -795,20 +816,12 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
                 }
             }
         } else {
-            for (unsigned c = 0; c < tg.w; c++) {
-                const uint32_t e = lane_next<ST>(L, lut, M.L, bad);
+            lane_row_each<ST, PAL>(L, lut, M.L, tg.w, nw, bad, [&](int j, uint32_t e, int u) {
+                const float v = wr_float_value(M.type, exp_weight_any<PAL>(M, V, hasv, row, c0w + j, e, u, bad));
 #pragma unroll
-                for (int u = 0; u < WPS; u++) {
-                    const int j = (int)c * WPS + u;
-                    if (PAL && j >= nw)
-                        break;
-                    const uint32_t bits = exp_weight_any<PAL>(M, V, hasv, row, c0w + j, e, u, bad);
-                    const float v = wr_float_value(M.type, bits);
-#pragma unroll
-                    for (int b = 0; b < B; b++)
-                        acc[rr][b] = fmaf(v, xs[b][j], acc[rr][b]);
-                }
-            }
+                for (int b = 0; b < B; b++)
+                    acc[rr][b] = fmaf(v, xs[b][j], acc[rr][b]);
+            });
         }
     }
     finish_gemv<B>(M, tg, k, L, acc, bad, y);
@@ -866,16 +879,9 @@ __device__ __forceinline__ void restore_exp_tile(const DevMat &M, const uint32_t
                 o[1] = make_uint4(ow[4], ow[5], ow[6], ow[7]);
             }
         } else {
-            for (unsigned c = 0; c < tg.w; c++) {
-                const uint32_t e = lane_next<false>(L, lut, M.L, bad);
-#pragma unroll
-                for (int u = 0; u < WPS; u++) {
-                    const int j = (int)c * WPS + u;
-                    if (PAL && j >= nw)
-                        break;
-                    dst[j] = (uint16_t)exp_weight<PAL>(M, V, hasv, row, c0w + j, e, u, __ldg(rawp + j), bad);
-                }
-            }
+            lane_row_each<false, PAL>(L, lut, M.L, tg.w, nw, bad, [&](int j, uint32_t e, int u) {
+                dst[j] = (uint16_t)exp_weight<PAL>(M, V, hasv, row, c0w + j, e, u, __ldg(rawp + j), bad);
+            });
         }
     }
     lane_close(L, bad);

@@ -34,13 +34,7 @@ static const uint32_t types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0, WP
 #define NTYPES (int)(sizeof types / sizeof *types)
 
 static uint64_t rs = 88172645463325252ull;
-static uint32_t rnd(void)
-{
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return (uint32_t)(rs >> 32);
-}
+static uint32_t rnd(void) { return (uint32_t)(tap_xorshift(&rs) >> 32); }
 
 static int same_float(float a, float b)
 {

@@ -324,13 +324,7 @@ static void run_pipe(Dev &d, int pipe, const float *x, int batch, float *y, cons
 /* ---- checks ---------------------------------------------------------------------------------- */
 
 static uint64_t rs = 88172645463325252ull;
-static uint32_t rnd(void)
-{
-    rs ^= rs << 13;
-    rs ^= rs >> 7;
-    rs ^= rs << 17;
-    return (uint32_t)(rs >> 32);
-}
+static uint32_t rnd(void) { return (uint32_t)(tap_xorshift(&rs) >> 32); }
 
 /* Inputs and references of one batch: x (aligned), the float64 GEMV, the CPU fused GEMV. */
 struct Ref {

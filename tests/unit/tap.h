@@ -9,10 +9,22 @@
 #define WPACK_TAP_H
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 static int tap_n, tap_failed;
+
+/* The tests' random numbers: Marsaglia's xorshift64 (shifts 13, 7, 17) on
+ * the caller's state *s (nonzero); returns the new state. Each test keeps
+ * its own seed, so its inputs do not depend on the others. */
+static inline uint64_t tap_xorshift(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
 
 static inline int tap_check(int ok, const char *file, int line, const char *fmt, ...)
 {

@@ -25,11 +25,7 @@
 #include <string.h>
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint32_t rnd32(void)
-{
-    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-    return (uint32_t)(rng >> 32);
-}
+static uint32_t rnd32(void) { return (uint32_t)(tap_xorshift(&rng) >> 32); }
 static double unif(void) { return (rnd32() + 0.5) / 4294967296.0; }
 static double gauss(void) { return sqrt(-2 * log(unif())) * cos(6.283185307179586 * unif()); }
 

@@ -13,13 +13,7 @@
 #include "tap.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+static uint64_t rng(void) { return tap_xorshift(&rng_state); }
 
 static double kraft(const uint8_t *len, int n)
 {

@@ -23,13 +23,7 @@
 #include "tap.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-static uint64_t rng(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+static uint64_t rng(void) { return tap_xorshift(&rng_state); }
 
 /* A bell-shaped code of `bits` bits (sum of four uniform draws). */
 static unsigned bell(int bits)

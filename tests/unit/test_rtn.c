@@ -22,11 +22,7 @@ static const int all_types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0, WP_
 /* ---- deterministic realistic weights (Student-t(3), row scale spread,
  * outlier columns) */
 static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint32_t rnd32(void)
-{
-    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
-    return (uint32_t)(rng >> 32);
-}
+static uint32_t rnd32(void) { return (uint32_t)(tap_xorshift(&rng) >> 32); }
 static double unif(void) { return (rnd32() + 0.5) / 4294967296.0; }
 static double gauss(void) { return sqrt(-2 * log(unif())) * cos(6.283185307179586 * unif()); }
 static double student3(void)
