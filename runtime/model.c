@@ -58,6 +58,18 @@ static void matrix_free(wr_matrix *m)
     free(m->vcnt);
 }
 
+void wr_model_keep(wr_model *md, const char *match)
+{
+    int k = 0;
+    for (int i = 0; i < md->n; i++) {
+        if (!match || strstr(md->m[i].name, match))
+            md->m[k++] = md->m[i];
+        else
+            matrix_free(&md->m[i]);
+    }
+    md->n = k;
+}
+
 void wr_model_free(wr_model *md)
 {
     for (int i = 0; i < md->n; i++)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "ggml_type.h"
 #include "wprun.h"
@@ -34,10 +35,12 @@ static const char usage[] =
     "  --verify        decode and compare with verify's restore bit for bit; GEMV\n"
     "                  outputs against a float64 reference (relative error); the\n"
     "                  default mode\n"
-    "  --bench         time fused vs twin vs full (device events, medians)\n"
+    "  --bench         time every pipeline the matrix takes, the twin (and on the\n"
+    "                  GPU cuBLAS) beside them (device events, medians)\n"
     "  --tune          time every pipeline per matrix and batch; write --tuning\n"
+    "                  (the whole file: matrices not tuned now drop out)\n"
     "  --batch LIST    batch sizes (default 1)\n"
-    "  --pipeline P    GEMV pipeline for --verify/--bench: auto (tuning file, else\n"
+    "  --pipeline P    GEMV pipeline for --verify: auto (tuning file, else\n"
     "                  fused for batch <= 8 and full above), fused (= exp for BF16),\n"
     "                  staged (fused, lane words staged in shared memory), full,\n"
     "                  twin; for BF16 also recon (tiles rebuilt for tensor cores),\n"
@@ -123,6 +126,9 @@ static void tuning_read(const char *path)
     }
     while (fgets(line, sizeof line, f)) {
         ln++;
+        if (ln == 1 && !strncmp(line, "# wprun tuning v1 (", 19) && strncmp(line + 19, opt.cpu ? "cpu" : "gpu", 3))
+            fprintf(stderr, "wprun: warning: %s was tuned on the %.3s, this run is on the %s: its times steer auto "
+                            "anyway\n", path, line + 19, opt.cpu ? "cpu" : "gpu");
         if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
             continue;
         int p = -1, end = 0;
@@ -141,7 +147,8 @@ static void tuning_read(const char *path)
             t->us[p] = us;
     }
     if (ferror(f))
-        fprintf(stderr, "wprun: warning: read error on the tuning file %s\n", path);
+        fprintf(stderr, "wprun: warning: read error on the tuning file %s: %s (auto takes its defaults where it "
+                        "has no line)\n", path, strerror(errno));
     fclose(f);
 }
 
@@ -296,8 +303,11 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     /* bit-equal: a coded pipeline against the twin (not the twin against itself) */
                     int same = pf != P_TWIN && memcmp(yf, yt, ny * sizeof *yf) == 0;
                     int ok = ef < opt.tol && et < opt.tol;
-                    printf("gemv   %-6s %-40s batch %-4d %s relerr %.2e  twin relerr %.2e  %s%s\n", type_name(m),
-                           m->name, batch, pipe_name[pf], ef, et, same ? "(bit-equal) " : "", ok ? "ok" : "FAIL");
+                    char tw[64] = "";   /* the twin beside a coded pipeline, not twice */
+                    if (pf != P_TWIN)
+                        snprintf(tw, sizeof tw, "twin relerr %.2e  ", et);
+                    printf("gemv   %-6s %-40s batch %-4d %s relerr %.2e  %s%s%s\n", type_name(m), m->name, batch,
+                           pipe_name[pf], ef, tw, same ? "(bit-equal) " : "", ok ? "ok" : "FAIL");
                     bad |= !ok;
                 }
             }
@@ -675,6 +685,7 @@ int main(int argc, char **argv)
     uint64_t seed = 0;
     for (int i = 0; i < ns; i++)
         add_synth(&md, synths[i], &seed);
+    wr_model_keep(&md, opt.match);   /* --match: the synthetic matrices too */
     if (md.n == 0) {
         if (opt.match)
             die(WR_EXIT_FAIL, "no coded matrix matches --match '%s'", opt.match);
@@ -688,6 +699,12 @@ int main(int argc, char **argv)
     FILE *tf = NULL;
     char ttmp[4200];
     if (opt.tune) {   /* written to a temporary file beside it, renamed when complete */
+        struct stat st;
+        if (stat(opt.tuning, &st) == 0 && S_ISDIR(st.st_mode)) {
+            char msg[4400];
+            snprintf(msg, sizeof msg, "cannot write the tuning file %s: %s", opt.tuning, strerror(EISDIR));
+            die(WR_EXIT_FAIL, "%s", msg);
+        }
         snprintf(ttmp, sizeof ttmp, "%s.tmp%ld", opt.tuning, (long)getpid());
         if (!(tf = fopen(ttmp, "w"))) {
             char msg[4400];
@@ -708,8 +725,11 @@ int main(int argc, char **argv)
     if (tf) {
         int werr = ferror(tf) | fclose(tf);
         if (werr || rename(ttmp, opt.tuning)) {
+            const int e = errno;
             remove(ttmp);
-            die(WR_EXIT_FAIL, "write error on the tuning file %s", opt.tuning);
+            char msg[4400];
+            snprintf(msg, sizeof msg, "write error on the tuning file %s: %s", opt.tuning, strerror(e));
+            die(WR_EXIT_FAIL, "%s", msg);
         }
     }
     printf("wprun: %d %s (%s): %s\n", md.n, md.n == 1 ? "matrix" : "matrices", opt.cpu ? "cpu" : "gpu",

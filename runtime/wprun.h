@@ -82,6 +82,10 @@ int  wr_model_load(wr_model *md, const char *path, const char *match, char *err,
  * makes it repeatable. Returns 0 or -1 with a message. */
 int  wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint64_t seed,
                     char *err, size_t errlen);
+/* Drop (and free) the matrices whose name does not contain match (NULL:
+ * keep all); wr_model_load's --match filter, for matrices added otherwise
+ * (wr_model_synth). */
+void wr_model_keep(wr_model *md, const char *match);
 void wr_model_free(wr_model *md);
 
 /* The exact tensor bytes as the library restores them (wp_restore: the
