@@ -336,6 +336,38 @@ int wr_palette_index(const wr_matrix *m, const uint8_t *fixed, uint8_t *idx)
     return rc;
 }
 
+int64_t wr_palette_fix_stride(const wr_matrix *m) { return (m->s.group + 7) / 8 * 8; }
+
+int wr_palette_fix(const wr_matrix *m, const uint8_t *fixed, uint32_t *vcol, float *delta)
+{
+    const struct wp_bf16_split *s = &m->s;
+    if (m->kind != WR_EXP || m->type != WP_BF16 || !s->palette_n || s->n_palette < 1)
+        return -1;
+    const int64_t st = wr_palette_fix_stride(m);
+    uint64_t v = 0;
+    for (int64_t r = 0; r < m->rows; r++)
+        for (int64_t gi = 0; gi < s->groups_per_row; gi++) {
+            const uint64_t bit = (uint64_t)(r * s->groups_per_row + gi);
+            if (!(s->vmap[bit / 8] >> (bit % 8) & 1))
+                continue;
+            const int64_t c0 = gi * s->group, len = m->cols - c0 < s->group ? m->cols - c0 : s->group;
+            vcol[v] = (uint32_t)c0;
+            float *d = delta + v * (uint64_t)st;
+            for (int64_t t = 0; t < st; t++) {
+                d[t] = 0.0f;
+                if (t >= len)
+                    continue;
+                const uint64_t i = (uint64_t)(r * m->cols + c0 + t);
+                const float w = wp_bf16_to_f32(wr_rd16(fixed + 2 * i));
+                const float wp = wr_float_value(WP_BF16, wr_float_rebuild(WP_BF16, s->palette[0],
+                                                                          wr_raw_get(s->raw, i, s->raw_bits)));
+                d[t] = w - wp;
+            }
+            v++;
+        }
+    return v == (uint64_t)s->n_verbatim ? 0 : -1;
+}
+
 int wr_cpu_transcode(const wr_matrix *m, uint8_t *idx, char *err, size_t errlen)
 {
     if (m->kind != WR_EXP || m->type != WP_BF16 || !m->s.palette_n)

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -51,7 +52,7 @@ struct wr_dmat {
     const wr_matrix *m;
     DevMat M;
     wr_huf H;
-    void *buf[16];          /* owned device allocations */
+    void *buf[24];          /* owned device allocations */
     int nbuf;
     uint8_t *fixed;         /* original fixed-width data (twin / cuBLAS baseline) */
     uint8_t *dec;           /* decoded data of the "full" pipeline */
@@ -188,6 +189,17 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
     }
     if (devmat_fill(M, m, err, errlen))
         goto fail;
+    /* k_twin's and k_palette's column splits: their sums and done-counters (zero) */
+    if (dalloc(d, &p, 4 * (size_t)gemv_max_splits(g->sms, M) * 8 * (size_t)M.rows, NULL, err, errlen))
+        goto fail;
+    M.part = (float *)p;
+    if (dalloc(d, &p, 4 * (size_t)gemv_counters(M), NULL, err, errlen))
+        goto fail;
+    M.cnt = (unsigned *)p;
+    if (cudaMemset(M.cnt, 0, 4 * (size_t)gemv_counters(M)) != cudaSuccess) {
+        snprintf(err, errlen, "cudaMemset: %s", cudaGetErrorString(cudaGetLastError()));
+        goto fail;
+    }
     {
         /* the 2^L decode table (wr_lut_build: wr_lut_entry of every peek, the code the CPU
            tests run) */
@@ -225,6 +237,24 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
             if (dalloc(d, &p, ix.size(), NULL, err, errlen))
                 goto fail;
             d->idx_tc = (uint8_t *)p;
+            /* the verbatim groups' correction (wr_palette_fix) */
+            const size_t nv = (size_t)m->s.n_verbatim;
+            M.vstride = wr_palette_fix_stride(m);
+            std::vector<uint32_t> vcol(nv);
+            std::vector<float> delta(nv * (size_t)M.vstride);
+            if (wr_palette_fix(m, fixed, vcol.data(), delta.data())) {
+                snprintf(err, errlen, "%s: the verbatim groups do not match the verbatim map", m->name);
+                goto fail;
+            }
+            if (dalloc(d, &p, 4 * (size_t)(m->rows + 1), m->vcnt, err, errlen))
+                goto fail;
+            M.vcnt = (const uint32_t *)p;
+            if (dalloc(d, &p, 4 * nv, vcol.data(), err, errlen))
+                goto fail;
+            M.vcol = (const uint32_t *)p;
+            if (dalloc(d, &p, 4 * delta.size(), delta.data(), err, errlen))
+                goto fail;
+            M.vdelta = (const float *)p;
         }
     }
     return d;
@@ -306,33 +336,59 @@ static void fused_b(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 template <int B> static void fused_g(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, false>(g, d, x, y); }
 template <int B> static void fused_s(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, true>(g, d, x, y); }
 
+/* Launch k_twin or k_palette on gemv_grid's grid, its column splits sized
+ * so one wave fills the device: the warps a SM holds come from the
+ * kernel's registers (cudaOccupancyMaxActiveBlocksPerMultiprocessor). y
+ * needs no zeroing: rows_store's split reduction stores every row. */
+template <typename A>
+static void gemv_launch(wr_gpu *g, wr_dmat *d, void (*kernel)(DevMat, A, const float *, float *, long long),
+                        A arg, const float *x, float *y)
+{
+    int nb = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, 32 * TWIN_WARPS, 0) != cudaSuccess || nb < 1) {
+        cudaGetLastError();
+        nb = GEMV_SM_WARPS / TWIN_WARPS;
+    }
+    dim3 grid;
+    const long long span = gemv_grid(g->sms, d->M, grid, nb * TWIN_WARPS);
+    kernel<<<grid, 32 * TWIN_WARPS, 0, g->st>>>(d->M, arg, x, y, span);
+}
+
 template <int B>
 static void twin_b(wr_gpu *g, wr_dmat *d, const uint8_t *blocks, const float *x, float *y)
 {
-    const DevMat &M = d->M;
-    dim3 grid, block(32 * TWIN_WARPS);
-    const long long span = gemv_grid(g->sms, M, grid);
-    if (grid.y > 1)   /* the splits atomicAdd into this chunk's B vectors of y, zeroed here */
-        (void)cudaMemsetAsync(y, 0, sizeof(float) * B * (size_t)M.rows, g->st);
-    switch (M.type) {
-#define TQ(t) case t: k_twin<t, B><<<grid, block, 0, g->st>>>(M, blocks, x, y, span); break;
+    switch (d->M.type) {
+#define TQ(t) case t: gemv_launch<const uint8_t *>(g, d, k_twin<t, B>, blocks, x, y); break;
         FOR_TYPES(TQ)
 #undef TQ
     }
 }
 
+/* Steps k_palette loads ahead at batch b (1 or 2; above, it loads a step at
+ * its start): WPRUN_PALETTE_AHEAD=1 or 2 for both, read once; unset: 2 at
+ * batch 1, 1 at batch 2, the faster of the two at each (H200, 4096 x 14336,
+ * median us: batch 1 43.0 against 44.8 loading 1 ahead, with 123 registers
+ * against 96; batch 2 54.3 against 54.8 loading 2 ahead). */
+static int palette_ahead(int b)
+{
+    static const int env = [] {
+        const char *e = getenv("WPRUN_PALETTE_AHEAD");
+        if (e && *e && strcmp(e, "1") != 0 && strcmp(e, "2") != 0)
+            fprintf(stderr, "wprun: WPRUN_PALETTE_AHEAD=%s ignored (1 or 2)\n", e);
+        return e && strcmp(e, "1") == 0 ? 1 : e && strcmp(e, "2") == 0 ? 2 : 0;
+    }();
+    return env ? env : b == 1 ? 2 : 1;
+}
+
 template <int B>
 static void palette_b(wr_gpu *g, wr_dmat *d, const uint8_t *idx, const float *x, float *y)
 {
-    const DevMat &M = d->M;
-    dim3 grid, block(32 * TWIN_WARPS);
-    const long long span = gemv_grid(g->sms, M, grid);
-    if (grid.y > 1)   /* the splits atomicAdd into this chunk's B vectors of y, zeroed here */
-        (void)cudaMemsetAsync(y, 0, sizeof(float) * B * (size_t)M.rows, g->st);
-    if (M.cols % 8 == 0)
-        k_palette<B, true><<<grid, block, 0, g->st>>>(M, idx, x, y, span);
+    const bool al = d->M.cols % 8 == 0;
+    if (B <= 2 && palette_ahead(B) == 2)
+        gemv_launch<const uint8_t *>(g, d, al ? k_palette<B, true, B <= 2 ? 2 : 1> : k_palette<B, false, B <= 2 ? 2 : 1>,
+                                     idx, x, y);
     else
-        k_palette<B, false><<<grid, block, 0, g->st>>>(M, idx, x, y, span);
+        gemv_launch<const uint8_t *>(g, d, al ? k_palette<B, true> : k_palette<B, false>, idx, x, y);
 }
 
 /* Run kernel family F (fused_b, twin_b, palette_b) over a batch in chunks of 8, 4, 2, 1. */

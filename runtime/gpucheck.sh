@@ -1,8 +1,8 @@
 #!/bin/sh
 # runtime/gpucheck.sh - the one prepared check for a lent GPU (an H200):
 # build, wprun --verify on the stories260K bundles and on synthetic matrices
-# (a 4096 x 14336 matrix of every coded type and BF16), then --bench and
-# --tune, and a short table last. Budget: 8 minutes in all (each step has a
+# (a 4096 x 14336 matrix of every coded type and BF16), then --bench, the
+# palette GEMV loading 1 and 2 steps ahead, --tune, and a short table last. Budget: 8 minutes in all (each step has a
 # timeout; the bench is skipped when the budget is nearly spent); about 2
 # minutes on an H200 with the kit. GPUCHECK_MEMCHECK=1 adds a
 # compute-sanitizer memcheck run, GPUCHECK_PROFILE=1 Nsight Compute on one
@@ -135,6 +135,17 @@ else
     note "SKIP big: $(elapsed)s spent before it (budget 8 min)"
 fi
 
+# ---- 4b. k_palette loading 1 and 2 steps ahead at batch 1 and 2 (WPRUN_PALETTE_AHEAD; the
+#      default is 2 at batch 1, 1 at batch 2)
+for a in 1 2; do
+    if [ "$(elapsed)" -lt 330 ]; then
+        WPRUN_PALETTE_AHEAD=$a
+        export WPRUN_PALETTE_AHEAD
+        run ahead$a 60 --verify --bench --synth BF16:4096x14336 --batch 1,2 --runs 30
+        unset WPRUN_PALETTE_AHEAD
+    fi
+done
+
 # ---- 5. tuner on the BF16 bundle (batch 1, 16, 256), then auto reads it
 BF=""
 for b in $BUNDLES; do case $b in */bf16.bundle) BF=$b ;; esac; done
@@ -151,7 +162,8 @@ fi
 if [ "${GPUCHECK_PROFILE:-0}" = 1 ] && command -v ncu > /dev/null; then
     for k in k_fused_q:Q4_K k_twin:Q4_K k_fused_exp:BF16 k_palette:BF16 k_transcode:BF16 k_recon:BF16; do
         timeout 60 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
-            --section WarpStateStats --section SchedulerStats -k "regex:${k%%:*}" -s 3 -c 1 \
+            --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis_Tables \
+            -k "regex:${k%%:*}" -s 3 -c 1 \
             "$W" --bench --synth "${k#*:}":4096x14336 --batch "$([ "${k%%:*}" = k_recon ] && echo 32 || echo 1)" \
             --runs 3 > "$O/ncu-${k%%:*}.log" 2>&1
         say "ncu ${k%%:*}: $(grep -E 'Duration|SM Frequency' "$O/ncu-${k%%:*}.log" | tr -s ' ' | tr '\n' ';')"
@@ -171,6 +183,9 @@ if [ -f "$O/big.log" ]; then
                    $9, $10, $11, $12, $13, $14, $15 }'
     grep -E '^graph ' "$O/big.log"
 fi
+for a in 1 2; do
+    [ -f "$O/ahead$a.log" ] && echo "WPRUN_PALETTE_AHEAD=$a:" && sed -n '/^matrix /,$p' "$O/ahead$a.log" | grep -vE '^wprun:'
+done
 [ -f "$O/tune-big.log" ] && sed -n '/^matrix /,$p' "$O/tune-big.log" | grep -vE '^wprun:' &&
     grep -E '^tune ' "$O/tune-big.log"
 echo "goals: fused/twin <= 0.90 (coded types, batch 1); BF16 fused(exp)/cuBLAS <= 1.10 (best/tw: the fastest"

@@ -98,6 +98,14 @@ struct DevMat {
     const uint8_t *side;                     /* WR_Q side bytes */
     const uint8_t *palette, *vmap, *vbytes, *raw;
     const unsigned long long *vrow;          /* WR_EXP: vbytes offset of row r */
+    const uint32_t *vcnt, *vcol;             /* palette pipelines (wr_palette_fix): verbatim groups before
+                                                row r (rows + 1); a group's first column */
+    const float *vdelta;                     /* palette pipelines: w - w_pal of each verbatim group's
+                                                weights, vstride floats a group */
+    long long vstride;
+    float *part;                             /* k_palette / k_twin with column splits: the splits' sums
+                                                (splits x B x rows) */
+    unsigned *cnt;                           /* ... and per warp's rows the splits done (0 between launches) */
     int type, wps, bits, n, sub_n, side_bytes, block_bytes, palette_n, n_palette;  /* wps codes of bits bits per symbol */
     long long rows, cols, S, gpr, group;
     long long istride;                       /* palette index bytes a row (a multiple of 4) */
@@ -957,42 +965,49 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
 /* ---- direct palette GEMV: 4-bit indices + raw bytes (no Huffman at run time) ----------------
  * One warp a GEMV_ROWS (R = 4) consecutive rows over one column range: block
  * (bx, by) = TWIN_WARPS warps on rows 4 TWIN_WARPS bx .., columns
- * [by span, by span + span), span a multiple of 256 (split-K; palette_b picks
- * it, gemv_grid). Each 256-column step lane l takes weights j0 .. j0 + 7
- * (j0 = c0 + 8 l) of the 4 rows: the 4 index words and 4 x 8 raw bytes,
- * loaded a step ahead for B <= 2 (with x[j0 .. j0 + 7] for B = 1), so the
- * next step's bytes are in flight while this one computes; then x[b][j0 ..
- * j0 + 7] once per vector (2 x float4 when 8 | cols) for the 4 rows. A
- * weight is rebuilt with an index extract, one shared load of its
- * exponent field, one prmt and one or (raw_sm, pal_w8).
+ * [by span, by span + span), span a multiple of 256 (split-K; gemv_grid
+ * picks it, one wave of the warps the kernel's registers let a SM hold).
+ * Each 256-column step lane l takes weights j0 .. j0 + 7 (j0 = c0 + 8 l) of
+ * the 4 rows: the 4 index words and 4 x 8 raw bytes, loaded PD steps ahead
+ * for B <= 2 (with x[j0 .. j0 + 7] for B = 1; PD = 1 or 2, gpu.cu's
+ * palette_ahead), so later steps' bytes are in flight while this one
+ * computes; then x[b][j0 .. j0 + 7] once per vector (2 x float4 when 8 |
+ * cols) for the 4 rows. A weight is rebuilt with an index extract, one
+ * shared load of its exponent field, one prmt and one or (raw_sm, pal_w8).
  * Verbatim groups do not enter the main loop: it uses every weight as its
  * index says (index 0 in a verbatim group; the raw bytes hold every
- * weight's sign and mantissa), and afterwards pal_fix adds (w - w_pal) x
- * for the weights of the row's verbatim groups in the split (0.24 % of
- * groups on stories260K), so the loop carries no verbatim state (ptxas,
- * sm_90a, 8 | cols: 96-128 registers for B = 1..8, no spills; other widths
- * spill 8 bytes at B = 1). wr_palette_ok refuses the pipeline where a
- * verbatim slot's weight could be infinite (palette entry 0 = exponent 255);
- * the restore rejects a bundle whose verbatim slots hold another index.
- * Why: one row a warp re-read x in every warp (164 us at 4096 x 14336,
- * batch 1, H200; cuBLAS BF16 43 us); 4 rows a warp read x a quarter as
- * often, and the split keeps the warp count up (rows / 4 alone is 1,024
- * warps for 4096 rows, under 8 a SM). Warp-shuffle reduction; one split:
- * plain stores; more: y zeroed first (palette_b), each split atomicAdds.
- * Rows past the end (rows % 4) recompute the last row, not stored. 12 bits
- * a weight read. Unmeasured until the next GPU run. */
+ * weight's sign and mantissa), and afterwards pal_fix adds delta x, delta =
+ * w - w_pal made at load, for the weights of the rows' verbatim groups in
+ * the split, so the loop carries no verbatim state (ptxas, sm_90a, 8 |
+ * cols: 96 registers at B = 1, 123 loading 2 steps ahead, up to 128 for B =
+ * 8, no spills; other widths spill 8 bytes at B = 8). wr_palette_ok refuses
+ * the pipeline where a verbatim slot's weight could be infinite (palette
+ * entry 0 = exponent 255); the restore rejects a bundle whose verbatim
+ * slots hold another index. Sums: rows_store (one split stores; more add
+ * their sums in split order, no zeroing of y first). Rows past the end
+ * (rows % 4) recompute the last row, not stored. 12 bits a weight read.
+ * Measured (H200, 4096 x 14336, batch 1, median of 30 with L2 flushed):
+ * 42.8 us loading 2 steps ahead, 44.8 us 1 ahead, cuBLAS BF16 44.3 us; 62.8
+ * us before pal_fix took the list and rows_store dropped the memset (Nsight
+ * Compute: 54.6 -> 37.7 us, DRAM 36 -> 53 % of peak). */
 
 #define GEMV_ROWS 4   /* rows a warp in k_palette and k_twin */
 
 /* End of k_palette / k_twin: the warp's R rows x B sums reduced across the
- * warp (shuffles), then lane 0 stores them, or with column splits
- * (gridDim.y > 1; y zeroed by palette_b / twin_b) adds them; rows past the
- * end are not stored. */
+ * warp (shuffles); rows past the end are not stored. One split (gridDim.y =
+ * 1): lane 0 stores them. More: each split writes its sums to M.part (lane
+ * i B + b the sum of row r0 + i, vector b; splits x B x rows floats), then
+ * counts itself done in M.cnt[warp's rows]; the split that counts last adds
+ * the splits' sums in split order, stores y and sets the count back to 0 for
+ * the next launch. So y needs no zeroing first (a memset launch less) and
+ * the result does not depend on the order the splits finish in. Source: the
+ * last-block reduction of CUDA's threadFenceReduction sample. */
 template <int R, int B>
 __device__ __forceinline__ void rows_store(const DevMat &M, const float (&acc)[R][B], long long r0, unsigned l,
                                            float *__restrict__ y)
 {
-    const bool split = gridDim.y > 1;
+    static_assert(R * B <= 32, "a lane a row and vector");
+    float mine = 0.0f;   /* lane i B + b: the warp's sum of row r0 + i, vector b */
 #pragma unroll
     for (int i = 0; i < R; i++) {
 #pragma unroll
@@ -1000,32 +1015,37 @@ __device__ __forceinline__ void rows_store(const DevMat &M, const float (&acc)[R
             float a = acc[i][b];
             for (int o = 16; o; o >>= 1)
                 a += __shfl_xor_sync(0xffffffffu, a, o);
-            if (l == 0 && r0 + i < M.rows) {
-                float *yp = y + (long long)b * M.rows + r0 + i;
-                if (split)
-                    atomicAdd(yp, a);
-                else
-                    *yp = a;
-            }
+            if (l == (unsigned)(i * B + b))
+                mine = a;
         }
     }
-}
-
-
-/* The first set bit of vmap in [lo, hi), hi when none (as vmap_count). */
-__device__ __forceinline__ unsigned long long vmap_next(const uint8_t *vmap, unsigned long long lo,
-                                                        unsigned long long hi)
-{
-    for (; lo < hi && (lo & 7); lo++)
-        if ((vmap[lo / 8] >> (lo & 7)) & 1)
-            return lo;
-    for (; lo + 8 <= hi; lo += 8)
-        if (vmap[lo / 8])
-            return lo + (unsigned)(__ffs(vmap[lo / 8]) - 1);
-    for (; lo < hi; lo++)
-        if ((vmap[lo / 8] >> (lo & 7)) & 1)
-            return lo;
-    return hi;
+    const long long row = r0 + (long long)(l / B);
+    const unsigned b = l % B;
+    const bool have = l < (unsigned)(R * B) && row < M.rows;
+    if (gridDim.y == 1) {
+        if (have)
+            y[(long long)b * M.rows + row] = mine;
+        return;
+    }
+    const long long plane = (long long)B * M.rows;   /* one split's sums */
+    if (have)
+        M.part[(long long)blockIdx.y * plane + (long long)b * M.rows + row] = mine;
+    __threadfence();   /* the sums visible device-wide before the count says so */
+    const unsigned long long w = (unsigned long long)(r0 / R);
+    unsigned done = 0;
+    if (l == 0)
+        done = atomicAdd(&M.cnt[w], 1u);
+    if (!__ballot_sync(0xffffffffu, l == 0 && done == gridDim.y - 1))
+        return;
+    __threadfence();
+    if (have) {
+        float s = 0.0f;
+        for (unsigned k = 0; k < gridDim.y; k++)
+            s += __ldcg(M.part + (long long)k * plane + (long long)b * M.rows + row);
+        y[(long long)b * M.rows + row] = s;
+    }
+    if (l == 0)
+        M.cnt[w] = 0;
 }
 
 /* x[j0 .. j0 + 7] of one vector (AL: 2 x float4, aligned: 8 | cols), 0 past
@@ -1136,10 +1156,10 @@ __device__ __forceinline__ void pal_load(const DevMat &M, const uint32_t *const 
 }
 
 /* One 256-column step of k_palette at column c0 (k0 <= c0 < k1): PF (B <= 2)
- * issues the next step's loads into nx, then computes with cu (loaded by
- * the step before); B > 2 loads cu first. Called with the two buffers
- * swapped on alternate steps, so nothing is copied between them. */
-template <int R, int B, bool AL>
+ * issues the loads of the step PD steps ahead into nx, then computes with
+ * cu (loaded PD steps before); B > 2 loads cu first. Called with PD + 1
+ * buffers rotated from step to step, so nothing is copied between them. */
+template <int R, int B, bool AL, int PD>
 __device__ __forceinline__ void pal_step(const DevMat &M, const uint32_t *pex, const uint32_t *const (&ixr)[R],
                                          const uint2 *const (&rr)[R], long long r0, long long rl,
                                          const float *__restrict__ x, long long k0, long long k1, long long c0,
@@ -1151,7 +1171,8 @@ __device__ __forceinline__ void pal_step(const DevMat &M, const uint32_t *pex, c
     const bool on = j0 < M.cols;
     const uint32_t w = (uint32_t)((c0 - k0) / 8);
     if (PF)   /* the next step's loads first (none past the split's end) */
-        pal_load<R, B, AL>(M, ixr, rr, x, w + 32, j0 + 256, c0 + 256 < k1 && j0 + 256 < M.cols, nx);
+        pal_load<R, B, AL>(M, ixr, rr, x, w + 32 * PD, j0 + 256 * PD, c0 + 256 * PD < k1 && j0 + 256 * PD < M.cols,
+                           nx);
     else
         pal_load<R, B, AL>(M, ixr, rr, x, w, j0, on, cu);
     /* B <= 2: each row's weights used as decoded (x: B = 1 from the step's loads, B = 2
@@ -1192,41 +1213,69 @@ __device__ __forceinline__ void pal_step(const DevMat &M, const uint32_t *pex, c
     }
 }
 
-/* After k_palette's main loop: for row `row` (it has verbatim groups) add
- * (w - w_pal) x[b][j] to acc[b] for each weight j of its verbatim groups in
- * [k0, k1), w its original BF16 bits (vbytes: the row's verbatim groups in
- * order, from vrow[row]), w_pal what the main loop used (its index and raw
- * byte, as pal_w8). Warp-uniform loop over the groups (vmap_next), lanes
- * over a group's columns. */
-template <int B>
-__device__ __forceinline__ void pal_fix(const DevMat &M, const uint8_t *__restrict__ idx, const uint32_t *pex,
-                                        const float *__restrict__ x, long long row, long long k0, long long k1,
-                                        unsigned l, float (&acc)[B])
+/* After k_palette's main loop: add (w - w_pal) x[b][j] for every weight j
+ * in [k0, k1) of the verbatim groups of the warp's rows r0 .. r0 + rl (rl <
+ * R), where w is the weight and w_pal what the main loop used (its index,
+ * 0 in a verbatim group, and its raw byte). delta = w - w_pal was made at
+ * load (wr_palette_fix; M.vstride floats a group, zero past the group's
+ * end), the groups numbered row by row (M.vcnt: groups before a row; M.vcol:
+ * a group's first column), so the warp's groups are one run of numbers.
+ * Lanes take (group, 8-weight chunk) items of that run, 32 at a time, so
+ * every lane's loads are in flight together (a chunk: two float4 of delta,
+ * x as two float4 where 8 | cols and 4 | its column, else one float per
+ * column in the split), and add their chunks' sums to their own acc[i]
+ * (rows_store reduces across lanes). Why: the walk before this, group by
+ * group with the warp's lanes over one group's columns and the groups found
+ * by scanning vmap a byte at a time, was a chain of dependent loads per
+ * group; at 2 % verbatim groups it made the slowest warps' tail (k_palette
+ * 54.6 us by Nsight Compute at 4096 x 14336, batch 1, H200, with about 8
+ * instructions a weight in its main loop). */
+template <int R, int B, bool AL>
+__device__ __forceinline__ void pal_fix(const DevMat &M, const float *__restrict__ x, long long r0, long long rl,
+                                        long long k0, long long k1, unsigned l, float (&acc)[R][B])
 {
-    const unsigned long long b0 = (unsigned long long)(row * M.gpr);
-    const unsigned long long g1 = (unsigned long long)((k1 + M.group - 1) / M.group);
-    unsigned long long g = (unsigned long long)(k0 / M.group);
-    unsigned long long before = vmap_count(M.vmap, b0, b0 + g);   /* the row's verbatim groups ahead */
-    for (g = vmap_next(M.vmap, b0 + g, b0 + g1); g < b0 + g1; g = vmap_next(M.vmap, g + 1, b0 + g1)) {
-        const long long gc = (long long)(g - b0) * M.group;   /* the group's first column */
-        const unsigned long long at = M.vrow[row] + 2ull * before * (unsigned long long)M.group;
-        const long long ja = gc > k0 ? gc : k0, jb = gc + M.group < k1 ? gc + M.group : k1;
-        for (long long j = ja + l; j < jb; j += 32) {
-            const uint32_t raw = M.raw[row * M.cols + j];
-            const uint32_t ix = (idx[row * M.istride + j / 2] >> (4 * (j & 1))) & 15u;
-            const float wp = __uint_as_float((raw & 0x80u) << 24 | (raw & 0x7fu) << 16 | pex[ix]);
-            const float w = __uint_as_float(vbytes_at(M, at + 2ull * (unsigned long long)(j - gc)) << 16);
+    uint32_t vs[R + 1];   /* the run of groups of row r0 + i: [vs[i], vs[i + 1]) */
 #pragma unroll
-            for (int b = 0; b < B; b++) {
-                const float xj = x[(long long)b * M.cols + j];
-                acc[b] = fmaf(w, xj, fmaf(-wp, xj, acc[b]));
+    for (int i = 0; i <= R; i++)
+        vs[i] = M.vcnt[r0 + (i <= rl + 1 ? i : rl + 1)];
+    const uint32_t C = (uint32_t)(M.vstride / 8), n = (vs[R] - vs[0]) * C;   /* chunks a group, items */
+#pragma unroll 2
+    for (uint32_t it = l; it < n; it += 32) {
+        const uint32_t v = vs[0] + it / C, c = it % C;
+        const long long j0 = (long long)M.vcol[v] + 8 * (long long)c;   /* the chunk's first column */
+        const float4 *dp = reinterpret_cast<const float4 *>(M.vdelta + (long long)v * M.vstride) + 2 * c;
+        const float4 da = __ldg(dp), db = __ldg(dp + 1);
+        const float d[8] = {da.x, da.y, da.z, da.w, db.x, db.y, db.z, db.w};
+        float s[B];
+        const bool whole = AL && j0 >= k0 && j0 + 8 <= k1 && (j0 & 3) == 0;
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            const float *xr = x + (long long)b * M.cols;
+            s[b] = 0.0f;
+            if (whole) {
+                const float4 xa = __ldg(reinterpret_cast<const float4 *>(xr + j0));
+                const float4 xb = __ldg(reinterpret_cast<const float4 *>(xr + j0) + 1);
+                const float xv[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    s[b] = fmaf(d[u], xv[u], s[b]);
+            } else {
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    if (j0 + u >= k0 && j0 + u < k1)
+                        s[b] = fmaf(d[u], __ldg(xr + j0 + u), s[b]);
             }
         }
-        before++;
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            if (v >= vs[i] && v < vs[i + 1])
+#pragma unroll
+                for (int b = 0; b < B; b++)
+                    acc[i][b] += s[b];
     }
 }
 
-template <int B, bool AL>
+template <int B, bool AL, int PD = 1>
 __global__ void __launch_bounds__(32 * TWIN_WARPS, 4) k_palette(DevMat M, const uint8_t *__restrict__ idx,
                                                                 const float *__restrict__ x, float *__restrict__ y,
                                                                 long long span)
@@ -1256,19 +1305,32 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS, 4) k_palette(DevMat M, const 
         for (int b = 0; b < B; b++)
             acc[i][b] = 0.0f;
     }
-    PalStep<R> sa, sb;
-    if (B <= 2)
-        pal_load<R, B, AL>(M, ixr, rr, x, 0, k0 + 8 * l, k0 + 8 * l < M.cols, sa);
-    for (long long c0 = k0; c0 < k1; c0 += 512) {
-        pal_step<R, B, AL>(M, pex, ixr, rr, r0, rl, x, k0, k1, c0, l, sa, sb, acc);
-        if (c0 + 256 >= k1)
-            break;
-        pal_step<R, B, AL>(M, pex, ixr, rr, r0, rl, x, k0, k1, c0 + 256, l, sb, sa, acc);
+    PalStep<R> sa, sb, sc;
+    if (B <= 2) {   /* the first PD steps' loads */
+        const long long j0 = k0 + 8 * l;
+        pal_load<R, B, AL>(M, ixr, rr, x, 0, j0, j0 < M.cols, sa);
+        if (PD == 2)
+            pal_load<R, B, AL>(M, ixr, rr, x, 32, j0 + 256, k0 + 256 < k1 && j0 + 256 < M.cols, sb);
     }
-#pragma unroll
-    for (int i = 0; i < R; i++)
-        if (i <= rl && M.vrow[r0 + i + 1] > M.vrow[r0 + i])   /* the same in every lane */
-            pal_fix<B>(M, idx, pex, x, r0 + i, k0, k1, l, acc[i]);
+    if (PD == 2) {   /* step s computes buffer s % 3 and loads step s + 2 into (s + 2) % 3 */
+        for (long long c0 = k0; c0 < k1; c0 += 768) {
+            pal_step<R, B, AL, 2>(M, pex, ixr, rr, r0, rl, x, k0, k1, c0, l, sa, sc, acc);
+            if (c0 + 256 >= k1)
+                break;
+            pal_step<R, B, AL, 2>(M, pex, ixr, rr, r0, rl, x, k0, k1, c0 + 256, l, sb, sa, acc);
+            if (c0 + 512 >= k1)
+                break;
+            pal_step<R, B, AL, 2>(M, pex, ixr, rr, r0, rl, x, k0, k1, c0 + 512, l, sc, sb, acc);
+        }
+    } else {   /* step s computes buffer s % 2 and loads step s + 1 into the other */
+        for (long long c0 = k0; c0 < k1; c0 += 512) {
+            pal_step<R, B, AL, 1>(M, pex, ixr, rr, r0, rl, x, k0, k1, c0, l, sa, sb, acc);
+            if (c0 + 256 >= k1)
+                break;
+            pal_step<R, B, AL, 1>(M, pex, ixr, rr, r0, rl, x, k0, k1, c0 + 256, l, sb, sa, acc);
+        }
+    }
+    pal_fix<R, B, AL>(M, x, r0, rl, k0, k1, l, acc);
     rows_store<R, B>(M, acc, r0, l, y);
 }
 
@@ -1282,10 +1344,10 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS, 4) k_palette(DevMat M, const 
  * w0 + 7] as 2 float4 once per vector and its sum sx once, used for the 4
  * rows: acc += dl * dot - ml * sx, the factored sum of k_fused_q. Why: one
  * row a warp re-read x in every warp with one step's loads in flight (75 us
- * for ~33 MB of Q4_K at 4096 x 14336, batch 1, H200). Warp-shuffle
- * reduction; one split: plain stores; more: y zeroed first (twin_b), each
- * split atomicAdds. Rows past the end recompute the last row, not stored.
- * Unmeasured until the next GPU run. */
+ * for ~33 MB of Q4_K at 4096 x 14336, batch 1, H200; 4 rows a warp: 59 us;
+ * with gemv_grid filling a wave of the warps its 56 registers allow, 4
+ * splits instead of 2: 48.6 us). Sums: rows_store. Rows past the end
+ * recompute the last row, not stored. */
 
 /* The sub-block scale of a fixed-width block, read in place. */
 template <int TYPE>
@@ -1533,7 +1595,8 @@ __global__ void k_to_16(const float *x, uint16_t *o, long long n, int f16)
  * Shared by gpu.cu (wr_gpu_upload, twin_b, palette_b) and the host emulation
  * of the kernels (tests/runtime/test_emu.cpp), so both launch alike. */
 
-#define GEMV_SM_WARPS 8   /* gemv_grid: aim for this many warps a SM */
+#define GEMV_SM_WARPS 8        /* gemv_grid: aim for this many warps a SM (where the caller does not say) */
+#define GEMV_MAX_SM_WARPS 64   /* ... and at most this many (a SM's limit) */
 
 /* Fill M's scalar fields from m (shape, tiles, table bits, the deepest lane,
  * block geometry or float split geometry) and its pointers into the side
@@ -1601,19 +1664,33 @@ static inline int devmat_fill(DevMat &M, const wr_matrix *m, char *err, size_t e
 
 /* The grid of k_twin and k_palette on a device of sms SMs: grid.x =
  * ceil(rows / (GEMV_ROWS TWIN_WARPS)) blocks of rows, grid.y = k column
- * splits so that about GEMV_SM_WARPS warps a SM run, each split a whole
+ * splits so that about sm_warps warps a SM run (gpu.cu passes the warps
+ * the kernel's registers let a SM hold: one full wave), each split a whole
  * number of 256-column steps and none empty. Returns the columns a split
  * (a multiple of 256). */
-static inline long long gemv_grid(int sms, const DevMat &M, dim3 &grid)
+static inline long long gemv_grid(int sms, const DevMat &M, dim3 &grid, int sm_warps = GEMV_SM_WARPS)
 {
+    sm_warps = std::min(std::max(sm_warps, 1), GEMV_MAX_SM_WARPS);
     const long long bx = (M.rows + GEMV_ROWS * TWIN_WARPS - 1) / (GEMV_ROWS * TWIN_WARPS);
     const long long steps = std::max((M.cols + 255) / 256, 1LL);
-    const long long warps = std::max(bx, 1LL) * TWIN_WARPS, want = (long long)GEMV_SM_WARPS * sms;
-    long long k = std::min(std::max((want + warps - 1) / warps, 1LL), steps);
+    const long long warps = std::max(bx, 1LL) * TWIN_WARPS, want = (long long)sm_warps * sms;
+    long long k = std::min(std::max(want / warps, 1LL), steps);   /* at most one wave (where rows allow) */
     const long long per = (steps + k - 1) / k;   /* 256-column steps a split */
     k = (steps + per - 1) / per;
     grid = dim3((unsigned)bx, (unsigned)k);
     return per * 256;
 }
+
+/* The most column splits gemv_grid gives M on sms SMs (any sm_warps): the
+ * splits' sums buffer (DevMat.part) holds this many x 8 x rows floats. */
+static inline long long gemv_max_splits(int sms, const DevMat &M)
+{
+    dim3 grid;
+    gemv_grid(sms, M, grid, GEMV_MAX_SM_WARPS);
+    return grid.y;
+}
+
+/* Counters of rows_store's split reduction (DevMat.cnt): one a warp's rows. */
+static inline long long gemv_counters(const DevMat &M) { return (M.rows + GEMV_ROWS - 1) / GEMV_ROWS; }
 
 #endif

@@ -164,6 +164,20 @@ int     wr_palette_ok(const wr_matrix *m);
  * back m's palette. */
 int  wr_palette_index(const wr_matrix *m, const uint8_t *fixed, uint8_t *idx);
 
+/* The palette pipelines' correction for verbatim groups (k_palette's
+ * pal_fix adds delta x after multiplying every weight as its index says):
+ * for verbatim group v, numbered row by row as m->vcnt counts them (row r's
+ * groups are vcnt[r] .. vcnt[r + 1] - 1), vcol[v] = its first column and
+ * delta[v * wr_palette_fix_stride(m) + t] = w - w_pal of its weight t in
+ * float, 0 past the group's end; w is the weight in fixed
+ * (wr_restore_bytes's output, rows x cols BF16), w_pal the one palette
+ * index 0 and the weight's raw byte make. vcol: m->s.n_verbatim entries;
+ * delta: n_verbatim x stride floats. The stride is the group rounded up to
+ * a multiple of 8 (k_palette reads delta 8 floats at a time). -1 when m is
+ * not palette-pair BF16. */
+int64_t wr_palette_fix_stride(const wr_matrix *m);
+int     wr_palette_fix(const wr_matrix *m, const uint8_t *fixed, uint32_t *vcol, float *delta);
+
 /* The same array decoded from the lanes (the "transcode" pipeline's first
  * kernel, k_transcode): every tile's pair symbols stored as bytes. Equals
  * wr_palette_index's bit for bit on a sound bundle. Returns 0 or -1. */

@@ -22,7 +22,8 @@
  *     a full-mask collective with a lane already exited, an __ldg of a
  *     vector type at a misaligned address (a fault on the device), dynamic
  *     shared memory written past its size;
- *   - atomicAdd(float *), atomicOr(int *) under one mutex;
+ *   - atomicAdd(float *), atomicAdd(unsigned *), atomicOr(int *) under one
+ *     mutex; __threadfence as a host fence, __ldcg as __ldg;
  *   - __pipeline_memcpy_async as memcpy (commit and wait: nothing to do);
  *   - float2/float4/uint2/uint4 (CUDA's alignment), __ldg, __popc, __ffs,
  *     bit casts, fmaf; __nv_bfloat16, __float2bfloat16_rn,
@@ -408,6 +409,21 @@ static inline float atomicAdd(float *p, float v)
     const float o = *p;
     *p = o + v;
     return o;
+}
+static inline unsigned atomicAdd(unsigned *p, unsigned v)
+{
+    std::lock_guard<std::mutex> g(simt::amu);
+    simt::stats.atomics++;
+    const unsigned o = *p;
+    *p = o + v;
+    return o;
+}
+/* blocks run one after another: a fence orders nothing more than the host does */
+static inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+template <typename T>
+static inline T __ldcg(const T *p)
+{
+    return __ldg(p);
 }
 static inline int atomicOr(int *p, int v)
 {

@@ -223,6 +223,39 @@ static void check_matrix(const wr_matrix *m, const int *batches, int nb)
                 int refused = !wr_palette_ok(m);
                 ((wr_matrix *)m)->s.palette[0] = p0;
                 CHECK(ok && refused, "%s: wr_palette_ok: palette entry 0 = 0x%02x taken, 0xff refused", m->name, p0);
+                /* k_palette's correction list: a verbatim weight's w_pal (index 0, its raw byte)
+                   plus its delta gives the weight back; delta is 0 past the group */
+                const struct wp_bf16_split *s = &m->s;
+                const int64_t st = wr_palette_fix_stride(m);
+                const size_t nv = (size_t)s->n_verbatim;
+                uint32_t *vcol = malloc(4 * nv + 4);
+                float *dl = malloc(4 * nv * (size_t)st + 4);
+                const int frc = wr_palette_fix(m, ref, vcol, dl);
+                long bad = 0, nw = 0;
+                for (int64_t r = 0; frc == 0 && r < m->rows; r++)
+                    for (uint32_t v = m->vcnt[r]; v < m->vcnt[r + 1]; v++) {
+                        const uint64_t bit = (uint64_t)(r * s->groups_per_row) + vcol[v] / (uint64_t)s->group;
+                        bad += vcol[v] % s->group != 0 || !(s->vmap[bit / 8] >> (bit % 8) & 1);
+                        for (int64_t t = 0; t < st; t++) {
+                            const float d = dl[(size_t)v * (size_t)st + (size_t)t];
+                            const int64_t j = vcol[v] + t;
+                            if (t >= s->group || j >= m->cols) {
+                                bad += d != 0.0f;
+                                continue;
+                            }
+                            const uint64_t wi = (uint64_t)(r * m->cols + j);
+                            const float w = wp_bf16_to_f32(wr_rd16(ref + 2 * wi));
+                            const float wp = wr_float_value(WP_BF16, wr_float_rebuild(WP_BF16, s->palette[0],
+                                                                                       wr_raw_get(s->raw, wi, s->raw_bits)));
+                            bad += fabsf(wp + d - w) > 0x1p-24f * fmaxf(fabsf(w), fabsf(wp));
+                            nw++;
+                        }
+                    }
+                CHECK(frc == 0 && bad == 0 && (nv == 0 || nw >= (long)nv),
+                      "%s: wr_palette_fix: w_pal + delta = w for the %ld weights of %zu verbatim groups (%ld wrong)",
+                      m->name, nw, nv, bad);
+                free(vcol);
+                free(dl);
             }
             size_t il = (size_t)(wr_palette_stride(m) * m->rows);
             uint8_t *i1 = malloc(il + 1), *i2 = malloc(il + 1);

@@ -114,6 +114,11 @@ static std::string emu_why()
 
 /* ---- wr_gpu_upload, with host buffers -------------------------------------------------------- */
 
+static int g_sms = 132;                  /* the SM count gemv_grid sees */
+static const int g_sms_max = 132;        /* ... at most (the splits' sums buffer is sized for it) */
+static int g_sm_warps = GEMV_SM_WARPS;   /* the warps a SM gemv_grid aims for (gpu.cu: the kernel's occupancy) */
+static int g_pal_ahead = 1;              /* steps k_palette loads ahead at batch 1, 2 (WPRUN_PALETTE_AHEAD) */
+
 struct Dev {
     const wr_matrix *m;
     DevMat M;
@@ -146,6 +151,8 @@ static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, s
     d.err = M.err = (int *)dmalloc(4);
     if (devmat_fill(M, m, err, errlen))
         return -1;
+    M.part = (float *)dmalloc(4 * (size_t)gemv_max_splits(g_sms_max, M) * 8 * (size_t)M.rows);
+    M.cnt = (unsigned *)dcopy(4 * (size_t)gemv_counters(M), std::vector<unsigned>(gemv_counters(M), 0).data());
     {
         std::vector<uint32_t> lut((size_t)1 << M.L);
         if (wr_lut_build(m, lut.data())) {
@@ -166,6 +173,17 @@ static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, s
                 return -1;
             }
             d.idx = (uint8_t *)dcopy(ix.size(), ix.data());
+            const size_t nv = (size_t)m->s.n_verbatim;
+            M.vstride = wr_palette_fix_stride(m);
+            std::vector<uint32_t> vcol(nv);
+            std::vector<float> delta(nv * (size_t)M.vstride);
+            if (wr_palette_fix(m, fixed, vcol.data(), delta.data())) {
+                snprintf(err, errlen, "%s: the verbatim groups do not match the verbatim map", m->name);
+                return -1;
+            }
+            M.vcnt = (const uint32_t *)dcopy(4 * (size_t)(m->rows + 1), m->vcnt);
+            M.vcol = (const uint32_t *)dcopy(4 * nv, vcol.data());
+            M.vdelta = (const float *)dcopy(4 * delta.size(), delta.data());
         }
     }
     return 0;
@@ -205,16 +223,13 @@ static void fused_b(Dev &d, const float *x, float *y)
 template <int B> static void fused_g(Dev &d, const float *x, float *y) { fused_b<B, false>(d, x, y); }
 template <int B> static void fused_s(Dev &d, const float *x, float *y) { fused_b<B, true>(d, x, y); }
 
-static int g_sms = 132;   /* the SM count gemv_grid sees */
 
 template <int B>
 static void twin_b(Dev &d, const uint8_t *blocks, const float *x, float *y)
 {
     const DevMat &M = d.M;
     dim3 grid, block(32 * TWIN_WARPS);
-    const long long span = gemv_grid(g_sms, M, grid);
-    if (grid.y > 1)
-        memset(y, 0, sizeof(float) * B * (size_t)M.rows);
+    const long long span = gemv_grid(g_sms, M, grid, g_sm_warps);
     switch (M.type) {
 #define TQ(t) case t: go(grid, block, 0, [&] { k_twin<t, B>(M, blocks, x, y, span); }); break;
         FOR_TYPES(TQ)
@@ -227,13 +242,17 @@ static void palette_b(Dev &d, const uint8_t *idx, const float *x, float *y)
 {
     const DevMat &M = d.M;
     dim3 grid, block(32 * TWIN_WARPS);
-    const long long span = gemv_grid(g_sms, M, grid);
-    if (grid.y > 1)
-        memset(y, 0, sizeof(float) * B * (size_t)M.rows);
-    if (M.cols % 8 == 0)
+    const long long span = gemv_grid(g_sms, M, grid, g_sm_warps);
+    if (B <= 2 && g_pal_ahead == 2) {
+        if (M.cols % 8 == 0)
+            go(grid, block, 0, [&] { k_palette<B, true, B <= 2 ? 2 : 1>(M, idx, x, y, span); });
+        else
+            go(grid, block, 0, [&] { k_palette<B, false, B <= 2 ? 2 : 1>(M, idx, x, y, span); });
+    } else if (M.cols % 8 == 0) {
         go(grid, block, 0, [&] { k_palette<B, true>(M, idx, x, y, span); });
-    else
+    } else {
         go(grid, block, 0, [&] { k_palette<B, false>(M, idx, x, y, span); });
+    }
 }
 
 #define CHUNKED(F, batch, x, y, ...)                                                               \
@@ -442,14 +461,26 @@ static void check_gemv(Dev &d, int pipe, const Ref &r, const uint8_t *fixed, uin
     bool ok = close_to(y, r, other, &e);
     CHECK(ok && *d.err == 0 && emu_ok(), "%s: %s batch %d%s: relative error %.2e (< 1e-5), flag %d%s", m->name,
           pipe_name(m, pipe).c_str(), r.batch, what, e, *d.err, emu_why().c_str());
+    if (pipe == P_TWIN || pipe == P_PALETTE || pipe == P_TRANSCODE) {
+        /* rows_store's split reduction leaves its counters at 0 for the next launch */
+        long long left = 0;
+        for (long long i = 0; i < gemv_counters(d.M); i++)
+            left += d.M.cnt[i] != 0;
+        CHECK(left == 0, "%s: %s batch %d%s: the split counters are back to 0 (%lld are not)", m->name,
+              pipe_name(m, pipe).c_str(), r.batch, what, left);
+    }
 }
 
-/* The (batch, SM count) pairs k_twin and k_palette run (a warp shuffle costs the
-   emulator a barrier; 8 vectors' reductions on 27 blocks take half a second):
-   batch 1 on one column split and on several, the others once. */
-static bool gemv_case(int b, int sms)
+/* The grids k_twin and k_palette run on: (SM count, warps a SM gemv_grid aims for);
+   132 SMs at 64 warps a SM gives the most column splits. */
+static const int grids[3][2] = {{1, GEMV_SM_WARPS}, {132, GEMV_SM_WARPS}, {132, 64}};
+
+/* The (batch, grid) pairs run (a warp shuffle costs the emulator a barrier; 8
+   vectors' reductions on 27 blocks take half a second): batch 1 on one column
+   split and on several, the others once. */
+static bool gemv_case(int b, int gi)
 {
-    return b == 1 || (b == 2 && sms == 132) || (b >= 4 && sms == 1);
+    return b == 1 || (b == 2 && gi == 1) || (b >= 4 && gi == 0);
 }
 
 /* Everything that runs on one matrix: twin: k_twin (WR_Q); palette: k_palette (BF16
@@ -485,14 +516,16 @@ static void check_matrix(const wr_matrix *m, bool twin, bool palette, bool recon
             std::vector<float> yt((size_t)b * (size_t)m->rows);
             wr_cpu_gemv_fixed(m, ref, r.x, b, yt.data());
             std::vector<double> y2(yt.begin(), yt.end());
-            for (int sms : {1, 132}) {
-                if (!gemv_case(b, sms))
+            for (int gi = 0; gi < 3; gi++) {
+                if (!gemv_case(b, gi))
                     continue;
-                g_sms = sms;
+                g_sms = grids[gi][0];
+                g_sm_warps = grids[gi][1];
                 dim3 grid;
-                gemv_grid(sms, d.M, grid);
+                gemv_grid(g_sms, d.M, grid, g_sm_warps);
                 char what[64];
-                snprintf(what, sizeof what, " (%d SMs: grid %u x %u)", sms, grid.x, grid.y);
+                snprintf(what, sizeof what, " (%d SMs, %d warps a SM: grid %u x %u)", g_sms, g_sm_warps, grid.x,
+                         grid.y);
                 check_gemv(d, P_TWIN, r, fixed, NULL, &y2, what);
             }
         }
@@ -501,16 +534,24 @@ static void check_matrix(const wr_matrix *m, bool twin, bool palette, bool recon
             int prc = wr_cpu_gemv_palette(m, d.idx, r.x, b, yp.data(), err, sizeof err);
             std::vector<double> y2(yp.begin(), yp.end());
             uint8_t *idx_tc = dnew<uint8_t>((size_t)(d.M.istride * m->rows));
-            for (int sms : {1, 132}) {
-                if (!gemv_case(b, sms))
+            for (int gi = 0; gi < 3; gi++) {
+                if (!gemv_case(b, gi))
                     continue;
-                g_sms = sms;
+                g_sms = grids[gi][0];
+                g_sm_warps = grids[gi][1];
                 dim3 grid;
-                gemv_grid(sms, d.M, grid);
+                gemv_grid(g_sms, d.M, grid, g_sm_warps);
                 char what[64];
-                snprintf(what, sizeof what, " (%d SMs: grid %u x %u)", sms, grid.x, grid.y);
+                snprintf(what, sizeof what, " (%d SMs, %d warps a SM: grid %u x %u)", g_sms, g_sm_warps, grid.x,
+                         grid.y);
                 if (prc == 0) {
                     check_gemv(d, P_PALETTE, r, NULL, NULL, &y2, what);
+                    if (b <= 2) {   /* loading 2 steps ahead */
+                        g_pal_ahead = 2;
+                        std::string w2 = std::string(what) + " 2 steps ahead";
+                        check_gemv(d, P_PALETTE, r, NULL, NULL, &y2, w2.c_str());
+                        g_pal_ahead = 1;
+                    }
                     /* the transcoded indices equal the loaded ones (checked below): the
                        whole pipeline at batches 1 and 4 */
                     if (b == 1 || b == 4)
@@ -798,10 +839,11 @@ int main(void)
         wr_model_free(&md);
     }
 
-    /* floats: BF16 (palette pairs with verbatim groups; 300 x 512: 5 tile rows, 16 | cols),
+    /* floats: BF16 (palette pairs with verbatim groups; 300 x 512: 5 tile rows, 16 | cols;
+       9 x 2112: 9 256-column steps in one split, k_palette's load-ahead buffers in rotation),
        F16, F32; odd row lengths; each BF16 matrix also as exponent bytes */
     struct { uint32_t t; int64_t rows, cols; uint64_t seed; } fl[] = {
-        {WP_BF16, 130, 600, 3}, {WP_BF16, 300, 512, 99}, {WP_BF16, 70, 301, 17},
+        {WP_BF16, 130, 600, 3}, {WP_BF16, 300, 512, 99}, {WP_BF16, 70, 301, 17}, {WP_BF16, 9, 2112, 23},
         {WP_F16, 130, 600, 5},  {WP_F16, 70, 301, 6},    {WP_F32, 130, 600, 7}, {WP_F32, 70, 301, 8}};
     for (auto &f : fl) {
         wr_model md;
