@@ -226,33 +226,24 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
             /* the palette pipelines: 4-bit indices of every weight, row stride a multiple
                of 4 bytes; "palette" gets them transcoded here (at load), "transcode" at run time */
             M.istride = wr_palette_stride(m);
-            std::vector<uint8_t> ix((size_t)(M.istride * m->rows), 0);
-            if (wr_palette_index(m, fixed, ix.data())) {
-                snprintf(err, errlen, "%s: palette indices do not rebuild from the restored bytes", m->name);
+            M.vstride = wr_palette_fix_stride(m);
+            PaletteHost h;
+            if (palette_host(m, fixed, h, err, errlen))
                 goto fail;
-            }
-            if (dalloc(d, &p, ix.size(), ix.data(), err, errlen))
+            if (dalloc(d, &p, h.ix.size(), h.ix.data(), err, errlen))
                 goto fail;
             d->idx = (uint8_t *)p;
-            if (dalloc(d, &p, ix.size(), NULL, err, errlen))
+            if (dalloc(d, &p, h.ix.size(), NULL, err, errlen))
                 goto fail;
             d->idx_tc = (uint8_t *)p;
             /* the verbatim groups' correction (wr_palette_fix) */
-            const size_t nv = (size_t)m->s.n_verbatim;
-            M.vstride = wr_palette_fix_stride(m);
-            std::vector<uint32_t> vcol(nv);
-            std::vector<float> delta(nv * (size_t)M.vstride);
-            if (wr_palette_fix(m, fixed, vcol.data(), delta.data())) {
-                snprintf(err, errlen, "%s: the verbatim groups do not match the verbatim map", m->name);
-                goto fail;
-            }
             if (dalloc(d, &p, 4 * (size_t)(m->rows + 1), m->vcnt, err, errlen))
                 goto fail;
             M.vcnt = (const uint32_t *)p;
-            if (dalloc(d, &p, 4 * nv, vcol.data(), err, errlen))
+            if (dalloc(d, &p, 4 * h.vcol.size(), h.vcol.data(), err, errlen))
                 goto fail;
             M.vcol = (const uint32_t *)p;
-            if (dalloc(d, &p, 4 * delta.size(), delta.data(), err, errlen))
+            if (dalloc(d, &p, 4 * h.delta.size(), h.delta.data(), err, errlen))
                 goto fail;
             M.vdelta = (const float *)p;
         }

@@ -79,6 +79,8 @@
 #include <stdio.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <vector>
 
 #include "wprun.h"
 
@@ -1679,6 +1681,34 @@ static inline long long gemv_grid(int sms, const DevMat &M, dim3 &grid, int sm_w
     k = (steps + per - 1) / per;
     grid = dim3((unsigned)bx, (unsigned)k);
     return per * 256;
+}
+
+/* The palette pipelines' arrays of palette-pair BF16 matrix m, made on the
+ * host at load from fixed (wr_restore_bytes's output): ix, the 4-bit
+ * indices (wr_palette_index; rows x wr_palette_stride(m) bytes), and the
+ * verbatim groups' correction (wr_palette_fix: vcol, n_verbatim columns;
+ * delta, n_verbatim x wr_palette_fix_stride(m) floats). -1 with a message
+ * naming the matrix. Shared by wr_gpu_upload and the emulator's upload. */
+struct PaletteHost {
+    std::vector<uint8_t> ix;
+    std::vector<uint32_t> vcol;
+    std::vector<float> delta;
+};
+static inline int palette_host(const wr_matrix *m, const uint8_t *fixed, PaletteHost &h, char *err, size_t errlen)
+{
+    h.ix.assign((size_t)(wr_palette_stride(m) * m->rows), 0);
+    if (wr_palette_index(m, fixed, h.ix.data())) {
+        snprintf(err, errlen, "%s: palette indices do not rebuild from the restored bytes", m->name);
+        return -1;
+    }
+    const size_t nv = (size_t)m->s.n_verbatim;
+    h.vcol.assign(nv, 0);
+    h.delta.assign(nv * (size_t)wr_palette_fix_stride(m), 0.0f);
+    if (wr_palette_fix(m, fixed, h.vcol.data(), h.delta.data())) {
+        snprintf(err, errlen, "%s: the verbatim groups do not match the verbatim map", m->name);
+        return -1;
+    }
+    return 0;
 }
 
 /* The most column splits gemv_grid gives M on sms SMs (any sm_warps): the

@@ -167,23 +167,14 @@ static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, s
         M.vrow = (const unsigned long long *)dcopy(8 * (size_t)(m->rows + 1), m->vrow);
         if (fixed && wr_palette_ok(m)) {
             M.istride = wr_palette_stride(m);
-            std::vector<uint8_t> ix((size_t)(M.istride * m->rows), 0);
-            if (wr_palette_index(m, fixed, ix.data())) {
-                snprintf(err, errlen, "%s: palette indices do not rebuild from the restored bytes", m->name);
-                return -1;
-            }
-            d.idx = (uint8_t *)dcopy(ix.size(), ix.data());
-            const size_t nv = (size_t)m->s.n_verbatim;
             M.vstride = wr_palette_fix_stride(m);
-            std::vector<uint32_t> vcol(nv);
-            std::vector<float> delta(nv * (size_t)M.vstride);
-            if (wr_palette_fix(m, fixed, vcol.data(), delta.data())) {
-                snprintf(err, errlen, "%s: the verbatim groups do not match the verbatim map", m->name);
+            PaletteHost h;
+            if (palette_host(m, fixed, h, err, errlen))
                 return -1;
-            }
+            d.idx = (uint8_t *)dcopy(h.ix.size(), h.ix.data());
             M.vcnt = (const uint32_t *)dcopy(4 * (size_t)(m->rows + 1), m->vcnt);
-            M.vcol = (const uint32_t *)dcopy(4 * nv, vcol.data());
-            M.vdelta = (const float *)dcopy(4 * delta.size(), delta.data());
+            M.vcol = (const uint32_t *)dcopy(4 * h.vcol.size(), h.vcol.data());
+            M.vdelta = (const float *)dcopy(4 * h.delta.size(), h.delta.data());
         }
     }
     return 0;
