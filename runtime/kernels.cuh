@@ -1032,14 +1032,17 @@ __device__ __forceinline__ void rows_store(const DevMat &M, const float (&acc)[R
     const long long plane = (long long)B * M.rows;   /* one split's sums */
     if (have)
         M.part[(long long)blockIdx.y * plane + (long long)b * M.rows + row] = mine;
-    __threadfence();   /* the sums visible device-wide before the count says so */
+    __threadfence();   /* the sums visible device-wide before the count says so, */
+    __syncwarp();      /* and every lane's before lane 0 counts */
     const unsigned long long w = (unsigned long long)(r0 / R);
     unsigned done = 0;
     if (l == 0)
         done = atomicAdd(&M.cnt[w], 1u);
     if (!__ballot_sync(0xffffffffu, l == 0 && done == gridDim.y - 1))
         return;
-    __threadfence();
+    if (l == 0)        /* the other splits' sums, seen through the count, before any lane reads them */
+        __threadfence();
+    __syncwarp();
     if (have) {
         float s = 0.0f;
         for (unsigned k = 0; k < gridDim.y; k++)
@@ -1222,8 +1225,9 @@ __device__ __forceinline__ void pal_step(const DevMat &M, const uint32_t *pex, c
  * load (wr_palette_fix; M.vstride floats a group, zero past the group's
  * end), the groups numbered row by row (M.vcnt: groups before a row; M.vcol:
  * a group's first column), so the warp's groups are one run of numbers.
- * Lanes take (group, 8-weight chunk) items of that run, 32 at a time, so
- * every lane's loads are in flight together (a chunk: two float4 of delta,
+ * Lanes take (group, 8-weight chunk) items of that run, 32 at a time
+ * (a chunk outside the split reads no delta), so every lane's loads are
+ * in flight together (a chunk: two float4 of delta,
  * x as two float4 where 8 | cols and 4 | its column, else one float per
  * column in the split), and add their chunks' sums to their own acc[i]
  * (rows_store reduces across lanes). Why: the walk before this, group by
@@ -1245,6 +1249,8 @@ __device__ __forceinline__ void pal_fix(const DevMat &M, const float *__restrict
     for (uint32_t it = l; it < n; it += 32) {
         const uint32_t v = vs[0] + it / C, c = it % C;
         const long long j0 = (long long)M.vcol[v] + 8 * (long long)c;   /* the chunk's first column */
+        if (j0 + 8 <= k0 || j0 >= k1)   /* outside the split: no delta read */
+            continue;
         const float4 *dp = reinterpret_cast<const float4 *>(M.vdelta + (long long)v * M.vstride) + 2 * c;
         const float4 da = __ldg(dp), db = __ldg(dp + 1);
         const float d[8] = {da.x, da.y, da.z, da.w, db.x, db.y, db.z, db.w};
