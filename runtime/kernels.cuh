@@ -593,31 +593,36 @@ __host__ __device__ constexpr int dev_wps(int type)
                                  : 1;
 }
 
-/* The code values c(q) of one symbol's wps codes, as one shared-memory
- * load: float, float2 or float4. */
-template <int WPS> struct ValT;
-template <> struct ValT<1> { typedef float T; };
-template <> struct ValT<2> { typedef float2 T; };
-template <> struct ValT<4> { typedef float4 T; };
-__device__ __forceinline__ float val_get(float v, int) { return v; }
-__device__ __forceinline__ float val_get(float2 v, int u) { return u ? v.y : v.x; }
-__device__ __forceinline__ float val_get(float4 v, int u) { return u == 0 ? v.x : u == 1 ? v.y : u == 2 ? v.z : v.w; }
-__device__ __forceinline__ void val_set(float &v, int, float c) { v = c; }
-__device__ __forceinline__ void val_set(float2 &v, int u, float c) { (u ? v.y : v.x) = c; }
-__device__ __forceinline__ void val_set(float4 &v, int u, float c)
+/* Bits a code of a type (wr_geom_of's bits, as a constant for the templates;
+ * devmat_fill checks that the two agree). */
+__host__ __device__ constexpr int dev_bits(int type)
 {
-    (u == 0 ? v.x : u == 1 ? v.y : u == 2 ? v.z : v.w) = c;
+    return type == WP_Q2_K ? 2
+           : type == WP_Q3_K ? 3
+           : (type == WP_Q5_0 || type == WP_Q5_1 || type == WP_Q5_K) ? 5
+           : type == WP_Q6_K ? 6
+           : type == WP_Q8_0 ? 8
+                             : 4;
 }
 
-/* vt[symbol of table entry e] with one shift: a ggml-code entry keeps bits
- * 16..23 zero and the symbol at 24..31 (wr_lut_entry), so e >> (24 -
- * log2 sizeof(V)) is the symbol's byte offset in vt; vt[e >> 24] compiled
- * to a shift and a mask (sm_80 SASS). */
-template <class V>
-__device__ __forceinline__ V vt_at(const V *vt, uint32_t e)
+/* Code u of table entry e's symbol (a ggml-code entry holds the symbol at
+ * bits 24..31, wr_lut_entry; code u at bits 24 + bits u ..) as its value
+ * c(q) without a shared-memory table of symbols: q - qoff made exact with
+ * the 2^23 trick (the float with bits 0x4B000000 | q is 2^23 + q; moff =
+ * 2^23 + qoff), or kv16[q] for the non-linear 4-bit types (16 words in 16
+ * banks: no bank conflict whatever the lanes' codes). Why: a symbol-indexed
+ * value table (vt[256], float2 for pairs) cost k_fused_q about 5 of its
+ * 12.8 shared wavefronts a warp-symbol in bank conflicts (Nsight Compute,
+ * Q4_K, 4096 x 14336, batch 1, H200); with code_val its shared wavefronts
+ * fell from 11.8 M to 5.2 M and its time from 119 to 97 us (Q4_0 86 -> 76,
+ * staged 106 -> 68; IQ4_XS 106 -> 90; Q8_0 and Q6_K within 2 %). */
+template <int TYPE>
+__device__ __forceinline__ float code_val(uint32_t e, int u, float moff, const float *kv16)
 {
-    constexpr int sh = sizeof(V) == 16 ? 20 : sizeof(V) == 8 ? 21 : 22;
-    return *reinterpret_cast<const V *>(reinterpret_cast<const char *>(vt) + (e >> sh));
+    constexpr int bits = dev_bits(TYPE);
+    constexpr bool NL = TYPE == WP_IQ4_NL || TYPE == WP_IQ4_XS;
+    const uint32_t q = (e >> (24 + bits * u)) & ((1u << bits) - 1u);
+    return NL ? kv16[q] : __uint_as_float(0x4B000000u | q) - moff;
 }
 
 template <int TYPE, int B, bool ST>
@@ -629,10 +634,9 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
        Q4_K codes of decode to arrive, 9 at 2), 2 at batch 4-8 (4 spilled there, ptxas sm_90a)
        and for staged lanes (shared memory) */
     constexpr int PD = !ST && B <= 2 ? 4 : 2;
-    typedef typename ValT<WPS>::T V;
     const wr_geom G = wr_geom_of(TYPE);
     __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
-    __shared__ V vt[256];   /* symbol -> its codes' values c(q) */
+    __shared__ float kv16[16];   /* the non-linear types' code values (code_val) */
     __shared__ Groups g[ST ? 1 : FUSED_WARPS];
     WR_DYN_SMEM(uint32_t, staged);   /* ST: FUSED_WARPS x 32 x M.dmax lane words */
     __shared__ float xs[B][256];
@@ -642,15 +646,9 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
     const long long c0w = P.c0w;
     const int nw = P.nw;
     load_lut(lut, glut, M.L);
-    for (int sy = threadIdx.x; sy < 256; sy += blockDim.x) {
-        V v;
-#pragma unroll
-        for (int u = 0; u < WPS; u++) {
-            const int q = (sy >> (G.bits * u)) & ((1 << G.bits) - 1);
-            val_set(v, u, M.qnl ? wr_kv(q) : (float)(q - M.qoff));
-        }
-        vt[sy] = v;
-    }
+    if (threadIdx.x < 16)
+        kv16[threadIdx.x] = wr_kv((int)threadIdx.x);
+    const float moff = 8388608.0f + (float)M.qoff;
     stage_x<B>(xs, M, x, P);
     __syncthreads();
     for (int i = threadIdx.x; i < B * 16; i += blockDim.x) {
@@ -686,10 +684,10 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
                 dot[b] = 0.0f;
 #pragma unroll
             for (int i = 0; i < G.sub_n / WPS; i++) {
-                const V cv = vt_at(vt, lane_at<ST, PD>(L, i, lut, M.L, bad));
+                const uint32_t e = lane_at<ST, PD>(L, i, lut, M.L, bad);
 #pragma unroll
                 for (int u = 0; u < WPS; u++) {
-                    const float c = val_get(cv, u);
+                    const float c = code_val<TYPE>(e, u, moff, kv16);
                     const int j = sb * G.sub_n + i * WPS + u;
 #pragma unroll
                     for (int b = 0; b < B; b++)
@@ -1644,8 +1642,11 @@ static inline int devmat_fill(DevMat &M, const wr_matrix *m, char *err, size_t e
         const wr_scale z = wr_sub_scale(M.type, zero, 0);
         M.qoff = z.off;
         M.qnl = z.nl;
-        if (dev_wps(M.type) != m->dg.wps) {
-            snprintf(err, errlen, "%s: codes a symbol: device %d, wr_geom_of %d", m->name, dev_wps(M.type), m->dg.wps);
+        const bool nl = M.type == WP_IQ4_NL || M.type == WP_IQ4_XS;   /* code_val's kv16 types */
+        if (dev_wps(M.type) != m->dg.wps || dev_bits(M.type) != m->dg.bits || nl != (M.qnl != 0)) {
+            snprintf(err, errlen,
+                     "%s: codes a symbol, bits a code, non-linear: device %d, %d, %d; wr_geom_of, wr_sub_scale %d, %d, %d",
+                     m->name, dev_wps(M.type), dev_bits(M.type), (int)nl, m->dg.wps, m->dg.bits, M.qnl);
             return -1;
         }
         return 0;

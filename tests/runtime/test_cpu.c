@@ -152,7 +152,7 @@ static void test_dev_huffman(void)
         CHECK(ok, "wr_huf_peek = wp_huf_decode_peek on every 11-bit peek (table %d)", trial);
         /* the table entries (wr_lut_entry): length, and the symbol at bits 24..31 of
            every entry; ggml codes / exponent bytes: also at 8..15, bits 16..23 zero
-           (k_fused_q's vt_at takes e >> 21 as the symbol's byte offset); palette
+           (k_fused_q's code_val reads code u at bit 24 + bits u); palette
            pairs: palette[lo], palette[hi] at 8..15, 16..23 */
         const uint8_t pal[16] = {0x7a, 0x79, 0x7b, 0x78, 0x7c, 0x77, 0x7d, 0x76, 0x75, 0x7e, 0x74, 0x73, 0x72, 0x7f};
         int eok = 1, pok = 1, bads = 0;
