@@ -46,18 +46,15 @@
  * The GEMV, transcode and BF16 restore kernels decode through a 2^L lookup
  * table in shared memory built on the host from the limits (wr_lut_build).
  *
- * Measured on an H200 (README.md): every kernel bit-exact / within 1e-4, but
- * the fused kernels are 1.2-4.2x the twin at batch 1; Nsight Compute shows
- * them bound by issue and load latency of the serial lane decode (one thread
- * a lane, 3,584 warps for 4096 x 14336), with DRAM at ~5 %.
- *
- * Not measured yet: staged, the check every second symbol, recon, the
- * split, F16/F32, the 4-rows-a-warp palette and twin GEMVs and the palette
- * GEMV's loads a step ahead with verbatim groups after its loop, the
- * twin's 8-code loads and k_fused_q's 4-word prefetch were written after
- * the last GPU run; on the CPU, wr_dev_decode_tile runs the decode
- * path and tests/runtime/test_emu.cpp runs these kernels' source with one
- * host thread per CUDA thread; gpucheck.sh times them on the next GPU.
+ * Measured on an H200 (2026-11-30, README.md): every kernel bit-exact /
+ * within 1e-4 of float64, compute-sanitizer clean. At batch 1 (4096 x
+ * 14336) the palette GEMV takes 0.96-0.97x cuBLAS BF16, and the fastest
+ * coded pipeline of each quantized type 1.2-2.7x the twin: Nsight Compute
+ * shows k_fused_q bound by L1 (shared-memory bank conflicts of the
+ * decode-table lookups, lane-word loads scattered over 17 sectors a
+ * request), with DRAM at ~5 %. On the CPU, wr_dev_decode_tile runs the
+ * decode path and tests/runtime/test_emu.cpp runs these kernels' source
+ * with one host thread per CUDA thread; gpucheck.sh times them on a GPU.
  *
  * TODO (not implemented, deliberately absent rather than half-working):
  *   - a hard SM partition for the split (green contexts): the split now caps
@@ -614,8 +611,10 @@ __host__ __device__ constexpr int dev_bits(int type)
  * value table (vt[256], float2 for pairs) cost k_fused_q about 5 of its
  * 12.8 shared wavefronts a warp-symbol in bank conflicts (Nsight Compute,
  * Q4_K, 4096 x 14336, batch 1, H200); with code_val its shared wavefronts
- * fell from 11.8 M to 5.2 M and its time from 119 to 97 us (Q4_0 86 -> 76,
- * staged 106 -> 68; IQ4_XS 106 -> 90; Q8_0 and Q6_K within 2 %). */
+ * fell from 11.8 M to 5.2 M (conflicts 7.2 M -> 2.4 M) and its time from
+ * 119 to 97 us, staged 135 -> 108 (Q4_0 86 -> 76, staged 106 -> 68; IQ4_XS
+ * 106 -> 90, staged 124 -> 103; Q8_0 and Q6_K fused within 2 %, staged 3-4 %
+ * faster). */
 template <int TYPE>
 __device__ __forceinline__ float code_val(uint32_t e, int u, float moff, const float *kv16)
 {
@@ -987,16 +986,18 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
  * their sums in split order, no zeroing of y first). Rows past the end
  * (rows % 4) recompute the last row, not stored. 12 bits a weight read.
  * Measured (H200, 4096 x 14336, batch 1, median of 30 with L2 flushed):
- * 42.8 us loading 2 steps ahead, 44.8 us 1 ahead, cuBLAS BF16 44.3 us; 62.8
- * us before pal_fix took the list and rows_store dropped the memset (Nsight
- * Compute: 54.6 -> 37.7 us, DRAM 36 -> 53 % of peak). */
+ * 43.0 us loading 2 steps ahead, 44.8 us 1 ahead, cuBLAS BF16 44.2 us (one
+ * run); 42.3 us against 43.9 after the review fix of rows_store and pal_fix;
+ * 62.8 us before pal_fix took the list and rows_store dropped the memset
+ * (Nsight Compute: 54.6 -> 37.8 us, DRAM 36 -> 53 % of peak). */
 
 #define GEMV_ROWS 4   /* rows a warp in k_palette and k_twin */
 
 /* End of k_palette / k_twin: the warp's R rows x B sums reduced across the
- * warp (shuffles); rows past the end are not stored. One split (gridDim.y =
- * 1): lane 0 stores them. More: each split writes its sums to M.part (lane
- * i B + b the sum of row r0 + i, vector b; splits x B x rows floats), then
+ * warp (shuffles), lane i B + b keeping the sum of row r0 + i, vector b;
+ * rows past the end are not stored. One split (gridDim.y = 1): each such
+ * lane stores its sum. More: each split writes its sums to M.part (splits
+ * x B x rows floats), then
  * counts itself done in M.cnt[warp's rows]; the split that counts last adds
  * the splits' sums in split order, stores y and sets the count back to 0 for
  * the next launch. So y needs no zeroing first (a memset launch less) and
@@ -1217,8 +1218,8 @@ __device__ __forceinline__ void pal_step(const DevMat &M, const uint32_t *pex, c
 }
 
 /* After k_palette's main loop: add (w - w_pal) x[b][j] for every weight j
- * in [k0, k1) of the verbatim groups of the warp's rows r0 .. r0 + rl (rl <
- * R), where w is the weight and w_pal what the main loop used (its index,
+ * in [k0, k1) of the verbatim groups of the warp's rows r0 .. r0 + min(R -
+ * 1, rl) (rl = rows - 1 - r0), where w is the weight and w_pal what the main loop used (its index,
  * 0 in a verbatim group, and its raw byte). delta = w - w_pal was made at
  * load (wr_palette_fix; M.vstride floats a group, zero past the group's
  * end), the groups numbered row by row (M.vcnt: groups before a row; M.vcol:
@@ -1232,8 +1233,8 @@ __device__ __forceinline__ void pal_step(const DevMat &M, const uint32_t *pex, c
  * group with the warp's lanes over one group's columns and the groups found
  * by scanning vmap a byte at a time, was a chain of dependent loads per
  * group; at 2 % verbatim groups it made the slowest warps' tail (k_palette
- * 54.6 us by Nsight Compute at 4096 x 14336, batch 1, H200, with about 8
- * instructions a weight in its main loop). */
+ * 54.6 us by Nsight Compute at 4096 x 14336, batch 1, H200, though its main
+ * loop issues 7.9 instructions a weight by its sm_80 SASS). */
 template <int R, int B, bool AL>
 __device__ __forceinline__ void pal_fix(const DevMat &M, const float *__restrict__ x, long long r0, long long rl,
                                         long long k0, long long k1, unsigned l, float (&acc)[R][B])
@@ -1352,7 +1353,7 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS, 4) k_palette(DevMat M, const 
  * row a warp re-read x in every warp with one step's loads in flight (75 us
  * for ~33 MB of Q4_K at 4096 x 14336, batch 1, H200; 4 rows a warp: 59 us;
  * with gemv_grid filling a wave of the warps its 56 registers allow, 4
- * splits instead of 2: 48.6 us). Sums: rows_store. Rows past the end
+ * splits instead of 2: 49 us). Sums: rows_store. Rows past the end
  * recompute the last row, not stored. */
 
 /* The sub-block scale of a fixed-width block, read in place. */
