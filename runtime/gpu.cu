@@ -327,29 +327,40 @@ static void fused_b(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 template <int B> static void fused_g(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, false>(g, d, x, y); }
 template <int B> static void fused_s(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, true>(g, d, x, y); }
 
-/* Launch k_twin or k_palette on gemv_grid's grid, its column splits sized
- * so one wave fills the device: the warps a SM holds come from the
- * kernel's registers (cudaOccupancyMaxActiveBlocksPerMultiprocessor). y
- * needs no zeroing: rows_store's split reduction stores every row. */
-template <typename A>
-static void gemv_launch(wr_gpu *g, wr_dmat *d, void (*kernel)(DevMat, A, const float *, float *, long long),
-                        A arg, const float *x, float *y)
+/* The warps a SM holds of a k_twin / k_palette instantiation (its
+ * registers decide: cudaOccupancyMaxActiveBlocksPerMultiprocessor, asked
+ * once per kernel, the first time gemv_launch runs it); GEMV_SM_WARPS when
+ * the runtime cannot say. */
+template <typename A, void (*K)(DevMat, A, const float *, float *, long long)>
+static int gemv_sm_warps(void)
 {
-    int nb = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, kernel, 32 * TWIN_WARPS, 0) != cudaSuccess || nb < 1) {
-        cudaGetLastError();
-        nb = GEMV_SM_WARPS / TWIN_WARPS;
-    }
+    static const int w = [] {
+        int nb = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, K, 32 * TWIN_WARPS, 0) != cudaSuccess || nb < 1) {
+            cudaGetLastError();
+            return GEMV_SM_WARPS;
+        }
+        return nb * TWIN_WARPS;
+    }();
+    return w;
+}
+
+/* Launch k_twin or k_palette (K) on gemv_grid's grid, its column splits
+ * sized so one wave fills the device (gemv_sm_warps). y needs no zeroing:
+ * rows_store's split reduction stores every row. */
+template <typename A, void (*K)(DevMat, A, const float *, float *, long long)>
+static void gemv_launch(wr_gpu *g, wr_dmat *d, A arg, const float *x, float *y)
+{
     dim3 grid;
-    const long long span = gemv_grid(g->sms, d->M, grid, nb * TWIN_WARPS);
-    kernel<<<grid, 32 * TWIN_WARPS, 0, g->st>>>(d->M, arg, x, y, span);
+    const long long span = gemv_grid(g->sms, d->M, grid, gemv_sm_warps<A, K>());
+    K<<<grid, 32 * TWIN_WARPS, 0, g->st>>>(d->M, arg, x, y, span);
 }
 
 template <int B>
 static void twin_b(wr_gpu *g, wr_dmat *d, const uint8_t *blocks, const float *x, float *y)
 {
     switch (d->M.type) {
-#define TQ(t) case t: gemv_launch<const uint8_t *>(g, d, k_twin<t, B>, blocks, x, y); break;
+#define TQ(t) case t: gemv_launch<const uint8_t *, k_twin<t, B>>(g, d, blocks, x, y); break;
         FOR_TYPES(TQ)
 #undef TQ
     }
@@ -374,12 +385,16 @@ static int palette_ahead(int b)
 template <int B>
 static void palette_b(wr_gpu *g, wr_dmat *d, const uint8_t *idx, const float *x, float *y)
 {
-    const bool al = d->M.cols % 8 == 0;
-    if (B <= 2 && palette_ahead(B) == 2)
-        gemv_launch<const uint8_t *>(g, d, al ? k_palette<B, true, B <= 2 ? 2 : 1> : k_palette<B, false, B <= 2 ? 2 : 1>,
-                                     idx, x, y);
+    constexpr int PD2 = B <= 2 ? 2 : 1;   /* loading 2 steps ahead exists for batch 1 and 2 */
+    const bool al = d->M.cols % 8 == 0, pd2 = B <= 2 && palette_ahead(B) == 2;
+    if (al && pd2)
+        gemv_launch<const uint8_t *, k_palette<B, true, PD2>>(g, d, idx, x, y);
+    else if (pd2)
+        gemv_launch<const uint8_t *, k_palette<B, false, PD2>>(g, d, idx, x, y);
+    else if (al)
+        gemv_launch<const uint8_t *, k_palette<B, true>>(g, d, idx, x, y);
     else
-        gemv_launch<const uint8_t *>(g, d, al ? k_palette<B, true> : k_palette<B, false>, idx, x, y);
+        gemv_launch<const uint8_t *, k_palette<B, false>>(g, d, idx, x, y);
 }
 
 /* Run kernel family F (fused_b, twin_b, palette_b) over a batch in chunks of 8, 4, 2, 1. */

@@ -602,6 +602,11 @@ __host__ __device__ constexpr int dev_bits(int type)
                              : 4;
 }
 
+/* Whether a type's codes map to values through the non-linear table kv
+ * (wr_kv), not q - qoff (wr_sub_scale's nl, as a constant for the templates;
+ * devmat_fill checks that the two agree). */
+__host__ __device__ constexpr bool dev_nl(int type) { return type == WP_IQ4_NL || type == WP_IQ4_XS; }
+
 /* Code u of table entry e's symbol (a ggml-code entry holds the symbol at
  * bits 24..31, wr_lut_entry; code u at bits 24 + bits u ..) as its value
  * c(q) without a shared-memory table of symbols: q - qoff made exact with
@@ -619,9 +624,8 @@ template <int TYPE>
 __device__ __forceinline__ float code_val(uint32_t e, int u, float moff, const float *kv16)
 {
     constexpr int bits = dev_bits(TYPE);
-    constexpr bool NL = TYPE == WP_IQ4_NL || TYPE == WP_IQ4_XS;
     const uint32_t q = (e >> (24 + bits * u)) & ((1u << bits) - 1u);
-    return NL ? kv16[q] : __uint_as_float(0x4B000000u | q) - moff;
+    return dev_nl(TYPE) ? kv16[q] : __uint_as_float(0x4B000000u | q) - moff;
 }
 
 template <int TYPE, int B, bool ST>
@@ -1392,7 +1396,7 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS) k_twin(DevMat M, const uint8_
                                                           long long span)
 {
     constexpr int R = GEMV_ROWS;
-    constexpr int NL = TYPE == WP_IQ4_NL || TYPE == WP_IQ4_XS;
+    constexpr bool NL = dev_nl(TYPE);
     /* the 4-bit types of wr_code_span8 read a lane's 8 codes as one span (sm_80 SASS, a step
        of 4 x 8 weights: Q4_K 539 -> 373 instructions, Q4_0 389 -> 295, IQ4_XS 485 -> 367);
        Q8_0 keeps its byte loads (a byte is a code; the span came to more). The span's
@@ -1643,7 +1647,7 @@ static inline int devmat_fill(DevMat &M, const wr_matrix *m, char *err, size_t e
         const wr_scale z = wr_sub_scale(M.type, zero, 0);
         M.qoff = z.off;
         M.qnl = z.nl;
-        const bool nl = M.type == WP_IQ4_NL || M.type == WP_IQ4_XS;   /* code_val's kv16 types */
+        const bool nl = dev_nl(M.type);
         if (dev_wps(M.type) != m->dg.wps || dev_bits(M.type) != m->dg.bits || nl != (M.qnl != 0)) {
             snprintf(err, errlen,
                      "%s: codes a symbol, bits a code, non-linear: device %d, %d, %d; wr_geom_of, wr_sub_scale %d, %d, %d",
