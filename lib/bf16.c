@@ -328,8 +328,7 @@ int wp_bf16_split(struct wp_bf16_split *out, uint32_t type, const void *data,
         uint8_t *srow = out->sym + r * spr;
         for (size_t gi = 0; gi < gpr; gi++) {
             size_t c0 = gi * gs, c1 = c0 + gs < nc ? c0 + gs : nc;
-            size_t bit = r * gpr + gi;
-            if (out->vmap[bit / 8] >> (bit % 8) & 1) {
+            if (wp_bf16_verbatim(out, (int64_t)r, (int64_t)gi)) {
                 memcpy(vb, row + c0 * g.bytes, (c1 - c0) * g.bytes);
                 vb += (c1 - c0) * g.bytes;
                 continue;  /* slots stay 0 (calloc) */
@@ -413,8 +412,7 @@ int wp_bf16_join(const struct wp_bf16_split *s, void *dst)
     size_t n_verb = 0, verb_bytes = 0;
     for (size_t r = 0; r < nr; r++)
         for (size_t gi = 0; gi < gpr; gi++) {
-            size_t bit = r * gpr + gi;
-            if (s->vmap[bit / 8] >> (bit % 8) & 1) {
+            if (wp_bf16_verbatim(s, (int64_t)r, (int64_t)gi)) {
                 size_t c0 = gi * gs, c1 = c0 + gs < nc ? c0 + gs : nc;
                 n_verb++;
                 verb_bytes += (c1 - c0) * g.bytes;
@@ -437,8 +435,7 @@ int wp_bf16_join(const struct wp_bf16_split *s, void *dst)
         const uint8_t *srow = sym + r * spr;
         for (size_t gi = 0; gi < gpr; gi++) {
             size_t c0 = gi * gs, c1 = c0 + gs < nc ? c0 + gs : nc;
-            size_t bit = r * gpr + gi;
-            if (s->vmap[bit / 8] >> (bit % 8) & 1) {
+            if (wp_bf16_verbatim(s, (int64_t)r, (int64_t)gi)) {
                 for (size_t c = c0; c < c1; c++) {
                     if ((srow[c / 2] >> (4 * (c & 1))) & 15)
                         return WP_BF16_ECORRUPT;  /* slot must be index 0 */

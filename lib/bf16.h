@@ -127,6 +127,14 @@ struct wp_bf16_split {
     uint64_t hist[256];      /* exponent histogram over all weights */
 };
 
+/* Whether group g of row r is verbatim: vmap bit (r * groups_per_row + g),
+ * LSB-first in bytes (the layout above). 1 or 0; s in palette mode. */
+static inline int wp_bf16_verbatim(const struct wp_bf16_split *s, int64_t r, int64_t g)
+{
+    const uint64_t bit = (uint64_t)(r * s->groups_per_row + g);
+    return s->vmap[bit / 8] >> (bit % 8) & 1;
+}
+
 /* Statistics of one split, for histogram --report and the README. */
 struct wp_bf16_stats {
     uint64_t n_weights;

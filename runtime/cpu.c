@@ -164,12 +164,12 @@ static uint32_t exp_weight(const wr_matrix *m, uint64_t row, uint64_t col, const
     const struct wp_bf16_split *s = &m->s;
     const uint64_t i = row * (uint64_t)m->cols + col;
     if (s->palette_n) {
-        uint64_t gi = col / (uint64_t)s->group, bit = row * (uint64_t)s->groups_per_row + gi;
-        if (s->vmap[bit / 8] >> (bit % 8) & 1) {
+        const uint64_t gi = col / (uint64_t)s->group;
+        if (wp_bf16_verbatim(s, (int64_t)row, (int64_t)gi)) {
             /* verbatim: the group's bytes, after the row's earlier verbatim groups */
             uint64_t before = 0;
-            for (uint64_t k = row * (uint64_t)s->groups_per_row; k < bit; k++)
-                before += s->vmap[k / 8] >> (k % 8) & 1;
+            for (uint64_t k = 0; k < gi; k++)
+                before += (uint64_t)wp_bf16_verbatim(s, (int64_t)row, (int64_t)k);
             const uint64_t es = m->type == WP_F32 ? 4 : 2;
             const uint8_t *p = s->vbytes + m->vrow[row] + es * (before * (uint64_t)s->group + col - gi * (uint64_t)s->group);
             return es == 4 ? (uint32_t)wr_rd16(p) | (uint32_t)wr_rd16(p + 2) << 16 : wr_rd16(p);
@@ -347,8 +347,7 @@ int wr_palette_fix(const wr_matrix *m, const uint8_t *fixed, uint32_t *vcol, flo
     uint64_t v = 0;
     for (int64_t r = 0; r < m->rows; r++)
         for (int64_t gi = 0; gi < s->groups_per_row; gi++) {
-            const uint64_t bit = (uint64_t)(r * s->groups_per_row + gi);
-            if (!(s->vmap[bit / 8] >> (bit % 8) & 1))
+            if (!wp_bf16_verbatim(s, r, gi))
                 continue;
             const int64_t c0 = gi * s->group, len = m->cols - c0 < s->group ? m->cols - c0 : s->group;
             vcol[v] = (uint32_t)c0;

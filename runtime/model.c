@@ -174,8 +174,7 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
         m->vrow[r] = off;
         m->vcnt[r] = (uint32_t)cnt;
         for (int64_t gi = 0; gi < s->groups_per_row; gi++) {
-            uint64_t bit = (uint64_t)(r * s->groups_per_row + gi);
-            if (s->vmap[bit / 8] >> (bit % 8) & 1) {
+            if (wp_bf16_verbatim(s, r, gi)) {
                 int64_t len = gi == s->groups_per_row - 1 ? m->cols - gi * s->group : s->group;
                 off += (uint64_t)len * (uint64_t)esize;
                 cnt++;

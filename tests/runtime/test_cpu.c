@@ -234,8 +234,7 @@ static void check_matrix(const wr_matrix *m, const int *batches, int nb)
                 long bad = 0, nw = 0;
                 for (int64_t r = 0; frc == 0 && r < m->rows; r++)
                     for (uint32_t v = m->vcnt[r]; v < m->vcnt[r + 1]; v++) {
-                        const uint64_t bit = (uint64_t)(r * s->groups_per_row) + vcol[v] / (uint64_t)s->group;
-                        bad += vcol[v] % s->group != 0 || !(s->vmap[bit / 8] >> (bit % 8) & 1);
+                        bad += vcol[v] % s->group != 0 || !wp_bf16_verbatim(s, r, vcol[v] / s->group);
                         for (int64_t t = 0; t < st; t++) {
                             const float d = dl[(size_t)v * (size_t)st + (size_t)t];
                             const int64_t j = vcol[v] + t;
