@@ -338,6 +338,14 @@ int wr_palette_index(const wr_matrix *m, const uint8_t *fixed, uint8_t *idx)
 
 int64_t wr_palette_fix_stride(const wr_matrix *m) { return (m->s.group + 7) / 8 * 8; }
 
+int wr_palette_ahead_env(void)
+{
+    const char *e = getenv("WPRUN_PALETTE_AHEAD");
+    if (!e || !*e)
+        return 0;
+    return !strcmp(e, "1") ? 1 : !strcmp(e, "2") ? 2 : -1;
+}
+
 int wr_palette_fix(const wr_matrix *m, const uint8_t *fixed, uint32_t *vcol, float *delta)
 {
     const struct wp_bf16_split *s = &m->s;

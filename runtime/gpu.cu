@@ -367,19 +367,15 @@ static void twin_b(wr_gpu *g, wr_dmat *d, const uint8_t *blocks, const float *x,
 }
 
 /* Steps k_palette loads ahead at batch b (1 or 2; above, it loads a step at
- * its start): WPRUN_PALETTE_AHEAD=1 or 2 for both, read once; unset: 2 at
+ * its start): WPRUN_PALETTE_AHEAD=1 or 2 for both (wr_palette_ahead_env,
+ * read once; wprun warns about other values); else 2 at
  * batch 1, 1 at batch 2, the faster of the two at each (H200, 4096 x 14336,
  * median us: batch 1 43.0 against 44.8 loading 1 ahead, with 123 registers
  * against 96; batch 2 54.3 against 54.8 loading 2 ahead). */
 static int palette_ahead(int b)
 {
-    static const int env = [] {
-        const char *e = getenv("WPRUN_PALETTE_AHEAD");
-        if (e && *e && strcmp(e, "1") != 0 && strcmp(e, "2") != 0)
-            fprintf(stderr, "wprun: WPRUN_PALETTE_AHEAD=%s ignored (1 or 2)\n", e);
-        return e && strcmp(e, "1") == 0 ? 1 : e && strcmp(e, "2") == 0 ? 2 : 0;
-    }();
-    return env ? env : b == 1 ? 2 : 1;
+    static const int env = wr_palette_ahead_env();
+    return env > 0 ? env : b == 1 ? 2 : 1;
 }
 
 template <int B>

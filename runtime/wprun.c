@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,8 @@ static const char usage[] =
     "  --runs N        timed runs per measurement (default 20 GPU, 3 CPU)\n"
     "  --tol X         relative error limit (default 1e-5 CPU, 1e-4 GPU)\n"
     "  --graph         also time a whole-model pass captured in a CUDA graph\n"
+    "Environment: WPRUN_PALETTE_AHEAD=1|2, steps the GPU palette GEMV loads ahead\n"
+    "at batch 1 and 2 (default 2 at batch 1, 1 at batch 2).\n"
     "Exit status: 0 ok, 1 a check failed or an error, 3 no CUDA device (without\n"
     "--cpu), 64 usage.\n";
 
@@ -70,11 +73,24 @@ static struct {
     const char *tuning, *match;
 } opt = {.pipe = P_AUTO, .tuning = "wprun.tuning"};
 
+/* --tune's temporary file, removed when a signal ends the run (unlink is
+ * async-signal-safe), then the signal's default action. */
+static const char *volatile tune_tmp;
+static void tune_signal(int sig)
+{
+    if (tune_tmp)
+        unlink(tune_tmp);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static void die(int status, const char *fmt, const char *a)
 {
     fprintf(stderr, "wprun: ");
     fprintf(stderr, fmt, a);
     fprintf(stderr, "\n");
+    if (tune_tmp)   /* an error partway through --tune: no temporary file left */
+        unlink(tune_tmp);
     exit(status);
 }
 
@@ -537,7 +553,9 @@ static void synth_parse(const char *spec, int *type, long long *rows, long long 
     char tn[32];
     long long r, c;
     int end = 0;
-    if (sscanf(spec, "%31[^:]:%lldx%lld%n", tn, &r, &c, &end) != 3 || spec[end])
+    const char *colon = strchr(spec, ':');
+    if (!colon || colon[1 + strspn(colon + 1, "0123456789x")] ||
+        sscanf(spec, "%31[^:]:%lldx%lld%n", tn, &r, &c, &end) != 3 || spec[end])
         die(WR_EXIT_USAGE, "--synth: expected TYPE:ROWSxCOLS, got '%s'", spec);
     if (r < 1 || c < 1)
         die(WR_EXIT_USAGE, "--synth: rows and cols must be at least 1: '%s'", spec);
@@ -612,6 +630,8 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--match")) {
             opt.match = v, i++;
         } else if (!strcmp(a, "--tuning")) {
+            if (!*v)
+                die(WR_EXIT_USAGE, "%s", "--tuning: empty file name");
             opt.tuning = v, opt.tuning_given = 1, i++;
         } else if (!strcmp(a, "--runs")) {
             char *e;
@@ -653,6 +673,8 @@ int main(int argc, char **argv)
     }
     if (!nb && !ns)
         die(WR_EXIT_USAGE, "%s", "no input: give --bundle FILE or --synth SPEC (see --help)");
+    if (wr_palette_ahead_env() < 0)
+        fprintf(stderr, "wprun: warning: WPRUN_PALETTE_AHEAD=%s ignored (1 or 2)\n", getenv("WPRUN_PALETTE_AHEAD"));
     if (!opt.nbatch)
         opt.batch[opt.nbatch++] = 1;
     if (!opt.verify && !opt.bench && !opt.tune)
@@ -706,6 +728,10 @@ int main(int argc, char **argv)
             die(WR_EXIT_FAIL, "%s", msg);
         }
         snprintf(ttmp, sizeof ttmp, "%s.tmp%ld", opt.tuning, (long)getpid());
+        tune_tmp = ttmp;   /* removed if a signal ends the run */
+        signal(SIGINT, tune_signal);
+        signal(SIGTERM, tune_signal);
+        signal(SIGHUP, tune_signal);
         if (!(tf = fopen(ttmp, "w"))) {
             char msg[4400];
             snprintf(msg, sizeof msg, "cannot write the tuning file %s: %s", opt.tuning, strerror(errno));
@@ -722,7 +748,12 @@ int main(int argc, char **argv)
         bad = gpu_run(&md, tf);
 #endif
     }
-    if (tf) {
+    tune_tmp = NULL;
+    if (tf && bad) {   /* a failed check: the old tuning file stays as it was */
+        fclose(tf);
+        remove(ttmp);
+        fprintf(stderr, "wprun: a check failed: the tuning file %s is left as it was\n", opt.tuning);
+    } else if (tf) {
         int werr = ferror(tf) | fclose(tf);
         if (werr || rename(ttmp, opt.tuning)) {
             const int e = errno;

@@ -176,6 +176,11 @@ int  wr_palette_index(const wr_matrix *m, const uint8_t *fixed, uint8_t *idx);
  * a multiple of 8 (k_palette reads delta 8 floats at a time). -1 when m is
  * not palette-pair BF16. */
 int64_t wr_palette_fix_stride(const wr_matrix *m);
+
+/* WPRUN_PALETTE_AHEAD (wprun(1) ENVIRONMENT): 1 or 2 as set, 0 when unset
+ * or empty, -1 for any other value (wprun warns; the GPU takes its
+ * default). */
+int     wr_palette_ahead_env(void);
 int     wr_palette_fix(const wr_matrix *m, const uint8_t *fixed, uint32_t *vcol, float *delta);
 
 /* The same array decoded from the lanes (the "transcode" pipeline's first

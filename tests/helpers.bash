@@ -34,3 +34,29 @@ one_line_error() {
     [ "${#lines[@]}" -eq 1 ] || { echo "expected one line, got: $output"; return 1; }
     [[ "$output" =~ $1 ]] || { echo "expected /$1/, got: $output"; return 1; }
 }
+
+# reseal FILE: recompute every record's payload and header XXH64 (lib/stream.h's
+# layout) after a test altered bytes, as a corrupter who knows the format would, so
+# the damage reaches the checks behind the checksums.
+reseal() {
+    /usr/bin/python3 - "$1" <<'PY'
+import ctypes, struct, sys
+xx = ctypes.CDLL("libxxhash.so.0")
+xx.XXH64.restype = ctypes.c_uint64
+xx.XXH64.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+h = lambda b: xx.XXH64(bytes(b), len(b), 0)
+b = bytearray(open(sys.argv[1], "rb").read())
+align, off = struct.unpack_from("<I", b, 12)[0], 16
+while True:
+    kind, nl = struct.unpack_from("<H", b, off + 4)[0], struct.unpack_from("<I", b, off + 12)[0]
+    al, pl = struct.unpack_from("<I", b, off + 48)[0], struct.unpack_from("<Q", b, off + 56)[0]
+    hend = off + 72 + nl + al + 8
+    p = (hend + align - 1) // align * align
+    struct.pack_into("<Q", b, off + 64, h(b[p:p + pl]))
+    struct.pack_into("<Q", b, hend - 8, h(b[off:hend - 8]))
+    if kind == 65535:
+        break
+    off = (p + pl + align - 1) // align * align
+open(sys.argv[1], "wb").write(b)
+PY
+}

@@ -260,3 +260,48 @@ cpu_verify() {
     [ "$output" = "gpukit: $T/notakit exists and is not a kit made by gpukit.sh; give another folder" ]
     [ "$(cat "$T/notakit/file")" = keep ]
 }
+
+@test "wprun --tune leaves the old tuning file and no temporary file when a check fails or a signal ends it" {
+    printf '# wprun tuning v1 (cpu): old\n' > "$T/keep.tun"
+    # a failed check (lane words altered, checksums resealed: the restore fails): exit 1,
+    # the old file as it was
+    cp "$Q/syn.bundle" "$T/bad.bundle"
+    off=$(offset_of "$T/bad.bundle" "Q8_0.r65x4096")
+    patch_bytes "$T/bad.bundle" $((off + 4000)) '\x5a'
+    reseal "$T/bad.bundle"
+    run "$BIN/wprun" --cpu --tune --bundle "$T/bad.bundle" --match Q8_0.r65x4096 --tuning "$T/keep.tun" --runs 1
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"FAIL"* ]]
+    [[ "$output" == *"wprun: a check failed: the tuning file $T/keep.tun is left as it was"* ]]
+    [ "$(cat "$T/keep.tun")" = "# wprun tuning v1 (cpu): old" ]
+    [ -z "$(ls "$T" | grep 'keep.tun.tmp')" ]
+    # SIGINT partway: the old file as it was, no temporary file
+    "$BIN/wprun" --cpu --tune --synth BF16:2048x4096 --batch 1,8 --tuning "$T/keep.tun" --runs 3 > /dev/null 2>&1 &
+    pid=$!
+    for i in $(seq 50); do ls "$T" | grep -q 'keep.tun.tmp' && break; sleep 0.1; done
+    ls "$T" | grep -q 'keep.tun.tmp'
+    kill -INT "$pid"
+    wait "$pid" || true
+    [ "$(cat "$T/keep.tun")" = "# wprun tuning v1 (cpu): old" ]
+    [ -z "$(ls "$T" | grep 'keep.tun.tmp')" ]
+    # an empty name is a usage error before anything runs
+    run "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning ""
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: --tuning: empty file name" ]
+}
+
+@test "wprun warns about a bad WPRUN_PALETTE_AHEAD and rejects spaces and signs in --synth" {
+    WPRUN_PALETTE_AHEAD=3 run "$BIN/wprun" --cpu --verify --synth BF16:16x256
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c 'wprun: warning: WPRUN_PALETTE_AHEAD=3 ignored (1 or 2)')" -eq 1 ]
+    for v in 1 2 ""; do
+        WPRUN_PALETTE_AHEAD=$v run "$BIN/wprun" --cpu --verify --synth BF16:16x256
+        [ "$status" -eq 0 ]
+        [[ "$output" != *WPRUN_PALETTE_AHEAD* ]]
+    done
+    for spec in "BF16: 5x64" "BF16:+5x64" "BF16:5x 64" "BF16:130 x600"; do
+        run "$BIN/wprun" --cpu --synth "$spec"
+        [ "$status" -eq 64 ]
+        [ "$output" = "wprun: --synth: expected TYPE:ROWSxCOLS, got '$spec'" ]
+    done
+}
