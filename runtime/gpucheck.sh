@@ -6,7 +6,8 @@
 # timeout; the bench is skipped when the budget is nearly spent); about 2
 # minutes on an H200 with the kit. GPUCHECK_MEMCHECK=1 adds a
 # compute-sanitizer memcheck run, GPUCHECK_PROFILE=1 Nsight Compute on one
-# launch of each kernel (clocks left alone).
+# launch of each kernel (clocks left alone) and the stall reasons of the
+# fused and twin GEMVs (in the summary).
 #
 # With a kit packed by runtime/gpukit.sh (.gpukit, or WPACK_KIT) it uses
 # that prebuilt wprun and its bundles: the way to run it on a lent machine
@@ -166,7 +167,19 @@ if [ "${GPUCHECK_PROFILE:-0}" = 1 ] && command -v ncu > /dev/null; then
             -k "regex:${k%%:*}" -s 3 -c 1 \
             "$W" --bench --synth "${k#*:}":4096x14336 --batch "$([ "${k%%:*}" = k_recon ] && echo 32 || echo 1)" \
             --runs 3 > "$O/ncu-${k%%:*}.log" 2>&1
-        say "ncu ${k%%:*}: $(grep -E 'Duration|SM Frequency' "$O/ncu-${k%%:*}.log" | tr -s ' ' | tr '\n' ';')"
+        say "ncu ${k%%:*}: $(grep -E 'Duration|SM Frequency|Warp Cycles Per Issued Instruction|Issue Slots Busy' \
+            "$O/ncu-${k%%:*}.log" | tr -s ' ' | tr '\n' ';')"
+    done
+    # why the GEMV warps wait: the stall reasons, in warps per issue cycle (they sum to the
+    # warp cycles per issued instruction), largest five, coded against the twin
+    for k in k_fused_q:Q4_K k_twin:Q4_K k_fused_q:Q8_0; do
+        f="$O/stall-${k%%:*}-${k#*:}.log"
+        timeout 60 ncu --clock-control none \
+            --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+            -k "regex:${k%%:*}" -s 3 -c 1 "$W" --bench --synth "${k#*:}":4096x14336 --batch 1 --runs 3 > "$f" 2>&1
+        note "stalls ${k%%:*} ${k#*:}: $(grep -E 'issue_stalled_.*_per_issue_active' "$f" |
+            sed -E 's/.*issue_stalled_(.*)_per_issue_active\.ratio[^0-9]*([0-9.]+).*/\2 \1/' | sort -rn | head -n 5 |
+            tr '\n' ';')"
     done
 fi
 
