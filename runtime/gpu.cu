@@ -477,17 +477,41 @@ static int cublas_gemm(wr_gpu *g, wr_dmat *d, const void *W, const float *x, int
     return cublas_rows(g, d, W, x_for_gemm(g, d, x, batch), batch, y, 0, d->M.rows, err, errlen);
 }
 
+/* Blocks of k_restore_exp<PAL> one SM holds at once (its registers and
+ * shared memory decide: cudaOccupancyMaxActiveBlocksPerMultiprocessor,
+ * asked once per kernel); 1 when the runtime cannot say. */
+template <bool PAL>
+static int restore_sm_blocks(void)
+{
+    static const int nb = [] {
+        int n = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, k_restore_exp<PAL>, 32 * FUSED_WARPS, 0) !=
+                cudaSuccess ||
+            n < 1) {
+            cudaGetLastError();
+            return 1;
+        }
+        return n;
+    }();
+    return nb;
+}
+
 /* The split pipelines (BF16): the SM split between decode and GEMM. The
  * matrix is decoded band by band (SPLIT_BANDS bands of tile rows) on the
- * side stream by a grid of S = sms / frac blocks (one a SM of its share,
- * walking the band's units), while cuBLAS, its SM count target set to the
- * other SMs, multiplies each band once it is decoded (an event a band):
- * decode of band b + 1 overlaps the GEMM of band b. The block scheduler
- * places the S blocks; nothing pins them to S SMs (see kernels.cuh TODO). */
+ * side stream by a grid that fills S = sms / frac SMs (restore_sm_blocks
+ * blocks a SM of its share, walking the band's units), while cuBLAS, its SM
+ * count target set to the other SMs, multiplies each band once it is
+ * decoded (an event a band): decode of band b + 1 overlaps the GEMM of band
+ * b. The block scheduler places the blocks; nothing pins them to S SMs (see
+ * kernels.cuh TODO). Why a full share: one block (4 warps) a SM left each
+ * warp ~14 tiles of a 4096 x 14336 matrix in turn, latency-bound, and
+ * split2/4/8 took about 3 ms at every batch against 0.57 ms for full (H200,
+ * 2026-11-30; not yet timed with the full share). */
 static int launch_split(wr_gpu *g, wr_dmat *d, int frac, const float *x, int batch, float *y, char *err, size_t errlen)
 {
     const DevMat &M = d->M;
-    const int sd = std::max(1, g->sms / frac), blocks = sd;
+    const int sd = std::max(1, g->sms / frac);
+    const int blocks = sd * (M.palette_n ? restore_sm_blocks<true>() : restore_sm_blocks<false>());
     const unsigned long long nb = std::min<unsigned long long>(SPLIT_BANDS, M.trows);
     const unsigned long long band = nb ? (M.trows + nb - 1) / nb : 1;
     const void *xg = x_for_gemm(g, d, x, batch);
