@@ -301,8 +301,7 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         const int more = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage, stdout);
-            return 0;
+            wp_usage_exit(usage);
         } else if (!strcmp(a, "--type") && more) {
             type_name = argv[++i];
         } else if (!strcmp(a, "--ftype") && more) {

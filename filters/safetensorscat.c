@@ -42,8 +42,7 @@ int main(int argc, char **argv)
         wp_die("out of memory");
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
-            return 0;
+            wp_usage_exit(usage);
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
             out = argv[++i];
         } else if (!strcmp(argv[i], "--")) {

@@ -78,8 +78,7 @@ int main(int argc, char **argv)
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage, stdout);
-            return 0;
+            wp_usage_exit(usage);
         } else if (!strcmp(argv[i], "-q")) {
             quiet = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -15,8 +16,8 @@ static char out_path[4096], out_tmp[4200];
 static volatile sig_atomic_t out_is_stdout_file;
 static off_t out_start;
 
-/* Interrupted (Ctrl-C, kill): remove the temporary output, then die of the
- * same signal. Only async-signal-safe calls. */
+/* Interrupted (Ctrl-C, kill, a closed pipe): remove the temporary output,
+ * then die of the same signal. Only async-signal-safe calls. */
 static void on_signal(int sig)
 {
     if (out_tmp[0])
@@ -31,8 +32,9 @@ void wp_cli_init(const char *name)
 {
     const char *s = strrchr(name, '/');
     prog = s ? s + 1 : name;
-    /* A closed pipe downstream ends the program quietly with SIGPIPE's status. */
-    signal(SIGPIPE, SIG_DFL);
+    /* A closed pipe downstream ends the program quietly with SIGPIPE's status,
+       after removing the temporary output as the other signals do. */
+    signal(SIGPIPE, on_signal);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGHUP, on_signal);
@@ -107,10 +109,13 @@ FILE *wp_out_open(const char *path)
         snprintf(out_path, sizeof out_path, "stdout");
         out_f = stdout;
         if (fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode)) {
-            out_is_stdout_file = 1;
-            out_start = lseek(STDOUT_FILENO, 0, SEEK_CUR);
+            /* `prog >> log`: writes go to the end, whatever the offset says, so
+               the run starts at the file's size */
+            const int fl = fcntl(STDOUT_FILENO, F_GETFL);
+            out_start = fl >= 0 && (fl & O_APPEND) ? st.st_size : lseek(STDOUT_FILENO, 0, SEEK_CUR);
             if (out_start < 0)
                 out_start = 0;
+            out_is_stdout_file = 1;
         }
         return out_f;
     }
@@ -203,12 +208,24 @@ void wp_cli_writer_close(wp_writer *w)
     wp_out_commit();
 }
 
+void wp_stdout_close(void)
+{
+    if (fflush(stdout) || ferror(stdout))
+        wp_die("stdout: write error: %s", errno ? strerror(errno) : "unknown");
+}
+
+void wp_usage_exit(const char *usage)
+{
+    fputs(usage, stdout);
+    wp_stdout_close();
+    exit(0);
+}
+
 void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out)
 {
     const char *a = argv[*i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-        fputs(usage, stdout);
-        exit(0);
+        wp_usage_exit(usage);
     } else if (!strcmp(a, "-o") && *i + 1 < argc) {
         *out = argv[++*i];
     } else if (a[0] == '-' && a[1]) {
@@ -230,10 +247,8 @@ const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const c
 {
     const char *a = argv[*i], *eq = strchr(a, '=');
     size_t len = strncmp(a, "--", 2) == 0 && eq ? (size_t)(eq - a) : strlen(a);
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-        fputs(usage, stdout);
-        exit(0);
-    }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+        wp_usage_exit(usage);
     for (size_t k = 0; k < n; k++) {
         if (strlen(takes[k]) != len || strncmp(a, takes[k], len))
             continue;

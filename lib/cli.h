@@ -6,7 +6,9 @@
  * same directory and renamed over FILE only by wp_out_commit(); on any fatal
  * error the temporary file is removed. When the output is stdout and stdout
  * is a regular file (`prog > out`), a fatal error truncates it back to where
- * the program started, so a failed run leaves it empty rather than partial.
+ * the program started, so a failed run leaves it empty rather than partial
+ * (`prog >> log`: back to the size the file had, earlier content kept). A
+ * signal that ends the program (INT, TERM, HUP, PIPE) does the same.
  */
 #ifndef WPACK_CLI_H
 #define WPACK_CLI_H
@@ -54,6 +56,13 @@ void wp_cli_put(wp_writer *w, const wp_record *r);
 /* Close the writer (end record, index) and commit the output; dies on error. */
 void wp_cli_writer_close(wp_writer *w);
 
+/* Flush stdout and die ("stdout: write error: reason") when anything written
+ * to it was lost (a full disk, a closed descriptor): for programs whose
+ * stdout is a report, not a wp_out_open output; call before exit 0. */
+void wp_stdout_close(void);
+/* Print usage to stdout and exit 0 (--help), or die when it cannot be
+ * written (wp_stdout_close). */
+_Noreturn void wp_usage_exit(const char *usage);
 /* The options every filter shares, for argv[*i] once the program's own
  * options did not match: --help or -h (print usage to stdout, exit 0),
  * -o OUT (sets *out), "-" or a non-option argument (the input, once: sets

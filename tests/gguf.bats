@@ -261,3 +261,41 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ "$status" -eq 2 ]
     [ "$output" = "tests/run: no shared data at $T/nodata (stories260K missing): put the checkout beside shared/, or set WPACK_DATA=DIR" ]
 }
+
+@test "a failed run appended to a file (>>) keeps what the file held; a good one appends" {
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    head -c 300000 "$T/s.wps" > "$T/cut.wps"
+    # the start was taken as the file offset, 0 for an O_APPEND descriptor: the whole log went
+    # (a new user's trial)
+    for p in tsinfo histogram bf16split; do
+        printf 'precious\n' > "$T/log"
+        run sh -c "'$BIN/$p' '$T/cut.wps' >> '$T/log'"
+        [ "$status" -eq 1 ]
+        [ "$(cat "$T/log")" = "precious" ]
+    done
+    printf 'precious\n' > "$T/log"
+    "$BIN/tsinfo" "$T/s.wps" >> "$T/log"
+    [ "$(head -n 1 "$T/log")" = "precious" ]
+    [ "$(sed -n 2p "$T/log" | cut -c1-4)" = "kind" ]
+}
+
+@test "killed by SIGPIPE while writing -o: no temporary file is left" {
+    mkfifo "$T/fifo3"
+    "$BIN/histogram" -o "$T/p.wps" "$T/fifo3" &
+    pid=$!
+    exec 7> "$T/fifo3"
+    "$BIN/ggufcat" "$F32" | head -c 20000 >&7
+    sleep 0.5
+    ls "$T" | grep -q 'p.wps.tmp.'
+    kill -PIPE "$pid"
+    wait "$pid" || true
+    exec 7>&-
+    [ -z "$(ls "$T" | grep 'p.wps')" ]
+}
+
+@test "--help into a full disk is a write error, not exit 0" {
+    for p in ggufcat tsinfo gptq verify safetensorscat hessian; do
+        run sh -c "'$BIN/$p' --help > /dev/full"
+        one_line_error "^$p: stdout: write error: No space left on device$"
+    done
+}
