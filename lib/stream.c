@@ -595,6 +595,11 @@ int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, 
         snprintf(err, errlen, "%s: not a wpack stream", rd.path);
         return -1;
     }
+    if (get32(h + 8) != WP_STREAM_VERSION) {
+        snprintf(err, errlen, "%s: unsupported stream version %u (this wpack reads %u)", rd.path, get32(h + 8),
+                 WP_STREAM_VERSION);
+        return -1;
+    }
     rd.align = get32(h + 12);
     if (!rd.align || rd.align > 4096 || (rd.align & (rd.align - 1)) || fseeko(f, (off_t)offset, SEEK_SET)) {
         snprintf(err, errlen, "%s: bad stream header or offset", rd.path);
