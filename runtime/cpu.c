@@ -509,6 +509,12 @@ double wr_relerr(const float *y, const double *ref, size_t n)
 {
     double num = 0, den = 0;
     for (size_t i = 0; i < n; i++) {
+        if (!isfinite(ref[i])) {   /* an Inf or NaN weight: y must be the same Inf, or a NaN */
+            const int same = isnan(ref[i]) ? isnan(y[i]) : (double)y[i] == ref[i];
+            if (!same)
+                num = INFINITY;
+            continue;
+        }
         double e = fabs((double)y[i] - ref[i]), a = fabs(ref[i]);
         if (e > num || e != e)
             num = e != e ? INFINITY : e;

@@ -94,6 +94,14 @@ static void die(int status, const char *fmt, const char *a)
     exit(status);
 }
 
+/* Die when anything printed to stdout was lost (a full disk, a closed
+ * descriptor): the report is wprun's result. */
+static void stdout_close(void)
+{
+    if (fflush(stdout) || ferror(stdout))
+        die(WR_EXIT_FAIL, "stdout: write error: %s", strerror(errno ? errno : EIO));
+}
+
 /* ---- tuning file: "# wprun tuning v1" then "name batch pipeline us" lines;
  * auto takes, per matrix and batch, the pipeline with the fewest microseconds
  * (the last measurement of a pipeline counts). */
@@ -605,7 +613,8 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(usage, stdout);
-            return 0;
+            stdout_close();
+            return WR_EXIT_OK;
         } else if (!strcmp(a, "--cpu")) {
             opt.cpu = 1;
         } else if (!strcmp(a, "--verify")) {
@@ -732,6 +741,7 @@ int main(int argc, char **argv)
         signal(SIGINT, tune_signal);
         signal(SIGTERM, tune_signal);
         signal(SIGHUP, tune_signal);
+        signal(SIGPIPE, tune_signal);   /* `wprun --tune ... | head` */
         if (!(tf = fopen(ttmp, "w"))) {
             char msg[4400];
             snprintf(msg, sizeof msg, "cannot write the tuning file %s: %s", opt.tuning, strerror(errno));
@@ -767,5 +777,6 @@ int main(int argc, char **argv)
            bad ? "FAILED" : "ok");
     wr_model_free(&md);
     free(tunes);
+    stdout_close();
     return bad ? WR_EXIT_FAIL : WR_EXIT_OK;
 }

@@ -284,6 +284,15 @@ cpu_verify() {
     wait "$pid" || true
     [ "$(cat "$T/keep.tun")" = "# wprun tuning v1 (cpu): old" ]
     [ -z "$(ls "$T" | grep 'keep.tun.tmp')" ]
+    # SIGPIPE (`wprun --tune ... | head`) the same: it left the temporary file (a new user's trial)
+    "$BIN/wprun" --cpu --tune --synth BF16:2048x4096 --batch 1,8 --tuning "$T/keep.tun" --runs 3 > /dev/null 2>&1 &
+    pid=$!
+    for i in $(seq 50); do ls "$T" | grep -q 'keep.tun.tmp' && break; sleep 0.1; done
+    ls "$T" | grep -q 'keep.tun.tmp'
+    kill -PIPE "$pid"
+    wait "$pid" || true
+    [ "$(cat "$T/keep.tun")" = "# wprun tuning v1 (cpu): old" ]
+    [ -z "$(ls "$T" | grep 'keep.tun.tmp')" ]
     # an empty name is a usage error before anything runs
     run "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning ""
     [ "$status" -eq 64 ]
@@ -304,4 +313,28 @@ cpu_verify() {
         [ "$status" -eq 64 ]
         [ "$output" = "wprun: --synth: expected TYPE:ROWSxCOLS, got '$spec'" ]
     done
+}
+
+@test "wprun: a report lost to a full disk is an error; a bundle of another stream version is refused" {
+    # both exited 0 before (a new user's trial)
+    run sh -c "'$BIN/wprun' --cpu --synth Q4_0:64x256 > /dev/full"
+    one_line_error "^wprun: stdout: write error: No space left on device$"
+    run sh -c "'$BIN/wprun' --help > /dev/full"
+    one_line_error "^wprun: stdout: write error: No space left on device$"
+    cp "$Q/bf16.bundle" "$T/v3.bundle"
+    patch_bytes "$T/v3.bundle" 8 '\x03'
+    run "$BIN/wprun" --cpu --bundle "$T/v3.bundle"
+    one_line_error "^wprun: $T/v3.bundle: unsupported stream version 3 \(this wpack reads 2\)$"
+}
+
+@test "wprun --verify passes BF16 and F32 matrices holding Inf and NaN (their GEMV is Inf or NaN)" {
+    # relerr was NaN, and every pipeline failed, though the matrices round-trip exactly
+    "$TOOLS/mksynth" "$T/fl.gguf" floats
+    "$BIN/ggufcat" "$T/fl.gguf" | "$BIN/bf16split" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" \
+        > "$T/fl.bundle"
+    run "$BIN/wprun" --cpu --verify --bundle "$T/fl.bundle"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv +BF16 +bf16.specials_67x100 +batch 1 +fused relerr [0-9.e+-]+ +twin relerr [0-9.e+-]+ +\(bit-equal\) ok$'
+    echo "$output" | grep -qE '^gemv +F32 +f32.specials_33x65 +batch 1 +fused relerr [0-9.e+-]+ +twin relerr [0-9.e+-]+ +\(bit-equal\) ok$'
+    [[ "$output" != *nan* ]]
 }

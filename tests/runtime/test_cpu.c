@@ -176,6 +176,30 @@ static void test_dev_huffman(void)
 }
 
 /* Restore (both decoders) and GEMV checks of one matrix. */
+/* wr_relerr with Inf and NaN in the reference (a BF16 matrix holding Inf
+ * weights: its GEMV is Inf or NaN, and --verify failed every pipeline with
+ * "relerr -nan", a new user's trial). */
+static void test_relerr(void)
+{
+    const double inf = INFINITY, nan = NAN;
+    const double r1[4] = {2.0, inf, nan, -4.0};
+    const float y1[4] = {2.5f, INFINITY, NAN, -4.0f};
+    CHECK(wr_relerr(y1, r1, 4) == 0.125, "relerr: Inf and NaN outputs that match are left out (0.5 / 4 = %g)",
+          wr_relerr(y1, r1, 4));
+    const float y2[4] = {2.0f, -INFINITY, NAN, -4.0f};
+    CHECK(isinf(wr_relerr(y2, r1, 4)), "relerr: -Inf where the reference is +Inf is an infinite error");
+    const float y3[4] = {2.0f, INFINITY, 1.0f, -4.0f};
+    CHECK(isinf(wr_relerr(y3, r1, 4)), "relerr: a number where the reference is NaN is an infinite error");
+    const double r4[2] = {1.0, 2.0};
+    const float y4[2] = {1.0f, NAN};
+    CHECK(isinf(wr_relerr(y4, r4, 2)), "relerr: a NaN where the reference is finite is an infinite error");
+    const float y5[2] = {1.0f, INFINITY};
+    CHECK(isinf(wr_relerr(y5, r4, 2)), "relerr: an Inf where the reference is finite is an infinite error");
+    const double r6[2] = {0.0, 0.0};
+    const float y6[2] = {0.0f, 0.0f};
+    CHECK(wr_relerr(y6, r6, 2) == 0.0, "relerr: 0 when both are 0");
+}
+
 static void check_matrix(const wr_matrix *m, const int *batches, int nb)
 {
     char err[512];
@@ -308,6 +332,7 @@ int main(void)
     char err[512];
     test_dev_blocks();
     test_dev_huffman();
+    test_relerr();
 
     /* every type: a matrix with a partial tile row and a partial tile column */
     const int batches[] = {1, 3, 8};
