@@ -49,6 +49,18 @@ lossless() { # GGUF BUNDLE [bf16split options]
     grep -qE '^tensor +blk.0.attn_q.weight +BF16' "$T/l"
 }
 
+@test "the MLP-only bundle of bf16split(1)'s example: --match, then histogram --no-float, codes 15 matrices" {
+    # without --no-float histogram splits the other matrices itself, and the bundle came out
+    # the same as without --match (a new user's trial)
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" --match 'ffn_(gate|up|down)' |
+        "$BIN/histogram" --no-float | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/mlp.bundle"
+    "$BIN/tsinfo" "$T/mlp.bundle" > "$T/l"
+    [ "$(grep -c '^coded ' "$T/l")" -eq 15 ]
+    [ "$(grep '^coded ' "$T/l" | grep -vcE 'ffn_(gate|up|down)')" -eq 0 ]
+    grep -qE '^zstd +blk.0.attn_q.weight +BF16' "$T/l"
+    "$BIN/unbundle" "$T/mlp.bundle" | cmp - "$MODELS/stories260K-bf16.gguf"
+}
+
 @test "bad options: palette above 16, a bad regex" {
     run "$BIN/bf16split" --palette 17
     one_line_error "^bf16split: --palette: expected an integer from 0 to 16, got '17'$"
