@@ -13,6 +13,7 @@
 static const char *prog = "wpack";
 static FILE *out_f;
 static char out_path[4096], out_tmp[4200];
+static char out_target[4096];   /* the file out_tmp replaces: out_path, or what its symbolic link names */
 static volatile sig_atomic_t out_is_stdout_file;
 static off_t out_start;
 
@@ -120,7 +121,26 @@ FILE *wp_out_open(const char *path)
         return out_f;
     }
     snprintf(out_path, sizeof out_path, "%s", path);
-    snprintf(out_tmp, sizeof out_tmp, "%s.tmp.XXXXXX", path);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        /* a device, FIFO or socket (-o /dev/null, -o fifo): written in place;
+           renaming a file over it would replace the node */
+        out_f = fopen(path, "wb");
+        if (!out_f)
+            wp_die("%s: cannot write: %s", path, strerror(errno));
+        return out_f;
+    }
+    /* a symbolic link: the temporary file goes beside the file it names and
+       replaces that file, so the link stays a link */
+    char real[4096];
+    struct stat lst;
+    const char *target = path;
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+        if (!realpath(path, real))
+            wp_die("%s: cannot follow the symbolic link: %s", path, strerror(errno));
+        target = real;
+    }
+    snprintf(out_tmp, sizeof out_tmp, "%s.tmp.XXXXXX", target);
+    snprintf(out_target, sizeof out_target, "%s", target);
     int fd = mkstemp(out_tmp);
     if (fd < 0) {
         out_tmp[0] = 0;
@@ -149,7 +169,7 @@ void wp_out_commit(void)
             wp_die("%s: write error: %s", out_path, strerror(errno));
         }
         out_f = NULL;
-        if (rename(out_tmp, out_path))
+        if (rename(out_tmp, out_target))
             wp_die("%s: cannot rename into place: %s", out_path, strerror(errno));
         out_tmp[0] = 0;
     }

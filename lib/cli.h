@@ -4,7 +4,9 @@
  *
  * Output rule: a named output (-o FILE) is written to FILE.tmp.XXXXXX in the
  * same directory and renamed over FILE only by wp_out_commit(); on any fatal
- * error the temporary file is removed. When the output is stdout and stdout
+ * error the temporary file is removed. A symbolic link FILE: the file it
+ * names is replaced the same way, the link kept. A device, FIFO or socket
+ * (-o /dev/null): written in place, never replaced. When the output is stdout and stdout
  * is a regular file (`prog > out`), a fatal error truncates it back to where
  * the program started, so a failed run leaves it empty rather than partial
  * (`prog >> log`: back to the size the file had, earlier content kept). A
