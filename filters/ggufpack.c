@@ -28,7 +28,7 @@ int main(int argc, char **argv)
     wp_reader *rd = wp_cli_reader(in);
     wp_gguf_out *g = wp_gguf_out_new(err, sizeof err);
     if (!g)
-        wp_die("%s", err);
+        wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
     wp_record r;
     wp_record_init(&r);
     long dropped = 0;

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "spool.h"
 #include "ftype.h"
 #include "ggml_type.h"
 #include "gguf_file.h"
@@ -383,9 +384,9 @@ int main(int argc, char **argv)
 
     /* ---- pass 1: spool everything, collect metadata and the tensor list */
     wp_reader *rd = wp_cli_reader(in);
-    FILE *sp = tmpfile();
+    FILE *sp = wp_spool(err, sizeof err);
     if (!sp)
-        wp_die("cannot create a temporary file (TMPDIR)");
+        wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
     wp_writer *sw = wp_writer_open(sp, "spool", 64, err, sizeof err);
     if (!sw)
         wp_die("%s", err);

@@ -5,6 +5,7 @@
 
 #include "bundle.h"
 #include "cli.h"
+#include "spool.h"
 #include "zframe.h"
 #include "gguf_file.h"
 
@@ -36,11 +37,11 @@ int main(int argc, char **argv)
      * an unnamed temporary file first. */
     FILE *bf = wp_in_open(in);
     if (fseeko(bf, 0, SEEK_CUR) != 0) {
-        FILE *t = tmpfile();
-        char buf[1 << 16];
+        char buf[1 << 16], why[600];
+        FILE *t = wp_spool(why, sizeof why);
         size_t n;
         if (!t)
-            wp_die("%s: cannot create a temporary file: %s", src, strerror(errno));
+            wp_die("%s: %s", src, why);
         while ((n = fread(buf, 1, sizeof buf, bf)) > 0)
             if (fwrite(buf, 1, n, t) != n)
                 wp_die("temporary file: write error");
@@ -68,7 +69,7 @@ int main(int argc, char **argv)
     wp_writer *w = as_stream ? wp_cli_writer(out) : NULL;
     wp_gguf_out *g = as_stream ? NULL : wp_gguf_out_new(err, sizeof err);
     if (!rs || (!as_stream && !g))
-        wp_die("%s", rs ? err : "out of memory");
+        wp_die("%s: %s", src, rs ? err : "out of memory");
     wp_record r, *t;
     wp_record_init(&r);
     while (wp_cli_next(rd, &r)) {

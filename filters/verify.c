@@ -9,6 +9,7 @@
 
 #include "bundle.h"
 #include "cli.h"
+#include "spool.h"
 #include "zframe.h"
 #include "ggml_type.h"
 #include "gguf_file.h"
@@ -109,7 +110,7 @@ int main(int argc, char **argv)
     wp_restore *ref = wp_restore_new(), *fast = wp_restore_new();
     wp_gguf_out *rebuilt = wp_gguf_out_new(err, sizeof err);
     if (!rebuilt)
-        wp_die("%s", err);
+        wp_die("%s: cannot rebuild the GGUF: %s", bpath, err);
     if (!ref || !fast)
         wp_die("out of memory");
 
@@ -224,9 +225,12 @@ int main(int argc, char **argv)
     }
     if (wp_restore_pending(ref))
         wp_die("%s: side data without its symbols at the end of the bundle", bpath);
-    FILE *tmp = tmpfile();
-    if (!tmp || wp_gguf_out_finish(rebuilt, tmp))
-        wp_die("cannot rebuild the GGUF: %s", tmp ? wp_gguf_out_error(rebuilt) : "no temporary file");
+    char why[600];
+    FILE *tmp = wp_spool(why, sizeof why);
+    if (!tmp)
+        wp_die("%s: cannot rebuild the GGUF: %s", bpath, why);
+    if (wp_gguf_out_finish(rebuilt, tmp))
+        wp_die("%s: cannot rebuild the GGUF: %s", bpath, wp_gguf_out_error(rebuilt));
     int whole = files_equal(tmp, orig);
     bad += !whole;
     fclose(tmp);

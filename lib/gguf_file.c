@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ggml_type.h"
+#include "spool.h"
 
 #define MAX_STRING   (UINT64_C(1) << 31)
 
@@ -605,27 +606,14 @@ static int ofail(wp_gguf_out *o, const char *fmt, ...)
     return -1;
 }
 
-/* An unnamed temporary file in $TMPDIR (or /tmp). */
-static FILE *spool_file(void)
-{
-    const char *dir = getenv("TMPDIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/wpack-spool-XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkstemp(path);
-    if (fd < 0)
-        return NULL;
-    unlink(path);
-    FILE *f = fdopen(fd, "w+b");
-    if (!f)
-        close(fd);
-    return f;
-}
-
 wp_gguf_out *wp_gguf_out_new(char *err, size_t errlen)
 {
     wp_gguf_out *o = calloc(1, sizeof *o);
-    if (!o || !(o->kv = spool_file()) || !(o->data = spool_file())) {
-        snprintf(err, errlen, "cannot create a temporary file: %s", strerror(errno));
+    if (!o) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (!(o->kv = wp_spool(err, errlen)) || !(o->data = wp_spool(err, errlen))) {
         wp_gguf_out_free(o);
         return NULL;
     }

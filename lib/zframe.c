@@ -8,6 +8,8 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "spool.h"
+
 static const uint8_t zmagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
 
 struct wp_zsrc {
@@ -222,13 +224,13 @@ FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen)
     if (!wp_zframe_is(f))
         return f;
     wp_zsrc *s = wp_zsrc_open(f);
-    FILE *t = s ? tmpfile() : NULL;
+    char why[600] = "";
+    FILE *t = s ? wp_spool(why, sizeof why) : NULL;
     uint8_t buf[1 << 16];
     size_t n;
     if (!t) {
         if (s)
-            snprintf(err, errlen, "%s: cannot create a temporary file for the decompressed bundle: %s", path,
-                     strerror(errno));
+            snprintf(err, errlen, "%s: %s for the decompressed bundle", path, why);
         else
             snprintf(err, errlen, "%s: out of memory", path);
         wp_zsrc_free(s);

@@ -1,0 +1,30 @@
+/* spool.c - unnamed temporary files in $TMPDIR (see spool.h). */
+#include "spool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+FILE *wp_spool(char *err, size_t errlen)
+{
+    const char *env = getenv("TMPDIR"), *dir = env && *env ? env : "/tmp", *why = env && *env ? " (TMPDIR)" : "";
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s/wpack-spool-XXXXXX", dir);
+    if (n < 0 || (size_t)n >= sizeof path) {
+        snprintf(err, errlen, "cannot create a temporary file in %s%s: name too long", dir, why);
+        return NULL;
+    }
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create a temporary file in %s%s: %s", dir, why, strerror(errno));
+        return NULL;
+    }
+    unlink(path);
+    FILE *f = fdopen(fd, "w+b");
+    if (!f) {
+        snprintf(err, errlen, "cannot create a temporary file in %s%s: %s", dir, why, strerror(errno));
+        close(fd);
+    }
+    return f;
+}

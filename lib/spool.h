@@ -1,0 +1,20 @@
+/*
+ * spool.h - unnamed temporary files (spools) for data a program must read
+ * twice or hold aside: a piped bundle read back through its index, a GGUF's
+ * tensor data gathered before its header is written, a zstd frame
+ * decompressed.
+ *
+ * They go in $TMPDIR (when set and not empty, as mkstemp(3) users expect;
+ * glibc's tmpfile(3) ignores it), else /tmp, and are unlinked at once, so
+ * nothing is left behind whatever ends the program.
+ */
+#ifndef WPACK_SPOOL_H
+#define WPACK_SPOOL_H
+#include <stddef.h>
+#include <stdio.h>
+
+/* A new empty temporary file open for reading and writing ("w+b"), already
+ * unlinked. Returns NULL with a one-line message in err naming the
+ * directory ("cannot create a temporary file in DIR (TMPDIR): reason"). */
+FILE *wp_spool(char *err, size_t errlen);
+#endif
