@@ -299,3 +299,39 @@ info_field() { # FILE NAME FIELD(type|offset)
         one_line_error "^$p: stdout: write error: No space left on device$"
     done
 }
+
+@test "-o onto a FIFO writes into it; -o through a symbolic link replaces the file it names, the link kept" {
+    # both were replaced by a regular file (a new user's trial: -o /dev/null replaced /dev/null)
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    mkfifo "$T/ff"
+    cat "$T/ff" > "$T/from_fifo" &
+    reader=$!
+    "$BIN/ggufpack" -o "$T/ff" "$T/s.wps"
+    wait "$reader"
+    [ -p "$T/ff" ]
+    cmp "$T/from_fifo" "$F32"
+    mkdir "$T/d"
+    printf 'old\n' > "$T/d/real.gguf"
+    ln -s d/real.gguf "$T/link.gguf"
+    "$BIN/ggufpack" -o "$T/link.gguf" "$T/s.wps"
+    [ -L "$T/link.gguf" ]
+    cmp "$T/d/real.gguf" "$F32"
+    # a failed run through the link: the file it names as it was, no temporary file anywhere
+    printf 'old\n' > "$T/d/real.gguf"
+    head -c 300000 "$T/s.wps" > "$T/cut.wps"
+    run "$BIN/ggufpack" -o "$T/link.gguf" "$T/cut.wps"
+    [ "$status" -eq 1 ]
+    [ -L "$T/link.gguf" ]
+    [ "$(cat "$T/d/real.gguf")" = "old" ]
+    [ -z "$(ls "$T" "$T/d" | grep '\.tmp\.')" ]
+}
+
+@test "a TMPDIR that does not exist: one line naming the input and the directory" {
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    # the spools (wp_spool) said only "cannot create a temporary file" before, and gptq's
+    # tmpfile(3) ignored TMPDIR
+    TMPDIR="$T/nowhere" run "$BIN/ggufpack" "$T/s.wps"
+    one_line_error "^ggufpack: $T/s.wps: cannot create a temporary file in $T/nowhere \(TMPDIR\): No such file or directory$"
+    TMPDIR="$T/nowhere" run "$BIN/gptq" --type Q8_0 "$T/s.wps"
+    one_line_error "^gptq: $T/s.wps: cannot create a temporary file in $T/nowhere \(TMPDIR\): No such file or directory$"
+}
