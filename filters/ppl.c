@@ -57,13 +57,11 @@ static const char usage[] =
     "  --help              this text\n"
     "Set WPACK_LLAMA_LOG=1 to see llama.cpp's log.\n";
 
-static const char *prog = "ppl";
-
-/* Print "ppl: what: why" and exit 1. */
+/* Print "ppl: what: why" and exit 1, removing an unfinished --save-logits
+ * file (wp_die). */
 _Noreturn static void die(const char *what, const char *why)
 {
-    fprintf(stderr, "%s: %s: %s\n", prog, what, why);
-    exit(1);
+    wp_die("%s: %s", what, why);
 }
 
 /* Parse a decimal integer option value in [lo, hi]; exits with a one-line
@@ -281,6 +279,8 @@ int main(int argc, char **argv)
         die("--text", "is required (try --help)");
     if (kl_path && save_path)
         die("--save-logits", "cannot be combined with --kl-base");
+    if (save_path && (!*save_path || !strcmp(save_path, "-")))
+        die("--save-logits", "needs a file name (stdout carries the report)");
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (n > 512 ? 512 : n) : 1;
@@ -391,7 +391,7 @@ int main(int argc, char **argv)
     const int n_score = n_ctx - 1 - first; /* scored rows per chunk */
 
     if (n_ctx > llama_model_n_ctx_train(model))
-        fprintf(stderr, "%s: warning: the model was trained on only %d context tokens (--ctx %d)\n", prog,
+        fprintf(stderr, "%s: warning: the model was trained on only %d context tokens (--ctx %d)\n", wp_prog(),
                 llama_model_n_ctx_train(model), n_ctx);
 
     struct llama_context_params cp = llama_context_default_params();
@@ -421,24 +421,19 @@ int main(int argc, char **argv)
     }
 
     FILE *save_f = NULL;
-    char *save_tmp = NULL;
     if (save_path) {
-        save_tmp = malloc(strlen(save_path) + 16);
-        if (!save_tmp)
-            die(save_path, "out of memory");
-        sprintf(save_tmp, "%s.tmp%ld", save_path, (long)getpid());
-        save_f = fopen(save_tmp, "wb");
-        if (!save_f)
-            die(save_path, strerror(errno));
+        /* a temporary file beside it, renamed when complete, removed by an error or a
+           signal (wp_out_open) */
+        save_f = wp_out_open(save_path);
         uint32_t c = (uint32_t)n_ctx;
         int32_t h[2] = {n_vocab, n_chunk};
-        write_full(save_f, MAGIC, 8, save_tmp);
-        write_full(save_f, &c, 4, save_tmp);
-        write_full(save_f, h, 8, save_tmp);
-        write_full(save_f, tokens, (size_t)n_chunk * n_ctx * sizeof *tokens, save_tmp);
+        write_full(save_f, MAGIC, 8, save_path);
+        write_full(save_f, &c, 4, save_path);
+        write_full(save_f, h, 8, save_path);
+        write_full(save_f, tokens, (size_t)n_chunk * n_ctx * sizeof *tokens, save_path);
     }
 
-    fprintf(stderr, "%s: %d tokens, %d chunks of %d, batch %d, %d parallel, %ld threads\n", prog, n_tokens,
+    fprintf(stderr, "%s: %d tokens, %d chunks of %d, batch %d, %d parallel, %ld threads\n", wp_prog(), n_tokens,
             n_chunk, n_ctx, n_batch, n_seq, threads);
 
     double nll = 0, nll2 = 0;
@@ -484,7 +479,7 @@ int main(int argc, char **argv)
         if (i == 0) {
             llama_synchronize(ctx);
             const double t = now_s() - t0;
-            fprintf(stderr, "%s: %.2f seconds per pass - ETA %.2f minutes\n", prog, t,
+            fprintf(stderr, "%s: %.2f seconds per pass - ETA %.2f minutes\n", wp_prog(), t,
                     t * ((n_chunk + n_seq - 1) / n_seq) / 60.0);
         }
 
@@ -514,7 +509,7 @@ int main(int argc, char **argv)
                     nll2 += v * v;
                 }
                 if (save_f)
-                    write_full(save_f, rows, (size_t)n_score * nv * sizeof *rows, save_tmp);
+                    write_full(save_f, rows, (size_t)n_score * nv * sizeof *rows, save_path);
                 count += n_score;
                 fprintf(stderr, "[%d]%.4f,", i + seq + 1, exp(nll / count));
             }
@@ -522,17 +517,8 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "\n");
 
-    if (save_f) {
-        if (fflush(save_f) || ferror(save_f) || fclose(save_f)) {
-            unlink(save_tmp);
-            die(save_path, strerror(errno ? errno : EIO));
-        }
-        if (rename(save_tmp, save_path)) {
-            int e = errno;
-            unlink(save_tmp);
-            die(save_path, strerror(e));
-        }
-    }
+    if (save_f)
+        wp_out_commit();
 
     if (kl_path) {
         double lp, lpu, lb, lbu, kl, klu;
@@ -555,7 +541,7 @@ int main(int argc, char **argv)
         double var = nll2 / count - mean * mean;
         double err = var > 0 && count > 1 ? sqrt(var / (count - 1)) * ppl : 0;
         if (!(var > 0))
-            fprintf(stderr, "%s: warning: non-positive variance of log(prob); error set to 0\n", prog);
+            fprintf(stderr, "%s: warning: non-positive variance of log(prob); error set to 0\n", wp_prog());
         printf("PPL = %.4f +/- %.5f\n", ppl, err);
         printf("chunks=%d tokens=%ld scored=%ld\n", n_chunk, (long)n_chunk * n_ctx, count);
     }
@@ -567,7 +553,6 @@ int main(int argc, char **argv)
     free(acc);
     free(rows);
     free(tokens);
-    free(save_tmp);
     if (fflush(stdout) || ferror(stdout))
         die("stdout", strerror(errno ? errno : EIO));
     return 0;

@@ -152,6 +152,23 @@ same_ppl() {
     [ -z "$(ls "$BATS_FILE_TMPDIR" | grep 'logits\.tmp')" ]
 }
 
+@test "--save-logits interrupted (SIGINT, SIGTERM): no temporary file and no logits file are left" {
+    # ppl wrote FILE.tmpPID itself and left it on a signal (a new user's trial); now wp_out_open's
+    for sig in INT TERM; do
+        "$PPL" --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 100 \
+            --save-logits "$BATS_TEST_TMPDIR/s.logits" > /dev/null 2>&1 &
+        pid=$!
+        for i in $(seq 100); do ls "$BATS_TEST_TMPDIR" | grep -q 's.logits.tmp' && break; sleep 0.1; done
+        ls "$BATS_TEST_TMPDIR" | grep -q 's.logits.tmp'
+        kill -"$sig" "$pid"
+        wait "$pid" || true
+        [ -z "$(ls "$BATS_TEST_TMPDIR" | grep 's.logits')" ]
+    done
+    run "$PPL" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --save-logits -
+    [ "$status" -eq 1 ]
+    [ "$output" = "ppl: --save-logits: needs a file name (stdout carries the report)" ]
+}
+
 @test "--kl-base: F32 against its own logits has KLD ~ 0 and the same PPL" {
     ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
         --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
@@ -247,7 +264,7 @@ bad() {  # expected-substring args...
     bad "--bogus: unknown option" --bogus
     bad "--ctx: must be an integer" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --ctx 2
     bad "--chunks: must be an integer" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --chunks x
-    bad "nodir/x.logits: No such file" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" \
+    bad "nodir/x.logits: cannot create: No such file" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" \
         --save-logits "$BATS_TEST_TMPDIR/nodir/x.logits"
     [ ! -e "$BATS_TEST_TMPDIR/nodir" ]
 }
