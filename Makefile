@@ -158,24 +158,42 @@ clean:
 #   make model MODEL=m.gguf POINT=IQ4_XS_g1_lam0_c1.25 [TEXT=calib.txt] [OUT=dir]
 #     (POINT may list several points; make -j builds them in parallel)
 #   make frontier MODEL=m.gguf EVAL=eval.txt [TEXT=calib.txt] [OUT=dir]
-# TEXT= (empty) builds by RTN, without Hessians.
+# TEXT= (empty) builds by RTN, without Hessians; HESSIAN_CHUNKS (default 8)
+# chunks of TEXT go into the Hessians, cached in OUT/NAME-TEXTNAME-kCHUNKS.hess
+# (pipelines/lazyweights names them the same way). A point's outputs are
+# rebuilt when its calibration changes (TEXT, HESSIAN_CHUNKS, or RTN against
+# GPTQ): OUT/NAME-POINT.calib holds the one it was built with.
 MODEL ?= $(WPACK_DATA)/models/stories260K/stories260K-f32.gguf
 POINT ?= Q4_0_g1_lam0_c1.25
 EVAL  ?= $(WPACK_DATA)/text/tinystories_valid_1000.txt
 TEXT  ?= $(WPACK_DATA)/text/groups_merged.txt
 OUT   ?= out/frontier
+HESSIAN_CHUNKS ?= 8
 MODEL_NAME := $(basename $(notdir $(MODEL)))
 LAZY_BINS  := $(addprefix bin/,ggufcat gptq ggufpack histogram huffbuild laneinterleave verify unbundle)
+HESS       := $(OUT)/$(MODEL_NAME)-$(basename $(notdir $(TEXT)))-k$(HESSIAN_CHUNKS).hess
+CALIB_ID   := $(if $(TEXT),gptq $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS),rtn)
 
 .PHONY: model frontier
 model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-$(p).bundle)
 
-$(OUT)/$(MODEL_NAME).hess: $(MODEL) $(TEXT) bin/hessian
+# the .calib stamps are rewritten (made newer) only when the calibration differs, as the
+# Makefile is read, so make -q and "Nothing to be done" still hold for an unchanged build
+ifneq ($(filter model,$(MAKECMDGOALS)),)
+$(foreach p,$(POINT),$(shell mkdir -p '$(OUT)' && f='$(OUT)/$(MODEL_NAME)-$(p).calib' && \
+  { [ "$$(cat "$$f" 2>/dev/null)" = '$(CALIB_ID)' ] || echo '$(CALIB_ID)' > "$$f"; }))
+endif
+$(OUT)/$(MODEL_NAME)-%.calib:
 	mkdir -p $(@D)
-	bin/hessian --model $(MODEL) --text $(TEXT) --chunks $${HESSIAN_CHUNKS:-8} -o $@ 2>/dev/null
+	echo '$(CALIB_ID)' > $@
 
-$(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle: $(MODEL) $(if $(TEXT),$(OUT)/$(MODEL_NAME).hess) $(LAZY_BINS) pipelines/lazyweights
-	pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
+$(HESS): $(MODEL) $(TEXT) bin/hessian
+	mkdir -p $(@D)
+	bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@
+
+$(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle: $(MODEL) $(OUT)/$(MODEL_NAME)-%.calib \
+    $(if $(TEXT),$(HESS)) $(LAZY_BINS) pipelines/lazyweights
+	HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
 
 frontier: deps reftools
 	$(MAKE) all

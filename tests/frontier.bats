@@ -62,3 +62,53 @@ CALIB="$DATA/text/groups_merged.txt"
     grep -q '/llama-quantize .*stories260K-f32.gguf .*-llama-Q8_0.gguf Q8_0' "$out/commands.txt"
     [[ "$output" == *"| budget ΔPPL |"* ]]
 }
+
+@test "lazyweights interrupted before its check: nothing under a final name, no temporary file" {
+    # it wrote NAME-POINT.wts, .gguf and .report in place, so an interrupted build left parts
+    # that make took as up to date (a new user's trial); now they are moved in after the check
+    bins="$BATS_TEST_TMPDIR/bins" out="$BATS_TEST_TMPDIR/o"
+    mkdir -p "$bins"
+    for p in ggufcat gptq ggufpack histogram huffbuild laneinterleave unbundle hessian; do
+        ln -s "$ROOT/bin/$p" "$bins/$p"
+    done
+    printf '#!/bin/sh\ntouch "%s/verify.started"; sleep 30; exec "%s/bin/verify" "$@"\n' \
+        "$BATS_TEST_TMPDIR" "$ROOT" > "$bins/verify"
+    chmod +x "$bins/verify"
+    WPACK_BIN="$bins" setsid "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" > /dev/null 2>&1 &
+    pid=$!
+    for i in $(seq 100); do [ -e "$BATS_TEST_TMPDIR/verify.started" ] && break; sleep 0.1; done
+    [ -e "$BATS_TEST_TMPDIR/verify.started" ]
+    [ -n "$(ls -A "$out" | grep '\.tmp')" ]   # its parts exist, under temporary names
+    kill -TERM -- -"$pid"   # (a background job ignores SIGINT; the traps are the same)
+    wait "$pid" || true
+    [ -z "$(ls -A "$out")" ] || { ls -A "$out"; false; }
+}
+
+@test "make model: a new TEXT or HESSIAN_CHUNKS, or RTN after GPTQ, rebuilds the point; hessian's error is shown" {
+    # the GPTQ files stayed for an RTN build, and the first TEXT's Hessians served every later
+    # TEXT (a new user's trial)
+    out="$BATS_TEST_TMPDIR/c"
+    a=(-C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 OUT="$out")
+    make "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=2 > /dev/null 2>&1
+    [[ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" == "gptq /"*"/groups_merged.txt chunks 2" ]]
+    [ -s "$out/stories260K-f32-groups_merged-k2.hess" ]
+    make -q "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=2
+    run make -q "${a[@]}" TEXT="$DATA/text/wiki.test.raw" HESSIAN_CHUNKS=2
+    [ "$status" -ne 0 ]
+    make "${a[@]}" TEXT="$DATA/text/wiki.test.raw" HESSIAN_CHUNKS=2 > /dev/null 2>&1
+    [ -s "$out/stories260K-f32-wiki.test-k2.hess" ]
+    w=$(cksum < "$out/stories260K-f32-Q8_0_g0_lam0_c1.gguf")
+    # back to the first text: its Hessians exist and are older than the GGUF, yet it rebuilds
+    run make "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=2
+    [[ "$output" == *lazyweights* ]]
+    [ "$(cksum < "$out/stories260K-f32-Q8_0_g0_lam0_c1.gguf")" != "$w" ]
+    run make -q "${a[@]}" TEXT= HESSIAN_CHUNKS=2
+    [ "$status" -ne 0 ]
+    make "${a[@]}" TEXT= > /dev/null 2>&1
+    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = rtn ]
+    # a text too short for one chunk: hessian's own line reaches the user
+    head -c 300 "$CALIB" > "$BATS_TEST_TMPDIR/tiny.txt"
+    run make "${a[@]}" TEXT="$BATS_TEST_TMPDIR/tiny.txt"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"hessian: $BATS_TEST_TMPDIR/tiny.txt: tokenizes to only"* ]]
+}
