@@ -91,12 +91,14 @@ typedef struct {
     uint8_t flat[16];         /* 1: every code gives the same value */
 } gstate;
 
+/* A scale as fp16, rounded to nearest. Beyond fp16's range it is +-Inf, not
+ * clamped to 65504: wp_gptq_check_blocks then fails the matrix ("does not
+ * fit fp16") as RTN does, where a clamped scale gave a model llama.cpp
+ * scores PPL nan (a new user's trial: one weight of 1e8, --widen 1.01). */
 static uint16_t f16c(double v)
 {
     if (!(v == v))
         v = 0;
-    if (v > 65504) v = 65504;
-    if (v < -65504) v = -65504;
     return wp_f32_to_fp16((float)v);
 }
 

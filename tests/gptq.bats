@@ -76,6 +76,23 @@ setup() {
     [[ "$output" =~ "tensor blk.4.ffn_up.weight: non-finite value nan at row 171, column 63" ]] || { echo "$output"; return 1; }
 }
 
+@test "gptq: a weight too large for an fp16 scale is an error with every LazyWeights option too" {
+    cp "$F32" "$T/big.gguf"
+    chmod u+w "$T/big.gguf"
+    size=$(stat -c %s "$T/big.gguf")
+    patch_bytes "$T/big.gguf" $((size - 256 - 4)) '\x20\xbc\xbe\x4c'   # 1e8, blk.4.ffn_up row 171
+    # the LazyWeights paths clamped the scale to 65504 and exited 0 with a model llama.cpp
+    # scores PPL nan; RTN (and llama-quantize) refuse it (a new user's trial)
+    for o in "--ftype Q8_0" "--type Q8_0 --widen 1.01" "--type Q8_0 --gamma" "--type Q4_1 --widen 2" \
+        "--ftype Q4_K_M --gamma --widen 1.25" "--type Q4_0 --lambda 0.1"; do
+        run sh -c "'$BIN/ggufcat' '$T/big.gguf' | '$BIN/gptq' $o -q -o '$T/out.wts'"
+        [ "$status" -eq 1 ] || { echo "$o: status $status"; return 1; }
+        [[ "$output" =~ tensor\ blk.4.ffn_up.weight:\ .*scale.*(row\ 171\)\ )?does\ not\ fit\ fp16 ]] ||
+            { echo "$o: $output"; return 1; }
+        [ ! -e "$T/out.wts" ]
+    done
+}
+
 @test "gptq: usage errors are one line" {
     run "$BIN/gptq" --rtn
     one_line_error 'exactly one of --type'
