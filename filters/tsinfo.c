@@ -13,7 +13,8 @@ static const char usage[] =
     "usage: tsinfo [-a] [-x] [FILE|-]\n"
     "One line per record of a wpack stream or bundle: kind, name, type,\n"
     "shape, payload bytes, and bits per weight where defined (or the value of\n"
-    "a metadata key). -a also prints each record's attributes.\n";
+    "a metadata key). -a also prints each record's attributes; -x each\n"
+    "payload's XXH64 (diff two listings to compare tensors).\n";
 
 static void shape_str(const wp_record *r, char *buf, size_t n)
 {
@@ -109,6 +110,7 @@ int main(int argc, char **argv)
                8.0 * (double)bytes / (double)bundle_weights);
     printf("\n");
     wp_out_commit();
+    wp_record_free(&r);
     wp_reader_close(rd);
     return 0;
 }

@@ -261,5 +261,6 @@ int main(int argc, char **argv)
     wp_restore_free(fast);
     wp_gguf_out_free(rebuilt);
     wp_gguf_close(g);
+    wp_reader_close(rd);
     return bad ? 1 : 0;
 }

@@ -159,3 +159,13 @@ bundle() { # GGUF BUNDLE [histogram options]
             found = 1; exit !(NF == 9 && $9 == "ok" && $6 + 0 > 0 && $5 < $4 && huff <= 1.01) } END { if (!found) exit 1 }'
     done
 }
+
+@test "tsinfo and verify free what they allocate (valgrind, definite leaks)" {
+    command -v valgrind > /dev/null || skip "valgrind not installed"
+    # the last record's buffers and verify's reader were never freed (a new user's trial)
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" | "$BIN/histogram" | "$BIN/huffbuild" |
+        "$BIN/laneinterleave" > "$T/b.bundle"
+    vg=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9)
+    "${vg[@]}" "$BIN/tsinfo" "$T/b.bundle" > /dev/null
+    "${vg[@]}" "$BIN/verify" "$MODELS/stories260K-bf16.gguf" "$T/b.bundle" > /dev/null
+}
