@@ -464,7 +464,7 @@ int main(int argc, char **argv)
         if (wp_ftype_plan_add_tensor(plan, tl[i].name, tl[i].n_dims, tl[i].ne, (int)tl[i].type))
             wp_die("tensor %s: duplicate name or bad shape", tl[i].name);
     if (wp_ftype_plan_finish(plan, err, sizeof err))
-        wp_die("%s", err);
+        wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
     {
         char list[4096] = "";
         int nf = 0;

@@ -87,7 +87,7 @@ static const char usage[] =
     "  --chunks N          use at most N chunks (default all)\n"
     "  --threads N         CPU threads (default: online CPUs)\n"
     "  --batch N           logical batch; batch/ctx chunks run in parallel (default 2048)\n"
-    "  --max-memory BYTES  bound on the Hessians held at once (suffix K, M, G;\n"
+    "  --max-memory BYTES  bound on the Hessians held at once (suffix K, M, G, T;\n"
     "                      default half of RAM); more passes over the text when needed\n"
     "  -o FILE             write to FILE (atomically) instead of stdout\n"
     "  --help              this text\n"
