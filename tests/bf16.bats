@@ -84,3 +84,21 @@ lossless() { # GGUF BUNDLE [bf16split options]
         "$BIN/unbundle" "$T/fl$p.bundle" | cmp - "$T/fl.gguf"
     done
 }
+
+@test "pipelines/unweight: a failed run keeps the earlier bundle and report and says why on stderr" {
+    "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u"
+    cp "$T/u/stories260K-bf16-p16.report" "$T/good.report"
+    cp "$T/u/stories260K-bf16-p16.bundle" "$T/good.bundle"
+    # the report held only the error, and a missing model gave four lines (a new user's trial)
+    run "$ROOT/pipelines/unweight" "$T/none.gguf" "$T/u"
+    one_line_error "^unweight: $T/none.gguf: not a readable file$"
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" 17
+    one_line_error "^unweight: palette '17': expected 0 to 16$"
+    head -c 300000 "$MODELS/stories260K-bf16.gguf" > "$T/u/stories260K-bf16.gguf"
+    run "$ROOT/pipelines/unweight" "$T/u/stories260K-bf16.gguf" "$T/u"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"ggufcat: $T/u/stories260K-bf16.gguf: tensor 'blk.1.ffn_down.weight': data at offset"* ]]
+    cmp "$T/u/stories260K-bf16-p16.report" "$T/good.report"
+    cmp "$T/u/stories260K-bf16-p16.bundle" "$T/good.bundle"
+    [ -z "$(ls -A "$T/u" | grep tmp)" ]
+}
