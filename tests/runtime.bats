@@ -275,24 +275,18 @@ cpu_verify() {
     [[ "$output" == *"wprun: a check failed: the tuning file $T/keep.tun is left as it was"* ]]
     [ "$(cat "$T/keep.tun")" = "# wprun tuning v1 (cpu): old" ]
     [ -z "$(ls "$T" | grep 'keep.tun.tmp')" ]
-    # SIGINT partway: the old file as it was, no temporary file
-    "$BIN/wprun" --cpu --tune --synth BF16:2048x4096 --batch 1,8 --tuning "$T/keep.tun" --runs 3 > /dev/null 2>&1 &
-    pid=$!
-    for i in $(seq 50); do ls "$T" | grep -q 'keep.tun.tmp' && break; sleep 0.1; done
-    ls "$T" | grep -q 'keep.tun.tmp'
-    kill -INT "$pid"
-    wait "$pid" || true
-    [ "$(cat "$T/keep.tun")" = "# wprun tuning v1 (cpu): old" ]
-    [ -z "$(ls "$T" | grep 'keep.tun.tmp')" ]
-    # SIGPIPE (`wprun --tune ... | head`) the same: it left the temporary file (a new user's trial)
-    "$BIN/wprun" --cpu --tune --synth BF16:2048x4096 --batch 1,8 --tuning "$T/keep.tun" --runs 3 > /dev/null 2>&1 &
-    pid=$!
-    for i in $(seq 50); do ls "$T" | grep -q 'keep.tun.tmp' && break; sleep 0.1; done
-    ls "$T" | grep -q 'keep.tun.tmp'
-    kill -PIPE "$pid"
-    wait "$pid" || true
-    [ "$(cat "$T/keep.tun")" = "# wprun tuning v1 (cpu): old" ]
-    [ -z "$(ls "$T" | grep 'keep.tun.tmp')" ]
+    # SIGINT partway, and SIGPIPE (`wprun --tune ... | head`, which left the
+    # temporary file in a new user's trial): the old file as it was, no temporary file
+    for sig in INT PIPE; do
+        "$BIN/wprun" --cpu --tune --synth BF16:2048x4096 --batch 1,8 --tuning "$T/keep.tun" --runs 3 > /dev/null 2>&1 &
+        pid=$!
+        for i in $(seq 50); do ls "$T" | grep -q 'keep.tun.tmp' && break; sleep 0.1; done
+        ls "$T" | grep -q 'keep.tun.tmp'
+        kill -"$sig" "$pid"
+        wait "$pid" || true
+        [ "$(cat "$T/keep.tun")" = "# wprun tuning v1 (cpu): old" ]
+        [ -z "$(ls "$T" | grep 'keep.tun.tmp')" ]
+    done
     # an empty name is a usage error before anything runs
     run "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning ""
     [ "$status" -eq 64 ]
