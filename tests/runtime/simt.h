@@ -24,7 +24,10 @@
  *     shared memory written past its size;
  *   - atomicAdd(float *), atomicAdd(unsigned *), atomicOr(int *) under one
  *     mutex; __threadfence as a host fence, __ldcg as __ldg;
- *   - __pipeline_memcpy_async as memcpy (commit and wait: nothing to do);
+ *   - __pipeline_memcpy_async as a deferred copy: the destination reads
+ *     0x5a bytes until a __pipeline_wait_prior(N) covers the copy's batch
+ *     (batches closed by __pipeline_commit; all but the newest N applied), so
+ *     a kernel reading an async copy before waiting for it reads garbage;
  *   - float2/float4/uint2/uint4 (CUDA's alignment), __ldg, __popc, __ffs,
  *     bit casts, fmaf; __nv_bfloat16, __float2bfloat16_rn,
  *     __ushort_as_bfloat16; __half via lib/half.h (wp_f32_to_fp16);
@@ -151,6 +154,16 @@ struct Block {
 };
 inline Block *cur = nullptr;           /* the block running (blocks run one after another) */
 inline thread_local uint32_t wphase, bphase;
+
+/* A thread's asynchronous copies not yet waited for (__pipeline_memcpy_async). */
+struct AsyncCopy {
+    void *dst;
+    const void *src;
+    size_t n;
+    unsigned batch;                    /* the commit batch it belongs to */
+};
+inline thread_local std::vector<AsyncCopy> copies;
+inline thread_local unsigned committed;   /* batches committed so far in this block */
 inline std::mutex amu;
 
 inline void *dyn_smem() { return cur->dyn.data(); }
@@ -350,6 +363,8 @@ void run_kernel(dim3 grid, dim3 block, size_t dyn_bytes, F &&f)
                     threadIdx = dim3(t);
                     blockIdx = j.idx;
                     wphase = bphase = 0;
+                    copies.clear();
+                    committed = 0;
                     (*j.f)();
                     /* an exited thread leaves both barriers (as on the device) */
                     j.b->bar->arrive_and_drop();
@@ -434,9 +449,24 @@ static inline int atomicOr(int *p, int v)
     return o;
 }
 
-static inline void __pipeline_memcpy_async(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
-static inline void __pipeline_commit() {}
-static inline void __pipeline_wait_prior(size_t) {}
+static inline void __pipeline_memcpy_async(void *dst, const void *src, size_t n)
+{
+    memset(dst, 0x5a, n);
+    simt::copies.push_back({dst, src, n, simt::committed});
+}
+static inline void __pipeline_commit() { simt::committed++; }
+static inline void __pipeline_wait_prior(size_t n)
+{
+    std::vector<simt::AsyncCopy> &c = simt::copies;
+    size_t kept = 0;
+    for (size_t i = 0; i < c.size(); i++) {
+        if (c[i].batch + n < simt::committed)
+            memcpy(c[i].dst, c[i].src, c[i].n);
+        else
+            c[kept++] = c[i];
+    }
+    c.resize(kept);
+}
 
 /* ---- 16-bit floats ---------------------------------------------------------------------------- */
 
