@@ -298,19 +298,25 @@ static void launch_smem(K kernel, size_t bytes)
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
 }
 
-template <int B, bool ST>
+/* Dynamic shared memory of a ring kernel: FUSED_WARPS lanes' rings of RING_WORDS words. */
+static size_t ring_bytes(void) { return (size_t)FUSED_WARPS * 32 * RING_WORDS * 4; }
+
+/* ST: 0 lane words from global memory (FUSED), 1 staged (STAGED), 2 ring (RING, WR_Q only). */
+template <int B, int ST>
 static void fused_b(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 {
     const DevMat &M = d->M;
     dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS)), block(32 * FUSED_WARPS);
-    const size_t sm = ST ? staged_bytes(M) : 0;
+    const size_t sm = ST == 1 ? staged_bytes(M) : ST == 2 ? ring_bytes() : 0;
     if (d->m->kind == WR_EXP) {
+        if (ST == 2)
+            return; /* wr_gpu_has_pipe refuses RING before this */
         if (M.palette_n) {
-            launch_smem(k_fused_exp<B, true, ST>, sm);
-            k_fused_exp<B, true, ST><<<grid, block, sm, g->st>>>(M, d->lut, x, y);
+            launch_smem(k_fused_exp<B, true, ST == 1>, sm);
+            k_fused_exp<B, true, ST == 1><<<grid, block, sm, g->st>>>(M, d->lut, x, y);
         } else {
-            launch_smem(k_fused_exp<B, false, ST>, sm);
-            k_fused_exp<B, false, ST><<<grid, block, sm, g->st>>>(M, d->lut, x, y);
+            launch_smem(k_fused_exp<B, false, ST == 1>, sm);
+            k_fused_exp<B, false, ST == 1><<<grid, block, sm, g->st>>>(M, d->lut, x, y);
         }
         return;
     }
@@ -324,8 +330,9 @@ static void fused_b(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 #undef FQ
     }
 }
-template <int B> static void fused_g(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, false>(g, d, x, y); }
-template <int B> static void fused_s(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, true>(g, d, x, y); }
+template <int B> static void fused_g(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, 0>(g, d, x, y); }
+template <int B> static void fused_s(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, 1>(g, d, x, y); }
+template <int B> static void fused_r(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, 2>(g, d, x, y); }
 
 /* The warps a SM holds of a k_twin / k_palette instantiation (its
  * registers decide: cudaOccupancyMaxActiveBlocksPerMultiprocessor, asked
@@ -544,6 +551,7 @@ extern "C" int wr_gpu_has_pipe(const wr_dmat *d, int pipe)
 {
     switch (pipe) {
     case WR_PIPE_FUSED: case WR_PIPE_FULL: case WR_PIPE_STAGED: return 1;
+    case WR_PIPE_RING: return d->m->kind == WR_Q;
     case WR_PIPE_RECON: case WR_PIPE_SPLIT2: case WR_PIPE_SPLIT4: case WR_PIPE_SPLIT8:
         return d->m->kind == WR_EXP && d->m->type == WP_BF16;
     case WR_PIPE_TWIN: return d->fixed != NULL;
@@ -562,12 +570,14 @@ static int launch(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int batch, fl
         snprintf(err, errlen, "%s: the pipeline does not apply to this matrix", d->m->name);
         return -1;
     }
-    if (pipe == WR_PIPE_FUSED || pipe == WR_PIPE_STAGED) {
+    if (pipe == WR_PIPE_FUSED || pipe == WR_PIPE_STAGED || pipe == WR_PIPE_RING) {
         CK(cudaMemsetAsync(y, 0, sizeof(float) * (size_t)batch * (size_t)M.rows, g->st));
         if (pipe == WR_PIPE_FUSED) {
             CHUNKED(fused_g, batch, x, y, )
-        } else {
+        } else if (pipe == WR_PIPE_STAGED) {
             CHUNKED(fused_s, batch, x, y, )
+        } else {
+            CHUNKED(fused_r, batch, x, y, )
         }
     } else if (pipe == WR_PIPE_SPLIT2 || pipe == WR_PIPE_SPLIT4 || pipe == WR_PIPE_SPLIT8) {
         if (launch_split(g, d, pipe == WR_PIPE_SPLIT2 ? 2 : pipe == WR_PIPE_SPLIT4 ? 4 : 8, x, batch, y, err, errlen))

@@ -44,7 +44,10 @@ enum {
                           1/8 of the SMs while cuBLAS multiplies band b on the rest */
     WR_PIPE_SPLIT4 = 8,
     WR_PIPE_SPLIT8 = 9,
-    WR_PIPE_COUNT = 10
+    WR_PIPE_RING = 10,     /* WR_Q: FUSED with each lane's next words copied ahead into a
+                          ring of RING_WORDS words a lane in shared memory (cp.async,
+                          coalesced, 4 KiB a warp), overlapping the loads with decode */
+    WR_PIPE_COUNT = 11
 };
 
 /* Number of CUDA devices; 0 when there is none or no driver. */
@@ -67,7 +70,7 @@ wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *fixed, char
 void     wr_gpu_free(wr_dmat *d);
 
 /* 1 if pipeline pipe runs on this matrix: FUSED, STAGED and FULL always,
- * RECON and SPLIT* for exponent-coded (BF16) matrices, TWIN when
+ * RING for ggml-block (WR_Q) matrices, RECON and SPLIT* for exponent-coded (BF16) matrices, TWIN when
  * fixed data was uploaded, TRANSCODE and PALETTE for palette-pair BF16. */
 int wr_gpu_has_pipe(const wr_dmat *d, int pipe);
 

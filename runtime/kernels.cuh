@@ -17,7 +17,15 @@
  *   staged  the warp first copies the tile's words into shared memory,
  *           group by group (one coalesced read a group), word i of lane k at
  *           [i * 32 + k]; decoding then reads only shared memory (pipeline
- *           "staged"; dynamic shared memory of 32 x dmax words a warp).
+ *           "staged"; dynamic shared memory of 32 x dmax words a warp);
+ *   ring    the same layout in a ring of RING_WORDS words a lane (word i of
+ *           lane k at [(i % RING_WORDS) * 32 + k], 4 KiB a warp whatever
+ *           the tile): before each sub-block the warp copies, group by group,
+ *           each lane's words up to RING_WORDS past its read position
+ *           (ring_fill, asynchronous, waited for one sub-block later), so the
+ *           loads overlap the decode and stay one coalesced read a group
+ *           (pipeline "ring", k_fused_q only). A word outside what has landed
+ *           is read from global memory as in "global": never wrong, only slower.
  * Each lane is read with wr_dev.h's bit reader (wr_bits), the code the CPU
  * tests run (wr_dev_decode_tile); the unrolled loops check for a refill once
  * every two symbols (a refill leaves >= 32 bits, two codes of <= 11). The
@@ -87,6 +95,7 @@
 
 #define FUSED_WARPS 4
 #define TWIN_WARPS 4
+#define RING_WORDS 32   /* ring lanes: words of a lane in shared memory (a power of 2) */
 #define MAX_DEPTH WP_LANE_MAX_WORDS
 
 /* ---- device view of a matrix ------------------------------------------------------ */
@@ -131,10 +140,13 @@ struct Groups {
  * at sw[i * 32] (sw = base + k). The bit reader is wr_dev.h's wr_bits, the
  * code the CPU tests run. */
 struct Lane {
-    const uint32_t *tw;       /* global: the tile's words */
-    const Groups *g;          /* global: the warp's group masks and starts */
-    const uint32_t *sw;       /* staged: word 0 of this lane in shared memory */
+    const uint32_t *tw;       /* global, ring: the tile's words */
+    const Groups *g;          /* global, ring: the warp's group masks and starts */
+    uint32_t *sw;             /* staged: word 0 of this lane in shared memory; ring: its ring
+                                 column (word i at sw[(i % RING_WORDS) * 32]) */
     uint32_t W, lt;
+    uint32_t issued, landed;  /* ring: words [0, issued) copied (asynchronously), [0, landed)
+                                 waited for; word i's slot holds it while i + RING_WORDS >= issued */
     uint32_t q0, q1, q2, q3;  /* words next .. next + PD - 1, loaded ahead (PD: prefetch distance,
                                  2 or 4; q2, q3 unused at 2) */
     wr_bits b;
@@ -157,26 +169,56 @@ __device__ __forceinline__ TileGeo tile_geo(const DevMat &M, unsigned long long 
     return g;
 }
 
-/* Word i of this thread's lane (0 past its end). */
-template <bool ST>
+/* Word i of this thread's lane (0 past its end). ST: 0 global, 1 staged,
+ * 2 ring (from the ring when it has landed there and is not overwritten,
+ * else from global memory). */
+#ifndef WR_RING_USE   /* the emulator counts ring reads and can turn them off (test_emu.cpp) */
+#define WR_RING_USE(in_ring, in_lane) (in_ring)
+#endif
+template <int ST>
 __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
 {
-    if (ST)
+    if (ST == 1)
         return i < L.W ? L.sw[i * 32] : 0u;
+    if (ST == 2 && WR_RING_USE(i < L.landed && i + RING_WORDS >= L.issued, i < L.W))
+        return L.sw[(i & (RING_WORDS - 1)) * 32];
     return i < L.W ? __ldg(L.tw + wr_group_word(L.g->start[i], L.g->mask[i], threadIdx.x & 31)) : 0u;
+}
+
+/* Warp-collective, ring lanes: copy each lane's words [issued, t), t = its
+ * next unread word (b.next + held: q0, q1 hold two once the lane is open,
+ * held = 2; none before, 0) + RING_WORDS, at most W; the slot a copy
+ * overwrites holds a word already read. The loop
+ * runs over the groups of all lanes' ranges, so each copy instruction reads
+ * one group: one coalesced read (cp.async, committed as one batch; the
+ * caller waits for it with __pipeline_wait_prior). */
+__device__ __forceinline__ void ring_fill(Lane &L, uint32_t held = 2)
+{
+    const unsigned k = threadIdx.x & 31;
+    uint32_t t = L.b.next + held + RING_WORDS;
+    t = t < L.W ? t : L.W;
+    const uint32_t lo = ~__reduce_max_sync(0xffffffffu, ~L.issued), hi = __reduce_max_sync(0xffffffffu, t);
+    for (uint32_t i = lo; i < hi; i++)
+        if (i >= L.issued && i < t)
+            __pipeline_memcpy_async(&L.sw[(i & (RING_WORDS - 1)) * 32],
+                                    L.tw + wr_group_word(L.g->start[i], L.g->mask[i], k), 4);
+    L.issued = t > L.issued ? t : L.issued;
+    __pipeline_commit();
 }
 
 /* Warp-collective: open tile t for this thread's lane. Global: the group
  * masks and starts go to g. Staged: each thread copies its own words to sw
  * (this warp's 32 x M.dmax words of shared memory) with asynchronous copies
  * (cp.async), all in flight at once; group i's copies are one coalesced
- * read. Corrupt offsets or lane counts read no word and set bad. */
-template <bool ST, int PD = 2>
+ * read. Ring: the group masks and starts go to g as for global, and the first
+ * RING_WORDS words of each lane to its ring column sw (ring_fill, waited
+ * for). Corrupt offsets or lane counts read no word and set bad. */
+template <int ST, int PD = 2>
 __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t, Groups *g, uint32_t *sw, Lane &L,
                                           unsigned &bad)
 {
     const unsigned k = threadIdx.x & 31;
-    const uint32_t cap = ST ? (uint32_t)M.dmax : MAX_DEPTH;
+    const uint32_t cap = ST == 1 ? (uint32_t)M.dmax : MAX_DEPTH;
     uint32_t W = M.lane_words[t * 32 + k];
     const uint32_t o0 = M.offsets[t], o1 = M.offsets[t + 1];
     const bool span_ok = o0 <= o1 && o1 <= M.n_words;
@@ -188,7 +230,7 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
 #pragma unroll 4
     for (uint32_t i = 0; i < D; i++) {
         const uint32_t m = __ballot_sync(0xffffffffu, W > i);
-        if (ST) {
+        if (ST == 1) {
             if (W > i) {
                 const uint32_t j = wr_group_word(G, m, k);
                 if (j < span)
@@ -202,7 +244,7 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
         }
         G += __popc(m);
     }
-    if (ST) {
+    if (ST == 1) {
         __pipeline_commit();
         __pipeline_wait_prior(0);
     }
@@ -214,6 +256,12 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     L.W = bad ? 0 : W;   /* corrupt offsets: read no word (the kernel flags the tile) */
     L.lt = (1u << k) - 1;
     wr_bits_init(&L.b);
+    L.issued = L.landed = 0;
+    if (ST == 2) {   /* the first RING_WORDS words of each lane */
+        ring_fill(L, 0);
+        __pipeline_wait_prior(0);
+        L.landed = L.issued;
+    }
     L.q0 = lane_word<ST>(L, 0);
     L.q1 = lane_word<ST>(L, 1);
     L.q2 = PD == 4 ? lane_word<ST>(L, 2) : 0u;
@@ -223,7 +271,7 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
 /* Push the next word when fewer than 32 bits are buffered. (A branchless
  * form for staged lanes, selects and a predicated shared load, came to
  * more instructions a check than this branch: 21 against 17, sm_80 SASS.) */
-template <bool ST, int PD = 2>
+template <int ST, int PD = 2>
 __device__ __forceinline__ void lane_fill(Lane &L)
 {
     if (wr_bits_low(&L.b)) {
@@ -395,7 +443,7 @@ __global__ void __launch_bounds__(32) k_restore(DevMat M, wr_huf H, uint8_t *out
  * table and bit reader (wr_dev_decode_tile). */
 
 /* One symbol through the table, after a fill check (any loop). */
-template <bool ST, int PD = 2>
+template <int ST, int PD = 2>
 __device__ __forceinline__ uint32_t lane_next(Lane &L, const uint32_t *lut, int Lb, unsigned &bad)
 {
     lane_fill<ST, PD>(L);
@@ -416,7 +464,7 @@ __device__ __forceinline__ uint32_t lane_take(Lane &L, const uint32_t *lut, int 
 
 /* Symbol i of an unrolled run (i a compile-time index from 0): fill check at
  * even i only. */
-template <bool ST, int PD = 2>
+template <int ST, int PD = 2>
 __device__ __forceinline__ uint32_t lane_at(Lane &L, int i, const uint32_t *lut, int Lb, unsigned &bad)
 {
     return i % 2 == 0 ? lane_next<ST, PD>(L, lut, Lb, bad) : lane_take(L, lut, Lb, bad);
@@ -538,7 +586,7 @@ __device__ __forceinline__ TilePos tile_pos(const DevMat &M)
 /* Warp-collective: open the warp's tile (tile row P.tr, column P.tc) for
  * this thread's lane (lane_open; staged: the warp's part of `staged`).
  * Returns false, opening nothing, when the warp is past the last tile row. */
-template <bool ST, int PD = 2>
+template <int ST, int PD = 2>
 __device__ __forceinline__ bool tile_open(const DevMat &M, const TilePos &P, Groups *g, uint32_t *staged,
                                           TileGeo &tg, Lane &L, unsigned &bad)
 {
@@ -546,7 +594,9 @@ __device__ __forceinline__ bool tile_open(const DevMat &M, const TilePos &P, Gro
         return false;
     const unsigned long long t = P.tr * M.tcols + P.tc;
     tg = tile_geo(M, t);
-    lane_open<ST, PD>(M, t, ST ? g : g + P.warp, ST ? staged + P.warp * 32 * M.dmax : nullptr, L, bad);
+    lane_open<ST, PD>(M, t, ST == 1 ? g : g + P.warp,
+                      ST == 1 ? staged + P.warp * 32 * M.dmax : ST == 2 ? staged + P.warp * 32 * RING_WORDS : nullptr,
+                      L, bad);
     return true;
 }
 
@@ -628,7 +678,7 @@ __device__ __forceinline__ float code_val(uint32_t e, int u, float moff, const f
     return dev_nl(TYPE) ? kv16[q] : __uint_as_float(0x4B000000u | q) - moff;
 }
 
-template <int TYPE, int B, bool ST>
+template <int TYPE, int B, int ST>
 __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(DevMat M, const uint32_t *__restrict__ glut,
                                                               const float *__restrict__ x, float *__restrict__ y)
 {
@@ -636,12 +686,12 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
     /* words of a global lane loaded ahead: 4 at batch 1-2 (a refill's load then has about 18
        Q4_K codes of decode to arrive, 9 at 2), 2 at batch 4-8 (4 spilled there, ptxas sm_90a)
        and for staged lanes (shared memory) */
-    constexpr int PD = !ST && B <= 2 ? 4 : 2;
+    constexpr int PD = ST == 0 && B <= 2 ? 4 : 2;
     const wr_geom G = wr_geom_of(TYPE);
     __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
     __shared__ float kv16[16];   /* the non-linear types' code values (code_val) */
-    __shared__ Groups g[ST ? 1 : FUSED_WARPS];
-    WR_DYN_SMEM(uint32_t, staged);   /* ST: FUSED_WARPS x 32 x M.dmax lane words */
+    __shared__ Groups g[ST == 1 ? 1 : FUSED_WARPS];
+    WR_DYN_SMEM(uint32_t, staged);   /* ST 1: FUSED_WARPS x 32 x M.dmax lane words; 2: x RING_WORDS */
     __shared__ float xs[B][256];
     __shared__ float xsum[B][16];
     const TilePos P = tile_pos(M);
@@ -674,11 +724,21 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
         const unsigned r = 2 * k + rr;
-        if (r >= tg.h)
-            break;
+        if (ST != 2 && r >= tg.h)
+            break;   /* ring: every lane stays for ring_fill, a warp collective */
         const unsigned long long row = tg.r0 + r;
         const uint8_t *sp = M.side + (row * bpr + (unsigned long long)c0w / G.n) * (unsigned)G.side;
         for (int sb = 0; sb < nsub; sb++) {
+            if (ST == 2) {
+                /* copies for the coming sub-blocks; this one's (a sub-block of codes of <= 11
+                   bits reads under RING_WORDS / 2 words) landed with the batch before */
+                const uint32_t was = L.issued;
+                ring_fill(L);
+                __pipeline_wait_prior(1);
+                L.landed = was;
+                if (r >= tg.h)
+                    continue;
+            }
             const int jb = sb * G.sub_n / G.n, sib = sb * G.sub_n % G.n / G.sub_n;
             const wr_scale sc = wr_sub_scale(TYPE, sp + jb * G.side, sib);
             float dot[B];
@@ -702,6 +762,8 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
                 acc[rr][b] += sc.dl * dot[b] - sc.ml * xsum[b][sb];
         }
     }
+    if (ST == 2)
+        __pipeline_wait_prior(0);   /* no copy in flight when the block ends */
     finish_gemv<B>(M, tg, k, L, acc, bad, y);
 }
 

@@ -59,7 +59,7 @@ cpu_verify() {
     [ "$status" -eq 64 ]
     run "$BIN/wprun" --cpu --synth Q4_0:64x256 --pipeline bogus
     [ "$status" -eq 64 ]
-    [[ "$output" == *"transcode or palette, got 'bogus'"* ]]
+    [[ "$output" == *"staged, ring, recon"*"transcode or palette, got 'bogus'"* ]]
 }
 
 @test "wprun --cpu --pipeline transcode|palette: BF16 palette pipelines check; Q types fall back to fused" {
@@ -72,7 +72,7 @@ cpu_verify() {
     done
 }
 
-@test "wprun --cpu --pipeline staged|recon|split4|twin: labels say what ran; BF16-only ones run fused on Q4_K" {
+@test "wprun --cpu --pipeline staged|ring|recon|split4|twin: labels say what ran; BF16-only ones run fused on Q4_K" {
     run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline staged
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -cE '^gemv +(BF16|Q4_K) .* batch (1|33) +staged relerr .*\(bit-equal\) ok$')" -eq 4 ]
@@ -82,6 +82,11 @@ cpu_verify() {
         [ "$(echo "$output" | grep -cE "^gemv +BF16 .* batch (1|33) +$p relerr .* ok$")" -eq 2 ]
         [ "$(echo "$output" | grep -cE '^gemv +Q4_K .* batch (1|33) +fused relerr .* ok$')" -eq 2 ]
     done
+    # ring is for quantized types only: Q4_K says ring, BF16 runs fused
+    run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline ring
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -cE '^gemv +Q4_K .* batch (1|33) +ring relerr .*\(bit-equal\) ok$')" -eq 2 ]
+    [ "$(echo "$output" | grep -cE '^gemv +BF16 .* batch (1|33) +fused relerr .* ok$')" -eq 2 ]
     # twin is the twin itself: named so, its error printed once, and not "bit-equal" to itself
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --pipeline twin
     [ "$status" -eq 0 ]

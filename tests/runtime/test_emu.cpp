@@ -40,6 +40,19 @@
  */
 #include "simt.h"
 
+/* Ring lanes' word reads (kernels.cuh's lane_word): counted, and with ring_off
+   all taken from global memory, the path a word outside the ring takes. */
+static std::atomic<long> ring_hits, ring_misses;
+static bool ring_off;
+static bool ring_use(bool in_ring, bool in_lane)
+{
+    in_ring = in_ring && !ring_off;
+    if (in_lane)
+        (in_ring ? ring_hits : ring_misses)++;
+    return in_ring;
+}
+#define WR_RING_USE(in_ring, in_lane) ring_use((in_ring), (in_lane))
+
 #include "kernels.cuh"
 
 #include <chrono>
@@ -187,19 +200,20 @@ static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, s
     X(WP_Q4_K) X(WP_Q5_K) X(WP_Q6_K) X(WP_IQ4_XS)
 
 static size_t staged_bytes(const DevMat &M) { return (size_t)FUSED_WARPS * 32 * (size_t)M.dmax * 4; }
+static size_t ring_bytes(void) { return (size_t)FUSED_WARPS * 32 * RING_WORDS * 4; }
 
-template <int B, bool ST>
+template <int B, int ST>
 static void fused_b(Dev &d, const float *x, float *y)
 {
     const DevMat &M = d.M;
     dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS)), block(32 * FUSED_WARPS);
-    const size_t sm = ST ? staged_bytes(M) : 0;
+    const size_t sm = ST == 1 ? staged_bytes(M) : ST == 2 ? ring_bytes() : 0;
     const uint32_t *lut = d.lut;
     if (d.m->kind == WR_EXP) {
         if (M.palette_n)
-            go(grid, block, sm, [&] { k_fused_exp<B, true, ST>(M, lut, x, y); });
+            go(grid, block, sm, [&] { k_fused_exp<B, true, ST == 1>(M, lut, x, y); });
         else
-            go(grid, block, sm, [&] { k_fused_exp<B, false, ST>(M, lut, x, y); });
+            go(grid, block, sm, [&] { k_fused_exp<B, false, ST == 1>(M, lut, x, y); });
         return;
     }
     switch (M.type) {
@@ -211,8 +225,9 @@ static void fused_b(Dev &d, const float *x, float *y)
 #undef FQ
     }
 }
-template <int B> static void fused_g(Dev &d, const float *x, float *y) { fused_b<B, false>(d, x, y); }
-template <int B> static void fused_s(Dev &d, const float *x, float *y) { fused_b<B, true>(d, x, y); }
+template <int B> static void fused_g(Dev &d, const float *x, float *y) { fused_b<B, 0>(d, x, y); }
+template <int B> static void fused_s(Dev &d, const float *x, float *y) { fused_b<B, 1>(d, x, y); }
+template <int B> static void fused_r(Dev &d, const float *x, float *y) { fused_b<B, 2>(d, x, y); }
 
 
 template <int B>
@@ -288,7 +303,7 @@ static void launch_restore(Dev &d, uint8_t *out, int lut)
 /* launch() of gpu.cu for the kernels' pipelines (y and the error flag zeroed first, as
    wr_gpu_gemv does; y of the palette and twin pipelines is NaN first, so a row never
    stored shows) */
-enum { P_FUSED, P_STAGED, P_TWIN, P_PALETTE, P_TRANSCODE, P_RECON };
+enum { P_FUSED, P_STAGED, P_TWIN, P_PALETTE, P_TRANSCODE, P_RECON, P_RING };
 
 static void run_pipe(Dev &d, int pipe, const float *x, int batch, float *y, const uint8_t *fixed, uint8_t *idx_tc)
 {
@@ -297,12 +312,14 @@ static void run_pipe(Dev &d, int pipe, const float *x, int batch, float *y, cons
     const size_t ny = (size_t)batch * (size_t)M.rows;
     for (size_t i = 0; i < ny; i++)
         y[i] = NAN;
-    if (pipe == P_FUSED || pipe == P_STAGED) {
+    if (pipe == P_FUSED || pipe == P_STAGED || pipe == P_RING) {
         memset(y, 0, sizeof(float) * ny);
         if (pipe == P_FUSED) {
             CHUNKED(fused_g, batch, x, y, )
-        } else {
+        } else if (pipe == P_STAGED) {
             CHUNKED(fused_s, batch, x, y, )
+        } else {
+            CHUNKED(fused_r, batch, x, y, )
         }
     } else if (pipe == P_RECON) {
         memset(y, 0, sizeof(float) * ny);
@@ -374,9 +391,9 @@ static std::string pipe_name(const wr_matrix *m, int p)
     char b[80];
     const char *pal = m->kind == WR_EXP && m->s.palette_n ? "true" : "false";
     switch (p) {
-    case P_FUSED: case P_STAGED:
+    case P_FUSED: case P_STAGED: case P_RING:
         if (m->kind == WR_Q)
-            snprintf(b, sizeof b, "k_fused_q<%s, B, %s>", wp_ggml_type_name(m->type), p == P_STAGED ? "true" : "false");
+            snprintf(b, sizeof b, "k_fused_q<%s, B, %d>", wp_ggml_type_name(m->type), p == P_STAGED ? 1 : p == P_RING ? 2 : 0);
         else
             snprintf(b, sizeof b, "k_fused_exp<B, %s, %s>", pal, p == P_STAGED ? "true" : "false");
         return b;
@@ -503,6 +520,19 @@ static void check_matrix(const wr_matrix *m, bool twin, bool palette, bool recon
         Ref r = make_ref(m, ref, b, 7 + (uint64_t)b);
         check_gemv(d, P_FUSED, r, NULL, NULL, NULL, "");
         check_gemv(d, P_STAGED, r, NULL, NULL, NULL, "");
+        if (m->kind == WR_Q) {
+            ring_hits = ring_misses = 0;
+            check_gemv(d, P_RING, r, NULL, NULL, NULL, "");
+            /* every word a lane reads has landed in its ring: a sub-block reads fewer
+               than RING_WORDS - 2 words, and the copies run one sub-block ahead */
+            CHECK(ring_hits > 0 && ring_misses == 0, "%s: ring batch %d: %ld words from the ring, %ld from global memory (0)",
+                  m->name, b, ring_hits.load(), ring_misses.load());
+            if (b == 1) {
+                ring_off = true;
+                check_gemv(d, P_RING, r, NULL, NULL, NULL, " (every word from global memory)");
+                ring_off = false;
+            }
+        }
         if (twin && m->kind == WR_Q) {
             std::vector<float> yt((size_t)b * (size_t)m->rows);
             wr_cpu_gemv_fixed(m, ref, r.x, b, yt.data());
@@ -670,7 +700,9 @@ static void check_corrupt(const wr_matrix *m, const char *how)
     *d.err = 0;
     launch_restore(d, out, 0);
     CHECK(*d.err == 1 && emu_ok(), "%s, %s: k_restore sets the error flag%s", m->name, how, emu_why().c_str());
-    for (int p : {P_FUSED, P_STAGED}) {
+    for (int p : {P_FUSED, P_STAGED, P_RING}) {
+        if (p == P_RING && m->kind != WR_Q)
+            continue;
         emu_reset();
         run_pipe(d, p, x, b, y, NULL, NULL);
         CHECK(*d.err == 1 && emu_ok(), "%s, %s: %s sets the error flag%s", m->name, how, pipe_name(m, p).c_str(),
