@@ -20,11 +20,11 @@
  *           "staged"; dynamic shared memory of 32 x dmax words a warp);
  *   ring    the same layout in a ring of RING_WORDS words a lane (word i of
  *           lane k at [(i % RING_WORDS) * 32 + k], 4 KiB a warp whatever
- *           the tile): before each sub-block the warp copies, group by group,
- *           each lane's words up to RING_WORDS past its read position
- *           (ring_fill, asynchronous, waited for one sub-block later), so the
- *           loads overlap the decode and stay one coalesced read a group
- *           (pipeline "ring", k_fused_q only). A word outside what has landed
+ *           the tile): before each sub-block each lane copies its words up
+ *           to RING_WORDS past its read position (ring_fill, asynchronous,
+ *           waited for one sub-block later), so the loads overlap the decode
+ *           and the refills read shared memory (pipeline "ring", k_fused_q
+ *           only). A word outside what has landed
  *           is read from global memory as in "global": never wrong, only slower.
  * Each lane is read with wr_dev.h's bit reader (wr_bits), the code the CPU
  * tests run (wr_dev_decode_tile); the unrolled loops check for a refill once
@@ -185,23 +185,24 @@ __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
     return i < L.W ? __ldg(L.tw + wr_group_word(L.g->start[i], L.g->mask[i], threadIdx.x & 31)) : 0u;
 }
 
-/* Warp-collective, ring lanes: copy each lane's words [issued, t), t = its
- * next unread word (b.next + held: q0, q1 hold two once the lane is open,
- * held = 2; none before, 0) + RING_WORDS, at most W; the slot a copy
- * overwrites holds a word already read. The loop
- * runs over the groups of all lanes' ranges, so each copy instruction reads
- * one group: one coalesced read (cp.async, committed as one batch; the
- * caller waits for it with __pipeline_wait_prior). */
+/* Ring lanes: copy this lane's words [issued, t), t = its next unread word
+ * (b.next + held: q0, q1 hold two once the lane is open, held = 2; none
+ * before, 0) + RING_WORDS, at most W, into its ring column (cp.async,
+ * committed as one batch; the caller waits for it with
+ * __pipeline_wait_prior). The slot a copy overwrites holds a word already
+ * read. Each lane copies only its own words: a loop over the words of all
+ * lanes' ranges, one group a copy instruction (coalesced), ran 20 times a
+ * Q4_K sub-block for about 4 words a lane, the lanes being that far apart
+ * (test_runtime_emu); this one runs as many times as the lane furthest
+ * ahead needs, and not being warp-collective, any lane may skip it. */
 __device__ __forceinline__ void ring_fill(Lane &L, uint32_t held = 2)
 {
     const unsigned k = threadIdx.x & 31;
     uint32_t t = L.b.next + held + RING_WORDS;
     t = t < L.W ? t : L.W;
-    const uint32_t lo = ~__reduce_max_sync(0xffffffffu, ~L.issued), hi = __reduce_max_sync(0xffffffffu, t);
-    for (uint32_t i = lo; i < hi; i++)
-        if (i >= L.issued && i < t)
-            __pipeline_memcpy_async(&L.sw[(i & (RING_WORDS - 1)) * 32],
-                                    L.tw + wr_group_word(L.g->start[i], L.g->mask[i], k), 4);
+    for (uint32_t i = L.issued; i < t; i++)
+        __pipeline_memcpy_async(&L.sw[(i & (RING_WORDS - 1)) * 32],
+                                L.tw + wr_group_word(L.g->start[i], L.g->mask[i], k), 4);
     L.issued = t > L.issued ? t : L.issued;
     __pipeline_commit();
 }
@@ -724,8 +725,8 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
         const unsigned r = 2 * k + rr;
-        if (ST != 2 && r >= tg.h)
-            break;   /* ring: every lane stays for ring_fill, a warp collective */
+        if (r >= tg.h)
+            break;
         const unsigned long long row = tg.r0 + r;
         const uint8_t *sp = M.side + (row * bpr + (unsigned long long)c0w / G.n) * (unsigned)G.side;
         for (int sb = 0; sb < nsub; sb++) {
@@ -736,8 +737,6 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
                 ring_fill(L);
                 __pipeline_wait_prior(1);
                 L.landed = was;
-                if (r >= tg.h)
-                    continue;
             }
             const int jb = sb * G.sub_n / G.n, sib = sb * G.sub_n % G.n / G.sub_n;
             const wr_scale sc = wr_sub_scale(TYPE, sp + jb * G.side, sib);
