@@ -26,8 +26,11 @@
  *     mutex; __threadfence as a host fence, __ldcg as __ldg;
  *   - __pipeline_memcpy_async as a deferred copy: the destination reads
  *     0x5a bytes until a __pipeline_wait_prior(N) covers the copy's batch
- *     (batches closed by __pipeline_commit; all but the newest N applied), so
- *     a kernel reading an async copy before waiting for it reads garbage;
+ *     (batches closed by __pipeline_commit; all but the newest N applied,
+ *     newest first, so of two copies to one place in flight together the
+ *     older wins: the device does not order them), so a kernel reading an
+ *     async copy before waiting for it reads garbage; a thread that ends
+ *     with copies not waited for is counted (Stats::unwaited);
  *   - float2/float4/uint2/uint4 (CUDA's alignment), __ldg, __popc, __ffs,
  *     bit casts, fmaf; __nv_bfloat16, __float2bfloat16_rn,
  *     __ushort_as_bfloat16; __half via lib/half.h (wp_f32_to_fp16);
@@ -125,13 +128,14 @@ struct Stats {
     std::atomic<long> partial{0};      /* a collective whose mask is not the lanes that took part (an exited lane) */
     std::atomic<long> misaligned{0};   /* __ldg of a vector at a misaligned address */
     std::atomic<long> smem_overrun{0}; /* dynamic shared memory written past the launch's size */
+    std::atomic<long> unwaited{0};     /* a thread that ended with asynchronous copies not waited for */
     std::atomic<long> atomics{0};      /* atomicAdd / atomicOr calls */
     std::atomic<long> threads{0};      /* threads run */
     void reset()
     {
-        divergent = 0, partial = 0, misaligned = 0, smem_overrun = 0, atomics = 0, threads = 0;
+        divergent = 0, partial = 0, misaligned = 0, smem_overrun = 0, unwaited = 0, atomics = 0, threads = 0;
     }
-    bool clean() const { return !divergent && !partial && !misaligned && !smem_overrun; }
+    bool clean() const { return !divergent && !partial && !misaligned && !smem_overrun && !unwaited; }
 };
 inline Stats stats;
 
@@ -366,6 +370,10 @@ void run_kernel(dim3 grid, dim3 block, size_t dyn_bytes, F &&f)
                     copies.clear();
                     committed = 0;
                     (*j.f)();
+                    if (!copies.empty()) {   /* copies in flight at exit: never landed, here */
+                        stats.unwaited++;
+                        copies.clear();
+                    }
                     /* an exited thread leaves both barriers (as on the device) */
                     j.b->bar->arrive_and_drop();
                     j.b->warps[t / 32].bar->arrive_and_drop();
@@ -458,13 +466,13 @@ static inline void __pipeline_commit() { simt::committed++; }
 static inline void __pipeline_wait_prior(size_t n)
 {
     std::vector<simt::AsyncCopy> &c = simt::copies;
-    size_t kept = 0;
-    for (size_t i = 0; i < c.size(); i++) {
+    for (size_t i = c.size(); i-- > 0;)
         if (c[i].batch + n < simt::committed)
             memcpy(c[i].dst, c[i].src, c[i].n);
-        else
+    size_t kept = 0;
+    for (size_t i = 0; i < c.size(); i++)
+        if (!(c[i].batch + n < simt::committed))
             c[kept++] = c[i];
-    }
     c.resize(kept);
 }
 

@@ -98,9 +98,9 @@ static void dfree_all()
 
 /* ---- the emulator's checks, summed over the launches of one check ------------------------- */
 
-static long e_div, e_part, e_mis, e_smem, e_launch;
+static long e_div, e_part, e_mis, e_smem, e_unw, e_launch;
 
-static void emu_reset() { e_div = e_part = e_mis = e_smem = e_launch = 0; }
+static void emu_reset() { e_div = e_part = e_mis = e_smem = e_unw = e_launch = 0; }
 
 template <typename F>
 static void go(dim3 grid, dim3 block, size_t sm, F &&f)
@@ -110,18 +110,19 @@ static void go(dim3 grid, dim3 block, size_t sm, F &&f)
     e_part += simt::stats.partial;
     e_mis += simt::stats.misaligned;
     e_smem += simt::stats.smem_overrun;
+    e_unw += simt::stats.unwaited;
     e_launch++;
 }
 
-static bool emu_ok() { return e_launch > 0 && !e_div && !e_part && !e_mis && !e_smem; }
+static bool emu_ok() { return e_launch > 0 && !e_div && !e_part && !e_mis && !e_smem && !e_unw; }
 
 static std::string emu_why()
 {
-    char b[200];
+    char b[240];
     if (emu_ok())
         return "";
-    snprintf(b, sizeof b, " [emulator: %ld launches, %ld divergent, %ld partial-warp, %ld misaligned, %ld smem overrun]",
-             e_launch, e_div, e_part, e_mis, e_smem);
+    snprintf(b, sizeof b, " [emulator: %ld launches, %ld divergent, %ld partial-warp, %ld misaligned, %ld smem overrun, %ld copies not waited for]",
+             e_launch, e_div, e_part, e_mis, e_smem, e_unw);
     return b;
 }
 
@@ -807,6 +808,59 @@ static void check_short_palette(wr_matrix *m)
     dfree_all();
 }
 
+/* The emulator's cp.async (simt.h): a copy reads as 0x5a bytes until waited
+   for; of two copies to one word in flight together the older lands last;
+   a thread ending with a copy not waited for is counted (and fails emu_ok). */
+static void check_async_copies()
+{
+    uint32_t *src = dnew<uint32_t>(64);
+    uint32_t *out = dnew<uint32_t>(4 * 32);
+    for (int i = 0; i < 64; i++)
+        src[i] = 0x1000u + (uint32_t)i;
+    emu_reset();
+    go(dim3(1), dim3(32), 2 * 32 * 4, [&] {
+        WR_DYN_SMEM(uint32_t, sm);
+        const unsigned k = threadIdx.x;
+        __pipeline_memcpy_async(&sm[k], &src[k], 4);
+        __pipeline_commit();
+        out[k] = sm[k];                 /* before the wait: poison */
+        __pipeline_memcpy_async(&sm[32 + k], &src[32 + k], 4);
+        __pipeline_commit();
+        __pipeline_wait_prior(1);       /* the first batch only */
+        out[32 + k] = sm[k];
+        out[64 + k] = sm[32 + k];       /* second batch: still poison */
+        __pipeline_memcpy_async(&sm[k], &src[32 + k], 4);
+        __pipeline_commit();
+        __pipeline_wait_prior(0);       /* sm[k]'s first copy landed before this one was issued */
+        out[96 + k] = sm[k];
+    });
+    bool ok = emu_ok();
+    for (int k = 0; k < 32; k++)
+        ok &= out[k] == 0x5a5a5a5au && out[32 + k] == src[k] && out[64 + k] == 0x5a5a5a5au &&
+              out[96 + k] == src[32 + k];
+    CHECK(ok, "simt cp.async: poison until waited for, wait_prior(1) leaves the newest batch%s", emu_why().c_str());
+
+    emu_reset();
+    go(dim3(1), dim3(32), 32 * 4, [&] {
+        WR_DYN_SMEM(uint32_t, sm);
+        const unsigned k = threadIdx.x;
+        __pipeline_memcpy_async(&sm[k], &src[k], 4);
+        __pipeline_commit();
+        __pipeline_memcpy_async(&sm[k], &src[32 + k], 4);
+        __pipeline_commit();
+        __pipeline_wait_prior(0);
+        out[k] = sm[k];
+        __pipeline_memcpy_async(&sm[k], &src[k], 4);   /* never waited for */
+        __pipeline_commit();
+    });
+    ok = e_unw == 32;
+    for (int k = 0; k < 32; k++)
+        ok &= out[k] == src[k];
+    CHECK(ok, "simt cp.async: of two copies in flight to one word the older lands last (%#x, %#x); "
+              "each thread ending with a copy in flight is counted (%ld, 32)", out[0], src[0], e_unw);
+    dfree_all();
+}
+
 /* k_to_16: x to BF16 / F16, rounding to nearest even. */
 static void check_to_16()
 {
@@ -838,6 +892,7 @@ int main(void)
     char err[512];
     const auto t0 = std::chrono::steady_clock::now();
     check_to_16();
+    check_async_copies();
 
     /* every coded type: a partial tile row and (32-weight blocks) a partial tile column */
     for (uint32_t t : qtypes) {
