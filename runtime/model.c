@@ -270,6 +270,83 @@ static void set_shape(wp_record *r, unsigned kind, uint32_t type, const char *na
     wp_record_set_name(r, name);
 }
 
+/* m's side data (aux) and code symbols (*sym, *shape, lengths) from the
+ * ggml blocks of a rows x cols matrix of quantized type `type`, as
+ * wp_codes_split splits them. Returns 0, or -1 with a message, m and *sym
+ * freed. */
+static int q_symbols(wr_matrix *m, uint32_t type, const char *name, int64_t rows, int64_t cols,
+                     const uint8_t *blocks, wp_record *sym, wp_lanes_shape *shape, uint8_t lengths[256],
+                     char *err, size_t errlen)
+{
+    wp_codes_geom g;
+    if (wp_codes_geom_get((int)type, cols, (uint64_t)rows, &g)) {
+        matrix_free(m);
+        return fail(err, errlen, "%s: type without a code view or cols not a multiple of the block", name);
+    }
+    uint8_t *side = wp_record_alloc(&m->aux, g.side_len);
+    if ((!side && g.side_len) || !wp_record_alloc(sym, g.n_sym)) {
+        wp_record_free(sym);
+        matrix_free(m);
+        return fail(err, errlen, "out of memory");
+    }
+    wp_codes_split(&g, blocks, sym->payload, side);
+    set_shape(&m->aux, WP_REC_SIDE, type, name, rows, cols);
+    set_shape(sym, WP_REC_SYMBOLS, type, name, rows, cols);
+    wp_attr_set_i64(&m->aux, "side_bytes", g.bi.side_bytes);
+    wp_attr_set(sym, "codec", "q");
+    wp_attr_set_i64(sym, "row_sym", (int64_t)g.row_sym);
+    wp_attr_set_i64(sym, "tile_sym", g.tile_sym);
+    wp_attr_set_i64(sym, "n_weights", rows * cols);
+    if (lengths_of(sym->payload, sym->payload_len, lengths)) {
+        wp_record_free(sym);
+        matrix_free(m);
+        return fail(err, errlen, "%s: no code", name);
+    }
+    memset(shape, 0, sizeof *shape);
+    shape->rows = (uint64_t)rows;
+    shape->row_sym = g.row_sym;
+    shape->tile_sym = g.tile_sym;
+    return 0;
+}
+
+/* Code *sym into m (laneinterleave: CODED with the symbols' attributes),
+ * set m up and count it in md. *sym is freed. Returns 0, or -1 with a
+ * message, m freed. */
+static int add_coded(wr_model *md, wr_matrix *m, wp_record *sym, const wp_lanes_shape *shape,
+                     const uint8_t lengths[256], uint32_t type, const char *name, int64_t rows, int64_t cols,
+                     char *err, size_t errlen)
+{
+    char e2[256];
+    set_shape(&m->coded, WP_REC_CODED, type, name, rows, cols);
+    free(m->coded.attrs);
+    m->coded.attrs = strdup(sym->attrs ? sym->attrs : "");
+    int rc = m->coded.attrs ? wp_coded_encode(&m->coded, sym->payload, shape, lengths, WP_HUF_LEN, e2, sizeof e2) : -1;
+    wp_record_free(sym);
+    if (rc || matrix_setup(m, err, errlen)) {
+        if (rc)
+            fail(err, errlen, "%s: %s", name, e2);
+        matrix_free(m);
+        return -1;
+    }
+    md->n++;
+    return 0;
+}
+
+int wr_model_add_blocks(wr_model *md, uint32_t type, const char *name, int64_t rows, int64_t cols,
+                        const uint8_t *blocks, char *err, size_t errlen)
+{
+    wr_matrix *m = model_add(md);
+    if (!m)
+        return fail(err, errlen, "out of memory");
+    wp_record sym;
+    wp_record_init(&sym);
+    wp_lanes_shape shape;
+    uint8_t lengths[256];
+    if (q_symbols(m, type, name, rows, cols, blocks, &sym, &shape, lengths, err, errlen))
+        return -1;
+    return add_coded(md, m, &sym, &shape, lengths, type, name, rows, cols, err, errlen);
+}
+
 int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint64_t seed,
                    char *err, size_t errlen)
 {
@@ -282,7 +359,6 @@ int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint
     wp_record sym;
     wp_record_init(&sym);
     uint8_t lengths[256];
-    char e2[256];
     wr_matrix *m = model_add(md);
     if (!m)
         return fail(err, errlen, "out of memory");
@@ -334,9 +410,7 @@ int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint
             return fail(err, errlen, "%s: type without a code view or cols not a multiple of the block", name);
         }
         uint8_t *blocks = malloc(g.block_len + 1);
-        uint8_t *side = wp_record_alloc(&m->aux, g.side_len);
-        if (!blocks || (!side && g.side_len) || !wp_record_alloc(&sym, g.n_sym)) {
-            free(blocks);
+        if (!blocks) {
             matrix_free(m);
             return fail(err, errlen, "out of memory");
         }
@@ -365,38 +439,12 @@ int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint
             }
             wp_block_pack((int)type, &p, blocks + b * (uint64_t)g.bi.block_bytes);
         }
-        wp_codes_split(&g, blocks, sym.payload, side);
+        int rc = q_symbols(m, type, name, rows, cols, blocks, &sym, &shape, lengths, err, errlen);
         free(blocks);
-        set_shape(&m->aux, WP_REC_SIDE, type, name, rows, cols);
-        set_shape(&sym, WP_REC_SYMBOLS, type, name, rows, cols);
-        wp_attr_set_i64(&m->aux, "side_bytes", g.bi.side_bytes);
-        wp_attr_set(&sym, "codec", "q");
-        wp_attr_set_i64(&sym, "row_sym", (int64_t)g.row_sym);
-        wp_attr_set_i64(&sym, "tile_sym", g.tile_sym);
-        wp_attr_set_i64(&sym, "n_weights", rows * cols);
-        if (lengths_of(sym.payload, sym.payload_len, lengths)) {
-            wp_record_free(&sym);
-            matrix_free(m);
-            return fail(err, errlen, "%s: no code", name);
-        }
-        shape.rows = (uint64_t)rows;
-        shape.row_sym = g.row_sym;
-        shape.tile_sym = g.tile_sym;
-    }
-    /* laneinterleave: CODED with the symbols' attributes */
-    set_shape(&m->coded, WP_REC_CODED, type, name, rows, cols);
-    free(m->coded.attrs);
-    m->coded.attrs = strdup(sym.attrs ? sym.attrs : "");
-    int rc = m->coded.attrs ? wp_coded_encode(&m->coded, sym.payload, &shape, lengths, WP_HUF_LEN, e2, sizeof e2) : -1;
-    wp_record_free(&sym);
-    if (rc || matrix_setup(m, err, errlen)) {
         if (rc)
-            fail(err, errlen, "%s: %s", name, e2);
-        matrix_free(m);
-        return -1;
+            return -1;
     }
-    md->n++;
-    return 0;
+    return add_coded(md, m, &sym, &shape, lengths, type, name, rows, cols, err, errlen);
 }
 
 /* ---- restoring and accounting ---------------------------------------- */

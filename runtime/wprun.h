@@ -82,6 +82,14 @@ int  wr_model_load(wr_model *md, const char *path, const char *match, char *err,
  * makes it repeatable. Returns 0 or -1 with a message. */
 int  wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint64_t seed,
                     char *err, size_t errlen);
+/* Append a quantized matrix coded from its ggml blocks: type a quantized
+ * ggml type with a code view (Q4_0 .. IQ4_XS), rows x cols (cols a multiple
+ * of the block size), blocks the rows x cols / block size blocks as
+ * llama.cpp stores them (ggml_row_size(type, cols) bytes a row), coded as
+ * wr_model_synth codes its own. Tests build matrices with chosen codes with
+ * it. Returns 0 or -1 with a message. */
+int  wr_model_add_blocks(wr_model *md, uint32_t type, const char *name, int64_t rows, int64_t cols,
+                         const uint8_t *blocks, char *err, size_t errlen);
 /* Drop (and free) the matrices whose name does not contain match (NULL:
  * keep all); wr_model_load's --match filter, for matrices added otherwise
  * (wr_model_synth). */
