@@ -45,8 +45,8 @@ enum {
     WR_PIPE_SPLIT4 = 8,
     WR_PIPE_SPLIT8 = 9,
     WR_PIPE_RING = 10,     /* WR_Q: FUSED with each lane's next words copied ahead into a
-                          ring of RING_WORDS words a lane in shared memory (cp.async,
-                          coalesced, 4 KiB a warp), overlapping the loads with decode */
+                          ring of RING_WORDS words a lane in shared memory (cp.async, one
+                          sub-block ahead, 4 KiB a warp), overlapping the loads with decode */
     WR_PIPE_COUNT = 11
 };
 

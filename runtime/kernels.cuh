@@ -24,8 +24,10 @@
  *           to RING_WORDS past its read position (ring_fill, asynchronous,
  *           waited for one sub-block later), so the loads overlap the decode
  *           and the refills read shared memory (pipeline "ring", k_fused_q
- *           only). A word outside what has landed
- *           is read from global memory as in "global": never wrong, only slower.
+ *           only). Every word a lane reads is in its ring, landed, whatever
+ *           the data: a sub-block pushes at most one word a fill check, one
+ *           check every two symbols, <= 32 symbols a sub-block, so two
+ *           sub-blocks push <= 32 words (the words past W are never decoded).
  * Each lane is read with wr_dev.h's bit reader (wr_bits), the code the CPU
  * tests run (wr_dev_decode_tile); the unrolled loops check for a refill once
  * every two symbols (a refill leaves >= 32 bits, two codes of <= 11). The
@@ -145,8 +147,7 @@ struct Lane {
     uint32_t *sw;             /* staged: word 0 of this lane in shared memory; ring: its ring
                                  column (word i at sw[(i % RING_WORDS) * 32]) */
     uint32_t W, lt;
-    uint32_t issued, landed;  /* ring: words [0, issued) copied (asynchronously), [0, landed)
-                                 waited for; word i's slot holds it while i + RING_WORDS >= issued */
+    uint32_t issued;          /* ring: words [0, issued) copied (asynchronously) */
     uint32_t q0, q1, q2, q3;  /* words next .. next + PD - 1, loaded ahead (PD: prefetch distance,
                                  2 or 4; q2, q3 unused at 2) */
     wr_bits b;
@@ -170,17 +171,14 @@ __device__ __forceinline__ TileGeo tile_geo(const DevMat &M, unsigned long long 
 }
 
 /* Word i of this thread's lane (0 past its end). ST: 0 global, 1 staged,
- * 2 ring (from the ring when it has landed there and is not overwritten,
- * else from global memory). */
-#ifndef WR_RING_USE   /* the emulator counts ring reads and can turn them off (test_emu.cpp) */
-#define WR_RING_USE(in_ring, in_lane) (in_ring)
-#endif
+ * 2 ring (from its slot, unchecked: past its end, whatever the slot holds;
+ * the kernel keeps word i there, landed, while it can be read). */
 template <int ST>
 __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
 {
     if (ST == 1)
         return i < L.W ? L.sw[i * 32] : 0u;
-    if (ST == 2 && WR_RING_USE(i < L.landed && i + RING_WORDS >= L.issued, i < L.W))
+    if (ST == 2)
         return L.sw[(i & (RING_WORDS - 1)) * 32];
     return i < L.W ? __ldg(L.tw + wr_group_word(L.g->start[i], L.g->mask[i], threadIdx.x & 31)) : 0u;
 }
@@ -257,11 +255,10 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     L.W = bad ? 0 : W;   /* corrupt offsets: read no word (the kernel flags the tile) */
     L.lt = (1u << k) - 1;
     wr_bits_init(&L.b);
-    L.issued = L.landed = 0;
+    L.issued = 0;
     if (ST == 2) {   /* the first RING_WORDS words of each lane */
         ring_fill(L, 0);
         __pipeline_wait_prior(0);
-        L.landed = L.issued;
     }
     L.q0 = lane_word<ST>(L, 0);
     L.q1 = lane_word<ST>(L, 1);
@@ -731,12 +728,13 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
         const uint8_t *sp = M.side + (row * bpr + (unsigned long long)c0w / G.n) * (unsigned)G.side;
         for (int sb = 0; sb < nsub; sb++) {
             if (ST == 2) {
-                /* copies for the coming sub-blocks; this one's (a sub-block of codes of <= 11
-                   bits reads under RING_WORDS / 2 words) landed with the batch before */
-                const uint32_t was = L.issued;
+                /* copies for the coming sub-blocks, up to word N + 33 (N: b.next now); this
+                   sub-block reads words N + 2 .. N' + 1 (N' <= N + 16: one push a check, one check
+                   every two symbols), copied by the fill before (up to N_prev + 33, N - N_prev <=
+                   16), landed once it is waited for; the copies in flight overwrite only the
+                   slots of words < N + 2, read already */
                 ring_fill(L);
                 __pipeline_wait_prior(1);
-                L.landed = was;
             }
             const int jb = sb * G.sub_n / G.n, sib = sb * G.sub_n % G.n / G.sub_n;
             const wr_scale sc = wr_sub_scale(TYPE, sp + jb * G.side, sib);
