@@ -283,10 +283,6 @@ static int ensure_io(wr_dmat *d, int batch, char *err, size_t errlen)
     X(WP_Q4_0) X(WP_Q4_1) X(WP_Q5_0) X(WP_Q5_1) X(WP_Q8_0) X(WP_IQ4_NL) X(WP_Q2_K) X(WP_Q3_K)      \
     X(WP_Q4_K) X(WP_Q5_K) X(WP_Q6_K) X(WP_IQ4_XS)
 
-/* Dynamic shared memory of a staged kernel: FUSED_WARPS lanes' words
- * (32 x dmax each); above the default 48 KiB the kernel is allowed more. */
-static size_t staged_bytes(const DevMat &M) { return (size_t)FUSED_WARPS * 32 * (size_t)M.dmax * 4; }
-
 /* Allow a kernel `bytes` of dynamic shared memory. Always set: the default
  * limit is 48 KiB less the kernel's static shared memory, not 48 KiB. An
  * error here (more than the device allows) surfaces at launch (launch()'s
@@ -298,8 +294,6 @@ static void launch_smem(K kernel, size_t bytes)
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
 }
 
-/* Dynamic shared memory of a ring kernel: FUSED_WARPS lanes' rings of RING_WORDS words. */
-static size_t ring_bytes(void) { return (size_t)FUSED_WARPS * 32 * RING_WORDS * 4; }
 
 /* ST: 0 lane words from global memory (FUSED), 1 staged (STAGED), 2 ring (RING, WR_Q only). */
 template <int B, int ST>
@@ -307,7 +301,7 @@ static void fused_b(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 {
     const DevMat &M = d->M;
     dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS)), block(32 * FUSED_WARPS);
-    const size_t sm = ST == 1 ? staged_bytes(M) : ST == 2 ? ring_bytes() : 0;
+    const size_t sm = fused_smem_bytes(M, ST);
     if (d->m->kind == WR_EXP) {
         if (ST == 2)
             return; /* wr_gpu_has_pipe refuses RING before this */

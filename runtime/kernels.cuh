@@ -130,6 +130,16 @@ struct DevMat {
     int *err;
 };
 
+/* Dynamic shared memory of a k_fused_q / k_fused_exp launch, bytes: ST 1
+ * (staged) FUSED_WARPS warps x 32 lanes x M.dmax words, ST 2 (ring) x
+ * RING_WORDS words, ST 0 none (staged may pass the default 48 KiB:
+ * gpu.cu's launch_smem allows it). gpu.cu and the emulator launch with it. */
+static inline size_t fused_smem_bytes(const DevMat &M, int ST)
+{
+    return ST == 1 ? (size_t)FUSED_WARPS * 32 * (size_t)M.dmax * 4
+           : ST == 2 ? (size_t)FUSED_WARPS * 32 * RING_WORDS * 4 : 0;
+}
+
 /* Per-warp group geometry of one tile. */
 struct Groups {
     uint32_t mask[MAX_DEPTH];

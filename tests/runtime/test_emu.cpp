@@ -187,15 +187,13 @@ static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, s
     X(WP_Q4_0) X(WP_Q4_1) X(WP_Q5_0) X(WP_Q5_1) X(WP_Q8_0) X(WP_IQ4_NL) X(WP_Q2_K) X(WP_Q3_K)      \
     X(WP_Q4_K) X(WP_Q5_K) X(WP_Q6_K) X(WP_IQ4_XS)
 
-static size_t staged_bytes(const DevMat &M) { return (size_t)FUSED_WARPS * 32 * (size_t)M.dmax * 4; }
-static size_t ring_bytes(void) { return (size_t)FUSED_WARPS * 32 * RING_WORDS * 4; }
 
 template <int B, int ST>
 static void fused_b(Dev &d, const float *x, float *y)
 {
     const DevMat &M = d.M;
     dim3 grid((unsigned)M.tcols, (unsigned)((M.trows + FUSED_WARPS - 1) / FUSED_WARPS)), block(32 * FUSED_WARPS);
-    const size_t sm = ST == 1 ? staged_bytes(M) : ST == 2 ? ring_bytes() : 0;
+    const size_t sm = fused_smem_bytes(M, ST);
     const uint32_t *lut = d.lut;
     if (d.m->kind == WR_EXP) {
         if (M.palette_n)
