@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -192,6 +193,17 @@ static int pipe_applies(const wr_matrix *m, int p)
     if (p == P_RECON || is_split(p))
         return m->kind == WR_EXP && m->type == WP_BF16;
     return 1;
+}
+
+/* Why pipeline p may not apply to a matrix (pipe_applies's rules; twin:
+ * the GPU keeps no original data for it), for the skip line. */
+static const char *pipe_why_not(int p)
+{
+    return p == P_RING                             ? "ring takes quantized types only"
+           : p == P_TRANSCODE || p == P_PALETTE    ? "not a palette-pair BF16 matrix, or its palette entry 0 is exponent 255"
+           : p == P_RECON || is_split(p)           ? "BF16 only"
+           : p == P_TWIN                           ? "no original data for the twin"
+                                                   : "not for this matrix";
 }
 
 static int pipe_for(const wr_matrix *m, int batch)
@@ -462,8 +474,14 @@ static int gpu_run(wr_model *md, FILE *tf)
             if (opt.verify) {
                 wr_ref_gemv64(m, ref, x, batch, y64);
                 for (int p = 0; p < P_COUNT; p++) {
-                    if ((opt.pipe != P_AUTO && p != opt.pipe) || !wr_gpu_has_pipe(dm[i], p))
+                    if (opt.pipe != P_AUTO && p != opt.pipe)
                         continue;
+                    if (!wr_gpu_has_pipe(dm[i], p)) {
+                        if (opt.pipe != P_AUTO)   /* asked for by name: say it did not run */
+                            printf("gemv   %-6s %-40s batch %-4d %-5s skipped (%s)\n", type_name(m), m->name, batch,
+                                   pipe_name[p], pipe_why_not(p));
+                        continue;
+                    }
                     if (wr_gpu_gemv(g, dm[i], p, x, batch, y, err, sizeof err)) {
                         printf("FAIL %s: %s: %s\n", m->name, pipe_name[p], err);
                         bad = 1;
@@ -673,9 +691,10 @@ int main(int argc, char **argv)
             }
         } else if (!strcmp(a, "--pipeline")) {
             i++;
-            opt.pipe = !strcmp(v, "auto") ? P_AUTO : !strcmp(v, "exp") ? P_FUSED : -2;
+            /* any case, as --synth takes type names */
+            opt.pipe = !strcasecmp(v, "auto") ? P_AUTO : !strcasecmp(v, "exp") ? P_FUSED : -2;
             for (int p = 0; p < P_COUNT && opt.pipe == -2; p++)
-                if (!strcmp(v, pipe_name[p]))
+                if (!strcasecmp(v, pipe_name[p]))
                     opt.pipe = p;
             if (opt.pipe == -2)
                 die(WR_EXIT_USAGE, "--pipeline: expected auto, fused, exp, staged, ring, recon, split2, split4, split8, full, "

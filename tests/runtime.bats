@@ -87,6 +87,10 @@ cpu_verify() {
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -cE '^gemv +Q4_K .* batch (1|33) +ring relerr .*\(bit-equal\) ok$')" -eq 2 ]
     [ "$(echo "$output" | grep -cE '^gemv +BF16 .* batch (1|33) +fused relerr .* ok$')" -eq 2 ]
+    # names in any case, as --synth takes type names
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --pipeline RiNg
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +ring relerr .*\(bit-equal\) ok$'
     # twin is the twin itself: named so, its error printed once, and not "bit-equal" to itself
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --pipeline twin
     [ "$status" -eq 0 ]
