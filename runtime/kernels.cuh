@@ -186,11 +186,22 @@ __device__ __forceinline__ TileGeo tile_geo(const DevMat &M, unsigned long long 
 template <int ST>
 __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
 {
-    if (ST == 1)
-        return i < L.W ? L.sw[i * 32] : 0u;
-    if (ST == 2)
+    if (ST == 1) {
+        if (i >= L.W)
+            return 0u;
+        WR_PROBE(WR_SITE_SWORD, &L.sw[i * 32]);
+        return L.sw[i * 32];
+    }
+    if (ST == 2) {
+        WR_PROBE(WR_SITE_SWORD, &L.sw[(i & (RING_WORDS - 1)) * 32]);
         return L.sw[(i & (RING_WORDS - 1)) * 32];
-    return i < L.W ? __ldg(L.tw + wr_group_word(L.g->start[i], L.g->mask[i], threadIdx.x & 31)) : 0u;
+    }
+    if (i >= L.W)
+        return 0u;
+    WR_PROBE(WR_SITE_GROUP, &L.g->start[i]);
+    const uint32_t *p = L.tw + wr_group_word(L.g->start[i], L.g->mask[i], threadIdx.x & 31);
+    WR_PROBE(WR_SITE_GWORD, p);
+    return __ldg(p);
 }
 
 /* Ring lanes: copy this lane's words [issued, t), t = its next unread word
@@ -208,9 +219,12 @@ __device__ __forceinline__ void ring_fill(Lane &L, uint32_t held = 2)
     const unsigned k = threadIdx.x & 31;
     uint32_t t = L.b.next + held + RING_WORDS;
     t = t < L.W ? t : L.W;
-    for (uint32_t i = L.issued; i < t; i++)
-        __pipeline_memcpy_async(&L.sw[(i & (RING_WORDS - 1)) * 32],
-                                L.tw + wr_group_word(L.g->start[i], L.g->mask[i], k), 4);
+    for (uint32_t i = L.issued; i < t; i++) {
+        WR_PROBE(WR_SITE_GROUP, &L.g->start[i]);
+        const uint32_t *src = L.tw + wr_group_word(L.g->start[i], L.g->mask[i], k);
+        WR_PROBE(WR_SITE_COPY, src);
+        __pipeline_memcpy_async(&L.sw[(i & (RING_WORDS - 1)) * 32], src, 4);
+    }
     L.issued = t > L.issued ? t : L.issued;
     __pipeline_commit();
 }
@@ -242,8 +256,10 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
         if (ST == 1) {
             if (W > i) {
                 const uint32_t j = wr_group_word(G, m, k);
-                if (j < span)
+                if (j < span) {
+                    WR_PROBE(WR_SITE_COPY, tw + j);
                     __pipeline_memcpy_async(&sw[i * 32 + k], tw + j, 4);
+                }
                 else
                     sw[i * 32 + k] = 0u;
             }

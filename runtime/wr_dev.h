@@ -36,6 +36,24 @@
 #define WR_HD static inline
 #endif
 
+/* ---- memory-access probe ------------------------------------------------
+ * WR_PROBE(site, p): the decode path's shared- and global-memory reads of
+ * lane words and tables, marked where they happen. Nothing on the device
+ * and in the CPU code; the kernel emulator (tests/runtime/simt.h) defines it
+ * to count, per warp instruction, the shared-memory wavefronts (bank
+ * conflicts) and global 128-byte lines each read takes. Sites: */
+enum {
+    WR_SITE_LUT,     /* the decode-table lookup (shared; one a symbol: the emulator's step) */
+    WR_SITE_GWORD,   /* a lane word loaded from global memory (pipeline fused) */
+    WR_SITE_SWORD,   /* a lane word read from shared memory (staged, ring) */
+    WR_SITE_GROUP,   /* a group's start read from shared memory (fused refills, ring fills) */
+    WR_SITE_COPY,    /* the global source of a lane word's asynchronous copy (staged, ring) */
+    WR_SITES
+};
+#ifndef WR_PROBE
+#define WR_PROBE(site, p) ((void)0)
+#endif
+
 /* ---- bit casts and fp16 ------------------------------------------------- */
 
 WR_HD float wr_as_float(uint32_t u)
@@ -207,7 +225,9 @@ WR_HD void wr_bits_push(wr_bits *b, uint32_t w)
  * without a code consumes nothing and returns WR_LUT_BAD). */
 WR_HD uint32_t wr_bits_take(wr_bits *b, const uint32_t *lut, int L)
 {
-    const uint32_t e = lut[(uint32_t)(b->buf >> (64 - L))];
+    const uint32_t *ep = lut + (uint32_t)(b->buf >> (64 - L));
+    WR_PROBE(WR_SITE_LUT, ep);
+    const uint32_t e = *ep;
     const uint32_t len = e & WR_LUT_LEN;
     b->buf <<= len;
     b->nbits -= (int32_t)len;

@@ -43,6 +43,18 @@
  *     __syncwarp in the kernel is not masked). Products of BF16 values are
  *     exact in FP32; sums in FP32 in k order (the tensor core's order is
  *     unspecified).
+ *   - memory traffic (simt::traffic, when simt::probing is set): the reads
+ *     the kernels mark with WR_PROBE (runtime/wr_dev.h: decode-table
+ *     lookups, lane words, group starts, asynchronous copies' sources),
+ *     grouped into the warp instructions the device would issue: key (site,
+ *     step, n), step = the thread's table lookups so far (every lane of a
+ *     warp looks up its i-th symbol in the same instruction), n = the
+ *     thread's reads of that site in that step (a loop's n-th pass). Each
+ *     instruction counts its shared-memory wavefronts (the most distinct
+ *     32-bit words in one of the 32 banks) or its distinct 128-byte global
+ *     lines and 32-byte sectors. A thread is keyed as written, so reads the device would issue
+ *     as one instruction but a thread reaches at different steps count
+ *     apart; vector loads count as one read;
  * Launch with simt::run_kernel(grid, block, dyn_smem_bytes, lambda); only
  * blockDim.x is used (y = z = 1), grids may be 3-D. Thread t of each block
  * runs on worker thread t of a pool (kept from block to block: creating 128
@@ -54,7 +66,8 @@
  * Not modelled: the timing of the device (memory ordering between barriers is
  * the host's, so a missing barrier shows only when the threads interleave
  * badly), shared memory contents left by an earlier block (static arrays keep
- * them rather than being garbage), bank conflicts, register limits
+ * them rather than being garbage), bank conflicts of reads WR_PROBE does not
+ * mark, register limits
  * (__launch_bounds__ is ignored), alignment of plain (non-__ldg) vector
  * stores, and the device's FMA contraction of a * b - c (host arithmetic is
  * as written).
@@ -80,6 +93,7 @@
 #include <mutex>
 #include <semaphore>
 #include <thread>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -98,6 +112,7 @@ extern "C" {
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 #define WR_DYN_SMEM(T, name) T *name = reinterpret_cast<T *>(simt::dyn_smem())
+#define WR_PROBE(site, p) simt::probe((site), (p))
 
 /* ---- vector types ---------------------------------------------------------------------------- */
 
@@ -324,6 +339,94 @@ class Pool {
 };
 inline Pool pool;
 
+/* ---- memory traffic (WR_PROBE) ---- */
+inline void probe(int site, const void *p);
+}  // namespace simt
+extern "C" {
+#include "wr_dev.h"   /* the sites (WR_SITE_*); its WR_PROBE is simt.h's */
+}
+namespace simt {
+
+/* What the marked reads of the launches since the last reset cost: per site,
+ * warp instructions, the lanes in them, and wavefronts (shared sites) or
+ * 128-byte lines (global sites). */
+struct Traffic {
+    long instr[WR_SITES], lanes[WR_SITES], units[WR_SITES];
+    long sectors[WR_SITES];                  /* global sites: distinct 32-byte sectors */
+    void reset() { memset(this, 0, sizeof *this); }
+};
+inline Traffic traffic;
+inline bool probing = false;                 /* set by the caller around the launches to count */
+inline bool site_global(int site) { return site == WR_SITE_GWORD || site == WR_SITE_COPY; }
+
+struct Probe {
+    uint32_t step, n;
+    uint8_t site;
+    uintptr_t addr;
+};
+inline std::vector<Probe> plog[1024];          /* thread t's reads in this block (its own slot) */
+inline thread_local uint32_t pstep, pn[WR_SITES];
+
+inline void probe(int site, const void *p)
+{
+    if (!probing)
+        return;
+    const unsigned t = threadIdx.x;
+    plog[t].push_back({pstep, pn[site]++, (uint8_t)site, (uintptr_t)p});
+    if (site == WR_SITE_LUT) {   /* the next step: counts of every site restart */
+        pstep++;
+        memset(pn, 0, sizeof pn);
+    }
+}
+
+/* Fold one block's reads into traffic: warp by warp, the reads with one key
+ * (site, step, n) are one instruction. */
+inline void probe_block(unsigned n)
+{
+    for (unsigned w = 0; w * 32 < n; w++) {
+        std::vector<std::pair<Probe, unsigned>> v;
+        for (unsigned t = w * 32; t < n && t < w * 32 + 32; t++) {
+            for (const Probe &p : plog[t])
+                v.push_back({p, t % 32});
+            plog[t].clear();
+        }
+        std::sort(v.begin(), v.end(), [](const auto &a, const auto &b) {
+            return std::tie(a.first.site, a.first.step, a.first.n) < std::tie(b.first.site, b.first.step, b.first.n);
+        });
+        for (size_t i = 0; i < v.size();) {
+            size_t j = i;
+            const Probe &k = v[i].first;
+            while (j < v.size() && v[j].first.site == k.site && v[j].first.step == k.step && v[j].first.n == k.n)
+                j++;
+            long units = 0;
+            std::vector<uintptr_t> u;
+            if (site_global(k.site)) {   /* distinct lines */
+                for (size_t a = i; a < j; a++)
+                    u.push_back(v[a].first.addr / 128);
+                std::sort(u.begin(), u.end());
+                units = std::unique(u.begin(), u.end()) - u.begin();
+                u.clear();
+                for (size_t a = i; a < j; a++)
+                    u.push_back(v[a].first.addr / 32);
+                std::sort(u.begin(), u.end());
+                traffic.sectors[k.site] += std::unique(u.begin(), u.end()) - u.begin();
+            } else {   /* the most distinct words in one bank */
+                for (size_t a = i; a < j; a++)
+                    u.push_back(v[a].first.addr / 4);
+                std::sort(u.begin(), u.end());
+                u.erase(std::unique(u.begin(), u.end()), u.end());
+                long per[32] = {0};
+                for (uintptr_t x : u)
+                    units = std::max(units, ++per[x % 32]);
+            }
+            traffic.instr[k.site]++;
+            traffic.lanes[k.site] += (long)(j - i);
+            traffic.units[k.site] += units;
+            i = j;
+        }
+    }
+}
+
 /* Run a kernel: blocks one after another, each with blockDim.x threads.
  * f is called on every thread (a lambda calling the kernel). */
 template <typename F>
@@ -369,6 +472,8 @@ void run_kernel(dim3 grid, dim3 block, size_t dyn_bytes, F &&f)
                     wphase = bphase = 0;
                     copies.clear();
                     committed = 0;
+                    pstep = 0;
+                    memset(pn, 0, sizeof pn);
                     (*j.f)();
                     if (!copies.empty()) {   /* copies in flight at exit: never landed, here */
                         stats.unwaited++;
@@ -379,6 +484,8 @@ void run_kernel(dim3 grid, dim3 block, size_t dyn_bytes, F &&f)
                     j.b->warps[t / 32].bar->arrive_and_drop();
                 }, &job);
                 stats.threads += n;
+                if (probing)
+                    probe_block(n);
                 for (size_t i = 0; i < DYN_CANARY; i++)
                     if (b.dyn[dyn_bytes + i] != 0xa5) {
                         stats.smem_overrun++;

@@ -34,6 +34,10 @@
  *     flag in every lane-decoding kernel (k_restore, k_fused_q and
  *     k_fused_exp global and staged, k_restore_exp, k_transcode, k_recon),
  *     and so does (BF16) a palette index without a palette entry;
+ *   - memory traffic (simt.h's WR_PROBE counts) of k_fused_q<Q4_K, 1, ST>
+ *     for fused, staged and ring: printed a tile's worth; each lane word
+ *     read from global memory once, the same table lookups in the three,
+ *     staged and ring lane-word reads one wavefront each;
  *   - every launch: no barrier or warp collective reached at different lines
  *     within a block or warp, none with an exited lane, no misaligned vector
  *     load, no write past the dynamic shared memory (simt.h's checks).
@@ -822,6 +826,88 @@ static void check_long_lane()
     wr_model_free(&ml);
 }
 
+/* Memory traffic of the fused GEMV's decode path at batch 1 (simt.h's
+   WR_PROBE counts: shared wavefronts, global 128-byte lines, per warp
+   instruction) for fused, staged and ring on a synthetic Q4_K of 256 x
+   4096 (64 tiles; the synthetic codes of `wprun --synth`). What must hold
+   whatever the timing: the three decode the same symbols, so their table
+   lookups are the same instructions (and, but for a lane's last codes in
+   ring, at the same addresses); each pipeline
+   reads every lane word from global memory once (fused: a load, staged
+   and ring: a copy's source); staged and ring read a word from shared
+   memory in one wavefront (word i of lane k in bank k). The counts
+   themselves are printed, a tile's worth, for the README's L1 budget. */
+static void check_traffic()
+{
+    char err[512];
+    wr_model md;
+    memset(&md, 0, sizeof md);
+    const int64_t rows = 256, cols = 4096;
+    int rc = wr_model_synth(&md, WP_Q4_K, rows, cols, 5, err, sizeof err);
+    Dev d;
+    rc = rc ? rc : upload(d, &md.m[0], NULL, err, sizeof err);
+    CHECK(rc == 0, "traffic: synthetic Q4_K %lldx%lld uploaded (%s)", (long long)rows, (long long)cols, rc ? err : "ok");
+    if (rc) {
+        wr_model_free(&md);
+        dfree_all();
+        return;
+    }
+    const wr_matrix *m = &md.m[0];
+    const double tiles = (double)m->v.n_tiles, words = (double)m->v.n_words;
+    float *x = dnew<float>((size_t)cols), *y = dnew<float>((size_t)rows);
+    wr_make_x(x, (size_t)cols, 3, 0);
+    simt::Traffic t[3];
+    for (int st = 0; st < 3; st++) {
+        memset(y, 0, 4 * (size_t)rows);
+        simt::traffic.reset();
+        simt::probing = true;
+        if (st == 0)
+            fused_b<1, 0>(d, x, y);
+        else if (st == 1)
+            fused_b<1, 1>(d, x, y);
+        else
+            fused_b<1, 2>(d, x, y);
+        simt::probing = false;
+        t[st] = simt::traffic;
+    }
+    const char *nm[3] = {"fused", "staged", "ring"};
+    for (int st = 0; st < 3; st++) {
+        const simt::Traffic &a = t[st];
+        const long gl = a.lanes[WR_SITE_GWORD] + a.lanes[WR_SITE_COPY];
+        printf("# traffic Q4_K %s, a tile: table %.0f wavefronts (%.2f a lookup); words from global %.0f requests, "
+               "%.0f lines (%.2f a request, %.2f sectors); from shared %.0f requests, %.0f wavefronts; group starts %.0f requests, "
+               "%.0f wavefronts\n",
+               nm[st], a.units[WR_SITE_LUT] / tiles, (double)a.units[WR_SITE_LUT] / (double)a.instr[WR_SITE_LUT],
+               (a.instr[WR_SITE_GWORD] + a.instr[WR_SITE_COPY]) / tiles,
+               (a.units[WR_SITE_GWORD] + a.units[WR_SITE_COPY]) / tiles,
+               (double)(a.units[WR_SITE_GWORD] + a.units[WR_SITE_COPY]) /
+                   (double)std::max(1L, a.instr[WR_SITE_GWORD] + a.instr[WR_SITE_COPY]),
+               (double)(a.sectors[WR_SITE_GWORD] + a.sectors[WR_SITE_COPY]) /
+                   (double)std::max(1L, a.instr[WR_SITE_GWORD] + a.instr[WR_SITE_COPY]),
+               a.instr[WR_SITE_SWORD] / tiles, a.units[WR_SITE_SWORD] / tiles, a.instr[WR_SITE_GROUP] / tiles,
+               a.units[WR_SITE_GROUP] / tiles);
+        CHECK((double)gl == words, "traffic %s: every lane word read from global memory once (%ld reads, %.0f words)",
+              nm[st], gl, words);
+        if (st > 0) {
+            /* staged: the same addresses; ring: the peeks of a lane's last codes run past its
+               end into whatever its slots hold (fused and staged read zeros there), so the
+               lookups of those codes may land on another copy of the same entry */
+            const long du = a.units[WR_SITE_LUT] - t[0].units[WR_SITE_LUT];
+            CHECK(a.instr[WR_SITE_LUT] == t[0].instr[WR_SITE_LUT] && a.lanes[WR_SITE_LUT] == t[0].lanes[WR_SITE_LUT] &&
+                      (st == 1 ? du == 0 : std::labs(du) * 200 <= t[0].units[WR_SITE_LUT]),
+                  "traffic %s: the table lookups of fused (%ld instructions, %ld wavefronts; fused %ld, %ld)",
+                  nm[st], a.instr[WR_SITE_LUT], a.units[WR_SITE_LUT], t[0].instr[WR_SITE_LUT], t[0].units[WR_SITE_LUT]);
+            CHECK(a.instr[WR_SITE_SWORD] > 0 && a.units[WR_SITE_SWORD] == a.instr[WR_SITE_SWORD],
+                  "traffic %s: shared lane-word reads take one wavefront each (%ld reads, %ld wavefronts)", nm[st],
+                  a.instr[WR_SITE_SWORD], a.units[WR_SITE_SWORD]);
+        }
+    }
+    CHECK(t[0].lanes[WR_SITE_LUT] == rows * cols / 2, "traffic: a lookup a pair of Q4_K codes (%ld, %lld)",
+          t[0].lanes[WR_SITE_LUT], (long long)(rows * cols / 2));
+    wr_model_free(&md);
+    dfree_all();
+}
+
 /* The emulator's cp.async (simt.h): a copy reads as 0x5a bytes until waited
    for; of two copies to one word in flight together the older lands last;
    a thread ending with a copy not waited for is counted (and fails emu_ok). */
@@ -908,6 +994,7 @@ int main(void)
     check_to_16();
     check_async_copies();
     check_long_lane();
+    check_traffic();
 
     /* every coded type: a partial tile row and (32-weight blocks) a partial tile column */
     for (uint32_t t : qtypes) {
