@@ -702,6 +702,42 @@ __device__ __forceinline__ float code_val(uint32_t e, int u, float moff, const f
     return dev_nl(TYPE) ? kv16[q] : __uint_as_float(0x4B000000u | q) - moff;
 }
 
+/* The side bytes (d, scales, mins: wr_sub_scale's input) of one tile row,
+ * nb blocks from sp, copied into this thread's array out (local memory:
+ * 32 bytes, the most a 256-weight row holds, Q4_1 and Q5_1's 8 x 4), byte
+ * b of out = sp[b], with 4-byte loads when a block's side is a multiple of
+ * 4 (sp is then 4-aligned), else 2-byte ones (every side is even). Why: read
+ * in place, wr_sub_scale issued 6-7 byte loads a sub-block, each a request
+ * of 32 rows (thread k reads rows 2k, 2k+1: 32 lines), about 3,300 L1
+ * wavefronts a Q4_K tile at batch 1 against about 900 for the decode-table
+ * lookups, and a request average near the 17 sectors Nsight Compute
+ * measured (test_runtime_emu's traffic counts); the copy is 4 such
+ * requests a Q4_K row, and wr_sub_scale's reads of local memory take one
+ * wavefront each (the same offset in every thread). */
+template <int TYPE>
+__device__ __forceinline__ void side_row(uint32_t (&out)[8], const uint8_t *sp, int nb)
+{
+    const wr_geom G = wr_geom_of(TYPE);
+    const int bytes = nb * G.side, most = 256 / G.n * G.side;
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        if (4 * i >= most)
+            break;
+        if (G.side % 4 == 0) {
+            if (4 * i < bytes)
+                WR_PROBE(WR_SITE_SIDE, sp + 4 * i);
+            out[i] = 4 * i < bytes ? __ldg(reinterpret_cast<const uint32_t *>(sp) + i) : 0u;
+        } else {
+            const uint16_t *p = reinterpret_cast<const uint16_t *>(sp) + 2 * i;
+            if (4 * i < bytes)
+                WR_PROBE(WR_SITE_SIDE, p);
+            if (4 * i + 2 < bytes)
+                WR_PROBE(WR_SITE_SIDE, p + 1);
+            out[i] = (4 * i < bytes ? (uint32_t)__ldg(p) : 0u) | (4 * i + 2 < bytes ? (uint32_t)__ldg(p + 1) << 16 : 0u);
+        }
+    }
+}
+
 template <int TYPE, int B, int ST>
 __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(DevMat M, const uint32_t *__restrict__ glut,
                                                               const float *__restrict__ x, float *__restrict__ y)
@@ -751,7 +787,9 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
         if (r >= tg.h)
             break;
         const unsigned long long row = tg.r0 + r;
-        const uint8_t *sp = M.side + (row * bpr + (unsigned long long)c0w / G.n) * (unsigned)G.side;
+        uint32_t side[8];
+        side_row<TYPE>(side, M.side + (row * bpr + (unsigned long long)c0w / G.n) * (unsigned)G.side, nw / G.n);
+        const uint8_t *sp = reinterpret_cast<const uint8_t *>(side);
         for (int sb = 0; sb < nsub; sb++) {
             if (ST == 2) {
                 /* copies for the coming sub-blocks, up to word N + 33 (N: b.next now); this

@@ -48,6 +48,7 @@ enum {
     WR_SITE_SWORD,   /* a lane word read from shared memory (staged, ring) */
     WR_SITE_GROUP,   /* a group's start read from shared memory (fused refills, ring fills) */
     WR_SITE_COPY,    /* the global source of a lane word's asynchronous copy (staged, ring) */
+    WR_SITE_SIDE,    /* a tile row's side bytes (scales, mins) loaded from global memory */
     WR_SITES
 };
 #ifndef WR_PROBE

@@ -357,7 +357,7 @@ struct Traffic {
 };
 inline Traffic traffic;
 inline bool probing = false;                 /* set by the caller around the launches to count */
-inline bool site_global(int site) { return site == WR_SITE_GWORD || site == WR_SITE_COPY; }
+inline bool site_global(int site) { return site == WR_SITE_GWORD || site == WR_SITE_COPY || site == WR_SITE_SIDE; }
 
 struct Probe {
     uint32_t step, n;

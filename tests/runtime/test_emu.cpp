@@ -876,7 +876,7 @@ static void check_traffic()
         const long gl = a.lanes[WR_SITE_GWORD] + a.lanes[WR_SITE_COPY];
         printf("# traffic Q4_K %s, a tile: table %.0f wavefronts (%.2f a lookup); words from global %.0f requests, "
                "%.0f lines (%.2f a request, %.2f sectors); from shared %.0f requests, %.0f wavefronts; group starts %.0f requests, "
-               "%.0f wavefronts\n",
+               "%.0f wavefronts; side bytes %.0f requests, %.0f lines\n",
                nm[st], a.units[WR_SITE_LUT] / tiles, (double)a.units[WR_SITE_LUT] / (double)a.instr[WR_SITE_LUT],
                (a.instr[WR_SITE_GWORD] + a.instr[WR_SITE_COPY]) / tiles,
                (a.units[WR_SITE_GWORD] + a.units[WR_SITE_COPY]) / tiles,
@@ -885,9 +885,13 @@ static void check_traffic()
                (double)(a.sectors[WR_SITE_GWORD] + a.sectors[WR_SITE_COPY]) /
                    (double)std::max(1L, a.instr[WR_SITE_GWORD] + a.instr[WR_SITE_COPY]),
                a.instr[WR_SITE_SWORD] / tiles, a.units[WR_SITE_SWORD] / tiles, a.instr[WR_SITE_GROUP] / tiles,
-               a.units[WR_SITE_GROUP] / tiles);
+               a.units[WR_SITE_GROUP] / tiles, a.instr[WR_SITE_SIDE] / tiles, a.units[WR_SITE_SIDE] / tiles);
         CHECK((double)gl == words, "traffic %s: every lane word read from global memory once (%ld reads, %.0f words)",
               nm[st], gl, words);
+        /* a Q4_K row's 16 side bytes in 4 loads (side_row), rows 2k and 2k + 1 a thread */
+        CHECK((double)a.instr[WR_SITE_SIDE] == 8 * tiles && a.lanes[WR_SITE_SIDE] == 4 * rows * (cols / 256),
+              "traffic %s: side bytes in 4 loads a tile row (%.2f requests a tile, %ld loads)", nm[st],
+              a.instr[WR_SITE_SIDE] / tiles, a.lanes[WR_SITE_SIDE]);
         if (st > 0) {
             /* staged: the same addresses; ring: the peeks of a lane's last codes run past its
                end into whatever its slots hold (fused and staged read zeros there), so the
