@@ -160,9 +160,11 @@ clean:
 #   make frontier MODEL=m.gguf EVAL=eval.txt [TEXT=calib.txt] [OUT=dir]
 # TEXT= (empty) builds by RTN, without Hessians; HESSIAN_CHUNKS (default 8)
 # chunks of TEXT go into the Hessians, cached in OUT/NAME-TEXTNAME-kCHUNKS.hess
-# (pipelines/lazyweights names them the same way). A point's outputs are
-# rebuilt when its calibration changes (TEXT, HESSIAN_CHUNKS, or RTN against
-# GPTQ): OUT/NAME-POINT.calib holds the one it was built with.
+# (pipelines/lazyweights names them the same way), with the model, text and
+# chunk count they came from in OUT/NAME-TEXTNAME-kCHUNKS.hess.id: another
+# MODEL or TEXT file of the same name rebuilds them. A point's outputs are
+# rebuilt when its model or calibration changes (MODEL, TEXT, HESSIAN_CHUNKS,
+# or RTN against GPTQ): OUT/NAME-POINT.calib holds the one it was built with.
 MODEL ?= $(WPACK_DATA)/models/stories260K/stories260K-f32.gguf
 POINT ?= Q4_0_g1_lam0_c1.25
 EVAL  ?= $(WPACK_DATA)/text/tinystories_valid_1000.txt
@@ -172,22 +174,28 @@ HESSIAN_CHUNKS ?= 8
 MODEL_NAME := $(basename $(notdir $(MODEL)))
 LAZY_BINS  := $(addprefix bin/,ggufcat gptq ggufpack histogram huffbuild laneinterleave verify unbundle)
 HESS       := $(OUT)/$(MODEL_NAME)-$(basename $(notdir $(TEXT)))-k$(HESSIAN_CHUNKS).hess
-CALIB_ID   := $(if $(TEXT),gptq $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS),rtn)
+HESS_ID    := model $(abspath $(MODEL)) text $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS)
+CALIB_ID   := model $(abspath $(MODEL)) $(if $(TEXT),gptq $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS),rtn)
 
 .PHONY: model frontier
 model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-$(p).bundle)
 
 # the .calib stamps are rewritten (made newer) only when the calibration differs, as the
 # Makefile is read, so make -q and "Nothing to be done" still hold for an unchanged build
+# (the Hessians' .id likewise: lazyweights writes the same line beside the Hessians it makes)
 ifneq ($(filter model,$(MAKECMDGOALS)),)
 $(foreach p,$(POINT),$(shell mkdir -p '$(OUT)' && f='$(OUT)/$(MODEL_NAME)-$(p).calib' && \
   { [ "$$(cat "$$f" 2>/dev/null)" = '$(CALIB_ID)' ] || echo '$(CALIB_ID)' > "$$f"; }))
+$(if $(TEXT),$(shell f='$(HESS).id' && { [ "$$(cat "$$f" 2>/dev/null)" = '$(HESS_ID)' ] || echo '$(HESS_ID)' > "$$f"; }))
 endif
 $(OUT)/$(MODEL_NAME)-%.calib:
 	mkdir -p $(@D)
 	echo '$(CALIB_ID)' > $@
+$(HESS).id:
+	mkdir -p $(@D)
+	echo '$(HESS_ID)' > $@
 
-$(HESS): $(MODEL) $(TEXT) bin/hessian
+$(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	mkdir -p $(@D)
 	bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@
 

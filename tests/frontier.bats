@@ -90,7 +90,7 @@ CALIB="$DATA/text/groups_merged.txt"
     out="$BATS_TEST_TMPDIR/c"
     a=(-C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 OUT="$out")
     make "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=2 > /dev/null 2>&1
-    [[ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" == "gptq /"*"/groups_merged.txt chunks 2" ]]
+    [[ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" == "model /"*"/stories260K-f32.gguf gptq /"*"/groups_merged.txt chunks 2" ]]
     [ -s "$out/stories260K-f32-groups_merged-k2.hess" ]
     make -q "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=2
     run make -q "${a[@]}" TEXT="$DATA/text/wiki.test.raw" HESSIAN_CHUNKS=2
@@ -105,10 +105,54 @@ CALIB="$DATA/text/groups_merged.txt"
     run make -q "${a[@]}" TEXT= HESSIAN_CHUNKS=2
     [ "$status" -ne 0 ]
     make "${a[@]}" TEXT= > /dev/null 2>&1
-    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = rtn ]
+    [[ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" == "model /"*"/stories260K-f32.gguf rtn" ]]
     # a text too short for one chunk: hessian's own line reaches the user
     head -c 300 "$CALIB" > "$BATS_TEST_TMPDIR/tiny.txt"
     run make "${a[@]}" TEXT="$BATS_TEST_TMPDIR/tiny.txt"
     [ "$status" -ne 0 ]
     [[ "$output" == *"hessian: $BATS_TEST_TMPDIR/tiny.txt: tokenizes to only"* ]]
+}
+
+@test "make model: another TEXT or MODEL file of the same name, older than the outputs, still rebuilds" {
+    # the Hessians were named by the text's name and rebuilt by time, so a second calib.txt
+    # older than the first's Hessians reused them, and an older m.gguf elsewhere left the first
+    # model's point (a new user's trial)
+    out="$BATS_TEST_TMPDIR/s" t1="$BATS_TEST_TMPDIR/t1" t2="$BATS_TEST_TMPDIR/t2"
+    mkdir -p "$t1" "$t2"
+    head -c 60000 "$CALIB" > "$t1/calib.txt"
+    head -c 60000 "$DATA/text/wiki.test.raw" > "$t2/calib.txt"
+    touch -d 2020-01-01 "$t2/calib.txt"
+    a=(-C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 OUT="$out" HESSIAN_CHUNKS=2)
+    hess="$out/stories260K-f32-calib-k2.hess"
+    make "${a[@]}" TEXT="$t1/calib.txt" > /dev/null 2>&1
+    f32=$(realpath -s "$F32")   # as make's abspath writes it
+    [ "$(cat "$hess.id")" = "model $f32 text $(realpath -s "$t1")/calib.txt chunks 2" ]
+    h1=$(cksum < "$hess")
+    make "${a[@]}" TEXT="$t2/calib.txt" > /dev/null 2>&1
+    [ "$(cat "$hess.id")" = "model $f32 text $(realpath -s "$t2")/calib.txt chunks 2" ]
+    [ "$(cksum < "$hess")" != "$h1" ]
+    # the Hessians of t2, as a fresh build computes them
+    "$ROOT/bin/hessian" --model "$F32" --text "$t2/calib.txt" --chunks 2 -o "$BATS_TEST_TMPDIR/fresh.hess" 2> /dev/null
+    cmp "$hess" "$BATS_TEST_TMPDIR/fresh.hess"
+    make -q "${a[@]}" TEXT="$t2/calib.txt"
+    # lazyweights alone takes the .id as make does: nothing recomputed for the same text
+    before=$(stat -c %y "$hess")
+    HESSIAN_CHUNKS=2 "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$t2/calib.txt"
+    [ "$(stat -c %y "$hess")" = "$before" ]
+    # and recomputes them for the other text of the same name
+    HESSIAN_CHUNKS=2 "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$t1/calib.txt"
+    [ "$(cksum < "$hess")" = "$h1" ]
+    # another model of the same name, older than the point
+    m1="$BATS_TEST_TMPDIR/ma/m.gguf" m2="$BATS_TEST_TMPDIR/mb/m.gguf"
+    mkdir -p "${m1%/*}" "${m2%/*}"
+    cp "$F32" "$m1"
+    cp "$MODELS/stories260K-bf16.gguf" "$m2"
+    touch -d 2020-01-01 "$m2"
+    b=(-C "$ROOT" --no-print-directory model POINT=Q8_0_g0_lam0_c1 OUT="$out" TEXT=)
+    make "${b[@]}" MODEL="$m1" > /dev/null 2>&1
+    g1=$(cksum < "$out/m-Q8_0_g0_lam0_c1.gguf")
+    run make -q "${b[@]}" MODEL="$m2"
+    [ "$status" -ne 0 ]
+    make "${b[@]}" MODEL="$m2" > /dev/null 2>&1
+    [ "$(cksum < "$out/m-Q8_0_g0_lam0_c1.gguf")" != "$g1" ]
 }
