@@ -61,8 +61,10 @@
  * 14336) the palette GEMV takes 0.96-0.97x cuBLAS BF16, and the fastest
  * coded pipeline of each quantized type 1.2-2.7x the twin: Nsight Compute
  * shows k_fused_q bound by L1 (shared-memory bank conflicts of the
- * decode-table lookups, lane-word loads scattered over 17 sectors a
- * request), with DRAM at ~5 %. On the CPU, wr_dev_decode_tile runs the
+ * decode-table lookups, global loads scattered over 17 sectors a request:
+ * the emulator's traffic counts put most of those in the per-sub-block
+ * side-byte loads, now one copy a row, side_row), with DRAM at ~5 %. On
+ * the CPU, wr_dev_decode_tile runs the
  * decode path and tests/runtime/test_emu.cpp runs these kernels' source
  * with one host thread per CUDA thread; gpucheck.sh times them on a GPU.
  *
