@@ -108,9 +108,15 @@ size_t wp_zsrc_read(wp_zsrc *s, void *buf, size_t n)
 
 int wp_zsrc_finish(wp_zsrc *s)
 {
-    if (!s->z)
-        return 0;
     uint8_t b;
+    if (!s->z) {   /* two streams in one pipe (cat a.wps b.wps) read as the first alone */
+        if (wp_zsrc_read(s, &b, 1) == 1) {
+            snprintf(s->err, sizeof s->err,
+                     "corrupt stream: data after its end (streams do not concatenate: one stream a pipe)");
+            return -1;
+        }
+        return s->err[0] ? -1 : 0;
+    }
     /* drain: the frame's epilogue (checksum) may still be unread */
     while (s->last != 0) {
         size_t got = wp_zsrc_read(s, &b, 1);

@@ -34,9 +34,10 @@ int wp_zsrc_framed(const wp_zsrc *s);
 /* NULL, or what stopped the last short read ("read error: ...", "corrupt
  * zstd frame: ..."). */
 const char *wp_zsrc_error(const wp_zsrc *s);
-/* For a framed source at the end of its content: 0 when the frame ends
- * there (its checksum checked) and no byte follows it, else -1 with the
- * problem in wp_zsrc_error. Plain sources: 0. */
+/* At the end of the content (a stream's trailer): 0 when no byte follows
+ * it, and for a framed source when the frame ends there (its checksum
+ * checked), else -1 with the problem in wp_zsrc_error. A plain source
+ * reads one byte to know (on a pipe, until the writer closes it). */
 int wp_zsrc_finish(wp_zsrc *s);
 void wp_zsrc_free(wp_zsrc *s);
 

@@ -175,6 +175,20 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ ! -e "$T/x.gguf" ]
 }
 
+@test "two streams in one pipe, or bytes after a stream: refused, not read as the first alone" {
+    # every reader stopped at the first end record, so cat a.wps b.wps | gptq dropped b
+    # without a word (a new user's trial)
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    run sh -c "cat '$T/s.wps' '$T/s.wps' | '$BIN/ggufpack' -o '$T/two.gguf'"
+    one_line_error "^ggufpack: stdin: corrupt stream: data after its end \(streams do not concatenate: one stream a pipe\)$"
+    [ ! -e "$T/two.gguf" ]
+    { cat "$T/s.wps"; echo JUNK; } > "$T/junk.wps"
+    run sh -c "'$BIN/tsinfo' '$T/junk.wps' > /dev/null"
+    one_line_error "^tsinfo: $T/junk.wps: corrupt stream: data after its end"
+    run "$BIN/histogram" "$T/junk.wps"
+    [ "$status" -ne 0 ]
+}
+
 @test "broken pipe upstream: ggufpack fails, leaves no output file" {
     "$BIN/ggufcat" "$F32" > "$T/s.wps"
     run sh -c "{ head -c 500000 '$T/s.wps'; exit 1; } | '$BIN/ggufpack' -o '$T/p.gguf'"

@@ -55,6 +55,16 @@ int main(void)
     int64_t ok_ne[4] = {2, 2, 1, 1}, huge[4] = {1, INT64_C(1) << 40, INT64_C(1) << 40, INT64_C(1) << 24};
     char *a = one_record(ok_ne, 2, 16, &len);
     CHECK(read_all(a, len, msg, sizeof msg) == 0, "a well-formed stream reads to its end record");
+    /* a second stream (or any byte) after the first's trailer: refused, not dropped */
+    char *two = malloc(2 * len);
+    memcpy(two, a, len);
+    memcpy(two + len, a, len);
+    CHECK(read_all(two, 2 * len, msg, sizeof msg) < 0 &&
+              !strcmp(msg, "mem: corrupt stream: data after its end (streams do not concatenate: one stream a pipe)"),
+          "two streams concatenated are refused: %s", msg);
+    CHECK(read_all(two, len + 1, msg, sizeof msg) < 0 && strstr(msg, "data after its end"),
+          "one byte after the trailer is refused: %s", msg);
+    free(two);
     free(a);
     char *c = one_record(ok_ne, 2, 4, &len);
     CHECK(read_all(c, len, msg, sizeof msg) < 0 && strstr(msg, "record 't': 4 payload bytes, but F32 2 x 2 needs 16"),
