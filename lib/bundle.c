@@ -678,6 +678,8 @@ int wp_restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out
         rs->have_rowmap = 0;
         *out = &rs->full;
     }
+    if (k == 1 && (*out)->kind == WP_REC_TENSOR)   /* laneinterleave's mark, not the input's */
+        wp_attr_del(*out, "stored");
     return k;
 }
 

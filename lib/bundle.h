@@ -138,7 +138,9 @@ void wp_restore_source(wp_restore *rs, FILE *f, const char *path);
  * waiting for its symbols), -1 on an error (message in wp_restore_error).
  * After a 1, call wp_restore_more() until it returns NULL: a KVPACK yields
  * several records. reference selects the reference lane decoder. The record
- * in *in may be swapped with internal buffers: treat it as consumed. */
+ * in *in may be swapped with internal buffers: treat it as consumed. A
+ * tensor comes out as it went into laneinterleave: its stored=fixed mark
+ * (a tensor the bundle keeps fixed-width) is dropped. */
 int wp_restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out);
 wp_record *wp_restore_more(wp_restore *rs);
 

@@ -37,6 +37,17 @@ bundle() { # GGUF BUNDLE [histogram options]
     done
 }
 
+@test "unbundle --stream gives back the coded stream byte for byte, fixed-width matrices too" {
+    # a matrix the bundle keeps fixed-width came back with laneinterleave's stored=fixed
+    # attribute, so the restored stream differed from the input (a new user's trial)
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q5_0 --rtn > "$T/q.wts"
+    "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$T/q.bundle"
+    [ "$("$BIN/tsinfo" -a "$T/q.bundle" | grep -c 'stored=fixed')" -gt 0 ]
+    "$BIN/unbundle" --stream "$T/q.bundle" | cmp - "$T/q.wts"
+    "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" --dist > "$T/q.dist"
+    "$BIN/unbundle" --stream "$T/q.dist" | cmp - "$T/q.wts"
+}
+
 @test "synthetic matrices of every coded type and shape round-trip bit-exactly" {
     bundle "$Q/syn.gguf" "$T/syn.bundle"
     run "$BIN/verify" "$Q/syn.gguf" "$T/syn.bundle"
