@@ -8,9 +8,9 @@
  * and appends general.quantization_version and general.file_type at the end
  * of the metadata. So gptq spools the whole input stream to an unnamed
  * temporary file (tmpfile(3), in $TMPDIR; memory stays one tensor), plans,
- * and then writes: the GGUF header record (n_kv, data_start and file_size
- * updated for the new layout, so ggufpack pads the file as llama.cpp's
- * writer does), the metadata records in input order without
+ * and then writes: the GGUF header record (version 3, n_kv, data_start and
+ * file_size updated for the new layout, so ggufpack pads the file as
+ * llama.cpp's writer does), the metadata records in input order without
  * general.quantization_version, general.file_type and split.*, then
  * general.quantization_version = 2 and general.file_type = the ftype (u32),
  * then the tensors in llama-quantize's order (--keep-order: input order),
@@ -293,7 +293,7 @@ int main(int argc, char **argv)
     const char *in = NULL, *out = NULL, *type_name = NULL, *ftype_name = NULL;
     const char *hess_path = NULL;
     const char **overrides = NULL;
-    int n_over = 0, rtn = 0, quiet = 0, strict = 0, keep_order = 0;
+    int n_over = 0, rtn = 0, quiet = 0, strict = 0, keep_order = 0, damp_given = 0;
     wp_gptq_opts go;
     char err[1024];
     wp_cli_init(argv[0]);
@@ -301,6 +301,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const int more = i + 1 < argc;
+        /* an option word where a name belongs (gptq --type -o f.wts) is a missing value */
+        if (more && argv[i + 1][0] == '-' && argv[i + 1][1] &&
+            (!strcmp(a, "--type") || !strcmp(a, "--ftype") || !strcmp(a, "--tensor-type") ||
+             !strcmp(a, "--hessian") || !strcmp(a, "--imatrix") || !strcmp(a, "-o")))
+            wp_die("%s: missing value (got the option %s)", a, argv[i + 1]);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             wp_usage_exit(usage);
         } else if (!strcmp(a, "--type") && more) {
@@ -318,6 +323,7 @@ int main(int argc, char **argv)
             imat_path = argv[++i];
         } else if (!strcmp(a, "--damp") && more) {
             go.damp = wp_arg_float(a, argv[++i], 0, 1e6);
+            damp_given = 1;
         } else if (!strcmp(a, "--act-order")) {
             go.act_order = 1;
         } else if (!strcmp(a, "--gamma")) {
@@ -365,6 +371,10 @@ int main(int argc, char **argv)
     }
     if (rtn && hess_path)
         wp_die("--rtn and --hessian exclude each other");
+    if (!hess_path && (go.act_order || damp_given))
+        fprintf(stderr, "gptq: warning: %s act%s on GPTQ's Hessians: without --hessian (RTN) %s nothing\n",
+                go.act_order && damp_given ? "--act-order and --damp" : go.act_order ? "--act-order" : "--damp",
+                go.act_order && damp_given ? "" : "s", go.act_order && damp_given ? "they do" : "it does");
     const int lazy = go.gamma || go.widen > 1 || go.lambda > 0;
     if (hess_path)
         hessian_open(hess_path);
@@ -531,6 +541,7 @@ int main(int argc, char **argv)
         if (wp_record_read_at(sp, "spool", ix.e[e].offset, &r, err, sizeof err))
             wp_die("temporary file: %s", err);
         if (r.kind == WP_REC_GGUF) {
+            wp_attr_set_i64(&r, "version", 3);   /* llama.cpp writes GGUF_VERSION (3), whatever it read */
             wp_attr_set_i64(&r, "n_kv", (int64_t)n_kv_out);
             wp_attr_set_i64(&r, "n_tensors", (int64_t)n_t);
             wp_attr_set_i64(&r, "data_start", (int64_t)data_start);

@@ -2,6 +2,7 @@
 # gptq (filters/gptq.c): byte-exact llama-quantize RTN on stories260K, GPTQ
 # with Hessian records, the LazyWeights options, and every refusal.
 
+bats_require_minimum_version 1.5.0
 load helpers
 
 QUANTIZE="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin/llama-quantize"
@@ -102,6 +103,36 @@ setup() {
     one_line_error 'widen'
     run "$BIN/gptq" --ftype Q4_0 --rtn --hessian x
     one_line_error 'exclude'
+    # a value left out: the next option is not taken as the type or the file name
+    run "$BIN/gptq" -q --type -o "$BATS_TEST_TMPDIR/g.out" x.wps
+    one_line_error '^gptq: --type: missing value \(got the option -o\)$'
+    run "$BIN/gptq" --type Q4_0 -o --quiet
+    one_line_error '^gptq: -o: missing value \(got the option --quiet\)$'
+}
+
+@test "gptq of a GGUF v2 file writes version 3, as llama-quantize does" {
+    # only byte 4 differed from llama-quantize's file: wpack kept the input's version (a new
+    # user's trial)
+    cp "$MODELS/stories260K-f32.gguf" "$BATS_TEST_TMPDIR/v2.gguf"
+    printf '\002' | dd of="$BATS_TEST_TMPDIR/v2.gguf" bs=1 seek=4 conv=notrunc 2> /dev/null
+    "$BIN/ggufcat" "$BATS_TEST_TMPDIR/v2.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn | "$BIN/ggufpack" > "$BATS_TEST_TMPDIR/a.gguf"
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn | "$BIN/ggufpack" > "$BATS_TEST_TMPDIR/b.gguf"
+    [ "$(od -An -tu4 -j4 -N4 "$BATS_TEST_TMPDIR/a.gguf" | tr -d ' ')" = 3 ]
+    cmp "$BATS_TEST_TMPDIR/a.gguf" "$BATS_TEST_TMPDIR/b.gguf"
+    # a plain round trip keeps version 2
+    "$BIN/ggufcat" "$BATS_TEST_TMPDIR/v2.gguf" | "$BIN/ggufpack" | cmp - "$BATS_TEST_TMPDIR/v2.gguf"
+}
+
+@test "gptq: --act-order and --damp without --hessian warn that they do nothing" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" > "$BATS_TEST_TMPDIR/s.wps"
+    run --separate-stderr "$BIN/gptq" -q --type Q4_0 --act-order "$BATS_TEST_TMPDIR/s.wps"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "gptq: warning: --act-order acts on GPTQ's Hessians: without --hessian (RTN) it does nothing" ]
+    run --separate-stderr "$BIN/gptq" -q --type Q4_0 --act-order --damp 0.1 -o "$BATS_TEST_TMPDIR/o.wts" "$BATS_TEST_TMPDIR/s.wps"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "gptq: warning: --act-order and --damp act on GPTQ's Hessians: without --hessian (RTN) they do nothing" ]
+    # and the output is RTN's
+    "$BIN/gptq" -q --type Q4_0 --rtn "$BATS_TEST_TMPDIR/s.wps" | cmp - "$BATS_TEST_TMPDIR/o.wts"
 }
 
 @test "gptq --type Q4_0 --gamma: one d per row run, every block valid" {
