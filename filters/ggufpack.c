@@ -9,7 +9,8 @@ static const char usage[] =
     "usage: ggufpack [-v] [-o OUT.gguf] [STREAM]\n"
     "Write the GGUF header, key/value and tensor records of a wpack stream\n"
     "(stdin by default) as a GGUF file to stdout or OUT.gguf (written to a\n"
-    "temporary file and renamed). Other records are dropped; -v counts them.\n";
+    "temporary file and renamed). Other records are dropped; -v counts them.\n"
+    "A stream with none of those records is an error.\n";
 
 int main(int argc, char **argv)
 {
@@ -31,7 +32,9 @@ int main(int argc, char **argv)
         wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
     wp_record r;
     wp_record_init(&r);
-    long dropped = 0;
+    long dropped = 0, kept = 0, long_names = 0;
+    char first_long[256] = "";
+    char first[64] = "";   /* the kind of the first record dropped */
     while (wp_cli_next(rd, &r)) {
         if (wp_rec_is_coded(r.kind))
             wp_die("%s: record '%s' (%s) belongs to a coded stream or bundle: unbundle --stream it first",
@@ -40,11 +43,24 @@ int main(int argc, char **argv)
         if (k < 0)
             wp_die("%s: %s", in ? in : "stdin", wp_gguf_out_error(g));
         dropped += k == 0;
+        kept += k == 1;
+        if (k == 1 && r.kind == WP_REC_TENSOR && strlen(r.name) >= WP_GGML_MAX_NAME && !long_names++)
+            snprintf(first_long, sizeof first_long, "%s", r.name);
+        if (k == 0 && !first[0])
+            snprintf(first, sizeof first, "%s", wp_rec_kind_name(r.kind));
     }
+    if (!kept)   /* (ggufpack m.hess > x.gguf wrote an empty GGUF and said nothing) */
+        wp_die("%s: no GGUF header, key/value or tensor record to write (%ld record%s of other kinds%s%s)",
+               in && strcmp(in, "-") ? in : "stdin", dropped, dropped == 1 ? "" : "s", dropped ? ", the first " : "",
+               first);
     FILE *f = wp_out_open(out);
     if (wp_gguf_out_finish(g, f))
         wp_die("%s: %s", wp_out_name(), wp_gguf_out_error(g));
     wp_out_commit();
+    if (long_names)   /* a valid GGUF, but not one llama.cpp opens (safetensors LoRA names, say) */
+        fprintf(stderr, "ggufpack: warning: %ld tensor name%s of %d bytes or more ('%s', %zu): llama.cpp refuses "
+                "to load such a file\n", long_names, long_names == 1 ? "" : "s", WP_GGML_MAX_NAME, first_long,
+                strlen(first_long));
     if (verbose)
         fprintf(stderr, "ggufpack: %ld non-GGUF records dropped\n", dropped);
     wp_record_free(&r);

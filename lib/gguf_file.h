@@ -29,6 +29,9 @@
 #include "stream.h"
 
 #define WP_GGUF_DEFAULT_ALIGNMENT 32u
+/* llama.cpp's gguf reader refuses a tensor name of this many bytes or more
+ * (ggml.h GGML_MAX_NAME; gguf.cpp gguf_init_from_file_impl) */
+#define WP_GGML_MAX_NAME 64
 
 /* ---- values -------------------------------------------------------------- */
 

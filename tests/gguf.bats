@@ -189,6 +189,13 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ "$status" -ne 0 ]
 }
 
+@test "ggufpack of a stream without GGUF content (Hessians) is an error, not an empty GGUF" {
+    "$BIN/hessian" --model "$F32" --text "$DATA/text/groups_merged.txt" --chunks 1 -o "$T/h.hess" 2> /dev/null
+    run "$BIN/ggufpack" -o "$T/x.gguf" "$T/h.hess"
+    one_line_error "^ggufpack: $T/h.hess: no GGUF header, key/value or tensor record to write \(36 records of other kinds, the first hessian\)$"
+    [ ! -e "$T/x.gguf" ]
+}
+
 @test "broken pipe upstream: ggufpack fails, leaves no output file" {
     "$BIN/ggufcat" "$F32" > "$T/s.wps"
     run sh -c "{ head -c 500000 '$T/s.wps'; exit 1; } | '$BIN/ggufpack' -o '$T/p.gguf'"

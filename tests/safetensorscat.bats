@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # safetensorscat: real safetensors files to streams, values checked byte for
 # byte against the files, and bad input.
+bats_require_minimum_version 1.5.0
 load helpers
 
 setup() {
@@ -67,6 +68,26 @@ tensor_payloads() {
     echo "$output" | grep -E '^tensor +base_model.model.gpt_neox.layers.9.attention.query_key_value.lora_B.weight +F16 +1x6144 +12288 '
     # file (data offset) order: layers 0, 1, 10, 11, ... as the header sorts them
     [ "$(echo "$output" | grep '^tensor ' | head -n 3 | awk '{print $2}' | cut -d. -f5 | tr '\n' ' ')" = "0 0 1 " ]
+}
+
+@test "open-calm LoRA to GGUF: ggufpack warns that llama.cpp refuses its 64-byte-or-longer names" {
+    # the GGUF was written silently, and llama.cpp's loader then said "tensor name 0 is too
+    # long: 74 >= 64" (a new user's trial)
+    run --separate-stderr sh -c "'$BIN/safetensorscat' '$CALM' | '$BIN/ggufpack' -o '$T/c.gguf'"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "ggufpack: warning: 48 tensor names of 64 bytes or more ('base_model.model.gpt_neox.layers.0.attention.query_key_value.lora_A.weight', 74): llama.cpp refuses to load such a file" ]
+    [ "$(head -c 4 "$T/c.gguf")" = GGUF ]
+    # short names: no warning
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$MODELS/stories260K-f32.gguf' | '$BIN/ggufpack' > /dev/null"
+    [ "$status" -eq 0 ] && [ -z "$stderr" ]
+}
+
+@test "sd15 LoRA, lossless: bf16split | histogram | huffbuild | laneinterleave, unbundle --stream gives the stream back" {
+    "$BIN/safetensorscat" "$SD" > "$T/s.wps"
+    "$BIN/bf16split" "$T/s.wps" | "$BIN/histogram" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$T/s.bundle"
+    # most of its matrices stay fixed-width (too small to pay for their tables)
+    [ "$("$BIN/tsinfo" -a "$T/s.bundle" | grep -c 'stored=fixed')" -eq 192 ]
+    "$BIN/unbundle" --stream "$T/s.bundle" | cmp - "$T/s.wps"
 }
 
 @test "open-calm LoRA: the tensor payloads are the file's data section, byte for byte" {
