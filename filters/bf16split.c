@@ -20,7 +20,8 @@ static const char usage[] =
     "               exponent byte (DFloat11-style).\n"
     "  --row G      weights per verbatim group (default 64)\n"
     "  --match RE   tensors to split (POSIX extended regex on the name; default:\n"
-    "               every 2-D tensor). Other records pass through unchanged\n"
+    "               every tensor of 2 or more dimensions, each row ne[0] weights).\n"
+    "               Other records pass through unchanged\n"
     "               (histogram --no-float then keeps them as they are).\n";
 
 int main(int argc, char **argv)

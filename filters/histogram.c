@@ -18,11 +18,12 @@ static const char usage[] =
     "For each quantized matrix (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K..Q6_K,\n"
     "IQ4_XS) write its side data (d, dmin, scales, mins as the blocks store them),\n"
     "its code symbols (4-bit codes in pairs, others singly) and a histogram record;\n"
-    "split every other 2-D F16/BF16/F32 matrix (fallbacks, embeddings) into\n"
-    "exponent symbols and raw bits as bf16split does (--float-palette N, default\n"
-    "16; --no-float keeps them as they are); count the exponent symbols that\n"
-    "bf16split wrote. A matrix with repeated rows is stored as a row map and\n"
-    "its distinct rows (--no-rowmap keeps every row). Other records pass through.\n"
+    "split every other F16/BF16/F32 tensor of 2+ dimensions (fallbacks,\n"
+    "embeddings; rows of ne[0] weights) into exponent symbols and raw bits as\n"
+    "bf16split does (--float-palette N, default 16; --no-float keeps them as\n"
+    "they are); count the exponent symbols that bf16split wrote. A matrix\n"
+    "with repeated rows is stored as a row map and its distinct rows\n"
+    "(--no-rowmap keeps every row). Other records pass through.\n"
     "--report prints per matrix and in total: symbols, Shannon entropy, fixed\n"
     "width and bits per weight, to stderr.\n";
 
