@@ -158,7 +158,10 @@ struct Lane {
     const Groups *g;          /* global, ring: the warp's group masks and starts */
     uint32_t *sw;             /* staged: word 0 of this lane in shared memory; ring: its ring
                                  column (word i at sw[(i % RING_WORDS) * 32]) */
-    uint32_t W, lt;
+    uint32_t W;
+    uint32_t full;            /* global, ring: groups [0, full) hold a word of every lane (the tile's
+                                 shortest lane has full words), so word i < full of lane k is word
+                                 32 i + k of the tile, found without reading the group's start */
     uint32_t issued;          /* ring: words [0, issued) copied (asynchronously) */
     uint32_t q0, q1, q2, q3;  /* words next .. next + PD - 1, loaded ahead (PD: prefetch distance,
                                  2 or 4; q2, q3 unused at 2) */
@@ -182,6 +185,20 @@ __device__ __forceinline__ TileGeo tile_geo(const DevMat &M, unsigned long long 
     return g;
 }
 
+/* Global and ring lanes: the index in the tile's words of word i of this
+ * thread's lane (i < W): 32 i + k in the leading full groups, else through
+ * the group's start and mask in shared memory (wr_group_word). Why: the
+ * refill read both for every word (two shared loads on its path to the
+ * global load); the synthetic Q4_K's lanes hold 40-57 words, so most words
+ * are in full groups (test_runtime_emu's traffic counts). */
+__device__ __forceinline__ uint32_t lane_word_index(const Lane &L, uint32_t i)
+{
+    if (i < L.full)
+        return 32 * i + (threadIdx.x & 31);
+    WR_PROBE(WR_SITE_GROUP, &L.g->start[i]);
+    return wr_group_word(L.g->start[i], L.g->mask[i], threadIdx.x & 31);
+}
+
 /* Word i of this thread's lane (0 past its end). ST: 0 global, 1 staged,
  * 2 ring (from its slot, unchecked: past its end, whatever the slot holds;
  * the kernel keeps word i there, landed, while it can be read). */
@@ -200,8 +217,7 @@ __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
     }
     if (i >= L.W)
         return 0u;
-    WR_PROBE(WR_SITE_GROUP, &L.g->start[i]);
-    const uint32_t *p = L.tw + wr_group_word(L.g->start[i], L.g->mask[i], threadIdx.x & 31);
+    const uint32_t *p = L.tw + lane_word_index(L, i);
     WR_PROBE(WR_SITE_GWORD, p);
     return __ldg(p);
 }
@@ -218,12 +234,10 @@ __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
  * ahead needs, and not being warp-collective, any lane may skip it. */
 __device__ __forceinline__ void ring_fill(Lane &L, uint32_t held = 2)
 {
-    const unsigned k = threadIdx.x & 31;
     uint32_t t = L.b.next + held + RING_WORDS;
     t = t < L.W ? t : L.W;
     for (uint32_t i = L.issued; i < t; i++) {
-        WR_PROBE(WR_SITE_GROUP, &L.g->start[i]);
-        const uint32_t *src = L.tw + wr_group_word(L.g->start[i], L.g->mask[i], k);
+        const uint32_t *src = L.tw + lane_word_index(L, i);
         WR_PROBE(WR_SITE_COPY, src);
         __pipeline_memcpy_async(&L.sw[(i & (RING_WORDS - 1)) * 32], src, 4);
     }
@@ -251,19 +265,20 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     bad |= W > cap || !span_ok;
     W = W > cap ? cap : W;
     const uint32_t *tw = M.words + (span_ok ? o0 : 0u);
-    uint32_t D = __reduce_max_sync(0xffffffffu, W), G = 0;
+    uint32_t D = __reduce_max_sync(0xffffffffu, W), G = 0, full = 0;
 #pragma unroll 4
     for (uint32_t i = 0; i < D; i++) {
         const uint32_t m = __ballot_sync(0xffffffffu, W > i);
+        full += m == 0xffffffffu && full == i;
         if (ST == 1) {
             if (W > i) {
                 const uint32_t j = wr_group_word(G, m, k);
                 if (j < span) {
                     WR_PROBE(WR_SITE_COPY, tw + j);
                     __pipeline_memcpy_async(&sw[i * 32 + k], tw + j, 4);
-                }
-                else
+                } else {
                     sw[i * 32 + k] = 0u;
+                }
             }
         } else if (k == 0) {
             g->mask[i] = m;
@@ -281,7 +296,7 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     L.g = g;
     L.sw = sw + k;
     L.W = bad ? 0 : W;   /* corrupt offsets: read no word (the kernel flags the tile) */
-    L.lt = (1u << k) - 1;
+    L.full = full;
     wr_bits_init(&L.b);
     L.issued = 0;
     if (ST == 2) {   /* the first RING_WORDS words of each lane */

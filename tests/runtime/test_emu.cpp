@@ -37,7 +37,8 @@
  *   - memory traffic (simt.h's WR_PROBE counts) of k_fused_q<Q4_K, 1, ST>
  *     for fused, staged and ring: printed a tile's worth; each lane word
  *     read from global memory once, the same table lookups in the three,
- *     staged and ring lane-word reads one wavefront each;
+ *     staged and ring lane-word reads one wavefront each, group starts read
+ *     only for words past the tile's full groups, side bytes 4 loads a row;
  *   - every launch: no barrier or warp collective reached at different lines
  *     within a block or warp, none with an exited lane, no misaligned vector
  *     load, no write past the dynamic shared memory (simt.h's checks).
@@ -854,6 +855,15 @@ static void check_traffic()
     }
     const wr_matrix *m = &md.m[0];
     const double tiles = (double)m->v.n_tiles, words = (double)m->v.n_words;
+    /* words past the tile's full groups (lane_word_index reads a group's start for those) */
+    long past_full = 0;
+    for (uint64_t t = 0; t < m->v.n_tiles; t++) {
+        unsigned full = 255;
+        for (int k = 0; k < 32; k++)
+            full = std::min(full, (unsigned)m->v.lane_words[t * 32 + k]);
+        for (int k = 0; k < 32; k++)
+            past_full += m->v.lane_words[t * 32 + k] - full;
+    }
     float *x = dnew<float>((size_t)cols), *y = dnew<float>((size_t)rows);
     wr_make_x(x, (size_t)cols, 3, 0);
     simt::Traffic t[3];
@@ -888,6 +898,10 @@ static void check_traffic()
                a.units[WR_SITE_GROUP] / tiles, a.instr[WR_SITE_SIDE] / tiles, a.units[WR_SITE_SIDE] / tiles);
         CHECK((double)gl == words, "traffic %s: every lane word read from global memory once (%ld reads, %.0f words)",
               nm[st], gl, words);
+        if (st != 1)
+            CHECK(a.lanes[WR_SITE_GROUP] == past_full,
+                  "traffic %s: a group's start read only for words past the tile's full groups (%ld reads, %ld such "
+                  "words of %.0f)", nm[st], a.lanes[WR_SITE_GROUP], past_full, words);
         /* a Q4_K row's 16 side bytes in 4 loads (side_row), rows 2k and 2k + 1 a thread */
         CHECK((double)a.instr[WR_SITE_SIDE] == 8 * tiles && a.lanes[WR_SITE_SIDE] == 4 * rows * (cols / 256),
               "traffic %s: side bytes in 4 loads a tile row (%.2f requests a tile, %ld loads)", nm[st],
