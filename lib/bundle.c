@@ -678,8 +678,9 @@ int wp_restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out
         rs->have_rowmap = 0;
         *out = &rs->full;
     }
-    if (k == 1 && (*out)->kind == WP_REC_TENSOR)   /* laneinterleave's mark, not the input's */
-        wp_attr_del(*out, "stored");
+    char st[8];
+    if (k == 1 && (*out)->kind == WP_REC_TENSOR && wp_attr_str(*out, "stored", st, sizeof st) && !strcmp(st, "fixed"))
+        wp_attr_del(*out, "stored");   /* laneinterleave's mark, not the input's */
     return k;
 }
 
