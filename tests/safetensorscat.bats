@@ -77,6 +77,12 @@ tensor_payloads() {
     [ "$status" -eq 0 ]
     [ "$stderr" = "ggufpack: warning: 48 tensor names of 64 bytes or more ('base_model.model.gpt_neox.layers.0.attention.query_key_value.lora_A.weight', 74): llama.cpp refuses to load such a file" ]
     [ "$(head -c 4 "$T/c.gguf")" = GGUF ]
+    # a name past 255 bytes: its real length (the message cuts the name, not the count)
+    long=$(printf 'w%.0s' $(seq 300))
+    mkst "$T/l.safetensors" "{\"$long\":{\"dtype\":\"F16\",\"shape\":[2,2],\"data_offsets\":[0,8]}}" 8
+    run --separate-stderr sh -c "'$BIN/safetensorscat' '$T/l.safetensors' | '$BIN/ggufpack' > /dev/null"
+    [ "$status" -eq 0 ]
+    [[ "$stderr" == "ggufpack: warning: 1 tensor name of 64 bytes or more ('www"*"', 300): llama.cpp refuses to load such a file" ]]
     # short names: no warning
     run --separate-stderr sh -c "'$BIN/ggufcat' '$MODELS/stories260K-f32.gguf' | '$BIN/ggufpack' > /dev/null"
     [ "$status" -eq 0 ] && [ -z "$stderr" ]
