@@ -723,7 +723,9 @@ __device__ __forceinline__ float code_val(uint32_t e, int u, float moff, const f
  * nb blocks from sp, copied into this thread's array out (local memory:
  * 32 bytes, the most a 256-weight row holds, Q4_1 and Q5_1's 8 x 4), byte
  * b of out = sp[b], with 4-byte loads when a block's side is a multiple of
- * 4 (sp is then 4-aligned), else 2-byte ones (every side is even). Why: read
+ * 4 (sp is then 4-aligned) or sp happens to be 4-aligned (the whole words
+ * of it), else 2-byte ones (every side is even; Q8_0 rows of an even
+ * number of blocks: 4 loads a row, not 8). Why: read
  * in place, wr_sub_scale issued 6-7 byte loads a sub-block, each a request
  * of 32 rows (thread k reads rows 2k, 2k+1: 32 lines), about 3,300 L1
  * wavefronts a Q4_K tile at batch 1 against about 900 for the decode-table
@@ -736,11 +738,12 @@ __device__ __forceinline__ void side_row(uint32_t (&out)[8], const uint8_t *sp, 
 {
     const wr_geom G = wr_geom_of(TYPE);
     const int bytes = nb * G.side, most = 256 / G.n * G.side;
+    const bool a4 = G.side % 4 == 0 || ((uintptr_t)sp & 3) == 0;   /* 4-byte loads where whole words fit */
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         if (4 * i >= most)
             break;
-        if (G.side % 4 == 0) {
+        if (G.side % 4 == 0 || (a4 && 4 * i + 4 <= bytes)) {
             if (4 * i < bytes)
                 WR_PROBE(WR_SITE_SIDE, sp + 4 * i);
             out[i] = 4 * i < bytes ? __ldg(reinterpret_cast<const uint32_t *>(sp) + i) : 0u;

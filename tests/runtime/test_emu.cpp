@@ -829,8 +829,8 @@ static void check_long_lane()
 
 /* Memory traffic of the fused GEMV's decode path at batch 1 (simt.h's
    WR_PROBE counts: shared wavefronts, global 128-byte lines, per warp
-   instruction) for fused, staged and ring on a synthetic Q4_K of 256 x
-   4096 (64 tiles; the synthetic codes of `wprun --synth`). What must hold
+   instruction) for fused, staged and ring on a synthetic matrix of type
+   `type`, 256 x 4096 (64 tiles; the synthetic codes of `wprun --synth`). What must hold
    whatever the timing: the three decode the same symbols, so their table
    lookups are the same instructions (and, but for a lane's last codes in
    ring, at the same addresses); each pipeline
@@ -838,16 +838,27 @@ static void check_long_lane()
    and ring: a copy's source); staged and ring read a word from shared
    memory in one wavefront (word i of lane k in bank k). The counts
    themselves are printed, a tile's worth, for the README's L1 budget. */
-static void check_traffic()
+static void check_traffic(uint32_t type)
 {
     char err[512];
     wr_model md;
     memset(&md, 0, sizeof md);
     const int64_t rows = 256, cols = 4096;
-    int rc = wr_model_synth(&md, WP_Q4_K, rows, cols, 5, err, sizeof err);
+    const char *tn = wp_ggml_type_name(type);
+    const wr_geom G = wr_geom_of((int)type);
+    /* side_row's loads in the matrix (its full tiles): 4-byte ones where the row's side bytes in the
+       tile start 4-aligned (always when a block's side is a multiple of 4), for their whole words,
+       else 2-byte ones */
+    const int64_t side_bytes = 256 / G.n * G.side, bpr = cols / G.n;
+    long side_loads = 0;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t tc = 0; tc < cols / 256; tc++)
+            side_loads += ((r * bpr + tc * 256 / G.n) * G.side) % 4 == 0 ? side_bytes / 4 + side_bytes % 4 / 2
+                                                                          : side_bytes / 2;
+    int rc = wr_model_synth(&md, type, rows, cols, 5, err, sizeof err);
     Dev d;
     rc = rc ? rc : upload(d, &md.m[0], NULL, err, sizeof err);
-    CHECK(rc == 0, "traffic: synthetic Q4_K %lldx%lld uploaded (%s)", (long long)rows, (long long)cols, rc ? err : "ok");
+    CHECK(rc == 0, "traffic: synthetic %s %lldx%lld uploaded (%s)", tn, (long long)rows, (long long)cols, rc ? err : "ok");
     if (rc) {
         wr_model_free(&md);
         dfree_all();
@@ -884,10 +895,10 @@ static void check_traffic()
     for (int st = 0; st < 3; st++) {
         const simt::Traffic &a = t[st];
         const long gl = a.lanes[WR_SITE_GWORD] + a.lanes[WR_SITE_COPY];
-        printf("# traffic Q4_K %s, a tile: table %.0f wavefronts (%.2f a lookup); words from global %.0f requests, "
+        printf("# traffic %s %s, a tile: table %.0f wavefronts (%.2f a lookup); words from global %.0f requests, "
                "%.0f lines (%.2f a request, %.2f sectors); from shared %.0f requests, %.0f wavefronts; group starts %.0f requests, "
                "%.0f wavefronts; side bytes %.0f requests, %.0f lines\n",
-               nm[st], a.units[WR_SITE_LUT] / tiles, (double)a.units[WR_SITE_LUT] / (double)a.instr[WR_SITE_LUT],
+               tn, nm[st], a.units[WR_SITE_LUT] / tiles, (double)a.units[WR_SITE_LUT] / (double)a.instr[WR_SITE_LUT],
                (a.instr[WR_SITE_GWORD] + a.instr[WR_SITE_COPY]) / tiles,
                (a.units[WR_SITE_GWORD] + a.units[WR_SITE_COPY]) / tiles,
                (double)(a.units[WR_SITE_GWORD] + a.units[WR_SITE_COPY]) /
@@ -896,16 +907,17 @@ static void check_traffic()
                    (double)std::max(1L, a.instr[WR_SITE_GWORD] + a.instr[WR_SITE_COPY]),
                a.instr[WR_SITE_SWORD] / tiles, a.units[WR_SITE_SWORD] / tiles, a.instr[WR_SITE_GROUP] / tiles,
                a.units[WR_SITE_GROUP] / tiles, a.instr[WR_SITE_SIDE] / tiles, a.units[WR_SITE_SIDE] / tiles);
-        CHECK((double)gl == words, "traffic %s: every lane word read from global memory once (%ld reads, %.0f words)",
-              nm[st], gl, words);
+        CHECK((double)gl == words, "traffic %s %s: every lane word read from global memory once (%ld reads, %.0f words)",
+              tn, nm[st], gl, words);
         if (st != 1)
             CHECK(a.lanes[WR_SITE_GROUP] == past_full,
-                  "traffic %s: a group's start read only for words past the tile's full groups (%ld reads, %ld such "
-                  "words of %.0f)", nm[st], a.lanes[WR_SITE_GROUP], past_full, words);
-        /* a Q4_K row's 16 side bytes in 4 loads (side_row), rows 2k and 2k + 1 a thread */
-        CHECK((double)a.instr[WR_SITE_SIDE] == 8 * tiles && a.lanes[WR_SITE_SIDE] == 4 * rows * (cols / 256),
-              "traffic %s: side bytes in 4 loads a tile row (%.2f requests a tile, %ld loads)", nm[st],
-              a.instr[WR_SITE_SIDE] / tiles, a.lanes[WR_SITE_SIDE]);
+                  "traffic %s %s: a group's start read only for words past the tile's full groups (%ld reads, %ld "
+                  "such words of %.0f)", tn, nm[st], a.lanes[WR_SITE_GROUP], past_full, words);
+        /* the rows' side bytes in side_row's loads (Q4_K 16 bytes in 4 a row) */
+        CHECK(a.lanes[WR_SITE_SIDE] == side_loads,
+              "traffic %s %s: side bytes in %.2f loads a tile row (%ld loads, %ld expected; %.2f requests a tile)", tn,
+              nm[st], (double)a.lanes[WR_SITE_SIDE] / (double)(rows * (cols / 256)), a.lanes[WR_SITE_SIDE], side_loads,
+              a.instr[WR_SITE_SIDE] / tiles);
         if (st > 0) {
             /* staged: the same addresses; ring: the peeks of a lane's last codes run past its
                end into whatever its slots hold (fused and staged read zeros there), so the
@@ -913,15 +925,15 @@ static void check_traffic()
             const long du = a.units[WR_SITE_LUT] - t[0].units[WR_SITE_LUT];
             CHECK(a.instr[WR_SITE_LUT] == t[0].instr[WR_SITE_LUT] && a.lanes[WR_SITE_LUT] == t[0].lanes[WR_SITE_LUT] &&
                       (st == 1 ? du == 0 : std::labs(du) * 200 <= t[0].units[WR_SITE_LUT]),
-                  "traffic %s: the table lookups of fused (%ld instructions, %ld wavefronts; fused %ld, %ld)",
-                  nm[st], a.instr[WR_SITE_LUT], a.units[WR_SITE_LUT], t[0].instr[WR_SITE_LUT], t[0].units[WR_SITE_LUT]);
+                  "traffic %s %s: the table lookups of fused (%ld instructions, %ld wavefronts; fused %ld, %ld)",
+                  tn, nm[st], a.instr[WR_SITE_LUT], a.units[WR_SITE_LUT], t[0].instr[WR_SITE_LUT], t[0].units[WR_SITE_LUT]);
             CHECK(a.instr[WR_SITE_SWORD] > 0 && a.units[WR_SITE_SWORD] == a.instr[WR_SITE_SWORD],
-                  "traffic %s: shared lane-word reads take one wavefront each (%ld reads, %ld wavefronts)", nm[st],
+                  "traffic %s %s: shared lane-word reads take one wavefront each (%ld reads, %ld wavefronts)", tn, nm[st],
                   a.instr[WR_SITE_SWORD], a.units[WR_SITE_SWORD]);
         }
     }
-    CHECK(t[0].lanes[WR_SITE_LUT] == rows * cols / 2, "traffic: a lookup a pair of Q4_K codes (%ld, %lld)",
-          t[0].lanes[WR_SITE_LUT], (long long)(rows * cols / 2));
+    CHECK(t[0].lanes[WR_SITE_LUT] == rows * cols / G.wps, "traffic %s: a lookup a symbol of %d codes (%ld, %lld)", tn,
+          G.wps, t[0].lanes[WR_SITE_LUT], (long long)(rows * cols / G.wps));
     wr_model_free(&md);
     dfree_all();
 }
@@ -1012,7 +1024,8 @@ int main(void)
     check_to_16();
     check_async_copies();
     check_long_lane();
-    check_traffic();
+    for (uint32_t t : {WP_Q4_K, WP_Q6_K, WP_Q8_0})
+        check_traffic(t);
 
     /* every coded type: a partial tile row and (32-weight blocks) a partial tile column */
     for (uint32_t t : qtypes) {
