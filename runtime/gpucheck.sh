@@ -6,8 +6,9 @@
 # timeout; the bench is skipped when the budget is nearly spent); about 2
 # minutes on an H200 with the kit. GPUCHECK_MEMCHECK=1 adds a
 # compute-sanitizer memcheck run, GPUCHECK_PROFILE=1 Nsight Compute on one
-# launch of each kernel (clocks left alone) and the stall reasons of the
-# fused and twin GEMVs (in the summary).
+# launch of each kernel (clocks left alone), the stall reasons of the
+# fused and twin GEMVs and the fused GEMV's L1 traffic a tile (in the
+# summary).
 #
 # With a kit packed by runtime/gpukit.sh (.gpukit, or WPACK_KIT) it uses
 # that prebuilt wprun and its bundles: the way to run it on a lent machine
@@ -180,6 +181,18 @@ if [ "${GPUCHECK_PROFILE:-0}" = 1 ] && command -v ncu > /dev/null; then
         note "stalls ${k%%:*} ${k#*:}: $(grep -E 'issue_stalled_.*_per_issue_active' "$f" |
             sed -E 's/.*issue_stalled_(.*)_per_issue_active\.ratio[^0-9]*([0-9.]+).*/\2 \1/' | sort -rn | head -n 5 |
             tr '\n' ';')"
+    done
+    # the fused GEMV's L1 traffic a 64x256 tile (3,584 tiles), beside test_runtime_emu's traffic
+    # lines (side bytes, lane words, table lookups): global load requests and sectors, shared
+    # wavefronts and their bank conflicts, local load requests (side_row's copy)
+    for t in Q4_K Q6_K Q8_0; do
+        f="$O/l1-$t.log"
+        timeout 60 ncu --clock-control none --metrics l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,\
+l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,\
+l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum \
+            -k regex:k_fused_q -c 1 "$W" --verify --pipeline fused --synth "$t":4096x14336 --batch 1 > "$f" 2>&1
+        note "L1 k_fused_q $t, a tile: $(awk '/l1tex__/ { v = $NF; gsub(",", "", v); sub(/^l1tex__/, "", $1);
+            printf "%s %.1f; ", $1, v / 3584 }' "$f")"
     done
 fi
 
