@@ -45,16 +45,17 @@
  *     unspecified).
  *   - memory traffic (simt::traffic, when simt::probing is set): the reads
  *     the kernels mark with WR_PROBE (runtime/wr_dev.h: decode-table
- *     lookups, lane words, group starts, asynchronous copies' sources),
+ *     lookups, lane words, group starts, asynchronous copies' sources,
+ *     side bytes),
  *     grouped into the warp instructions the device would issue: key (site,
  *     step, n), step = the thread's table lookups so far (every lane of a
  *     warp looks up its i-th symbol in the same instruction), n = the
  *     thread's reads of that site in that step (a loop's n-th pass). Each
  *     instruction counts its shared-memory wavefronts (the most distinct
  *     32-bit words in one of the 32 banks) or its distinct 128-byte global
- *     lines and 32-byte sectors. A thread is keyed as written, so reads the device would issue
- *     as one instruction but a thread reaches at different steps count
- *     apart; vector loads count as one read;
+ *     lines and 32-byte sectors. A thread is keyed as written, so reads the
+ *     device would issue as one instruction but a thread reaches at
+ *     different steps count apart; vector loads count as one read;
  * Launch with simt::run_kernel(grid, block, dyn_smem_bytes, lambda); only
  * blockDim.x is used (y = z = 1), grids may be 3-D. Thread t of each block
  * runs on worker thread t of a pool (kept from block to block: creating 128
@@ -349,7 +350,7 @@ namespace simt {
 
 /* What the marked reads of the launches since the last reset cost: per site,
  * warp instructions, the lanes in them, and wavefronts (shared sites) or
- * 128-byte lines (global sites). */
+ * 128-byte lines and 32-byte sectors (global sites). */
 struct Traffic {
     long instr[WR_SITES], lanes[WR_SITES], units[WR_SITES];
     long sectors[WR_SITES];                  /* global sites: distinct 32-byte sectors */
@@ -383,45 +384,40 @@ inline void probe(int site, const void *p)
  * (site, step, n) are one instruction. */
 inline void probe_block(unsigned n)
 {
+    auto key = [](const Probe &p) { return std::tie(p.site, p.step, p.n); };
     for (unsigned w = 0; w * 32 < n; w++) {
-        std::vector<std::pair<Probe, unsigned>> v;
+        std::vector<Probe> v;
         for (unsigned t = w * 32; t < n && t < w * 32 + 32; t++) {
-            for (const Probe &p : plog[t])
-                v.push_back({p, t % 32});
+            v.insert(v.end(), plog[t].begin(), plog[t].end());
             plog[t].clear();
         }
-        std::sort(v.begin(), v.end(), [](const auto &a, const auto &b) {
-            return std::tie(a.first.site, a.first.step, a.first.n) < std::tie(b.first.site, b.first.step, b.first.n);
-        });
+        std::sort(v.begin(), v.end(), [&](const Probe &a, const Probe &b) { return key(a) < key(b); });
         for (size_t i = 0; i < v.size();) {
             size_t j = i;
-            const Probe &k = v[i].first;
-            while (j < v.size() && v[j].first.site == k.site && v[j].first.step == k.step && v[j].first.n == k.n)
+            while (j < v.size() && key(v[j]) == key(v[i]))
                 j++;
-            long units = 0;
-            std::vector<uintptr_t> u;
-            if (site_global(k.site)) {   /* distinct lines */
+            /* the distinct units of `bytes` bytes the instruction's addresses fall in */
+            auto distinct = [&](uintptr_t bytes) {
+                std::vector<uintptr_t> u;
                 for (size_t a = i; a < j; a++)
-                    u.push_back(v[a].first.addr / 128);
-                std::sort(u.begin(), u.end());
-                units = std::unique(u.begin(), u.end()) - u.begin();
-                u.clear();
-                for (size_t a = i; a < j; a++)
-                    u.push_back(v[a].first.addr / 32);
-                std::sort(u.begin(), u.end());
-                traffic.sectors[k.site] += std::unique(u.begin(), u.end()) - u.begin();
-            } else {   /* the most distinct words in one bank */
-                for (size_t a = i; a < j; a++)
-                    u.push_back(v[a].first.addr / 4);
+                    u.push_back(v[a].addr / bytes);
                 std::sort(u.begin(), u.end());
                 u.erase(std::unique(u.begin(), u.end()), u.end());
+                return u;
+            };
+            const int site = v[i].site;
+            long units = 0;
+            if (site_global(site)) {   /* distinct lines and sectors */
+                units = (long)distinct(128).size();
+                traffic.sectors[site] += (long)distinct(32).size();
+            } else {   /* the most distinct words in one bank */
                 long per[32] = {0};
-                for (uintptr_t x : u)
+                for (uintptr_t x : distinct(4))
                     units = std::max(units, ++per[x % 32]);
             }
-            traffic.instr[k.site]++;
-            traffic.lanes[k.site] += (long)(j - i);
-            traffic.units[k.site] += units;
+            traffic.instr[site]++;
+            traffic.lanes[site] += (long)(j - i);
+            traffic.units[site] += units;
             i = j;
         }
     }
