@@ -743,11 +743,10 @@ __device__ __forceinline__ void side_row(uint32_t (&out)[8], const uint8_t *sp, 
     for (int i = 0; i < 8; i++) {
         if (4 * i >= most)
             break;
-        if (G.side % 4 == 0 || (a4 && 4 * i + 4 <= bytes)) {
-            if (4 * i < bytes)
-                WR_PROBE(WR_SITE_SIDE, sp + 4 * i);
-            out[i] = 4 * i < bytes ? __ldg(reinterpret_cast<const uint32_t *>(sp) + i) : 0u;
-        } else {
+        if (a4 && 4 * i + 4 <= bytes) {
+            WR_PROBE(WR_SITE_SIDE, sp + 4 * i);
+            out[i] = __ldg(reinterpret_cast<const uint32_t *>(sp) + i);
+        } else {   /* 2-byte loads, or none past the row's blocks (zeros, never read) */
             const uint16_t *p = reinterpret_cast<const uint16_t *>(sp) + 2 * i;
             if (4 * i < bytes)
                 WR_PROBE(WR_SITE_SIDE, p);
