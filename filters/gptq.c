@@ -371,10 +371,12 @@ int main(int argc, char **argv)
     }
     if (rtn && hess_path)
         wp_die("--rtn and --hessian exclude each other");
-    if (!hess_path && (go.act_order || damp_given))
-        fprintf(stderr, "gptq: warning: %s act%s on GPTQ's Hessians: without --hessian (RTN) %s nothing\n",
-                go.act_order && damp_given ? "--act-order and --damp" : go.act_order ? "--act-order" : "--damp",
-                go.act_order && damp_given ? "" : "s", go.act_order && damp_given ? "they do" : "it does");
+    if (!hess_path && go.act_order && damp_given)
+        fprintf(stderr, "gptq: warning: --act-order and --damp act on GPTQ's Hessians: without --hessian (RTN) "
+                        "they do nothing\n");
+    else if (!hess_path && (go.act_order || damp_given))
+        fprintf(stderr, "gptq: warning: %s acts on GPTQ's Hessians: without --hessian (RTN) it does nothing\n",
+                go.act_order ? "--act-order" : "--damp");
     const int lazy = go.gamma || go.widen > 1 || go.lambda > 0;
     if (hess_path)
         hessian_open(hess_path);
