@@ -181,30 +181,22 @@ static void tuning_read(const char *path)
 
 static int is_palette_bf16(const wr_matrix *m);
 
-/* 1 when pipeline p applies to m (as wr_gpu_has_pipe decides on the GPU):
- * transcode and palette for palette-pair BF16, recon and split for BF16,
- * ring for ggml-block (quantized) matrices. */
-static int pipe_applies(const wr_matrix *m, int p)
+/* NULL when pipeline p applies to m (as wr_gpu_has_pipe decides on the
+ * GPU), else why not, for the skip line: ring for ggml-block (quantized)
+ * matrices, transcode and palette for palette-pair BF16, recon and split
+ * for BF16. */
+static const char *pipe_refusal(const wr_matrix *m, int p)
 {
-    if (p == P_RING)
-        return m->kind == WR_Q;
-    if (p == P_TRANSCODE || p == P_PALETTE)
-        return wr_palette_ok(m);
-    if (p == P_RECON || is_split(p))
-        return m->kind == WR_EXP && m->type == WP_BF16;
-    return 1;
+    if (p == P_RING && m->kind != WR_Q)
+        return "ring takes quantized types only";
+    if ((p == P_TRANSCODE || p == P_PALETTE) && !wr_palette_ok(m))
+        return "not a palette-pair BF16 matrix, or its palette entry 0 is exponent 255";
+    if ((p == P_RECON || is_split(p)) && !(m->kind == WR_EXP && m->type == WP_BF16))
+        return "BF16 only";
+    return NULL;
 }
 
-/* Why pipeline p may not apply to a matrix (pipe_applies's rules; twin:
- * the GPU keeps no original data for it), for the skip line. */
-static const char *pipe_why_not(int p)
-{
-    return p == P_RING                             ? "ring takes quantized types only"
-           : p == P_TRANSCODE || p == P_PALETTE    ? "not a palette-pair BF16 matrix, or its palette entry 0 is exponent 255"
-           : p == P_RECON || is_split(p)           ? "BF16 only"
-           : p == P_TWIN                           ? "no original data for the twin"
-                                                   : "not for this matrix";
-}
+static int pipe_applies(const wr_matrix *m, int p) { return !pipe_refusal(m, p); }
 
 static int pipe_for(const wr_matrix *m, int batch)
 {
@@ -479,7 +471,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                     if (!wr_gpu_has_pipe(dm[i], p)) {
                         if (opt.pipe != P_AUTO)   /* asked for by name: say it did not run */
                             printf("gemv   %-6s %-40s batch %-4d %-5s skipped (%s)\n", type_name(m), m->name, batch,
-                                   pipe_name[p], pipe_why_not(p));
+                                   pipe_name[p], pipe_refusal(m, p) ? pipe_refusal(m, p) : "no original data for the twin");
                         continue;
                     }
                     if (wr_gpu_gemv(g, dm[i], p, x, batch, y, err, sizeof err)) {
