@@ -183,10 +183,10 @@ model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-
 # the .calib stamps are rewritten (made newer) only when the calibration differs, as the
 # Makefile is read, so make -q and "Nothing to be done" still hold for an unchanged build
 # (the Hessians' .id likewise: lazyweights writes the same line beside the Hessians it makes)
+stamp = $(shell mkdir -p '$(OUT)' && f='$(1)' && { [ "$$(cat "$$f" 2>/dev/null)" = '$(2)' ] || echo '$(2)' > "$$f"; })
 ifneq ($(filter model,$(MAKECMDGOALS)),)
-$(foreach p,$(POINT),$(shell mkdir -p '$(OUT)' && f='$(OUT)/$(MODEL_NAME)-$(p).calib' && \
-  { [ "$$(cat "$$f" 2>/dev/null)" = '$(CALIB_ID)' ] || echo '$(CALIB_ID)' > "$$f"; }))
-$(if $(TEXT),$(shell f='$(HESS).id' && { [ "$$(cat "$$f" 2>/dev/null)" = '$(HESS_ID)' ] || echo '$(HESS_ID)' > "$$f"; }))
+$(foreach p,$(POINT),$(call stamp,$(OUT)/$(MODEL_NAME)-$(p).calib,$(CALIB_ID)))
+$(if $(TEXT),$(call stamp,$(HESS).id,$(HESS_ID)))
 endif
 $(OUT)/$(MODEL_NAME)-%.calib:
 	mkdir -p $(@D)
