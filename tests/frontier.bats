@@ -142,6 +142,11 @@ CALIB="$DATA/text/groups_merged.txt"
     # and recomputes them for the other text of the same name
     HESSIAN_CHUNKS=2 "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$t1/calib.txt"
     [ "$(cksum < "$hess")" = "$h1" ]
+    # which a second run alone reuses (it wrote the .id after them, so they looked stale: a
+    # new user's trial)
+    before=$(stat -c %y "$hess")
+    HESSIAN_CHUNKS=2 "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$t1/calib.txt"
+    [ "$(stat -c %y "$hess")" = "$before" ]
     # another model of the same name, older than the point
     m1="$BATS_TEST_TMPDIR/ma/m.gguf" m2="$BATS_TEST_TMPDIR/mb/m.gguf"
     mkdir -p "${m1%/*}" "${m2%/*}"
