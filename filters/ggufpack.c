@@ -32,9 +32,7 @@ int main(int argc, char **argv)
         wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
     wp_record r;
     wp_record_init(&r);
-    long dropped = 0, kept = 0, long_names = 0;
-    char first_long[256] = "";   /* the first long name (cut at 255 bytes), its length */
-    size_t first_long_len = 0;
+    long dropped = 0, kept = 0;
     char first[64] = "";   /* the kind of the first record dropped */
     while (wp_cli_next(rd, &r)) {
         if (wp_rec_is_coded(r.kind))
@@ -45,10 +43,6 @@ int main(int argc, char **argv)
             wp_die("%s: %s", in ? in : "stdin", wp_gguf_out_error(g));
         dropped += k == 0;
         kept += k == 1;
-        if (k == 1 && r.kind == WP_REC_TENSOR && strlen(r.name) >= WP_GGML_MAX_NAME && !long_names++) {
-            snprintf(first_long, sizeof first_long, "%s", r.name);
-            first_long_len = strlen(r.name);
-        }
         if (k == 0 && !first[0])
             snprintf(first, sizeof first, "%s", wp_rec_kind_name(r.kind));
     }
@@ -60,10 +54,9 @@ int main(int argc, char **argv)
     if (wp_gguf_out_finish(g, f))
         wp_die("%s: %s", wp_out_name(), wp_gguf_out_error(g));
     wp_out_commit();
-    if (long_names)   /* a valid GGUF, but not one llama.cpp opens (safetensors LoRA names, say) */
-        fprintf(stderr, "ggufpack: warning: %ld tensor name%s of %d bytes or more ('%s', %zu): llama.cpp refuses "
-                "to load such a file\n", long_names, long_names == 1 ? "" : "s", WP_GGML_MAX_NAME, first_long,
-                first_long_len);
+    const char *warn = wp_gguf_out_warning(g);   /* valid GGUF, but not one llama.cpp opens */
+    if (warn)
+        wp_warn("%s", warn);
     if (verbose)
         fprintf(stderr, "ggufpack: %ld non-GGUF records dropped\n", dropped);
     wp_record_free(&r);

@@ -92,6 +92,9 @@ int main(int argc, char **argv)
         if (wp_gguf_out_finish(g, f))
             wp_die("%s: %s", wp_out_name(), wp_gguf_out_error(g));
         wp_out_commit();
+        const char *warn = wp_gguf_out_warning(g);   /* valid GGUF, but not one llama.cpp opens */
+        if (warn)
+            wp_warn("%s", warn);
         wp_gguf_out_free(g);
     }
     wp_record_free(&r);

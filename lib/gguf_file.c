@@ -595,7 +595,22 @@ struct wp_gguf_out {
     uint64_t data_end;
     char   **keys;
     char     err[768];
+    char     warn[512];       /* wp_gguf_out_warning's line */
 };
+
+const char *wp_gguf_out_warning(wp_gguf_out *o)
+{
+    uint64_t n = 0;
+    const char *first = NULL;
+    for (uint64_t i = 0; i < o->n_tensors; i++)
+        if (strlen(o->ti[i].name) >= WP_GGML_MAX_NAME && !n++)
+            first = o->ti[i].name;
+    if (!n)
+        return NULL;
+    snprintf(o->warn, sizeof o->warn, "%" PRIu64 " tensor name%s of %d bytes or more ('%.255s', %zu): llama.cpp "
+             "refuses to load such a file", n, n == 1 ? "" : "s", WP_GGML_MAX_NAME, first, strlen(first));
+    return o->warn;
+}
 
 static int ofail(wp_gguf_out *o, const char *fmt, ...)
 {

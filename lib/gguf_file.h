@@ -93,6 +93,12 @@ int wp_gguf_out_add(wp_gguf_out *o, const wp_record *r);
 /* Write the whole GGUF file to out. Returns 0 or -1. */
 int wp_gguf_out_finish(wp_gguf_out *o, FILE *out);
 
+/* NULL, or one line on what the file written is valid GGUF but llama.cpp
+ * will not load: tensor names of WP_GGML_MAX_NAME bytes or more (their
+ * count, the first and its length; gguf.cpp gguf_init_from_file_impl).
+ * Valid until the next call or wp_gguf_out_free. */
+const char *wp_gguf_out_warning(wp_gguf_out *o);
+
 const char *wp_gguf_out_error(const wp_gguf_out *o);
 void wp_gguf_out_free(wp_gguf_out *o);
 

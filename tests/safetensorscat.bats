@@ -77,6 +77,12 @@ tensor_payloads() {
     [ "$status" -eq 0 ]
     [ "$stderr" = "ggufpack: warning: 48 tensor names of 64 bytes or more ('base_model.model.gpt_neox.layers.0.attention.query_key_value.lora_A.weight', 74): llama.cpp refuses to load such a file" ]
     [ "$(head -c 4 "$T/c.gguf")" = GGUF ]
+    # unbundle writes the same GGUF from the bundle, and says the same (it said nothing)
+    "$BIN/safetensorscat" "$CALM" | "$BIN/bf16split" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/c.bundle"
+    run --separate-stderr "$BIN/unbundle" -o "$T/u.gguf" "$T/c.bundle"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "unbundle: warning: 48 tensor names of 64 bytes or more ('base_model.model.gpt_neox.layers.0.attention.query_key_value.lora_A.weight', 74): llama.cpp refuses to load such a file" ]
+    cmp "$T/u.gguf" "$T/c.gguf"
     # a name past 255 bytes: its real length (the message cuts the name, not the count)
     long=$(printf 'w%.0s' $(seq 300))
     mkst "$T/l.safetensors" "{\"$long\":{\"dtype\":\"F16\",\"shape\":[2,2],\"data_offsets\":[0,8]}}" 8
