@@ -37,7 +37,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--row") && i + 1 < argc) {
             group = wp_arg_int("--row", argv[++i], 1, 1 << 20);
         } else if (!strcmp(argv[i], "--match") && i + 1 < argc) {
-            match = argv[++i];
+            match = wp_cli_value(argv, &i);
         } else {
             wp_cli_common(argc, argv, &i, usage, &in, &out);
         }

@@ -301,26 +301,21 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const int more = i + 1 < argc;
-        /* an option word where a name belongs (gptq --type -o f.wts) is a missing value */
-        if (more && argv[i + 1][0] == '-' && argv[i + 1][1] &&
-            (!strcmp(a, "--type") || !strcmp(a, "--ftype") || !strcmp(a, "--tensor-type") ||
-             !strcmp(a, "--hessian") || !strcmp(a, "--imatrix") || !strcmp(a, "-o")))
-            wp_die("%s: missing value (got the option %s)", a, argv[i + 1]);
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             wp_usage_exit(usage);
         } else if (!strcmp(a, "--type") && more) {
-            type_name = argv[++i];
+            type_name = wp_cli_value(argv, &i);
         } else if (!strcmp(a, "--ftype") && more) {
-            ftype_name = argv[++i];
+            ftype_name = wp_cli_value(argv, &i);
         } else if (!strcmp(a, "--tensor-type") && more) {
             overrides = realloc(overrides, (size_t)(n_over + 1) * sizeof *overrides);
-            overrides[n_over++] = argv[++i];
+            overrides[n_over++] = wp_cli_value(argv, &i);
         } else if (!strcmp(a, "--rtn")) {
             rtn = 1;
         } else if (!strcmp(a, "--hessian") && more) {
-            hess_path = argv[++i];
+            hess_path = wp_cli_value(argv, &i);
         } else if (!strcmp(a, "--imatrix") && more) {
-            imat_path = argv[++i];
+            imat_path = wp_cli_value(argv, &i);
         } else if (!strcmp(a, "--damp") && more) {
             go.damp = wp_arg_float(a, argv[++i], 0, 1e6);
             damp_given = 1;
@@ -339,7 +334,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             quiet = 1;
         } else if (!strcmp(a, "-o") && more) {
-            out = argv[++i];
+            out = wp_cli_value(argv, &i);
         } else if (a[0] == '-' && a[1]) {
             wp_die("%s: unknown option or missing value (try --help)", a);
         } else if (!in) {

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             wp_usage_exit(usage);
         } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-            out = argv[++i];
+            out = wp_cli_value(argv, &i);
         } else if (!strcmp(argv[i], "--")) {
             while (++i < argc)
                 in[n_in++] = argv[i];

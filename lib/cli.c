@@ -241,13 +241,22 @@ void wp_usage_exit(const char *usage)
     exit(0);
 }
 
+const char *wp_cli_value(char **argv, int *i)
+{
+    const char *opt = argv[*i], *v = argv[*i + 1];
+    if (v[0] == '-' && v[1] && !(v[1] >= '0' && v[1] <= '9') && v[1] != '.')   /* "-1" is a number */
+        wp_die("%s: missing value (got the option %s)", opt, v);
+    ++*i;
+    return v;
+}
+
 void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out)
 {
     const char *a = argv[*i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
         wp_usage_exit(usage);
     } else if (!strcmp(a, "-o") && *i + 1 < argc) {
-        *out = argv[++*i];
+        *out = wp_cli_value(argv, i);
     } else if (a[0] == '-' && a[1]) {
         /* an option the usage names, at the end of the line: its value is missing */
         const char *u = strstr(usage, a);
@@ -277,7 +286,7 @@ const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const c
         } else {
             if (*i + 1 >= argc)
                 wp_die("%s: needs a value (try --help)", takes[k]);
-            *value = argv[++*i];
+            *value = wp_cli_value(argv, i);
         }
         return takes[k];
     }

@@ -65,6 +65,14 @@ void wp_stdout_close(void);
 /* Print usage to stdout and exit 0 (--help), or die when it cannot be
  * written (wp_stdout_close). */
 _Noreturn void wp_usage_exit(const char *usage);
+/* The value of an option argv[*i] (*i advanced to
+ * it); the caller has checked that argv[*i + 1] exists. An option word there
+ * ("-v", "--stream"; not "-" alone or a number such as "-1") is a missing
+ * value, not the name: dies
+ * "OPT: missing value (got the option WORD)" (unbundle -o --stream wrote a
+ * GGUF named --stream). */
+const char *wp_cli_value(char **argv, int *i);
+
 /* The options every filter shares, for argv[*i] once the program's own
  * options did not match: --help or -h (print usage to stdout, exit 0),
  * -o OUT (sets *out), "-" or a non-option argument (the input, once: sets

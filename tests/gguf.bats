@@ -189,6 +189,24 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ "$status" -ne 0 ]
 }
 
+@test "an option word where a value belongs is a missing value, in every program (not a file named --stream)" {
+    # ggufpack -o -v wrote a file named -v, unbundle -o --stream a GGUF named --stream (a new
+    # user's trial); gptq alone refused them
+    cd "$T"
+    for c in "ggufpack -o -v s.wps:-o:-v" "unbundle -o --stream m.bundle:-o:--stream" "histogram -o --report:-o:--report" \
+             "laneinterleave -o --dist:-o:--dist" "bf16split --match -o x:--match:-o" "safetensorscat -o --x f:-o:--x" \
+             "hessian --model m --text -o:--text:-o" "gptq --type Q4_0 -o --quiet:-o:--quiet"; do
+        IFS=: read -r cmd opt val <<< "$c"
+        run $BIN/$cmd
+        one_line_error "^${cmd%% *}: $opt: missing value \(got the option $val\)$"
+    done
+    [ -z "$(ls -A "$T")" ]
+    # "-" is standard output, and a negative number is a number
+    "$BIN/ggufcat" -o - "$F32" | "$BIN/tsinfo" | grep -q '^tensor '
+    run "$BIN/hessian" --model "$F32" --text x --ctx -5
+    one_line_error "ctx"
+}
+
 @test "ggufpack of a stream without GGUF content (Hessians) is an error, not an empty GGUF" {
     "$BIN/hessian" --model "$F32" --text "$DATA/text/groups_merged.txt" --chunks 1 -o "$T/h.hess" 2> /dev/null
     run "$BIN/ggufpack" -o "$T/x.gguf" "$T/h.hess"
