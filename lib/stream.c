@@ -333,8 +333,13 @@ wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
         free(rd);
         return NULL;
     }
-    if (rread(rd, h, sizeof h, "stream header"))
+    if (rread(rd, h, sizeof h, "stream header")) {
+        /* a short input that does not start as a stream does is not a stream at all */
+        size_t got = rd->off < 8 ? (size_t)rd->off : 8;
+        if (got && !wp_zsrc_error(rd->src) && memcmp(h, WP_STREAM_MAGIC, got))
+            rfail(rd, "not a wpack stream (bad magic)");
         goto fail;
+    }
     if (memcmp(h, WP_STREAM_MAGIC, 8)) {
         if (!memcmp(h, "GGUF", 4))
             rfail(rd, "not a wpack stream (a GGUF file: read it with ggufcat)");

@@ -175,6 +175,20 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ ! -e "$T/x.gguf" ]
 }
 
+@test "bad input shorter than a stream header: bad magic unless it starts as a stream does" {
+    # echo junk | tsinfo said "truncated stream" (a new user's trial)
+    run sh -c "echo junk | '$BIN/tsinfo'"
+    one_line_error "^tsinfo: stdin: not a wpack stream \(bad magic\)$"
+    run sh -c "printf x | '$BIN/histogram'"
+    one_line_error "^histogram: stdin: not a wpack stream \(bad magic\)$"
+    # the first 5 bytes of a real stream are a stream cut short; no bytes at all, too
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    run sh -c "head -c 5 '$T/s.wps' | '$BIN/tsinfo'"
+    one_line_error "^tsinfo: stdin: truncated stream: stream header ends at byte 5 "
+    run sh -c "'$BIN/tsinfo' < /dev/null"
+    one_line_error "^tsinfo: stdin: truncated stream: stream header ends at byte 0 "
+}
+
 @test "two streams in one pipe, or bytes after a stream: refused, not read as the first alone" {
     # every reader stopped at the first end record, so cat a.wps b.wps | gptq dropped b
     # without a word (a new user's trial)
