@@ -94,6 +94,8 @@ int main(int argc, char **argv)
     }
     if (!orig || !bpath)
         wp_die("usage: verify ORIGINAL.gguf BUNDLE");
+    if (!strcmp(orig, "-") || !strcmp(bpath, "-"))   /* it said "-: No such file or directory" */
+        wp_die("-: verify reads both files twice, so not standard input: give file names");
 
     wp_gguf_in *g = wp_gguf_open(orig, err, sizeof err);
     if (!g)

@@ -95,6 +95,14 @@ bundle() { # GGUF BUNDLE [histogram options]
     one_line_error "^verify: $T/cut.bundle: truncated stream"
 }
 
+@test "bad input: verify of standard input says it needs files (it said '-: No such file or directory')" {
+    bundle "$Q/syn.gguf" "$T/syn.bundle"
+    run sh -c "'$BIN/verify' -q '$Q/syn.gguf' - < '$T/syn.bundle'"
+    one_line_error "^verify: -: verify reads both files twice, so not standard input: give file names$"
+    run sh -c "cat '$Q/syn.gguf' | '$BIN/verify' - '$T/syn.bundle'"
+    one_line_error "^verify: -: verify reads both files twice"
+}
+
 @test "bad input: a flipped bit in a bundle is a checksum error for verify" {
     bundle "$Q/syn.gguf" "$T/syn.bundle"
     cp "$T/syn.bundle" "$T/flip.bundle"
