@@ -43,6 +43,7 @@
 #include "imatrix.h"
 #include "half.h"
 #include "rtn.h"
+#include "zframe.h"
 
 static const char usage[] =
     "usage: gptq (--type T | --ftype PRESET) [--tensor-type REGEX=TYPE]... [--rtn]\n"
@@ -133,6 +134,13 @@ static void hessian_open(const char *path)
     hfile = fopen(path, "rb");
     if (!hfile)
         wp_die("%s: cannot open Hessian file", path);
+    /* hessian_get reads each Hessian at its offset: refused here, before any output, where
+     * a pipe or a zstd'd file used to fail at the first Hessian as "not a wpack stream" */
+    if (fseeko(hfile, 0, SEEK_SET))
+        wp_die("%s: not a seekable file: gptq reads the Hessians by offset (give the file that hessian -o wrote)",
+               path);
+    if (wp_zframe_is(hfile))
+        wp_die("%s: a zstd-compressed Hessian file: gptq reads the Hessians by offset (zstd -d it first)", path);
     char err[1024];
     wp_reader *rd = wp_reader_open(hfile, path, err, sizeof err);
     if (!rd)

@@ -184,6 +184,23 @@ setup() {
     [[ "$output" =~ "/nonexistent/x: cannot write into /nonexistent/" ]]
 }
 
+@test "gptq: a piped or zstd'd --hessian file is refused before any output (it said 'not a wpack stream' at the first Hessian)" {
+    d=$BATS_TEST_TMPDIR
+    "$UNIT" --hessians "$d/h.wts"
+    zstd -q "$d/h.wts" -o "$d/h.wts.zst"
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --type Q8_0 --quiet --hessian '$d/h.wts.zst' -o '$d/g.wts'"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $d/h.wts.zst: a zstd-compressed Hessian file: gptq reads the Hessians by offset (zstd -d it first)" ]
+    "$BIN/ggufcat" -o "$d/m.wts" "$F32"
+    run --separate-stderr sh -c "'$BIN/gptq' --type Q8_0 --quiet --hessian /dev/stdin -o '$d/g.wts' '$d/m.wts' < '$d/h.wts'"
+    [ "$status" -eq 0 ]   # a redirected file is seekable
+    [ -s "$d/g.wts" ]
+    run --separate-stderr sh -c "cat '$d/h.wts' | '$BIN/gptq' --type Q8_0 --quiet --hessian /dev/stdin -o '$d/g2.wts' '$d/m.wts'"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: /dev/stdin: not a seekable file: gptq reads the Hessians by offset (give the file that hessian -o wrote)" ]
+    [ ! -e "$d/g2.wts" ]
+}
+
 @test "with hessian's Hessians, GPTQ's tr(ΔW·H·ΔWᵀ) is below RTN's for every quantized stories260K matrix" {
     d="$BATS_TEST_TMPDIR"
     m="$MODELS/stories260K-f32.gguf"
