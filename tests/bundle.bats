@@ -114,6 +114,19 @@ bundle() { # GGUF BUNDLE [histogram options]
     [[ "$output" =~ (checksum mismatch|corrupt) ]]
 }
 
+@test "bad input: unbundle and verify of histogram's or huffbuild's output say it is not a bundle" {
+    # unbundle --stream said "record '...': side data without its symbols" (a new user's trial)
+    "$BIN/ggufcat" "$Q/syn.gguf" | "$BIN/histogram" > "$T/h.wps"
+    "$BIN/huffbuild" "$T/h.wps" > "$T/t.wps"
+    run sh -c "'$BIN/unbundle' --stream '$T/h.wps' > /dev/null"
+    one_line_error "^unbundle: $T/h.wps: record 'Q4_0.r1x32': a hist record: not a bundle \(histogram's or huffbuild's output: laneinterleave makes the bundle\)$"
+    run "$BIN/unbundle" -o "$T/x.gguf" "$T/t.wps"
+    one_line_error "^unbundle: $T/t.wps: record 'Q4_0.r1x32': a hist record: not a bundle"
+    [ ! -e "$T/x.gguf" ]
+    run "$BIN/verify" -q "$Q/syn.gguf" "$T/t.wps"
+    one_line_error "^verify: $T/t.wps: record 'Q4_0.r1x32': a hist record: not a bundle"
+}
+
 @test "bad input: laneinterleave without huffbuild, verify against the wrong GGUF" {
     run sh -c "'$BIN/ggufcat' '$Q/syn.gguf' | '$BIN/histogram' | '$BIN/laneinterleave' -o '$T/x.bundle'"
     [ "$status" -ne 0 ]
