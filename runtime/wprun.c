@@ -28,7 +28,8 @@ static const char usage[] =
     "             [--runs N] [--tol X] [--graph]\n"
     "Decode a bundle's coded matrices on the GPU (or, with --cpu, with the CPU\n"
     "reference) and check, time or tune y = W x on them.\n"
-    "  --bundle FILE   a bundle (laneinterleave's output); repeatable\n"
+    "  --bundle FILE   a bundle (laneinterleave's output); repeatable; a bare\n"
+    "                  FILE argument is the same\n"
     "  --synth SPEC    add a synthetic coded matrix: TYPE (Q4_0 ... IQ4_XS, BF16,\n"
     "                  F16, F32, or 'all') and shape, e.g. Q4_K:4096x14336;\n"
     "                  repeatable\n"
@@ -640,6 +641,10 @@ int main(int argc, char **argv)
             opt.tune = 1;
         } else if (!strcmp(a, "--graph")) {
             opt.graph = 1;
+        } else if (a[0] != '-') {   /* a bare FILE is --bundle FILE, as zstd and verify take files */
+            if (nb == 64)
+                die(WR_EXIT_USAGE, "%s", "--bundle: at most 64 bundles");
+            bundles[nb++] = a;
         } else if (!v) {
             die(WR_EXIT_USAGE, "unknown option or missing value: %s (see --help)", a);
         } else if (!strcmp(a, "--bundle")) {

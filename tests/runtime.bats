@@ -144,6 +144,21 @@ cpu_verify() {
     [[ "$output" == "wprun: $T/missing.bundle: "* ]]
 }
 
+@test "wprun: a bare FILE is a bundle, as --bundle FILE (it was 'unknown option or missing value')" {
+    run "$BIN/wprun" --cpu --match blk.0.ffn_up "$Q/f16.bundle"
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): ok" ]
+    run "$BIN/wprun" --cpu --match blk.0.ffn_up "$Q/f16.bundle" --bundle "$Q/bf16.bundle"
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "wprun: 2 matrices (cpu): ok" ]
+    run "$BIN/wprun" --cpu "$T/missing.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$output" == "wprun: $T/missing.bundle: "* ]]
+    run "$BIN/wprun" --cpu -x
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: unknown option or missing value: -x (see --help)" ]
+}
+
 @test "without a CUDA device, wprun --verify prints one line and exits 3" {
     has_gpu && skip "a GPU is present"
     run "$BIN/wprun" --verify --bundle "$Q/bf16.bundle"
