@@ -84,6 +84,20 @@ CALIB="$DATA/text/groups_merged.txt"
     [ -z "$(ls -A "$out")" ] || { ls -A "$out"; false; }
 }
 
+@test "lazyweights: histogram's error reaches stderr (it went into the report, which was then deleted)" {
+    bins="$BATS_TEST_TMPDIR/bins" out="$BATS_TEST_TMPDIR/o"
+    mkdir -p "$bins"
+    for p in ggufcat gptq ggufpack huffbuild laneinterleave unbundle verify hessian; do
+        ln -s "$ROOT/bin/$p" "$bins/$p"
+    done
+    printf '#!/bin/sh\necho "histogram: stdin: record 7: it broke" >&2; exit 1\n' > "$bins/histogram"
+    chmod +x "$bins/histogram"
+    WPACK_BIN="$bins" run "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
+    [ "$status" -ne 0 ]
+    [ "$(echo "$output" | grep -c '^histogram: stdin: record 7: it broke$')" -eq 1 ]
+    [ -z "$(ls -A "$out")" ] || { ls -A "$out"; false; }
+}
+
 @test "make model: a new TEXT or HESSIAN_CHUNKS, or RTN after GPTQ, rebuilds the point; hessian's error is shown" {
     # the GPTQ files stayed for an RTN build, and the first TEXT's Hessians served every later
     # TEXT (a new user's trial)
