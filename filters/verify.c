@@ -1,6 +1,6 @@
 /* verify - check a bundle against its original GGUF, bit for bit, with both
  * lane decoders, and account bits per weight.
- * Usage: verify [-q] ORIGINAL.gguf BUNDLE      (see verify(1)) */
+ * Usage: verify [-q] [--tsv] ORIGINAL.gguf BUNDLE      (see verify(1)) */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -15,14 +15,15 @@
 #include "gguf_file.h"
 
 static const char usage[] =
-    "usage: verify [-q] ORIGINAL.gguf BUNDLE\n"
+    "usage: verify [-q] [--tsv] ORIGINAL.gguf BUNDLE\n"
     "Decode every coded matrix of BUNDLE with the reference decoder (11-bit peek\n"
     "against per-length limits) and with the fast decoder, compare both with the\n"
     "tensor in ORIGINAL.gguf bit for bit, rebuild the whole GGUF and compare it\n"
     "byte for byte, and print per matrix and in total: bits per weight (b/w) of\n"
     "the GGUF and of the bundle, the entropy bound, and the overhead of tables,\n"
     "offsets and lane padding. Exit status 0 only if everything matches.\n"
-    "-q prints the totals only.\n";
+    "-q prints the totals only; --tsv prints tab-separated columns for scripts\n"
+    "(a header line, a line per matrix, then the file's line, named '*').\n";
 
 static void copy_record(const wp_record *a, wp_record *b)
 {
@@ -42,6 +43,35 @@ static int same_tensor(const wp_record *a, const wp_record *b)
 {
     return a->type == b->type && a->n_dims == b->n_dims && !memcmp(a->ne, b->ne, sizeof a->ne) &&
            a->payload_len == b->payload_len && !memcmp(a->payload, b->payload, (size_t)a->payload_len);
+}
+
+/* One matrix's line (or, with name "*", the file's): aligned for people, or
+ * with --tsv tab-separated, "-" where a column does not apply (a matrix not
+ * lane-coded has no entropy, tables or padding). Values in b/w. */
+static int tsv;
+
+static void print_row(const char *name, const char *type, double weights, double gguf, double bundle, double entropy,
+                      double tables, double padding, const char *stored, int ok, const char *same)
+{
+    char e[32] = "-", t[32] = "-", p[32] = "-";
+    if (entropy >= 0)
+        snprintf(e, sizeof e, "%.4f", entropy);
+    if (tables >= 0)
+        snprintf(t, sizeof t, "%.4f", tables);
+    if (padding >= 0)
+        snprintf(p, sizeof p, "%.4f", padding);
+    if (tsv) {
+        printf("%s\t%s\t%.0f\t%.4f\t%.4f\t%s\t%s\t%s\t%s\t%s\n", name, type, weights, gguf, bundle, e, t, p, stored,
+               ok ? "ok" : "FAILED");
+        return;
+    }
+    printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8s %8s  %s", name, type, weights, gguf, bundle, e, t, p,
+           ok ? "ok" : "DIFFERS");
+    if (!strcmp(stored, "shared"))
+        printf(" (shares the bytes of %s)", same);
+    else if (strcmp(stored, "coded"))
+        printf(" (%s)", !strcmp(stored, "zstd") ? "zstd" : "stored fixed-width");
+    printf("\n");
 }
 
 /* Bits the symbols of a coded record take without lane padding. */
@@ -82,6 +112,8 @@ int main(int argc, char **argv)
             wp_usage_exit(usage);
         } else if (!strcmp(argv[i], "-q")) {
             quiet = 1;
+        } else if (!strcmp(argv[i], "--tsv")) {
+            tsv = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             wp_die("%s: unknown option (try --help)", argv[i]);
         } else if (!orig) {
@@ -132,7 +164,9 @@ int main(int argc, char **argv)
     uint64_t n_coded = 0, n_fixed = 0, n_shared = 0, unit_bytes = 0;
     int have_coded = 0;
     uint8_t *sym = NULL;
-    if (!quiet)
+    if (tsv)
+        printf("matrix\ttype\tweights\tgguf_bpw\tbundle_bpw\tentropy_bpw\ttables_bpw\tpadding_bpw\tstored\tcheck\n");
+    else if (!quiet)
         printf("%-32s %-6s %9s %8s %8s %8s %8s %8s  %s\n", "matrix", "type", "weights", "GGUF", "bundle",
                "entropy", "tables", "padding", "check");
     while (wp_cli_next(rd, &r)) {
@@ -192,28 +226,26 @@ int main(int argc, char **argv)
                     table_bytes += (double)v.table_bytes;
                     pad_bytes += pad;
                     double side = (double)wp_restore_side_len(ref);
-                    char hs[16] = "-";
+                    double hb = -1;
                     if (h >= 0) {
                         entropy_bits += h * (double)n + 8.0 * side;
-                        snprintf(hs, sizeof hs, "%.4f", (h * (double)n + 8.0 * side) / nw);
+                        hb = (h * (double)n + 8.0 * side) / nw;
                     }
                     n_coded++;
                     coded_w += nw;
                     if (!quiet)
-                        printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8.4f %8.4f  %s\n", a->name, type, nw, gbpw,
-                               8.0 * (double)unit_bytes / nw, hs, 8.0 * (double)v.table_bytes / nw, 8.0 * over / nw,
-                               ok ? "ok" : "DIFFERS");
+                        print_row(a->name, type, nw, gbpw, 8.0 * (double)unit_bytes / nw, hb,
+                                  8.0 * (double)v.table_bytes / nw, 8.0 * over / nw, "coded", ok, "");
                 } else if (same[0]) {
                     n_shared++;
                     if (!quiet)
-                        printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8s %8s  %s (shares the bytes of %s)\n", a->name,
-                               type, nw, gbpw, 8.0 * (double)unit_bytes / nw, "-", "-", "-", ok ? "ok" : "DIFFERS", same);
+                        print_row(a->name, type, nw, gbpw, 8.0 * (double)unit_bytes / nw, -1, -1, -1, "shared", ok,
+                                  same);
                 } else {
                     n_fixed++;
                     if (!quiet)
-                        printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8s %8s  %s (%s)\n", a->name, type, nw, gbpw,
-                               8.0 * (double)unit_bytes / nw, "-", "-", "-", ok ? "ok" : "DIFFERS",
-                               kind == WP_REC_Z ? "zstd" : "stored fixed-width");
+                        print_row(a->name, type, nw, gbpw, 8.0 * (double)unit_bytes / nw, -1, -1, -1,
+                                  kind == WP_REC_Z ? "zstd" : "fixed", ok, "");
                 }
                 weights += nw;
                 unit_bytes = 0;
@@ -239,6 +271,11 @@ int main(int argc, char **argv)
 
     double gguf_bpw = 8.0 * (double)wp_gguf_file_size(g) / weights;
     double bundle_bpw = 8.0 * (double)st.st_size / weights;
+    if (tsv) {   /* the file's line: everything included; no entropy column (side data, metadata) */
+        print_row("*", "file", weights, gguf_bpw, bundle_bpw, -1, 8.0 * table_bytes / weights,
+                  8.0 * pad_bytes / weights, "-", !bad, "");
+        goto report;
+    }
     printf("total: %.0f weights (%.0f in %" PRIu64 " coded matrices, %" PRIu64 " stored fixed-width or zstd, %" PRIu64
            " shared)\n", weights, coded_w, n_coded, n_fixed, n_shared);
     printf("GGUF %.4f b/w, bundle %.4f b/w (saving %.2f%%); tables+offsets %.4f b/w, lane padding %.4f b/w,"
@@ -247,6 +284,7 @@ int main(int argc, char **argv)
            8.0 * pad_bytes / weights, 8.0 * meta_bytes / weights);
     printf("%s: %s\n", whole ? "rebuilt GGUF byte-identical" : "rebuilt GGUF DIFFERS",
            bad ? "FAILED" : "every tensor matches with both decoders");
+report:
     wp_out_commit();
     if (n_bad_tensors)
         fprintf(stderr, "verify: %s: %d tensors differ from %s (first: %s)\n", bpath, n_bad_tensors, orig,

@@ -139,6 +139,37 @@ bundle() { # GGUF BUNDLE [histogram options]
     echo "$output" | grep -q 'FAILED'
 }
 
+@test "verify --tsv: fixed columns for CI, the same b/w as the text report and as tests/bitrates.tsv" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --ftype Q8_0 --rtn --quiet -o "$T/q.wts"
+    "$BIN/ggufpack" -o "$T/q.gguf" "$T/q.wts"
+    # from gptq's stream, as lazyweights codes it (its attributes make it 48 bytes larger than
+    # a bundle of the GGUF)
+    "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$T/q.bundle"
+    run --separate-stderr "$BIN/verify" --tsv "$T/q.gguf" "$T/q.bundle"
+    [ "$status" -eq 0 ] && [ -z "$stderr" ]
+    [ "${lines[0]}" = "$(printf 'matrix\ttype\tweights\tgguf_bpw\tbundle_bpw\tentropy_bpw\ttables_bpw\tpadding_bpw\tstored\tcheck')" ]
+    [ "${#lines[@]}" -eq 50 ]   # header, 48 tensors, the file
+    [ "$(printf '%s\n' "${lines[@]}" | awk -F'\t' 'NF != 10' | wc -l)" -eq 0 ]
+    # the file's line: the b/w pipelines/bitrates records for this point (RTN Q8_0)
+    [ "${lines[49]}" = "$(printf '*\tfile\t292800\t10.3580\t8.5878\t-\t0.0784\t0.0466\t-\tok')" ]
+    grep -q "$(printf '^stories260K-f32\tQ8_0_g0_lam0_c1\t8.5878$')" "$ROOT/tests/bitrates.tsv"
+    [ "$(printf '%s\n' "${lines[@]}" | cut -f9 | sort | uniq -c | tr -s ' ' | tr '\n' ,)" = " 1 -, 13 coded, 11 fixed, 1 shared, 1 stored, 23 zstd," ]
+    [ "${lines[1]}" = "$(printf 'output.weight\tQ8_0\t32768\t8.5000\t5.7917\t5.5123\t0.0850\t0.0789\tcoded\tok')" ]
+    # the same numbers as the text report, a matrix and the totals
+    "$BIN/verify" "$T/q.gguf" "$T/q.bundle" > "$T/text"
+    grep -qE '^output.weight +Q8_0 +32768 +8.5000 +5.7917 +5.5123 +0.0850 +0.0789  ok$' "$T/text"
+    grep -q '^GGUF 10.3580 b/w, bundle 8.5878 b/w' "$T/text"
+    # -q: the header and the file's line
+    run "$BIN/verify" -q --tsv "$T/q.gguf" "$T/q.bundle"
+    [ "${#lines[@]}" -eq 2 ] && [ "${lines[1]}" = "$(printf '*\tfile\t292800\t10.3580\t8.5878\t-\t0.0784\t0.0466\t-\tok')" ]
+    # against the wrong GGUF: FAILED in the check column, exit 1, the reason on stderr
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --ftype Q4_0 --rtn --quiet | "$BIN/ggufpack" > "$T/q4.gguf"
+    run --separate-stderr "$BIN/verify" -q --tsv "$T/q4.gguf" "$T/q.bundle"
+    [ "$status" -eq 1 ]
+    [[ "${lines[1]}" == "*"*"$(printf '\tFAILED')" ]]
+    [[ "$stderr" == "verify: $T/q.bundle: "*" tensors differ from $T/q4.gguf"* ]]
+}
+
 @test "--help of the coding programs" {
     for p in histogram huffbuild laneinterleave verify unbundle; do
         run "$BIN/$p" --help
