@@ -1,20 +1,43 @@
 #!/usr/bin/env bats
 # CI regression of bit rates: every checked operating point is rebuilt
 # (pipelines/bitrates, which also checks each bundle restores its GGUF byte
-# for byte) and compared with tests/bitrates.tsv.
+# for byte) and compared with tests/bitrates.tsv by pipelines/bitcheck.
+bats_require_minimum_version 1.5.0
 load helpers
 
 @test "bit rates: no checked point rises by more than 0.2 % over tests/bitrates.tsv" {
     # stdout only: the table; stderr carries the tools' progress lines
     "$ROOT/pipelines/bitrates" "$BATS_TEST_TMPDIR/br" > "$BATS_TEST_TMPDIR/now.tsv" 2> "$BATS_TEST_TMPDIR/err" ||
         { cat "$BATS_TEST_TMPDIR/now.tsv" "$BATS_TEST_TMPDIR/err"; false; }
-    fails=$(awk -F'\t' '
-        FNR == NR { if ($0 !~ /^#/) want[$1 "\t" $2] = $3; next }
-        { key = $1 "\t" $2; seen[key] = 1
-          if (!(key in want)) { printf "%s: %s (not in tests/bitrates.tsv)\n", key, $3; bad++ }
-          else if ($3 > want[key] * 1.002) { printf "%s: %s b/w, expected at most %s\n", key, $3, want[key]; bad++ }
-          else printf "# %s: %s b/w (expected %s)\n", key, $3, want[key] > "/dev/stderr" }
-        END { for (k in want) if (!(k in seen)) { printf "%s: not built\n", k; bad++ }; exit bad > 0 }
-    ' "$ROOT/tests/bitrates.tsv" "$BATS_TEST_TMPDIR/now.tsv") || { echo "$fails"; false; }
+    "$ROOT/pipelines/bitcheck" "$ROOT/tests/bitrates.tsv" "$BATS_TEST_TMPDIR/now.tsv"
     [ "$(wc -l < "$BATS_TEST_TMPDIR/now.tsv")" -eq 10 ]
+}
+
+@test "bitcheck: a rise, a missing or extra row, and a b/w that is not a number fail; a fall passes" {
+    # an empty b/w (a report whose totals line changed) passed bats' string compare
+    cd "$BATS_TEST_TMPDIR"
+    printf '# model\tpoint\tb/w\nm\tQ8_0\t8.5878\nm\tQ4_0\t6.4734\n' > base.tsv
+    printf 'm\tQ8_0\t8.5878\nm\tQ4_0\t6.0000\n' > fall.tsv
+    run "$ROOT/pipelines/bitcheck" base.tsv fall.tsv
+    [ "$status" -eq 0 ] && [ "${lines[1]}" = "$(printf '# m\tQ4_0: 6.0000 b/w (baseline 6.4734)')" ]
+    printf 'm\tQ8_0\t8.6049\nm\tQ4_0\t6.4734\n' > within.tsv    # 8.6049 <= 8.5878 * 1.002 = 8.60498
+    run "$ROOT/pipelines/bitcheck" base.tsv within.tsv
+    [ "$status" -eq 0 ]
+    printf 'm\tQ8_0\t8.6060\nm\tQ4_0\t6.4734\n' > rise.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv
+    [ "$status" -eq 1 ] && [ "$output" = "$(printf 'm\tQ8_0: 8.6060 b/w, expected at most 8.5878')" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv 0.01
+    [ "$status" -eq 0 ]
+    printf 'm\tQ8_0\t\nm\tQ4_0\t6.4734\n' > empty.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv empty.tsv
+    [ "$status" -eq 1 ] && [ "$output" = "$(printf 'm\tQ8_0: b/w "" is not a number')" ]
+    printf 'm\tQ8_0\t8.5878\nm\tIQ4_XS\t4.1\n' > other.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv other.tsv
+    [ "$status" -eq 1 ]
+    [ "${lines[0]}" = "$(printf 'm\tIQ4_XS: 4.1 (not in base.tsv)')" ]
+    [ "${lines[1]}" = "$(printf 'm\tQ4_0: not in other.tsv')" ]
+    run "$ROOT/pipelines/bitcheck" base.tsv missing.tsv
+    [ "$status" -eq 2 ] && [ "$output" = "bitcheck: missing.tsv: not a readable file" ]
+    run "$ROOT/pipelines/bitcheck" base.tsv fall.tsv 2%
+    [ "$status" -eq 2 ] && [ "$output" = "bitcheck: tolerance '2%': expected a fraction such as 0.002" ]
 }
