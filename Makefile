@@ -37,8 +37,9 @@ LLAMA_LIBS   ?= $(shell pkg-config --libs llama)
 LLAMA_STAMPS :=
 else
 LLAMA_CFLAGS ?= $(REF_CFLAGS)
-# installed programs find the pinned libraries in PREFIX/lib/wpack
-LLAMA_LIBS   ?= $(REF_LIBS) -Wl,-rpath,'$$ORIGIN/../lib/wpack'
+# installed programs find the pinned libraries in PREFIX/lib/wpack, searched
+# first (in the build tree bin/../lib/wpack does not exist); then .deps/
+LLAMA_LIBS   ?= -Wl,-rpath,'$$ORIGIN/../lib/wpack' $(REF_LIBS)
 LLAMA_STAMPS := $(REF_STAMPS)
 INSTALL_REF  := 1
 endif

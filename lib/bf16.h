@@ -84,6 +84,10 @@
 
 #include "ggml_type.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define WP_BF16_PALETTE_MAX 16
 #define WP_BF16_GROUP_DEFAULT 64
 
@@ -199,4 +203,7 @@ void wp_bf16_split_free(struct wp_bf16_split *s);
 /* A static message for an error code. */
 const char *wp_bf16_strerror(int err);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -41,6 +41,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* 16 non-linear levels of IQ4_NL / IQ4_XS (ggml-common.h kvalues_iq4nl). */
 extern const int8_t wp_kvalues_iq4nl[16];
 
@@ -125,4 +129,7 @@ int wp_parts_dequantize(int type, const wp_block_parts *p, float *y);
  * Returns 0, -1 for an unsupported type or a k that is not a multiple. */
 int wp_dequantize_row(int type, const void *src, float *y, int64_t k);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

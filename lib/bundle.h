@@ -38,6 +38,10 @@
 #include "lanes.h"
 #include "stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define WP_CODED_TABLE_BYTES 128u
 #define WP_CODED_HEAD_ALIGN  4u   /* the words start at a multiple of 4 */
 
@@ -152,4 +156,7 @@ uint64_t wp_restore_side_len(const wp_restore *rs);
 int wp_restore_pending(const wp_restore *rs);
 const char *wp_restore_error(const wp_restore *rs);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

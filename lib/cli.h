@@ -19,6 +19,10 @@
 
 #include "stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Set the program name used in messages ("ggufcat"); call first in main. */
 void wp_cli_init(const char *prog);
 /* The program name given to wp_cli_init. */
@@ -26,7 +30,7 @@ const char *wp_prog(void);
 
 /* Print "prog: message" (printf-style, one line) to stderr, remove or
  * truncate any uncommitted output, exit 1. */
-_Noreturn void wp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void wp_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 /* Print "prog: warning: message" to stderr. */
 void wp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -64,7 +68,7 @@ void wp_cli_writer_close(wp_writer *w);
 void wp_stdout_close(void);
 /* Print usage to stdout and exit 0 (--help), or die when it cannot be
  * written (wp_stdout_close). */
-_Noreturn void wp_usage_exit(const char *usage);
+void wp_usage_exit(const char *usage) __attribute__((noreturn));
 /* The value of an option argv[*i] (*i advanced to
  * it); the caller has checked that argv[*i + 1] exists. An option word there
  * ("-v", "--stream"; not "-" alone or a number such as "-1") is a missing
@@ -91,4 +95,7 @@ const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const c
 long long wp_arg_int(const char *opt, const char *val, long long lo, long long hi);
 double    wp_arg_float(const char *opt, const char *val, double lo, double hi);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

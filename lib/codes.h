@@ -24,6 +24,10 @@
 
 #include "blocks.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     int           type;        /* ggml type id (WP_Q4_K ...) */
     wp_block_info bi;          /* its block geometry */
@@ -64,4 +68,7 @@ void wp_codes_split(const wp_codes_geom *g, const uint8_t *blocks, uint8_t *sym,
  * are then partly written. */
 int wp_codes_join(const wp_codes_geom *g, const uint8_t *sym, const uint8_t *side, uint8_t *blocks);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

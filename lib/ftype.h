@@ -33,6 +33,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* llama.cpp's enum llama_ftype (include/llama.h), same numbers: the value
  * llama-quantize writes to general.file_type. */
 enum wp_ftype {
@@ -164,4 +168,7 @@ const char *wp_ftype_plan_name(const wp_ftype_plan *p, size_t i);
 int wp_ftype_plan_n_fallback(const wp_ftype_plan *p);
 int wp_ftype_plan_n_f16_fallback(const wp_ftype_plan *p);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -11,6 +11,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum wp_ggml_type {
     WP_F32 = 0, WP_F16 = 1, WP_Q4_0 = 2, WP_Q4_1 = 3, WP_Q5_0 = 6, WP_Q5_1 = 7,
     WP_Q8_0 = 8, WP_Q8_1 = 9, WP_Q2_K = 10, WP_Q3_K = 11, WP_Q4_K = 12,
@@ -41,4 +45,7 @@ size_t wp_ggml_row_size(uint32_t type, int64_t ne0);
 /* 1 when the type is a quantized block type (blck_size > 1). */
 int wp_ggml_is_quantized(uint32_t type);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

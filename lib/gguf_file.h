@@ -28,6 +28,10 @@
 
 #include "stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define WP_GGUF_DEFAULT_ALIGNMENT 32u
 /* llama.cpp's gguf reader refuses a tensor name of this many bytes or more
  * (ggml.h GGML_MAX_NAME; gguf.cpp gguf_init_from_file_impl) */
@@ -102,4 +106,7 @@ const char *wp_gguf_out_warning(wp_gguf_out *o);
 const char *wp_gguf_out_error(const wp_gguf_out *o);
 void wp_gguf_out_free(wp_gguf_out *o);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -61,6 +61,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Return values of wp_gptq_quantize besides 0 (done) and -1 (error). */
 #define WP_GPTQ_NOT_PD 1   /* H + damping not positive definite after every
                               retry: nothing written; fall back to RTN */
@@ -133,4 +137,7 @@ int64_t wp_gptq_check_blocks(int type, const void *q, int64_t nblocks);
  * at q (blocks.h codes, counted singly). -1 for an unsupported type. */
 double wp_gptq_code_entropy(int type, const void *q, int64_t nblocks);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

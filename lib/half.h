@@ -10,6 +10,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* fp16 bits -> float. Exact for every pattern; a NaN keeps its payload with
  * the quiet bit set. Source: ggml_compute_fp16_to_fp32 (ggml-impl.h). */
 float wp_fp16_to_f32(uint16_t h);
@@ -30,4 +34,7 @@ uint16_t wp_f32_to_bf16(float f);
 static inline uint16_t wp_rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 static inline void wp_wr16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 
+#ifdef __cplusplus
+}
+#endif
 #endif

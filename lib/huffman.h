@@ -29,6 +29,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define WP_HUF_MAX_SYMBOLS 256  /* alphabet size limit (a byte)                */
 #define WP_HUF_MAX_LEN     15   /* largest length limit L this module accepts   */
 #define WP_HUF_LEN         11   /* the length limit wpack uses                  */
@@ -128,4 +132,7 @@ double wp_huf_entropy(const uint64_t *counts, int nsym);
 /* Total coded bits sum(counts[i] * lengths[i]) (saturates at UINT64_MAX). */
 uint64_t wp_huf_coded_bits(const uint64_t *counts, const uint8_t *lengths, int nsym);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

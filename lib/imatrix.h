@@ -27,6 +27,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One weight's entry. */
 typedef struct wp_imatrix_entry {
     char    *name;        /* the weight's tensor name, without ".in_sum2" */
@@ -61,4 +65,7 @@ const wp_imatrix_entry *wp_imatrix_find(const wp_imatrix *im, const char *name);
 /* Release everything *im holds; it is zeroed. */
 void wp_imatrix_free(wp_imatrix *im);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

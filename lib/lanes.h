@@ -77,6 +77,10 @@
 
 #include "huffman.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define WP_TILE_ROWS     64   /* matrix rows per tile                   */
 #define WP_TILE_WEIGHTS  256  /* weight columns per tile                */
 #define WP_LANES         32   /* lanes per tile: 2 rows each            */
@@ -194,4 +198,7 @@ int wp_lanes_decode(const uint32_t *words, uint64_t nwords, const uint32_t *offs
                     const uint8_t *lane_words, const wp_lanes_shape *s, const uint8_t lengths[256],
                     int max_len, int reference, uint8_t *out);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

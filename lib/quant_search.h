@@ -15,6 +15,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define WP_GROUP_MAX_EPS 1e-15f   /* ggml-quants.c GROUP_MAX_EPS */
 
 /* Round to nearest, ties to even, via the 1.5*2^23 magic addition; exact for
@@ -54,4 +58,7 @@ float wp_search_positive(int n, int nmax, const float *x, uint8_t *L, const floa
  * max|x| < 1e-15), error weights w. The codes are re-derived by the caller. */
 float wp_search_iq4(int n, const float *x, const float *w, int ntry);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -16,6 +16,10 @@
 
 #include "stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* If tensor t (n_dims ≥ 2) has repeated rows (compared byte for byte),
  * fill map (a WP_REC_ROWMAP record) and reduced (the distinct rows) and
  * return 1; return 0 when every row is distinct or the map would not pay for
@@ -27,4 +31,7 @@ int wp_rowmap_make(const wp_record *t, wp_record *map, wp_record *reduced);
  * (message in err). */
 int wp_rowmap_expand(const wp_record *map, const wp_record *reduced, wp_record *full, char *err, size_t errlen);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -26,6 +26,10 @@
 
 #include "blocks.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The scales chosen for one block and llama.cpp's rounding rule under them. */
 typedef struct {
     int type;            /* WP_* block type */
@@ -88,4 +92,7 @@ int wp_rtn_block(int type, const float *x, const float *qw, float row_sigma2, vo
 size_t wp_rtn_quantize(int type, const float *src, void *dst, int64_t nrows, int64_t n_per_row,
                        const float *imatrix);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -35,6 +35,10 @@
 
 #include "stream.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Largest header accepted, in bytes (the Rust reader's MAX_HEADER_SIZE). */
 #define WP_ST_MAX_HEADER   100000000u
 /* Prefix of the stream names of __metadata__ key/values. */
@@ -86,4 +90,7 @@ const char *wp_st_path(const wp_st_in *s);
 /* Close the file and free everything; NULL is ignored. */
 void wp_st_close(wp_st_in *s);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -13,8 +13,15 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A new empty temporary file open for reading and writing ("w+b"), already
  * unlinked. Returns NULL with a one-line message in err naming the
  * directory ("cannot create a temporary file in DIR (TMPDIR): reason"). */
 FILE *wp_spool(char *err, size_t errlen);
+#ifdef __cplusplus
+}
+#endif
 #endif

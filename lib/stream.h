@@ -36,6 +36,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define WP_STREAM_MAGIC   "WPACKSTR"
 #define WP_STREAM_VERSION 2u
 #define WP_STREAM_ALIGN   64u
@@ -199,4 +203,7 @@ int wp_writer_close(wp_writer *w, char *err, size_t errlen);
 /* The last error, one line. */
 const char *wp_writer_error(const wp_writer *w);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -19,6 +19,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct wp_zsrc wp_zsrc;
 typedef struct wp_zsink wp_zsink;
 
@@ -62,4 +66,7 @@ int wp_zsink_write(wp_zsink *s, const void *buf, size_t n);
 int wp_zsink_finish(wp_zsink *s);
 void wp_zsink_free(wp_zsink *s);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -14,6 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Compress n bytes (grouped by g ≥ 1) at zstd level (1..22), with zstd's
  * content checksum (XXH64-based, 4 bytes), so decompression detects altered
  * data. Returns a new
@@ -28,4 +32,7 @@ uint64_t wp_zcontent_size(const void *src, size_t len);
  * Returns 0, or -1 when the data is corrupt or not exactly n bytes. */
 int wp_zunpack(const void *src, size_t len, unsigned g, void *dst, size_t n);
 
+#ifdef __cplusplus
+}
+#endif
 #endif
