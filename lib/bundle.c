@@ -516,7 +516,10 @@ static int unwrap_z(wp_restore *rs, wp_record *in)
 {
     int64_t of = wp_attr_i64(in, "z_of", -1), len = wp_attr_i64(in, "z_len", -1);
     int64_t g = wp_attr_i64(in, "z_group", 1);
-    if (of <= 0 || of == WP_REC_Z || of == WP_REC_END || len < 0 || g < 1 || g > 4096)
+    /* only a record with a payload is wrapped: never gguf, ref, zstd or end (a gguf record
+     * made of a wrapped one rewrote the GGUF silently) */
+    if (of <= 0 || of == WP_REC_GGUF || of == WP_REC_REF || of == WP_REC_Z || of == WP_REC_END || len < 0 || g < 1 ||
+        g > 4096)
         return rfail(rs, "record '%s': bad zstd record attributes", in->name);
     if (wp_zcontent_size(in->payload, (size_t)in->payload_len) != (uint64_t)len)
         return rfail(rs, "record '%s': corrupt zstd payload", in->name);
@@ -619,7 +622,7 @@ static int resolve_ref(wp_restore *rs, const wp_record *in)
     for (uint64_t i = 0; sub && i < rs->ix.count && !found; i++) {
         if (strcmp(rs->ix.e[i].name, same) || rs->ix.e[i].kind == WP_REC_REF)
             continue;
-        if (wp_record_read_at(rs->src, rs->src_path, rs->ix.e[i].offset, &r, err, sizeof err)) {
+        if (wp_record_read_entry(rs->src, rs->src_path, &rs->ix.e[i], &r, err, sizeof err)) {
             rfail(rs, "%s", strip_path(err, rs->src_path));
             break;
         }

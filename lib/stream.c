@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 #include <zstd.h>
 
@@ -270,9 +271,24 @@ struct wp_reader {
     uint64_t nrec;         /* records read */
     uint64_t pending;      /* payload bytes (plus padding) not yet read */
     uint64_t pending_sum;
+    uint64_t left;         /* a plain regular file: its bytes from the stream's start; else 0 */
+    struct seen { uint64_t offset, name_hash; uint16_t kind; } *seen;   /* each record, for the index */
+    uint64_t seen_cap;
+    int      n_gguf;       /* gguf records read */
     int      done;
     char     err[768];
 };
+
+/* The bytes of f from its current position when it is a plain regular file
+ * (else 0, unknown: a pipe, or a zstd frame decompressed as it is read). */
+static uint64_t file_left(FILE *f, const wp_zsrc *src)
+{
+    struct stat st;
+    off_t at = ftello(f);
+    if ((src && wp_zsrc_framed(src)) || at < 0 || fstat(fileno(f), &st) || !S_ISREG(st.st_mode) || st.st_size < at)
+        return 0;
+    return (uint64_t)(st.st_size - at);
+}
 
 static int rfail(wp_reader *rd, const char *fmt, ...)
 {
@@ -328,6 +344,7 @@ wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
     }
     rd->f = f;
     snprintf(rd->path, sizeof rd->path, "%s", input_name(path));
+    uint64_t left = file_left(f, NULL);
     if (!(rd->src = wp_zsrc_open(f))) {
         snprintf(err, errlen, "%s: out of memory", rd->path);
         free(rd);
@@ -356,10 +373,12 @@ wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
         rfail(rd, "bad stream alignment %u", rd->align);
         goto fail;
     }
+    rd->left = wp_zsrc_framed(rd->src) ? 0 : left;
     return rd;
 fail:
     snprintf(err, errlen, "%s", rd->err);
     wp_zsrc_free(rd->src);
+    free(rd->seen);
     free(rd);
     return NULL;
 }
@@ -369,8 +388,10 @@ unsigned wp_reader_align(const wp_reader *rd) { return rd->align; }
 
 int wp_reader_close(wp_reader *rd)
 {
-    if (rd)
+    if (rd) {
         wp_zsrc_free(rd->src);
+        free(rd->seen);
+    }
     free(rd);
     return 0;
 }
@@ -441,6 +462,13 @@ static int read_header(wp_reader *rd, wp_record *r)
     }
     if (r->payload_len > MAX_PAYLOAD)
         return rfail(rd, "record '%s': payload of %" PRIu64 " bytes is implausible", name, r->payload_len);
+    if (rd->left && r->payload_len > rd->left - rd->off)   /* before any allocation of that size */
+        return rfail(rd, "truncated stream: record '%s' at byte %" PRIu64 " claims %" PRIu64
+                     " payload bytes, the file has %" PRIu64 " after its header", name, start, r->payload_len,
+                     rd->left - rd->off);
+    if (r->kind == WP_REC_GGUF && (r->payload_len || rd->n_gguf++))
+        return rfail(rd, "corrupt stream: %s gguf record at byte %" PRIu64,
+                     r->payload_len ? "a payload in the" : "a second", start);
     if (r->kind == WP_REC_TENSOR && wp_ggml_blck_size(r->type) && r->n_dims >= 1) {
         /* a tensor's bytes are what its type and shape say */
         uint64_t rs = wp_ggml_row_size(r->type, r->ne[0]), need = r->ne[0] ? rs * (nelem / (uint64_t)r->ne[0]) : 0;
@@ -452,16 +480,37 @@ static int read_header(wp_reader *rd, wp_record *r)
     if (rskip(rd, pad_to(rd->off, rd->align), "record padding"))
         return -1;
     rd->pending = r->payload_len + pad_to(r->payload_len, rd->align);
+    if (r->kind != WP_REC_END) {   /* what the index must say of it */
+        if (rd->nrec == rd->seen_cap) {
+            uint64_t cap = rd->seen_cap ? 2 * rd->seen_cap : 64;
+            struct seen *p = realloc(rd->seen, (size_t)cap * sizeof *p);
+            if (!p)
+                return rfail(rd, "out of memory");
+            rd->seen = p, rd->seen_cap = cap;
+        }
+        rd->seen[rd->nrec] = (struct seen){start, XXH64(name, nl, 0), (uint16_t)r->kind};
+    }
     rd->nrec++;
     return 0;
 }
 
 int wp_reader_payload(wp_reader *rd, wp_record *r)
 {
-    if (!wp_record_alloc(r, r->payload_len))
-        return rfail(rd, "record '%s': out of memory for %" PRIu64 " bytes", r->name, r->payload_len);
-    if (rread(rd, r->payload, (size_t)r->payload_len, "payload"))
-        return -1;
+    /* From a pipe or a zstd frame the length is unchecked: the buffer grows with what
+     * arrives (from 64 MiB, doubling), so a lying header ends as a truncated stream, not
+     * as an allocation of its length. */
+    const uint64_t want = r->payload_len;
+    uint64_t have = 0;
+    do {
+        uint64_t next = rd->left ? want : have ? 2 * have : UINT64_C(1) << 26;
+        if (next > want)
+            next = want;
+        if (!wp_record_alloc(r, next))
+            return rfail(rd, "record '%s': out of memory for %" PRIu64 " bytes", r->name, next);
+        if (rread(rd, r->payload + have, (size_t)(next - have), "payload"))
+            return -1;
+        have = next;
+    } while (have < want);
     if (XXH64(r->payload, (size_t)r->payload_len, 0) != rd->pending_sum)
         return rfail(rd, "record '%s': payload checksum mismatch (corrupt data)", r->name);
     uint64_t pad = pad_to(r->payload_len, rd->align);
@@ -469,12 +518,27 @@ int wp_reader_payload(wp_reader *rd, wp_record *r)
     return rskip(rd, pad, "payload padding");
 }
 
-/* Check the end record's index against what was read. */
+static int index_parse(const uint8_t *pl, uint64_t len, uint64_t end_offset, wp_index *ix);
+
+/* Check the end record's index against what was read: every record's
+ * offset, kind and name (a re-sealed index that lies fails here). */
 static int check_end(wp_reader *rd, wp_record *r)
 {
     uint8_t t[16];
-    if (r->payload_len < 16 || get64(r->payload) != rd->nrec - 1)
+    wp_index ix;
+    if (r->payload_len < 16 || get64(r->payload) != rd->nrec - 1 ||
+        index_parse(r->payload, r->payload_len, r->offset, &ix))
         return rfail(rd, "corrupt stream: index does not match the records");
+    for (uint64_t i = 0; i < ix.count; i++) {
+        const struct seen *e = &rd->seen[i];
+        if (ix.e[i].offset != e->offset || ix.e[i].kind != e->kind ||
+            XXH64(ix.e[i].name, strlen(ix.e[i].name), 0) != e->name_hash) {
+            wp_index_free(&ix);
+            return rfail(rd, "corrupt stream: index entry %" PRIu64 " does not match the record at byte %" PRIu64,
+                         i, e->offset);
+        }
+    }
+    wp_index_free(&ix);
     if (rread(rd, t, sizeof t, "trailer"))
         return -1;
     if (memcmp(t + 8, WP_TRAILER_MAGIC, 8) || get64(t) != r->offset)
@@ -509,6 +573,46 @@ int wp_reader_next(wp_reader *rd, wp_record *r)
 
 /* ---- random access ------------------------------------------------------- */
 
+/* Parse an end record's payload (u64 count, u64 entries_len, a zstd frame of
+ * the entries) into ix: entries_len bounded by what count entries can take and
+ * used up exactly, offsets increasing and below end_offset. 0 or -1. */
+static int index_parse(const uint8_t *pl, uint64_t len, uint64_t end_offset, wp_index *ix)
+{
+    memset(ix, 0, sizeof *ix);
+    if (len < 16)
+        return -1;
+    uint64_t n = get64(pl), raw_len = get64(pl + 8);
+    if (n > (UINT64_C(1) << 32) || raw_len < 16 * n || raw_len > n * (16 + WP_MAX_NAME) ||
+        ZSTD_getFrameContentSize(pl + 16, (size_t)len - 16) != raw_len)
+        return -1;
+    uint8_t *raw = malloc(raw_len ? (size_t)raw_len : 1);
+    if (!raw || ZSTD_decompress(raw, (size_t)raw_len, pl + 16, (size_t)len - 16) != raw_len ||
+        !(ix->e = calloc(n ? (size_t)n : 1, sizeof *ix->e))) {
+        free(raw);
+        return -1;
+    }
+    const uint8_t *p = raw, *end = raw + raw_len;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t nl = end - p >= 16 ? get32(p + 12) : 0;
+        if (end - p < 16 || (uint64_t)(end - p - 16) < nl || nl > WP_MAX_NAME || get64(p) >= end_offset ||
+            (i && get64(p) <= ix->e[i - 1].offset))
+            break;
+        ix->e[i].offset = get64(p);
+        ix->e[i].kind = get16(p + 8);
+        ix->e[i].name = strndup((const char *)p + 16, nl);
+        ix->count = i + 1;
+        if (!ix->e[i].name)
+            break;
+        p += 16 + nl;
+    }
+    free(raw);
+    if (ix->count != n || p != end) {
+        wp_index_free(ix);
+        return -1;
+    }
+    return 0;
+}
+
 int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t errlen)
 {
     uint8_t t[16];
@@ -533,44 +637,13 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
         wp_record_free(&r);
         return -1;
     }
-    uint8_t *raw = NULL;
-    if (r.kind != WP_REC_END || r.payload_len < 16)
-        goto bad;
-    uint64_t n = get64(r.payload), raw_len = get64(r.payload + 8);
-    if (raw_len > (UINT64_C(1) << 32) || n > raw_len / 16 + 1 ||
-        ZSTD_getFrameContentSize(r.payload + 16, (size_t)r.payload_len - 16) != raw_len)
-        goto bad;
-    raw = malloc(raw_len ? (size_t)raw_len : 1);
-    if (!raw || ZSTD_decompress(raw, (size_t)raw_len, r.payload + 16, (size_t)r.payload_len - 16) != raw_len) {
-        free(raw);
-        goto bad;
-    }
+    int bad = r.kind != WP_REC_END || index_parse(r.payload, r.payload_len, r.offset, ix);
     wp_record_free(&r);
-    r.payload = raw;    /* the entries, decompressed */
-    r.payload_len = r.payload_cap = raw_len;
-    const uint8_t *p = r.payload, *end = r.payload + r.payload_len;
-    ix->e = calloc(n ? n : 1, sizeof *ix->e);
-    if (!ix->e)
-        goto bad;
-    for (uint64_t i = 0; i < n; i++) {
-        if (end - p < 16)
-            goto bad;
-        uint32_t nl = get32(p + 12);
-        if ((uint64_t)(end - p - 16) < nl)
-            goto bad;
-        ix->e[i].offset = get64(p);
-        ix->e[i].kind = get16(p + 8);
-        ix->e[i].name = strndup((const char *)p + 16, nl);
-        ix->count = i + 1;
-        p += 16 + nl;
+    if (bad) {
+        snprintf(err, errlen, "%s: corrupt index", path);
+        return -1;
     }
-    wp_record_free(&r);
     return 0;
-bad:
-    wp_record_free(&r);
-    wp_index_free(ix);
-    snprintf(err, errlen, "%s: corrupt index", path);
-    return -1;
 }
 
 const wp_index_entry *wp_index_find(const wp_index *ix, unsigned kind, const char *name)
@@ -611,6 +684,8 @@ int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, 
         return -1;
     }
     rd.off = offset;
+    uint64_t left = file_left(f, NULL);
+    rd.left = left ? left + offset : 0;
     if (!(rd.src = wp_zsrc_plain(f))) {
         snprintf(err, errlen, "%s: out of memory", rd.path);
         return -1;
@@ -619,7 +694,20 @@ int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, 
     if (rc)
         snprintf(err, errlen, "%s", rd.err);
     wp_zsrc_free(rd.src);
+    free(rd.seen);
     return rc;
+}
+
+int wp_record_read_entry(FILE *f, const char *path, const wp_index_entry *e, wp_record *r, char *err, size_t errlen)
+{
+    if (wp_record_read_at(f, path, e->offset, r, err, errlen))
+        return -1;
+    if (r->kind != e->kind || strcmp(r->name, e->name)) {
+        snprintf(err, errlen, "%s: corrupt index: the entry for '%s' leads to record '%s' at byte %" PRIu64,
+                 input_name(path), e->name, r->name, e->offset);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- writer -------------------------------------------------------------- */

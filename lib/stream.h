@@ -179,6 +179,10 @@ void wp_index_free(wp_index *ix);
  * wp_reader_next does. Returns 0, or -1 with a message in err. */
 int  wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r,
                        char *err, size_t errlen);
+/* Read the record an index entry points at, and check it is that record
+ * (kind and name): a lying index is an error, not another record. */
+int  wp_record_read_entry(FILE *f, const char *path, const wp_index_entry *e, wp_record *r,
+                          char *err, size_t errlen);
 
 /* ---- writing ------------------------------------------------------------ */
 

@@ -226,5 +226,32 @@ int main(void)
     free(buf);
     free(want[0]);
     free(want[1]);
+    /* a zstd record may wrap only a record with a payload: a gguf record made of a wrapped
+     * rowmap (z_of=1, re-sealed) rewrote the GGUF silently (a breaker's find) */
+    {
+        wp_record t, z, *out;
+        wp_record_init(&t), wp_record_init(&z);
+        t.kind = WP_REC_TENSOR, t.n_dims = 1, t.ne[0] = 64, t.ne[1] = t.ne[2] = t.ne[3] = 1;
+        wp_record_set_name(&t, "x");
+        wp_record_alloc(&t, 256);
+        memset(t.payload, 3, 256);
+        const unsigned bad[] = {WP_REC_GGUF, WP_REC_REF, WP_REC_Z, WP_REC_END};
+        int refused = 0;
+        for (int i = 0; i < 4; i++) {
+            wp_restore *rs = wp_restore_new();
+            wp_z_wrap(&t, 1, 3, &z);
+            wp_attr_set_i64(&z, "z_of", bad[i]);
+            refused += wp_restore_put(rs, &z, 0, &out) == -1 &&
+                       !strcmp(wp_restore_error(rs), "record 'x': bad zstd record attributes");
+            wp_restore_free(rs);
+        }
+        wp_restore *rs = wp_restore_new();
+        wp_z_wrap(&t, 1, 3, &z);
+        CHECK(refused == 4 && wp_restore_put(rs, &z, 0, &out) == 1 && out->kind == WP_REC_TENSOR &&
+                  out->payload_len == 256 && !memcmp(out->payload, t.payload, 256),
+              "a zstd record of a tensor unwraps; of a gguf, ref, zstd or end record it is refused (%d of 4)", refused);
+        wp_restore_free(rs);
+        wp_record_free(&t), wp_record_free(&z);
+    }
     return tap_done();
 }

@@ -2,9 +2,89 @@
  * round-trips what the writer writes. */
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
+#include <zstd.h>
 
 #include "stream.h"
 #include "tap.h"
+
+static uint64_t rd64(const char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static uint32_t rd32(const char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static void wr64(char *p, uint64_t v) { memcpy(p, &v, 8); }
+
+/* A stream of tensor records named names[i], each of `bytes` bytes of value
+ * fill[i] (F32, shape bytes/4), in memory; *len its length. */
+static char *records(const char *const *names, const int *fill, int n, uint64_t bytes, size_t *len)
+{
+    char *buf = NULL, err[256];
+    FILE *f = open_memstream(&buf, len);
+    wp_writer *w = wp_writer_open(f, "mem", 8, err, sizeof err);
+    wp_record r;
+    wp_record_init(&r);
+    for (int i = 0; i < n; i++) {
+        r.kind = WP_REC_TENSOR;
+        r.n_dims = 1;
+        r.ne[0] = (int64_t)(bytes / 4), r.ne[1] = r.ne[2] = r.ne[3] = 1;
+        wp_record_set_name(&r, names[i]);
+        wp_record_alloc(&r, bytes);
+        memset(r.payload, fill[i], (size_t)bytes);
+        wp_writer_put(w, &r);
+    }
+    wp_writer_close(w, err, sizeof err);
+    fclose(f);
+    wp_record_free(&r);
+    return buf;
+}
+
+/* Replace the end record's payload (the index) of stream buf with pl, and
+ * reseal its checksums and trailer, as a corrupter who knows the format
+ * would (wpack-stream(5): header 72 bytes + name + attrs + xxh64). */
+static char *with_index(const char *buf, size_t len, const char *pl, size_t pl_len, size_t *out_len)
+{
+    uint64_t end = rd64(buf + len - 16), al = rd32(buf + end + 48), hl = 72 + al + 8;
+    uint64_t p = (end + hl + 7) / 8 * 8, n = (p + pl_len + 7) / 8 * 8 + 16;
+    char *o = calloc(1, n);
+    memcpy(o, buf, end + hl);
+    wr64(o + end + 56, pl_len);
+    wr64(o + end + 64, XXH64(pl, pl_len, 0));
+    wr64(o + end + hl - 8, XXH64(o + end, hl - 8, 0));
+    memcpy(o + p, pl, pl_len);
+    wr64(o + n - 16, end);
+    memcpy(o + n - 8, "WPACKEND", 8);
+    *out_len = n;
+    return o;
+}
+
+/* An index payload: count, entries_len, then a zstd frame of `entries`. */
+static char *index_payload(uint64_t count, uint64_t entries_len, const char *entries, size_t n, size_t *len)
+{
+    size_t cap = ZSTD_compressBound(n);
+    char *pl = malloc(16 + cap);
+    wr64(pl, count);
+    wr64(pl + 8, entries_len);
+    *len = 16 + ZSTD_compress(pl + 16, cap, entries, n, 3);
+    return pl;
+}
+
+/* wp_index_read and wp_record_read_entry of every entry on a temporary file
+ * holding buf: 0, or -1 with the message in msg. */
+static int random_access(const char *buf, size_t len, char *msg, size_t n)
+{
+    FILE *f = tmpfile();
+    fwrite(buf, 1, len, f);
+    fflush(f);
+    wp_index ix;
+    wp_record r;
+    wp_record_init(&r);
+    int rc = wp_index_read(f, "mem", &ix, msg, n);
+    for (uint64_t i = 0; rc == 0 && i < ix.count; i++)
+        rc = wp_record_read_entry(f, "mem", &ix.e[i], &r, msg, n);
+    if (rc == 0 || strncmp(msg, "mem: corrupt index", 18))
+        wp_index_free(&ix);
+    wp_record_free(&r);
+    fclose(f);
+    return rc;
+}
 
 /* A stream of one record with shape ne, in memory. */
 static char *one_record(const int64_t ne[4], int n_dims, uint64_t bytes, size_t *len)
@@ -74,5 +154,97 @@ int main(void)
     CHECK(read_all(b, len, msg, sizeof msg) < 0 && strstr(msg, "more than 2^62 elements"),
           "a shape whose element count overflows is refused: %s", msg);
     free(b);
+
+    /* the index, re-sealed, against the records (a breaker's lies: every reader said ok) */
+    const char *ab[] = {"a1", "b2"}, *ba[] = {"b2", "a1"};
+    int f12[] = {1, 2}, f21[] = {2, 1};
+    size_t la, lb;
+    char *sa = records(ab, f12, 2, 64, &la), *sb = records(ba, f21, 2, 64, &lb);
+    CHECK(la == lb && read_all(sa, la, msg, sizeof msg) == 0 && random_access(sa, la, msg, sizeof msg) == 0,
+          "two records read in order and by index");
+    /* the same layout with the names swapped: b's end record (its index) after a's records */
+    uint64_t end = rd64(sa + la - 16);
+    char *sw = malloc(la);
+    memcpy(sw, sa, end);
+    memcpy(sw + end, sb + end, la - end);
+    CHECK(read_all(sw, la, msg, sizeof msg) < 0 &&
+              !strcmp(msg, "mem: corrupt stream: index entry 0 does not match the record at byte 16"),
+          "an index naming other records at the same offsets: the reader refuses it: %s", msg);
+    CHECK(random_access(sw, la, msg, sizeof msg) < 0 &&
+              !strcmp(msg, "mem: corrupt index: the entry for 'b2' leads to record 'a1' at byte 16"),
+          "and random access refuses the record its entry leads to: %s", msg);
+    free(sw);
+    /* the real entries, decompressed, to build lies from */
+    uint64_t al = rd32(sa + end + 48), pl_at = (end + 72 + al + 8 + 7) / 8 * 8, pl_len = rd64(sa + end + 56);
+    uint64_t ent_len = rd64(sa + pl_at + 8);
+    char ent[4096 + 8];
+    CHECK(ent_len < 4096 && ZSTD_decompress(ent, sizeof ent, sa + pl_at + 16, pl_len - 16) == ent_len,
+          "the index holds %llu bytes of entries", (unsigned long long)ent_len);
+    size_t il, ll;
+    char *ip = index_payload(2, ent_len, ent, ent_len, &il), *s2 = with_index(sa, la, ip, il, &ll);
+    CHECK(read_all(s2, ll, msg, sizeof msg) == 0 && random_access(s2, ll, msg, sizeof msg) == 0,
+          "the real entries, re-sealed so, read in order and by index");
+    free(ip), free(s2);
+    /* entries_len beyond what 2 entries can hold: 256 MiB of zeros took 264 MB, then an unrelated error */
+    char *zeros = calloc(1, 1 << 20);
+    ip = index_payload(2, 1 << 20, zeros, 1 << 20, &il);
+    s2 = with_index(sa, la, ip, il, &ll);
+    CHECK(read_all(s2, ll, msg, sizeof msg) < 0 && !strcmp(msg, "mem: corrupt stream: index does not match the records"),
+          "an index whose entries_len is more than its count can use is refused: %s", msg);
+    CHECK(random_access(s2, ll, msg, sizeof msg) < 0 && !strcmp(msg, "mem: corrupt index"),
+          "by random access too: %s", msg);
+    free(ip), free(s2), free(zeros);
+    /* bytes after the last entry */
+    memcpy(ent + ent_len, "junkjunk", 8);
+    ip = index_payload(2, ent_len + 8, ent, ent_len + 8, &il);
+    s2 = with_index(sa, la, ip, il, &ll);
+    CHECK(read_all(s2, ll, msg, sizeof msg) < 0 && random_access(s2, ll, msg, sizeof msg) < 0,
+          "an index with bytes after its last entry is refused: %s", msg);
+    free(ip), free(s2);
+    /* an offset past the end record */
+    char lie[4096];
+    memcpy(lie, ent, ent_len);
+    wr64(lie, UINT64_C(1) << 50);
+    ip = index_payload(2, ent_len, lie, ent_len, &il);
+    s2 = with_index(sa, la, ip, il, &ll);
+    CHECK(read_all(s2, ll, msg, sizeof msg) < 0 && random_access(s2, ll, msg, sizeof msg) < 0 &&
+              !strcmp(msg, "mem: corrupt index"),
+          "an entry at byte 2^50 is refused (verify said byte-identical): %s", msg);
+    free(ip), free(s2);
+
+    /* a payload length that lies, header re-sealed: no allocation of that size */
+    char *pl = malloc(la);
+    memcpy(pl, sa, la);
+    wr64(pl + 16 + 56, UINT64_C(1) << 39);
+    pl[16 + 4] = WP_REC_SYMBOLS;   /* a tensor's length is checked against its shape first */
+    uint64_t hl0 = 72 + rd32(pl + 16 + 12) + rd32(pl + 16 + 48) + 8;
+    wr64(pl + 16 + hl0 - 8, XXH64(pl + 16, hl0 - 8, 0));
+    CHECK(read_all(pl, la, msg, sizeof msg) < 0 && strstr(msg, "mem: truncated stream: payload ends at byte"),
+          "from memory (no file size), a 2^39-byte payload claim reads what is there: %s", msg);
+    CHECK(random_access(pl, la, msg, sizeof msg) < 0 &&
+              strstr(msg, "truncated stream: record 'a1' at byte 16 claims 549755813888 payload bytes, the file has"),
+          "from a file, it is checked against the file's size first: %s", msg);
+    free(pl);
+    free(sa), free(sb);
+
+    /* gguf records: no payload, one a stream */
+    {
+        char *buf = NULL, err[256];
+        size_t n;
+        FILE *f = open_memstream(&buf, &n);
+        wp_writer *w = wp_writer_open(f, "mem", 8, err, sizeof err);
+        wp_record g;
+        wp_record_init(&g);
+        g.kind = WP_REC_GGUF;
+        wp_record_set_name(&g, "m.gguf");
+        wp_writer_put(w, &g);
+        wp_writer_put(w, &g);
+        wp_writer_close(w, err, sizeof err);
+        fclose(f);
+        CHECK(read_all(buf, n, msg, sizeof msg) < 0 && !strcmp(msg, "mem: corrupt stream: a second gguf record at byte 104"),
+              "a second gguf record is refused (ggufpack took it): %s", msg);
+        free(buf);
+        wp_record_free(&g);
+    }
     return tap_done();
 }
