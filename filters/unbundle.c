@@ -72,15 +72,16 @@ int main(int argc, char **argv)
         wp_die("%s: %s", src, rs ? err : "out of memory");
     wp_record r, *t;
     wp_record_init(&r);
+    long kept = 0;   /* GGUF records taken */
     while (wp_cli_next(rd, &r)) {
         int k = wp_restore_put(rs, &r, reference, &t);
         if (k < 0)
             wp_die("%s: %s", src, wp_restore_error(rs));
         for (; k == 1 && t; t = wp_restore_more(rs)) {
-            if (w)
-                wp_cli_put(w, t);
-            else if (wp_gguf_out_add(g, t) < 0)
+            int k = w ? (wp_cli_put(w, t), 1) : wp_gguf_out_add(g, t);
+            if (k < 0)
                 wp_die("%s: %s", src, wp_gguf_out_error(g));
+            kept += k;
         }
     }
     if (wp_restore_pending(rs))
@@ -88,6 +89,9 @@ int main(int argc, char **argv)
     if (w) {
         wp_cli_writer_close(w);
     } else {
+        if (!kept)   /* (a Hessian file became an empty GGUF, exit 0) */
+            wp_die("%s: no GGUF header, key/value or tensor record to write (not a bundle of a GGUF or a tensor "
+                   "stream; unbundle --stream gives its records back)", src);
         FILE *f = wp_out_open(out);
         if (wp_gguf_out_finish(g, f))
             wp_die("%s: %s", wp_out_name(), wp_gguf_out_error(g));

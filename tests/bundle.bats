@@ -125,6 +125,13 @@ bundle() { # GGUF BUNDLE [histogram options]
     [ ! -e "$T/x.gguf" ]
     run "$BIN/verify" -q "$Q/syn.gguf" "$T/t.wps"
     one_line_error "^verify: $T/t.wps: record 'Q4_0.r1x32': a hist record: not a bundle"
+    # a stream without GGUF content (Hessians) became an empty 32-byte GGUF, exit 0 (a breaker's find)
+    "$BIN/hessian" --model "$MODELS/stories260K-f32.gguf" --text "$DATA/text/tinystories_sample.txt" --ctx 64 \
+        --chunks 1 --threads 1 -o "$T/h.hess" 2> /dev/null
+    run "$BIN/unbundle" -o "$T/h.gguf" "$T/h.hess"
+    one_line_error "^unbundle: $T/h.hess: no GGUF header, key/value or tensor record to write \(not a bundle of a GGUF or a tensor stream; unbundle --stream gives its records back\)$"
+    [ ! -e "$T/h.gguf" ]
+    "$BIN/unbundle" --stream "$T/h.hess" | cmp - "$T/h.hess"
 }
 
 @test "bad input: laneinterleave without huffbuild, verify against the wrong GGUF" {
