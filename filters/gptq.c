@@ -415,8 +415,7 @@ int main(int argc, char **argv)
     size_t n_t = 0;
     while (wp_cli_next(rd, &r)) {
         if (wp_rec_is_coded(r.kind))
-            wp_die("%s: record '%s' (%s) belongs to a coded stream or bundle: unbundle --stream it first",
-                   in && strcmp(in, "-") ? in : "stdin", r.name, wp_rec_kind_name(r.kind));
+            wp_cli_refuse_coded(in, &r);
         if (r.kind == WP_REC_KV) {
             if (!strcmp(r.name, "general.architecture") && r.type == WP_GGUF_STRING && r.payload_len >= 8) {
                 uint64_t l = rd64(r.payload);

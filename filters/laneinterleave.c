@@ -197,6 +197,8 @@ int main(int argc, char **argv)
     char entropy_of[WP_MAX_NAME + 1] = "";
     for (;;) {
         int more = wp_cli_next(rd, &r);
+        if (more && wp_rec_is_bundle(r.kind))   /* said "side data without its symbols" at the end */
+            wp_cli_refuse_coded(in, &r);
         if (more && r.kind == WP_REC_KV) {
             if (wp_kvpack_add(&kvbuf, &kvlen, &r))
                 wp_die("out of memory");

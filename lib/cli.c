@@ -177,6 +177,20 @@ void wp_out_commit(void)
     out_f = NULL;
 }
 
+void wp_cli_refuse_coded(const char *in, const wp_record *r)
+{
+    char what[WP_MAX_NAME + 64];
+    if (r->name[0])
+        snprintf(what, sizeof what, "record '%s' (%s)", r->name, wp_rec_kind_name(r->kind));
+    else
+        snprintf(what, sizeof what, "a %s record", wp_rec_kind_name(r->kind));
+    in = in && strcmp(in, "-") ? in : "stdin";
+    if (wp_rec_is_bundle(r->kind))
+        wp_die("%s: %s belongs to a bundle: unbundle --stream it first", in, what);
+    wp_die("%s: %s is the coding pipeline's output (bf16split, histogram, huffbuild): give %s the stream from "
+           "before them", in, what, wp_prog());
+}
+
 wp_reader *wp_cli_reader(const char *path)
 {
     char err[1024];

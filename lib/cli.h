@@ -34,6 +34,11 @@ void wp_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2))
 /* Print "prog: warning: message" to stderr. */
 void wp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Stop on record r of input `in` (NULL or "-": stdin), which this program
+ * cannot act on: it belongs to a later stage of the coding pipeline or to a
+ * bundle (wp_rec_is_coded, wp_rec_is_bundle; each program says which). */
+void wp_cli_refuse_coded(const char *in, const wp_record *r) __attribute__((noreturn));
+
 /* Open input: NULL or "-" means stdin. Dies with "prog: PATH: reason". */
 FILE *wp_in_open(const char *path);
 

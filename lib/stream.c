@@ -99,6 +99,11 @@ int wp_rec_is_coded(unsigned kind)
     }
 }
 
+int wp_rec_is_bundle(unsigned kind)
+{
+    return kind == WP_REC_CODED || kind == WP_REC_Z || kind == WP_REC_KVPACK || kind == WP_REC_REF;
+}
+
 const char *wp_rec_kind_name(unsigned kind)
 {
     switch (kind) {

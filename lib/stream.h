@@ -125,6 +125,10 @@ const char *wp_rec_kind_name(unsigned kind);
  * reads GGUF-form streams (ggufpack, gptq) cannot act on; such a program
  * stops on them ("unbundle --stream it first") rather than drop them. */
 int wp_rec_is_coded(unsigned kind);
+/* 1 for the kinds only a bundle holds (coded, zstd, kvpack, ref: what
+ * laneinterleave writes): records histogram, huffbuild and laneinterleave
+ * stop on. */
+int wp_rec_is_bundle(unsigned kind);
 
 /* ---- reading ------------------------------------------------------------ */
 

@@ -116,11 +116,27 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist > "$B/d.bundle"
     run "$BIN/ggufpack" -o "$B/o.gguf" "$B/d.bundle"
     [ "$status" -eq 1 ]
-    [ "$output" = "ggufpack: $B/d.bundle: record '' (kvpack) belongs to a coded stream or bundle: unbundle --stream it first" ]
+    [ "$output" = "ggufpack: $B/d.bundle: a kvpack record belongs to a bundle: unbundle --stream it first" ]
     [ ! -e "$B/o.gguf" ]
     run "$BIN/gptq" --rtn --type Q8_0 -o "$B/o.wps" "$B/d.bundle"
     [ "$status" -eq 1 ]
-    [[ "$output" == "gptq: $B/d.bundle: record '' (kvpack) belongs to a coded stream or bundle: unbundle --stream it first" ]]
+    [[ "$output" == "gptq: $B/d.bundle: a kvpack record belongs to a bundle: unbundle --stream it first" ]]
+    # the coding filters too: they passed a bundle on, and laneinterleave failed at the end with
+    # "side data without its symbols" (a breaker's find)
+    for p in bf16split histogram huffbuild laneinterleave; do
+        run "$BIN/$p" -o "$B/o.wps" "$B/d.bundle"
+        one_line_error "^$p: $B/d.bundle: a kvpack record belongs to a bundle: unbundle --stream it first$"
+        [ ! -e "$B/o.wps" ]
+    done
+    # and each stage's own output again
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/histogram" > "$B/h.wps"
+    run sh -c "'$BIN/histogram' '$B/h.wps' > /dev/null"
+    one_line_error "^histogram: $B/h.wps: record '[a-z_.]+' \((hist|side|symbols|rowmap)\) is the coding pipeline's output \(bf16split, histogram, huffbuild\): give histogram the stream from before them$"
+    run sh -c "'$BIN/huffbuild' '$B/h.wps' | '$BIN/huffbuild' > /dev/null"
+    one_line_error "^huffbuild: stdin: record '[a-z_.]+' \(table\) is the coding pipeline's output"
+    run "$BIN/ggufpack" -o "$B/o.gguf" "$B/h.wps"
+    one_line_error "^ggufpack: $B/h.wps: record '[a-z_.]+' \([a-z]+\) is the coding pipeline's output .* give ggufpack the stream"
+    [ ! -e "$B/o.gguf" ]
     # the documented way back: unbundle --stream, then the GGUF-form programs work
     "$BIN/unbundle" --stream "$B/d.bundle" | "$BIN/ggufpack" | cmp - "$MODELS/stories260K-f32.gguf"
 }
