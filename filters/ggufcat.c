@@ -23,6 +23,7 @@ int main(int argc, char **argv)
     if (!in)
         wp_die("no input file (try --help)");
 
+    wp_cli_input(in);
     wp_gguf_in *g = wp_gguf_open(in, err, sizeof err);
     if (!g)
         wp_die("%s", err);

@@ -131,6 +131,7 @@ static void hmap_add(const char *w, size_t len, uint64_t off)
 static void hessian_open(const char *path)
 {
     hpath = path;
+    wp_cli_input(path);
     hfile = fopen(path, "rb");
     if (!hfile)
         wp_die("%s: cannot open Hessian file", path);
@@ -392,6 +393,7 @@ int main(int argc, char **argv)
             wp_die("%s: cannot write into %s", out, dir);
     }
     if (imat_path) {
+        wp_cli_input(imat_path);
         have_imat = wp_imatrix_load(imat_path, &imatrix, err, sizeof err) == 0;
         if (!have_imat)
             wp_die("%s", err);

@@ -444,6 +444,8 @@ int main(int argc, char **argv)
         wp_die("--model: is required (try --help)");
     if (!text_path)
         wp_die("--text: is required (try --help)");
+    wp_cli_input(model_path);   /* -o onto either is refused */
+    wp_cli_input(text_path);
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (n > 512 ? 512 : n) : 1;

@@ -279,6 +279,8 @@ int main(int argc, char **argv)
         die("--text", "is required (try --help)");
     if (kl_path && save_path)
         die("--save-logits", "cannot be combined with --kl-base");
+    wp_cli_input(model_path);   /* --save-logits onto either is refused */
+    wp_cli_input(text_path);
     if (save_path && (!*save_path || !strcmp(save_path, "-")))
         die("--save-logits", "needs a file name (stdout carries the report)");
     if (threads == 0) {

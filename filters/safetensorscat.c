@@ -64,6 +64,7 @@ int main(int argc, char **argv)
     if (!st)
         wp_die("out of memory");
     for (size_t i = 0; i < n_in; i++) {
+        wp_cli_input(in[i]);
         if (!(st[i] = wp_st_open(in[i], err, sizeof err)))
             wp_die("%s", err);
         n_names += wp_st_n_tensors(st[i]) + wp_st_n_meta(st[i]);

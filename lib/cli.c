@@ -16,6 +16,8 @@ static char out_path[4096], out_tmp[4200];
 static char out_target[4096];   /* the file out_tmp replaces: out_path, or what its symbolic link names */
 static volatile sig_atomic_t out_is_stdout_file;
 static off_t out_start;
+static struct { dev_t dev; ino_t ino; } inputs[64];   /* the regular files read (wp_cli_input) */
+static int n_inputs;
 
 /* Interrupted (Ctrl-C, kill, a closed pipe): remove the temporary output,
  * then die of the same signal. Only async-signal-safe calls. */
@@ -93,8 +95,42 @@ void wp_warn(const char *fmt, ...)
     va_end(ap);
 }
 
+static void input_add(const struct stat *st)
+{
+    if (S_ISREG(st->st_mode) && n_inputs < (int)(sizeof inputs / sizeof *inputs)) {
+        inputs[n_inputs].dev = st->st_dev;
+        inputs[n_inputs].ino = st->st_ino;
+        n_inputs++;
+    }
+}
+
+void wp_cli_input(const char *path)
+{
+    struct stat st;
+    if (!path || !strcmp(path, "-")) {
+        if (fstat(STDIN_FILENO, &st) == 0)
+            input_add(&st);
+    } else if (stat(path, &st) == 0) {
+        input_add(&st);
+    }
+}
+
+/* Die when the file an output replaces (target) is one of the inputs: -o onto
+ * the input replaced it (unbundle -o m.bundle m.bundle left a GGUF). */
+static void out_check_inputs(const char *target)
+{
+    struct stat st;
+    if (stat(target, &st))
+        return;
+    for (int i = 0; i < n_inputs; i++)
+        if (inputs[i].dev == st.st_dev && inputs[i].ino == st.st_ino)
+            wp_die("%s: is also an input of this run: writing it would replace that input (write elsewhere)",
+                   out_path);
+}
+
 FILE *wp_in_open(const char *path)
 {
+    wp_cli_input(path);
     if (!path || !strcmp(path, "-"))
         return stdin;
     FILE *f = fopen(path, "rb");
@@ -139,6 +175,7 @@ FILE *wp_out_open(const char *path)
             wp_die("%s: cannot follow the symbolic link: %s", path, strerror(errno));
         target = real;
     }
+    out_check_inputs(target);
     snprintf(out_tmp, sizeof out_tmp, "%s.tmp.XXXXXX", target);
     snprintf(out_target, sizeof out_target, "%s", target);
     int fd = mkstemp(out_tmp);
@@ -169,6 +206,7 @@ void wp_out_commit(void)
             wp_die("%s: write error: %s", out_path, strerror(errno));
         }
         out_f = NULL;
+        out_check_inputs(out_target);   /* an input opened after the output */
         if (rename(out_tmp, out_target))
             wp_die("%s: cannot rename into place: %s", out_path, strerror(errno));
         out_tmp[0] = 0;

@@ -39,6 +39,12 @@ void wp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * bundle (wp_rec_is_coded, wp_rec_is_bundle; each program says which). */
 void wp_cli_refuse_coded(const char *in, const wp_record *r) __attribute__((noreturn));
 
+/* Note that the program reads file `path` (NULL or "-": standard input): an
+ * output that would replace it is refused (wp_out_open, wp_out_commit).
+ * wp_in_open does this itself; call it for files opened otherwise (a GGUF,
+ * a model, a Hessian file). */
+void wp_cli_input(const char *path);
+
 /* Open input: NULL or "-" means stdin. Dies with "prog: PATH: reason". */
 FILE *wp_in_open(const char *path);
 

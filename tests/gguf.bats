@@ -221,6 +221,30 @@ info_field() { # FILE NAME FIELD(type|offset)
     one_line_error "ctx"
 }
 
+@test "-o onto an input is refused and the input kept, through a link or standard input too" {
+    # unbundle -o m.bundle m.bundle made the bundle a GGUF, hessian -o m.gguf replaced the model
+    # with Hessians (a breaker's find)
+    cd "$T"
+    cp "$F32" m.gguf
+    "$BIN/ggufcat" -o s.wps m.gguf
+    "$BIN/histogram" s.wps | "$BIN/huffbuild" | "$BIN/laneinterleave" > m.bundle
+    cp s.wps s0.wps && cp m.bundle m0.bundle
+    ln -s s.wps link.wps
+    for c in "ggufcat -o m.gguf m.gguf" "ggufpack -o s.wps s.wps" "histogram -o link.wps s.wps" \
+             "unbundle -o m.bundle m.bundle" "gptq --type Q8_0 --quiet -o s.wps s.wps" \
+             "hessian --model m.gguf --text $DATA/text/tinystories_sample.txt --ctx 64 --chunks 1 -o m.gguf"; do
+        run $BIN/$c
+        out=$(echo "$c" | sed 's/.* -o \([^ ]*\).*/\1/')
+        one_line_error "^${c%% *}: $out: is also an input of this run: writing it would replace that input \(write elsewhere\)$"
+    done
+    run sh -c "'$BIN/bf16split' -o s.wps < s.wps"
+    one_line_error "^bf16split: s.wps: is also an input of this run"
+    cmp m.gguf "$F32" && cmp s.wps s0.wps && cmp m.bundle m0.bundle
+    [ -L link.wps ] && [ -z "$(ls -A | grep tmp)" ]
+    # another file is fine
+    "$BIN/ggufpack" -o m2.gguf s.wps && cmp m2.gguf "$F32"
+}
+
 @test "ggufpack of a stream without GGUF content (Hessians) is an error, not an empty GGUF" {
     "$BIN/hessian" --model "$F32" --text "$DATA/text/groups_merged.txt" --chunks 1 -o "$T/h.hess" 2> /dev/null
     run "$BIN/ggufpack" -o "$T/x.gguf" "$T/h.hess"
