@@ -70,20 +70,25 @@ static XXH128_hash_t unit_hash(const wp_record *a, const wp_record *b)
     return h;
 }
 
-/* The name of an earlier tensor with the same content, or NULL (and then
- * remember this one). */
+/* The name of the first earlier tensor with the same content, or NULL; this
+ * one is remembered either way. A name seen before is an error: the bundle
+ * could not be restored (a GGUF holds each name once). */
 static const char *shared_with(XXH128_hash_t h, const char *name)
 {
-    for (size_t i = 0; i < n_seen; i++)
-        if (XXH128_isEqual(seen[i].h, h))
-            return seen[i].name;
+    const char *same = NULL;
+    for (size_t i = 0; i < n_seen; i++) {
+        if (!strcmp(seen[i].name, name))
+            wp_die("%s: tensor '%s' appears twice (a GGUF holds each name once)", src, name);
+        if (!same && XXH128_isEqual(seen[i].h, h))
+            same = seen[i].name;
+    }
     struct seen *p = realloc(seen, (n_seen + 1) * sizeof *seen);
     if (!p || !(p[n_seen].name = strdup(name)))
         wp_die("out of memory");
     p[n_seen].h = h;
     seen = p;
     n_seen++;
-    return NULL;
+    return same;
 }
 
 /* Write r, or its zstd form when that is smaller. */

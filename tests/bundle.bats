@@ -177,6 +177,22 @@ bundle() { # GGUF BUNDLE [histogram options]
     [[ "$stderr" == "verify: $T/q.bundle: "*" tensors differ from $T/q4.gguf"* ]]
 }
 
+@test "bad input: a stream that holds a tensor name twice makes no bundle (it made one unbundle refused)" {
+    "$BIN/ggufcat" -o "$T/s.wps" "$MODELS/stories260K-f32.gguf"
+    stream_dup "$T/s.wps" "$T/d.wps" blk.4.ffn_up.weight
+    [ "$("$BIN/tsinfo" "$T/d.wps" | grep -c '^tensor *blk.4.ffn_up.weight ')" -eq 2 ]   # well-formed
+    run sh -c "'$BIN/histogram' '$T/d.wps' | '$BIN/huffbuild' | '$BIN/laneinterleave' -o '$T/d.bundle'"
+    one_line_error "^laneinterleave: stdin: tensor 'blk.4.ffn_up.weight' appears twice \(a GGUF holds each name once\)$"
+    [ ! -e "$T/d.bundle" ]
+    # the same through bf16split, and a copy equal to an earlier tensor (a ref) as well
+    stream_dup "$T/s.wps" "$T/o.wps" output.weight
+    run sh -c "'$BIN/bf16split' '$T/o.wps' | '$BIN/histogram' | '$BIN/huffbuild' | '$BIN/laneinterleave' > /dev/null"
+    one_line_error "^laneinterleave: stdin: tensor 'output.weight' appears twice"
+    stream_dup "$T/s.wps" "$T/e.wps" token_embd.weight   # equal to output.weight: coded as a ref
+    run sh -c "'$BIN/histogram' '$T/e.wps' | '$BIN/huffbuild' | '$BIN/laneinterleave' > /dev/null"
+    one_line_error "^laneinterleave: stdin: tensor 'token_embd.weight' appears twice"
+}
+
 @test "--help of the coding programs" {
     for p in histogram huffbuild laneinterleave verify unbundle; do
         run "$BIN/$p" --help
