@@ -225,6 +225,45 @@ int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record
     return 0;
 }
 
+int wp_bf16_from_records(const wp_record *raw, uint32_t type, int64_t rows, int64_t cols, struct wp_bf16_split *s)
+{
+    int exp_bits, raw_bits;
+    if (wp_bf16_fields(type, &exp_bits, &raw_bits) <= 0 || rows < 0 || cols < 0 ||
+        (cols && rows > (INT64_C(1) << 40) / cols))
+        return -1;
+    s->type = type;
+    s->n_rows = rows;
+    s->n_cols = cols;
+    s->exp_bits = exp_bits;
+    s->raw_bits = raw_bits;
+    int64_t pn = wp_attr_i64(raw, "palette_n", -1), np = wp_attr_i64(raw, "n_palette", -1);
+    int64_t group = wp_attr_i64(raw, "group", -1), nv = wp_attr_i64(raw, "n_verbatim", -1);
+    int64_t vmap_bytes = wp_attr_i64(raw, "vmap_bytes", -1), vbytes_len = wp_attr_i64(raw, "vbytes_len", -1);
+    /* each part bounded by the payload (at most 2^40 bytes) before any sum */
+    if (pn < 0 || pn > WP_BF16_PALETTE_MAX || np < 0 || np > pn || group < 0 || group > (INT64_C(1) << 30) ||
+        (pn && group < 1) || nv < 0 || vmap_bytes < 0 || vbytes_len < 0 || raw->payload_len < WP_BF16_PALETTE_MAX ||
+        (uint64_t)vmap_bytes > raw->payload_len || (uint64_t)vbytes_len > raw->payload_len ||
+        WP_BF16_PALETTE_MAX + (uint64_t)vmap_bytes + (uint64_t)vbytes_len > raw->payload_len)
+        return -1;
+    s->palette_n = (int)pn;
+    s->n_palette = (int)np;
+    s->group = group;
+    s->n_verbatim = nv;
+    s->sym_per_row = pn ? (cols + 1) / 2 : cols;
+    s->n_sym = (size_t)(rows * s->sym_per_row);
+    s->groups_per_row = pn ? (cols + group - 1) / group : 0;
+    if (nv > rows * s->groups_per_row)
+        return -1;
+    memcpy(s->palette, raw->payload, WP_BF16_PALETTE_MAX);
+    s->vmap = raw->payload + WP_BF16_PALETTE_MAX;
+    s->vmap_bytes = (size_t)vmap_bytes;
+    s->vbytes = s->vmap + vmap_bytes;
+    s->vbytes_len = (size_t)vbytes_len;
+    s->raw = s->vbytes + vbytes_len;
+    s->raw_bytes = (size_t)(raw->payload_len - WP_BF16_PALETTE_MAX - (uint64_t)vmap_bytes - (uint64_t)vbytes_len);
+    return 0;
+}
+
 /* ---- compressed and shared records --------------------------------------- */
 
 static void put32le(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i); }
@@ -465,39 +504,14 @@ static int restore_q(wp_restore *rs, const wp_record *r, int reference)
 /* Floating-point tensor from RAW (held) + exponent symbols. */
 static int restore_exp(wp_restore *rs, const wp_record *r, int reference)
 {
-    const wp_record *raw = &rs->held;
     struct wp_bf16_split s;
     int exp_bits, raw_bits;
     memset(&s, 0, sizeof s);
     int esize = wp_bf16_fields(r->type, &exp_bits, &raw_bits);
     if (esize <= 0)
         return rfail(rs, "record '%s': exponent coding of a non-float type", r->name);
-    s.type = r->type;
-    s.n_cols = r->ne[0];
-    s.n_rows = r->ne[0] ? wp_record_nelem(r) / r->ne[0] : 0;
-    s.exp_bits = exp_bits;
-    s.raw_bits = raw_bits;
-    s.palette_n = (int)wp_attr_i64(raw, "palette_n", -1);
-    s.n_palette = (int)wp_attr_i64(raw, "n_palette", -1);
-    s.group = wp_attr_i64(raw, "group", -1);
-    s.n_verbatim = wp_attr_i64(raw, "n_verbatim", -1);
-    int64_t vmap_bytes = wp_attr_i64(raw, "vmap_bytes", -1), vbytes_len = wp_attr_i64(raw, "vbytes_len", -1);
-    if (s.palette_n < 0 || s.palette_n > WP_BF16_PALETTE_MAX || s.n_palette < 0 || s.n_palette > s.palette_n ||
-        (s.palette_n && s.group < 1) || s.group < 0 || s.n_verbatim < 0 || vmap_bytes < 0 || vbytes_len < 0 ||
-        raw->payload_len < WP_BF16_PALETTE_MAX || (uint64_t)vmap_bytes > raw->payload_len ||
-        (uint64_t)vbytes_len > raw->payload_len ||
-        WP_BF16_PALETTE_MAX + (uint64_t)vmap_bytes + (uint64_t)vbytes_len > raw->payload_len)
+    if (wp_bf16_from_records(&rs->held, r->type, r->ne[0] ? wp_record_nelem(r) / r->ne[0] : 0, r->ne[0], &s))
         return rfail(rs, "record '%s': bad raw record attributes", r->name);
-    s.sym_per_row = s.palette_n ? (s.n_cols + 1) / 2 : s.n_cols;
-    s.n_sym = (size_t)(s.n_rows * s.sym_per_row);
-    s.groups_per_row = s.palette_n ? (s.n_cols + s.group - 1) / s.group : 0;
-    memcpy(s.palette, raw->payload, WP_BF16_PALETTE_MAX);
-    s.vmap = raw->payload + WP_BF16_PALETTE_MAX;
-    s.vmap_bytes = (size_t)vmap_bytes;
-    s.vbytes = s.vmap + vmap_bytes;
-    s.vbytes_len = (size_t)vbytes_len;
-    s.raw = s.vbytes + vbytes_len;
-    s.raw_bytes = (size_t)(raw->payload_len - WP_BF16_PALETTE_MAX - (uint64_t)vmap_bytes - (uint64_t)vbytes_len);
     const uint8_t *sym = get_symbols(rs, r, s.n_sym, reference);
     if (!sym)
         return -1;

@@ -101,6 +101,15 @@ struct wp_bf16_split;
  * verbatim_frac, offset (when t has one). Returns 0, -1 when out of memory. */
 int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record *raw, wp_record *sym);
 
+/* The reverse, for readers: s (zeroed by the caller's memset or not; every
+ * field but sym and hist set) points into raw's payload for a tensor of
+ * `type` and rows x cols weights. Checks the attributes against each other
+ * and the payload: palette_n 0..16, n_palette <= palette_n, group 1..2^30
+ * when a palette is used, n_verbatim within the groups, the three parts
+ * inside the payload, no arithmetic overflow. Returns 0, -1 on a bad record
+ * or a type that is not exponent-coded. */
+int wp_bf16_from_records(const wp_record *raw, uint32_t type, int64_t rows, int64_t cols, struct wp_bf16_split *s);
+
 /* ---- compressed and shared records --------------------------------------- */
 
 /* Wrap record r (any kind but END) as a WP_REC_Z record z: same name, type

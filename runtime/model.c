@@ -131,31 +131,8 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
     int exp_bits, raw_bits, esize = wp_bf16_fields(m->type, &exp_bits, &raw_bits);
     if (esize <= 0)
         return fail(err, errlen, "%s: exponent coding of a non-float type", m->name);
-    s->type = m->type;
-    s->n_rows = m->rows;
-    s->n_cols = m->cols;
-    s->exp_bits = exp_bits;
-    s->raw_bits = raw_bits;
-    s->palette_n = (int)wp_attr_i64(a, "palette_n", -1);
-    s->n_palette = (int)wp_attr_i64(a, "n_palette", -1);
-    s->group = wp_attr_i64(a, "group", -1);
-    s->n_verbatim = wp_attr_i64(a, "n_verbatim", -1);
-    int64_t vmap_bytes = wp_attr_i64(a, "vmap_bytes", -1), vbytes_len = wp_attr_i64(a, "vbytes_len", -1);
-    if (s->palette_n < 0 || s->palette_n > WP_BF16_PALETTE_MAX || s->n_palette < 0 ||
-        s->n_palette > s->palette_n || (s->palette_n && s->group < 1) || s->n_verbatim < 0 ||
-        vmap_bytes < 0 || vbytes_len < 0 ||
-        (uint64_t)(WP_BF16_PALETTE_MAX + vmap_bytes + vbytes_len) > a->payload_len)
+    if (wp_bf16_from_records(a, m->type, m->rows, m->cols, s))
         return fail(err, errlen, "%s: bad raw record attributes", m->name);
-    s->sym_per_row = s->palette_n ? (s->n_cols + 1) / 2 : s->n_cols;
-    s->n_sym = (size_t)(s->n_rows * s->sym_per_row);
-    s->groups_per_row = s->palette_n ? (s->n_cols + s->group - 1) / s->group : 0;
-    memcpy(s->palette, a->payload, WP_BF16_PALETTE_MAX);
-    s->vmap = a->payload + WP_BF16_PALETTE_MAX;
-    s->vmap_bytes = (size_t)vmap_bytes;
-    s->vbytes = s->vmap + vmap_bytes;
-    s->vbytes_len = (size_t)vbytes_len;
-    s->raw = s->vbytes + vbytes_len;
-    s->raw_bytes = (size_t)(a->payload_len - WP_BF16_PALETTE_MAX - (uint64_t)vmap_bytes - (uint64_t)vbytes_len);
     /* tiles of 256 weights: 128 palette pairs or 256 exponent bytes a tile row (the kernels
        rely on it, as bf16split and laneinterleave write it) */
     if (m->v.shape.rows != (uint64_t)m->rows || m->v.shape.row_sym != (uint64_t)s->sym_per_row ||

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ggml.h"
+#include "bf16.h"
 #include "blocks.h"
 #include "bundle.h"
 #include "codes.h"
@@ -252,6 +253,57 @@ int main(void)
               "a zstd record of a tensor unwraps; of a gguf, ref, zstd or end record it is refused (%d of 4)", refused);
         wp_restore_free(rs);
         wp_record_free(&t), wp_record_free(&z);
+    }
+    /* a raw record's attributes, read by restore and by wprun through one parser; a group of
+     * 2^63-1 overflowed (UBSan, a breaker's find) */
+    {
+        struct wp_bf16_split sp, back;
+        float m[4 * 128];
+        for (int i = 0; i < 4 * 128; i++)
+            m[i] = (float)(i % 37 - 18) * 0.01f;
+        uint16_t bf[4 * 128];
+        for (int i = 0; i < 4 * 128; i++) {
+            uint32_t u;
+            memcpy(&u, &m[i], 4);
+            bf[i] = (uint16_t)(u >> 16);
+        }
+        memset(&sp, 0, sizeof sp);
+        wp_record t, raw, sym;
+        wp_record_init(&t), wp_record_init(&raw), wp_record_init(&sym);
+        t.kind = WP_REC_TENSOR, t.type = WP_BF16, t.n_dims = 2, t.ne[0] = 128, t.ne[1] = 4, t.ne[2] = t.ne[3] = 1;
+        wp_record_set_name(&t, "w");
+        CHECK(wp_bf16_split(&sp, WP_BF16, bf, 4, 128, 16, 64) == 0 && wp_bf16_records(&sp, &t, &raw, &sym) == 0,
+              "a 4x128 BF16 matrix split into raw and symbols records");
+        memset(&back, 0, sizeof back);
+        int ok = wp_bf16_from_records(&raw, WP_BF16, 4, 128, &back) == 0 && back.palette_n == sp.palette_n &&
+                 back.n_palette == sp.n_palette && back.group == 64 && back.groups_per_row == 2 &&
+                 back.n_verbatim == sp.n_verbatim && back.vmap_bytes == sp.vmap_bytes &&
+                 back.vbytes_len == sp.vbytes_len && back.raw_bytes == sp.raw_bytes && back.sym_per_row == 64 &&
+                 back.n_sym == 256 && !memcmp(back.palette, sp.palette, 16);
+        CHECK(ok, "wp_bf16_from_records gives back what wp_bf16_records wrote");
+        const char *bad[] = {"group=9223372036854775807", "group=1073741825", "group=0", "vmap_bytes=9223372036854775807",
+                             "vbytes_len=9223372036854775807", "n_verbatim=9", "palette_n=17", "n_palette=17",
+                             "vmap_bytes=-1"};
+        int refused = 0;
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+            wp_record c;
+            wp_record_init(&c);
+            c.attrs = strdup(raw.attrs);
+            c.payload = raw.payload, c.payload_len = raw.payload_len;
+            char k[32];
+            const char *eq = strchr(bad[i], '=');
+            snprintf(k, sizeof k, "%.*s", (int)(eq - bad[i]), bad[i]);
+            wp_attr_set(&c, k, eq + 1);
+            memset(&back, 0, sizeof back);
+            refused += wp_bf16_from_records(&c, WP_BF16, 4, 128, &back) == -1;
+            c.payload = NULL;
+            wp_record_free(&c);
+        }
+        CHECK(refused == (int)(sizeof bad / sizeof *bad), "%d of %zu lying raw attributes refused", refused,
+              sizeof bad / sizeof *bad);
+        CHECK(wp_bf16_from_records(&raw, WP_Q4_0, 4, 128, &back) == -1, "a raw record for a non-float type is refused");
+        wp_bf16_split_free(&sp);
+        wp_record_free(&t), wp_record_free(&raw), wp_record_free(&sym);
     }
     return tap_done();
 }
