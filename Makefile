@@ -186,6 +186,12 @@ model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-
 # (the Hessians' .id likewise: lazyweights writes the same line beside the Hessians it makes)
 stamp = $(shell mkdir -p '$(OUT)' && f='$(1)' && { [ "$$(cat "$$f" 2>/dev/null)" = '$(2)' ] || echo '$(2)' > "$$f"; })
 ifneq ($(filter model,$(MAKECMDGOALS)),)
+comma := ,
+# what is wrong with MODEL, TEXT or POINT is said before any stamp is written (a missing
+# default text was "No rule to make target", a bad POINT left its .calib behind)
+$(if $(wildcard $(MODEL)),,$(error MODEL=$(MODEL): no such file$(if $(filter $(WPACK_DATA)/%,$(MODEL)), (the default; set MODEL=FILE$(comma) or WPACK_DATA=dir))))
+$(if $(TEXT),$(if $(wildcard $(TEXT)),,$(error TEXT=$(TEXT): no such file (TEXT= builds by RTN$(if $(filter $(WPACK_DATA)/%,$(TEXT)),; this is the default: set TEXT=FILE$(comma) or WPACK_DATA=dir)))))
+$(foreach p,$(POINT),$(if $(shell echo '$(p)' | grep -Eqx '[A-Za-z0-9_]+_g[01]_lam[0-9.]+_c[0-9.]+' && echo ok),,$(error POINT=$(p): an operating point is TYPE_g{0,1}_lam{L}_c{C}, such as Q4_K_M_g1_lam0_c1.25)))
 $(foreach p,$(POINT),$(call stamp,$(OUT)/$(MODEL_NAME)-$(p).calib,$(CALIB_ID)))
 $(if $(TEXT),$(call stamp,$(HESS).id,$(HESS_ID)))
 endif

@@ -98,6 +98,24 @@ CALIB="$DATA/text/groups_merged.txt"
     [ -z "$(ls -A "$out")" ] || { ls -A "$out"; false; }
 }
 
+@test "make model: a missing MODEL or TEXT, or a bad POINT, is one clear line and writes nothing" {
+    # outside the checkout the default TEXT was "No rule to make target", and a bad POINT left
+    # its .calib stamp (a new user's trial)
+    out="$BATS_TEST_TMPDIR/m"
+    a=(-C "$ROOT" --no-print-directory model OUT="$out")
+    run make "${a[@]}" WPACK_DATA="$BATS_TEST_TMPDIR/nodata"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"*** MODEL=$BATS_TEST_TMPDIR/nodata/models/stories260K/stories260K-f32.gguf: no such file (the default; set MODEL=FILE, or WPACK_DATA=dir).  Stop." ]]
+    run make "${a[@]}" MODEL="$F32" WPACK_DATA="$BATS_TEST_TMPDIR/nodata"
+    [[ "$output" == *"*** TEXT=$BATS_TEST_TMPDIR/nodata/text/groups_merged.txt: no such file (TEXT= builds by RTN; this is the default: set TEXT=FILE, or WPACK_DATA=dir).  Stop." ]]
+    run make "${a[@]}" MODEL="$F32" TEXT="$BATS_TEST_TMPDIR/none.txt"
+    [[ "$output" == *"*** TEXT=$BATS_TEST_TMPDIR/none.txt: no such file (TEXT= builds by RTN).  Stop." ]]
+    run make "${a[@]}" MODEL="$F32" TEXT= POINT="Q8_0_g0_lam0_c1 Q4_K_M"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"*** POINT=Q4_K_M: an operating point is TYPE_g{0,1}_lam{L}_c{C}, such as Q4_K_M_g1_lam0_c1.25.  Stop." ]]
+    [ ! -e "$out" ]
+}
+
 @test "make model: a new TEXT or HESSIAN_CHUNKS, or RTN after GPTQ, rebuilds the point; hessian's error is shown" {
     # the GPTQ files stayed for an RTN build, and the first TEXT's Hessians served every later
     # TEXT (a new user's trial)
