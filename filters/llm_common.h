@@ -171,10 +171,20 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
         *why = strerror(errno);
         return NULL;
     }
+    char magic[8] = "";
+    size_t got = fread(magic, 1, sizeof magic, f);
     fclose(f);
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         *why = "is a directory";
+        return NULL;
+    }
+    if (got == 8 && !memcmp(magic, "WPACKSTR", 8)) {   /* (said only "llama.cpp cannot load this model") */
+        *why = "a wpack stream or bundle, not a GGUF file (ggufpack or unbundle writes the GGUF)";
+        return NULL;
+    }
+    if (got < 4 || memcmp(magic, "GGUF", 4)) {
+        *why = "not a GGUF file (bad magic)";
         return NULL;
     }
     struct llama_model_params mp = llama_model_default_params();

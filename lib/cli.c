@@ -157,7 +157,11 @@ FILE *wp_out_open(const char *path)
         return out_f;
     }
     snprintf(out_path, sizeof out_path, "%s", path);
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    if (!*path)   /* (said ": cannot rename into place" after all the work) */
+        wp_die("an empty output file name");
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        wp_die("%s: is a directory", path);
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* a device, FIFO or socket (-o /dev/null, -o fifo): written in place;
            renaming a file over it would replace the node */
         out_f = fopen(path, "wb");
@@ -309,6 +313,11 @@ void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char 
         wp_usage_exit(usage);
     } else if (!strcmp(a, "-o") && *i + 1 < argc) {
         *out = wp_cli_value(argv, i);
+        struct stat st;   /* before any work, where wp_out_open comes at the end */
+        if (!**out)
+            wp_die("-o: an empty file name");
+        if (stat(*out, &st) == 0 && S_ISDIR(st.st_mode))
+            wp_die("%s: is a directory", *out);
     } else if (a[0] == '-' && a[1]) {
         /* an option the usage names, at the end of the line: its value is missing */
         const char *u = strstr(usage, a);

@@ -670,7 +670,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--tol")) {
             char *e;
             opt.tol = strtod(v, &e), i++;
-            if (*e || !(opt.tol > 0))
+            if (*e || !(opt.tol > 0) || !isfinite(opt.tol))   /* inf: --verify could not fail */
                 die(WR_EXIT_USAGE, "--tol: expected a positive number, got '%s'", v);
         } else if (!strcmp(a, "--batch")) {
             const char *q = v;

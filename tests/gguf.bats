@@ -243,6 +243,15 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ -L link.wps ] && [ -z "$(ls -A | grep tmp)" ]
     # another file is fine
     "$BIN/ggufpack" -o m2.gguf s.wps && cmp m2.gguf "$F32"
+    # an empty name or a directory: said at once (it was ": cannot rename into place" after
+    # the work; a breaker's find)
+    for p in ggufpack histogram unbundle; do
+        run "$BIN/$p" -o "" s.wps
+        one_line_error "^$p: -o: an empty file name$"
+        run "$BIN/$p" -o "$T" s.wps
+        one_line_error "^$p: $T: is a directory$"
+    done
+    [ -z "$(ls -A | grep tmp)" ]
 }
 
 @test "ggufpack of a stream without GGUF content (Hessians) is an error, not an empty GGUF" {

@@ -164,7 +164,11 @@ bad() {  # expected-substring args...
 @test "bad input: a model llama.cpp cannot load" {
     head -c 100000 "$M32" > "$BATS_TEST_TMPDIR/trunc.gguf"
     bad "trunc.gguf: llama.cpp cannot load this model" --model "$BATS_TEST_TMPDIR/trunc.gguf" --text "$CAL"
-    bad "groups_merged.txt: llama.cpp cannot load this model" --model "$CAL" --text "$CAL"
+    bad "groups_merged.txt: not a GGUF file (bad magic)" --model "$CAL" --text "$CAL"
+    # a bundle given as the model said only "llama.cpp cannot load this model" (a breaker's find)
+    "$BIN/ggufcat" -o "$BATS_TEST_TMPDIR/m.wps" "$M32"
+    bad "m.wps: a wpack stream or bundle, not a GGUF file (ggufpack or unbundle writes the GGUF)" \
+        --model "$BATS_TEST_TMPDIR/m.wps" --text "$CAL"
     bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$CAL"
 }
 

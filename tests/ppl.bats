@@ -243,7 +243,7 @@ bad() {  # expected-substring args...
 }
 
 @test "bad input: a model llama.cpp cannot load" {
-    bad "tinystories_sample.txt: llama.cpp cannot load this model" --model "$SAMPLE" --text "$SAMPLE"
+    bad "tinystories_sample.txt: not a GGUF file (bad magic)" --model "$SAMPLE" --text "$SAMPLE"
     head -c 100000 "$M/stories260K-f32.gguf" > "$BATS_TEST_TMPDIR/trunc.gguf"
     bad "trunc.gguf: llama.cpp cannot load this model" --model "$BATS_TEST_TMPDIR/trunc.gguf" --text "$SAMPLE"
     bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$SAMPLE"
@@ -289,5 +289,5 @@ GEN64="432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 4
     run --separate-stderr "$LLGEN" "$SAMPLE"
     [ "$status" -ne 0 ]
     [ -z "$output" ]
-    [[ "$stderr" == "llgen: "*"tinystories_sample.txt: llama.cpp cannot load this model" ]]
+    [[ "$stderr" == "llgen: "*"tinystories_sample.txt: not a GGUF file (bad magic)" ]]
 }

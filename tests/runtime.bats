@@ -104,6 +104,11 @@ cpu_verify() {
         [ "${#lines[@]}" -eq 1 ]
         [[ "$output" == "wprun: --synth"*"$s"* || "$output" == "wprun: --synth: type must be"* ]]
     done
+    # --tol inf let --verify pass whatever the output (a breaker's find)
+    for t in inf nan -1 0 x; do
+        run "$BIN/wprun" --cpu --synth Q4_0:64x256 --tol "$t"
+        [ "$status" -eq 64 ] && [ "$output" = "wprun: --tol: expected a positive number, got '$t'" ]
+    done
     # F32 is ggml type 0: a single F32 spec makes one F32 matrix (it once made every type's first, Q4_0)
     run "$BIN/wprun" --cpu --verify --synth F32:70x301
     [ "$status" -eq 0 ]
