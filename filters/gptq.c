@@ -644,8 +644,10 @@ int main(int argc, char **argv)
                         wp_gptq_opts gc = go;
                         gc.consume = 1;
                         int k = wp_gptq_quantize((int)to, src, mrows, ne0, H, qw, &gc, d, &info, err, sizeof err);
-                        if (k < 0)   /* its Hessian is the likely culprit: name the file */
+                        if (k < 0 && strstr(err, "Hessian"))   /* name the file the Hessian came from */
                             wp_die("%s: tensor %s: %s", hpath, name, err);
+                        if (k < 0)
+                            wp_die("tensor %s: %s", name, err);
                         if (k == WP_GPTQ_NOT_PD) {
                             wp_warn("tensor %s: Hessian not positive definite even with damping %g; RTN instead",
                                     name, info.damp_used);

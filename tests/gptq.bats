@@ -77,6 +77,32 @@ setup() {
     [[ "$output" =~ "tensor blk.4.ffn_up.weight: non-finite value nan at row 171, column 63" ]] || { echo "$output"; return 1; }
 }
 
+@test "gptq: a NaN in a Hessian names the Hessian file and the tensor" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h.wts"
+    # the first value of the first hessian record's payload (F64) becomes NaN, checksums resealed
+    /usr/bin/python3 - "$T/h.wts" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+align, off = struct.unpack_from("<I", b, 12)[0], 16
+pad = lambda n: (n + align - 1) // align * align
+while True:
+    kind, nl = struct.unpack_from("<H", b, off + 4)[0], struct.unpack_from("<I", b, off + 12)[0]
+    al, pl = struct.unpack_from("<I", b, off + 48)[0], struct.unpack_from("<Q", b, off + 56)[0]
+    p = pad(off + 72 + nl + al + 8)
+    if kind == 4:
+        struct.pack_into("<d", b, p, float("nan"))
+        break
+    off = pad(p + pl)
+open(sys.argv[1], "wb").write(b)
+PY
+    reseal "$T/h.wts"
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --hessian '$T/h.wts' --ftype Q4_0 -q -o '$T/g.wts'"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" =~ ^"gptq: $T/h.wts: tensor "[a-z0-9_.]+": non-finite Hessian entry at (0, 0)"$ ]] || { echo "$stderr"; false; }
+    [ ! -e "$T/g.wts" ]
+}
+
 @test "gptq: a weight too large for an fp16 scale is an error with every LazyWeights option too" {
     cp "$F32" "$T/big.gguf"
     chmod u+w "$T/big.gguf"
