@@ -63,17 +63,22 @@ CALIB="$DATA/text/groups_merged.txt"
     [[ "$output" == *"| budget ΔPPL |"* ]]
 }
 
+# fake_bins DIR PROG SCRIPT: DIR holds links to lazyweights' programs, PROG replaced by a
+# shell script whose body is SCRIPT (for WPACK_BIN)
+fake_bins() {
+    mkdir -p "$1"
+    for p in ggufcat gptq ggufpack histogram huffbuild laneinterleave unbundle verify hessian; do
+        [ "$p" = "$2" ] || ln -s "$ROOT/bin/$p" "$1/$p"
+    done
+    printf '#!/bin/sh\n%s\n' "$3" > "$1/$2"
+    chmod +x "$1/$2"
+}
+
 @test "lazyweights interrupted before its check: nothing under a final name, no temporary file" {
     # it wrote NAME-POINT.wts, .gguf and .report in place, so an interrupted build left parts
     # that make took as up to date (a new user's trial); now they are moved in after the check
     bins="$BATS_TEST_TMPDIR/bins" out="$BATS_TEST_TMPDIR/o"
-    mkdir -p "$bins"
-    for p in ggufcat gptq ggufpack histogram huffbuild laneinterleave unbundle hessian; do
-        ln -s "$ROOT/bin/$p" "$bins/$p"
-    done
-    printf '#!/bin/sh\ntouch "%s/verify.started"; sleep 30; exec "%s/bin/verify" "$@"\n' \
-        "$BATS_TEST_TMPDIR" "$ROOT" > "$bins/verify"
-    chmod +x "$bins/verify"
+    fake_bins "$bins" verify "touch '$BATS_TEST_TMPDIR/verify.started'; sleep 30; exec '$ROOT/bin/verify' \"\$@\""
     WPACK_BIN="$bins" setsid "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" > /dev/null 2>&1 &
     pid=$!
     for i in $(seq 100); do [ -e "$BATS_TEST_TMPDIR/verify.started" ] && break; sleep 0.1; done
@@ -86,12 +91,7 @@ CALIB="$DATA/text/groups_merged.txt"
 
 @test "lazyweights: histogram's error reaches stderr (it went into the report, which was then deleted)" {
     bins="$BATS_TEST_TMPDIR/bins" out="$BATS_TEST_TMPDIR/o"
-    mkdir -p "$bins"
-    for p in ggufcat gptq ggufpack huffbuild laneinterleave unbundle verify hessian; do
-        ln -s "$ROOT/bin/$p" "$bins/$p"
-    done
-    printf '#!/bin/sh\necho "histogram: stdin: record 7: it broke" >&2; exit 1\n' > "$bins/histogram"
-    chmod +x "$bins/histogram"
+    fake_bins "$bins" histogram 'echo "histogram: stdin: record 7: it broke" >&2; exit 1'
     WPACK_BIN="$bins" run "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
     [ "$status" -ne 0 ]
     [ "$(echo "$output" | grep -c '^histogram: stdin: record 7: it broke$')" -eq 1 ]
