@@ -586,8 +586,11 @@ static int index_parse(const uint8_t *pl, uint64_t len, uint64_t end_offset, wp_
     memset(ix, 0, sizeof *ix);
     if (len < 16)
         return -1;
+    /* before any allocation: every entry's record lies before the end record (a header is 80
+     * bytes at least) and holds the entry's name, so neither count nor names can outgrow it
+     * (a forged index read by offset, as wprun and a ref's restore do, asked for terabytes) */
     uint64_t n = get64(pl), raw_len = get64(pl + 8);
-    if (n > (UINT64_C(1) << 32) || raw_len < 16 * n || raw_len > n * (16 + WP_MAX_NAME) ||
+    if (n > end_offset / 80 || raw_len < 16 * n || raw_len > n * (16 + WP_MAX_NAME) || raw_len > 16 * n + end_offset ||
         ZSTD_getFrameContentSize(pl + 16, (size_t)len - 16) != raw_len)
         return -1;
     uint8_t *raw = malloc(raw_len ? (size_t)raw_len : 1);

@@ -2,6 +2,7 @@
  * round-trips what the writer writes. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <xxhash.h>
 #include <zstd.h>
 
@@ -194,6 +195,35 @@ int main(void)
     CHECK(random_access(s2, ll, msg, sizeof msg) < 0 && !strcmp(msg, "mem: corrupt index"),
           "by random access too: %s", msg);
     free(ip), free(s2), free(zeros);
+    /* an index that claims more entries and bytes than the stream could hold, read by offset
+     * (as wprun and a ref's restore read it): refused before any allocation. The frame is real:
+     * 2^28 zero bytes in RLE blocks (4 bytes a 128 KiB block), which the reader used to
+     * allocate, decompress and parse as 2^24 entries */
+    {
+        uint64_t big = UINT64_C(1) << 28, nb = big >> 17;
+        size_t fl = 4 + 1 + 1 + 8 + 4 * nb;
+        char *fr = malloc(16 + fl), *q = fr + 16;
+        wr64(fr, UINT64_C(1) << 24), wr64(fr + 8, big);
+        memcpy(q, "\x28\xb5\x2f\xfd", 4), q += 4;
+        *q++ = (char)0xC0;                 /* 8-byte frame content size, not single-segment */
+        *q++ = (char)(7 << 3);             /* window 2^17 */
+        wr64(q, big), q += 8;
+        for (uint64_t i = 0; i < nb; i++) {
+            uint32_t bh = (uint32_t)(i == nb - 1) | (1u << 1) | (1u << 17 << 3);   /* last, RLE, 128 KiB */
+            memcpy(q, &bh, 3), q += 3;
+            *q++ = 0;
+        }
+        CHECK(ZSTD_getFrameContentSize(fr + 16, fl) == big, "a %zu-byte zstd frame of 2^28 bytes", fl);
+        s2 = with_index(sa, la, fr, 16 + fl, &ll);
+        struct rusage before, after;
+        getrusage(RUSAGE_SELF, &before);
+        int rc = random_access(s2, ll, msg, sizeof msg);
+        getrusage(RUSAGE_SELF, &after);
+        CHECK(rc < 0 && !strcmp(msg, "mem: corrupt index") && after.ru_maxrss - before.ru_maxrss < 32 * 1024,
+              "an index claiming 2^24 entries in 2^28 bytes is refused unread (%s; peak RSS +%ld KiB)", msg,
+              after.ru_maxrss - before.ru_maxrss);
+        free(fr), free(s2);
+    }
     /* bytes after the last entry */
     memcpy(ent + ent_len, "junkjunk", 8);
     ip = index_payload(2, ent_len + 8, ent, ent_len + 8, &il);
