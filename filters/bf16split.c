@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     while (wp_cli_next(rd, &r)) {
         int eb, rb;
         if (wp_rec_is_coded(r.kind))   /* (a bundle passed through, to fail at laneinterleave) */
-            wp_cli_refuse_coded(in, &r);
+            wp_cli_refuse_coded(in, &r, "a tensor stream");
         int selected = r.kind == WP_REC_TENSOR && r.n_dims >= 2 && wp_bf16_fields(r.type, &eb, &rb) > 0 &&
                        (match ? regexec(&re, r.name, 0, NULL, 0) == 0 : 1);
         if (!selected) {

@@ -36,7 +36,7 @@ int main(int argc, char **argv)
     char first[64] = "";   /* the kind of the first record dropped */
     while (wp_cli_next(rd, &r)) {
         if (wp_rec_is_coded(r.kind))
-            wp_cli_refuse_coded(in, &r);
+            wp_cli_refuse_coded(in, &r, "a tensor stream");
         int k = wp_gguf_out_add(g, &r);
         if (k < 0)
             wp_die("%s: %s", in ? in : "stdin", wp_gguf_out_error(g));

@@ -417,7 +417,7 @@ int main(int argc, char **argv)
     size_t n_t = 0;
     while (wp_cli_next(rd, &r)) {
         if (wp_rec_is_coded(r.kind))
-            wp_cli_refuse_coded(in, &r);
+            wp_cli_refuse_coded(in, &r, "a tensor stream");
         if (r.kind == WP_REC_KV) {
             if (!strcmp(r.name, "general.architecture") && r.type == WP_GGUF_STRING && r.payload_len >= 8) {
                 uint64_t l = rd64(r.payload);

@@ -109,7 +109,7 @@ int main(int argc, char **argv)
         wp_codes_geom g;
         /* a tensor stream, or bf16split's symbols and raw bytes; not a bundle, nor its own output */
         if (wp_rec_is_coded(r.kind) && r.kind != WP_REC_SYMBOLS && r.kind != WP_REC_RAW)
-            wp_cli_refuse_coded(in, &r);
+            wp_cli_refuse_coded(in, &r, "a tensor stream or bf16split's output");
         uint64_t rows = r.ne[0] ? (uint64_t)(wp_record_nelem(&r) / r.ne[0]) : 0;
         if (r.kind == WP_REC_TENSOR) {
             tot.weights += (double)wp_record_nelem(&r);

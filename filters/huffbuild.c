@@ -42,7 +42,7 @@ int main(int argc, char **argv)
     wp_record_init(&t);
     while (wp_cli_next(rd, &r)) {
         if (wp_rec_is_bundle(r.kind) || r.kind == WP_REC_TABLE)   /* a bundle, or huffbuild's own output */
-            wp_cli_refuse_coded(in, &r);
+            wp_cli_refuse_coded(in, &r, "histogram's output");
         wp_cli_put(w, &r);
         if (r.kind != WP_REC_HIST)
             continue;

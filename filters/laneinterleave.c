@@ -203,7 +203,7 @@ int main(int argc, char **argv)
     for (;;) {
         int more = wp_cli_next(rd, &r);
         if (more && wp_rec_is_bundle(r.kind))   /* said "side data without its symbols" at the end */
-            wp_cli_refuse_coded(in, &r);
+            wp_cli_refuse_coded(in, &r, "huffbuild's output");
         if (more && r.kind == WP_REC_KV) {
             if (wp_kvpack_add(&kvbuf, &kvlen, &r))
                 wp_die("out of memory");

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@ static char out_path[4096], out_tmp[4200];
 static char out_target[4096];   /* the file out_tmp replaces: out_path, or what its symbolic link names */
 static volatile sig_atomic_t out_is_stdout_file;
 static off_t out_start;
-static struct { dev_t dev; ino_t ino; } inputs[64];   /* the regular files read (wp_cli_input) */
+static char **inputs;   /* the regular files read, by real path (wp_cli_input) */
 static int n_inputs;
 
 /* Interrupted (Ctrl-C, kill, a closed pipe): remove the temporary output,
@@ -95,35 +96,32 @@ void wp_warn(const char *fmt, ...)
     va_end(ap);
 }
 
-static void input_add(const struct stat *st)
-{
-    if (S_ISREG(st->st_mode) && n_inputs < (int)(sizeof inputs / sizeof *inputs)) {
-        inputs[n_inputs].dev = st->st_dev;
-        inputs[n_inputs].ino = st->st_ino;
-        n_inputs++;
-    }
-}
-
 void wp_cli_input(const char *path)
 {
+    char real[PATH_MAX];
     struct stat st;
-    if (!path || !strcmp(path, "-")) {
-        if (fstat(STDIN_FILENO, &st) == 0)
-            input_add(&st);
-    } else if (stat(path, &st) == 0) {
-        input_add(&st);
-    }
+    /* standard input: the file it was opened from, when it is one */
+    const char *p = !path || !strcmp(path, "-") ? "/proc/self/fd/0" : path;
+    if (stat(p, &st) || !S_ISREG(st.st_mode) || !realpath(p, real))
+        return;
+    char **grown = realloc(inputs, (size_t)(n_inputs + 1) * sizeof *inputs);
+    if (!grown || !(grown[n_inputs] = strdup(real)))
+        wp_die("out of memory");
+    inputs = grown;
+    n_inputs++;
 }
 
-/* Die when the file an output replaces (target) is one of the inputs: -o onto
- * the input replaced it (unbundle -o m.bundle m.bundle left a GGUF). */
+/* Die when the file an output replaces (target, a path whose links are
+ * followed) is one of the inputs: -o onto the input replaced it (unbundle -o
+ * m.bundle m.bundle left a GGUF). Names are compared, not inodes: renaming
+ * over a hard link of an input leaves the input's own name as it was. */
 static void out_check_inputs(const char *target)
 {
-    struct stat st;
-    if (stat(target, &st))
+    char real[PATH_MAX];
+    if (!realpath(target, real))
         return;
     for (int i = 0; i < n_inputs; i++)
-        if (inputs[i].dev == st.st_dev && inputs[i].ino == st.st_ino)
+        if (!strcmp(inputs[i], real))
             wp_die("%s: is also an input of this run: writing it would replace that input (write elsewhere)",
                    out_path);
 }
@@ -219,7 +217,7 @@ void wp_out_commit(void)
     out_f = NULL;
 }
 
-void wp_cli_refuse_coded(const char *in, const wp_record *r)
+void wp_cli_refuse_coded(const char *in, const wp_record *r, const char *takes)
 {
     char what[WP_MAX_NAME + 64];
     if (r->name[0])
@@ -229,8 +227,7 @@ void wp_cli_refuse_coded(const char *in, const wp_record *r)
     in = in && strcmp(in, "-") ? in : "stdin";
     if (wp_rec_is_bundle(r->kind))
         wp_die("%s: %s belongs to a bundle: unbundle --stream it first", in, what);
-    wp_die("%s: %s is the coding pipeline's output (bf16split, histogram, huffbuild): give %s the stream from "
-           "before them", in, what, wp_prog());
+    wp_die("%s: %s is the coding pipeline's output: %s takes %s", in, what, wp_prog(), takes);
 }
 
 wp_reader *wp_cli_reader(const char *path)

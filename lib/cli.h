@@ -35,9 +35,11 @@ void wp_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2))
 void wp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Stop on record r of input `in` (NULL or "-": stdin), which this program
- * cannot act on: it belongs to a later stage of the coding pipeline or to a
- * bundle (wp_rec_is_coded, wp_rec_is_bundle; each program says which). */
-void wp_cli_refuse_coded(const char *in, const wp_record *r) __attribute__((noreturn));
+ * cannot act on: it belongs to a bundle ("unbundle --stream it first") or to
+ * the coding pipeline ("PROG takes `takes`", what the program reads, such as
+ * "histogram's output"); wp_rec_is_coded, wp_rec_is_bundle, each program
+ * says which. */
+void wp_cli_refuse_coded(const char *in, const wp_record *r, const char *takes) __attribute__((noreturn));
 
 /* Note that the program reads file `path` (NULL or "-": standard input): an
  * output that would replace it is refused (wp_out_open, wp_out_commit).

@@ -131,11 +131,11 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
     # and each stage's own output again
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/histogram" > "$B/h.wps"
     run sh -c "'$BIN/histogram' '$B/h.wps' > /dev/null"
-    one_line_error "^histogram: $B/h.wps: record '[a-z_.]+' \((hist|side|symbols|rowmap)\) is the coding pipeline's output \(bf16split, histogram, huffbuild\): give histogram the stream from before them$"
+    one_line_error "^histogram: $B/h.wps: record '[a-z_.]+' \((hist|side|symbols|rowmap)\) is the coding pipeline's output: histogram takes a tensor stream or bf16split's output$"
     run sh -c "'$BIN/huffbuild' '$B/h.wps' | '$BIN/huffbuild' > /dev/null"
-    one_line_error "^huffbuild: stdin: record '[a-z_.]+' \(table\) is the coding pipeline's output"
+    one_line_error "^huffbuild: stdin: record '[a-z_.]+' \(table\) is the coding pipeline's output: huffbuild takes histogram's output$"
     run "$BIN/ggufpack" -o "$B/o.gguf" "$B/h.wps"
-    one_line_error "^ggufpack: $B/h.wps: record '[a-z_.]+' \([a-z]+\) is the coding pipeline's output .* give ggufpack the stream"
+    one_line_error "^ggufpack: $B/h.wps: record '[a-z_.]+' \([a-z]+\) is the coding pipeline's output: ggufpack takes a tensor stream$"
     [ ! -e "$B/o.gguf" ]
     # the documented way back: unbundle --stream, then the GGUF-form programs work
     "$BIN/unbundle" --stream "$B/d.bundle" | "$BIN/ggufpack" | cmp - "$MODELS/stories260K-f32.gguf"
