@@ -25,7 +25,7 @@ load helpers
     [ "$status" -eq 0 ]
     printf 'm\tQ8_0\t8.6060\nm\tQ4_0\t6.4734\n' > rise.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv
-    [ "$status" -eq 1 ] && [ "$output" = "$(printf 'm\tQ8_0: 8.6060 b/w, expected at most 8.5878')" ]
+    [ "$status" -eq 1 ] && [ "$output" = "$(printf 'm\tQ8_0: 8.6060 b/w, more than 0.2 %% above the baseline 8.5878 (at most 8.6050)')" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv 0.01
     [ "$status" -eq 0 ]
     printf 'm\tQ8_0\t\nm\tQ4_0\t6.4734\n' > empty.tsv
@@ -38,6 +38,18 @@ load helpers
     [ "${lines[1]}" = "$(printf 'm\tQ4_0: not in other.tsv')" ]
     run "$ROOT/pipelines/bitcheck" base.tsv missing.tsv
     [ "$status" -eq 2 ] && [ "$output" = "bitcheck: missing.tsv: not a readable file" ]
-    run "$ROOT/pipelines/bitcheck" base.tsv fall.tsv 2%
-    [ "$status" -eq 2 ] && [ "$output" = "bitcheck: tolerance '2%': expected a fraction such as 0.002" ]
+    for t in 2% 5 1 1e-3 .5; do
+        run "$ROOT/pipelines/bitcheck" base.tsv fall.tsv "$t"
+        [ "$status" -eq 2 ] && [ "$output" = "bitcheck: tolerance '$t': expected a fraction below 1 such as 0.002 (0.2 %)" ]
+    done
+    # an empty baseline blamed NOW for every row, two empty files passed, a key twice in the
+    # baseline was overwritten by the last (a new user's trial)
+    : > empty.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" empty.tsv fall.tsv
+    [ "$status" -eq 1 ] && [ "${lines[0]}" = "$(printf 'm\tQ8_0: 8.5878 (not in empty.tsv)')" ] && [ "${lines[2]}" = "empty.tsv: no rows" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" empty.tsv empty.tsv
+    [ "$status" -eq 1 ] && [ "$output" = "$(printf 'empty.tsv: no rows\nempty.tsv: no rows')" ]
+    { cat base.tsv; printf 'm\tQ8_0\t99\n'; } > twice.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" twice.tsv fall.tsv
+    [ "$status" -eq 1 ] && [ "$output" = "$(printf 'twice.tsv:4: m\tQ8_0 appears twice')" ]
 }
