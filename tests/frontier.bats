@@ -113,6 +113,15 @@ fake_bins() {
     run make "${a[@]}" MODEL="$F32" TEXT= POINT="Q8_0_g0_lam0_c1 Q4_K_M"
     [ "$status" -ne 0 ]
     [[ "$output" == *"*** POINT=Q4_K_M: an operating point is TYPE_g{0,1}_lam{L}_c{C}, such as Q4_K_M_g1_lam0_c1.25.  Stop." ]]
+    # a well-formed point of a type gptq lacks built the Hessians, then failed leaving them and
+    # its .calib; POINT= said "Nothing to be done" (a new user's trial)
+    run make "${a[@]}" MODEL="$F32" POINT=Q4_X_g1_lam0_c1.25
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"*** POINT=Q4_X_g1_lam0_c1.25: gptq has no --ftype Q4_X (gptq(1) lists the presets).  Stop." ]]
+    run make "${a[@]}" MODEL="$F32" POINT=
+    [ "$status" -ne 0 ] && [[ "$output" == *"*** POINT= names no operating point (such as Q4_K_M_g1_lam0_c1.25).  Stop." ]]
+    run make "${a[@]}" MODEL="$BATS_TEST_TMPDIR" TEXT=
+    [ "$status" -ne 0 ] && [[ "$output" == *"*** MODEL=$BATS_TEST_TMPDIR: is a directory.  Stop." ]]
     [ ! -e "$out" ]
 }
 
