@@ -31,6 +31,7 @@
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -384,8 +385,10 @@ int main(int argc, char **argv)
     const int lazy = go.gamma || go.widen > 1 || go.lambda > 0;
     if (hess_path)
         hessian_open(hess_path);
-    if (out && strcmp(out, "-")) {
-        /* fail now, not after quantizing the model, when OUT cannot be written */
+    struct stat ost;
+    if (out && strcmp(out, "-") && !(stat(out, &ost) == 0 && !S_ISREG(ost.st_mode))) {
+        /* fail now, not after quantizing the model, when OUT cannot be written; a device or
+         * FIFO (-o /dev/stdout) is written in place, whatever its directory allows */
         char dir[4096];
         const char *slash = strrchr(out, '/');
         snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) + 1 : 1, slash ? out : ".");

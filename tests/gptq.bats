@@ -77,6 +77,16 @@ setup() {
     [[ "$output" =~ "tensor blk.4.ffn_up.weight: non-finite value nan at row 171, column 63" ]] || { echo "$output"; return 1; }
 }
 
+@test "gptq -o /dev/stdout works for a user who cannot write into /dev" {
+    # the early check of OUT's directory refused any device for non-root users (a breaker's find)
+    [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null || skip "needs root and setpriv to run as nobody"
+    [ -x "$BIN/gptq" ] && setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$BIN/gptq" || skip "nobody cannot run bin/"
+    n=$(setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+        "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --ftype Q8_0 --rtn --quiet -o /dev/stdout | wc -c")
+    [ "$n" -eq "$("$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q8_0 --rtn --quiet | wc -c)" ]
+    [ "$n" -gt 300000 ]
+}
+
 @test "gptq: a NaN in a Hessian names the Hessian file and the tensor" {
     [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
     "$UNIT" --hessians "$T/h.wts"
