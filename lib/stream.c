@@ -524,6 +524,7 @@ int wp_reader_payload(wp_reader *rd, wp_record *r)
 }
 
 static int index_parse(const uint8_t *pl, uint64_t len, uint64_t end_offset, wp_index *ix);
+static int index_tiles(FILE *f, const char *path, const wp_index *ix, uint64_t end_offset, char *err, size_t errlen);
 
 /* Check the end record's index against what was read: every record's
  * offset, kind and name (a re-sealed index that lies fails here). */
@@ -646,7 +647,12 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
         return -1;
     }
     int bad = r.kind != WP_REC_END || index_parse(r.payload, r.payload_len, r.offset, ix);
+    uint64_t end = r.offset;
     wp_record_free(&r);
+    if (!bad && index_tiles(f, path, ix, end, err, errlen)) {
+        wp_index_free(ix);
+        return -1;
+    }
     if (bad) {
         snprintf(err, errlen, "%s: corrupt index", path);
         return -1;
@@ -670,7 +676,10 @@ void wp_index_free(wp_index *ix)
     memset(ix, 0, sizeof *ix);
 }
 
-int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, char *err, size_t errlen)
+/* Set up rd to read the record at `offset` of the stream file f (its header
+ * checked first). 0, or -1 with a message in err; wp_zsrc_free(rd->src) and
+ * free(rd->seen) after. */
+static int reader_at(FILE *f, const char *path, uint64_t offset, wp_reader *rd_out, char *err, size_t errlen)
 {
     wp_reader rd;
     uint8_t h[16];
@@ -698,11 +707,56 @@ int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, 
         snprintf(err, errlen, "%s: out of memory", rd.path);
         return -1;
     }
+    *rd_out = rd;
+    return 0;
+}
+
+int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, char *err, size_t errlen)
+{
+    wp_reader rd;
+    if (reader_at(f, path, offset, &rd, err, errlen))
+        return -1;
     int rc = read_header(&rd, r) || wp_reader_payload(&rd, r) ? -1 : 0;
     if (rc)
         snprintf(err, errlen, "%s", rd.err);
     wp_zsrc_free(rd.src);
     free(rd.seen);
+    return rc;
+}
+
+/* The index tiles the stream: entry 0 at byte 16, each next entry where the
+ * record before it ends (its header, padding and payload as its header says),
+ * the last one's end at the end record, each header's kind and name the
+ * entry's. Only headers are read. Without it, entries could lead to copies of
+ * records hidden in another's payload, which readers by index (wprun) would
+ * take while readers in order refuse the file. 0, or -1 with a message in
+ * err: a header's own problem, or which entry does not tile. */
+static int index_tiles(FILE *f, const char *path, const wp_index *ix, uint64_t end_offset, char *err, size_t errlen)
+{
+    uint64_t at = 16, i = 0;
+    wp_record r;
+    wp_record_init(&r);
+    int rc = 0;
+    for (; i < ix->count && rc == 0; i++) {
+        wp_reader rd;
+        if (ix->e[i].offset != at)
+            break;
+        if (reader_at(f, path, at, &rd, err, errlen))
+            return wp_record_free(&r), -1;
+        if (read_header(&rd, &r))
+            snprintf(err, errlen, "%s", rd.err), rc = -1;
+        else if (r.kind != ix->e[i].kind || strcmp(r.name, ix->e[i].name))
+            break;
+        at = rd.off + r.payload_len + pad_to(r.payload_len, rd.align);
+        wp_zsrc_free(rd.src);
+        free(rd.seen);
+    }
+    wp_record_free(&r);
+    if (rc == 0 && (i < ix->count || at != end_offset)) {
+        snprintf(err, errlen, "%s: corrupt index: entry %" PRIu64 " does not match the record at byte %" PRIu64,
+                 input_name(path), i, at);
+        rc = -1;
+    }
     return rc;
 }
 

@@ -172,9 +172,54 @@ int main(void)
               !strcmp(msg, "mem: corrupt stream: index entry 0 does not match the record at byte 16"),
           "an index naming other records at the same offsets: the reader refuses it: %s", msg);
     CHECK(random_access(sw, la, msg, sizeof msg) < 0 &&
-              !strcmp(msg, "mem: corrupt index: the entry for 'b2' leads to record 'a1' at byte 16"),
+              !strcmp(msg, "mem: corrupt index: entry 0 does not match the record at byte 16"),
           "and random access refuses the record its entry leads to: %s", msg);
     free(sw);
+    /* a record hidden in another's payload, the index leading to it: wprun took the hidden
+     * weights while verify refused the file (a breaker's find) */
+    {
+        size_t l1, l2, lh;
+        const char *b2[] = {"b2"}, *a1b2[] = {"a1", "b2"};
+        int f9[] = {9}, f12b[] = {1, 2};
+        char *one = records(b2, f9, 1, 64, &l1);   /* record b2 (64 bytes of 9) at 16 */
+        uint64_t rec_len = rd64(one + l1 - 16) - 16;
+        char *two = records(a1b2, f12b, 2, 64, &l2);
+        /* a1's payload (its bytes after its header) becomes b2's whole record, as a symbols
+           record of rec_len bytes; rebuilt with the writer so every checksum holds */
+        char *buf = NULL, err[256];
+        FILE *f = open_memstream(&buf, &lh);
+        wp_writer *w = wp_writer_open(f, "mem", 8, err, sizeof err);
+        wp_record r;
+        wp_record_init(&r);
+        r.kind = WP_REC_SYMBOLS, r.n_dims = 1, r.ne[0] = (int64_t)rec_len, r.ne[1] = r.ne[2] = r.ne[3] = 1;
+        wp_record_set_name(&r, "a1");
+        wp_record_alloc(&r, rec_len);
+        memcpy(r.payload, one + 16, rec_len);
+        wp_writer_put(w, &r);
+        r.kind = WP_REC_TENSOR, r.ne[0] = 16;
+        wp_record_set_name(&r, "b2");
+        wp_record_alloc(&r, 64);
+        memset(r.payload, 2, 64);
+        wp_writer_put(w, &r);
+        wp_writer_close(w, err, sizeof err);
+        fclose(f);
+        wp_record_free(&r);
+        CHECK(read_all(buf, lh, msg, sizeof msg) == 0 && random_access(buf, lh, msg, sizeof msg) == 0,
+              "a stream whose first payload holds a whole record reads in order and by index");
+        /* its index, entry b2 moved to a1's payload (a1's header is 72 + 2 + 8 bytes, padded to 88) */
+        uint64_t e2 = rd64(buf + lh - 16), a2 = rd32(buf + e2 + 48), p2 = (e2 + 72 + a2 + 8 + 7) / 8 * 8;
+        char ent[256];
+        size_t en = (size_t)rd64(buf + p2 + 8);
+        ZSTD_decompress(ent, sizeof ent, buf + p2 + 16, (size_t)rd64(buf + e2 + 56) - 16);
+        wr64(ent + 16 + 2, 16 + 88);   /* entry 1 (after entry 0: 16 bytes + "a1") at byte 104 */
+        size_t il2, hl;
+        char *ip2 = index_payload(2, en, ent, en, &il2), *hid = with_index(buf, lh, ip2, il2, &hl);
+        CHECK(random_access(hid, hl, msg, sizeof msg) < 0 &&
+                  !strcmp(msg, "mem: corrupt index: entry 1 does not match the record at byte 256"),
+              "an index entry leading to a record hidden in a payload is refused by index: %s", msg);
+        CHECK(read_all(hid, hl, msg, sizeof msg) < 0, "and in order: %s", msg);
+        free(one), free(two), free(buf), free(ip2), free(hid);
+    }
     /* the real entries, decompressed, to build lies from */
     uint64_t al = rd32(sa + end + 48), pl_at = (end + 72 + al + 8 + 7) / 8 * 8, pl_len = rd64(sa + end + 56);
     uint64_t ent_len = rd64(sa + pl_at + 8);
