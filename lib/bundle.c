@@ -636,7 +636,7 @@ static int resolve_ref(wp_restore *rs, const wp_record *in)
     for (uint64_t i = 0; sub && i < rs->ix.count && !found; i++) {
         if (strcmp(rs->ix.e[i].name, same) || rs->ix.e[i].kind == WP_REC_REF)
             continue;
-        if (wp_record_read_entry(rs->src, rs->src_path, &rs->ix.e[i], &r, err, sizeof err)) {
+        if (wp_record_read_at(rs->src, rs->src_path, rs->ix.e[i].offset, &r, err, sizeof err)) {
             rfail(rs, "%s", strip_path(err, rs->src_path));
             break;
         }

@@ -733,43 +733,36 @@ int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, 
  * err: a header's own problem, or which entry does not tile. */
 static int index_tiles(FILE *f, const char *path, const wp_index *ix, uint64_t end_offset, char *err, size_t errlen)
 {
+    wp_reader rd;   /* one reader, moved from header to header */
+    if (reader_at(f, path, 16, &rd, err, errlen))
+        return -1;
     uint64_t at = 16, i = 0;
     wp_record r;
     wp_record_init(&r);
     int rc = 0;
-    for (; i < ix->count && rc == 0; i++) {
-        wp_reader rd;
-        if (ix->e[i].offset != at)
+    for (; i < ix->count; i++) {
+        if (ix->e[i].offset != at || fseeko(f, (off_t)at, SEEK_SET))
             break;
-        if (reader_at(f, path, at, &rd, err, errlen))
-            return wp_record_free(&r), -1;
-        if (read_header(&rd, &r))
-            snprintf(err, errlen, "%s", rd.err), rc = -1;
-        else if (r.kind != ix->e[i].kind || strcmp(r.name, ix->e[i].name))
+        rd.off = at;
+        rd.pending = 0;
+        if (read_header(&rd, &r)) {
+            snprintf(err, errlen, "%s", rd.err);
+            rc = -1;
+            break;
+        }
+        if (r.kind != ix->e[i].kind || strcmp(r.name, ix->e[i].name))
             break;
         at = rd.off + r.payload_len + pad_to(r.payload_len, rd.align);
-        wp_zsrc_free(rd.src);
-        free(rd.seen);
     }
     wp_record_free(&r);
+    wp_zsrc_free(rd.src);
+    free(rd.seen);
     if (rc == 0 && (i < ix->count || at != end_offset)) {
         snprintf(err, errlen, "%s: corrupt index: entry %" PRIu64 " does not match the record at byte %" PRIu64,
                  input_name(path), i, at);
         rc = -1;
     }
     return rc;
-}
-
-int wp_record_read_entry(FILE *f, const char *path, const wp_index_entry *e, wp_record *r, char *err, size_t errlen)
-{
-    if (wp_record_read_at(f, path, e->offset, r, err, errlen))
-        return -1;
-    if (r->kind != e->kind || strcmp(r->name, e->name)) {
-        snprintf(err, errlen, "%s: corrupt index: the entry for '%s' leads to record '%s' at byte %" PRIu64,
-                 input_name(path), e->name, r->name, e->offset);
-        return -1;
-    }
-    return 0;
 }
 
 /* ---- writer -------------------------------------------------------------- */

@@ -173,8 +173,10 @@ typedef struct wp_index {
     wp_index_entry *e;
 } wp_index;
 
-/* Read the trailing index of a stream file (seekable f). Returns 0 or -1
- * with a one-line message in err. */
+/* Read the trailing index of a stream file (seekable f), checked to tile the
+ * stream (every entry at the record that starts where the one before ends,
+ * of the entry's kind and name; wpack-stream(5)), so an entry's offset leads
+ * to that record. Returns 0 or -1 with a one-line message in err. */
 int  wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t errlen);
 /* First entry with this kind and name, or NULL. kind 0 matches any kind. */
 const wp_index_entry *wp_index_find(const wp_index *ix, unsigned kind, const char *name);
@@ -183,10 +185,7 @@ void wp_index_free(wp_index *ix);
  * wp_reader_next does. Returns 0, or -1 with a message in err. */
 int  wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r,
                        char *err, size_t errlen);
-/* Read the record an index entry points at, and check it is that record
- * (kind and name): a lying index is an error, not another record. */
-int  wp_record_read_entry(FILE *f, const char *path, const wp_index_entry *e, wp_record *r,
-                          char *err, size_t errlen);
+
 
 /* ---- writing ------------------------------------------------------------ */
 

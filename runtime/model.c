@@ -203,8 +203,8 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
             rc = fail(err, errlen, "out of memory");
             break;
         }
-        if (wp_record_read_entry(f, path, p, &m->aux, err, errlen) ||
-            wp_record_read_entry(f, path, e, &m->coded, err, errlen) || matrix_setup(m, err, errlen)) {
+        if (wp_record_read_at(f, path, p->offset, &m->aux, err, errlen) ||
+            wp_record_read_at(f, path, e->offset, &m->coded, err, errlen) || matrix_setup(m, err, errlen)) {
             matrix_free(m);
             rc = -1;
             break;

@@ -67,7 +67,7 @@ static char *index_payload(uint64_t count, uint64_t entries_len, const char *ent
     return pl;
 }
 
-/* wp_index_read and wp_record_read_entry of every entry on a temporary file
+/* wp_index_read and wp_record_read_at of every entry on a temporary file
  * holding buf: 0, or -1 with the message in msg. */
 static int random_access(const char *buf, size_t len, char *msg, size_t n)
 {
@@ -79,7 +79,7 @@ static int random_access(const char *buf, size_t len, char *msg, size_t n)
     wp_record_init(&r);
     int rc = wp_index_read(f, "mem", &ix, msg, n);
     for (uint64_t i = 0; rc == 0 && i < ix.count; i++)
-        rc = wp_record_read_entry(f, "mem", &ix.e[i], &r, msg, n);
+        rc = wp_record_read_at(f, "mem", ix.e[i].offset, &r, msg, n);
     if (rc == 0 || strncmp(msg, "mem: corrupt index", 18))
         wp_index_free(&ix);
     wp_record_free(&r);
