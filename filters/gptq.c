@@ -202,6 +202,9 @@ static double *hessian_get(const char *name, int64_t cols)
                 memcpy(&f, r.payload + 4 * k, 4);
                 H[k] = f;
             }
+            if (!isfinite(H[k]))   /* said here, where the file is known */
+                wp_die("%s: tensor %s: non-finite Hessian entry at (%lld, %lld)", hpath, name, (long long)(k / n),
+                       (long long)(k % n));
         }
         wp_record_free(&r);
         return H;
@@ -647,8 +650,6 @@ int main(int argc, char **argv)
                         wp_gptq_opts gc = go;
                         gc.consume = 1;
                         int k = wp_gptq_quantize((int)to, src, mrows, ne0, H, qw, &gc, d, &info, err, sizeof err);
-                        if (k < 0 && strstr(err, "Hessian"))   /* name the file the Hessian came from */
-                            wp_die("%s: tensor %s: %s", hpath, name, err);
                         if (k < 0)
                             wp_die("tensor %s: %s", name, err);
                         if (k == WP_GPTQ_NOT_PD) {
