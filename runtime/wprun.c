@@ -641,16 +641,12 @@ int main(int argc, char **argv)
             opt.tune = 1;
         } else if (!strcmp(a, "--graph")) {
             opt.graph = 1;
-        } else if (a[0] != '-') {   /* a bare FILE is --bundle FILE, as zstd and verify take files */
+        } else if (a[0] != '-' || (v && !strcmp(a, "--bundle"))) {   /* a bare FILE is --bundle FILE */
             if (nb == 64)
                 die(WR_EXIT_USAGE, "%s", "--bundle: at most 64 bundles");
-            bundles[nb++] = a;
+            bundles[nb++] = a[0] != '-' ? a : argv[++i];
         } else if (!v) {
             die(WR_EXIT_USAGE, "unknown option or missing value: %s (see --help)", a);
-        } else if (!strcmp(a, "--bundle")) {
-            if (nb == 64)
-                die(WR_EXIT_USAGE, "%s", "--bundle: at most 64 bundles");
-            bundles[nb++] = v, i++;
         } else if (!strcmp(a, "--synth")) {
             if (ns == 64)
                 die(WR_EXIT_USAGE, "%s", "--synth: at most 64 specs");
