@@ -193,12 +193,9 @@ $(if $(wildcard $(MODEL)),,$(error MODEL=$(MODEL): no such file$(if $(filter $(W
 $(if $(wildcard $(MODEL)/.),$(error MODEL=$(MODEL): is a directory))
 $(if $(strip $(POINT)),,$(error POINT= names no operating point (such as Q4_K_M_g1_lam0_c1.25)))
 $(if $(TEXT),$(if $(wildcard $(TEXT)),,$(error TEXT=$(TEXT): no such file (TEXT= builds by RTN$(if $(filter $(WPACK_DATA)/%,$(TEXT)),; this is the default: set TEXT=FILE$(comma) or WPACK_DATA=dir)))))
-# "form" for a malformed point, "type T" when a built bin/gptq has no --ftype T
-point_check = $(shell p='$(1)'; echo "$$p" | grep -Eqx '[A-Za-z0-9_]+_g[01]_lam[0-9.]+_c[0-9.]+' || { echo form; exit; }; \
-    t=$${p%_g[01]_lam*}; [ -x bin/gptq ] && bin/gptq --ftype "$$t" -o /dev/null /dev/null 2>&1 | \
-    grep -q "unknown --ftype" && echo "type $$t"; true)
-point_error = $(if $(filter form,$(2)),$(error POINT=$(1): an operating point is TYPE_g{0,1}_lam{L}_c{C}, such as Q4_K_M_g1_lam0_c1.25))$(if $(filter type,$(firstword $(2))),$(error POINT=$(1): gptq has no --ftype $(word 2,$(2)) (gptq(1) lists the presets)))
-$(foreach p,$(POINT),$(call point_error,$(p),$(call point_check,$(p))))
+# lazyweights knows what a point is: what is wrong with one, or nothing
+point_why = $(shell pipelines/lazyweights --check '$(1)')
+$(foreach p,$(POINT),$(if $(call point_why,$(p)),$(error POINT=$(p): $(call point_why,$(p)))))
 $(foreach p,$(POINT),$(call stamp,$(OUT)/$(MODEL_NAME)-$(p).calib,$(CALIB_ID)))
 $(if $(TEXT),$(call stamp,$(HESS).id,$(HESS_ID)))
 endif

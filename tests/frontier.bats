@@ -98,6 +98,15 @@ fake_bins() {
     [ -z "$(ls -A "$out")" ] || { ls -A "$out"; false; }
 }
 
+@test "lazyweights: a point of a type gptq lacks is refused before the Hessians (make model asks it too)" {
+    out="$BATS_TEST_TMPDIR/o"
+    run "$ROOT/pipelines/lazyweights" "$F32" Q4_X_g1_lam0_c1.25 "$out" "$CALIB"
+    [ "$status" -eq 2 ] && [ "$output" = "lazyweights: Q4_X_g1_lam0_c1.25: gptq has no --ftype Q4_X (gptq(1) lists the presets)" ]
+    [ ! -e "$out" ]
+    run "$ROOT/pipelines/lazyweights" --check Q4_K_M_g1_lam0_c1.25
+    [ "$status" -eq 0 ] && [ -z "$output" ]
+}
+
 @test "make model: a missing MODEL or TEXT, or a bad POINT, is one clear line and writes nothing" {
     # outside the checkout the default TEXT was "No rule to make target", and a bad POINT left
     # its .calib stamp (a new user's trial)
