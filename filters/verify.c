@@ -74,6 +74,22 @@ static void print_row(const char *name, const char *type, double weights, double
     printf("\n");
 }
 
+/* The text report's last three lines: weights by how they are stored, b/w of
+ * both files and the overheads, and the verdict. */
+static void print_totals(double weights, double coded_w, uint64_t n_coded, uint64_t n_fixed, uint64_t n_shared,
+                         double gguf_bpw, double bundle_bpw, double table_bytes, double pad_bytes, double meta_bytes,
+                         int whole, int bad)
+{
+    printf("total: %.0f weights (%.0f in %" PRIu64 " coded matrices, %" PRIu64 " stored fixed-width or zstd, %" PRIu64
+           " shared)\n", weights, coded_w, n_coded, n_fixed, n_shared);
+    printf("GGUF %.4f b/w, bundle %.4f b/w (saving %.2f%%); tables+offsets %.4f b/w, lane padding %.4f b/w,"
+           " metadata %.4f b/w\n",
+           gguf_bpw, bundle_bpw, 100.0 * (1 - bundle_bpw / gguf_bpw), 8.0 * table_bytes / weights,
+           8.0 * pad_bytes / weights, 8.0 * meta_bytes / weights);
+    printf("%s: %s\n", whole ? "rebuilt GGUF byte-identical" : "rebuilt GGUF DIFFERS",
+           bad ? "FAILED" : "every tensor matches with both decoders");
+}
+
 /* Bits the symbols of a coded record take without lane padding. */
 static uint64_t ideal_bits(const wp_coded_view *v, const uint8_t *sym)
 {
@@ -274,17 +290,10 @@ int main(int argc, char **argv)
     if (tsv) {   /* the file's line: everything included; no entropy column (side data, metadata) */
         print_row("*", "file", weights, gguf_bpw, bundle_bpw, -1, 8.0 * table_bytes / weights,
                   8.0 * pad_bytes / weights, "-", !bad, "");
-        goto report;
+    } else {
+        print_totals(weights, coded_w, n_coded, n_fixed, n_shared, gguf_bpw, bundle_bpw, table_bytes, pad_bytes,
+                     meta_bytes, whole, bad);
     }
-    printf("total: %.0f weights (%.0f in %" PRIu64 " coded matrices, %" PRIu64 " stored fixed-width or zstd, %" PRIu64
-           " shared)\n", weights, coded_w, n_coded, n_fixed, n_shared);
-    printf("GGUF %.4f b/w, bundle %.4f b/w (saving %.2f%%); tables+offsets %.4f b/w, lane padding %.4f b/w,"
-           " metadata %.4f b/w\n",
-           gguf_bpw, bundle_bpw, 100.0 * (1 - bundle_bpw / gguf_bpw), 8.0 * table_bytes / weights,
-           8.0 * pad_bytes / weights, 8.0 * meta_bytes / weights);
-    printf("%s: %s\n", whole ? "rebuilt GGUF byte-identical" : "rebuilt GGUF DIFFERS",
-           bad ? "FAILED" : "every tensor matches with both decoders");
-report:
     wp_out_commit();
     if (n_bad_tensors)
         fprintf(stderr, "verify: %s: %d tensors differ from %s (first: %s)\n", bpath, n_bad_tensors, orig,
