@@ -137,6 +137,17 @@ FILE *wp_in_open(const char *path)
     return f;
 }
 
+/* An output named "" or a directory fails at once (it failed at the rename,
+ * after all the work); `what` names the option in the first message. */
+static void out_name_check(const char *path, const char *what)
+{
+    struct stat st;
+    if (!*path)
+        wp_die("%s: an empty file name", what);
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        wp_die("%s: is a directory", path);
+}
+
 FILE *wp_out_open(const char *path)
 {
     struct stat st;
@@ -155,10 +166,7 @@ FILE *wp_out_open(const char *path)
         return out_f;
     }
     snprintf(out_path, sizeof out_path, "%s", path);
-    if (!*path)   /* (said ": cannot rename into place" after all the work) */
-        wp_die("an empty output file name");
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        wp_die("%s: is a directory", path);
+    out_name_check(path, "output");
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* a device, FIFO or socket (-o /dev/null, -o fifo): written in place;
            renaming a file over it would replace the node */
@@ -310,11 +318,7 @@ void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char 
         wp_usage_exit(usage);
     } else if (!strcmp(a, "-o") && *i + 1 < argc) {
         *out = wp_cli_value(argv, i);
-        struct stat st;   /* before any work, where wp_out_open comes at the end */
-        if (!**out)
-            wp_die("-o: an empty file name");
-        if (stat(*out, &st) == 0 && S_ISDIR(st.st_mode))
-            wp_die("%s: is a directory", *out);
+        out_name_check(*out, "-o");   /* before any work, where wp_out_open comes at the end */
     } else if (a[0] == '-' && a[1]) {
         /* an option the usage names, at the end of the line: its value is missing */
         const char *u = strstr(usage, a);
