@@ -35,6 +35,22 @@ one_line_error() {
     [[ "$output" =~ $1 ]] || { echo "expected /$1/, got: $output"; return 1; }
 }
 
+# rec_words STREAM OFFSET: the 18 u32 words of the fixed record header
+# (wpack-stream(5)): [3] name_len, [12] attr_len, [14]/[15] payload_len.
+rec_words() { od -An -v -t u4 -j "$2" -N 72 "$1"; }
+align64() { echo $(( ($1 + 63) / 64 * 64 )); }
+
+# payload_of STREAM NAME: "OFFSET LENGTH" of the payload of record NAME (a
+# stream of alignment 64, the default),
+# found by its name in the header (checked against the header's name_len).
+payload_of() {
+    local at w
+    at=$(( $(offset_of "$1" "$2") - 72 ))
+    w=($(rec_words "$1" "$at"))
+    [ "${w[0]}" -eq 1128616535 ] && [ "${w[3]}" -eq "${#2}" ] || return 1  # "WREC"
+    echo "$(align64 $((at + 72 + w[3] + w[12] + 8))) $(( w[14] + w[15] * 4294967296 ))"
+}
+
 # reseal FILE: recompute every record's payload and header XXH64 (lib/stream.h's
 # layout) after a test altered bytes, as a corrupter who knows the format would, so
 # the damage reaches the checks behind the checksums.

@@ -20,21 +20,6 @@ mkst() {
     { printf "$(le64 ${#2})"; printf '%s' "$2"; head -c "$3" /dev/zero; } > "$1"
 }
 
-# rec_words STREAM OFFSET: the 18 u32 words of the fixed record header
-# (wpack-stream(5)): [3] name_len, [12] attr_len, [14]/[15] payload_len.
-rec_words() { od -An -v -t u4 -j "$2" -N 72 "$1"; }
-align64() { echo $(( ($1 + 63) / 64 * 64 )); }
-
-# payload_of STREAM NAME: "OFFSET LENGTH" of the payload of record NAME,
-# found by its name in the header (checked against the header's name_len).
-payload_of() {
-    local at w
-    at=$(( $(offset_of "$1" "$2") - 72 ))
-    w=($(rec_words "$1" "$at"))
-    [ "${w[0]}" -eq 1128616535 ] && [ "${w[3]}" -eq "${#2}" ] || return 1  # "WREC"
-    echo "$(align64 $((at + 72 + w[3] + w[12] + 8))) $(( w[14] + w[15] * 4294967296 ))"
-}
-
 # tensor_payloads STREAM: every tensor record's payload, in stream order.
 tensor_payloads() {
     local f=$1 off=16 w kind p n
