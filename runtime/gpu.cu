@@ -129,13 +129,22 @@ extern "C" void wr_gpu_close(wr_gpu *g)
 extern "C" const char *wr_gpu_name(const wr_gpu *g) { return g->name; }
 extern "C" double wr_gpu_hbm_gbs(const wr_gpu *g) { return g->hbm; }
 
-static int dalloc(wr_dmat *d, void **p, size_t bytes, const void *src, char *err, size_t errlen)
+/* A device buffer of `bytes` bytes, freed with d; the first n (<= bytes) copied from src
+ * when given, the rest zeroed. */
+static int dalloc_n(wr_dmat *d, void **p, size_t bytes, const void *src, size_t n, char *err, size_t errlen)
 {
     CK(cudaMalloc(p, bytes ? bytes : 4));
     d->buf[d->nbuf++] = *p;
-    if (src && bytes)
-        CK(cudaMemcpy(*p, src, bytes, cudaMemcpyHostToDevice));
+    if (src && n)
+        CK(cudaMemcpy(*p, src, n, cudaMemcpyHostToDevice));
+    if (src && n < bytes)
+        CK(cudaMemset((uint8_t *)*p + n, 0, bytes - n));
     return 0;
+}
+
+static int dalloc(wr_dmat *d, void **p, size_t bytes, const void *src, char *err, size_t errlen)
+{
+    return dalloc_n(d, p, bytes, src, bytes, err, errlen);
 }
 
 extern "C" void wr_gpu_free(wr_dmat *d)
@@ -173,7 +182,7 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
     if (dalloc(d, &p, 32 * v.n_tiles, v.lane_words, err, errlen))
         goto fail;
     M.lane_words = (const uint8_t *)p;
-    if (dalloc(d, &p, m->aux.payload_len, m->aux.payload, err, errlen))
+    if (dalloc_n(d, &p, side_alloc_bytes(m->aux.payload_len), m->aux.payload, m->aux.payload_len, err, errlen))
         goto fail;
     M.side = (const uint8_t *)p;
     if (dalloc(d, &p, 4, NULL, err, errlen))

@@ -719,41 +719,60 @@ __device__ __forceinline__ float code_val(uint32_t e, int u, float moff, const f
     return dev_nl(TYPE) ? kv16[q] : __uint_as_float(0x4B000000u | q) - moff;
 }
 
+/* Bytes to allocate for a matrix's side bytes on the device: len rounded up
+ * to 16, so side_row's aligned 16-byte loads covering a tile row's bytes
+ * stay inside the buffer (the padding is zeroed, never used). */
+static inline size_t side_alloc_bytes(size_t len) { return (len + 15) & ~(size_t)15; }
+
 /* The side bytes (d, scales, mins: wr_sub_scale's input) of one tile row,
- * nb blocks from sp, copied into this thread's array out (local memory:
- * 32 bytes, the most a 256-weight row holds, Q4_1 and Q5_1's 8 x 4), byte
- * b of out = sp[b], with 4-byte loads when a block's side is a multiple of
- * 4 (sp is then 4-aligned) or sp happens to be 4-aligned (the whole words
- * of it), else 2-byte ones (every side is even; Q8_0 rows of an even
- * number of blocks: 4 loads a row, not 8). Why: read
- * in place, wr_sub_scale issued 6-7 byte loads a sub-block, each a request
- * of 32 rows (thread k reads rows 2k, 2k+1: 32 lines), about 3,300 L1
- * wavefronts a Q4_K tile at batch 1 against about 900 for the decode-table
- * lookups, and a request average near the 17 sectors Nsight Compute
- * measured (test_runtime_emu's traffic counts); the copy is 4 such
- * requests a Q4_K row, and wr_sub_scale's reads of local memory take one
- * wavefront each (the same offset in every thread). */
+ * nb blocks from sp, copied into this thread's array out (registers and
+ * local memory: 32 bytes, the most a 256-weight row holds, Q4_1 and Q5_1's
+ * 8 x 4), byte b of out = sp[b] (bytes past the row's blocks: whatever
+ * follows them, never read). They are read as the aligned 16-byte chunks
+ * that cover them (1 to 3; the buffer is padded, side_alloc_bytes), then
+ * shifted down by sp's offset in its chunk: a Q4_K, Q5_K, Q8_0 or Q4_0
+ * row of 256 weights is one load (its 16 bytes are 16-aligned), Q6_K's 18
+ * bytes two. Why: thread k reads rows 2k, 2k+1, so every load is a request
+ * of 32 rows (32 lines); read in place, wr_sub_scale issued 6-7 byte loads
+ * a sub-block, about 3,300 L1 wavefronts a Q4_K tile at batch 1 against
+ * about 900 for the decode-table lookups, and a request average near the 17
+ * sectors Nsight Compute measured; 4-byte loads of a copy made that 256
+ * lines a tile, these 16-byte ones 64 (test_runtime_emu's traffic
+ * counts). wr_sub_scale's reads of the copy take one wavefront each (the
+ * same offset in every thread). */
 template <int TYPE>
 __device__ __forceinline__ void side_row(uint32_t (&out)[8], const uint8_t *sp, int nb)
 {
     const wr_geom G = wr_geom_of(TYPE);
+    constexpr int NC = 3;   /* chunks at most: 32 bytes from an offset of up to 15 */
     const int bytes = nb * G.side, most = 256 / G.n * G.side;
-    const bool a4 = G.side % 4 == 0 || ((uintptr_t)sp & 3) == 0;   /* 4-byte loads where whole words fit */
+    const unsigned mis = (unsigned)((uintptr_t)sp & 15);
+    const uint4 *c = reinterpret_cast<const uint4 *>(sp - mis);
+    const unsigned n = (mis + (unsigned)bytes + 15) / 16;
+    uint32_t w[4 * NC + 4];
+#pragma unroll
+    for (int i = 0; i < NC; i++) {
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if ((unsigned)i < n) {
+            WR_PROBE(WR_SITE_SIDE, c + i);
+            v = __ldg(c + i);
+        }
+        w[4 * i] = v.x;
+        w[4 * i + 1] = v.y;
+        w[4 * i + 2] = v.z;
+        w[4 * i + 3] = v.w;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        w[4 * NC + i] = 0u;
+    const unsigned ws = mis / 4, bs = 8 * (mis % 4);   /* the shift: whole words, then bytes */
 #pragma unroll
     for (int i = 0; i < 8; i++) {
         if (4 * i >= most)
             break;
-        if (a4 && 4 * i + 4 <= bytes) {
-            WR_PROBE(WR_SITE_SIDE, sp + 4 * i);
-            out[i] = __ldg(reinterpret_cast<const uint32_t *>(sp) + i);
-        } else {   /* 2-byte loads, or none past the row's blocks (zeros, never read) */
-            const uint16_t *p = reinterpret_cast<const uint16_t *>(sp) + 2 * i;
-            if (4 * i < bytes)
-                WR_PROBE(WR_SITE_SIDE, p);
-            if (4 * i + 2 < bytes)
-                WR_PROBE(WR_SITE_SIDE, p + 1);
-            out[i] = (4 * i < bytes ? (uint32_t)__ldg(p) : 0u) | (4 * i + 2 < bytes ? (uint32_t)__ldg(p + 1) << 16 : 0u);
-        }
+        const uint32_t lo = ws == 0 ? w[i] : ws == 1 ? w[i + 1] : ws == 2 ? w[i + 2] : w[i + 3];
+        const uint32_t hi = ws == 0 ? w[i + 1] : ws == 1 ? w[i + 2] : ws == 2 ? w[i + 3] : w[i + 4];
+        out[i] = bs ? (lo >> bs) | (hi << (32 - bs)) : lo;
     }
 }
 

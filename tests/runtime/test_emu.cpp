@@ -38,7 +38,8 @@
  *     for fused, staged and ring: printed a tile's worth; each lane word
  *     read from global memory once, the same table lookups in the three,
  *     staged and ring lane-word reads one wavefront each, group starts read
- *     only for words past the tile's full groups, side bytes 4 loads a row;
+ *     only for words past the tile's full groups, side bytes in the aligned
+ *     16-byte loads that cover a row's (Q4_K 1, Q6_K 2);
  *   - every launch: no barrier or warp collective reached at different lines
  *     within a block or warp, none with an exited lane, no misaligned vector
  *     load, no write past the dynamic shared memory (simt.h's checks).
@@ -153,7 +154,13 @@ static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, s
     M.words = (const uint32_t *)dcopy(4 * v.n_words, v.words);
     M.offsets = (const uint32_t *)dcopy(4 * (v.n_tiles + 1), v.offsets);
     M.lane_words = (const uint8_t *)dcopy(32 * v.n_tiles, v.lane_words);
-    M.side = (const uint8_t *)dcopy(m->aux.payload_len, m->aux.payload);
+    {   /* padded to 16 (side_alloc_bytes), zeros past the payload */
+        uint8_t *sd = (uint8_t *)dmalloc(side_alloc_bytes(m->aux.payload_len));
+        memset(sd, 0, side_alloc_bytes(m->aux.payload_len));
+        if (m->aux.payload_len)
+            memcpy(sd, m->aux.payload, m->aux.payload_len);
+        M.side = sd;
+    }
     d.err = M.err = (int *)dmalloc(4);
     if (devmat_fill(M, m, err, errlen))
         return -1;
@@ -846,15 +853,13 @@ static void check_traffic(uint32_t type)
     const int64_t rows = 256, cols = 4096;
     const char *tn = wp_ggml_type_name(type);
     const wr_geom G = wr_geom_of((int)type);
-    /* side_row's loads in the matrix (its full tiles): 4-byte ones where the row's side bytes in the
-       tile start 4-aligned (always when a block's side is a multiple of 4), for their whole words,
-       else 2-byte ones */
+    /* side_row's loads in the matrix (its full tiles): the aligned 16-byte chunks that cover a
+       tile row's side bytes (Q4_K: 1; Q6_K's 18 bytes at an even offset: 2) */
     const int64_t side_bytes = 256 / G.n * G.side, bpr = cols / G.n;
     long side_loads = 0;
     for (int64_t r = 0; r < rows; r++)
         for (int64_t tc = 0; tc < cols / 256; tc++)
-            side_loads += ((r * bpr + tc * 256 / G.n) * G.side) % 4 == 0 ? side_bytes / 4 + side_bytes % 4 / 2
-                                                                          : side_bytes / 2;
+            side_loads += (((r * bpr + tc * 256 / G.n) * G.side) % 16 + side_bytes + 15) / 16;
     int rc = wr_model_synth(&md, type, rows, cols, 5, err, sizeof err);
     Dev d;
     rc = rc ? rc : upload(d, &md.m[0], NULL, err, sizeof err);
@@ -913,7 +918,7 @@ static void check_traffic(uint32_t type)
             CHECK(a.lanes[WR_SITE_GROUP] == past_full,
                   "traffic %s %s: a group's start read only for words past the tile's full groups (%ld reads, %ld "
                   "such words of %.0f)", tn, nm[st], a.lanes[WR_SITE_GROUP], past_full, words);
-        /* the rows' side bytes in side_row's loads (Q4_K 16 bytes in 4 a row) */
+        /* the rows' side bytes in side_row's loads (Q4_K 16 bytes in 1 a row) */
         CHECK(a.lanes[WR_SITE_SIDE] == side_loads,
               "traffic %s %s: side bytes in %.2f loads a tile row (%ld loads, %ld expected; %.2f requests a tile)", tn,
               nm[st], (double)a.lanes[WR_SITE_SIDE] / (double)(rows * (cols / 256)), a.lanes[WR_SITE_SIDE], side_loads,
