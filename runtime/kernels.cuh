@@ -698,12 +698,21 @@ __host__ __device__ constexpr int dev_bits(int type)
  * devmat_fill checks that the two agree). */
 __host__ __device__ constexpr bool dev_nl(int type) { return type == WP_IQ4_NL || type == WP_IQ4_XS; }
 
+/* Code q's value c(q) (wr_sub_scale's c): q - qoff made exact with the
+ * 2^23 trick (the float with bits 0x4B000000 | q is 2^23 + q; moff = 2^23 +
+ * qoff), two full-rate instructions where an int-to-float conversion runs
+ * at a quarter of the FP32 rate, or kv16[q] for the non-linear 4-bit types
+ * (16 words in 16 banks: no bank conflict whatever the lanes' codes).
+ * k_fused_q (code_val) and the twin k_twin convert alike. */
+template <int TYPE>
+__device__ __forceinline__ float q_val(uint32_t q, float moff, const float *kv16)
+{
+    return dev_nl(TYPE) ? kv16[q] : __uint_as_float(0x4B000000u | q) - moff;
+}
+
 /* Code u of table entry e's symbol (a ggml-code entry holds the symbol at
  * bits 24..31, wr_lut_entry; code u at bits 24 + bits u ..) as its value
- * c(q) without a shared-memory table of symbols: q - qoff made exact with
- * the 2^23 trick (the float with bits 0x4B000000 | q is 2^23 + q; moff =
- * 2^23 + qoff), or kv16[q] for the non-linear 4-bit types (16 words in 16
- * banks: no bank conflict whatever the lanes' codes). Why: a symbol-indexed
+ * (q_val), without a shared-memory table of symbols. Why: a symbol-indexed
  * value table (vt[256], float2 for pairs) cost k_fused_q about 5 of its
  * 12.8 shared wavefronts a warp-symbol in bank conflicts (Nsight Compute,
  * Q4_K, 4096 x 14336, batch 1, H200); with code_val its shared wavefronts
@@ -715,8 +724,7 @@ template <int TYPE>
 __device__ __forceinline__ float code_val(uint32_t e, int u, float moff, const float *kv16)
 {
     constexpr int bits = dev_bits(TYPE);
-    const uint32_t q = (e >> (24 + bits * u)) & ((1u << bits) - 1u);
-    return dev_nl(TYPE) ? kv16[q] : __uint_as_float(0x4B000000u | q) - moff;
+    return q_val<TYPE>((e >> (24 + bits * u)) & ((1u << bits) - 1u), moff, kv16);
 }
 
 /* Bytes to allocate for a matrix's side bytes on the device: len rounded up
@@ -1518,8 +1526,11 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS, 4) k_palette(DevMat M, const 
  * row a warp re-read x in every warp with one step's loads in flight (75 us
  * for ~33 MB of Q4_K at 4096 x 14336, batch 1, H200; 4 rows a warp: 59 us;
  * with gemv_grid filling a wave of the warps its 56 registers allow, 4
- * splits instead of 2: 49 us). Sums: rows_store. Rows past the end
- * recompute the last row, not stored. */
+ * splits instead of 2: 49 us). Codes become values as in k_fused_q
+ * (q_val), not by an int-to-float conversion (a quarter-rate unit; the
+ * 49 us above were measured with it), so the fused/twin ratio compares
+ * the decoding alone. Sums: rows_store. Rows past the end recompute the
+ * last row, not stored. */
 
 /* The sub-block scale of a fixed-width block, read in place. */
 template <int TYPE>
@@ -1557,7 +1568,6 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS) k_twin(DevMat M, const uint8_
                                                           long long span)
 {
     constexpr int R = GEMV_ROWS;
-    constexpr bool NL = dev_nl(TYPE);
     /* the 4-bit types of wr_code_span8 read a lane's 8 codes as one span (sm_80 SASS, a step
        of 4 x 8 weights: Q4_K 539 -> 373 instructions, Q4_0 389 -> 295, IQ4_XS 485 -> 367);
        Q8_0 keeps its byte loads (a byte is a code; the span came to more). The span's
@@ -1572,6 +1582,7 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS) k_twin(DevMat M, const uint8_
     if (threadIdx.x < 16)
         kv[threadIdx.x] = wr_kv((int)threadIdx.x);
     __syncthreads();
+    const float moff = 8388608.0f + (float)M.qoff;   /* code values as k_fused_q's (q_val) */
     const long long r0 = ((long long)blockIdx.x * TWIN_WARPS + threadIdx.x / 32) * R;
     const unsigned l = threadIdx.x % 32;
     if (r0 >= M.rows)
@@ -1605,15 +1616,12 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS) k_twin(DevMat M, const uint8_
 #pragma unroll
                 for (int u = 0; u < 8; u++) {
                     const uint32_t by = ((u < 4 ? v.x : v.y) >> (8 * (u % 4))) & 255u;
-                    const int q = (int)(TYPE == WP_Q8_0 ? by ^ 0x80u : (by >> sh) & 15u);
-                    c[i][u] = NL ? kv[q] : (float)(q - sc[i].off);
+                    c[i][u] = q_val<TYPE>(TYPE == WP_Q8_0 ? by ^ 0x80u : (by >> sh) & 15u, moff, kv);
                 }
             } else {
 #pragma unroll
-                for (int u = 0; u < 8; u++) {
-                    const int q = wr_get_code(TYPE, blk, (int)wi + u);
-                    c[i][u] = NL ? kv[q] : (float)(q - sc[i].off);
-                }
+                for (int u = 0; u < 8; u++)
+                    c[i][u] = q_val<TYPE>((uint32_t)wr_get_code(TYPE, blk, (int)wi + u), moff, kv);
             }
         }
         /* x[b][w0 .. w0 + 7] read once (2 x float4) and its sum once, used for the R rows */
