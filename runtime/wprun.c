@@ -4,6 +4,7 @@
  * of all of it on any machine. See wprun(1).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,8 +39,8 @@ static const char usage[] =
     "  --verify        decode and compare with verify's restore bit for bit; GEMV\n"
     "                  outputs against a float64 reference (relative error); the\n"
     "                  default mode\n"
-    "  --bench         time every pipeline the matrix takes, the twin (and on the\n"
-    "                  GPU cuBLAS) beside them (device events, medians)\n"
+    "  --bench         time every pipeline the matrix takes (medians; on the GPU\n"
+    "                  device events, with the twin and cuBLAS beside them)\n"
     "  --tune          time every pipeline per matrix and batch; write --tuning\n"
     "                  (the whole file: matrices not tuned now drop out)\n"
     "  --batch LIST    batch sizes (default 1)\n"
@@ -106,22 +107,28 @@ static void stdout_close(void)
         die(WR_EXIT_FAIL, "stdout: write error: %s", strerror(errno ? errno : EIO));
 }
 
-/* ---- tuning file: "# wprun tuning v1" then "name batch pipeline us" lines;
- * auto takes, per matrix and batch, the pipeline with the fewest microseconds
- * (the last measurement of a pipeline counts). */
+/* ---- tuning file: "# wprun tuning v2 (gpu|cpu): ..." then lines
+ * "name type ROWSxCOLS batch pipeline us" (tab-separated); auto takes, per
+ * matrix (name, type and shape: two bundles may hold matrices of one name)
+ * and batch, the pipeline with the fewest microseconds (the last
+ * measurement of a pipeline counts). */
+
+#define TUNING_HEAD "# wprun tuning v2 ("
 
 typedef struct {
-    char name[256];
+    char name[256], type[16];
+    long long rows, cols;
     int batch;
     double us[P_COUNT];   /* NAN: not measured */
 } tune_ent;
 static tune_ent *tunes;
 static int ntunes;
 
-static tune_ent *tune_find(const char *name, int batch, int add)
+static tune_ent *tune_find(const char *name, const char *type, long long rows, long long cols, int batch, int add)
 {
     for (int i = 0; i < ntunes; i++)
-        if (tunes[i].batch == batch && !strcmp(tunes[i].name, name))
+        if (tunes[i].batch == batch && tunes[i].rows == rows && tunes[i].cols == cols && !strcmp(tunes[i].name, name) &&
+            !strcmp(tunes[i].type, type))
             return &tunes[i];
     if (!add)
         return NULL;
@@ -131,52 +138,106 @@ static tune_ent *tune_find(const char *name, int batch, int add)
     tunes = t;
     t = &tunes[ntunes++];
     snprintf(t->name, sizeof t->name, "%s", name);
+    snprintf(t->type, sizeof t->type, "%s", type);
+    t->rows = rows;
+    t->cols = cols;
     t->batch = batch;
     for (int p = 0; p < P_COUNT; p++)
         t->us[p] = NAN;
     return t;
 }
 
-/* Read a tuning file. A file named with --tuning that cannot be read, and
- * lines that do not parse or name no pipeline, get a warning (file:line) and
- * are skipped; the default file may be absent. */
+/* One measurement line: 1 and its fields when it is "MATRIX TYPE ROWSxCOLS
+ * BATCH PIPELINE MICROSECONDS" (whitespace-separated, exactly six fields,
+ * a coded pipeline, a finite time >= 0, batch >= 1), else 0. */
+static int tuning_line(char *line, tune_ent *e, int *pipe)
+{
+    char *f[7];
+    int n = 0;
+    for (char *tok = strtok(line, " \t\r\n"); tok && n < 7; tok = strtok(NULL, " \t\r\n"))
+        f[n++] = tok;
+    if (n != 6 || strlen(f[0]) >= sizeof e->name || strlen(f[1]) >= sizeof e->type)
+        return 0;
+    char *end, *c;
+    errno = 0;
+    e->rows = strtoll(f[2], &end, 10);
+    if (end == f[2] || *end != 'x' || e->rows < 1)
+        return 0;
+    c = end + 1;
+    e->cols = strtoll(c, &end, 10);
+    if (end == c || *end || e->cols < 1)
+        return 0;
+    const long b = strtol(f[3], &end, 10);
+    if (end == f[3] || *end || b < 1 || b > INT_MAX)
+        return 0;
+    const double us = strtod(f[5], &end);
+    if (end == f[5] || *end || errno || !isfinite(us) || us < 0)
+        return 0;
+    *pipe = -1;
+    for (int q = 0; q < P_COUNT; q++)
+        if (q != P_TWIN && !strcmp(f[4], pipe_name[q]))
+            *pipe = q;
+    snprintf(e->name, sizeof e->name, "%s", f[0]);
+    snprintf(e->type, sizeof e->type, "%s", f[1]);
+    e->batch = (int)b;
+    e->us[0] = us;
+    return *pipe >= 0;
+}
+
+/* Read a tuning file. A file named with --tuning that cannot be read, a
+ * file whose first line is not TUNING_HEAD (an older version, or not a
+ * tuning file: then none of it is used), and lines that are not
+ * measurements get a warning (file:line; after 5 such lines, one count of
+ * the rest) and are skipped; the default file may be absent. */
 static void tuning_read(const char *path)
 {
     FILE *f = fopen(path, "r");
-    char line[512], name[256], pn[32];
-    int b, ln = 0, warned = 0;
-    double us;
+    char *line = NULL;
+    size_t cap = 0;
+    int ln = 0, warned = 0;
     if (!f) {
         if (opt.tuning_given)
             fprintf(stderr, "wprun: warning: cannot read the tuning file %s: %s (auto takes its defaults)\n", path,
                     strerror(errno));
         return;
     }
-    while (fgets(line, sizeof line, f)) {
+    while (getline(&line, &cap, f) >= 0) {
         ln++;
-        if (ln == 1 && !strncmp(line, "# wprun tuning v1 (", 19) && strncmp(line + 19, opt.cpu ? "cpu" : "gpu", 3))
-            fprintf(stderr, "wprun: warning: %s was tuned on the %.3s, this run is on the %s: its times steer auto "
-                            "anyway\n", path, line + 19, opt.cpu ? "cpu" : "gpu");
-        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
-            continue;
-        int p = -1, end = 0;
-        if (sscanf(line, "%255s %d %31s %lf %n", name, &b, pn, &us, &end) == 4 && !line[end] && us >= 0 && b >= 1)
-            for (int q = 0; q < P_COUNT; q++)
-                if (q != P_TWIN && !strcmp(pn, pipe_name[q]))
-                    p = q;
-        if (p < 0) {
-            if (warned++ < 5)
-                fprintf(stderr, "wprun: warning: %s:%d: not 'MATRIX BATCH PIPELINE MICROSECONDS' with a coded "
-                                "pipeline; skipped\n", path, ln);
+        if (ln == 1) {
+            const size_t hl = strlen(TUNING_HEAD);
+            if (strncmp(line, TUNING_HEAD, hl)) {
+                fprintf(stderr, "wprun: warning: %s: %s: none of it is used (auto takes its defaults)\n", path,
+                        strncmp(line, "# wprun tuning v", 16)
+                            ? "not a wprun tuning file (its first line is not '" TUNING_HEAD "...')"
+                            : "another version's tuning file (v2 keys matrices by name, type and shape; run --tune "
+                              "again)");
+                break;
+            }
+            if (strncmp(line + hl, opt.cpu ? "cpu" : "gpu", 3))
+                fprintf(stderr, "wprun: warning: %s was tuned on the %.3s, this run is on the %s: its times steer auto "
+                                "anyway\n", path, line + hl, opt.cpu ? "cpu" : "gpu");
             continue;
         }
-        tune_ent *t = tune_find(name, b, 1);
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
+            continue;
+        tune_ent e;
+        int p;
+        if (!tuning_line(line, &e, &p)) {
+            if (warned++ < 5)
+                fprintf(stderr, "wprun: warning: %s:%d: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with "
+                                "a coded pipeline; skipped\n", path, ln);
+            continue;
+        }
+        tune_ent *t = tune_find(e.name, e.type, e.rows, e.cols, e.batch, 1);
         if (t)
-            t->us[p] = us;
+            t->us[p] = e.us[0];
     }
+    if (warned > 5)
+        fprintf(stderr, "wprun: warning: %s: %d more such lines skipped\n", path, warned - 5);
     if (ferror(f))
         fprintf(stderr, "wprun: warning: read error on the tuning file %s: %s (auto takes its defaults where it "
                         "has no line)\n", path, strerror(errno));
+    free(line);
     fclose(f);
 }
 
@@ -199,11 +260,13 @@ static const char *pipe_refusal(const wr_matrix *m, int p)
 
 static int pipe_applies(const wr_matrix *m, int p) { return !pipe_refusal(m, p); }
 
+static const char *type_name(const wr_matrix *m);
+
 static int pipe_for(const wr_matrix *m, int batch)
 {
     if (opt.pipe != P_AUTO)
         return opt.pipe;
-    const tune_ent *t = tune_find(m->name, batch, 0);
+    const tune_ent *t = tune_find(m->name, type_name(m), m->rows, m->cols, batch, 0);
     int best = -1;
     for (int p = 0; t && p < P_COUNT; p++)
         if (t->us[p] >= 0 && pipe_applies(m, p) && (best < 0 || t->us[p] < t->us[best]))
@@ -378,7 +441,8 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     if (t[p] < t[bestp])
                         bestp = p;
                     if (tf)
-                        fprintf(tf, "%s\t%d\t%s\t%.1f\n", m->name, batch, pipe_name[p], t[p]);
+                        fprintf(tf, "%s\t%s\t%lldx%lld\t%d\t%s\t%.1f\n", m->name, type_name(m), (long long)m->rows,
+                                (long long)m->cols, batch, pipe_name[p], t[p]);
                 }
                 if (opt.bench)
                     printf("bench  %-6s %-40s batch %-4d cpu fused %10.1f us  full %10.1f us  transcode %10.1f us  "
@@ -505,7 +569,8 @@ static int gpu_run(wr_model *md, FILE *tf)
                     if (p != P_TWIN && br->t[p] < br->t[bestp])
                         bestp = p;
                     if (tf && p != P_TWIN)
-                        fprintf(tf, "%s\t%d\t%s\t%.2f\n", m->name, batch, pipe_name[p], br->t[p]);
+                        fprintf(tf, "%s\t%s\t%lldx%lld\t%d\t%s\t%.2f\n", m->name, type_name(m),
+                                (long long)m->rows, (long long)m->cols, batch, pipe_name[p], br->t[p]);
                 }
                 br->wps = (double)(m->rows * m->cols) / (br->t[0] * 1e-6);
                 br->bound = wr_gpu_hbm_gbs(g) * 1e9 / ((double)wr_coded_bytes(m) / (double)(m->rows * m->cols));
@@ -742,7 +807,7 @@ int main(int argc, char **argv)
                               "stream was not coded by laneinterleave)", bundles[0]);
         die(WR_EXIT_FAIL, "%s", "no coded matrices in the input");
     }
-    if (opt.pipe == P_AUTO && !opt.tune)
+    if (opt.pipe == P_AUTO && opt.verify && !opt.tune)   /* auto picks the pipeline of --verify's GEMV checks only */
         tuning_read(opt.tuning);
     FILE *tf = NULL;
     char ttmp[4200];
@@ -764,7 +829,7 @@ int main(int argc, char **argv)
             snprintf(msg, sizeof msg, "cannot write the tuning file %s: %s", opt.tuning, strerror(errno));
             die(WR_EXIT_FAIL, "%s", msg);
         }
-        fprintf(tf, "# wprun tuning v1 (%s): matrix batch pipeline microseconds\n", opt.cpu ? "cpu" : "gpu");
+        fprintf(tf, TUNING_HEAD "%s): matrix type shape batch pipeline microseconds\n", opt.cpu ? "cpu" : "gpu");
     }
     int bad = 0;
     if (opt.cpu) {
@@ -779,7 +844,11 @@ int main(int argc, char **argv)
     if (tf && bad) {   /* a failed check: the old tuning file stays as it was */
         fclose(tf);
         remove(ttmp);
-        fprintf(stderr, "wprun: a check failed: the tuning file %s is left as it was\n", opt.tuning);
+        struct stat st;
+        if (stat(opt.tuning, &st) == 0)
+            fprintf(stderr, "wprun: a check failed: the tuning file %s is left as it was\n", opt.tuning);
+        else
+            fprintf(stderr, "wprun: a check failed: the tuning file %s is not written\n", opt.tuning);
     } else if (tf) {
         int werr = ferror(tf) | fclose(tf);
         if (werr || rename(ttmp, opt.tuning)) {

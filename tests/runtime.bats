@@ -124,12 +124,67 @@ cpu_verify() {
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/none.tun"
     [ "$status" -eq 0 ]
     [[ "$output" == *"wprun: warning: cannot read the tuning file $T/none.tun"* ]]
-    printf '# wprun tuning v1 (cpu)\nsynth.Q4_K.64x512\t1\trecon\t0.1\ngarbage line\n' > "$T/b.tun"
-    printf 'synth.Q4_K.64x512\t1\tfull\t5.0\nsynth.Q4_K.64x512\t1\tfused\t9.0\n' >> "$T/b.tun"
+    local m='synth.Q4_K.64x512\tQ4_K\t64x512\t1'
+    printf "# wprun tuning v2 (cpu)\n$m\trecon\t0.1\ngarbage line\n" > "$T/b.tun"
+    printf "$m\tfull\t5.0\n$m\tfused\t9.0\n" >> "$T/b.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/b.tun"
     [ "$status" -eq 0 ]
-    [[ "$output" == *"wprun: warning: $T/b.tun:3: not 'MATRIX BATCH PIPELINE MICROSECONDS'"* ]]
+    [[ "$output" == *"wprun: warning: $T/b.tun:3: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS'"* ]]
     echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +full relerr'   # recon (BF16 only) is not taken
+}
+
+@test "wprun --tuning: a time that is not finite, extra or missing fields, a long line, 5 warnings then a count" {
+    local m='synth.Q4_K.64x512\tQ4_K\t64x512\t1'
+    {
+        printf '# wprun tuning v2 (cpu): m\n'
+        printf "$m\tfull\tinf\n$m\tfull\t1e999\n$m\tfull\tnan\n$m\tfull\t1\textra\n"
+        printf 'synth.Q4_K.64x512\t1\tfull\t1\n'                     # v1's four fields
+        printf "$m\tfull\t-1\n"
+        # a comment of 5000 bytes ending in an entry: one line, a comment (fgets read it in 511-byte pieces)
+        printf '#%05000d%s\n' 0 'synth.Q4_K.64x512 Q4_K 64x512 1 full 1'
+    } > "$T/n.tun"
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/n.tun"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c "^wprun: warning: $T/n.tun:[2-6]: not 'MATRIX TYPE")" -eq 5 ]
+    [[ "$output" == *"wprun: warning: $T/n.tun: 1 more such lines skipped"* ]]
+    ! echo "$output" | grep -q "n.tun:8"
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +fused relerr'   # no line counted: the default
+}
+
+@test "wprun --bench reads no tuning file (auto steers only --verify's GEMV checks)" {
+    run "$BIN/wprun" --cpu --bench --synth Q4_0:64x256 --tuning "$T/none.tun" --runs 1
+    [ "$status" -eq 0 ]
+    ! echo "$output" | grep -q 'warning'
+    echo "$output" | grep -qE '^bench +Q4_0 +synth.Q4_0.64x256 +batch 1 +cpu fused'
+}
+
+@test "wprun --tuning: a file without the v2 first line is not used, with the reason" {
+    printf '# wprun tuning v1 (cpu): matrix batch pipeline microseconds\nsynth.Q4_K.64x512\t1\tfull\t0.5\n' > "$T/v1.tun"
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/v1.tun"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"wprun: warning: $T/v1.tun: another version's tuning file (v2 keys matrices by name, type and shape; run --tune again): none of it is used"* ]]
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +fused relerr'
+    printf 'synth.Q4_K.64x512\tQ4_K\t64x512\t1\tfull\t0.5\n' > "$T/nohead.tun"
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/nohead.tun"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"wprun: warning: $T/nohead.tun: not a wprun tuning file (its first line is not '# wprun tuning v2 (...'): none of it is used"* ]]
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +fused relerr'
+}
+
+@test "wprun --tune of two bundles with matrices of one name keeps a choice for each (type and shape in the key)" {
+    # blk.0.ffn_down.weight is F16 in f16.bundle and BF16 in bf16.bundle
+    printf '# wprun tuning v2 (cpu)\n' > "$T/two.tun"
+    printf 'blk.0.ffn_down.weight\tF16\t64x172\t1\tfull\t1\nblk.0.ffn_down.weight\tF16\t64x172\t1\tfused\t2\n' >> "$T/two.tun"
+    printf 'blk.0.ffn_down.weight\tBF16\t64x172\t1\tpalette\t1\nblk.0.ffn_down.weight\tBF16\t64x172\t1\tfull\t2\n' >> "$T/two.tun"
+    run "$BIN/wprun" --cpu --verify --bundle "$Q/f16.bundle" --bundle "$Q/bf16.bundle" --match blk.0.ffn_down --tuning "$T/two.tun"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv +F16 +blk.0.ffn_down.weight .* batch 1 +full relerr'
+    echo "$output" | grep -qE '^gemv +BF16 +blk.0.ffn_down.weight .* batch 1 +palette relerr'
+    # and a line for another shape of the name is not taken
+    printf '# wprun tuning v2 (cpu)\nblk.0.ffn_down.weight\tF16\t172x64\t1\tfull\t1\n' > "$T/shape.tun"
+    run "$BIN/wprun" --cpu --verify --bundle "$Q/f16.bundle" --match blk.0.ffn_down --tuning "$T/shape.tun"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv +F16 +blk.0.ffn_down.weight .* batch 1 +fused relerr'
 }
 
 @test "wprun: --match naming nothing says so; a load error names the bundle file" {
@@ -224,11 +279,11 @@ cpu_verify() {
 @test "wprun --cpu --tune writes a tuning file that --pipeline auto reads" {
     run "$BIN/wprun" --cpu --tune --synth Q4_0:128x512 --batch 1,16 --tuning "$T/t.tun" --runs 1
     [ "$status" -eq 0 ]
-    head -n 1 "$T/t.tun" | grep -q '^# wprun tuning v1'
-    [ "$(grep -c '^synth.Q4_0.128x512	' "$T/t.tun")" -eq 4 ]
+    [ "$(head -n 1 "$T/t.tun")" = "# wprun tuning v2 (cpu): matrix type shape batch pipeline microseconds" ]
+    [ "$(grep -cE '^synth.Q4_0.128x512	Q4_0	128x512	(1|16)	(fused|full)	[0-9.]+$' "$T/t.tun")" -eq 4 ]
     [ "$(echo "$output" | grep -cE '^tune +synth.Q4_0.128x512 +batch (1|16) +-> (fused|full)$')" -eq 2 ]
     # a later, faster "full" measurement for batch 1: auto follows the file
-    printf 'synth.Q4_0.128x512\t1\tfull\t0.5\n' >> "$T/t.tun"
+    printf 'synth.Q4_0.128x512\tQ4_0\t128x512\t1\tfull\t0.5\n' >> "$T/t.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_0:128x512 --tuning "$T/t.tun"
     [ "$status" -eq 0 ]
     echo "$output" | grep -qE '^gemv .* batch 1 +full relerr'
@@ -246,10 +301,11 @@ cpu_verify() {
 }
 
 @test "wprun --pipeline auto takes the fastest pipeline of the tuning file, not the last line" {
-    printf '# wprun tuning v1 (cpu): matrix batch pipeline microseconds\n' > "$T/a.tun"
-    printf 'synth.BF16.64x512\t1\tfused\t5.0\nsynth.BF16.64x512\t1\tfull\t9.0\n' >> "$T/a.tun"
-    printf 'synth.BF16.64x512\t1\ttranscode\t7.0\nsynth.BF16.64x512\t1\tpalette\t6.0\n' >> "$T/a.tun"
-    printf 'synth.BF16.64x512\t3\tfused\t50\nsynth.BF16.64x512\t3\tpalette\t20\nsynth.BF16.64x512\t3\tfull\t30\n' >> "$T/a.tun"
+    local m='synth.BF16.64x512\tBF16\t64x512'
+    printf '# wprun tuning v2 (cpu): matrix type shape batch pipeline microseconds\n' > "$T/a.tun"
+    printf "$m\t1\tfused\t5.0\n$m\t1\tfull\t9.0\n" >> "$T/a.tun"
+    printf "$m\t1\ttranscode\t7.0\n$m\t1\tpalette\t6.0\n" >> "$T/a.tun"
+    printf "$m\t3\tfused\t50\n$m\t3\tpalette\t20\n$m\t3\tfull\t30\n" >> "$T/a.tun"
     run "$BIN/wprun" --cpu --verify --synth BF16:64x512 --batch 1,3 --tuning "$T/a.tun"
     [ "$status" -eq 0 ]
     echo "$output" | grep -qE '^gemv .* batch 1 +fused relerr'
@@ -291,7 +347,7 @@ cpu_verify() {
 }
 
 @test "wprun --tune leaves the old tuning file and no temporary file when a check fails or a signal ends it" {
-    printf '# wprun tuning v1 (cpu): old\n' > "$T/keep.tun"
+    printf '# wprun tuning v2 (cpu): old\n' > "$T/keep.tun"
     # a failed check (lane words altered, checksums resealed: the restore fails): exit 1,
     # the old file as it was
     cp "$Q/syn.bundle" "$T/bad.bundle"
@@ -302,8 +358,13 @@ cpu_verify() {
     [ "$status" -eq 1 ]
     [[ "$output" == *"FAIL"* ]]
     [[ "$output" == *"wprun: a check failed: the tuning file $T/keep.tun is left as it was"* ]]
-    [ "$(cat "$T/keep.tun")" = "# wprun tuning v1 (cpu): old" ]
+    [ "$(cat "$T/keep.tun")" = "# wprun tuning v2 (cpu): old" ]
     [ -z "$(ls "$T" | grep 'keep.tun.tmp')" ]
+    # no old file: it says none is written (it said "left as it was")
+    run "$BIN/wprun" --cpu --tune --bundle "$T/bad.bundle" --match Q8_0.r65x4096 --tuning "$T/new.tun" --runs 1
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"wprun: a check failed: the tuning file $T/new.tun is not written"* ]]
+    [ ! -e "$T/new.tun" ] && [ -z "$(ls "$T" | grep 'new.tun.tmp')" ]
     # SIGINT partway, and SIGPIPE (`wprun --tune ... | head`, which left the
     # temporary file in a new user's trial): the old file as it was, no temporary file
     for sig in INT PIPE; do
@@ -313,7 +374,7 @@ cpu_verify() {
         ls "$T" | grep -q 'keep.tun.tmp'
         kill -"$sig" "$pid"
         wait "$pid" || true
-        [ "$(cat "$T/keep.tun")" = "# wprun tuning v1 (cpu): old" ]
+        [ "$(cat "$T/keep.tun")" = "# wprun tuning v2 (cpu): old" ]
         [ -z "$(ls "$T" | grep 'keep.tun.tmp')" ]
     done
     # an empty name is a usage error before anything runs
