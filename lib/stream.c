@@ -524,6 +524,8 @@ int wp_reader_payload(wp_reader *rd, wp_record *r)
 }
 
 static int index_parse(const uint8_t *pl, uint64_t len, uint64_t end_offset, wp_index *ix);
+static int record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, uint64_t *end, char *err,
+                          size_t errlen);
 static int index_tiles(FILE *f, const char *path, const wp_index *ix, uint64_t end_offset, char *err, size_t errlen);
 
 /* Check the end record's index against what was read: every record's
@@ -633,7 +635,8 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
                  "unbundle it, or `zstd -d` it to a plain bundle", path);
         return -1;
     }
-    if (fseeko(f, 0, SEEK_END) || ftello(f) < 32 || fseeko(f, -16, SEEK_END) || fread(t, 1, 16, f) != 16) {
+    off_t size;
+    if (fseeko(f, 0, SEEK_END) || (size = ftello(f)) < 32 || fseeko(f, -16, SEEK_END) || fread(t, 1, 16, f) != 16) {
         snprintf(err, errlen, "%s: not a seekable wpack stream file (too short?)", path);
         return -1;
     }
@@ -642,7 +645,17 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
         return -1;
     }
     wp_record_init(&r);
-    if (wp_record_read_at(f, path, get64(t), &r, err, errlen)) {
+    uint64_t rend;
+    if (record_read_at(f, path, get64(t), &r, &rend, err, errlen)) {
+        wp_record_free(&r);
+        return -1;
+    }
+    if (r.kind == WP_REC_END && rend + 16 != (uint64_t)size) {   /* cat a b: b's trailer, a's index */
+        if (rend + 16 < (uint64_t)size)
+            snprintf(err, errlen, "%s: corrupt stream: data after its end (%" PRIu64 " bytes between the index and "
+                     "the trailer)", path, (uint64_t)size - 16 - rend);
+        else
+            snprintf(err, errlen, "%s: corrupt index: the end record runs into the trailer", path);
         wp_record_free(&r);
         return -1;
     }
@@ -711,7 +724,9 @@ static int reader_at(FILE *f, const char *path, uint64_t offset, wp_reader *rd_o
     return 0;
 }
 
-int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, char *err, size_t errlen)
+/* wp_record_read_at, also giving where the record ends (its padding included) in *end. */
+static int record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, uint64_t *end, char *err,
+                          size_t errlen)
 {
     wp_reader rd;
     if (reader_at(f, path, offset, &rd, err, errlen))
@@ -719,9 +734,16 @@ int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, 
     int rc = read_header(&rd, r) || wp_reader_payload(&rd, r) ? -1 : 0;
     if (rc)
         snprintf(err, errlen, "%s", rd.err);
+    *end = rd.off;
     wp_zsrc_free(rd.src);
     free(rd.seen);
     return rc;
+}
+
+int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, char *err, size_t errlen)
+{
+    uint64_t end;
+    return record_read_at(f, path, offset, r, &end, err, errlen);
 }
 
 /* The index tiles the stream: entry 0 at byte 16, each next entry where the

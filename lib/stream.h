@@ -176,7 +176,9 @@ typedef struct wp_index {
 /* Read the trailing index of a stream file (seekable f), checked to tile the
  * stream (every entry at the record that starts where the one before ends,
  * of the entry's kind and name; wpack-stream(5)), so an entry's offset leads
- * to that record. Returns 0 or -1 with a one-line message in err. */
+ * to that record, and the end record ending where the trailer starts (no
+ * data between them: `cat a b` is refused, as readers in order refuse it).
+ * Returns 0 or -1 with a one-line message in err. */
 int  wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t errlen);
 /* First entry with this kind and name, or NULL. kind 0 matches any kind. */
 const wp_index_entry *wp_index_find(const wp_index *ix, unsigned kind, const char *name);

@@ -3,6 +3,7 @@
 # matrices, the no-device behaviour, the tuning file, the CUDA build.
 # The CPU reference's unit checks are build/unit/test_runtime_cpu.
 load helpers
+bats_require_minimum_version 1.5.0
 
 QUANTIZE="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin/llama-quantize"
 TYPES="Q4_0 Q8_0 Q4_K_M IQ4_XS"
@@ -310,6 +311,19 @@ cpu_verify() {
     [ "$status" -eq 0 ]
     echo "$output" | grep -qE '^gemv .* batch 1 +fused relerr'
     echo "$output" | grep -qE '^gemv .* batch 3 +palette relerr'
+}
+
+@test "wprun refuses a bundle with data between its index and its trailer (cat a a), as verify does" {
+    cat "$Q/syn.bundle" "$Q/syn.bundle" > "$T/cat2.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu --bundle "$T/cat2.bundle"
+    [ "$status" -eq 1 ]
+    local n=$(stat -c %s "$Q/syn.bundle")
+    [ "$stderr" = "wprun: $T/cat2.bundle: corrupt stream: data after its end ($n bytes between the index and the trailer)" ]
+    # junk, then a copy of the trailer: the trailer is read, the junk is not
+    { cat "$Q/syn.bundle"; printf 'JUNKJUNK'; tail -c 16 "$Q/syn.bundle"; } > "$T/junk.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu --bundle "$T/junk.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/junk.bundle: corrupt stream: data after its end (24 bytes between the index and the trailer)" ]
 }
 
 @test "a corrupt bundle fails wprun --cpu --verify (status 1)" {
