@@ -624,20 +624,51 @@ static int index_parse(const uint8_t *pl, uint64_t len, uint64_t end_offset, wp_
     return 0;
 }
 
+int wp_stream_framed(FILE *f)
+{
+    if (!wp_zframe_is(f))
+        return 0;
+    uint8_t m[8];
+    wp_zsrc *z = wp_zsrc_open(f);
+    const int is = z && wp_zsrc_read(z, m, sizeof m) == sizeof m && !memcmp(m, WP_STREAM_MAGIC, 8);
+    wp_zsrc_free(z);
+    rewind(f);
+    return is ? 1 : -1;
+}
+
 int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t errlen)
 {
     uint8_t t[16];
     wp_record r;
     memset(ix, 0, sizeof *ix);
     path = input_name(path);
-    if (wp_zframe_is(f)) {
-        snprintf(err, errlen, "%s: a zstd-framed distribution bundle (laneinterleave --dist) has no random access: "
-                 "unbundle it, or `zstd -d` it to a plain bundle", path);
+    const int framed = wp_stream_framed(f);
+    if (framed) {
+        if (framed > 0)
+            snprintf(err, errlen, "%s: a zstd-framed distribution bundle (laneinterleave --dist) has no random "
+                     "access: unbundle it, or `zstd -d` it to a plain bundle", path);
+        else
+            snprintf(err, errlen, "%s: a zstd frame that does not hold a wpack stream", path);
         return -1;
     }
     off_t size;
-    if (fseeko(f, 0, SEEK_END) || (size = ftello(f)) < 32 || fseeko(f, -16, SEEK_END) || fread(t, 1, 16, f) != 16) {
-        snprintf(err, errlen, "%s: not a seekable wpack stream file (too short?)", path);
+    uint8_t head[8] = {0};
+    const size_t nh = fseeko(f, 0, SEEK_SET) ? 0 : fread(head, 1, sizeof head, f);
+    if (nh >= 4 && !memcmp(head, "GGUF", 4)) {
+        snprintf(err, errlen, "%s: a GGUF file, not a wpack stream", path);
+        return -1;
+    }
+    if (nh == sizeof head && memcmp(head, WP_STREAM_MAGIC, 8)) {
+        snprintf(err, errlen, "%s: not a wpack stream (bad magic)", path);
+        return -1;
+    }
+    if (fseeko(f, 0, SEEK_END) || (size = ftello(f)) < 0) {
+        snprintf(err, errlen, "%s: not a seekable wpack stream file", path);
+        return -1;
+    }
+    if (size < 32 || fseeko(f, -16, SEEK_END) || fread(t, 1, 16, f) != 16) {
+        snprintf(err, errlen, "%s: %s", path, size ? "truncated wpack stream (shorter than a header and a trailer)"
+                                                   : "empty file, not a wpack stream");
         return -1;
     }
     if (memcmp(t + 8, WP_TRAILER_MAGIC, 8)) {

@@ -173,6 +173,11 @@ typedef struct wp_index {
     wp_index_entry *e;
 } wp_index;
 
+/* Whether the seekable file f is one zstd frame and holds a wpack stream (a
+ * distribution bundle, laneinterleave --dist): 0 not a zstd frame, 1 a
+ * frame whose content starts with the stream magic, -1 a frame whose
+ * content does not (or does not decompress). f is left at its start. */
+int  wp_stream_framed(FILE *f);
 /* Read the trailing index of a stream file (seekable f), checked to tile the
  * stream (every entry at the record that starts where the one before ends,
  * of the entry's kind and name; wpack-stream(5)), so an entry's offset leads

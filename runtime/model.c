@@ -175,7 +175,7 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
         fclose(f);
         return fail(err, errlen, "%s: not a regular file", path);
     }
-    if (wp_zframe_is(f)) {
+    if (wp_stream_framed(f) > 0) {   /* other zstd files: wp_index_read says what they are */
         fclose(f);
         return fail(err, errlen,
                     "%s: a distribution bundle (laneinterleave --dist); wprun needs an inference bundle: "

@@ -205,6 +205,31 @@ cpu_verify() {
     [[ "$output" == "wprun: $T/missing.bundle: "* ]]
 }
 
+@test "wprun: what a file is when it is not a bundle: empty, short, GGUF, other bytes, a zstd frame of something else" {
+    : > "$T/empty"
+    head -c 20 "$Q/syn.bundle" > "$T/short"
+    head -c 4000 "$Q/syn.bundle" > "$T/cut"
+    zstd -q -c "$Q/syn.gguf" > "$T/gguf.zst"
+    zstd -q -c "$Q/syn.bundle" > "$T/dist.zst"
+    printf 'not a bundle at all, some text\n%.0s' 1 2 3 > "$T/text"
+    for c in "empty:empty file, not a wpack stream" \
+             "short:truncated wpack stream (shorter than a header and a trailer)" \
+             "cut:no index trailer (truncated, or not a wpack stream)" \
+             "text:not a wpack stream (bad magic)" \
+             "gguf.zst:a zstd frame that does not hold a wpack stream"; do
+        run --separate-stderr "$BIN/wprun" --cpu "$T/${c%%:*}"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "wprun: $T/${c%%:*}: ${c#*:}" ]
+    done
+    run --separate-stderr "$BIN/wprun" --cpu "$Q/syn.gguf"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $Q/syn.gguf: a GGUF file, not a wpack stream" ]
+    # a zstd'd bundle is a distribution bundle, with the way to an inference bundle
+    run --separate-stderr "$BIN/wprun" --cpu "$T/dist.zst"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "wprun: $T/dist.zst: a distribution bundle (laneinterleave --dist); wprun needs an inference bundle: unbundle --stream"* ]]
+}
+
 @test "wprun: a bare FILE is a bundle, as --bundle FILE (it was 'unknown option or missing value')" {
     run "$BIN/wprun" --cpu --match blk.0.ffn_up "$Q/f16.bundle"
     [ "$status" -eq 0 ]
