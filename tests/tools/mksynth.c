@@ -139,6 +139,15 @@ static void floats(void)
             f[i] = sp32[(i / 31) % 9];
     }
     add_raw("f32.specials_33x65", WP_F32, 33, 65, f);
+    /* BF16 with one +Inf, -Inf or NaN in every row, 16 x 64: no output of its GEMV is finite */
+    static const uint16_t nf[] = {0x7f80, 0xff80, 0x7fc0};
+    for (int i = 0; i < 16 * 64; i++) {
+        float v = (float)(0.02 * student4());
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        h[i] = i % 64 == 17 ? nf[(i / 64) % 3] : (uint16_t)(u >> 16);
+    }
+    add_raw("bf16.nonfinite_rows_16x64", WP_BF16, 16, 64, h);
 }
 
 int main(int argc, char **argv)
