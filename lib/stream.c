@@ -516,8 +516,11 @@ int wp_reader_payload(wp_reader *rd, wp_record *r)
             return -1;
         have = next;
     } while (have < want);
-    if (XXH64(r->payload, (size_t)r->payload_len, 0) != rd->pending_sum)
+    if (XXH64(r->payload, (size_t)r->payload_len, 0) != rd->pending_sum) {
+        if (r->kind == WP_REC_END)
+            return rfail(rd, "the index (end record): payload checksum mismatch (corrupt data)");
         return rfail(rd, "record '%s': payload checksum mismatch (corrupt data)", r->name);
+    }
     uint64_t pad = pad_to(r->payload_len, rd->align);
     rd->pending = 0;
     return rskip(rd, pad, "payload padding");

@@ -353,6 +353,18 @@ cpu_verify() {
     [ "$stderr" = "wprun: $T/junk.bundle: corrupt stream: data after its end (24 bytes between the index and the trailer)" ]
 }
 
+@test "wprun names a corrupt index as the index, not as record ''" {
+    cp "$Q/syn.bundle" "$T/ix.bundle"
+    # the index payload: u64 count, u64 length, then its zstd frame, in the end record the trailer points to
+    local pl
+    pl=$(python3 -c 'import struct,sys; d=open(sys.argv[1],"rb").read(); at=struct.unpack("<Q",d[-16:-8])[0]; print(d.index(b"\x28\xb5\x2f\xfd", at) - 16)' "$T/ix.bundle")
+    [ "$(od -An -t u1 -j $((pl + 7)) -N 1 "$T/ix.bundle" | tr -d ' ')" = 0 ]   # the entry count's top byte
+    patch_bytes "$T/ix.bundle" $((pl + 7)) '\x01'
+    run --separate-stderr "$BIN/wprun" --cpu "$T/ix.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/ix.bundle: the index (end record): payload checksum mismatch (corrupt data)" ]
+}
+
 @test "a corrupt bundle fails wprun --cpu --verify (status 1)" {
     cp "$Q/syn.bundle" "$T/bad.bundle"
     run "$BIN/wprun" --cpu --verify --bundle "$T/bad.bundle" --match Q8_0.r65x4096
