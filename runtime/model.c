@@ -203,6 +203,7 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
             rc = fail(err, errlen, "out of memory");
             break;
         }
+        m->src = path;
         if (wp_record_read_at(f, path, p->offset, &m->aux, err, errlen) ||
             wp_record_read_at(f, path, e->offset, &m->coded, err, errlen) || matrix_setup(m, err, errlen)) {
             matrix_free(m);
@@ -454,7 +455,7 @@ int wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, 
         return fail(err, errlen, "out of memory");
     }
     if (wp_restore_put(rs, &a, 0, &o) != 0 || wp_restore_put(rs, &c, 0, &o) != 1) {
-        fail(err, errlen, "%s: %s", m->name, wp_restore_error(rs));
+        fail(err, errlen, "%s", wp_restore_error(rs));   /* it names the record */
     } else if ((*out = malloc(o->payload_len + 1)) == NULL) {
         fail(err, errlen, "out of memory");
     } else {

@@ -357,6 +357,18 @@ static int cpu_gemv(const wr_matrix *m, const uint8_t *fixed, const uint8_t *pid
     return wr_cpu_gemv_fused(m, x, batch, y, err, n);
 }
 
+/* The matrix as FAIL lines name it: "NAME", or "NAME (FILE)" when matrices of
+ * several bundles are checked. */
+static int many_bundles;
+static const char *mlabel(const wr_matrix *m)
+{
+    static char buf[4400];
+    if (!many_bundles || !m->src)
+        return m->name;
+    snprintf(buf, sizeof buf, "%s (%s)", m->name, m->src);
+    return buf;
+}
+
 static int n_long_codes;   /* matrices --cpu --verify found with codes over WR_LUT_MAX_BITS bits */
 
 static int cpu_matrix(const wr_matrix *m, FILE *tf)
@@ -366,7 +378,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
     size_t len;
     int bad = 0;
     if (wr_restore_bytes(m, &ref, &len, err, sizeof err)) {
-        printf("FAIL %s: restore: %s\n", m->name, err);
+        printf("FAIL %s: restore: %s\n", mlabel(m), err);
         return 1;
     }
     if (opt.verify) {
@@ -402,7 +414,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
         float *x = malloc(nx * sizeof *x), *yf = malloc(ny * sizeof *yf), *yt = malloc(ny * sizeof *yt);
         double *y64 = malloc(ny * sizeof *y64);
         if (!x || !yf || !yt || !y64) {
-            printf("FAIL %s: out of memory\n", m->name);
+            printf("FAIL %s: out of memory\n", mlabel(m));
             bad = 1;
         } else {
             wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
@@ -410,7 +422,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                 wr_ref_gemv64(m, ref, x, batch, y64);
                 const int pf = cpu_pipe(m, pipe_for(m, batch));   /* one that applies, else fused */
                 if (cpu_gemv(m, ref, NULL, pf, x, batch, yf, err, sizeof err)) {
-                    printf("FAIL %s: %s\n", m->name, err);
+                    printf("FAIL %s: %s\n", mlabel(m), err);
                     bad = 1;
                 } else {
                     wr_cpu_gemv_fixed(m, ref, x, batch, yt);
@@ -511,7 +523,7 @@ static int gpu_run(wr_model *md, FILE *tf)
         size_t len;
         if (wr_restore_bytes(m, &ref, &len, err, sizeof err) ||
             !(dm[i] = wr_gpu_upload(g, m, ref, err, sizeof err))) {
-            printf("FAIL %s: %s\n", m->name, err);
+            printf("FAIL %s: %s\n", mlabel(m), err);
             free(ref);
             bad = 1;
             continue;
@@ -558,7 +570,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                         continue;
                     }
                     if (wr_gpu_gemv(g, dm[i], p, x, batch, y, err, sizeof err)) {
-                        printf("FAIL %s: %s: %s\n", m->name, pipe_name[p], err);
+                        printf("FAIL %s: %s: %s\n", mlabel(m), pipe_name[p], err);
                         bad = 1;
                         continue;
                     }
@@ -580,7 +592,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                     if (!wr_gpu_has_pipe(dm[i], p))
                         continue;
                     if (wr_gpu_time(g, dm[i], p, batch, 3, opt.runs, &br->t[p], err, sizeof err)) {
-                        printf("FAIL %s: time %s: %s\n", m->name, pipe_name[p], err);
+                        printf("FAIL %s: time %s: %s\n", mlabel(m), pipe_name[p], err);
                         bad = 1;
                         br->t[p] = NAN;
                         continue;
@@ -803,6 +815,7 @@ int main(int argc, char **argv)
         return WR_EXIT_NODEV;
     }
     char err[512];
+    many_bundles = nb > 1;
     for (int i = 0; i < nb; i++)
         if (wr_model_load(&md, bundles[i], opt.match, err, sizeof err)) {
             char msg[1100];

@@ -42,6 +42,8 @@ enum {
 
 typedef struct {
     char        name[256];
+    const char *src;          /* the bundle file it was loaded from (wr_model_load's path, kept by
+                                 the caller), or NULL (synthetic) */
     int         kind;         /* WR_Q or WR_EXP */
     uint32_t    type;         /* ggml type */
     int64_t     rows, cols;
@@ -68,7 +70,8 @@ typedef struct {
 /* Load every coded matrix (SIDE/RAW + CODED pair) of a bundle file, found
  * through its trailing index (wp_index_read, wp_record_read_at); uncoded
  * tensors and metadata are skipped. match: NULL or a substring the name
- * must contain. Returns 0, or -1 with a one-line message in err. */
+ * must contain. path must outlive md (each matrix's src points to it).
+ * Returns 0, or -1 with a one-line message in err. */
 int  wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen);
 
 /* Append a synthetic coded matrix of type (a block type of blocks.h, or

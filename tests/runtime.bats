@@ -365,6 +365,22 @@ cpu_verify() {
     [ "$stderr" = "wprun: $T/ix.bundle: the index (end record): payload checksum mismatch (corrupt data)" ]
 }
 
+@test "wprun with several bundles names the bundle in a FAIL line, and the matrix once in restore's reason" {
+    cp "$Q/syn.bundle" "$T/bad.bundle"
+    off=$(offset_of "$T/bad.bundle" "Q8_0.r65x4096")
+    patch_bytes "$T/bad.bundle" $((off + 4000)) '\x5a'
+    reseal "$T/bad.bundle"
+    run "$BIN/wprun" --cpu --match Q8_0.r65x4096 "$T/bad.bundle" "$Q/syn.bundle"
+    [ "$status" -eq 1 ]
+    echo "$output" | grep -q "^FAIL Q8_0.r65x4096 ($T/bad.bundle): restore: record 'Q8_0.r65x4096': [a-z]"
+    [ "$(echo "$output" | grep -c '^FAIL ')" -eq 1 ]
+    echo "$output" | grep -qE '^verify +Q8_0 +Q8_0.r65x4096 .* restore\(ref\) ok'   # syn.bundle's copy
+    # one bundle: the name alone
+    run "$BIN/wprun" --cpu --match Q8_0.r65x4096 "$T/bad.bundle"
+    [ "$status" -eq 1 ]
+    echo "$output" | grep -q "^FAIL Q8_0.r65x4096: restore: record 'Q8_0.r65x4096': [a-z]"
+}
+
 @test "a corrupt bundle fails wprun --cpu --verify (status 1)" {
     cp "$Q/syn.bundle" "$T/bad.bundle"
     run "$BIN/wprun" --cpu --verify --bundle "$T/bad.bundle" --match Q8_0.r65x4096
