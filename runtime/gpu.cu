@@ -696,17 +696,33 @@ extern "C" int wr_gpu_time(wr_gpu *g, wr_dmat *d, int pipe, int batch, int warmu
     return 0;
 }
 
-extern "C" int wr_gpu_graph_pass(wr_gpu *g, wr_dmat **d, int n, int runs, double *graph_us, double *stream_us,
-                                 char *err, size_t errlen)
+extern "C" int wr_gpu_graph_pipe(const wr_dmat *d, int pipe)
 {
-    for (int i = 0; i < n; i++)
+    const bool blas = pipe == WR_PIPE_SPLIT2 || pipe == WR_PIPE_SPLIT4 || pipe == WR_PIPE_SPLIT8 ||
+                      (pipe == WR_PIPE_FULL && d->m->kind == WR_EXP);
+    return !wr_gpu_has_pipe(d, pipe) || blas || pipe == WR_PIPE_TWIN ? WR_PIPE_FUSED : pipe;
+}
+
+extern "C" int wr_gpu_graph_pass(wr_gpu *g, wr_dmat **d, const int *pipe, int n, int runs, double *graph_us,
+                                 double *stream_us, char *err, size_t errlen)
+{
+    std::vector<int> p((size_t)n);
+    for (int i = 0; i < n; i++) {
+        p[(size_t)i] = wr_gpu_graph_pipe(d[i], pipe ? pipe[i] : WR_PIPE_FUSED);
         if (ensure_io(d[i], 1, err, errlen))
             return -1;
+    }
+    /* one pass outside the capture: the launches' one-time set-up (occupancy queries,
+       shared-memory attributes) and any launch error happen here */
+    for (int i = 0; i < n; i++)
+        if (launch(g, d[i], p[(size_t)i], d[i]->x[0], 1, d[i]->y, err, errlen))
+            return -1;
+    CK(cudaStreamSynchronize(g->st));
     cudaGraph_t graph;
     cudaGraphExec_t exec;
-    CK(cudaStreamBeginCapture(g->st, cudaStreamCaptureModeGlobal));
+    CK(cudaStreamBeginCapture(g->st, cudaStreamCaptureModeRelaxed));
     for (int i = 0; i < n; i++)
-        if (launch(g, d[i], WR_PIPE_FUSED, d[i]->x[0], 1, d[i]->y, err, errlen)) {
+        if (launch(g, d[i], p[(size_t)i], d[i]->x[0], 1, d[i]->y, err, errlen)) {
             cudaStreamEndCapture(g->st, &graph);
             return -1;
         }
@@ -729,7 +745,7 @@ extern "C" int wr_gpu_graph_pass(wr_gpu *g, wr_dmat **d, int n, int runs, double
         CK(cudaMemsetAsync(g->flush, r & 255, g->flush_bytes, g->st));
         CK(cudaEventRecord(e0, g->st));
         for (int i = 0; i < n; i++)
-            if (launch(g, d[i], WR_PIPE_FUSED, d[i]->x[0], 1, d[i]->y, err, errlen))
+            if (launch(g, d[i], p[(size_t)i], d[i]->x[0], 1, d[i]->y, err, errlen))
                 return -1;
         CK(cudaEventRecord(e1, g->st));
         CK(cudaEventSynchronize(e1));

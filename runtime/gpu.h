@@ -94,11 +94,19 @@ int wr_gpu_gemv(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int batch, floa
 int wr_gpu_time(wr_gpu *g, wr_dmat *d, int pipe, int batch, int warmup, int runs, double *median_us,
                 char *err, size_t errlen);
 
-/* A whole-model weight pass (every matrix once, batch 1, pipeline FUSED, as
- * one token's decode step needs) captured in a CUDA graph: *graph_us = median
- * time of a graph launch, *stream_us = the same launches issued one by one. */
-int wr_gpu_graph_pass(wr_gpu *g, wr_dmat **d, int n, int runs, double *graph_us, double *stream_us,
-                      char *err, size_t errlen);
+/* The pipeline the graph pass runs for `pipe` on d: pipe itself where it
+ * applies and runs kernels only, else FUSED (cuBLAS's full and split for
+ * float matrices, and the twin, are not captured). */
+int wr_gpu_graph_pipe(const wr_dmat *d, int pipe);
+
+/* A whole-model weight pass (every matrix once, batch 1, as one token's
+ * decode step needs) captured in a CUDA graph: matrix i through
+ * wr_gpu_graph_pipe(d[i], pipe[i]) (pipe NULL: FUSED for all; wprun passes
+ * the tuning file's choice), launched once outside the capture first;
+ * *graph_us = median time of a graph launch, *stream_us = the same launches
+ * issued one by one. Returns 0 or -1 with a message in err. */
+int wr_gpu_graph_pass(wr_gpu *g, wr_dmat **d, const int *pipe, int n, int runs, double *graph_us,
+                      double *stream_us, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

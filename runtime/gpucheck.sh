@@ -153,7 +153,7 @@ BF=""
 for b in $BUNDLES; do case $b in */bf16.bundle) BF=$b ;; esac; done
 if [ -n "$BF" ] && [ "$(elapsed)" -lt 420 ]; then
     run tune 40 --tune --bundle "$BF" --batch 1,16,256 --tuning "$O/wprun.tuning" --runs 10
-    run auto 30 --verify --bundle "$BF" --batch 1,16,256 --pipeline auto --tuning "$O/wprun.tuning"
+    run auto 30 --verify --graph --bundle "$BF" --batch 1,16,256 --pipeline auto --tuning "$O/wprun.tuning"
 fi
 # ---- 5b. every BF16 pipeline on the issue's shape at batch 1 ... 256 (the tuner's choice)
 if [ "$(elapsed)" -lt 400 ]; then
@@ -209,6 +209,7 @@ if [ -f "$O/big.log" ]; then
                    $9, $10, $11, $12, $13, $14, $15, $16 }'
     grep -E '^graph ' "$O/big.log"
 fi
+[ -f "$O/auto.log" ] && grep -E '^graph ' "$O/auto.log"   # the BF16 bundle's pass through the tuner's choices
 for a in 1 2; do
     [ -f "$O/ahead$a.log" ] && echo "WPRUN_PALETTE_AHEAD=$a:" && sed -n '/^matrix /,$p' "$O/ahead$a.log" | grep -vE '^wprun:'
 done

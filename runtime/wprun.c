@@ -615,17 +615,31 @@ static int gpu_run(wr_model *md, FILE *tf)
         free(ref);
     }
     if (opt.graph && dm) {
-        int nd = 0;
-        for (int i = 0; i < md->n; i++)
-            if (dm[i])
+        /* each matrix through auto's choice at batch 1 (the tuning file's, else fused), or
+           --pipeline's, where the graph takes it (wr_gpu_graph_pipe) */
+        int nd = 0, *gp = malloc((size_t)md->n * sizeof *gp), used[P_COUNT] = {0};
+        for (int i = 0; i < md->n && gp; i++)
+            if (dm[i]) {
+                gp[nd] = pipe_for(&md->m[i], 1);
+                used[wr_gpu_graph_pipe(dm[i], gp[nd])]++;
                 dm[nd++] = dm[i];
+            }
+        char mix[256] = "";
+        for (int p = 0, o = 0; p < P_COUNT && o < (int)sizeof mix; p++)
+            if (used[p])
+                o += snprintf(mix + o, sizeof mix - (size_t)o, "%s%s %d", o ? ", " : "", pipe_name[p], used[p]);
         double tg, ts;
-        if (wr_gpu_graph_pass(g, dm, nd, opt.runs, &tg, &ts, err, sizeof err)) {
+        if (!gp) {
+            printf("FAIL graph pass: out of memory\n");
+            bad = 1;
+        } else if (wr_gpu_graph_pass(g, dm, gp, nd, opt.runs, &tg, &ts, err, sizeof err)) {
             printf("FAIL graph pass: %s\n", err);
             bad = 1;
         } else {
-            printf("graph  whole-model pass, %d matrices, batch 1: graph %.1f us, stream %.1f us\n", nd, tg, ts);
+            printf("graph  whole-model pass, %d matrices, batch 1 (%s): graph %.1f us, stream %.1f us\n", nd, mix, tg,
+                   ts);
         }
+        free(gp);
         for (int i = 0; i < nd; i++)
             wr_gpu_free(dm[i]);
     } else if (dm) {
@@ -839,7 +853,9 @@ int main(int argc, char **argv)
                               "stream was not coded by laneinterleave)", bundles[0]);
         die(WR_EXIT_FAIL, "%s", "no coded matrices in the input");
     }
-    if (opt.pipe == P_AUTO && opt.verify && !opt.tune)   /* auto picks the pipeline of --verify's GEMV checks only */
+    /* auto picks the pipeline of the CPU's --verify GEMV checks and of the GPU's --graph pass (the
+       GPU's --verify checks every pipeline) */
+    if (opt.pipe == P_AUTO && !opt.tune && (opt.cpu ? opt.verify : opt.graph))
         tuning_read(opt.tuning);
     FILE *tf = NULL;
     char ttmp[4200];
