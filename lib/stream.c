@@ -661,7 +661,7 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
         snprintf(err, errlen, "%s: a GGUF file, not a wpack stream", path);
         return -1;
     }
-    if (nh == sizeof head && memcmp(head, WP_STREAM_MAGIC, 8)) {
+    if (nh && memcmp(head, WP_STREAM_MAGIC, nh)) {   /* a short file too, when what it has is not the magic */
         snprintf(err, errlen, "%s: not a wpack stream (bad magic)", path);
         return -1;
     }

@@ -738,8 +738,10 @@ static inline size_t side_alloc_bytes(size_t len) { return (len + 15) & ~(size_t
  * 8 x 4), byte b of out = sp[b] (bytes past the row's blocks: whatever
  * follows them, never read). They are read as the aligned 16-byte chunks
  * that cover them (1 to 3; the buffer is padded, side_alloc_bytes), then
- * shifted down by sp's offset in its chunk: a Q4_K, Q5_K, Q8_0 or Q4_0
- * row of 256 weights is one load (its 16 bytes are 16-aligned), Q6_K's 18
+ * shifted down by sp's offset in its chunk (the buffer's start, M.side,
+ * is 16-aligned: cudaMalloc's, or the emulator's 256): a Q4_K or Q5_K row of
+ * 256 weights is one load (16 bytes, 16-aligned), Q8_0 and Q4_0 one when
+ * the matrix has a multiple of 256 columns (else one or two), Q6_K's 18
  * bytes two. Why: thread k reads rows 2k, 2k+1, so every load is a request
  * of 32 rows (32 lines); read in place, wr_sub_scale issued 6-7 byte loads
  * a sub-block, about 3,300 L1 wavefronts a Q4_K tile at batch 1 against

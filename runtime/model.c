@@ -178,8 +178,9 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
     if (wp_stream_framed(f) > 0) {   /* other zstd files: wp_index_read says what they are */
         fclose(f);
         return fail(err, errlen,
-                    "%s: a distribution bundle (laneinterleave --dist); wprun needs an inference bundle: "
-                    "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE",
+                    "%s: a zstd-framed bundle (laneinterleave --dist); wprun needs an inference bundle: "
+                    "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE "
+                    "(or `zstd -d` a plain bundle that was zstd'd whole)",
                     path, path);
     }
     wp_index ix;
@@ -455,7 +456,7 @@ int wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, 
         return fail(err, errlen, "out of memory");
     }
     if (wp_restore_put(rs, &a, 0, &o) != 0 || wp_restore_put(rs, &c, 0, &o) != 1) {
-        fail(err, errlen, "%s", wp_restore_error(rs));   /* it names the record */
+        fail(err, errlen, "%s", wp_restore_error(rs));   /* the reason names the record */
     } else if ((*out = malloc(o->payload_len + 1)) == NULL) {
         fail(err, errlen, "out of memory");
     } else {

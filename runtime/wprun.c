@@ -232,6 +232,9 @@ static void tuning_read(const char *path)
         if (t)
             t->us[p] = e.us[0];
     }
+    if (ln == 0 && !ferror(f))
+        fprintf(stderr, "wprun: warning: %s: an empty file, not a wprun tuning file (auto takes its defaults)\n",
+                path);
     if (warned > 5)
         fprintf(stderr, "wprun: warning: %s: %d more such lines skipped\n", path, warned - 5);
     if (ferror(f))

@@ -170,6 +170,10 @@ cpu_verify() {
     [ "$status" -eq 0 ]
     [[ "$output" == *"wprun: warning: $T/nohead.tun: not a wprun tuning file (its first line is not '# wprun tuning v2 (...'): none of it is used"* ]]
     echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +fused relerr'
+    : > "$T/empty.tun"
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/empty.tun"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"wprun: warning: $T/empty.tun: an empty file, not a wprun tuning file (auto takes its defaults)"* ]]
 }
 
 @test "wprun --tune of two bundles with matrices of one name keeps a choice for each (type and shape in the key)" {
@@ -212,10 +216,12 @@ cpu_verify() {
     zstd -q -c "$Q/syn.gguf" > "$T/gguf.zst"
     zstd -q -c "$Q/syn.bundle" > "$T/dist.zst"
     printf 'not a bundle at all, some text\n%.0s' 1 2 3 > "$T/text"
+    printf 'hi' > "$T/hi"   # shorter than a header: what it holds is not the magic
     for c in "empty:empty file, not a wpack stream" \
              "short:truncated wpack stream (shorter than a header and a trailer)" \
              "cut:no index trailer (truncated, or not a wpack stream)" \
              "text:not a wpack stream (bad magic)" \
+             "hi:not a wpack stream (bad magic)" \
              "gguf.zst:a zstd frame that does not hold a wpack stream"; do
         run --separate-stderr "$BIN/wprun" --cpu "$T/${c%%:*}"
         [ "$status" -eq 1 ]
@@ -227,7 +233,7 @@ cpu_verify() {
     # a zstd'd bundle is a distribution bundle, with the way to an inference bundle
     run --separate-stderr "$BIN/wprun" --cpu "$T/dist.zst"
     [ "$status" -eq 1 ]
-    [[ "$stderr" == "wprun: $T/dist.zst: a distribution bundle (laneinterleave --dist); wprun needs an inference bundle: unbundle --stream"* ]]
+    [[ "$stderr" == "wprun: $T/dist.zst: a zstd-framed bundle (laneinterleave --dist); wprun needs an inference bundle: unbundle --stream"* ]]
 }
 
 @test "wprun: a bare FILE is a bundle, as --bundle FILE (it was 'unknown option or missing value')" {

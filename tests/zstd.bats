@@ -63,7 +63,7 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
     # random access needs the plain form, and says so
     run "$BIN/wprun" --cpu --bundle "$B/d.bundle"
     [ "$status" -eq 1 ]
-    [[ "$output" == "wprun: $B/d.bundle: a distribution bundle (laneinterleave --dist); wprun needs an inference bundle: unbundle --stream"* ]]
+    [[ "$output" == "wprun: $B/d.bundle: a zstd-framed bundle (laneinterleave --dist); wprun needs an inference bundle: unbundle --stream"* ]]
     # cut short, a byte flipped, junk after the frame: one line each, status 1
     n=$(stat -c %s "$B/d.bundle")
     head -c $((n - 5)) "$B/d.bundle" > "$B/cut.bundle"
