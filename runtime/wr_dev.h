@@ -222,11 +222,13 @@ WR_HD void wr_bits_push(wr_bits *b, uint32_t w)
     b->next++;
 }
 
-/* Decode one symbol through the table (L bits); returns its entry (a peek
+/* Decode one symbol through the table (L bits, 1 <= L <= 32); returns its entry (a peek
  * without a code consumes nothing and returns WR_LUT_BAD). */
 WR_HD uint32_t wr_bits_take(wr_bits *b, const uint32_t *lut, int L)
 {
-    const uint32_t *ep = lut + (uint32_t)(b->buf >> (64 - L));
+    /* the peek from the buffer's high word (L <= 32): a 32-bit shift, where a 64-bit one by a
+       variable count took the device several instructions */
+    const uint32_t *ep = lut + ((uint32_t)(b->buf >> 32) >> (32 - L));
     WR_PROBE(WR_SITE_LUT, ep);
     const uint32_t e = *ep;
     const uint32_t len = e & WR_LUT_LEN;
