@@ -44,7 +44,7 @@ static const char usage[] =
     "  --tune          time every pipeline per matrix and batch; write --tuning\n"
     "                  (the whole file: matrices not tuned now drop out)\n"
     "  --batch LIST    batch sizes (default 1)\n"
-    "  --pipeline P    GEMV pipeline for --verify: auto (tuning file, else\n"
+    "  --pipeline P    GEMV pipeline for --verify and --graph: auto (tuning file, else\n"
     "                  fused for batch <= 8 and full above), fused (= exp for BF16),\n"
     "                  staged (fused, lane words staged in shared memory), full,\n"
     "                  twin; for quantized types ring (fused, each lane's next\n"
@@ -818,6 +818,11 @@ int main(int argc, char **argv)
         opt.batch[opt.nbatch++] = 1;
     if (!opt.verify && !opt.bench && !opt.tune)
         opt.verify = 1;
+    if (opt.graph && opt.cpu)
+        fprintf(stderr, "wprun: warning: --graph times a CUDA graph: ignored with --cpu\n");
+    if (opt.pipe != P_AUTO && !opt.verify && !(opt.graph && !opt.cpu))
+        fprintf(stderr, "wprun: warning: --pipeline picks the pipeline of --verify%s; --bench and --tune time every "
+                        "pipeline\n", opt.cpu ? "" : " and --graph");
     if (!opt.runs)
         opt.runs = opt.cpu ? 3 : 20;
     if (!(opt.tol > 0))

@@ -159,6 +159,18 @@ cpu_verify() {
     echo "$output" | grep -qE '^bench +Q4_0 +synth.Q4_0.64x256 +batch 1 +cpu fused'
 }
 
+@test "wprun says when an option does nothing: --graph with --cpu, --pipeline without --verify" {
+    run --separate-stderr "$BIN/wprun" --cpu --graph --synth Q4_0:64x256
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: --graph times a CUDA graph: ignored with --cpu" ]
+    run --separate-stderr "$BIN/wprun" --cpu --bench --pipeline full --synth Q4_0:64x256 --runs 1
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: --pipeline picks the pipeline of --verify; --bench and --tune time every pipeline" ]
+    run --separate-stderr "$BIN/wprun" --cpu --verify --bench --pipeline full --synth Q4_0:64x256 --runs 1
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+}
+
 @test "wprun --tuning: a file without the v2 first line is not used, with the reason" {
     printf '# wprun tuning v1 (cpu): matrix batch pipeline microseconds\nsynth.Q4_K.64x512\t1\tfull\t0.5\n' > "$T/v1.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/v1.tun"
