@@ -17,15 +17,34 @@
 # runs `make deps all tests` first; where that cannot finish (no network for
 # npm, say) it builds just what wprun and the bundle filters need.
 #
+# On a lent machine (the device tool), run `sh runtime/gpukit.sh` in the
+# session's own checkout first and give the run carry: [".gpukit"] (the kit
+# is git-ignored, so it travels only when carried): without it the script
+# stops at once, as it cannot build there.
+#
 # Usage: sh runtime/gpucheck.sh [OUTDIR]     (logs and tables under OUTDIR,
-# default ${OUT:-/tmp/wpack-gpucheck}); exit 0 when every check passed.
+# default /tmp/wpack-gpucheck; exit 0 when every check passed). When $OUT is
+# set (the device tool) and no OUTDIR is given, the logs are written to a
+# temporary folder and come back as $OUT/gpucheck-logs.tgz beside
+# $OUT/summary.txt (the tool returns only a few files).
 set -u
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
 DATA=${WPACK_DATA:-$ROOT/../shared/data}
 M=$DATA/models/stories260K
-O=${1:-${OUT:-/tmp/wpack-gpucheck}}
+if [ -n "${1:-}" ]; then
+    O=$1
+elif [ -n "${OUT:-}" ]; then
+    O=$(mktemp -d)
+else
+    O=/tmp/wpack-gpucheck
+fi
 mkdir -p "$O"
+# the logs back to $OUT in one archive (with the summary beside it), however the script ends
+pack() { [ -z "${1:-}" ] && [ -n "${OUT:-}" ] && [ "$O" != "$OUT" ] && tar czf "$OUT/gpucheck-logs.tgz" -C "$O" . &&
+    cp "$O/summary.txt" "$OUT/" 2> /dev/null; }
+ARG1=${1:-}
+trap 'pack "$ARG1"' EXIT
 T0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - T0 )); }
 say() { echo "[gpucheck $(elapsed)s] $*"; }
@@ -56,8 +75,17 @@ if [ -x "$KIT/bin/wprun" ]; then
     fi
     for b in "$KIT"/bundles/*.bundle; do [ -f "$b" ] && BUNDLES="$BUNDLES $b"; done
     say "prebuilt kit $KIT"
+    # a kit packed before the sources changed runs old code: say so loudly
+    if [ -f "$KIT/STAMP" ] && [ -d runtime ] && [ -d lib ] &&
+        [ "$(cat runtime/*.c runtime/*.cu runtime/*.h runtime/*.cuh lib/*.c lib/*.h | cksum)" != "$(cat "$KIT/STAMP")" ]; then
+        note "WARNING: the kit is older than the sources here (runtime/, lib/ changed since gpukit.sh): it runs old code"
+    fi
 else
-    command -v nvcc >/dev/null || { say "no nvcc: cannot build the CUDA runner"; exit 2; }
+    command -v nvcc >/dev/null || { say "no kit ($KIT) and no nvcc: run sh runtime/gpukit.sh and carry .gpukit"; exit 2; }
+    if [ ! -f /usr/include/zstd.h ] && [ ! -f /usr/include/xxhash.h ]; then
+        say "no kit ($KIT) and no -dev packages to build with: run sh runtime/gpukit.sh and carry .gpukit"
+        exit 2
+    fi
     # ---- 1. build (<= 4 minutes) ----------------------------------------------
     J=$(nproc 2>/dev/null || echo 4)
     if timeout 200 make -j"$J" deps all tests > "$O/build.log" 2>&1; then
@@ -100,10 +128,10 @@ say "bundles:$BUNDLES"
 run() { # NAME TIMEOUT ARGS...
     n=$1 to=$2
     shift 2
-    timeout "$to" "$W" "$@" > "$O/$n.log" 2>&1
+    timeout -k 5 "$to" "$W" "$@" > "$O/$n.log" 2>&1   # wprun's stdout is line-buffered: a killed step keeps its lines
     rc=$?
-    fails=$(grep -cE 'FAIL|MISMATCH' "$O/$n.log")
-    oks=$(grep -cE ' ok$' "$O/$n.log")
+    fails=$(grep -E 'FAIL|MISMATCH' "$O/$n.log" | grep -cv '^wprun:')
+    oks=$(grep -E ' ok$' "$O/$n.log" | grep -cv '^wprun:')
     if [ $rc -eq 0 ]; then
         note "PASS $n: $oks checks ok"
     else
@@ -145,24 +173,33 @@ for a in 1 2; do
         export WPRUN_PALETTE_AHEAD
         run ahead$a 60 --verify --bench --synth BF16:4096x14336 --batch 1,2 --runs 30
         unset WPRUN_PALETTE_AHEAD
+    else
+        note "SKIP ahead$a: $(elapsed)s spent before it"
     fi
 done
 
 # ---- 5. tuner on the BF16 bundle (batch 1, 16, 256), then auto reads it
 BF=""
 for b in $BUNDLES; do case $b in */bf16.bundle) BF=$b ;; esac; done
-if [ -n "$BF" ] && [ "$(elapsed)" -lt 420 ]; then
+if [ -z "$BF" ]; then
+    note "SKIP tune: no bf16.bundle"
+elif [ "$(elapsed)" -lt 400 ]; then
     run tune 40 --tune --bundle "$BF" --batch 1,16,256 --tuning "$O/wprun.tuning" --runs 10
     run auto 30 --verify --graph --bundle "$BF" --batch 1,16,256 --pipeline auto --tuning "$O/wprun.tuning"
+else
+    note "SKIP tune: $(elapsed)s spent before it"
 fi
 # ---- 5b. every BF16 pipeline on the issue's shape at batch 1 ... 256 (the tuner's choice)
-if [ "$(elapsed)" -lt 400 ]; then
+if [ "$(elapsed)" -lt 430 ]; then
     run tune-big 90 --tune --bench --synth BF16:4096x14336 --batch 1,8,16,64,256 --tuning "$O/big.tuning" --runs 20
+else
+    note "SKIP tune-big: $(elapsed)s spent before it"
 fi
 
 # ---- 6b. GPUCHECK_PROFILE=1: Nsight Compute on one launch of each kernel (clocks left alone)
 if [ "${GPUCHECK_PROFILE:-0}" = 1 ] && command -v ncu > /dev/null; then
     for k in k_fused_q:Q4_K k_twin:Q4_K k_fused_exp:BF16 k_palette:BF16 k_transcode:BF16 k_recon:BF16; do
+        [ "$(elapsed)" -lt 470 ] || { note "SKIP ncu from ${k%%:*} on: $(elapsed)s spent"; break; }
         timeout 60 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
             --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis_Tables \
             -k "regex:${k%%:*}" -s 3 -c 1 \
@@ -174,6 +211,7 @@ if [ "${GPUCHECK_PROFILE:-0}" = 1 ] && command -v ncu > /dev/null; then
     # why the GEMV warps wait: the stall reasons, in warps per issue cycle (they sum to the
     # warp cycles per issued instruction), largest five, coded against the twin
     for k in k_fused_q:Q4_K k_twin:Q4_K k_fused_q:Q8_0; do
+        [ "$(elapsed)" -lt 470 ] || { note "SKIP stalls from ${k%%:*} ${k#*:} on: $(elapsed)s spent"; break; }
         f="$O/stall-${k%%:*}-${k#*:}.log"
         timeout 60 ncu --clock-control none \
             --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
@@ -186,6 +224,7 @@ if [ "${GPUCHECK_PROFILE:-0}" = 1 ] && command -v ncu > /dev/null; then
     # lines (side bytes, lane words, table lookups): global load requests and sectors, shared
     # wavefronts and their bank conflicts, local load requests (side_row's copy)
     for t in Q4_K Q6_K Q8_0; do
+        [ "$(elapsed)" -lt 470 ] || { note "SKIP L1 from $t on: $(elapsed)s spent"; break; }
         f="$O/l1-$t.log"
         timeout 60 ncu --clock-control none --metrics l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,\
 l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,\
@@ -213,8 +252,8 @@ fi
 for a in 1 2; do
     [ -f "$O/ahead$a.log" ] && echo "WPRUN_PALETTE_AHEAD=$a:" && sed -n '/^matrix /,$p' "$O/ahead$a.log" | grep -vE '^wprun:'
 done
-[ -f "$O/tune-big.log" ] && sed -n '/^matrix /,$p' "$O/tune-big.log" | grep -vE '^wprun:' &&
-    grep -E '^tune ' "$O/tune-big.log"
+[ -f "$O/tune-big.log" ] && sed -n '/^matrix /,$p' "$O/tune-big.log" | grep -vE '^wprun:'
+[ -f "$O/tune-big.log" ] && grep -E '^tune ' "$O/tune-big.log"
 echo "goals: fused/twin <= 0.90 (coded types, batch 1); BF16 fused(exp)/cuBLAS <= 1.10 (best/tw: the fastest"
 echo "coded pipeline, staged and ring included, against the twin or cuBLAS)"
 cat "$summary"

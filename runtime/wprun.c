@@ -734,6 +734,9 @@ static void add_synth(wr_model *md, const char *spec, uint64_t *seed)
 
 int main(int argc, char **argv)
 {
+    /* line by line: a run killed by a timeout (gpucheck.sh's steps) keeps what it printed, and
+       stderr's warnings fall between lines, not inside them */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     wr_model md;
     memset(&md, 0, sizeof md);
     const char *bundles[64], *synths[64];
