@@ -339,6 +339,17 @@ static int rskip(wp_reader *rd, uint64_t n, const char *what)
     return 0;
 }
 
+
+/* What the first `got` bytes of a file say it is (got <= 8; the readers
+ * word their own messages): MAGIC_OK a wpack stream so far, MAGIC_GGUF a
+ * GGUF file, MAGIC_BAD anything else. */
+enum { MAGIC_OK, MAGIC_GGUF, MAGIC_BAD };
+static int magic_kind(const uint8_t *h, size_t got)
+{
+    if (!memcmp(h, WP_STREAM_MAGIC, got))
+        return MAGIC_OK;
+    return got >= 4 && !memcmp(h, "GGUF", 4) ? MAGIC_GGUF : MAGIC_BAD;
+}
 wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
 {
     wp_reader *rd = calloc(1, sizeof *rd);
@@ -358,15 +369,13 @@ wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
     if (rread(rd, h, sizeof h, "stream header")) {
         /* a short input that does not start as a stream does is not a stream at all */
         size_t got = rd->off < 8 ? (size_t)rd->off : 8;
-        if (got && !wp_zsrc_error(rd->src) && memcmp(h, WP_STREAM_MAGIC, got))
+        if (got && !wp_zsrc_error(rd->src) && magic_kind(h, got) != MAGIC_OK)
             rfail(rd, "not a wpack stream (bad magic)");
         goto fail;
     }
-    if (memcmp(h, WP_STREAM_MAGIC, 8)) {
-        if (!memcmp(h, "GGUF", 4))
-            rfail(rd, "not a wpack stream (a GGUF file: read it with ggufcat)");
-        else
-            rfail(rd, "not a wpack stream (bad magic)");
+    if (magic_kind(h, 8) != MAGIC_OK) {
+        rfail(rd, "%s", magic_kind(h, 8) == MAGIC_GGUF ? "not a wpack stream (a GGUF file: read it with ggufcat)"
+                                                 : "not a wpack stream (bad magic)");
         goto fail;
     }
     if (get32(h + 8) != WP_STREAM_VERSION) {
@@ -657,12 +666,10 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
     off_t size;
     uint8_t head[8] = {0};
     const size_t nh = fseeko(f, 0, SEEK_SET) ? 0 : fread(head, 1, sizeof head, f);
-    if (nh >= 4 && !memcmp(head, "GGUF", 4)) {
-        snprintf(err, errlen, "%s: a GGUF file, not a wpack stream", path);
-        return -1;
-    }
-    if (nh && memcmp(head, WP_STREAM_MAGIC, nh)) {   /* a short file too, when what it has is not the magic */
-        snprintf(err, errlen, "%s: not a wpack stream (bad magic)", path);
+    const int mk = magic_kind(head, nh);   /* a short file too, when what it has is not the magic */
+    if (mk != MAGIC_OK) {
+        snprintf(err, errlen, "%s: %s", path, mk == MAGIC_GGUF ? "a GGUF file, not a wpack stream"
+                                                               : "not a wpack stream (bad magic)");
         return -1;
     }
     if (fseeko(f, 0, SEEK_END) || (size = ftello(f)) < 0) {
