@@ -147,10 +147,11 @@ static tune_ent *tune_find(const char *name, const char *type, long long rows, l
     return t;
 }
 
-/* One measurement line: 1 and its fields when it is "MATRIX TYPE ROWSxCOLS
- * BATCH PIPELINE MICROSECONDS" (whitespace-separated, exactly six fields,
- * a coded pipeline, a finite time >= 0, batch >= 1), else 0. */
-static int tuning_line(char *line, tune_ent *e, int *pipe)
+/* One measurement line: 1 and its fields (the key in e, the pipeline, the
+ * time) when it is "MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS"
+ * (whitespace-separated, exactly six fields, a coded pipeline, a finite
+ * time >= 0, batch >= 1), else 0. */
+static int tuning_line(char *line, tune_ent *e, int *pipe, double *us_out)
 {
     char *f[7];
     int n = 0;
@@ -180,7 +181,7 @@ static int tuning_line(char *line, tune_ent *e, int *pipe)
     snprintf(e->name, sizeof e->name, "%s", f[0]);
     snprintf(e->type, sizeof e->type, "%s", f[1]);
     e->batch = (int)b;
-    e->us[0] = us;
+    *us_out = us;
     return *pipe >= 0;
 }
 
@@ -222,7 +223,8 @@ static void tuning_read(const char *path)
             continue;
         tune_ent e;
         int p;
-        if (!tuning_line(line, &e, &p)) {
+        double us;
+        if (!tuning_line(line, &e, &p, &us)) {
             if (warned++ < 5)
                 fprintf(stderr, "wprun: warning: %s:%d: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with "
                                 "a coded pipeline; skipped\n", path, ln);
@@ -230,7 +232,7 @@ static void tuning_read(const char *path)
         }
         tune_ent *t = tune_find(e.name, e.type, e.rows, e.cols, e.batch, 1);
         if (t)
-            t->us[p] = e.us[0];
+            t->us[p] = us;
     }
     if (ln == 0 && !ferror(f))
         fprintf(stderr, "wprun: warning: %s: an empty file, not a wprun tuning file (auto takes its defaults)\n",
@@ -245,6 +247,15 @@ static void tuning_read(const char *path)
 }
 
 static int is_palette_bf16(const wr_matrix *m);
+static const char *type_name(const wr_matrix *m);
+
+/* One measurement line of the tuning file (the form tuning_line reads),
+ * the time with `digits` decimals. */
+static void tuning_put(FILE *tf, const wr_matrix *m, int batch, int pipe, double us, int digits)
+{
+    fprintf(tf, "%s\t%s\t%lldx%lld\t%d\t%s\t%.*f\n", m->name, type_name(m), (long long)m->rows,
+            (long long)m->cols, batch, pipe_name[pipe], digits, us);
+}
 
 /* NULL when pipeline p applies to m (as wr_gpu_has_pipe decides on the
  * GPU), else why not, for the skip line: ring for ggml-block (quantized)
@@ -262,8 +273,6 @@ static const char *pipe_refusal(const wr_matrix *m, int p)
 }
 
 static int pipe_applies(const wr_matrix *m, int p) { return !pipe_refusal(m, p); }
-
-static const char *type_name(const wr_matrix *m);
 
 static int pipe_for(const wr_matrix *m, int batch)
 {
@@ -474,8 +483,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     if (t[p] < t[bestp])
                         bestp = p;
                     if (tf)
-                        fprintf(tf, "%s\t%s\t%lldx%lld\t%d\t%s\t%.1f\n", m->name, type_name(m), (long long)m->rows,
-                                (long long)m->cols, batch, pipe_name[p], t[p]);
+                        tuning_put(tf, m, batch, p, t[p], 1);
                 }
                 if (opt.bench)
                     printf("bench  %-6s %-40s batch %-4d cpu fused %10.1f us  full %10.1f us  transcode %10.1f us  "
@@ -603,8 +611,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                     if (p != P_TWIN && br->t[p] < br->t[bestp])
                         bestp = p;
                     if (tf && p != P_TWIN)
-                        fprintf(tf, "%s\t%s\t%lldx%lld\t%d\t%s\t%.2f\n", m->name, type_name(m),
-                                (long long)m->rows, (long long)m->cols, batch, pipe_name[p], br->t[p]);
+                        tuning_put(tf, m, batch, p, br->t[p], 2);
                 }
                 br->wps = (double)(m->rows * m->cols) / (br->t[0] * 1e-6);
                 br->bound = wr_gpu_hbm_gbs(g) * 1e9 / ((double)wr_coded_bytes(m) / (double)(m->rows * m->cols));
