@@ -759,7 +759,7 @@ __device__ __forceinline__ void side_row(uint32_t (&out)[8], const uint8_t *sp, 
     const unsigned mis = (unsigned)((uintptr_t)sp & 15);
     const uint4 *c = reinterpret_cast<const uint4 *>(sp - mis);
     const unsigned n = (mis + (unsigned)bytes + 15) / 16;
-    uint32_t w[4 * NC + 4];
+    uint32_t w[4 * NC];   /* out[i] takes w[i + ws], w[i + ws + 1]: at most w[7 + 3 + 1] */
 #pragma unroll
     for (int i = 0; i < NC; i++) {
         uint4 v = make_uint4(0u, 0u, 0u, 0u);
@@ -772,9 +772,6 @@ __device__ __forceinline__ void side_row(uint32_t (&out)[8], const uint8_t *sp, 
         w[4 * i + 2] = v.z;
         w[4 * i + 3] = v.w;
     }
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        w[4 * NC + i] = 0u;
     const unsigned ws = mis / 4, bs = 8 * (mis % 4);   /* the shift: whole words, then bytes */
 #pragma unroll
     for (int i = 0; i < 8; i++) {
