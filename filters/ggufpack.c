@@ -49,6 +49,8 @@ int main(int argc, char **argv)
         wp_die("%s: no GGUF header, key/value or tensor record to write (%ld record%s of other kinds%s%s)",
                in && strcmp(in, "-") ? in : "stdin", dropped, dropped == 1 ? "" : "s", dropped ? ", the first " : "",
                first);
+    if (wp_gguf_out_complete(g))
+        wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", wp_gguf_out_error(g));
     FILE *f = wp_out_open(out);
     if (wp_gguf_out_finish(g, f))
         wp_die("%s: %s", wp_out_name(), wp_gguf_out_error(g));

@@ -92,6 +92,8 @@ int main(int argc, char **argv)
         if (!kept)   /* (a Hessian file became an empty GGUF, exit 0) */
             wp_die("%s: no GGUF header, key/value or tensor record to write (not a bundle of a GGUF or a tensor "
                    "stream; unbundle --stream gives its records back)", src);
+        if (wp_gguf_out_complete(g))
+            wp_die("%s: %s", src, wp_gguf_out_error(g));
         FILE *f = wp_out_open(out);
         if (wp_gguf_out_finish(g, f))
             wp_die("%s: %s", wp_out_name(), wp_gguf_out_error(g));

@@ -480,6 +480,9 @@ static int read_header(wp_reader *rd, wp_record *r)
         return rfail(rd, "truncated stream: record '%s' at byte %" PRIu64 " claims %" PRIu64
                      " payload bytes, the file has %" PRIu64 " after its header", name, start, r->payload_len,
                      rd->left - rd->off);
+    if (!strcmp(wp_rec_kind_name(r->kind), "?"))   /* (a forged kind was passed on, then dropped) */
+        return rfail(rd, "record '%s' at byte %" PRIu64 ": unknown record kind %u (corrupt, or from a newer wpack)",
+                     name, start, (unsigned)r->kind);
     if (r->kind == WP_REC_GGUF && (r->payload_len || rd->n_gguf++))
         return rfail(rd, "corrupt stream: %s gguf record at byte %" PRIu64,
                      r->payload_len ? "a payload in the" : "a second", start);

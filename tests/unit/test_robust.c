@@ -93,6 +93,26 @@ int main(void)
     CHECK(wp_gguf_out_add(o, &t) < 0 && strstr(wp_gguf_out_error(o), "offset 1099511627776"),
           "an offset attribute far past the data is refused: %s", wp_gguf_out_error(o));
     wp_gguf_out_free(o);
+    /* a gguf record of 2 tensors and a stream of 1: refused before writing (a forged record kind
+       made ggufpack and unbundle write 47 of 48 tensors, exit 0) */
+    o = wp_gguf_out_new(err, sizeof err);
+    wp_record g;
+    wp_record_init(&g);
+    g.kind = WP_REC_GGUF;
+    wp_record_set_name(&g, "m.gguf");
+    wp_attr_set_i64(&g, "n_tensors", 2);
+    wp_attr_set_i64(&t, "offset", 0);
+    CHECK(wp_gguf_out_add(o, &g) == 1 && wp_gguf_out_add(o, &t) == 1 && wp_gguf_out_complete(o) < 0 &&
+              !strcmp(wp_gguf_out_error(o), "the gguf record says 2 tensors, the stream holds 1 (a tensor record "
+                                             "lost or added on the way)"),
+          "a stream with fewer tensors than its gguf record says is refused: %s", wp_gguf_out_error(o));
+    wp_attr_set_i64(&g, "n_tensors", 1);
+    wp_gguf_out_free(o);
+    o = wp_gguf_out_new(err, sizeof err);
+    CHECK(wp_gguf_out_add(o, &g) == 1 && wp_gguf_out_add(o, &t) == 1 && wp_gguf_out_complete(o) == 0,
+          "as many tensors as the gguf record says: complete");
+    wp_gguf_out_free(o);
+    wp_record_free(&g);
     wp_record_free(&t);
 
     /* a row map whose row count does not fit its payload */

@@ -87,15 +87,15 @@ static int random_access(const char *buf, size_t len, char *msg, size_t n)
     return rc;
 }
 
-/* A stream of one record with shape ne, in memory. */
-static char *one_record(const int64_t ne[4], int n_dims, uint64_t bytes, size_t *len)
+/* A stream of one record of kind `kind` with shape ne, in memory. */
+static char *one_record(unsigned kind, const int64_t ne[4], int n_dims, uint64_t bytes, size_t *len)
 {
     char *buf = NULL, err[256];
     FILE *f = open_memstream(&buf, len);
     wp_writer *w = wp_writer_open(f, "mem", 8, err, sizeof err);
     wp_record r;
     wp_record_init(&r);
-    r.kind = WP_REC_TENSOR;
+    r.kind = (uint16_t)kind;
     r.n_dims = n_dims;
     memcpy(r.ne, ne, sizeof r.ne);
     wp_record_set_name(&r, "t");
@@ -134,7 +134,7 @@ int main(void)
     char msg[512];
     size_t len;
     int64_t ok_ne[4] = {2, 2, 1, 1}, huge[4] = {1, INT64_C(1) << 40, INT64_C(1) << 40, INT64_C(1) << 24};
-    char *a = one_record(ok_ne, 2, 16, &len);
+    char *a = one_record(WP_REC_TENSOR, ok_ne, 2, 16, &len);
     CHECK(read_all(a, len, msg, sizeof msg) == 0, "a well-formed stream reads to its end record");
     /* a second stream (or any byte) after the first's trailer: refused, not dropped */
     char *two = malloc(2 * len);
@@ -147,11 +147,17 @@ int main(void)
           "one byte after the trailer is refused: %s", msg);
     free(two);
     free(a);
-    char *c = one_record(ok_ne, 2, 4, &len);
+    char *c = one_record(WP_REC_TENSOR, ok_ne, 2, 4, &len);
     CHECK(read_all(c, len, msg, sizeof msg) < 0 && strstr(msg, "record 't': 4 payload bytes, but F32 2 x 2 needs 16"),
           "a tensor whose payload does not fit its type and shape is refused: %s", msg);
     free(c);
-    char *b = one_record(huge, 4, 4, &len);
+    /* a forged kind (checksums whole) was passed on by every filter and dropped by ggufpack */
+    char *k99 = one_record(99, ok_ne, 2, 16, &len);
+    CHECK(read_all(k99, len, msg, sizeof msg) < 0 &&
+              !strcmp(msg, "mem: record 't' at byte 16: unknown record kind 99 (corrupt, or from a newer wpack)"),
+          "a record of an unknown kind is refused: %s", msg);
+    free(k99);
+    char *b = one_record(WP_REC_TENSOR, huge, 4, 4, &len);
     CHECK(read_all(b, len, msg, sizeof msg) < 0 && strstr(msg, "more than 2^62 elements"),
           "a shape whose element count overflows is refused: %s", msg);
     free(b);
