@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -89,6 +90,21 @@ static void tune_signal(int sig)
     raise(sig);
 }
 
+/* `wprun --tune ... | head`: the reader of the report went away. The rest of
+ * the report goes to /dev/null and the tuning goes on to write its file
+ * (a new user's trial lost a whole tuning to `| head -1`). */
+static volatile sig_atomic_t stdout_gone;
+static void tune_sigpipe(int sig)
+{
+    (void)sig;
+    stdout_gone = 1;
+    const int fd = open("/dev/null", O_WRONLY);
+    if (fd >= 0 && fd != STDOUT_FILENO) {
+        dup2(fd, STDOUT_FILENO);
+        close(fd);
+    }
+}
+
 static void die(int status, const char *fmt, const char *a)
 {
     fprintf(stderr, "wprun: ");
@@ -103,7 +119,7 @@ static void die(int status, const char *fmt, const char *a)
  * descriptor): the report is wprun's result. */
 static void stdout_close(void)
 {
-    if (fflush(stdout) || ferror(stdout))
+    if ((fflush(stdout) || ferror(stdout)) && !stdout_gone)
         die(WR_EXIT_FAIL, "stdout: write error: %s", strerror(errno ? errno : EIO));
 }
 
@@ -889,7 +905,7 @@ int main(int argc, char **argv)
         signal(SIGINT, tune_signal);
         signal(SIGTERM, tune_signal);
         signal(SIGHUP, tune_signal);
-        signal(SIGPIPE, tune_signal);   /* `wprun --tune ... | head` */
+        signal(SIGPIPE, tune_sigpipe);   /* `wprun --tune ... | head` */
         if (!(tf = fopen(ttmp, "w"))) {
             char msg[4400];
             snprintf(msg, sizeof msg, "cannot write the tuning file %s: %s", opt.tuning, strerror(errno));
