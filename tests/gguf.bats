@@ -416,6 +416,22 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ -z "$(ls "$T" "$T/d" | grep '\.tmp\.')" ]
 }
 
+@test "-o over an existing file keeps its mode, as > does; a new file gets 0666 less the umask" {
+    # (a new user's trial: chmod 600 then unbundle -o made the file 644)
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    printf 'old\n' > "$T/p600.gguf"
+    chmod 600 "$T/p600.gguf"
+    "$BIN/ggufpack" -o "$T/p600.gguf" "$T/s.wps"
+    cmp "$T/p600.gguf" "$F32"
+    [ "$(stat -c %a "$T/p600.gguf")" = 600 ]
+    printf 'old\n' > "$T/p750.gguf"
+    chmod 750 "$T/p750.gguf"
+    "$BIN/ggufpack" -o "$T/p750.gguf" "$T/s.wps"
+    [ "$(stat -c %a "$T/p750.gguf")" = 750 ]
+    (umask 027 && "$BIN/ggufpack" -o "$T/new.gguf" "$T/s.wps")
+    [ "$(stat -c %a "$T/new.gguf")" = 640 ]
+}
+
 @test "a TMPDIR that does not exist: one line naming the input and the directory" {
     "$BIN/ggufcat" "$F32" > "$T/s.wps"
     # the spools (wp_spool) said only "cannot create a temporary file" before, and gptq's
