@@ -316,20 +316,30 @@ int main(int argc, char **argv)
         base_vocab = nvoc;
         base_chunks = nch;
         n_tokens = (int)c * nch;
+        /* the size the header implies, before any allocation of its size (a forged
+           chunk count made an 8 GiB token array of a 97 KB file) */
+        struct stat st;
+        const uint64_t nv = 2 * (((uint64_t)nvoc + 1) / 2) + 4;
+        const uint64_t want = 20 + 4 * (uint64_t)n_tokens + (uint64_t)nch * (c - 1 - c / 2) * nv * 2;
+        if (fstat(fileno(kl_f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size != want) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "%s: %lld bytes, its header needs %llu",
+                     (uint64_t)st.st_size < want ? "truncated" : "data after its end", (long long)st.st_size,
+                     (unsigned long long)want);
+            die(kl_path, msg);
+        }
         tokens = malloc((size_t)n_tokens * sizeof *tokens);
         if (!tokens)
             die(kl_path, "out of memory");
         if (read_full(kl_f, tokens, (size_t)n_tokens * sizeof *tokens))
             die(kl_path, "truncated (tokens)");
-        struct stat st;
-        const uint64_t nv = 2 * (((uint64_t)nvoc + 1) / 2) + 4;
-        const uint64_t want = 20 + 4 * (uint64_t)n_tokens + (uint64_t)nch * (c - 1 - c / 2) * nv * 2;
-        if (fstat(fileno(kl_f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size < want) {
-            char msg[128];
-            snprintf(msg, sizeof msg, "truncated: %lld bytes, its header needs %llu", (long long)st.st_size,
-                     (unsigned long long)want);
-            die(kl_path, msg);
-        }
+        for (int i = 0; i < n_tokens; i++)   /* (llama_decode failed, naming the model) */
+            if (tokens[i] < 0 || tokens[i] >= nvoc) {
+                char msg[128];
+                snprintf(msg, sizeof msg, "token %d at position %d is outside its vocabulary of %d", (int)tokens[i], i,
+                         (int)nvoc);
+                die(kl_path, msg);
+            }
     }
 
     char *text = NULL;

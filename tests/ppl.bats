@@ -258,6 +258,23 @@ bad() {  # expected-substring args...
     bad "does not tokenize to the tokens" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" \
         --kl-base "$BATS_FILE_TMPDIR/f32.logits"
     bad "was saved with --ctx 512" --model "$M/stories260K-f32.gguf" --ctx 256 --kl-base "$BATS_FILE_TMPDIR/f32.logits"
+    # a breaker's files: trailing bytes (were accepted); a token outside the vocabulary
+    # (llama_decode failed, naming the model); a forged ctx and chunk count (an 8 GiB token
+    # array was allocated before the size check: under a 1 GB limit it said "out of memory")
+    local L="$BATS_TEST_TMPDIR"
+    cp "$BATS_FILE_TMPDIR/f32.logits" "$L/tail.logits" && printf x >> "$L/tail.logits"
+    bad "tail.logits: data after its end: $(( $(stat -c %s "$BATS_FILE_TMPDIR/f32.logits") + 1 )) bytes, its header needs" \
+        --model "$M/stories260K-f32.gguf" --kl-base "$L/tail.logits"
+    cp "$BATS_FILE_TMPDIR/f32.logits" "$L/tok.logits"
+    printf '\x3f\x42\x0f\x00' | dd of="$L/tok.logits" bs=1 seek=40 conv=notrunc status=none
+    bad "tok.logits: token 999999 at position 5 is outside its vocabulary of 512" \
+        --model "$M/stories260K-f32.gguf" --kl-base "$L/tok.logits"
+    cp "$BATS_FILE_TMPDIR/f32.logits" "$L/huge.logits"
+    printf '\x00\x00\x10\x00' | dd of="$L/huge.logits" bs=1 seek=8 conv=notrunc status=none
+    printf '\xff\x07\x00\x00' | dd of="$L/huge.logits" bs=1 seek=16 conv=notrunc status=none
+    run --separate-stderr bash -c "ulimit -v 1000000; '$PPL' --threads 1 --model '$M/stories260K-f32.gguf' --kl-base '$L/huge.logits'"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "ppl: $L/huge.logits: truncated: $(stat -c %s "$L/huge.logits") bytes, its header needs "* ]]
 }
 
 @test "bad usage: missing or unknown options, bad numbers, unwritable --save-logits" {
