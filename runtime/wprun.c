@@ -397,6 +397,16 @@ static const char *mlabel(const wr_matrix *m)
     return buf;
 }
 
+/* A matrix the library cannot restore from its bundle: the bundle is
+ * corrupt. The report says FAIL, and stderr says which file (the report
+ * alone left stderr empty and the file unnamed). */
+static void restore_failed(const wr_matrix *m, const char *err)
+{
+    printf("FAIL %s: restore: %s\n", mlabel(m), err);
+    fflush(stdout);
+    fprintf(stderr, "wprun: %s: %s\n", m->src ? m->src : "input", err);
+}
+
 static int n_long_codes;   /* matrices --cpu --verify found with codes over WR_LUT_MAX_BITS bits */
 
 static int cpu_matrix(const wr_matrix *m, FILE *tf)
@@ -406,7 +416,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
     size_t len;
     int bad = 0;
     if (wr_restore_bytes(m, &ref, &len, err, sizeof err)) {
-        printf("FAIL %s: restore: %s\n", mlabel(m), err);
+        restore_failed(m, err);
         return 1;
     }
     if (opt.verify) {
@@ -548,8 +558,12 @@ static int gpu_run(wr_model *md, FILE *tf)
         const wr_matrix *m = &md->m[i];
         uint8_t *ref = NULL, *mine = NULL;
         size_t len;
-        if (wr_restore_bytes(m, &ref, &len, err, sizeof err) ||
-            !(dm[i] = wr_gpu_upload(g, m, ref, err, sizeof err))) {
+        if (wr_restore_bytes(m, &ref, &len, err, sizeof err)) {
+            restore_failed(m, err);
+            bad = 1;
+            continue;
+        }
+        if (!(dm[i] = wr_gpu_upload(g, m, ref, err, sizeof err))) {
             printf("FAIL %s: %s\n", mlabel(m), err);
             free(ref);
             bad = 1;

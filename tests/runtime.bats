@@ -388,10 +388,13 @@ cpu_verify() {
     off=$(offset_of "$T/bad.bundle" "Q8_0.r65x4096")
     patch_bytes "$T/bad.bundle" $((off + 4000)) '\x5a'
     reseal "$T/bad.bundle"
-    run "$BIN/wprun" --cpu --match Q8_0.r65x4096 "$T/bad.bundle" "$Q/syn.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu --match Q8_0.r65x4096 "$T/bad.bundle" "$Q/syn.bundle"
     [ "$status" -eq 1 ]
     echo "$output" | grep -q "^FAIL Q8_0.r65x4096 ($T/bad.bundle): restore: record 'Q8_0.r65x4096': [a-z]"
     [ "$(echo "$output" | grep -c '^FAIL ')" -eq 1 ]
+    # and stderr names the corrupt file, in one line (it was empty: a breaker's find)
+    [[ "$stderr" == "wprun: $T/bad.bundle: record 'Q8_0.r65x4096': "[a-z]* ]]
+    [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
     echo "$output" | grep -qE '^verify +Q8_0 +Q8_0.r65x4096 .* restore\(ref\) ok'   # syn.bundle's copy
     # one bundle: the name alone
     run "$BIN/wprun" --cpu --match Q8_0.r65x4096 "$T/bad.bundle"
