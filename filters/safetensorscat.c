@@ -48,7 +48,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--")) {
             while (++i < argc)
                 in[n_in++] = argv[i];
-        } else if (argv[i][0] == '-') {
+        } else if (argv[i][0] == '-' && argv[i][1]) {   /* "-" goes on to be refused as a file */
             wp_die("%s: unknown option (try --help)", argv[i]);
         } else {
             in[n_in++] = argv[i];

@@ -306,6 +306,10 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
     }
     snprintf(g->path, sizeof g->path, "%s", path);
     g->alignment = WP_GGUF_DEFAULT_ALIGNMENT;
+    if (!strcmp(path, "-")) {   /* (said "No such file or directory") */
+        gfail(g, "not a regular file (standard input: give the file's name)");
+        goto fail;
+    }
     g->f = fopen(path, "rb");
     if (!g->f) {
         gfail(g, "%s", strerror(errno));

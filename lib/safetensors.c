@@ -322,6 +322,10 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     snprintf(s->path, sizeof s->path, "%s", path);
+    if (!strcmp(path, "-")) {   /* (said "No such file or directory") */
+        sfail(s, "not a regular file (standard input: give the file's name)");
+        goto fail;
+    }
     s->f = fopen(path, "rb");
     if (!s->f) {
         sfail(s, "%s", strerror(errno));

@@ -432,6 +432,13 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ "$(stat -c %a "$T/new.gguf")" = 640 ]
 }
 
+@test "ggufcat: standard input, as - or a pipe, is refused as not a regular file (- said 'No such file')" {
+    run "$BIN/ggufcat" - < "$F32"
+    one_line_error "^ggufcat: -: not a regular file \\(standard input: give the file's name\\)$"
+    run sh -c "cat '$F32' | '$BIN/ggufcat' /dev/stdin"
+    one_line_error "^ggufcat: /dev/stdin: not a regular file$"
+}
+
 @test "a TMPDIR that does not exist: one line naming the input and the directory" {
     "$BIN/ggufcat" "$F32" > "$T/s.wps"
     # the spools (wp_spool) said only "cannot create a temporary file" before, and gptq's

@@ -40,6 +40,13 @@ tensor_payloads() {
     [[ "$output" == usage:* ]]
 }
 
+@test "standard input, as - or a pipe, is refused as not a regular file (- said 'unknown option')" {
+    run "$BIN/safetensorscat" - < "$CALM"
+    one_line_error "^safetensorscat: -: not a regular file \\(standard input: give the file's name\\)$"
+    run sh -c "cat '$CALM' | '$BIN/safetensorscat' /dev/stdin"
+    one_line_error "^safetensorscat: /dev/stdin: not a regular file$"
+}
+
 @test "open-calm LoRA: 48 F16 tensors with reversed shapes, the format metadata as a key/value" {
     "$BIN/safetensorscat" "$CALM" > "$T/c.wps"
     run "$BIN/tsinfo" "$T/c.wps"
