@@ -53,3 +53,18 @@ load helpers
     run --separate-stderr "$ROOT/pipelines/bitcheck" twice.tsv fall.tsv
     [ "$status" -eq 1 ] && [ "$output" = "$(printf 'twice.tsv:4: m\tQ8_0 appears twice')" ]
 }
+
+@test "bitrates: --help, a bad option or two OUTDIRs; without OUTDIR its temporary directory is removed" {
+    # (--help ran `mkdir --help`; every run without OUTDIR left a 7.4 MB /tmp/tmp.*)
+    run "$ROOT/pipelines/bitrates" --help
+    [ "$status" -eq 0 ] && [[ "${lines[0]}" == "pipelines/bitrates [OUTDIR] - the bit rates CI watches"* ]]
+    run --separate-stderr "$ROOT/pipelines/bitrates" -x
+    [ "$status" -eq 64 ] && [ "$stderr" = "bitrates: -x: unknown option (usage: pipelines/bitrates [OUTDIR])" ]
+    run --separate-stderr "$ROOT/pipelines/bitrates" a b
+    [ "$status" -eq 64 ] && [ ! -e a ]
+    # a run that fails at once (no data) and leaves nothing in TMPDIR
+    mkdir "$BATS_TEST_TMPDIR/tmp"
+    run env TMPDIR="$BATS_TEST_TMPDIR/tmp" WPACK_DATA="$BATS_TEST_TMPDIR/nodata" "$ROOT/pipelines/bitrates"
+    [ "$status" -ne 0 ]
+    [ -z "$(ls -A "$BATS_TEST_TMPDIR/tmp")" ]
+}
