@@ -180,7 +180,7 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
         return fail(err, errlen,
                     "%s: a zstd-framed bundle (laneinterleave --dist); wprun needs an inference bundle: "
                     "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE "
-                    "(or `zstd -d` a plain bundle that was zstd'd whole)",
+                    "(a plain bundle that was zstd'd whole: zstd -d it)",
                     path, path);
     }
     wp_index ix;

@@ -897,8 +897,9 @@ int main(int argc, char **argv)
         if (opt.match)
             die(WR_EXIT_FAIL, "no coded matrix matches --match '%s'", opt.match);
         if (nb == 1 && !ns)
-            die(WR_EXIT_FAIL, "%s: no coded matrices (every matrix is stored fixed-width or zstd'd, or the "
-                              "stream was not coded by laneinterleave)", bundles[0]);
+            die(WR_EXIT_FAIL, "%s: no coded matrices (every matrix is stored fixed-width or zstd'd, as "
+                              "laneinterleave --dist may choose, also after zstd -d, or the stream was not coded by "
+                              "laneinterleave; laneinterleave without --dist makes the inference bundle)", bundles[0]);
         die(WR_EXIT_FAIL, "%s", "no coded matrices in the input");
     }
     /* auto picks the pipeline of the CPU's --verify GEMV checks and of the GPU's --graph pass (the
