@@ -82,10 +82,16 @@ static void print_totals(double weights, double coded_w, uint64_t n_coded, uint6
 {
     printf("total: %.0f weights (%.0f in %" PRIu64 " coded matrices, %" PRIu64 " stored fixed-width or zstd, %" PRIu64
            " shared)\n", weights, coded_w, n_coded, n_fixed, n_shared);
-    printf("GGUF %.4f b/w, bundle %.4f b/w (saving %.2f%%); tables+offsets %.4f b/w, lane padding %.4f b/w,"
+    /* no saving when the bundle is not that GGUF's (a wrong GGUF showed "saving 56.08%", then FAILED) */
+    char saving[64];
+    if (bad || !whole)
+        snprintf(saving, sizeof saving, "no saving: not this GGUF's bundle");
+    else
+        snprintf(saving, sizeof saving, "saving %.2f%%", 100.0 * (1 - bundle_bpw / gguf_bpw));
+    printf("GGUF %.4f b/w, bundle %.4f b/w (%s); tables+offsets %.4f b/w, lane padding %.4f b/w,"
            " metadata %.4f b/w\n",
-           gguf_bpw, bundle_bpw, 100.0 * (1 - bundle_bpw / gguf_bpw), 8.0 * table_bytes / weights,
-           8.0 * pad_bytes / weights, 8.0 * meta_bytes / weights);
+           gguf_bpw, bundle_bpw, saving, 8.0 * table_bytes / weights, 8.0 * pad_bytes / weights,
+           8.0 * meta_bytes / weights);
     printf("%s: %s\n", whole ? "rebuilt GGUF byte-identical" : "rebuilt GGUF DIFFERS",
            bad ? "FAILED" : "every tensor matches with both decoders");
 }

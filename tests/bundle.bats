@@ -175,6 +175,12 @@ bundle() { # GGUF BUNDLE [histogram options]
     [ "$status" -eq 1 ]
     [[ "${lines[1]}" == "*"*"$(printf '\tFAILED')" ]]
     [[ "$stderr" == "verify: $T/q.bundle: "*" tensors differ from $T/q4.gguf"* ]]
+    # the text report claims no saving (it printed "saving 56.08%", then FAILED)
+    run --separate-stderr "$BIN/verify" "$T/q4.gguf" "$T/q.bundle"
+    [ "$status" -eq 1 ]
+    [[ "${lines[-2]}" == "GGUF "*" b/w, bundle 8.5878 b/w (no saving: not this GGUF's bundle); tables+offsets"* ]]
+    [ "${lines[-1]}" = "rebuilt GGUF DIFFERS: FAILED" ]
+    grep -q '(saving 17.09%)' "$T/text"
 }
 
 @test "bad input: a stream that holds a tensor name twice makes no bundle (it made one unbundle refused)" {
