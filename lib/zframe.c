@@ -100,8 +100,13 @@ size_t wp_zsrc_read(wp_zsrc *s, void *buf, size_t n)
             break;
         }
         s->last = r;
-        if (s->ib.pos == ipos && ob.pos == opos && !refill(s))
-            break;   /* no progress and no more input: cut inside the frame */
+        if (s->ib.pos == ipos && ob.pos == opos && !refill(s)) {
+            /* no progress and no more input: cut inside the frame (readers said "stream
+               header ends at byte 0" of a bundle cut in its first zstd block) */
+            if (!s->err[0])
+                snprintf(s->err, sizeof s->err, "truncated zstd frame (file cut short)");
+            break;
+        }
     }
     return ob.pos;
 }
