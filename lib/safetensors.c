@@ -305,6 +305,22 @@ static int parse_header(wp_st_in *s, const char *json, size_t n)
         if (!prev || t->end > prev->end)
             prev = t;
     }
+    /* Holes: the tensors cover the data section, no byte unclaimed (the format's
+     * rule; the safetensors library refuses such files, this reader took them) */
+    uint64_t pos = 0;
+    for (uint64_t i = 0; i <= s->nt; i++) {
+        const struct st_tensor *t = i < s->nt ? &s->t[i] : NULL;
+        if (t && t->begin == t->end)
+            continue;
+        const uint64_t begin = t ? t->begin : s->data_size;
+        if (begin > pos) {
+            sfail(s, "bytes [%" PRIu64 ", %" PRIu64 ") of the %" PRIu64 "-byte data section belong to no tensor "
+                  "(safetensors allows no holes)", pos, begin, s->data_size);
+            goto out;
+        }
+        if (t)
+            pos = t->end;
+    }
     rc = 0;
 out:
     cJSON_Delete(root);

@@ -140,8 +140,9 @@ tensor_payloads() {
     [ "$(echo "$output" | grep -c '^kv ')" -eq 195 ]
 }
 
-@test "small files: scalars, zero-size tensors, gaps, I32, F32/BF16, padded header" {
-    mkst "$T/a.safetensors" '{"s":{"dtype":"F32","shape":[],"data_offsets":[0,4]},"z":{"dtype":"BF16","shape":[0,3],"data_offsets":[4,4]},"i":{"dtype":"I32","shape":[2,1,3],"data_offsets":[8,32]},"b":{"dtype":"BF16","shape":[2,2,2,2],"data_offsets":[32,64]}}    ' 64
+@test "small files: scalars, zero-size tensors, I32, F32/BF16, padded header" {
+    # (its data once had a hole at [4, 8), which the format forbids and now is refused)
+    mkst "$T/a.safetensors" '{"s":{"dtype":"F32","shape":[],"data_offsets":[0,4]},"z":{"dtype":"BF16","shape":[0,3],"data_offsets":[4,4]},"i":{"dtype":"I32","shape":[2,1,3],"data_offsets":[4,28]},"b":{"dtype":"BF16","shape":[2,2,2,2],"data_offsets":[28,60]}}    ' 60
     run sh -c "'$BIN/safetensorscat' '$T/a.safetensors' | '$BIN/tsinfo' -"
     [ "$status" -eq 0 ]
     echo "$output" | grep -E '^tensor +s +F32 +1 +4 '
@@ -214,6 +215,13 @@ bad() {
     bad "^safetensorscat: $T/r.safetensors: tensor 'a': data_offsets .* end before they begin" "$T/r.safetensors"
     mkst "$T/o.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}}' 8
     bad "^safetensorscat: $T/o.safetensors: tensors 'a' \[0, 4\) and 'b' \[2, 6\) overlap$" "$T/o.safetensors"
+    # holes, which the format forbids, were taken: before a tensor, between two, after the last
+    mkst "$T/h.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[2,6]}}' 6
+    bad "^safetensorscat: $T/h.safetensors: bytes \[0, 2\) of the 6-byte data section belong to no tensor \(safetensors allows no holes\)$" "$T/h.safetensors"
+    mkst "$T/h2.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"F16","shape":[1],"data_offsets":[6,8]}}' 8
+    bad "^safetensorscat: $T/h2.safetensors: bytes \[4, 6\) of the 8-byte data section belong to no tensor" "$T/h2.safetensors"
+    mkst "$T/h3.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"e":{"dtype":"F16","shape":[0],"data_offsets":[4,4]}}' 6
+    bad "^safetensorscat: $T/h3.safetensors: bytes \[4, 6\) of the 6-byte data section belong to no tensor" "$T/h3.safetensors"
     mkst "$T/x.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[0]}}' 8
     bad "^safetensorscat: $T/x.safetensors: tensor 'a': \"data_offsets\" is not two non-negative integers$" "$T/x.safetensors"
 }
