@@ -79,7 +79,9 @@ static const char *shared_with(XXH128_hash_t h, const char *name)
     for (size_t i = 0; i < n_seen; i++) {
         if (!strcmp(seen[i].name, name))
             wp_die("%s: tensor '%s' appears twice (a GGUF holds each name once)", src, name);
-        if (!same && XXH128_isEqual(seen[i].h, h))
+        /* a name holding a newline cannot be an attribute's value (same_as): that
+           tensor is stored again (wp_ref_make failed, "out of memory") */
+        if (!same && XXH128_isEqual(seen[i].h, h) && !strchr(seen[i].name, '\n'))
             same = seen[i].name;
     }
     struct seen *p = realloc(seen, (n_seen + 1) * sizeof *seen);

@@ -73,8 +73,9 @@ int main(int argc, char **argv)
             wp_gguf_value_str(r.type, r.payload, r.payload_len, extra, sizeof extra);
         else if (nw > 0)
             snprintf(extra, sizeof extra, "%.4f", 8.0 * (double)r.payload_len / (double)nw);
-        printf("%-8s %-40s %-8s %-14s %12" PRIu64 "  %s", wp_rec_kind_name(r.kind), r.name,
-               type_str(&r, tb, sizeof tb), shape, r.payload_len, extra);
+        char pn[4 * WP_MAX_NAME + 8], px[4 * sizeof extra];   /* a newline in a name or value splits no line */
+        printf("%-8s %-40s %-8s %-14s %12" PRIu64 "  %s", wp_rec_kind_name(r.kind), wp_printable(r.name, pn, sizeof pn),
+               type_str(&r, tb, sizeof tb), shape, r.payload_len, wp_printable(extra, px, sizeof px));
         if (show_hash)
             printf("  xxh64=%016llx", (unsigned long long)XXH64(r.payload_len ? (const void *)r.payload : "",
                                                                   (size_t)r.payload_len, 0));

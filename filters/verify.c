@@ -53,7 +53,8 @@ static int tsv;
 static void print_row(const char *name, const char *type, double weights, double gguf, double bundle, double entropy,
                       double tables, double padding, const char *stored, int ok, const char *same)
 {
-    char e[32] = "-", t[32] = "-", p[32] = "-";
+    char e[32] = "-", t[32] = "-", p[32] = "-", pn[4 * WP_MAX_NAME + 8];
+    name = wp_printable(name, pn, sizeof pn);   /* a newline or tab in a name splits no line or column */
     if (entropy >= 0)
         snprintf(e, sizeof e, "%.4f", entropy);
     if (tables >= 0)

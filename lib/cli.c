@@ -64,18 +64,25 @@ static void out_abort(void)
 /* Print one message line: control bytes (a key or name read from a damaged
  * file may hold escape sequences or newlines) are written as \xNN, so the
  * message stays one line and cannot drive the terminal; UTF-8 passes. */
+const char *wp_printable(const char *s, char *buf, size_t n)
+{
+    size_t k = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && k + 5 <= n; p++) {
+        if (*p < 0x20 || *p == 0x7f)
+            k += (size_t)snprintf(buf + k, n - k, "\\x%02x", *p);
+        else
+            buf[k++] = (char)*p;
+    }
+    if (n)
+        buf[k < n ? k : n - 1] = 0;
+    return buf;
+}
+
 static void say_line(const char *prefix, const char *fmt, va_list ap)
 {
-    char buf[8192];
+    char buf[8192], line[4 * sizeof buf];
     vsnprintf(buf, sizeof buf, fmt, ap);
-    fprintf(stderr, "%s: %s", prog, prefix);
-    for (const unsigned char *p = (const unsigned char *)buf; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f)
-            fprintf(stderr, "\\x%02x", *p);
-        else
-            fputc(*p, stderr);
-    }
-    fputc('\n', stderr);
+    fprintf(stderr, "%s: %s%s\n", prog, prefix, wp_printable(buf, line, sizeof line));
 }
 
 void wp_die(const char *fmt, ...)

@@ -34,6 +34,11 @@ void wp_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2))
 /* Print "prog: warning: message" to stderr. */
 void wp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* s as one line for a report: each control byte (below 0x20, and 0x7f) as
+ * \xNN, as wp_die writes messages, so that a name holding a newline or tab
+ * cannot split a line or a column. Returns buf (n bytes, truncated to fit). */
+const char *wp_printable(const char *s, char *buf, size_t n);
+
 /* Stop on record r of input `in` (NULL or "-": stdin), which this program
  * cannot act on: it belongs to a bundle ("unbundle --stream it first") or to
  * the coding pipeline ("PROG takes `takes`", what the program reads, such as
