@@ -212,7 +212,7 @@ static double *hessian_get(const char *name, int64_t cols)
     return NULL;
 }
 
-/* ---- imatrix (llama-imatrix's GGUF output, read by lib/imatrix.c) ------ */
+/* ---- imatrix (llama-imatrix's GGUF or imatrix.dat, read by lib/imatrix.c) */
 
 static wp_imatrix imatrix;
 static int have_imat;
@@ -228,7 +228,9 @@ static float *imatrix_get(const char *name, int64_t ne0, int64_t n_mat)
     const wp_imatrix_entry *e = wp_imatrix_find(&imatrix, name);
     if (!e)
         return NULL;
-    if (e->cols != ne0 || e->n_mat != n_mat)
+    /* a legacy entry has only a value count: llama-quantize (llama-quant.cpp)
+     * takes it when it equals ne[0] x ne[2] */
+    if (imatrix.legacy ? e->cols * e->n_mat != ne0 * n_mat : (e->cols != ne0 || e->n_mat != n_mat))
         wp_die("%s: imatrix entry %s (%lld x %lld) does not fit the tensor (%lld x %lld)", imat_path, name,
                (long long)e->cols, (long long)e->n_mat, (long long)ne0, (long long)n_mat);
     float *w = malloc((size_t)(ne0 * n_mat) * sizeof *w);
@@ -267,8 +269,8 @@ static void put_kv(wp_writer *w, const char *key, const char *str, uint32_t u)
 
 /* llama-quantize's record of the imatrix used (tools/quantize/quantize.cpp:
  * quantize.imatrix.file and .dataset cut to 127 bytes, entries_count, and
- * chunks_count when nonzero), in its order; returns how many keys, and
- * their serialised GGUF bytes in *bytes. w NULL: count only. */
+ * chunks_count when positive as an int32), in its order; returns how many
+ * keys, and their serialised GGUF bytes in *bytes. w NULL: count only. */
 static int imatrix_kvs(wp_writer *w, uint64_t *bytes)
 {
     char file[128], dataset[128];
@@ -289,7 +291,8 @@ static int imatrix_kvs(wp_writer *w, uint64_t *bytes)
     if (w)
         put_kv(w, "quantize.imatrix.entries_count", NULL, (uint32_t)imatrix.n);
     *bytes += 8 + strlen("quantize.imatrix.entries_count") + 4 + 4, n++;
-    if (imatrix.chunk_count > 0) {
+    /* load_imatrix returns chunk_count as an int32; recorded when > 0 */
+    if ((int32_t)imatrix.chunk_count > 0) {
         if (w)
             put_kv(w, "quantize.imatrix.chunks_count", NULL, imatrix.chunk_count);
         *bytes += 8 + strlen("quantize.imatrix.chunks_count") + 4 + 4, n++;

@@ -1,9 +1,11 @@
-/* imatrix.c - llama-imatrix GGUF files (see imatrix.h), read with
- * gguf_file.h.  Source of the format and of the importance computation:
- * llama.cpp common/imatrix-loader.cpp common_imatrix_load() and
+/* imatrix.c - llama-imatrix files (see imatrix.h): GGUF, read with
+ * gguf_file.h, and the legacy imatrix.dat, read here.  Source of the formats
+ * and of the importance computation: llama.cpp common/imatrix-loader.cpp
+ * common_imatrix_load() and common_imatrix_load_legacy(), and
  * tools/quantize/quantize.cpp load_imatrix() (pinned llama.cpp). */
 #include "imatrix.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -90,9 +92,9 @@ static void free_parts(struct part *p, size_t n)
     free(p);
 }
 
-int wp_imatrix_load(const char *path, wp_imatrix *im, char *err, size_t errlen)
+/* The GGUF file at path (common_imatrix_load's GGUF branch). */
+static int load_gguf(const char *path, wp_imatrix *im, char *err, size_t errlen)
 {
-    memset(im, 0, sizeof *im);
     char gerr[1024];
     wp_gguf_in *g = wp_gguf_open(path, gerr, sizeof gerr);
     if (!g)
@@ -227,6 +229,255 @@ out:
     wp_record_free(&r);
     wp_gguf_close(g);
     free_parts(parts, np);
+    if (rc)
+        wp_imatrix_free(im);
+    return rc;
+}
+
+/* ---- legacy imatrix.dat (common_imatrix_load_legacy) ------------------- */
+
+/* The bytes of a legacy file, and how far the reader is. */
+struct cursor {
+    const uint8_t *p;
+    size_t         len, off;
+};
+
+static size_t cur_left(const struct cursor *c) { return c->len - c->off; }
+
+/* The next i32: 1 when its 4 bytes were all there.  Else 0, with the bytes
+ * there were as the low bytes of *v, and the cursor at the end, as
+ * std::istream::read leaves an int32_t that was 0 before the read. */
+static int take_i32(struct cursor *c, int32_t *v)
+{
+    size_t k = cur_left(c) < 4 ? cur_left(c) : 4;
+    uint8_t b[4] = {0, 0, 0, 0};
+    memcpy(b, c->p + c->off, k);
+    c->off += k;
+    uint32_t u = rd32(b);
+    memcpy(v, &u, sizeof *v);
+    return k == 4;
+}
+
+/* A name from the file for a message: control bytes as '?', cut to 48. */
+static const char *shown(const char *s, char *buf, size_t n)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < n && i < 48; i++)
+        buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+    buf[i] = '\0';
+    if (s[i] && n > 52)
+        strcpy(buf + i, "...");
+    return buf;
+}
+
+/* All of f (its first `got` bytes already read into head) into a buffer
+ * grown with what is actually read, never sized by a count in the file.
+ * NULL on a read error or out of memory, with one line in err. */
+static uint8_t *slurp(FILE *f, const char *path, const uint8_t *head, size_t got, size_t *len, char *err,
+                      size_t errlen)
+{
+    size_t cap = 1 << 16, n = got;
+    uint8_t *b = malloc(cap);
+    if (!b) {
+        ifail(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    memcpy(b, head, got);
+    for (;;) {
+        if (n == cap) {
+            uint8_t *q = cap <= SIZE_MAX / 2 ? realloc(b, 2 * cap) : NULL;
+            if (!q) {
+                free(b);
+                ifail(err, errlen, "%s: out of memory", path);
+                return NULL;
+            }
+            b = q;
+            cap *= 2;
+        }
+        size_t k = fread(b + n, 1, cap - n, f);
+        n += k;
+        if (k == 0)
+            break;
+    }
+    if (ferror(f)) {
+        free(b);
+        ifail(err, errlen, "%s: read error: %s", path, strerror(errno));
+        return NULL;
+    }
+    *len = n;
+    return b;
+}
+
+/* An entry as read, with its place in the file (the later of two equal
+ * names wins). */
+struct lentry {
+    wp_imatrix_entry e;
+    size_t           pos;
+};
+
+static int lentry_cmp(const void *a, const void *b)
+{
+    const struct lentry *x = a, *y = b;
+    int c = strcmp(x->e.name, y->e.name);
+    return c ? c : (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static void free_entry(wp_imatrix_entry *e)
+{
+    free(e->name);
+    free(e->sum2);
+    free(e->counts);
+    free(e->importance);
+}
+
+/* The legacy file in b (len bytes; see imatrix.h for the layout), as
+ * common_imatrix_load_legacy reads it and quantize.cpp load_imatrix turns
+ * it into importance. */
+static int load_legacy(const char *path, const uint8_t *b, size_t len, wp_imatrix *im, char *err, size_t errlen)
+{
+    struct cursor c = {b, len, 0};
+    struct lentry *es = NULL;
+    size_t ne = 0, cap = 0;
+    char nb[64], pre[4200];
+    int32_t n_entries = 0, rc = -1;
+    im->legacy = 1;
+    snprintf(pre, sizeof pre, "%s: not GGUF, so read as a legacy imatrix.dat", path);
+    if (!take_i32(&c, &n_entries)) {
+        ifail(err, errlen, "%s: %zu bytes, shorter than its 4-byte entry count", pre, len);
+        goto out;
+    }
+    if (n_entries < 1) {
+        ifail(err, errlen, "%s: no entries (entry count %d)", pre, n_entries);
+        goto out;
+    }
+    for (int32_t i = 0; i < n_entries; i++) {
+        int32_t nlen, ncall, nval;
+        if (!take_i32(&c, &nlen)) {
+            ifail(err, errlen, "%s: entry %d of %d: the file ends before its name length", pre, i + 1, n_entries);
+            goto out;
+        }
+        if (nlen < 0 || (size_t)nlen > cur_left(&c)) {
+            ifail(err, errlen, "%s: entry %d of %d: name length %d %s (%zu bytes left)", pre, i + 1, n_entries, nlen,
+                  nlen < 0 ? "is negative" : "runs past the end of the file", cur_left(&c));
+            goto out;
+        }
+        if (ne == cap) {
+            cap = cap ? 2 * cap : 64;
+            struct lentry *q = realloc(es, cap * sizeof *q);
+            if (!q) {
+                ifail(err, errlen, "%s: out of memory", path);
+                goto out;
+            }
+            es = q;
+        }
+        struct lentry *le = &es[ne];
+        memset(le, 0, sizeof *le);
+        le->pos = ne;
+        /* std::string{ name_as_vec.data() }: up to the first NUL */
+        le->e.name = strndup((const char *)c.p + c.off, (size_t)nlen);
+        if (!le->e.name) {
+            ifail(err, errlen, "%s: out of memory", path);
+            goto out;
+        }
+        ne++;
+        c.off += (size_t)nlen;
+        if (!take_i32(&c, &ncall) || !take_i32(&c, &nval)) {
+            ifail(err, errlen, "%s: entry %d of %d (%s): the file ends before its call and value counts", pre, i + 1,
+                  n_entries, shown(le->e.name, nb, sizeof nb));
+            goto out;
+        }
+        if (nval < 1 || (size_t)nval > cur_left(&c) / 4) {
+            ifail(err, errlen, "%s: entry %d of %d (%s): value count %d %s (%zu bytes left)", pre, i + 1, n_entries,
+                  shown(le->e.name, nb, sizeof nb), nval, nval < 1 ? "is not positive" : "runs past the end of the file",
+                  cur_left(&c));
+            goto out;
+        }
+        wp_imatrix_entry *e = &le->e;
+        e->cols = nval;
+        e->n_mat = 1;
+        e->sum2 = malloc((size_t)nval * sizeof(float));
+        e->importance = malloc((size_t)nval * sizeof(float));
+        e->counts = malloc(sizeof(float));
+        if (!e->sum2 || !e->importance || !e->counts) {
+            ifail(err, errlen, "%s: out of memory", path);
+            goto out;
+        }
+        e->counts[0] = (float)ncall;
+        for (int32_t j = 0; j < nval; j++) {
+            union { uint32_t u; float f; } u = {rd32(c.p + c.off + 4 * (size_t)j)};
+            e->sum2[j] = u.f;
+            /* load_imatrix, legacy: e[i] = sums[i] / ncall (an int64_t, so a
+             * float division) where ncall > 0, else sums[i] */
+            e->importance[j] = ncall > 0 ? u.f / (float)ncall : u.f;
+        }
+        c.off += 4 * (size_t)nval;
+    }
+    /* the optional trailer, read as far as it goes; the rest is ignored */
+    if (cur_left(&c) > 0) {
+        int32_t n_calls = 0, dlen = 0;
+        int whole = take_i32(&c, &n_calls);
+        memcpy(&im->chunk_count, &n_calls, sizeof n_calls);
+        if (whole && take_i32(&c, &dlen) && dlen > 0 && (size_t)dlen <= cur_left(&c)) {
+            im->datasets = malloc(sizeof *im->datasets);
+            if (!im->datasets || !(im->datasets[0] = strndup((const char *)c.p + c.off, (size_t)dlen))) {
+                ifail(err, errlen, "%s: out of memory", path);
+                goto out;
+            }
+            im->n_datasets = 1;
+        }
+    }
+
+    /* one entry per name, the later one of equal names */
+    qsort(es, ne, sizeof *es, lentry_cmp);
+    im->e = calloc(ne, sizeof *im->e);
+    if (!im->e) {
+        ifail(err, errlen, "%s: out of memory", path);
+        goto out;
+    }
+    for (size_t i = 0; i < ne; i++) {
+        if (i + 1 < ne && !strcmp(es[i].e.name, es[i + 1].e.name))
+            continue;
+        im->e[im->n++] = es[i].e;
+        memset(&es[i].e, 0, sizeof es[i].e);
+    }
+    rc = 0;
+out:
+    for (size_t i = 0; i < ne; i++)
+        free_entry(&es[i].e);
+    free(es);
+    return rc;
+}
+
+int wp_imatrix_load(const char *path, wp_imatrix *im, char *err, size_t errlen)
+{
+    memset(im, 0, sizeof *im);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return ifail(err, errlen, "%s: %s", path, strerror(errno));
+    uint8_t head[8];
+    size_t got = fread(head, 1, sizeof head, f);
+    if (got >= 4 && !memcmp(head, "GGUF", 4)) {
+        fclose(f);
+        int rc = load_gguf(path, im, err, errlen);
+        if (rc)
+            wp_imatrix_free(im);
+        return rc;
+    }
+    if (got == 8 && !memcmp(head, WP_STREAM_MAGIC, 8)) {
+        fclose(f);
+        return ifail(err, errlen, "%s: a wpack stream, not an imatrix (llama-imatrix writes GGUF or imatrix.dat)", path);
+    }
+    size_t len = 0;
+    uint8_t *b = NULL;
+    if (ferror(f))
+        ifail(err, errlen, "%s: read error: %s", path, strerror(errno));
+    else
+        b = slurp(f, path, head, got, &len, err, errlen);
+    fclose(f);
+    if (!b)
+        return -1;
+    int rc = load_legacy(path, b, len, im, err, errlen);
+    free(b);
     if (rc)
         wp_imatrix_free(im);
     return rc;

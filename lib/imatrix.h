@@ -1,10 +1,12 @@
 /*
- * imatrix.h - llama-imatrix's GGUF output (an "importance matrix") read
- * through wpack's own GGUF reader (gguf_file.h; no libggml).
+ * imatrix.h - llama-imatrix's output (an "importance matrix"), in either of
+ * its two formats, told apart by content (the GGUF magic), never by the
+ * file name: the GGUF file, read through wpack's own GGUF reader
+ * (gguf_file.h; no libggml), and the legacy binary "imatrix.dat".
  *
- * Format source: llama.cpp tools/imatrix/imatrix.cpp (save_imatrix) and
- * common/imatrix-loader.cpp (common_imatrix_load) of the pinned llama.cpp.
- * The file is a GGUF with
+ * GGUF.  Format source: llama.cpp tools/imatrix/imatrix.cpp (save_imatrix)
+ * and common/imatrix-loader.cpp (common_imatrix_load) of the pinned
+ * llama.cpp.  The file is a GGUF with
  *   general.type        string  "imatrix"
  *   imatrix.datasets    array of string (calibration file names)
  *   imatrix.chunk_count u32     chunks processed
@@ -18,8 +20,32 @@
  * quantize.cpp load_imatrix) is in_sum2 / count per matrix, with the count
  * rounded to an integer (std::lround) and then made a float, the division in
  * float; a matrix whose count is 0 gets importance 1 for every column.
- * The legacy binary ".dat" format is not read (convert it with
- * `llama-imatrix --in-file x.dat -o x.gguf`).
+ *
+ * Legacy imatrix.dat (`llama-imatrix --output-format dat`, and every
+ * llama.cpp before the GGUF format).  Format source: tools/imatrix/
+ * imatrix.cpp IMatrixCollector::save_imatrix_legacy (writer) and
+ * common/imatrix-loader.cpp common_imatrix_load_legacy (reader; llama-quantize
+ * uses it for any file its GGUF reader refuses).  Little-endian (llama.cpp
+ * writes host order):
+ *   i32 n_entries                         >= 1
+ *   n_entries times:
+ *     i32 len, len bytes name             (no terminator; the name ends at
+ *                                          its first NUL byte, if any)
+ *     i32 ncall                           chunks, ceil(max count / chunk size)
+ *     i32 nval                            >= 1: cols × n_mat values
+ *     nval f32                            (in_sum2 / count) · ncall per value
+ *                                          (1 · ncall for a matrix with count 0)
+ *   optional trailer:
+ *     i32 chunk_count                     (the last chunk processed)
+ *     i32 len, len bytes dataset name     (the calibration file)
+ * A name given twice keeps the later entry (a std::map assignment).  As
+ * llama.cpp, the trailer is read as far as it goes and anything after it is
+ * ignored: a trailer cut inside chunk_count leaves the bytes there were as the
+ * low bytes of chunk_count (std::istream::read into a zeroed int32), a length
+ * <= 0 or running past the end drops the dataset name.  The importance
+ * llama-quantize hands to the quantizers (quantize.cpp load_imatrix, legacy
+ * branch) is value / (float)ncall where ncall > 0, else the value itself
+ * (not 1 as in the GGUF path).
  */
 #ifndef WPACK_IMATRIX_H
 #define WPACK_IMATRIX_H
@@ -34,29 +60,47 @@ extern "C" {
 /* One weight's entry. */
 typedef struct wp_imatrix_entry {
     char    *name;        /* the weight's tensor name, without ".in_sum2" */
-    int64_t  cols;        /* columns of the weight (its ne[0], the input's length) */
-    int64_t  n_mat;       /* matrices: experts of a MoE weight, else 1 */
-    float   *sum2;        /* n_mat × cols: in_sum2, row-major (matrix, column) */
-    float   *counts;      /* n_mat: counts exactly as stored (float) */
-    float   *importance;  /* n_mat × cols: sum2 / (float)lround(count), 1 where count rounds to 0 */
+    int64_t  cols;        /* columns of the weight (its ne[0], the input's length);
+                           * legacy: the entry's value count nval (the file
+                           * does not say how it splits into matrices) */
+    int64_t  n_mat;       /* matrices: experts of a MoE weight, else 1; legacy: 1 */
+    float   *sum2;        /* n_mat × cols: in_sum2, row-major (matrix, column);
+                           * legacy: the values as stored, (in_sum2/count)·ncall */
+    float   *counts;      /* n_mat: counts exactly as stored (float); legacy:
+                           * one, (float)ncall */
+    float   *importance;  /* n_mat × cols: GGUF sum2 / (float)lround(count), 1
+                           * where count rounds to 0; legacy sum2 / (float)ncall,
+                           * sum2 itself where ncall <= 0 */
 } wp_imatrix_entry;
 
-/* A whole file. Entries are sorted by name. */
+/* A whole file. Entries are sorted by name, one per name. */
 typedef struct wp_imatrix {
     int                n;
     wp_imatrix_entry  *e;
     int                n_datasets;
-    char             **datasets;   /* imatrix.datasets */
-    uint32_t           chunk_count; /* imatrix.chunk_count */
-    uint32_t           chunk_size;  /* imatrix.chunk_size (tokens per chunk) */
+    char             **datasets;   /* imatrix.datasets; legacy: the trailer's
+                                    * dataset name, if any (0 or 1) */
+    uint32_t           chunk_count; /* imatrix.chunk_count; legacy: the
+                                     * trailer's i32 as stored (bits), 0 without
+                                     * one.  llama-quantize takes it as an int32
+                                     * and records it only when that is > 0 */
+    uint32_t           chunk_size;  /* imatrix.chunk_size (tokens per chunk); legacy: 0 */
+    int                legacy;      /* 1: read from a legacy imatrix.dat */
 } wp_imatrix;
 
-/* Read the llama-imatrix GGUF file at path into *im (zeroed first).
- * Returns 0, or -1 with one line in err naming the file: not a GGUF file,
- * truncated or malformed GGUF, missing imatrix metadata (llama-quantize
- * refuses such files too), no imatrix entries, in_sum2 without counts or the
- * reverse, a tensor that is not F32, sizes that do not divide, a negative or
- * non-finite count, out of memory.  On failure *im holds nothing. */
+/* Read the llama-imatrix file at path, GGUF or legacy imatrix.dat (by its
+ * first bytes: "GGUF" or not), into *im (zeroed first); llama.cpp's
+ * common_imatrix_load + quantize.cpp load_imatrix read the same values.
+ * Returns 0, or -1 with one line in err naming the file.  GGUF: truncated or
+ * malformed GGUF, missing imatrix metadata (llama-quantize refuses such files
+ * too), no imatrix entries, in_sum2 without counts or the reverse, a tensor
+ * that is not F32, sizes that do not divide, a negative or non-finite count.
+ * Legacy (the message says "not GGUF, so read as a legacy imatrix.dat"): an
+ * entry count < 1, a negative name length, a value count < 1, an entry cut
+ * short or running past the end of the file (every size is checked against
+ * the bytes actually read before anything is allocated for it); a wpack
+ * stream is named as such.  Both: unreadable file, out of memory.  On failure
+ * *im holds nothing. */
 int wp_imatrix_load(const char *path, wp_imatrix *im, char *err, size_t errlen);
 
 /* The entry of weight `name` ("blk.0.attn_q.weight"), or NULL. */
