@@ -5,7 +5,12 @@
  *     skipped with a message);
  *   - synthetic files written with the gguf API: a dense and a MoE entry (one
  *     expert with count 0 -> importance 1, as llama-quantize), and broken
- *     files (no metadata, sums without counts, F16 sums, truncated, not GGUF).
+ *     files (no metadata, sums without counts, F16 sums, truncated, not GGUF);
+ *   - legacy imatrix.dat files laid out here as save_imatrix_legacy writes
+ *     them: importance value/ncall bit for bit, ncall <= 0, a repeated name,
+ *     trailers cut or followed by junk (read as common_imatrix_load_legacy
+ *     reads them), and broken ones (truncated, negative lengths, huge
+ *     counts); and llama-imatrix's own .dat of the run above against its GGUF.
  * Run from the repository root (tests/run does); WPACK_DATA and REF_BUILD
  * locate the data and the reference build as in the bats files. */
 #include <math.h>
@@ -17,6 +22,7 @@
 #include "ggml.h"
 #include "gguf.h"
 #include "imatrix.h"
+#include "stream.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/wpack-imatrix-XXXXXX";
@@ -139,6 +145,95 @@ static void expect_error(const char *path, const char *want, const char *what)
           "%s: refused with a message naming the file (%s)", what, err);
 }
 
+
+/* ---- legacy imatrix.dat, laid out as save_imatrix_legacy writes it ----- */
+
+struct dat {
+    unsigned char b[4096];
+    size_t n;
+};
+static void dat_i32(struct dat *d, int32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        d->b[d->n++] = (unsigned char)((uint32_t)v >> (8 * i));
+}
+static void dat_bytes(struct dat *d, const void *p, size_t n)
+{
+    memcpy(d->b + d->n, p, n);
+    d->n += n;
+}
+/* one entry: i32 len, name, i32 ncall, i32 nval, nval f32 */
+static void dat_entry(struct dat *d, const char *name, size_t len, int32_t ncall, int32_t nval, const float *v)
+{
+    dat_i32(d, (int32_t)len);
+    dat_bytes(d, name, len);
+    dat_i32(d, ncall);
+    dat_i32(d, nval);
+    dat_bytes(d, v, (size_t)nval * 4);
+}
+static void dat_write(const char *path, const struct dat *d, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fwrite(d->b, 1, n, f);
+        fclose(f);
+    }
+}
+
+/* The synthetic legacy file: "blk.0.attn_q.weight" (ncall 3, values
+ * 3,6,7.5,1e-3 x 3 scaled), "blk.0.ffn_up_exps.weight" (ncall 0, 6 values:
+ * importance = the values), "blk.1.attn_k.weight" whose stored name runs on
+ * after a NUL, "blk.0.attn_q.weight" again (ncall 7: this one is kept),
+ * then chunk count 5 and dataset "calib.txt".  Offsets: *entries_end the
+ * end of the entries (start of the trailer). */
+static const float q_vals[4] = {3.0f, 6.0f, 7.5f, 0.1f}, q2_vals[4] = {7.0f, 0.7f, 1.0f, 1e-3f},
+                   x_vals[6] = {0.5f, 1.5f, 2.5f, -1.0f, 0.0f, 4.0f}, k_vals[2] = {9.0f, 3.0f};
+static void dat_synthetic(struct dat *d, size_t *entries_end)
+{
+    d->n = 0;
+    dat_i32(d, 4);
+    dat_entry(d, "blk.0.attn_q.weight", 19, 3, 4, q_vals);
+    dat_entry(d, "blk.0.ffn_up_exps.weight", 24, 0, 6, x_vals);
+    dat_entry(d, "blk.1.attn_k.weight\0junk", 24, -2, 2, k_vals);
+    dat_entry(d, "blk.0.attn_q.weight", 19, 7, 4, q2_vals);
+    *entries_end = d->n;
+    dat_i32(d, 5);
+    dat_i32(d, 9);
+    dat_bytes(d, "calib.txt", 9);
+}
+
+/* The synthetic file's entries and importance, bit for bit. */
+static void check_legacy_synthetic(const wp_imatrix *im, const char *what)
+{
+    const wp_imatrix_entry *q = wp_imatrix_find(im, "blk.0.attn_q.weight"),
+                           *x = wp_imatrix_find(im, "blk.0.ffn_up_exps.weight"),
+                           *k = wp_imatrix_find(im, "blk.1.attn_k.weight");
+    CHECK(im->legacy == 1 && im->n == 3 && q && x && k && im->chunk_size == 0,
+          "%s: legacy, 3 entries (a repeated name counts once, a name ends at its NUL)", what);
+    if (!q || !x || !k)
+        return;
+    int bad = 0;
+    for (int j = 0; j < 4; j++) {
+        const float want = q2_vals[j] / 7.0f; /* load_imatrix: sums[i] / ncall */
+        bad += memcmp(&want, &q->importance[j], 4) != 0 || q->sum2[j] != q2_vals[j];
+    }
+    CHECK(q->cols == 4 && q->n_mat == 1 && q->counts[0] == 7.0f && bad == 0,
+          "%s: the later blk.0.attn_q.weight (ncall 7) is kept; importance = value / 7.0f bit for bit", what);
+    CHECK(x->cols == 6 && x->n_mat == 1 && !memcmp(x->importance, x_vals, sizeof x_vals),
+          "%s: ncall 0: importance = the values as stored (not 1 as for a GGUF count 0)", what);
+    CHECK(k->cols == 2 && !memcmp(k->importance, k_vals, sizeof k_vals) && k->counts[0] == -2.0f,
+          "%s: ncall -2: importance = the values as stored", what);
+}
+
+/* wp_imatrix_load reads the file at path: returns 0 and fills *im. */
+static int load_ok(const char *path, wp_imatrix *im, const char *what)
+{
+    char err[512] = "";
+    int rc = wp_imatrix_load(path, im, err, sizeof err);
+    CHECK(rc == 0, "%s: wp_imatrix_load reads it (%s)", what, err);
+    return rc;
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -203,9 +298,133 @@ int main(void)
             fclose(f);
         }
     }
-    expect_error(p, "GGUF", "not a GGUF file");
+    expect_error(p, "not GGUF, so read as a legacy imatrix.dat: entry 1 of 1701015119: name length", "text file");
     path_in(p, sizeof p, "missing.gguf");
     expect_error(p, "No such file", "missing file");
+
+
+    /* legacy imatrix.dat, synthetic */
+    {
+        struct dat d;
+        size_t ee;
+        dat_synthetic(&d, &ee);
+        path_in(p, sizeof p, "syn.dat");
+        dat_write(p, &d, d.n);
+        if (!load_ok(p, &im, "legacy")) {
+            check_legacy_synthetic(&im, "legacy");
+            CHECK(im.chunk_count == 5 && im.n_datasets == 1 && !strcmp(im.datasets[0], "calib.txt"),
+                  "legacy trailer: chunk count 5, dataset calib.txt");
+            wp_imatrix_free(&im);
+        }
+        /* the same bytes under a .gguf name: told by content */
+        path_in(p, sizeof p, "dat-named.gguf");
+        dat_write(p, &d, d.n);
+        if (!load_ok(p, &im, "legacy named .gguf")) {
+            check_legacy_synthetic(&im, "legacy named .gguf");
+            wp_imatrix_free(&im);
+        }
+        /* trailers as llama.cpp reads them */
+        path_in(p, sizeof p, "notrailer.dat");
+        dat_write(p, &d, ee);
+        if (!load_ok(p, &im, "no trailer")) {
+            CHECK(im.n == 3 && im.chunk_count == 0 && im.n_datasets == 0, "no trailer: chunk count 0, no dataset");
+            wp_imatrix_free(&im);
+        }
+        path_in(p, sizeof p, "cut-trailer.dat");
+        dat_write(p, &d, ee + 1);
+        if (!load_ok(p, &im, "trailer cut inside the chunk count")) {
+            CHECK(im.n == 3 && im.chunk_count == 5 && im.n_datasets == 0,
+                  "trailer of 1 byte: chunk count = that byte (5), no dataset");
+            wp_imatrix_free(&im);
+        }
+        path_in(p, sizeof p, "cut-dataset.dat");
+        dat_write(p, &d, d.n - 1);
+        if (!load_ok(p, &im, "dataset name cut short")) {
+            CHECK(im.n == 3 && im.chunk_count == 5 && im.n_datasets == 0,
+                  "dataset name cut short: chunk count 5, no dataset");
+            wp_imatrix_free(&im);
+        }
+        struct dat j = d;
+        dat_bytes(&j, "\x01\x02junk", 6);
+        path_in(p, sizeof p, "junk.dat");
+        dat_write(p, &j, j.n);
+        if (!load_ok(p, &im, "bytes after the trailer")) {
+            CHECK(im.n == 3 && im.chunk_count == 5 && im.n_datasets == 1 && !strcmp(im.datasets[0], "calib.txt"),
+                  "bytes after the trailer: ignored, as llama.cpp");
+            wp_imatrix_free(&im);
+        }
+        j = d;
+        j.n = ee;
+        dat_i32(&j, -3);
+        dat_i32(&j, 0x7fffffff);
+        dat_bytes(&j, "calib", 5);
+        path_in(p, sizeof p, "huge-dataset.dat");
+        dat_write(p, &j, j.n);
+        if (!load_ok(p, &im, "dataset length 2^31-1")) {
+            CHECK(im.n == 3 && (int32_t)im.chunk_count == -3 && im.n_datasets == 0,
+                  "dataset length past the end: no dataset; chunk count -3 kept as stored");
+            wp_imatrix_free(&im);
+        }
+
+        /* broken legacy files */
+        path_in(p, sizeof p, "cut.dat");
+        dat_write(p, &d, ee - 5);
+        expect_error(p, "legacy imatrix.dat: entry 4 of 4 (blk.0.attn_q.weight): value count 4 runs past the end",
+                     "legacy cut inside the last entry's values");
+        dat_write(p, &d, 4 + 4 + 10);
+        expect_error(p, "entry 1 of 4: name length 19 runs past the end", "legacy cut inside a name");
+        dat_write(p, &d, 4 + 4 + 19 + 6);
+        expect_error(p, "entry 1 of 4 (blk.0.attn_q.weight): the file ends before its call and value counts",
+                     "legacy cut inside nval");
+        dat_write(p, &d, 2);
+        expect_error(p, "2 bytes, shorter than its 4-byte entry count", "legacy of 2 bytes");
+        dat_write(p, &d, 0);
+        expect_error(p, "0 bytes, shorter than its 4-byte entry count", "empty file");
+        j = d;
+        memcpy(j.b, "\0\0\0\0", 4);
+        path_in(p, sizeof p, "zero.dat");
+        dat_write(p, &j, j.n);
+        expect_error(p, "no entries (entry count 0)", "legacy entry count 0");
+        j.n = 0;
+        dat_i32(&j, 0x7fffffff);
+        dat_entry(&j, "a", 1, 1, 1, q_vals);
+        path_in(p, sizeof p, "many.dat");
+        dat_write(p, &j, j.n);
+        expect_error(p, "entry 2 of 2147483647: the file ends before its name length", "legacy entry count 2^31-1");
+        j.n = 0;
+        dat_i32(&j, 1);
+        dat_i32(&j, -1);
+        path_in(p, sizeof p, "neg.dat");
+        dat_write(p, &j, j.n);
+        expect_error(p, "entry 1 of 1: name length -1 is negative", "legacy negative name length");
+        j.n = 0;
+        dat_i32(&j, 1);
+        dat_i32(&j, 1);
+        dat_bytes(&j, "a", 1);
+        dat_i32(&j, 1);
+        dat_i32(&j, 0x7fffffff);
+        dat_bytes(&j, q_vals, 16);
+        path_in(p, sizeof p, "huge.dat");
+        dat_write(p, &j, j.n);
+        expect_error(p, "entry 1 of 1 (a): value count 2147483647 runs past the end of the file (16 bytes left)",
+                     "legacy value count 2^31-1 (nothing allocated for it)");
+        j.n = 0;
+        dat_i32(&j, 1);
+        dat_i32(&j, 3);
+        dat_bytes(&j, "a\nb", 3);
+        dat_i32(&j, 1);
+        dat_i32(&j, 0);
+        path_in(p, sizeof p, "nval0.dat");
+        dat_write(p, &j, j.n);
+        expect_error(p, "entry 1 of 1 (a?b): value count 0 is not positive",
+                     "legacy value count 0 (a newline in the name shown as ?)");
+        j.n = 0;
+        dat_bytes(&j, WP_STREAM_MAGIC, 8);
+        dat_i32(&j, 1);
+        path_in(p, sizeof p, "s.wts");
+        dat_write(p, &j, j.n);
+        expect_error(p, "a wpack stream, not an imatrix", "a wpack stream");
+    }
 
     /* a real llama-imatrix file */
     const char *rb = getenv("REF_BUILD"), *data = getenv("WPACK_DATA"), *home = getenv("HOME");
@@ -237,6 +456,41 @@ int main(void)
                 CHECK(e && e->cols == 172 && e->n_mat == 1 && e->counts[0] == 384.0f && im.chunk_size == 128,
                       "blk.4.ffn_down.weight: 172 columns, count 3 x 128 = 384");
                 wp_imatrix_free(&im);
+            }
+            /* the same run written as imatrix.dat: the same importance up to
+             * the rounding of (sum/count)·ncall/ncall */
+            char r[512];
+            path_in(r, sizeof r, "real.dat");
+            snprintf(cmd, sizeof cmd,
+                     "'%s' -m '%s' -f '%s' -c 128 --chunks 3 -t 1 --no-ppl --process-output --output-format dat "
+                     "-o '%s' > '%s' 2>&1",
+                     tool, model, text, r, q);
+            rc = system(cmd);
+            CHECK(rc == 0 && access(r, R_OK) == 0, "llama-imatrix --output-format dat ran (exit %d; log %s)", rc, q);
+            wp_imatrix g, l;
+            if (rc == 0 && !load_ok(p, &g, "real GGUF")) {
+                if (!load_ok(r, &l, "llama-imatrix stories260K imatrix.dat")) {
+                    int bad = l.n != g.n;
+                    double worst = 0;
+                    for (int i = 0; !bad && i < l.n; i++) {
+                        const wp_imatrix_entry *a = &l.e[i], *b = &g.e[i];
+                        bad += strcmp(a->name, b->name) || a->cols != b->cols * b->n_mat || a->counts[0] != 3.0f;
+                        for (int64_t k = 0; !bad && k < a->cols; k++) {
+                            double dv = fabs((double)a->importance[k] - b->importance[k]) /
+                                        fmax(fabs((double)b->importance[k]), 1e-30);
+                            worst = dv > worst ? dv : worst;
+                        }
+                    }
+                    CHECK(l.legacy && !g.legacy && !bad && worst < 1e-6,
+                          "imatrix.dat = GGUF of the same run: %d entries, names and sizes, ncall 3, importance to "
+                          "%.2g relative",
+                          l.n, worst);
+                    CHECK(l.chunk_count == 3 && l.chunk_size == 0 && l.n_datasets == 1 && g.n_datasets == 1 &&
+                              !strcmp(l.datasets[0], g.datasets[0]),
+                          "imatrix.dat trailer: chunk count 3, dataset %s", l.n_datasets ? l.datasets[0] : "-");
+                    wp_imatrix_free(&l);
+                }
+                wp_imatrix_free(&g);
             }
         }
     }
