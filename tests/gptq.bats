@@ -198,6 +198,81 @@ setup() {
     "$BIN/ggufcat" "$d/ours.gguf" | "$BIN/tsinfo" | grep -E '^kv +quantize.imatrix.entries_count +u32 .* 35$'
 }
 
+@test "gptq --imatrix with a legacy imatrix.dat equals llama-quantize --imatrix on the same .dat byte for byte (K-quants)" {
+    R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
+    [ -x "$R/llama-quantize" ] && [ -x "$R/llama-imatrix" ] || skip "llama-quantize/llama-imatrix not built (make reftools)"
+    d="$BATS_TEST_TMPDIR"
+    "$TOOLS/mkllama" "$MODELS/stories260K-f32.gguf" "$d/synth.gguf" F16
+    "$R/llama-imatrix" -m "$d/synth.gguf" -f "$DATA/text/groups_merged.txt" -c 128 --chunks 2 -t 1 \
+        --output-format dat -o "$d/imat.dat" > /dev/null 2>&1
+    # the legacy format, not GGUF (llama-imatrix honours --output-format)
+    ! cmp -s -n 4 <(printf GGUF) "$d/imat.dat"
+    cd "$d"
+    for t in Q4_K_M IQ4_XS; do
+        "$R/llama-quantize" --imatrix imat.dat synth.gguf ref.gguf "$t" 1 > /dev/null 2>&1
+        "$BIN/ggufcat" synth.gguf | "$BIN/gptq" --rtn --imatrix imat.dat --ftype "$t" --quiet \
+            | "$BIN/ggufpack" > ours.gguf
+        cmp ref.gguf ours.gguf || { echo "differs: $t"; return 1; }
+        # and the imatrix changed the result (the comparison is not vacuous)
+        "$R/llama-quantize" synth.gguf plain.gguf "$t" 1 > /dev/null 2>&1
+        ! cmp -s plain.gguf ours.gguf
+    done
+    "$BIN/ggufcat" ours.gguf | "$BIN/tsinfo" > kv.txt
+    grep -E '^kv +quantize.imatrix.file +string .* "imat.dat"$' kv.txt
+    grep -E '^kv +quantize.imatrix.dataset +string .*groups_merged.txt"$' kv.txt
+    grep -E '^kv +quantize.imatrix.entries_count +u32 .* 14$' kv.txt  # 2 layers x 7
+    grep -E '^kv +quantize.imatrix.chunks_count +u32 .* 2$' kv.txt
+}
+
+@test "gptq --imatrix: imatrix.dat told by content, its trailer read as llama-quantize reads it (stories260K, Q4_0)" {
+    R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
+    [ -x "$R/llama-quantize" ] && [ -x "$R/llama-imatrix" ] || skip "llama-quantize/llama-imatrix not built (make reftools)"
+    cd "$BATS_TEST_TMPDIR"
+    "$R/llama-imatrix" -m "$F32" -f "$DATA/text/groups_merged.txt" -c 128 --chunks 3 -t 1 \
+        --output-format dat -o imat.dat > /dev/null 2>&1
+    n=$(stat -c %s imat.dat)
+    tail=$(( 8 + $(printf '%s' "$DATA/text/groups_merged.txt" | wc -c) ))
+    cp imat.dat dat-named.gguf                              # a .dat under a .gguf name
+    head -c $(( n - tail + 2 )) imat.dat > cut-trailer.dat  # trailer cut inside its chunk count
+    head -c $(( n - tail )) imat.dat > no-trailer.dat       # no trailer: no dataset, no chunks_count
+    { cat imat.dat; printf 'junk'; } > junk.dat             # bytes after the trailer
+    for f in dat-named.gguf cut-trailer.dat no-trailer.dat junk.dat; do
+        "$R/llama-quantize" --imatrix "$f" "$F32" ref.gguf Q4_0 1 > /dev/null 2>&1
+        "$BIN/ggufcat" "$F32" | "$BIN/gptq" --rtn --imatrix "$f" --ftype Q4_0 --quiet | "$BIN/ggufpack" > ours.gguf
+        cmp ref.gguf ours.gguf || { echo "differs: $f"; return 1; }
+        "$BIN/ggufcat" ours.gguf | "$BIN/tsinfo" > "kv-$f.txt"
+    done
+    grep -E '^kv +quantize.imatrix.chunks_count +u32 .* 3$' kv-dat-named.gguf.txt
+    grep -E '^kv +quantize.imatrix.chunks_count +u32 .* 3$' kv-junk.dat.txt
+    ! grep -E 'quantize.imatrix.(dataset|chunks_count)' kv-no-trailer.dat.txt
+    ! grep -E 'quantize.imatrix.dataset' kv-cut-trailer.dat.txt
+    grep -E '^kv +quantize.imatrix.entries_count +u32 .* 35$' kv-cut-trailer.dat.txt
+}
+
+@test "gptq --imatrix: a truncated or forged imatrix.dat is one line naming the file, before any output" {
+    R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
+    [ -x "$R/llama-imatrix" ] || skip "llama-imatrix not built (make reftools)"
+    cd "$BATS_TEST_TMPDIR"
+    "$R/llama-imatrix" -m "$F32" -f "$DATA/text/groups_merged.txt" -c 128 --chunks 1 -t 1 \
+        --output-format dat -o imat.dat > /dev/null 2>&1
+    "$BIN/ggufcat" "$F32" > m.wts
+    head -c 1000 imat.dat > cut.dat
+    run "$BIN/gptq" --rtn --ftype Q4_0 --imatrix cut.dat -o out.wts m.wts
+    one_line_error '^gptq: cut\.dat: not GGUF, so read as a legacy imatrix\.dat: entry [0-9]+ of 35 \(blk\.[0-9]\.[a-z_]+\.weight\): value count [0-9]+ runs past the end of the file \([0-9]+ bytes left\)$'
+    [ ! -e out.wts ]
+    # the first entry's value count forged to 2^31-1: refused, nothing of that size allocated
+    len=$(od -An -t d4 -j 4 -N 4 imat.dat | tr -d ' ')
+    cp imat.dat huge.dat
+    patch_bytes huge.dat $(( 4 + 4 + len + 4 )) "$(le32 2147483647)"
+    run bash -c "ulimit -v 1000000; exec '$BIN/gptq' --rtn --ftype Q4_0 --imatrix huge.dat m.wts > /dev/null"
+    one_line_error '^gptq: huge\.dat: not GGUF, so read as a legacy imatrix\.dat: entry 1 of 35 \(blk\.0\.attn_k\.weight\): value count 2147483647 runs past the end of the file'
+    # a negative name length
+    cp imat.dat neg.dat
+    patch_bytes neg.dat 4 "$(le32 -5)"
+    run "$BIN/gptq" --rtn --ftype Q4_0 --imatrix neg.dat m.wts
+    one_line_error '^gptq: neg\.dat: not GGUF, so read as a legacy imatrix\.dat: entry 1 of 35: name length -5 is negative'
+}
+
 @test "gptq: a --hessian file without Hessians and an unwritable -o fail before any work" {
     "$BIN/ggufcat" "$MODELS/stories260K-f16.gguf" > "$BATS_TEST_TMPDIR/f16.wts"
     run "$BIN/gptq" --type Q8_0 --hessian "$BATS_TEST_TMPDIR/f16.wts" "$BATS_TEST_TMPDIR/f16.wts"
