@@ -528,7 +528,8 @@ static int next_kv(wp_gguf_in *g, wp_record *r)
     return 1;
 }
 
-static int tensor_record(wp_gguf_in *g, uint64_t i, wp_record *r)
+/* Tensor i as a record; with its data unless header_only (then payload_len 0). */
+static int tensor_record(wp_gguf_in *g, uint64_t i, wp_record *r, int header_only)
 {
     struct tinfo *t = &g->ti[i];
     uint64_t canon = i ? align_up(g->ti[i - 1].offset + g->ti[i - 1].size, g->alignment) : 0;
@@ -541,6 +542,8 @@ static int tensor_record(wp_gguf_in *g, uint64_t i, wp_record *r)
         return gfail(g, "out of memory");
     if (t->offset != canon)
         wp_attr_set_i64(r, "offset", (int64_t)t->offset);
+    if (header_only)
+        return wp_record_alloc(r, 0) ? 1 : gfail(g, "out of memory");
     if (!wp_record_alloc(r, t->size))
         return gfail(g, "tensor '%s': out of memory for %" PRIu64 " bytes", t->name, t->size);
     if (fseeko(g->f, (off_t)(g->data_start + t->offset), SEEK_SET) ||
@@ -549,22 +552,22 @@ static int tensor_record(wp_gguf_in *g, uint64_t i, wp_record *r)
     return 1;
 }
 
-static int next_tensor(wp_gguf_in *g, wp_record *r)
+static int next_tensor(wp_gguf_in *g, wp_record *r, int header_only)
 {
-    return tensor_record(g, g->next_tensor++, r);
+    return tensor_record(g, g->next_tensor++, r, header_only);
 }
 
 int wp_gguf_read_tensor(wp_gguf_in *g, const char *name, wp_record *r)
 {
     for (uint64_t i = 0; i < g->n_tensors; i++)
         if (!strcmp(g->ti[i].name, name))
-            return tensor_record(g, i, r);
+            return tensor_record(g, i, r, 0);
     return 0;
 }
 
 uint64_t wp_gguf_file_size(const wp_gguf_in *g) { return g->file_size; }
 
-int wp_gguf_next(wp_gguf_in *g, wp_record *r)
+static int next_record(wp_gguf_in *g, wp_record *r, int header_only)
 {
     if (!g->header_sent) {
         g->header_sent = 1;
@@ -582,9 +585,12 @@ int wp_gguf_next(wp_gguf_in *g, wp_record *r)
     if (g->next_kv < g->n_kv)
         return next_kv(g, r);
     if (g->next_tensor < g->n_tensors)
-        return next_tensor(g, r);
+        return next_tensor(g, r, header_only);
     return 0;
 }
+
+int wp_gguf_next(wp_gguf_in *g, wp_record *r) { return next_record(g, r, 0); }
+int wp_gguf_next_header(wp_gguf_in *g, wp_record *r) { return next_record(g, r, 1); }
 
 /* ---- writing -------------------------------------------------------------- */
 

@@ -68,6 +68,11 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen);
  * r must be initialised (wp_record_init); its old contents are freed. */
 int wp_gguf_next(wp_gguf_in *g, wp_record *r);
 
+/* The same, but a tensor record comes without its data (payload_len 0;
+ * name, type and shape as wp_gguf_next gives them): what a program needs to
+ * plan (gptq --check) without reading the weights. */
+int wp_gguf_next_header(wp_gguf_in *g, wp_record *r);
+
 /* Read the tensor called name into r (as wp_gguf_next would emit it),
  * independently of the sequential position. Returns 1, 0 when the file has
  * no such tensor, -1 on a read error. */
