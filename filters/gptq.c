@@ -51,9 +51,11 @@ static const char usage[] =
     "            [--hessian FILE] [--imatrix FILE] [--damp F] [--act-order]\n"
     "            [--gamma] [--widen C] [--lambda L] [--keep-order] [--strict]\n"
     "            [--quiet] [-o OUT] [STREAM]\n"
+    "       gptq --check (--type T | --ftype PRESET) [options] [MODEL.gguf | STREAM]\n"
     "Quantize the weight matrices of a wpack tensor stream into ggml blocks:\n"
     "byte-exact llama.cpp RTN, GPTQ with the Hessians of --hessian, and the\n"
-    "LazyWeights options (--gamma shared step, --widen C, --lambda L). See gptq(1).\n";
+    "LazyWeights options (--gamma shared step, --widen C, --lambda L). See gptq(1).\n"
+    "--check: say what gptq would refuse (options, type, the model's tensors) and exit.\n";
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -300,16 +302,164 @@ static int imatrix_kvs(wp_writer *w, uint64_t *bytes)
     return n;
 }
 
-/* ---- main ---------------------------------------------------------------- */
+/* ---- the model: what planning needs (metadata and tensor shapes) --------- */
 
 struct kvval { char name[256]; int64_t v; };
+struct tensor_info { char *name; int n_dims; int64_t ne[4]; uint32_t type; };
+
+static char arch[256];
+static struct kvval *kvs;
+static size_t n_kvs;
+static uint32_t alignment = WP_GGUF_DEFAULT_ALIGNMENT;
+static struct tensor_info *tl;
+static size_t n_t;
+
+/* Note a record's part in the plan (a KV's value, a tensor's name, shape and type); the
+ * payload of a tensor is not looked at. */
+static void model_note(const wp_record *r)
+{
+    if (r->kind == WP_REC_KV) {
+        if (!strcmp(r->name, "general.architecture") && r->type == WP_GGUF_STRING && r->payload_len >= 8) {
+            uint64_t l = rd64(r->payload);
+            if (l < sizeof arch && 8 + l <= r->payload_len) {
+                memcpy(arch, r->payload + 8, l);
+                arch[l] = 0;
+            }
+        } else if (!strcmp(r->name, "general.alignment") && kv_uint(r) > 0) {
+            alignment = (uint32_t)kv_uint(r);
+        }
+        int64_t v = kv_uint(r);
+        if (v >= 0 && strlen(r->name) < 256) {
+            kvs = realloc(kvs, (n_kvs + 1) * sizeof *kvs);
+            if (!kvs)
+                wp_die("out of memory");
+            strcpy(kvs[n_kvs].name, r->name);
+            kvs[n_kvs++].v = v;
+        }
+    } else if (r->kind == WP_REC_TENSOR) {
+        tl = realloc(tl, (n_t + 1) * sizeof *tl);
+        if (!tl)
+            wp_die("out of memory");
+        tl[n_t].name = strdup(r->name);
+        tl[n_t].n_dims = r->n_dims;
+        memcpy(tl[n_t].ne, r->ne, sizeof r->ne);
+        tl[n_t].type = r->type;
+        n_t++;
+    }
+}
+
+/* llama-quantize's plan for the model noted (dies with its refusal: requantizing, a type
+ * that needs an imatrix, ...); `in` names the input in messages. */
+static wp_ftype_plan *model_plan(int ftype, int pure, int strict, const char **overrides, int n_over,
+                                 const char *in)
+{
+    char err[1024];
+    struct wp_ftype_model md = {arch, 0, 0, 0, 0, -1};
+    for (size_t i = 0; i < n_kvs; i++) {
+        const char *k = kvs[i].name;
+        size_t al = strlen(arch);
+        if (strncmp(k, arch, al) || k[al] != '.')
+            continue;
+        k += al + 1;
+        if (!strcmp(k, "block_count")) md.n_layer = (uint32_t)kvs[i].v;
+        else if (!strcmp(k, "attention.head_count")) md.n_head = (uint32_t)kvs[i].v;
+        else if (!strcmp(k, "attention.head_count_kv")) md.n_head_kv = (uint32_t)kvs[i].v;
+        else if (!strcmp(k, "expert_count")) md.n_expert = (uint32_t)kvs[i].v;
+    }
+    struct wp_ftype_opts fo = wp_ftype_opts_default(ftype);
+    fo.pure = pure;
+    fo.strict = strict;
+    fo.has_imatrix = have_imat;
+    wp_ftype_plan *plan = wp_ftype_plan_new(&md, &fo, err, sizeof err);
+    if (!plan)
+        wp_die("%s", err);
+    for (int i = 0; i < n_over; i++)
+        if (wp_ftype_plan_add_override(plan, overrides[i], err, sizeof err))
+            wp_die("--tensor-type %s: %s", overrides[i], err);
+    for (size_t i = 0; i < n_t; i++)
+        if (wp_ftype_plan_add_tensor(plan, tl[i].name, tl[i].n_dims, tl[i].ne, (int)tl[i].type))
+            wp_die("tensor %s: duplicate name or bad shape", tl[i].name);
+    if (wp_ftype_plan_finish(plan, err, sizeof err))
+        wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
+    return plan;
+}
+
+static int is_float(uint32_t t) { return t == WP_F32 || t == WP_F16 || t == WP_BF16; }
+
+/* What the plan asks that gptq cannot do, said before anything is quantized or written
+ * (the tensor loop below refuses the same, tensor by tensor): a type it has no blocks for,
+ * or an input that is neither F32, F16 nor BF16 to be changed into another type. */
+static void plan_check(const wp_ftype_plan *plan, const char *in)
+{
+    const char *src = in && strcmp(in, "-") ? in : "stdin";
+    for (size_t i = 0; i < n_t; i++) {
+        struct wp_ftype_choice ch;
+        wp_ftype_plan_get(plan, tl[i].name, &ch);
+        if (!ch.quantize || (uint32_t)ch.type == tl[i].type)
+            continue;
+        if (!is_float(tl[i].type))
+            wp_die("%s: tensor %s: cannot quantize from %s (F32, F16, BF16 only)", src, tl[i].name,
+                   wp_ggml_type_name(tl[i].type) ? wp_ggml_type_name(tl[i].type) : "?");
+        if (!is_float((uint32_t)ch.type) && !wp_gptq_supported(ch.type))
+            wp_die("%s: tensor %s: type %s is not supported by gptq", src, tl[i].name,
+                   wp_ggml_type_name((uint32_t)ch.type));
+    }
+}
+
+/* gptq --check with an input: the model's metadata and tensor shapes (a GGUF file read
+ * without its tensor data, or a stream's record headers), planned and checked. */
+static void check_model(const char *in, int ftype, int pure, int strict, const char **overrides, int n_over)
+{
+    char err[1024];
+    wp_record r;
+    wp_record_init(&r);
+    char head[8] = "";
+    FILE *f = strcmp(in, "-") ? fopen(in, "rb") : NULL;
+    if (f) {
+        size_t got = fread(head, 1, sizeof head, f);
+        fclose(f);
+        if (got < sizeof head)
+            memset(head, 0, sizeof head);
+    }
+    if (f && memcmp(head, WP_STREAM_MAGIC, 8)) {
+        /* not a stream: a GGUF file, or a one-line reason it is none */
+        wp_gguf_in *g = wp_gguf_open(in, err, sizeof err);
+        if (!g)
+            wp_die("%s", err);
+        int k;
+        while ((k = wp_gguf_next_header(g, &r)) > 0)
+            model_note(&r);
+        if (k < 0)
+            wp_die("%s", wp_gguf_error(g));
+        wp_gguf_close(g);
+    } else {
+        wp_reader *rd = wp_cli_reader(in);
+        int k;
+        while ((k = wp_reader_next_header(rd, &r)) > 0) {
+            if (wp_rec_is_coded(r.kind))
+                wp_cli_refuse_coded(in, &r, "a tensor stream");
+            if (r.kind == WP_REC_KV && wp_reader_payload(rd, &r))
+                wp_die("%s", wp_reader_error(rd));
+            model_note(&r);
+        }
+        if (k < 0)
+            wp_die("%s", wp_reader_error(rd));
+        wp_reader_close(rd);
+    }
+    wp_record_free(&r);
+    wp_ftype_plan *plan = model_plan(ftype, pure, strict, overrides, n_over, in);
+    plan_check(plan, in);
+    wp_ftype_plan_free(plan);
+}
+
+/* ---- main ---------------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *type_name = NULL, *ftype_name = NULL;
     const char *hess_path = NULL;
     const char **overrides = NULL;
-    int n_over = 0, rtn = 0, quiet = 0, strict = 0, keep_order = 0, damp_given = 0;
+    int n_over = 0, rtn = 0, quiet = 0, strict = 0, keep_order = 0, damp_given = 0, check = 0;
     wp_gptq_opts go;
     char err[1024];
     wp_cli_init(argv[0]);
@@ -328,6 +478,8 @@ int main(int argc, char **argv)
             overrides[n_over++] = wp_cli_value(argv, &i);
         } else if (!strcmp(a, "--rtn")) {
             rtn = 1;
+        } else if (!strcmp(a, "--check")) {
+            check = 1;
         } else if (!strcmp(a, "--hessian") && more) {
             hess_path = wp_cli_value(argv, &i);
         } else if (!strcmp(a, "--imatrix") && more) {
@@ -382,6 +534,20 @@ int main(int argc, char **argv)
     }
     if (rtn && hess_path)
         wp_die("--rtn and --hessian exclude each other");
+    if (check && out)
+        wp_die("--check writes nothing (no -o)");
+    {
+        /* the preset itself (NVFP4 has no type) and the overrides, before any input is read */
+        struct wp_ftype_model none = {"", 0, 0, 0, 0, -1};
+        struct wp_ftype_opts fo = wp_ftype_opts_default(ftype);
+        wp_ftype_plan *p = wp_ftype_plan_new(&none, &fo, err, sizeof err);
+        if (!p)
+            wp_die("%s", err);
+        for (int i = 0; i < n_over; i++)
+            if (wp_ftype_plan_add_override(p, overrides[i], err, sizeof err))
+                wp_die("--tensor-type %s: %s", overrides[i], err);
+        wp_ftype_plan_free(p);
+    }
     if (!hess_path && go.act_order && damp_given)
         fprintf(stderr, "gptq: warning: --act-order and --damp act on GPTQ's Hessians: without --hessian (RTN) "
                         "they do nothing\n");
@@ -407,6 +573,19 @@ int main(int argc, char **argv)
         if (!have_imat)
             wp_die("%s", err);
     }
+    if (check) {
+        if (in) {
+            check_model(in, ftype, pure, strict, overrides, n_over);
+        } else {
+            /* no model: the type the preset (or --type) quantizes to must be one gptq has; only
+             * a model whose every row falls back to another type could build without it */
+            const int t = wp_ftype_default_type(ftype);
+            if (!is_float((uint32_t)t) && !wp_gptq_supported(t))
+                wp_die("%s %s: type %s is not supported by gptq", ftype_name ? "--ftype" : "--type",
+                       ftype_name ? ftype_name : type_name, wp_ggml_type_name((uint32_t)t));
+        }
+        return 0;
+    }
 
     /* ---- pass 1: spool everything, collect metadata and the tensor list */
     wp_reader *rd = wp_cli_reader(in);
@@ -416,43 +595,12 @@ int main(int argc, char **argv)
     wp_writer *sw = wp_writer_open(sp, "spool", 64, err, sizeof err);
     if (!sw)
         wp_die("%s", err);
-    char arch[256] = "";
-    struct kvval *kvs = NULL;
-    size_t n_kvs = 0;
-    uint32_t alignment = WP_GGUF_DEFAULT_ALIGNMENT;
     wp_record r;
     wp_record_init(&r);
-    struct { char *name; int n_dims; int64_t ne[4]; uint32_t type; } *tl = NULL;
-    size_t n_t = 0;
     while (wp_cli_next(rd, &r)) {
         if (wp_rec_is_coded(r.kind))
             wp_cli_refuse_coded(in, &r, "a tensor stream");
-        if (r.kind == WP_REC_KV) {
-            if (!strcmp(r.name, "general.architecture") && r.type == WP_GGUF_STRING && r.payload_len >= 8) {
-                uint64_t l = rd64(r.payload);
-                if (l < sizeof arch && 8 + l <= r.payload_len) {
-                    memcpy(arch, r.payload + 8, l);
-                    arch[l] = 0;
-                }
-            } else if (!strcmp(r.name, "general.alignment") && kv_uint(&r) > 0) {
-                alignment = (uint32_t)kv_uint(&r);
-            }
-            int64_t v = kv_uint(&r);
-            if (v >= 0 && strlen(r.name) < 256) {
-                kvs = realloc(kvs, (n_kvs + 1) * sizeof *kvs);
-                strcpy(kvs[n_kvs].name, r.name);
-                kvs[n_kvs++].v = v;
-            }
-        } else if (r.kind == WP_REC_TENSOR) {
-            tl = realloc(tl, (n_t + 1) * sizeof *tl);
-            if (!tl)
-                wp_die("out of memory");
-            tl[n_t].name = strdup(r.name);
-            tl[n_t].n_dims = r.n_dims;
-            memcpy(tl[n_t].ne, r.ne, sizeof r.ne);
-            tl[n_t].type = r.type;
-            n_t++;
-        }
+        model_note(&r);
         if (wp_writer_put(sw, &r))
             wp_die("temporary file: %s", wp_writer_error(sw));
     }
@@ -460,36 +608,9 @@ int main(int argc, char **argv)
     if (wp_writer_close(sw, err, sizeof err))
         wp_die("temporary file: %s", err);
 
-    /* ---- plan */
-    char key[300];
-    struct wp_ftype_model md = {arch, 0, 0, 0, 0, -1};
-    for (size_t i = 0; i < n_kvs; i++) {
-        const char *k = kvs[i].name;
-        size_t al = strlen(arch);
-        if (strncmp(k, arch, al) || k[al] != '.')
-            continue;
-        k += al + 1;
-        if (!strcmp(k, "block_count")) md.n_layer = (uint32_t)kvs[i].v;
-        else if (!strcmp(k, "attention.head_count")) md.n_head = (uint32_t)kvs[i].v;
-        else if (!strcmp(k, "attention.head_count_kv")) md.n_head_kv = (uint32_t)kvs[i].v;
-        else if (!strcmp(k, "expert_count")) md.n_expert = (uint32_t)kvs[i].v;
-    }
-    (void)key;
-    struct wp_ftype_opts fo = wp_ftype_opts_default(ftype);
-    fo.pure = pure;
-    fo.strict = strict;
-    fo.has_imatrix = have_imat;
-    wp_ftype_plan *plan = wp_ftype_plan_new(&md, &fo, err, sizeof err);
-    if (!plan)
-        wp_die("%s", err);
-    for (int i = 0; i < n_over; i++)
-        if (wp_ftype_plan_add_override(plan, overrides[i], err, sizeof err))
-            wp_die("--tensor-type %s: %s", overrides[i], err);
-    for (size_t i = 0; i < n_t; i++)
-        if (wp_ftype_plan_add_tensor(plan, tl[i].name, tl[i].n_dims, tl[i].ne, (int)tl[i].type))
-            wp_die("tensor %s: duplicate name or bad shape", tl[i].name);
-    if (wp_ftype_plan_finish(plan, err, sizeof err))
-        wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
+    /* ---- plan, and what in it gptq cannot do: refused before any output */
+    wp_ftype_plan *plan = model_plan(ftype, pure, strict, overrides, n_over, in);
+    plan_check(plan, in);
     {
         char list[4096] = "";
         int nf = 0;

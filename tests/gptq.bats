@@ -317,3 +317,43 @@ setup() {
         awk -v t="$t" '{ s += $2 / $3 } END { printf "# %s: GPTQ/RTN mean %.3f\n", t, s / NR }' "$d/both" >&3
     done
 }
+
+@test "gptq --check: what a run would refuse, in one line, from the model's shapes alone; nothing written" {
+    synth="$T/synth.gguf"
+    "$TOOLS/mkllama" "$F32" "$synth" F16
+    cd "$T"
+    # a type gptq lacks where the rows (256) keep it; stories260K's rows fall back to IQ4_NL
+    run "$BIN/gptq" --check --ftype IQ3_S "$synth"
+    [ "$status" -eq 1 ] && [ "$output" = "gptq: $synth: tensor token_embd.weight: type IQ3_S is not supported by gptq" ]
+    run "$BIN/gptq" --check --ftype IQ3_S "$F32"
+    [ "$status" -eq 0 ] && [ -z "$output" ]
+    # without a model: the preset's own type
+    run "$BIN/gptq" --check --ftype TQ1_0
+    [ "$status" -eq 1 ] && [ "$output" = "gptq: --ftype TQ1_0: type TQ1_0 is not supported by gptq" ]
+    run "$BIN/gptq" --check --type Q6_K --gamma --widen 1.25 --lambda 0.5
+    [ "$status" -eq 0 ] && [ -z "$output" ]
+    run "$BIN/gptq" --check --ftype Q4_0 --widen 0.5
+    one_line_error "^gptq: --widen: expected a number from 1 to 64, got '0.5'$"
+    run "$BIN/gptq" --check --ftype NVFP4
+    one_line_error "^gptq: invalid output file type 39$"
+    run "$BIN/gptq" --check --ftype IQ2_XXS "$synth"
+    one_line_error "requires an imatrix"
+    # a quantized model, a file that is no GGUF, -o
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q8_0 --rtn -q | "$BIN/ggufpack" > q8.gguf
+    run "$BIN/gptq" --check --ftype Q4_0 q8.gguf
+    one_line_error "^gptq: q8.gguf: requantizing from type Q8_0 is disabled \(tensor token_embd.weight\)$"
+    run "$BIN/gptq" --check --ftype Q4_0 "$ROOT/README.md"
+    one_line_error "not a GGUF file \(bad magic\)$"
+    run "$BIN/gptq" --check --ftype Q4_0 -o out.wts "$F32"
+    one_line_error "^gptq: --check writes nothing \(no -o\)$"
+    # a stream says the same as its GGUF (stdin too)
+    "$BIN/ggufcat" "$synth" > s.wps
+    run "$BIN/gptq" --check --ftype IQ3_S s.wps
+    [ "$output" = "gptq: s.wps: tensor token_embd.weight: type IQ3_S is not supported by gptq" ]
+    run "$BIN/gptq" --check --ftype Q4_K_M - < s.wps
+    [ "$status" -eq 0 ] && [ -z "$output" ]
+    # a run refuses the same, before it quantizes or writes
+    run "$BIN/gptq" --ftype IQ3_S -o out.wts s.wps
+    one_line_error "^gptq: s.wps: tensor token_embd.weight: type IQ3_S is not supported by gptq$"
+    [ "$(ls -A | sort | tr '\n' ' ')" = "q8.gguf s.wps synth.gguf " ]
+}
