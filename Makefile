@@ -193,9 +193,16 @@ $(if $(wildcard $(MODEL)),,$(error MODEL=$(MODEL): no such file$(if $(filter $(W
 $(if $(wildcard $(MODEL)/.),$(error MODEL=$(MODEL): is a directory))
 $(if $(strip $(POINT)),,$(error POINT= names no operating point (such as Q4_K_M_g1_lam0_c1.25)))
 $(if $(TEXT),$(if $(wildcard $(TEXT)),,$(error TEXT=$(TEXT): no such file (TEXT= builds by RTN$(if $(filter $(WPACK_DATA)/%,$(TEXT)),; this is the default: set TEXT=FILE$(comma) or WPACK_DATA=dir)))))
-# lazyweights knows what a point is: what is wrong with one, or nothing
-point_why = $(shell pipelines/lazyweights --check '$(1)')
-$(foreach p,$(POINT),$(if $(call point_why,$(p)),$(error POINT=$(p): $(call point_why,$(p)))))
+# lazyweights knows what a point is, and asks gptq --check whether it takes the point on
+# MODEL (its metadata and tensor shapes: a type gptq lacks, a model already quantized or no
+# GGUF): what is wrong, or nothing; so gptq is built first, before the Hessians
+$(if $(wildcard bin/gptq),,$(shell $(MAKE) --no-print-directory bin/gptq >&2))
+point_why = $(shell pipelines/lazyweights --check '$(1)' '$(MODEL)' $(if $(TEXT),'$(TEXT)'))
+$(foreach p,$(POINT),$(eval why_ := $(call point_why,$(p)))$(if $(why_),$(error POINT=$(p): $(why_))))
+# OUT must be a directory that can be made (a regular file on its path left make deleting
+# a .calib it could not write: "make: unlink: ... Not a directory")
+out_why := $(shell mkdir -p -- '$(OUT)' 2>&1 | sed -n '1s/^mkdir: //p')
+$(if $(out_why),$(error OUT=$(OUT): $(out_why)))
 $(foreach p,$(POINT),$(call stamp,$(OUT)/$(MODEL_NAME)-$(p).calib,$(CALIB_ID)))
 $(if $(TEXT),$(call stamp,$(HESS).id,$(HESS_ID)))
 endif

@@ -134,6 +134,94 @@ fake_bins() {
     [ ! -e "$out" ]
 }
 
+# refused_everywhere MODEL POINT: lazyweights --check (with MODEL and without), lazyweights
+# itself and make model (RTN and GPTQ) refuse POINT in one line, and nothing appears in OUT
+refused_everywhere() {
+    local m=$1 p=$2 out="$BATS_TEST_TMPDIR/r-$2"
+    run "$ROOT/pipelines/lazyweights" --check "$p" "$m"
+    [ "$status" -eq 2 ] && [ "${#lines[@]}" -eq 1 ] || { echo "--check $p $m: $status: $output"; return 1; }
+    run "$ROOT/pipelines/lazyweights" --check "$p"
+    [ "$status" -eq 2 ] && [ "${#lines[@]}" -eq 1 ] || { echo "--check $p: $status: $output"; return 1; }
+    run "$ROOT/pipelines/lazyweights" "$m" "$p" "$out" "$CALIB"
+    [ "$status" -eq 2 ] && [ "${#lines[@]}" -eq 1 ] && [[ $output == "lazyweights: $p: gptq: "* ]] ||
+        { echo "lazyweights $p: $status: $output"; return 1; }
+    [ ! -e "$out" ] || { echo "lazyweights $p left:"; ls -A "$out"; return 1; }
+    for text in "" "$CALIB"; do
+        run make -C "$ROOT" --no-print-directory model MODEL="$m" POINT="$p" TEXT="$text" OUT="$out"
+        [ "$status" -ne 0 ] && [ "${#lines[@]}" -eq 1 ] && [[ $output == *"*** POINT=$p: gptq: "*".  Stop." ]] ||
+            { echo "make $p TEXT=$text: $status: $output"; return 1; }
+        [ ! -e "$out" ] || { echo "make $p TEXT=$text left:"; ls -A "$out"; return 1; }
+    done
+}
+
+@test "lazyweights --check and make model: what gptq refuses on MODEL is one line, before any file or Hessian" {
+    # these points passed --check, then make wrote the .calib (and computed the Hessians) and
+    # gptq failed: a type it lacks on a model with rows of 256, a c outside 1 to 64 (a new
+    # user's trial)
+    synth="$BATS_TEST_TMPDIR/synth.gguf"
+    "$TOOLS/mkllama" "$F32" "$synth" F16
+    for p in IQ3_S_g0_lam0_c1 TQ1_0_g0_lam0_c1 IQ2_XXS_g0_lam0_c1; do
+        refused_everywhere "$synth" "$p"
+    done
+    run "$ROOT/pipelines/lazyweights" --check IQ3_S_g0_lam0_c1 "$synth"
+    [ "$output" = "gptq: $synth: tensor token_embd.weight: type IQ3_S is not supported by gptq" ]
+    for p in Q4_0_g1_lam0_c0.5 Q4_0_g1_lam0_c100; do
+        refused_everywhere "$F32" "$p"
+    done
+    run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c0.5 "$F32"
+    [ "$output" = "gptq: --widen: expected a number from 1 to 64, got '0.5'" ]
+    # good points pass: on the model, and IQ3_S on stories260K, whose rows (64, 172) all fall
+    # back to IQ4_NL, which gptq has (as llama-quantize falls back)
+    for pm in "Q4_K_M_g1_lam0_c1.25 $synth" "IQ4_XS_g1_lam0.5_c1.25 $synth" "Q4_0_g1_lam0_c64 $F32" \
+              "IQ3_S_g0_lam0_c1 $F32" "Q8_0_g0_lam0_c1 $F32 $CALIB"; do
+        run "$ROOT/pipelines/lazyweights" --check $pm
+        [ "$status" -eq 0 ] && [ -z "$output" ] || { echo "--check $pm: $status: $output"; false; }
+    done
+    out="$BATS_TEST_TMPDIR/ok"
+    run make -C "$ROOT" --no-print-directory model MODEL="$synth" POINT=Q4_K_M_g1_lam0_c1.25 TEXT= OUT="$out"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [ -s "$out/synth-Q4_K_M_g1_lam0_c1.25.bundle" ]
+}
+
+@test "make model and lazyweights: a quantized MODEL, or one that is no GGUF, is refused before the Hessians" {
+    # make ran hessian on a Q8_0 model, then gptq said "requantizing from type Q8_0 is
+    # disabled"; a text file as MODEL left its .calib (a new user's trial)
+    q8="$BATS_TEST_TMPDIR/lq-Q8_0.gguf"
+    "$ROOT/bin/ggufcat" "$F32" | "$ROOT/bin/gptq" --ftype Q8_0 --rtn -q | "$ROOT/bin/ggufpack" > "$q8"
+    out="$BATS_TEST_TMPDIR/q"
+    for text in "$CALIB" ""; do
+        run make -C "$ROOT" --no-print-directory model MODEL="$q8" POINT=Q4_0_g0_lam0_c1 TEXT="$text" OUT="$out"
+        [ "$status" -ne 0 ] && [ "${#lines[@]}" -eq 1 ] || { echo "$output"; false; }
+        [[ $output == *"*** POINT=Q4_0_g0_lam0_c1: gptq: $q8: requantizing from type Q8_0 is disabled (tensor "*").  Stop." ]]
+        [ ! -e "$out" ]
+    done
+    run "$ROOT/pipelines/lazyweights" "$q8" Q4_0_g0_lam0_c1 "$out" "$CALIB"
+    [ "$status" -eq 2 ] && [ "${#lines[@]}" -eq 1 ] && [[ $output == *"requantizing from type Q8_0 is disabled"* ]]
+    [ ! -e "$out" ]
+    echo "not a model" > "$BATS_TEST_TMPDIR/m.txt"
+    run make -C "$ROOT" --no-print-directory model MODEL="$BATS_TEST_TMPDIR/m.txt" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out"
+    [ "$status" -ne 0 ] && [ "${#lines[@]}" -eq 1 ]
+    [[ $output == *"*** POINT=Q8_0_g0_lam0_c1: gptq: $BATS_TEST_TMPDIR/m.txt: not a GGUF file (bad magic).  Stop." ]]
+    [ ! -e "$out" ]
+}
+
+@test "lazyweights and make model: a missing CALIB, a failed hessian or an OUT under a file leave nothing" {
+    # lazyweights M POINT OUT nosuch.txt left OUT/NAME-nosuch-k8.hess.id; OUT= below a regular
+    # file made make say "make: unlink: ... Not a directory" (a new user's trial)
+    out="$BATS_TEST_TMPDIR/n"
+    run "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$BATS_TEST_TMPDIR/nosuch.txt"
+    [ "$status" -eq 2 ] && [ "$output" = "lazyweights: $BATS_TEST_TMPDIR/nosuch.txt: no such file" ]
+    [ ! -e "$out" ]
+    head -c 300 "$CALIB" > "$BATS_TEST_TMPDIR/tiny.txt"
+    run "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$BATS_TEST_TMPDIR/tiny.txt"
+    [ "$status" -ne 0 ] && [[ $output == *"hessian: $BATS_TEST_TMPDIR/tiny.txt: tokenizes to only"* ]]
+    [ ! -e "$out" ] || { ls -A "$out"; false; }
+    touch "$BATS_TEST_TMPDIR/file"
+    run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$BATS_TEST_TMPDIR/file/sub"
+    [ "$status" -ne 0 ] && [ "${#lines[@]}" -eq 1 ] || { echo "$output"; false; }
+    [[ $output == *"*** OUT=$BATS_TEST_TMPDIR/file/sub: cannot create directory "*"Not a directory.  Stop." ]]
+}
+
 @test "make model: a new TEXT or HESSIAN_CHUNKS, or RTN after GPTQ, rebuilds the point; hessian's error is shown" {
     # the GPTQ files stayed for an RTN build, and the first TEXT's Hessians served every later
     # TEXT (a new user's trial)
