@@ -572,6 +572,15 @@ int main(int argc, char **argv)
         have_imat = wp_imatrix_load(imat_path, &imatrix, err, sizeof err) == 0;
         if (!have_imat)
             wp_die("%s", err);
+        /* any non-finite importance refuses the whole file, as llama_model_quantize_impl
+           does (gptq checked only the entries it used, when it used them) */
+        for (int i = 0; i < imatrix.n; i++) {
+            const wp_imatrix_entry *e = &imatrix.e[i];
+            for (int64_t j = 0; j < e->cols * e->n_mat; j++)
+                if (!isfinite(e->importance[j]))
+                    wp_die("%s: imatrix entry %s has a non-finite importance (%g at %lld): llama-quantize refuses "
+                           "such a file", imat_path, e->name, (double)e->importance[j], (long long)j);
+        }
     }
     if (check) {
         if (in) {

@@ -271,6 +271,15 @@ setup() {
     patch_bytes neg.dat 4 "$(le32 -5)"
     run "$BIN/gptq" --rtn --ftype Q4_0 --imatrix neg.dat m.wts
     one_line_error '^gptq: neg\.dat: not GGUF, so read as a legacy imatrix\.dat: entry 1 of 35: name length -5 is negative'
+    # a NaN in any entry refuses the file, as llama-quantize does (gptq checked only the entries it
+    # used); F16 uses none, --check reads no weights
+    cp imat.dat nan.dat
+    patch_bytes nan.dat $(( 4 + 4 + len + 4 + 4 + 8 )) '\x00\x00\xc0\x7f'
+    for a in "--type F16 -o out.wts m.wts" "--check --ftype Q4_0 $F32"; do
+        run "$BIN/gptq" --rtn --imatrix nan.dat $a
+        one_line_error '^gptq: nan\.dat: imatrix entry blk\.0\.attn_k\.weight has a non-finite importance \(nan at 2\): llama-quantize refuses such a file$'
+    done
+    [ ! -e out.wts ]
 }
 
 @test "gptq: a --hessian file without Hessians and an unwritable -o fail before any work" {
