@@ -196,9 +196,12 @@ $(if $(TEXT),$(if $(wildcard $(TEXT)),,$(error TEXT=$(TEXT): no such file (TEXT=
 # lazyweights knows what a point is, and asks gptq --check whether it takes the point on
 # MODEL (its metadata and tensor shapes: a type gptq lacks, a model already quantized or no
 # GGUF): what is wrong, or nothing; so gptq is built first, before the Hessians
-$(if $(wildcard bin/gptq),,$(shell $(MAKE) --no-print-directory bin/gptq >&2))
+# (built when out of date too: an older gptq knows no --check)
+$(shell $(MAKE) -s --no-print-directory bin/gptq >&2)
 point_why = $(shell pipelines/lazyweights --check '$(1)' '$(MODEL)' $(if $(TEXT),'$(TEXT)'))
-$(foreach p,$(POINT),$(eval why_ := $(call point_why,$(p)))$(if $(why_),$(error POINT=$(p): $(why_))))
+# $$(call ...): eval expands its text once more, and gptq's line can quote a tensor name
+# of the model, such as $(shell ...) (which ran)
+$(foreach p,$(POINT),$(eval why_ := $$(call point_why,$(p)))$(if $(why_),$(error POINT=$(p): $(why_))))
 # OUT must be a directory that can be made (a regular file on its path left make deleting
 # a .calib it could not write: "make: unlink: ... Not a directory")
 out_why := $(shell mkdir -p -- '$(OUT)' 2>&1 | sed -n '1s/^mkdir: //p')

@@ -232,16 +232,22 @@ static float *imatrix_get(const char *name, int64_t ne0, int64_t n_mat)
         return NULL;
     /* a legacy entry has only a value count: llama-quantize (llama-quant.cpp)
      * takes it when it equals ne[0] x ne[2] */
-    if (imatrix.legacy ? e->cols * e->n_mat != ne0 * n_mat : (e->cols != ne0 || e->n_mat != n_mat))
+    if (imatrix.legacy ? e->cols * e->n_mat != ne0 * n_mat : (e->cols != ne0 || e->n_mat != n_mat)) {
+        /* llama-quantize quantizes the token embedding without an entry that does not fit
+           (it always misfits, llama-quant.cpp says); gptq stopped there */
+        if (wp_ftype_is_token_embd(name)) {
+            wp_warn("%s: imatrix entry %s (%lld values) does not fit the tensor (%lld x %lld): quantized without it, "
+                    "as llama-quantize does", imat_path, name, (long long)(e->cols * e->n_mat), (long long)ne0,
+                    (long long)n_mat);
+            return NULL;
+        }
         wp_die("%s: imatrix entry %s (%lld x %lld) does not fit the tensor (%lld x %lld)", imat_path, name,
                (long long)e->cols, (long long)e->n_mat, (long long)ne0, (long long)n_mat);
+    }
     float *w = malloc((size_t)(ne0 * n_mat) * sizeof *w);
     if (!w)
         wp_die("out of memory");
-    memcpy(w, e->importance, (size_t)(ne0 * n_mat) * sizeof *w);
-    for (int64_t i = 0; i < ne0 * n_mat; i++)
-        if (!isfinite(w[i]))
-            wp_die("%s: imatrix for %s has a non-finite value", imat_path, name);
+    memcpy(w, e->importance, (size_t)(ne0 * n_mat) * sizeof *w);   /* finite: checked at load */
     return w;
 }
 
@@ -413,15 +419,21 @@ static void check_model(const char *in, int ftype, int pure, int strict, const c
     char err[1024];
     wp_record r;
     wp_record_init(&r);
-    char head[8] = "";
-    FILE *f = strcmp(in, "-") ? fopen(in, "rb") : NULL;
-    if (f) {
-        size_t got = fread(head, 1, sizeof head, f);
-        fclose(f);
-        if (got < sizeof head)
-            memset(head, 0, sizeof head);
+    /* a regular file that is no stream (plain or zstd-framed) is read as a GGUF file;
+     * anything else (-, a pipe, <(ggufcat m.gguf)) goes to the stream reader whole
+     * (the magic was read off a pipe and lost, and a zstd'd stream read as GGUF) */
+    uint8_t head[8] = {0};
+    struct stat st;
+    int as_gguf = 0;
+    if (strcmp(in, "-") && stat(in, &st) == 0 && S_ISREG(st.st_mode)) {
+        FILE *f = fopen(in, "rb");
+        size_t got = f ? fread(head, 1, sizeof head, f) : 0;
+        if (f)
+            fclose(f);
+        static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+        as_gguf = !(got == 8 && !memcmp(head, WP_STREAM_MAGIC, 8)) && !(got >= 4 && !memcmp(head, zstd_magic, 4));
     }
-    if (f && memcmp(head, WP_STREAM_MAGIC, 8)) {
+    if (as_gguf) {
         /* not a stream: a GGUF file, or a one-line reason it is none */
         wp_gguf_in *g = wp_gguf_open(in, err, sizeof err);
         if (!g)
@@ -583,6 +595,11 @@ int main(int argc, char **argv)
         }
     }
     if (check) {
+        /* no input: standard input when a model is piped or redirected there, as every other
+           gptq run reads it (a terminal or /dev/null: the options alone) */
+        struct stat sst;
+        if (!in && fstat(STDIN_FILENO, &sst) == 0 && (S_ISFIFO(sst.st_mode) || S_ISREG(sst.st_mode)))
+            in = "-";
         if (in) {
             check_model(in, ftype, pure, strict, overrides, n_over);
         } else {

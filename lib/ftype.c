@@ -303,11 +303,16 @@ static struct tensor *find(const wp_ftype_plan *p, const char *name)
     return NULL;
 }
 
+int wp_ftype_is_token_embd(const char *name)
+{
+    return !strcmp(name, "token_embd.weight") || !strcmp(name, "per_layer_token_embd.weight");
+}
+
 /* Source: tensor_get_category. */
 static enum cat category(const char *n)
 {
     if (!strcmp(n, "output.weight")) return CAT_OUTPUT;
-    if (!strcmp(n, "token_embd.weight") || !strcmp(n, "per_layer_token_embd.weight"))
+    if (wp_ftype_is_token_embd(n))
         return CAT_TOKEN_EMBD;
     if (strstr(n, "attn_qkv.weight")) return CAT_ATTN_QKV;
     if (strstr(n, "attn_kv_b.weight")) return CAT_ATTN_KV_B;

@@ -73,6 +73,12 @@ const char *wp_ftype_name(int ftype);
  * Source: llama_ftype_get_default_type. */
 int wp_ftype_default_type(int ftype);
 
+/* Whether tensor `name` is a token embedding ("token_embd.weight",
+ * "per_layer_token_embd.weight"), which llama.cpp plans by its own rules and
+ * quantizes without an imatrix entry that does not fit it. 1 or 0.
+ * Source: llama-quant.cpp tensor_name_match_token_embd. */
+int wp_ftype_is_token_embd(const char *name);
+
 /* What the rules need from the model's GGUF metadata. */
 struct wp_ftype_model {
     const char *arch;      /* general.architecture, e.g. "llama"; NULL = "" */

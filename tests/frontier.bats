@@ -183,6 +183,19 @@ refused_everywhere() {
     [ -s "$out/synth-Q4_K_M_g1_lam0_c1.25.bundle" ]
 }
 
+@test "make model: a tensor name such as \$(error IN)weight in gptq's line is quoted, not run by make" {
+    # eval expanded gptq's line once more: a model's tensor name could run $(shell ...) (a reviewer's find)
+    synth="$BATS_TEST_TMPDIR/synth.gguf"
+    "$TOOLS/mkllama" "$F32" "$synth" F16
+    python3 -c "import sys; d = open(sys.argv[1], 'rb').read(); assert d.count(b'token_embd.weight') == 1
+open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weight'))" "$synth" "$BATS_TEST_TMPDIR/evil.gguf"
+    run make -C "$ROOT" --no-print-directory model MODEL="$BATS_TEST_TMPDIR/evil.gguf" POINT=IQ3_S_g0_lam0_c1 TEXT= \
+        OUT="$BATS_TEST_TMPDIR/o"
+    [ "$status" -ne 0 ]
+    [[ $output == *"*** POINT=IQ3_S_g0_lam0_c1: gptq: $BATS_TEST_TMPDIR/evil.gguf: tensor \$(error IN)weight: type IQ3_S is not supported by gptq.  Stop." ]]
+    [ ! -e "$BATS_TEST_TMPDIR/o" ]
+}
+
 @test "make model and lazyweights: a quantized MODEL, or one that is no GGUF, is refused before the Hessians" {
     # make ran hessian on a Q8_0 model, then gptq said "requantizing from type Q8_0 is
     # disabled"; a text file as MODEL left its .calib (a new user's trial)
