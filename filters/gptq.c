@@ -221,9 +221,10 @@ static int have_imat;
 static const char *imat_path;
 
 /* Importance weights for weight `name` (ne0 × n_mat floats, one vector per
- * expert), as llama-quantize's load_imatrix computes them; NULL if none.
- * The caller frees the copy. */
-static float *imatrix_get(const char *name, int64_t ne0, int64_t n_mat)
+ * expert), as llama-quantize's load_imatrix computes them; NULL if none, or
+ * for a token embedding whose entry does not fit (warned when `warn`).
+ * Dies on any other entry that does not fit. The caller frees the copy. */
+static float *imatrix_get(const char *name, int64_t ne0, int64_t n_mat, int warn)
 {
     if (!have_imat)
         return NULL;
@@ -236,7 +237,8 @@ static float *imatrix_get(const char *name, int64_t ne0, int64_t n_mat)
         /* llama-quantize quantizes the token embedding without an entry that does not fit
            (it always misfits, llama-quant.cpp says); gptq stopped there */
         if (wp_ftype_is_token_embd(name)) {
-            wp_warn("%s: imatrix entry %s (%lld values) does not fit the tensor (%lld x %lld): quantized without it, "
+            if (warn)
+                wp_warn("%s: imatrix entry %s (%lld values) does not fit the tensor (%lld x %lld): quantized without it, "
                     "as llama-quantize does", imat_path, name, (long long)(e->cols * e->n_mat), (long long)ne0,
                     (long long)n_mat);
             return NULL;
@@ -409,6 +411,22 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
         if (!is_float((uint32_t)ch.type) && !wp_gptq_supported(ch.type))
             wp_die("%s: tensor %s: type %s is not supported by gptq", src, tl[i].name,
                    wp_ggml_type_name((uint32_t)ch.type));
+        int64_t nel = 1;
+        for (int d = 0; d < tl[i].n_dims; d++)
+            nel *= tl[i].ne[d];
+        if (nel == 0)   /* (rows = n / ne0 divided by zero: SIGFPE) */
+            wp_die("%s: tensor %s: a dimension is 0: no weights to quantize", src, tl[i].name);
+        if (have_imat && !is_float((uint32_t)ch.type)) {
+            /* the imatrix against the plan, before any output (a misfit stopped the run at its
+               tensor, a stream already half written; --check passed it) */
+            const int64_t n_mat = tl[i].n_dims >= 3 ? nel / (tl[i].ne[0] * tl[i].ne[1]) : 1;
+            float *w = imatrix_get(tl[i].name, tl[i].ne[0], n_mat, 1);
+            if (!w && ch.requires_imatrix && !wp_imatrix_find(&imatrix, tl[i].name))
+                wp_die("%s: no entry for tensor %s, which type %s needs (llama-quantize: missing importance "
+                       "matrix in a very low-bit quantization)", imat_path, tl[i].name,
+                       wp_ggml_type_name((uint32_t)ch.type));
+            free(w);
+        }
     }
 }
 
@@ -785,7 +803,7 @@ int main(int argc, char **argv)
                 /* one matrix per ne[2] slice (experts), each with its own
                  * imatrix slice and Hessian lookup by the tensor's name */
                 const int64_t n_mat = r.n_dims >= 3 ? n / (ne0 * r.ne[1]) : 1, mrows = rows / n_mat;
-                float *iw = imatrix_get(name, ne0, n_mat);
+                float *iw = imatrix_get(name, ne0, n_mat, 0);
                 double *H = (hess_path && n_mat == 1) ? hessian_get(name, ne0) : NULL;
                 for (int64_t m = 0; m < n_mat; m++) {
                     const float *src = f + m * mrows * ne0;

@@ -769,7 +769,8 @@ int wp_ftype_plan_finish(wp_ftype_plan *p, char *err, size_t errlen)
                 free(ord);
                 return -1;
             }
-            if (!p->opts.has_imatrix && requires_imatrix(p, t, type)) {
+            t->ch.requires_imatrix = requires_imatrix(p, t, type);
+            if (!p->opts.has_imatrix && t->ch.requires_imatrix) {
                 seterr(err, errlen, "this quantization requires an imatrix! "
                        "(tensor %s, target type %s)", t->name, tname(type));
                 free(ord);

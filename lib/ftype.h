@@ -120,6 +120,9 @@ struct wp_ftype_choice {
     int refused_by_ref;    /* 1 if llama-quantize would have thrown here and
                               the wpack extension chose F16 instead */
     int manual;            /* 1 if a --tensor-type pattern matched */
+    int requires_imatrix;  /* 1 if its type needs the tensor's own imatrix entry
+                              (llama-quantize: "Missing importance matrix for
+                              tensor T in a very low-bit quantization") */
 };
 
 typedef struct wp_ftype_plan wp_ftype_plan;

@@ -224,6 +224,63 @@ setup() {
     grep -E '^kv +quantize.imatrix.chunks_count +u32 .* 2$' kv.txt
 }
 
+@test "gptq --imatrix against the plan, before any output and in --check, as llama-quantize: a missing entry a type needs, a misfit, token_embd's misfit" {
+    # a breaker's finds: --check passed a misfit the run refused after writing 197,568 bytes;
+    # Q2_K_S built without an entry llama-quantize requires; token_embd's misfit stopped gptq
+    R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
+    [ -x "$R/llama-quantize" ] && [ -x "$R/llama-imatrix" ] || skip "llama-quantize/llama-imatrix not built (make reftools)"
+    cd "$BATS_TEST_TMPDIR"
+    "$TOOLS/mkllama" "$MODELS/stories260K-f32.gguf" synth.gguf F16
+    "$R/llama-imatrix" -m synth.gguf -f "$DATA/text/groups_merged.txt" -c 128 --chunks 1 -t 1 \
+        --output-format dat -o imat.dat > /dev/null 2>&1
+    python3 - <<'PY'
+import struct
+d = open('imat.dat', 'rb').read()
+n, p, ents = struct.unpack_from('<i', d, 0)[0], 4, []
+for _ in range(n):
+    l = struct.unpack_from('<i', d, p)[0]; name = d[p + 4:p + 4 + l]; p += 4 + l
+    ncall, nval = struct.unpack_from('<ii', d, p); p += 8
+    ents.append([name, ncall, nval, d[p:p + 4 * nval]]); p += 4 * nval
+def write(fn, es):
+    out = struct.pack('<i', len(es))
+    for name, ncall, nval, vals in es:
+        out += struct.pack('<i', len(name)) + name + struct.pack('<ii', ncall, nval) + vals
+    open(fn, 'wb').write(out + d[p:])
+write('missing.dat', [e for e in ents if e[0] != b'blk.0.attn_k.weight'])
+write('wrong.dat', [e if e[0] != b'blk.0.attn_k.weight' else [e[0], e[1], e[2] // 2, e[3][:2 * e[2]]] for e in ents])
+write('embd.dat', ents + [[b'token_embd.weight', 1, 3, struct.pack('<3f', 1, 2, 3)]])
+PY
+    "$BIN/ggufcat" synth.gguf > synth.wts
+    ! "$R/llama-quantize" --imatrix missing.dat synth.gguf ref.gguf Q2_K_S 1 > /dev/null 2>&1
+    for a in "--check synth.gguf" "-o out.wts synth.wts"; do
+        run "$BIN/gptq" --rtn --ftype Q2_K_S --imatrix missing.dat $a
+        one_line_error '^gptq: missing\.dat: no entry for tensor blk\.0\.attn_k\.weight, which type Q2_K needs \(llama-quantize: missing importance matrix in a very low-bit quantization\)$'
+        run "$BIN/gptq" --rtn --ftype Q4_K_M --imatrix wrong.dat $a
+        one_line_error '^gptq: wrong\.dat: imatrix entry blk\.0\.attn_k\.weight \(128 x 1\) does not fit the tensor \(256 x 1\)$'
+    done
+    [ ! -e out.wts ]
+    "$R/llama-quantize" --imatrix embd.dat synth.gguf ref.gguf Q4_K_M 1 > /dev/null 2>&1
+    "$BIN/gptq" --rtn --ftype Q4_K_M --imatrix embd.dat --quiet synth.wts 2> err | "$BIN/ggufpack" > ours.gguf
+    cmp ref.gguf ours.gguf
+    [ "$(cat err)" = "gptq: warning: embd.dat: imatrix entry token_embd.weight (3 values) does not fit the tensor (256 x 1): quantized without it, as llama-quantize does" ]
+}
+
+@test "gptq: a tensor with a dimension of 0 is one line in --check and in a run (it died of SIGFPE)" {
+    cd "$BATS_TEST_TMPDIR"
+    python3 -c "
+import struct
+s = lambda x: struct.pack('<Q', len(x)) + x
+h = b'GGUF' + struct.pack('<IQQ', 3, 1, 1) + s(b'general.architecture') + struct.pack('<I', 8) + s(b'llama')
+h += s(b'blk.0.attn_q.weight') + struct.pack('<IQQIQ', 2, 0, 256, 1, 0)
+open('z.gguf', 'wb').write(h + b'\0' * (-len(h) % 32))"
+    run "$BIN/gptq" --check --ftype Q4_0 z.gguf
+    one_line_error '^gptq: z\.gguf: tensor blk\.0\.attn_q\.weight: a dimension is 0: no weights to quantize$'
+    "$BIN/ggufcat" z.gguf > z.wts
+    run "$BIN/gptq" --ftype Q4_0 --rtn -o out.wts z.wts
+    one_line_error '^gptq: z\.wts: tensor blk\.0\.attn_q\.weight: a dimension is 0: no weights to quantize$'
+    [ -z "$(ls | grep out.wts)" ]
+}
+
 @test "gptq --imatrix: imatrix.dat told by content, its trailer read as llama-quantize reads it (stories260K, Q4_0)" {
     R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
     [ -x "$R/llama-quantize" ] && [ -x "$R/llama-imatrix" ] || skip "llama-quantize/llama-imatrix not built (make reftools)"
