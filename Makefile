@@ -187,6 +187,11 @@ model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-
 stamp = $(shell mkdir -p '$(OUT)' && f='$(1)' && { [ "$$(cat "$$f" 2>/dev/null)" = '$(2)' ] || echo '$(2)' > "$$f"; })
 ifneq ($(filter model,$(MAKECMDGOALS)),)
 comma := ,
+# paths go to the shell in single quotes, and make cannot carry a space in a file name: a
+# quote, space or backslash is refused first (a ' in MODEL skipped the check, in OUT it ran
+# what followed it as a shell command)
+path_bad = $(or $(word 2,$(1)),$(findstring ',$(1)),$(findstring ",$(1)),$(findstring \,$(1)))
+$(foreach v,MODEL TEXT OUT,$(if $(call path_bad,$($(v))),$(error $(v)=$($(v)): a space, quote or backslash in this path cannot go through make (link the file under a plain name))))
 # what is wrong with MODEL, TEXT or POINT is said before any stamp is written (a missing
 # default text was "No rule to make target", a bad POINT left its .calib behind)
 $(if $(wildcard $(MODEL)),,$(error MODEL=$(MODEL): no such file$(if $(filter $(WPACK_DATA)/%,$(MODEL)), (the default; set MODEL=FILE$(comma) or WPACK_DATA=dir))))

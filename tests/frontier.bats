@@ -196,6 +196,28 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ ! -e "$BATS_TEST_TMPDIR/o" ]
 }
 
+@test "make model and lazyweights --check: a stream as MODEL, a directory as TEXT, a MODEL named like an option, a quote in a path" {
+    # a breaker's finds: each passed the check, then failed after the .calib (or ran the
+    # shell: OUT=...';touch X;')
+    "$ROOT/bin/ggufcat" "$F32" > "$BATS_TEST_TMPDIR/m.wps"
+    out="$BATS_TEST_TMPDIR/o"
+    run make -C "$ROOT" --no-print-directory model MODEL="$BATS_TEST_TMPDIR/m.wps" POINT=Q4_0_g1_lam0_c1 TEXT= OUT="$out"
+    [ "$status" -ne 0 ]
+    [[ $output == *"*** POINT=Q4_0_g1_lam0_c1: $BATS_TEST_TMPDIR/m.wps: a wpack stream, not a GGUF model (ggufpack it first).  Stop." ]]
+    run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q4_0_g1_lam0_c1 TEXT="$BATS_TEST_TMPDIR" OUT="$out"
+    [ "$status" -ne 0 ]
+    [[ $output == *"*** POINT=Q4_0_g1_lam0_c1: $BATS_TEST_TMPDIR: not a readable file.  Stop." ]]
+    [ ! -e "$out" ]
+    run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 --rtn
+    [ "$status" -eq 2 ]
+    [ "$output" = "gptq: ./--rtn: No such file or directory" ]
+    run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out';touch $BATS_TEST_TMPDIR/INJ;'"
+    [ "$status" -ne 0 ]
+    [[ $output == *"*** OUT=$out';touch $BATS_TEST_TMPDIR/INJ;': a space, quote or backslash in this path cannot go through make (link the file under a plain name).  Stop." ]]
+    [ ! -e "$BATS_TEST_TMPDIR/INJ" ]
+    [ -z "$(ls "$BATS_TEST_TMPDIR" | grep '^o')" ]
+}
+
 @test "make model and lazyweights: a quantized MODEL, or one that is no GGUF, is refused before the Hessians" {
     # make ran hessian on a Q8_0 model, then gptq said "requantizing from type Q8_0 is
     # disabled"; a text file as MODEL left its .calib (a new user's trial)
