@@ -200,12 +200,13 @@ FILE *wp_out_open(const char *path)
         out_tmp[0] = 0;
         wp_die("%s: cannot create: %s", path, strerror(errno));
     }
-    /* the file it replaces keeps its mode, as `>` keeps it (chmod 600 then -o
+    /* the file it replaces keeps its permission bits, not setuid, setgid or sticky
+       (as `>` keeps them and a write clears setuid; chmod 600 then -o
        made the file 644); a new file gets 0666 less the umask */
     struct stat old;
     mode_t mask = umask(0);
     umask(mask);
-    fchmod(fd, stat(target, &old) == 0 && S_ISREG(old.st_mode) ? old.st_mode & 07777 : 0666 & ~mask);
+    fchmod(fd, stat(target, &old) == 0 && S_ISREG(old.st_mode) ? old.st_mode & 0777 : 0666 & ~mask);
     out_f = fdopen(fd, "wb");
     if (!out_f)
         wp_die("%s: %s", path, strerror(errno));

@@ -428,6 +428,10 @@ info_field() { # FILE NAME FIELD(type|offset)
     chmod 750 "$T/p750.gguf"
     "$BIN/ggufpack" -o "$T/p750.gguf" "$T/s.wps"
     [ "$(stat -c %a "$T/p750.gguf")" = 750 ]
+    # but not setuid (a write by `>` clears it): 4755 becomes 755
+    chmod 4755 "$T/p750.gguf"
+    "$BIN/ggufpack" -o "$T/p750.gguf" "$T/s.wps"
+    [ "$(stat -c %a "$T/p750.gguf")" = 755 ]
     (umask 027 && "$BIN/ggufpack" -o "$T/new.gguf" "$T/s.wps")
     [ "$(stat -c %a "$T/new.gguf")" = 640 ]
 }
