@@ -298,6 +298,9 @@ int main(int argc, char **argv)
         kl_f = fopen(kl_path, "rb");
         if (!kl_f)
             die(kl_path, strerror(errno));
+        struct stat dst;
+        if (fstat(fileno(kl_f), &dst) == 0 && S_ISDIR(dst.st_mode))   /* (said "no _logits_ magic") */
+            die(kl_path, strerror(EISDIR));
         char magic[8];
         uint32_t c = 0;
         int32_t nvoc = 0, nch = 0;
@@ -506,8 +509,19 @@ int main(int argc, char **argv)
                     snprintf(msg, sizeof msg, "truncated (log-probabilities of chunk %d)", i + seq + 1);
                     die(kl_path, msg);
                 }
-                for (int r = 0; r < n_score; r++)
+                for (int r = 0; r < n_score; r++) {
+                    /* a row's header as row_quantize writes it: 0 <= scale <= 16/65535 and
+                       min_log_prob <= 0, finite (a forged NaN or 1e30 gave PPL -nan, exit 0) */
+                    float hdr[2];
+                    memcpy(hdr, rows + (size_t)r * nv, sizeof hdr);
+                    if (!(hdr[0] >= 0 && hdr[0] <= 1e-3f && hdr[1] <= 0 && isfinite(hdr[1]))) {
+                        char msg[160];
+                        snprintf(msg, sizeof msg, "row %d of chunk %d is corrupt (scale %g, min_log_prob %g)", r,
+                                 i + seq + 1, (double)hdr[0], (double)hdr[1]);
+                        die(kl_path, msg);
+                    }
                     row_kld(lg + (size_t)r * n_vocab, n_vocab, rows + (size_t)r * nv, next[r], &ks);
+                }
                 double lp, lpu, kl, klu;
                 mean_unc(ks.nll, ks.nll2, ks.count, &lp, &lpu);
                 mean_unc(ks.kld, ks.kld2, ks.count, &kl, &klu);

@@ -272,6 +272,17 @@ bad() {  # expected-substring args...
     cp "$BATS_FILE_TMPDIR/f32.logits" "$L/huge.logits"
     printf '\x00\x00\x10\x00' | dd of="$L/huge.logits" bs=1 seek=8 conv=notrunc status=none
     printf '\xff\x07\x00\x00' | dd of="$L/huge.logits" bs=1 seek=16 conv=notrunc status=none
+    # a row's scale forged to NaN, and its min_log_prob to 1e30 (PPL -nan or 8e27, exit 0);
+    # the rows start after the header (20 bytes) and the tokens (4 x 512 x 8)
+    for at in '0 \x00\x00\xc0\x7f' '4 \xca\xf2\x49\x71'; do
+        cp "$BATS_FILE_TMPDIR/f32.logits" "$L/row.logits"
+        printf "${at#* }" | dd of="$L/row.logits" bs=1 seek=$(( 20 + 4 * 512 * 8 + ${at%% *} )) conv=notrunc status=none
+        # (found as the chunk is scored, after ppl's progress lines: the last line says it)
+        run --separate-stderr "$PPL" --threads 1 --model "$M/stories260K-f32.gguf" --kl-base "$L/row.logits"
+        [ "$status" -eq 1 ]
+        [[ "${stderr##*$'\n'}" == "ppl: $L/row.logits: row 0 of chunk 1 is corrupt (scale "* ]]
+    done
+    bad "$L: Is a directory" --model "$M/stories260K-f32.gguf" --kl-base "$L"
     run --separate-stderr bash -c "ulimit -v 1000000; '$PPL' --threads 1 --model '$M/stories260K-f32.gguf' --kl-base '$L/huge.logits'"
     [ "$status" -eq 1 ]
     [[ "$stderr" == "ppl: $L/huge.logits: truncated: $(stat -c %s "$L/huge.logits") bytes, its header needs "* ]]
