@@ -104,6 +104,8 @@ int wp_rec_is_bundle(unsigned kind)
     return kind == WP_REC_CODED || kind == WP_REC_Z || kind == WP_REC_KVPACK || kind == WP_REC_REF;
 }
 
+int wp_rec_kind_known(unsigned kind) { return strcmp(wp_rec_kind_name(kind), "?") != 0; }
+
 const char *wp_rec_kind_name(unsigned kind)
 {
     switch (kind) {
@@ -480,7 +482,7 @@ static int read_header(wp_reader *rd, wp_record *r)
         return rfail(rd, "truncated stream: record '%s' at byte %" PRIu64 " claims %" PRIu64
                      " payload bytes, the file has %" PRIu64 " after its header", name, start, r->payload_len,
                      rd->left - rd->off);
-    if (!strcmp(wp_rec_kind_name(r->kind), "?"))   /* (a forged kind was passed on, then dropped) */
+    if (!wp_rec_kind_known(r->kind))   /* (a forged kind was passed on, then dropped) */
         return rfail(rd, "record '%s' at byte %" PRIu64 ": unknown record kind %u (corrupt, or from a newer wpack)",
                      name, start, (unsigned)r->kind);
     if (r->kind == WP_REC_GGUF && (r->payload_len || rd->n_gguf++))

@@ -120,6 +120,9 @@ void    wp_attr_del(wp_record *r, const char *key);
 
 /* Name of a record kind ("tensor", "kv" …) for listings; "?" if unknown. */
 const char *wp_rec_kind_name(unsigned kind);
+/* 1 for a kind of enum wp_rec_kind (the one list: wp_rec_kind_name's), 0 for
+ * any other; readers refuse a record of an unknown kind. */
+int wp_rec_kind_known(unsigned kind);
 /* 1 for the kinds of the coding pipeline and of bundles (hist, table, coded,
  * side, symbols, raw, zstd, kvpack, ref, rowmap): records a program that
  * reads GGUF-form streams (ggufpack, gptq) cannot act on; such a program
