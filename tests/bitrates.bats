@@ -19,49 +19,61 @@ load helpers
     printf '# model\tpoint\tb/w\nm\tQ8_0\t8.5878\nm\tQ4_0\t6.4734\n' > base.tsv
     printf 'm\tQ8_0\t8.5878\nm\tQ4_0\t6.0000\n' > fall.tsv
     run "$ROOT/pipelines/bitcheck" base.tsv fall.tsv
-    [ "$status" -eq 0 ] && [ "${lines[1]}" = "$(printf '# m\tQ4_0: 6.0000 b/w (baseline 6.4734)')" ]
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "$(printf '# m\tQ4_0: 6.0000 b/w (baseline 6.4734)')" ]
     printf 'm\tQ8_0\t8.6049\nm\tQ4_0\t6.4734\n' > within.tsv    # 8.6049 <= 8.5878 * 1.002 = 8.60498
     run "$ROOT/pipelines/bitcheck" base.tsv within.tsv
     [ "$status" -eq 0 ]
     printf 'm\tQ8_0\t8.6060\nm\tQ4_0\t6.4734\n' > rise.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv
-    [ "$status" -eq 1 ] && [ "$output" = "$(printf 'm\tQ8_0: 8.6060 b/w, more than 0.2 %% above the baseline 8.5878 (at most 8.6050)')" ]
+    [ "$status" -eq 1 ]
+    [ "$output" = "$(printf 'm\tQ8_0: 8.6060 b/w, more than 0.2 %% above the baseline 8.5878 (at most 8.6050)')" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv 0.01
     [ "$status" -eq 0 ]
     printf 'm\tQ8_0\t\nm\tQ4_0\t6.4734\n' > empty.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv empty.tsv
-    [ "$status" -eq 1 ] && [ "$output" = "$(printf 'm\tQ8_0: b/w "" is not a number')" ]
+    [ "$status" -eq 1 ]
+    [ "$output" = "$(printf 'm\tQ8_0: b/w "" is not a number')" ]
     printf 'm\tQ8_0\t8.5878\nm\tIQ4_XS\t4.1\n' > other.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv other.tsv
     [ "$status" -eq 1 ]
     [ "${lines[0]}" = "$(printf 'm\tIQ4_XS: 4.1 (not in base.tsv)')" ]
     [ "${lines[1]}" = "$(printf 'm\tQ4_0: not in other.tsv')" ]
     run "$ROOT/pipelines/bitcheck" base.tsv missing.tsv
-    [ "$status" -eq 2 ] && [ "$output" = "bitcheck: missing.tsv: not a readable file" ]
+    [ "$status" -eq 2 ]
+    [ "$output" = "bitcheck: missing.tsv: not a readable file" ]
     for t in 2% 5 1 1e-3 .5; do
         run "$ROOT/pipelines/bitcheck" base.tsv fall.tsv "$t"
-        [ "$status" -eq 2 ] && [ "$output" = "bitcheck: tolerance '$t': expected a fraction below 1 such as 0.002 (0.2 %)" ]
+        [ "$status" -eq 2 ]
+        [ "$output" = "bitcheck: tolerance '$t': expected a fraction below 1 such as 0.002 (0.2 %)" ]
     done
     # an empty baseline blamed NOW for every row, two empty files passed, a key twice in the
     # baseline was overwritten by the last (a new user's trial)
     : > empty.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" empty.tsv fall.tsv
-    [ "$status" -eq 1 ] && [ "${lines[0]}" = "$(printf 'm\tQ8_0: 8.5878 (not in empty.tsv)')" ] && [ "${lines[2]}" = "empty.tsv: no rows" ]
+    [ "$status" -eq 1 ]
+    [ "${lines[0]}" = "$(printf 'm\tQ8_0: 8.5878 (not in empty.tsv)')" ]
+    [ "${lines[2]}" = "empty.tsv: no rows" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" empty.tsv empty.tsv
-    [ "$status" -eq 1 ] && [ "$output" = "$(printf 'empty.tsv: no rows\nempty.tsv: no rows')" ]
+    [ "$status" -eq 1 ]
+    [ "$output" = "$(printf 'empty.tsv: no rows\nempty.tsv: no rows')" ]
     { cat base.tsv; printf 'm\tQ8_0\t99\n'; } > twice.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" twice.tsv fall.tsv
-    [ "$status" -eq 1 ] && [ "$output" = "$(printf 'twice.tsv:4: m\tQ8_0 appears twice')" ]
+    [ "$status" -eq 1 ]
+    [ "$output" = "$(printf 'twice.tsv:4: m\tQ8_0 appears twice')" ]
 }
 
 @test "bitrates: --help, a bad option or two OUTDIRs; without OUTDIR its temporary directory is removed" {
     # (--help ran `mkdir --help`; every run without OUTDIR left a 7.4 MB /tmp/tmp.*)
     run "$ROOT/pipelines/bitrates" --help
-    [ "$status" -eq 0 ] && [[ "${lines[0]}" == "pipelines/bitrates [OUTDIR] - the bit rates CI watches"* ]]
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "pipelines/bitrates [OUTDIR] - the bit rates CI watches"* ]]
     run --separate-stderr "$ROOT/pipelines/bitrates" -x
-    [ "$status" -eq 64 ] && [ "$stderr" = "bitrates: -x: unknown option (usage: pipelines/bitrates [OUTDIR])" ]
+    [ "$status" -eq 64 ]
+    [ "$stderr" = "bitrates: -x: unknown option (usage: pipelines/bitrates [OUTDIR])" ]
     run --separate-stderr "$ROOT/pipelines/bitrates" a b
-    [ "$status" -eq 64 ] && [ ! -e a ]
+    [ "$status" -eq 64 ]
+    [ ! -e a ]
     # a run that fails at once (no data) and leaves nothing in TMPDIR
     mkdir "$BATS_TEST_TMPDIR/tmp"
     run env TMPDIR="$BATS_TEST_TMPDIR/tmp" WPACK_DATA="$BATS_TEST_TMPDIR/nodata" "$ROOT/pipelines/bitrates"

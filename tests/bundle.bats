@@ -153,7 +153,8 @@ bundle() { # GGUF BUNDLE [histogram options]
     # a bundle of the GGUF)
     "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$T/q.bundle"
     run --separate-stderr "$BIN/verify" --tsv "$T/q.gguf" "$T/q.bundle"
-    [ "$status" -eq 0 ] && [ -z "$stderr" ]
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
     [ "${lines[0]}" = "$(printf 'matrix\ttype\tweights\tgguf_bpw\tbundle_bpw\tentropy_bpw\ttables_bpw\tpadding_bpw\tstored\tcheck')" ]
     [ "${#lines[@]}" -eq 50 ]   # header, 48 tensors, the file
     [ "$(printf '%s\n' "${lines[@]}" | awk -F'\t' 'NF != 10' | wc -l)" -eq 0 ]
@@ -168,7 +169,8 @@ bundle() { # GGUF BUNDLE [histogram options]
     grep -q '^GGUF 10.3580 b/w, bundle 8.5878 b/w' "$T/text"
     # -q: the header and the file's line
     run "$BIN/verify" -q --tsv "$T/q.gguf" "$T/q.bundle"
-    [ "${#lines[@]}" -eq 2 ] && [ "${lines[1]}" = "$(printf '*\tfile\t292800\t10.3580\t8.5878\t-\t0.0784\t0.0466\t-\tok')" ]
+    [ "${#lines[@]}" -eq 2 ]
+    [ "${lines[1]}" = "$(printf '*\tfile\t292800\t10.3580\t8.5878\t-\t0.0784\t0.0466\t-\tok')" ]
     # against the wrong GGUF: FAILED in the check column, exit 1, the reason on stderr
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --ftype Q4_0 --rtn --quiet | "$BIN/ggufpack" > "$T/q4.gguf"
     run --separate-stderr "$BIN/verify" -q --tsv "$T/q4.gguf" "$T/q.bundle"

@@ -101,10 +101,12 @@ fake_bins() {
 @test "lazyweights: a point of a type gptq lacks is refused before the Hessians (make model asks it too)" {
     out="$BATS_TEST_TMPDIR/o"
     run "$ROOT/pipelines/lazyweights" "$F32" Q4_X_g1_lam0_c1.25 "$out" "$CALIB"
-    [ "$status" -eq 2 ] && [ "$output" = "lazyweights: Q4_X_g1_lam0_c1.25: gptq has no --ftype Q4_X (gptq(1) lists the presets)" ]
+    [ "$status" -eq 2 ]
+    [ "$output" = "lazyweights: Q4_X_g1_lam0_c1.25: gptq has no --ftype Q4_X (gptq(1) lists the presets)" ]
     [ ! -e "$out" ]
     run "$ROOT/pipelines/lazyweights" --check Q4_K_M_g1_lam0_c1.25
-    [ "$status" -eq 0 ] && [ -z "$output" ]
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
 }
 
 @test "make model: a missing MODEL or TEXT, or a bad POINT, is one clear line and writes nothing" {
@@ -128,9 +130,11 @@ fake_bins() {
     [ "$status" -ne 0 ]
     [[ "$output" == *"*** POINT=Q4_X_g1_lam0_c1.25: gptq has no --ftype Q4_X (gptq(1) lists the presets).  Stop." ]]
     run make "${a[@]}" MODEL="$F32" POINT=
-    [ "$status" -ne 0 ] && [[ "$output" == *"*** POINT= names no operating point (such as Q4_K_M_g1_lam0_c1.25).  Stop." ]]
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"*** POINT= names no operating point (such as Q4_K_M_g1_lam0_c1.25).  Stop." ]]
     run make "${a[@]}" MODEL="$BATS_TEST_TMPDIR" TEXT=
-    [ "$status" -ne 0 ] && [[ "$output" == *"*** MODEL=$BATS_TEST_TMPDIR: is a directory.  Stop." ]]
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"*** MODEL=$BATS_TEST_TMPDIR: is a directory.  Stop." ]]
     [ ! -e "$out" ]
 }
 
@@ -231,11 +235,14 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
         [ ! -e "$out" ]
     done
     run "$ROOT/pipelines/lazyweights" "$q8" Q4_0_g0_lam0_c1 "$out" "$CALIB"
-    [ "$status" -eq 2 ] && [ "${#lines[@]}" -eq 1 ] && [[ $output == *"requantizing from type Q8_0 is disabled"* ]]
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ $output == *"requantizing from type Q8_0 is disabled"* ]]
     [ ! -e "$out" ]
     echo "not a model" > "$BATS_TEST_TMPDIR/m.txt"
     run make -C "$ROOT" --no-print-directory model MODEL="$BATS_TEST_TMPDIR/m.txt" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out"
-    [ "$status" -ne 0 ] && [ "${#lines[@]}" -eq 1 ]
+    [ "$status" -ne 0 ]
+    [ "${#lines[@]}" -eq 1 ]
     [[ $output == *"*** POINT=Q8_0_g0_lam0_c1: gptq: $BATS_TEST_TMPDIR/m.txt: not a GGUF file (bad magic).  Stop." ]]
     [ ! -e "$out" ]
 }
@@ -245,11 +252,13 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     # file made make say "make: unlink: ... Not a directory" (a new user's trial)
     out="$BATS_TEST_TMPDIR/n"
     run "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$BATS_TEST_TMPDIR/nosuch.txt"
-    [ "$status" -eq 2 ] && [ "$output" = "lazyweights: $BATS_TEST_TMPDIR/nosuch.txt: no such file" ]
+    [ "$status" -eq 2 ]
+    [ "$output" = "lazyweights: $BATS_TEST_TMPDIR/nosuch.txt: no such file" ]
     [ ! -e "$out" ]
     head -c 300 "$CALIB" > "$BATS_TEST_TMPDIR/tiny.txt"
     run "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$BATS_TEST_TMPDIR/tiny.txt"
-    [ "$status" -ne 0 ] && [[ $output == *"hessian: $BATS_TEST_TMPDIR/tiny.txt: tokenizes to only"* ]]
+    [ "$status" -ne 0 ]
+    [[ $output == *"hessian: $BATS_TEST_TMPDIR/tiny.txt: tokenizes to only"* ]]
     [ ! -e "$out" ] || { ls -A "$out"; false; }
     touch "$BATS_TEST_TMPDIR/file"
     run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$BATS_TEST_TMPDIR/file/sub"

@@ -390,14 +390,18 @@ open('z.gguf', 'wb').write(h + b'\0' * (-len(h) % 32))"
     cd "$T"
     # a type gptq lacks where the rows (256) keep it; stories260K's rows fall back to IQ4_NL
     run "$BIN/gptq" --check --ftype IQ3_S "$synth"
-    [ "$status" -eq 1 ] && [ "$output" = "gptq: $synth: tensor token_embd.weight: type IQ3_S is not supported by gptq" ]
+    [ "$status" -eq 1 ]
+    [ "$output" = "gptq: $synth: tensor token_embd.weight: type IQ3_S is not supported by gptq" ]
     run "$BIN/gptq" --check --ftype IQ3_S "$F32"
-    [ "$status" -eq 0 ] && [ -z "$output" ]
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
     # without a model: the preset's own type
     run "$BIN/gptq" --check --ftype TQ1_0
-    [ "$status" -eq 1 ] && [ "$output" = "gptq: --ftype TQ1_0: type TQ1_0 is not supported by gptq" ]
+    [ "$status" -eq 1 ]
+    [ "$output" = "gptq: --ftype TQ1_0: type TQ1_0 is not supported by gptq" ]
     run "$BIN/gptq" --check --type Q6_K --gamma --widen 1.25 --lambda 0.5
-    [ "$status" -eq 0 ] && [ -z "$output" ]
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
     run "$BIN/gptq" --check --ftype Q4_0 --widen 0.5
     one_line_error "^gptq: --widen: expected a number from 1 to 64, got '0.5'$"
     run "$BIN/gptq" --check --ftype NVFP4
@@ -417,7 +421,8 @@ open('z.gguf', 'wb').write(h + b'\0' * (-len(h) % 32))"
     run "$BIN/gptq" --check --ftype IQ3_S s.wps
     [ "$output" = "gptq: s.wps: tensor token_embd.weight: type IQ3_S is not supported by gptq" ]
     run "$BIN/gptq" --check --ftype Q4_K_M - < s.wps
-    [ "$status" -eq 0 ] && [ -z "$output" ]
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
     # a run refuses the same, before it quantizes or writes
     run "$BIN/gptq" --ftype IQ3_S -o out.wts s.wps
     one_line_error "^gptq: s.wps: tensor token_embd.weight: type IQ3_S is not supported by gptq$"

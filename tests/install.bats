@@ -43,7 +43,9 @@ C
         [ -x "$P/bin/$p" ] || { echo "missing $p"; false; }
         [ -f "$P/share/man/man1/$p.1" ] || { echo "missing $p.1"; false; }
     done
-    [ -f "$P/lib/libwpack.a" ] && [ -f "$P/include/wpack/stream.h" ] && [ -f "$P/share/man/man5/wpack-stream.5" ]
+    [ -f "$P/lib/libwpack.a" ]
+    [ -f "$P/include/wpack/stream.h" ]
+    [ -f "$P/share/man/man5/wpack-stream.5" ]
     grep -qx "prefix=$P" "$P/lib/pkgconfig/wpack.pc"
 }
 
@@ -52,7 +54,8 @@ C
     [ -f "$P/lib/wpack/libllama.v0.4.0.so" ] || skip "a pkg-config llama.cpp is used, not the pinned one"
     for p in hessian ppl; do
         run sh -c "ldd '$P/bin/$p' | grep -E 'libllama|libggml'"
-        [ "$status" -eq 0 ] && [ "${#lines[@]}" -ge 2 ]
+        [ "$status" -eq 0 ]
+        [ "${#lines[@]}" -ge 2 ]
         ! echo "$output" | grep -v "=> $P/bin/../lib/wpack/" || { echo "$output"; false; }
     done
     "$P/bin/ppl" --help | grep -q '^usage: ppl'

@@ -108,7 +108,8 @@ cpu_verify() {
     # --tol inf let --verify pass whatever the output (a breaker's find)
     for t in inf nan -1 0 x; do
         run "$BIN/wprun" --cpu --synth Q4_0:64x256 --tol "$t"
-        [ "$status" -eq 64 ] && [ "$output" = "wprun: --tol: expected a positive number, got '$t'" ]
+        [ "$status" -eq 64 ]
+        [ "$output" = "wprun: --tol: expected a positive number, got '$t'" ]
     done
     # F32 is ggml type 0: a single F32 spec makes one F32 matrix (it once made every type's first, Q4_0)
     run "$BIN/wprun" --cpu --verify --synth F32:70x301
@@ -454,7 +455,8 @@ cpu_verify() {
     run "$BIN/wprun" --cpu --tune --bundle "$T/bad.bundle" --match Q8_0.r65x4096 --tuning "$T/new.tun" --runs 1
     [ "$status" -eq 1 ]
     [[ "$output" == *"wprun: a check failed: the tuning file $T/new.tun is not written"* ]]
-    [ ! -e "$T/new.tun" ] && [ -z "$(ls "$T" | grep 'new.tun.tmp')" ]
+    [ ! -e "$T/new.tun" ]
+    [ -z "$(ls "$T" | grep 'new.tun.tmp')" ]
     # SIGINT partway: the old file as it was, no temporary file
     for sig in INT; do
         "$BIN/wprun" --cpu --tune --synth BF16:2048x4096 --batch 1,8 --tuning "$T/keep.tun" --runs 3 > /dev/null 2>&1 &

@@ -83,7 +83,8 @@ tensor_payloads() {
     [[ "$stderr" == "ggufpack: warning: 1 tensor name of 64 bytes or more ('www"*"', 300): llama.cpp refuses to load such a file" ]]
     # short names: no warning
     run --separate-stderr sh -c "'$BIN/ggufcat' '$MODELS/stories260K-f32.gguf' | '$BIN/ggufpack' > /dev/null"
-    [ "$status" -eq 0 ] && [ -z "$stderr" ]
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
 }
 
 @test "sd15 LoRA, lossless: bf16split | histogram | huffbuild | laneinterleave, unbundle --stream gives the stream back" {
@@ -278,7 +279,8 @@ bad() {
     mkst "$T/nl.safetensors" '{"a\nb":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},"c\td":{"dtype":"F16","shape":[2],"data_offsets":[4,8]}}' 8
     "$BIN/safetensorscat" "$T/nl.safetensors" > "$T/nl.wps"
     run "$BIN/tsinfo" "$T/nl.wps"
-    [ "$status" -eq 0 ] && [ "${#lines[@]}" -eq 4 ]
+    [ "$status" -eq 0 ]
+    [ "${#lines[@]}" -eq 4 ]
     [[ "${lines[1]}" == 'tensor   a\x0ab '*' F16 '* ]]
     [[ "${lines[2]}" == 'tensor   c\x09d '*' F16 '* ]]
     "$BIN/ggufpack" -o "$T/nl.gguf" "$T/nl.wps"

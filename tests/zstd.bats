@@ -72,7 +72,9 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
     n=$(stat -c %s "$B/d.bundle")
     head -c $((n - 5)) "$B/d.bundle" > "$B/cut.bundle"
     run "$BIN/unbundle" -o "$B/out.gguf" "$B/cut.bundle"
-    [ "$status" -eq 1 ] && [ "${#lines[@]}" -eq 1 ] && [[ "$output" == *"cut.bundle: truncated"* ]]
+    [ "$status" -eq 1 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ "$output" == *"cut.bundle: truncated"* ]]
     [ ! -e "$B/out.gguf" ]
     head -c $((n / 2)) "$B/d.bundle" > "$B/half.bundle"
     run "$BIN/tsinfo" "$B/half.bundle"
