@@ -219,7 +219,9 @@ setup() {
     done
     "$BIN/ggufcat" ours.gguf | "$BIN/tsinfo" > kv.txt
     grep -E '^kv +quantize.imatrix.file +string .* "imat.dat"$' kv.txt
-    grep -E '^kv +quantize.imatrix.dataset +string .*groups_merged.txt"$' kv.txt
+    # the dataset is the text's path as given (tsinfo cuts a long value short: its size, 8 + length,
+    # is checked; in a clean clone the path was longer and the value ended in "...")
+    grep -E "^kv +quantize.imatrix.dataset +string +- +$(( 8 + ${#DATA} + 23 )) +\"" kv.txt
     grep -E '^kv +quantize.imatrix.entries_count +u32 .* 14$' kv.txt  # 2 layers x 7
     grep -E '^kv +quantize.imatrix.chunks_count +u32 .* 2$' kv.txt
 }
