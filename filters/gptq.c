@@ -356,6 +356,25 @@ static void model_note(const wp_record *r)
     }
 }
 
+/* A planner for model md with the preset's options and the --tensor-type overrides
+ * (dies naming a bad preset or override). */
+static wp_ftype_plan *plan_new(const struct wp_ftype_model *md, int ftype, int pure, int strict,
+                               const char **overrides, int n_over)
+{
+    char err[1024];
+    struct wp_ftype_opts fo = wp_ftype_opts_default(ftype);
+    fo.pure = pure;
+    fo.strict = strict;
+    fo.has_imatrix = have_imat;
+    wp_ftype_plan *plan = wp_ftype_plan_new(md, &fo, err, sizeof err);
+    if (!plan)
+        wp_die("%s", err);
+    for (int i = 0; i < n_over; i++)
+        if (wp_ftype_plan_add_override(plan, overrides[i], err, sizeof err))
+            wp_die("--tensor-type %s: %s", overrides[i], err);
+    return plan;
+}
+
 /* llama-quantize's plan for the model noted (dies with its refusal: requantizing, a type
  * that needs an imatrix, ...); `in` names the input in messages. */
 static wp_ftype_plan *model_plan(int ftype, int pure, int strict, const char **overrides, int n_over,
@@ -374,16 +393,7 @@ static wp_ftype_plan *model_plan(int ftype, int pure, int strict, const char **o
         else if (!strcmp(k, "attention.head_count_kv")) md.n_head_kv = (uint32_t)kvs[i].v;
         else if (!strcmp(k, "expert_count")) md.n_expert = (uint32_t)kvs[i].v;
     }
-    struct wp_ftype_opts fo = wp_ftype_opts_default(ftype);
-    fo.pure = pure;
-    fo.strict = strict;
-    fo.has_imatrix = have_imat;
-    wp_ftype_plan *plan = wp_ftype_plan_new(&md, &fo, err, sizeof err);
-    if (!plan)
-        wp_die("%s", err);
-    for (int i = 0; i < n_over; i++)
-        if (wp_ftype_plan_add_override(plan, overrides[i], err, sizeof err))
-            wp_die("--tensor-type %s: %s", overrides[i], err);
+    wp_ftype_plan *plan = plan_new(&md, ftype, pure, strict, overrides, n_over);
     for (size_t i = 0; i < n_t; i++)
         if (wp_ftype_plan_add_tensor(plan, tl[i].name, tl[i].n_dims, tl[i].ne, (int)tl[i].type))
             wp_die("tensor %s: duplicate name or bad shape", tl[i].name);
@@ -440,16 +450,13 @@ static void check_model(const char *in, int ftype, int pure, int strict, const c
     /* a regular file that is no stream (plain or zstd-framed) is read as a GGUF file;
      * anything else (-, a pipe, <(ggufcat m.gguf)) goes to the stream reader whole
      * (the magic was read off a pipe and lost, and a zstd'd stream read as GGUF) */
-    uint8_t head[8] = {0};
     struct stat st;
     int as_gguf = 0;
-    if (strcmp(in, "-") && stat(in, &st) == 0 && S_ISREG(st.st_mode)) {
-        FILE *f = fopen(in, "rb");
-        size_t got = f ? fread(head, 1, sizeof head, f) : 0;
-        if (f)
-            fclose(f);
-        static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
-        as_gguf = !(got == 8 && !memcmp(head, WP_STREAM_MAGIC, 8)) && !(got >= 4 && !memcmp(head, zstd_magic, 4));
+    FILE *f = strcmp(in, "-") && stat(in, &st) == 0 && S_ISREG(st.st_mode) ? fopen(in, "rb") : NULL;
+    if (f) {
+        char head[8];
+        as_gguf = !(fread(head, 1, 8, f) == 8 && !memcmp(head, WP_STREAM_MAGIC, 8)) && !wp_zframe_is(f);
+        fclose(f);
     }
     if (as_gguf) {
         /* not a stream: a GGUF file, or a one-line reason it is none */
@@ -568,15 +575,8 @@ int main(int argc, char **argv)
         wp_die("--check writes nothing (no -o)");
     {
         /* the preset itself (NVFP4 has no type) and the overrides, before any input is read */
-        struct wp_ftype_model none = {"", 0, 0, 0, 0, -1};
-        struct wp_ftype_opts fo = wp_ftype_opts_default(ftype);
-        wp_ftype_plan *p = wp_ftype_plan_new(&none, &fo, err, sizeof err);
-        if (!p)
-            wp_die("%s", err);
-        for (int i = 0; i < n_over; i++)
-            if (wp_ftype_plan_add_override(p, overrides[i], err, sizeof err))
-                wp_die("--tensor-type %s: %s", overrides[i], err);
-        wp_ftype_plan_free(p);
+        const struct wp_ftype_model none = {"", 0, 0, 0, 0, -1};
+        wp_ftype_plan_free(plan_new(&none, ftype, pure, strict, overrides, n_over));
     }
     if (!hess_path && go.act_order && damp_given)
         fprintf(stderr, "gptq: warning: --act-order and --damp act on GPTQ's Hessians: without --hessian (RTN) "
