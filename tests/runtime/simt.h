@@ -13,7 +13,7 @@
  *   - threadIdx, blockIdx (thread_local), blockDim, gridDim;
  *   - __syncthreads (a std::barrier over the block's threads), warp
  *     collectives (__syncwarp, __ballot_sync, __reduce_max_sync,
- *     __shfl_xor_sync: a std::barrier over the warp's 32 threads, values
+ *     __shfl_xor_sync, __shfl_up_sync: a std::barrier over the warp's 32 threads, values
  *     through per-warp slots, double-buffered by phase so one barrier a
  *     collective suffices); a thread that returns drops out of both
  *     barriers, as an exited CUDA thread does;
@@ -278,6 +278,22 @@ inline T shfl_xor(int line, unsigned mask, T x, int lanemask)
     return y;
 }
 
+/* __shfl_up_sync: lane k gets lane k - delta's value, lanes below delta their own (CUDA's
+   width 32). */
+template <typename T>
+inline T shfl_up(int line, unsigned mask, T x, unsigned delta)
+{
+    static_assert(sizeof(T) == 4, "32-bit shuffles only");
+    uint32_t u, v[32];
+    memcpy(&u, &x, 4);
+    warp_xchg(K_SHFL, line, mask, u, v);
+    const unsigned k = threadIdx.x % 32;
+    const uint32_t r = k >= delta ? v[k - delta] : u;
+    T y;
+    memcpy(&y, &r, 4);
+    return y;
+}
+
 /* The workers: thread t of every block runs on worker t (a std::thread of
  * its own, kept from block to block: creating 128 threads a block costs
  * more than most blocks' work). */
@@ -500,6 +516,7 @@ void run_kernel(dim3 grid, dim3 block, size_t dyn_bytes, F &&f)
 #define __ballot_sync(mask, pred) simt::ballot(__LINE__, (mask), (pred))
 #define __reduce_max_sync(mask, v) simt::reduce_max(__LINE__, (mask), (v))
 #define __shfl_xor_sync(mask, v, o) simt::shfl_xor(__LINE__, (mask), (v), (o))
+#define __shfl_up_sync(mask, v, d) simt::shfl_up(__LINE__, (mask), (v), (d))
 static inline unsigned simt_mask_or_all() { return 0xffffffffu; }
 static inline unsigned simt_mask_or_all(unsigned m) { return m; }
 
