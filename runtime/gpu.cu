@@ -44,6 +44,7 @@ struct wr_gpu {
     char name[320];
     double hbm;
     int sms;                /* streaming multiprocessors */
+    size_t smem_optin;      /* shared memory a block may have (opt-in), bytes */
     cudaStream_t side;      /* the split pipelines' decode stream */
     cudaEvent_t ev0, ev[SPLIT_BANDS];   /* split: start, band b decoded */
 };
@@ -57,6 +58,11 @@ struct wr_dmat {
     uint8_t *fixed;         /* original fixed-width data (twin / cuBLAS baseline) */
     uint8_t *dec;           /* decoded data of the "full" pipeline */
     uint32_t *lut;          /* 2^L decode table (wr_lut_build) */
+    uint32_t *plut;         /* WR_Q: its pair table (plut_host), pipeline "private" */
+    int smem_ok;            /* WR_Q: a block of "private" with one warp fits the device */
+    int pw[4];              /* "private" at batch 1, 2, 4, 8: warps a block (0: not planned yet), */
+    unsigned pgrid[4];      /*   blocks, */
+    size_t psm[4];          /*   dynamic shared memory (private_launch) */
     uint8_t *idx;           /* palette pipeline: 4-bit indices transcoded at load */
     uint8_t *idx_tc;        /* transcode pipeline: indices transcoded at run time */
     int *err;
@@ -92,6 +98,7 @@ extern "C" wr_gpu *wr_gpu_open(char *err, size_t errlen)
     cudaDeviceGetAttribute(&bus, cudaDevAttrGlobalMemoryBusWidth, 0);
     g->hbm = 2.0 * clk * 1e3 * (bus / 8.0) / 1e9;
     g->sms = p.multiProcessorCount > 0 ? p.multiProcessorCount : 1;
+    g->smem_optin = p.sharedMemPerBlockOptin;
     bool evs = cudaStreamCreateWithFlags(&g->side, cudaStreamNonBlocking) == cudaSuccess &&
                cudaEventCreateWithFlags(&g->ev0, cudaEventDisableTiming) == cudaSuccess;
     for (int i = 0; evs && i < SPLIT_BANDS; i++)
@@ -220,6 +227,14 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
         if (dalloc(d, &p, 4 * lut.size(), lut.data(), err, errlen))
             goto fail;
         d->lut = (uint32_t *)p;
+        if (m->kind == WR_Q) {
+            const std::vector<uint32_t> pairs = plut_host(lut.data(), M.L);
+            if (dalloc(d, &p, 4 * pairs.size(), pairs.data(), err, errlen))
+                goto fail;
+            d->plut = (uint32_t *)p;
+            /* 12 KiB: more than the static shared memory of any k_fused_private (kv16) */
+            d->smem_ok = private_block_warps(M, 8, g->smem_optin, 12u << 10) > 0;
+        }
     }
     if (m->kind == WR_EXP) {
         const struct wp_bf16_split &s = m->s;
@@ -333,6 +348,56 @@ static void fused_b(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 #undef FQ
     }
 }
+/* Pipeline "private" at batch B (1, 2, 4, 8): k_fused_private on a
+ * persistent grid, min(the tiles' blocks, SMs x the blocks a SM holds), of
+ * private_block_warps warps. Planned once per matrix and batch (d->pw,
+ * d->psm, d->pgrid): the attribute and occupancy queries would otherwise
+ * sit between the timing events. The kernel's dynamic shared memory limit
+ * is set to all the device allows, so a later matrix never lowers it under
+ * an earlier one's launches (a captured graph's, say). */
+template <int TYPE, int B>
+static void private_launch(wr_gpu *g, wr_dmat *d, const float *x, float *y)
+{
+    constexpr int bi = B == 1 ? 0 : B == 2 ? 1 : B == 4 ? 2 : 3;
+    const DevMat &M = d->M;
+    if (!M.ntiles)
+        return;
+    if (!d->pw[bi]) {
+        cudaFuncAttributes a;
+        size_t st = 12u << 10;
+        if (cudaFuncGetAttributes(&a, k_fused_private<TYPE, B>) == cudaSuccess)
+            st = a.sharedSizeBytes;
+        else
+            cudaGetLastError();
+        const int w = std::max(1, private_block_warps(M, B, g->smem_optin, st));
+        const size_t sm = private_smem_bytes(M, B, w);
+        if (g->smem_optin > st)
+            cudaFuncSetAttribute(k_fused_private<TYPE, B>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)(g->smem_optin - st));
+        int nb = 0;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_fused_private<TYPE, B>, 32 * w, sm) != cudaSuccess ||
+            nb < 1) {
+            cudaGetLastError();
+            nb = 1;
+        }
+        const unsigned long long blocks = (M.ntiles + (unsigned long long)w - 1) / (unsigned long long)w;
+        d->psm[bi] = sm;
+        d->pgrid[bi] = (unsigned)std::min<unsigned long long>(blocks, (unsigned long long)g->sms * (unsigned)nb);
+        d->pw[bi] = w;
+    }
+    k_fused_private<TYPE, B><<<d->pgrid[bi], 32 * d->pw[bi], d->psm[bi], g->st>>>(M, d->plut, x, y);
+}
+
+template <int B>
+static void fused_p(wr_gpu *g, wr_dmat *d, const float *x, float *y)
+{
+    switch (d->M.type) {
+#define FP(t) case t: private_launch<t, B>(g, d, x, y); break;
+        FOR_TYPES(FP)
+#undef FP
+    }
+}
+
 template <int B> static void fused_g(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, 0>(g, d, x, y); }
 template <int B> static void fused_s(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, 1>(g, d, x, y); }
 template <int B> static void fused_r(wr_gpu *g, wr_dmat *d, const float *x, float *y) { fused_b<B, 2>(g, d, x, y); }
@@ -555,6 +620,7 @@ extern "C" int wr_gpu_has_pipe(const wr_dmat *d, int pipe)
     switch (pipe) {
     case WR_PIPE_FUSED: case WR_PIPE_FULL: case WR_PIPE_STAGED: return 1;
     case WR_PIPE_RING: return d->m->kind == WR_Q;
+    case WR_PIPE_PRIVATE: return d->m->kind == WR_Q && d->smem_ok;
     case WR_PIPE_RECON: case WR_PIPE_SPLIT2: case WR_PIPE_SPLIT4: case WR_PIPE_SPLIT8:
         return d->m->kind == WR_EXP && d->m->type == WP_BF16;
     case WR_PIPE_TWIN: return d->fixed != NULL;
@@ -573,12 +639,14 @@ static int launch(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int batch, fl
         snprintf(err, errlen, "%s: the pipeline does not apply to this matrix", d->m->name);
         return -1;
     }
-    if (pipe == WR_PIPE_FUSED || pipe == WR_PIPE_STAGED || pipe == WR_PIPE_RING) {
+    if (pipe == WR_PIPE_FUSED || pipe == WR_PIPE_STAGED || pipe == WR_PIPE_RING || pipe == WR_PIPE_PRIVATE) {
         CK(cudaMemsetAsync(y, 0, sizeof(float) * (size_t)batch * (size_t)M.rows, g->st));
         if (pipe == WR_PIPE_FUSED) {
             CHUNKED(fused_g, batch, x, y, )
         } else if (pipe == WR_PIPE_STAGED) {
             CHUNKED(fused_s, batch, x, y, )
+        } else if (pipe == WR_PIPE_PRIVATE) {
+            CHUNKED(fused_p, batch, x, y, )
         } else {
             CHUNKED(fused_r, batch, x, y, )
         }

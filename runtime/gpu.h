@@ -47,7 +47,11 @@ enum {
     WR_PIPE_RING = 10,     /* WR_Q: FUSED with each lane's next words copied ahead into a
                           ring of RING_WORDS words a lane in shared memory (cp.async, one
                           sub-block ahead, 4 KiB a warp), overlapping the loads with decode */
-    WR_PIPE_COUNT = 11
+    WR_PIPE_PRIVATE = 11,  /* WR_Q: FUSED through a lane-private decode table (lane k reads
+                          bank k of shared memory only: one wavefront a lookup, against
+                          3.56 for the shared table; 128 KiB at L = 11), blocks of up to
+                          32 warps so that one table serves 32 tiles */
+    WR_PIPE_COUNT = 12
 };
 
 /* Number of CUDA devices; 0 when there is none or no driver. */
@@ -70,7 +74,8 @@ wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *fixed, char
 void     wr_gpu_free(wr_dmat *d);
 
 /* 1 if pipeline pipe runs on this matrix: FUSED, STAGED and FULL always,
- * RING for ggml-block (WR_Q) matrices, RECON and SPLIT* for exponent-coded (BF16) matrices, TWIN when
+ * RING for ggml-block (WR_Q) matrices, PRIVATE for those when one warp's block fits the
+ * device's shared memory, RECON and SPLIT* for exponent-coded (BF16) matrices, TWIN when
  * fixed data was uploaded, TRANSCODE and PALETTE for palette-pair BF16. */
 int wr_gpu_has_pipe(const wr_dmat *d, int pipe);
 

@@ -7,8 +7,8 @@
 # minutes on an H200 with the kit. GPUCHECK_MEMCHECK=1 adds a
 # compute-sanitizer memcheck run, GPUCHECK_PROFILE=1 Nsight Compute on one
 # launch of each kernel (clocks left alone), the stall reasons of the
-# fused and twin GEMVs and the fused GEMV's L1 traffic a tile (in the
-# summary).
+# fused, private and twin GEMVs and the fused and private GEMVs' L1
+# traffic a tile (in the summary).
 #
 # With a kit packed by runtime/gpukit.sh (.gpukit, or WPACK_KIT) it uses
 # that prebuilt wprun and its bundles: the way to run it on a lent machine
@@ -198,7 +198,8 @@ fi
 
 # ---- 6b. GPUCHECK_PROFILE=1: Nsight Compute on one launch of each kernel (clocks left alone)
 if [ "${GPUCHECK_PROFILE:-0}" = 1 ] && command -v ncu > /dev/null; then
-    for k in k_fused_q:Q4_K k_twin:Q4_K k_fused_exp:BF16 k_palette:BF16 k_transcode:BF16 k_recon:BF16; do
+    for k in k_fused_q:Q4_K k_fused_private:Q4_K k_twin:Q4_K k_fused_exp:BF16 k_palette:BF16 k_transcode:BF16 \
+        k_recon:BF16; do
         [ "$(elapsed)" -lt 470 ] || { note "SKIP ncu from ${k%%:*} on: $(elapsed)s spent"; break; }
         timeout 60 ncu --clock-control none --section SpeedOfLight --section Occupancy --section LaunchStats \
             --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis_Tables \
@@ -210,7 +211,7 @@ if [ "${GPUCHECK_PROFILE:-0}" = 1 ] && command -v ncu > /dev/null; then
     done
     # why the GEMV warps wait: the stall reasons, in warps per issue cycle (they sum to the
     # warp cycles per issued instruction), largest five, coded against the twin
-    for k in k_fused_q:Q4_K k_twin:Q4_K k_fused_q:Q8_0; do
+    for k in k_fused_q:Q4_K k_fused_private:Q4_K k_twin:Q4_K k_fused_q:Q8_0; do
         [ "$(elapsed)" -lt 470 ] || { note "SKIP stalls from ${k%%:*} ${k#*:} on: $(elapsed)s spent"; break; }
         f="$O/stall-${k%%:*}-${k#*:}.log"
         timeout 60 ncu --clock-control none \
@@ -222,15 +223,17 @@ if [ "${GPUCHECK_PROFILE:-0}" = 1 ] && command -v ncu > /dev/null; then
     done
     # the fused GEMV's L1 traffic a 64x256 tile (3,584 tiles), beside test_runtime_emu's traffic
     # lines (side bytes, lane words, table lookups): global load requests and sectors, shared
-    # wavefronts and their bank conflicts, local load requests (side_row's copy)
-    for t in Q4_K Q6_K Q8_0; do
-        [ "$(elapsed)" -lt 470 ] || { note "SKIP L1 from $t on: $(elapsed)s spent"; break; }
-        f="$O/l1-$t.log"
+    # wavefronts and their bank conflicts, local load requests (side_row's copy); and private's
+    for kt in k_fused_q:fused:Q4_K k_fused_private:private:Q4_K k_fused_q:fused:Q6_K k_fused_q:fused:Q8_0; do
+        k=${kt%%:*} p=${kt#*:} t=${kt##*:}
+        p=${p%%:*}
+        [ "$(elapsed)" -lt 470 ] || { note "SKIP L1 from $k $t on: $(elapsed)s spent"; break; }
+        f="$O/l1-$p-$t.log"
         timeout 60 ncu --clock-control none --metrics l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,\
 l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,\
 l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum \
-            -k regex:k_fused_q -c 1 "$W" --verify --pipeline fused --synth "$t":4096x14336 --batch 1 > "$f" 2>&1
-        note "L1 k_fused_q $t, a tile: $(awk '/l1tex__/ { v = $NF; gsub(",", "", v); sub(/^l1tex__/, "", $1);
+            -k "regex:$k" -c 1 "$W" --verify --pipeline "$p" --synth "$t":4096x14336 --batch 1 > "$f" 2>&1
+        note "L1 $k $t, a tile: $(awk '/l1tex__/ { v = $NF; gsub(",", "", v); sub(/^l1tex__/, "", $1);
             printf "%s %.1f; ", $1, v / 3584 }' "$f")"
     done
 fi
@@ -241,11 +244,11 @@ echo "== wprun on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/nul
 grep -E '^device ' "$O/big.log" 2>/dev/null | head -n 1
 if [ -f "$O/big.log" ]; then
     sed -n '/^matrix /,$p' "$O/big.log" | grep -vE '^wprun:' | awk '
-        NR == 1 { printf "%-7s %5s %9s %9s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s\n", "type", "batch", "fused_us",
-                  "staged_us", "ring_us", "twin_us", "full_us", "tcode_us", "pal_us", "recon_us", "split_us", "fus/twin",
-                  "best/tw", "Gw/s", "HBM_Gw/s"; next }
-        NF >= 16 { printf "%-7s %5s %9s %9s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s\n", $2, $3, $4, $5, $6, $7, $8,
-                   $9, $10, $11, $12, $13, $14, $15, $16 }'
+        NR == 1 { printf "%-7s %5s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s\n", "type", "batch",
+                  "fused_us", "staged_us", "ring_us", "priv_us", "twin_us", "full_us", "tcode_us", "pal_us", "recon_us",
+                  "split_us", "fus/twin", "best/tw", "Gw/s", "HBM_Gw/s"; next }
+        NF >= 17 { printf "%-7s %5s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s\n", $2, $3, $4, $5, $6, $7,
+                   $8, $9, $10, $11, $12, $13, $14, $15, $16, $17 }'
     grep -E '^graph ' "$O/big.log"
 fi
 [ -f "$O/auto.log" ] && grep -E '^graph ' "$O/auto.log"   # the BF16 bundle's pass through the tuner's choices
@@ -255,7 +258,7 @@ done
 [ -f "$O/tune-big.log" ] && sed -n '/^matrix /,$p' "$O/tune-big.log" | grep -vE '^wprun:'
 [ -f "$O/tune-big.log" ] && grep -E '^tune ' "$O/tune-big.log"
 echo "goals: fused/twin <= 0.90 (coded types, batch 1); BF16 fused(exp)/cuBLAS <= 1.10 (best/tw: the fastest"
-echo "coded pipeline, staged and ring included, against the twin or cuBLAS)"
+echo "coded pipeline, staged, ring and private included, against the twin or cuBLAS)"
 cat "$summary"
 echo "gpucheck: $([ $status -eq 0 ] && echo PASS || echo FAIL) in $(elapsed)s"
 exit $status

@@ -43,7 +43,11 @@
  *                   (the "full" and "split" pipelines for BF16)
  *   k_fused_q<T,B,ST>   fused decode + GEMV, batch B in {1,2,4,8}, type T a
  *                   template argument: codes looked up as values, weights only
- *                   in registers; ST: lane words staged in shared memory
+ *                   in registers; ST: lane words staged in shared memory (1)
+ *                   or a ring (2)
+ *   k_fused_private<T,B>  the same through a lane-private copy of the table,
+ *                   lane k reading bank k only (pipeline "private",
+ *                   wr_bits_take_private), persistent blocks of up to 32 warps
  *   k_fused_exp<B,PAL,ST>  exponent-only decode, BF16/F16/F32 rebuilt in
  *                   registers, GEMV
  *   k_transcode     lanes -> 4-bit palette indices in global memory
@@ -147,6 +151,51 @@ struct Groups {
     uint32_t mask[MAX_DEPTH];
     uint32_t start[MAX_DEPTH];
 };
+
+/* Pipeline "private" (k_fused_private): the lane-private decode table
+ * (wr_dev.h's wr_bits_take_private, 2^L x 64 bytes) and, per warp, its
+ * Groups, x slice and sub-block sums, in dynamic shared memory; at most
+ * private_warps(B) warps a block (registers: 64 a thread at 1024
+ * threads), fewer where the device's shared memory per block is smaller
+ * (private_block_warps). */
+__host__ __device__ constexpr int private_warps(int B) { return B <= 2 ? 32 : 16; }
+
+__host__ __device__ inline size_t private_lut_bytes(int L) { return (size_t)64 << L; }
+
+/* A warp's part: Groups, xs[B][256], xsum[B][16]. */
+__host__ __device__ inline size_t private_warp_bytes(int B) { return sizeof(Groups) + (size_t)B * (256 + 16) * 4; }
+
+static inline size_t private_smem_bytes(const DevMat &M, int B, int warps)
+{
+    return private_lut_bytes(M.L) + (size_t)warps * private_warp_bytes(B);
+}
+
+/* Warps a block of k_fused_private at batch B on a device allowing
+ * smem_optin bytes of shared memory a block, static_bytes of them the
+ * kernel's own: private_warps(B), no more than the matrix's tiles, halved
+ * while the block does not fit; 0 when not even one warp fits. H200/H100
+ * (227 KiB) at L = 11: 32 warps at batch 1 (222 KiB), 16 at 2 and 4, 8 at 8;
+ * A100/Orin (163 KiB): 8 at batch 1 and 2, 4 at 4, 2 at 8 (each warp's
+ * Groups, 1,920 bytes, is sized for the deepest lane, not the matrix's). */
+static inline int private_block_warps(const DevMat &M, int B, size_t smem_optin, size_t static_bytes)
+{
+    int w = private_warps(B);
+    if ((unsigned long long)w > M.ntiles)
+        w = M.ntiles ? (int)M.ntiles : 1;
+    while (w > 1 && private_smem_bytes(M, B, w) + static_bytes > smem_optin)
+        w /= 2;
+    return private_smem_bytes(M, B, w) + static_bytes <= smem_optin ? w : 0;
+}
+
+/* The pair table of the lane-private table (wr_plut_pair: 2^(L-1) words,
+ * row r's value for all 32 lanes) from a matrix's 2^L-entry table. */
+static inline std::vector<uint32_t> plut_host(const uint32_t *lut, int L)
+{
+    std::vector<uint32_t> v((size_t)1 << (L - 1));
+    for (size_t r = 0; r < v.size(); r++)
+        v[r] = wr_plut_pair(lut[2 * r], lut[2 * r + 1]);
+    return v;
+}
 
 /* A thread's lane: its W words read from global memory (the ragged
  * interleave, through the warp's Groups, PD = 2 or 4 words ahead), or, staged
@@ -511,6 +560,31 @@ __device__ __forceinline__ uint32_t lane_at(Lane &L, int i, const uint32_t *lut,
     return i % 2 == 0 ? lane_next<ST, PD>(L, lut, Lb, bad) : lane_take(L, lut, Lb, bad);
 }
 
+/* lane_at through the lane-private table plut (pipeline "private"): lane k
+ * reads bank k only (wr_bits_take_private). */
+template <int ST, int PD = 2>
+__device__ __forceinline__ uint32_t lane_at_private(Lane &L, int i, const uint32_t *plut, unsigned k, int Lb,
+                                                    unsigned &bad)
+{
+    if (i % 2 == 0)
+        lane_fill<ST, PD>(L);
+    const uint32_t e = wr_bits_take_private(&L.b, plut, k, Lb);
+    bad |= e & WR_LUT_BAD;
+    return e;
+}
+
+/* Stage the lane-private table into shared memory, block-wide: row r of
+ * the pair table src (2^(L-1) words, plut_host) to words r * 32 .. r * 32
+ * + 31, as 16-byte stores. */
+__device__ __forceinline__ void load_plut(uint32_t *dst, const uint32_t *__restrict__ src, int Lb)
+{
+    const unsigned n4 = 8u << (Lb - 1);   /* 8 stores a row of 32 words */
+    for (unsigned i = threadIdx.x; i < n4; i += blockDim.x) {
+        const uint32_t w = __ldg(src + i / 8);
+        reinterpret_cast<uint4 *>(dst)[i] = make_uint4(w, w, w, w);
+    }
+}
+
 /* Stage the lookup table (2^L words) into shared memory, block-wide. */
 __device__ __forceinline__ void load_lut(uint32_t *dst, const uint32_t *__restrict__ src, int Lb)
 {
@@ -783,46 +857,21 @@ __device__ __forceinline__ void side_row(uint32_t (&out)[8], const uint8_t *sp, 
     }
 }
 
-template <int TYPE, int B, int ST>
-__global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(DevMat M, const uint32_t *__restrict__ glut,
-                                                              const float *__restrict__ x, float *__restrict__ y)
+/* One tile of the fused GEMV for this thread's lane L (opened by
+ * lane_open): rows 2k, 2k+1 of tile tg (first weight column c0w, nw weights
+ * a row) against the column's x slice xs and its sub-block sums xsum, codes
+ * decoded through `table` (PT: the lane-private table, wr_bits_take_private;
+ * else the shared 2^L table), sums added to y (finish_gemv). The body of
+ * k_fused_q and k_fused_private. */
+template <int TYPE, int B, int ST, int PD, bool PT>
+__device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const TileGeo &tg, unsigned k, long long c0w,
+                                             int nw, const float (*xs)[256], const float (*xsum)[16],
+                                             const uint32_t *table, const float *kv16, unsigned bad,
+                                             float *__restrict__ y)
 {
     constexpr int WPS = dev_wps(TYPE);
-    /* words of a global lane loaded ahead: 4 at batch 1-2 (a refill's load then has about 18
-       Q4_K codes of decode to arrive, 9 at 2), 2 at batch 4-8 (4 spilled there, ptxas sm_90a)
-       and for staged lanes (shared memory) */
-    constexpr int PD = ST == 0 && B <= 2 ? 4 : 2;
     const wr_geom G = wr_geom_of(TYPE);
-    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
-    __shared__ float kv16[16];   /* the non-linear types' code values (code_val) */
-    __shared__ Groups g[ST == 1 ? 1 : FUSED_WARPS];
-    WR_DYN_SMEM(uint32_t, staged);   /* ST 1: FUSED_WARPS x 32 x M.dmax lane words; 2: x RING_WORDS */
-    __shared__ float xs[B][256];
-    __shared__ float xsum[B][16];
-    const TilePos P = tile_pos(M);
-    const unsigned k = P.k;
-    const long long c0w = P.c0w;
-    const int nw = P.nw;
-    load_lut(lut, glut, M.L);
-    if (threadIdx.x < 16)
-        kv16[threadIdx.x] = wr_kv((int)threadIdx.x);
     const float moff = 8388608.0f + (float)M.qoff;
-    stage_x<B>(xs, M, x, P);
-    __syncthreads();
-    for (int i = threadIdx.x; i < B * 16; i += blockDim.x) {
-        int b = i / 16, sb = i % 16;
-        float a = 0.0f;
-        if (sb < 256 / G.sub_n)
-            for (int j = 0; j < G.sub_n; j++)
-                a += xs[b][sb * G.sub_n + j];
-        xsum[b][sb] = a;
-    }
-    __syncthreads();
-    TileGeo tg;
-    unsigned bad = 0;
-    Lane L;
-    if (!tile_open<ST, PD>(M, P, g, staged, tg, L, bad))
-        return;
     float acc[2][B] = {};
     const unsigned long long bpr = (unsigned long long)(M.cols / G.n);
     const int nsub = nw / G.sub_n;
@@ -853,7 +902,8 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
                 dot[b] = 0.0f;
 #pragma unroll
             for (int i = 0; i < G.sub_n / WPS; i++) {
-                const uint32_t e = lane_at<ST, PD>(L, i, lut, M.L, bad);
+                const uint32_t e = PT ? lane_at_private<ST, PD>(L, i, table, k, M.L, bad)
+                                      : lane_at<ST, PD>(L, i, table, M.L, bad);
 #pragma unroll
                 for (int u = 0; u < WPS; u++) {
                     const float c = code_val<TYPE>(e, u, moff, kv16);
@@ -869,8 +919,125 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
         }
     }
     if (ST == 2)
-        __pipeline_wait_prior(0);   /* no copy in flight when the block ends */
+        __pipeline_wait_prior(0);   /* no copy in flight when the tile ends */
     finish_gemv<B>(M, tg, k, L, acc, bad, y);
+}
+
+template <int TYPE, int B, int ST>
+__global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(DevMat M, const uint32_t *__restrict__ glut,
+                                                              const float *__restrict__ x, float *__restrict__ y)
+{
+    /* words of a global lane loaded ahead: 4 at batch 1-2 (a refill's load then has about 18
+       Q4_K codes of decode to arrive, 9 at 2), 2 at batch 4-8 (4 spilled there, ptxas sm_90a)
+       and for staged lanes (shared memory) */
+    constexpr int PD = ST == 0 && B <= 2 ? 4 : 2;
+    const wr_geom G = wr_geom_of(TYPE);
+    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ float kv16[16];   /* the non-linear types' code values (code_val) */
+    __shared__ Groups g[ST == 1 ? 1 : FUSED_WARPS];
+    WR_DYN_SMEM(uint32_t, staged);   /* ST 1: FUSED_WARPS x 32 x M.dmax lane words; 2: x RING_WORDS */
+    __shared__ float xs[B][256];
+    __shared__ float xsum[B][16];
+    const TilePos P = tile_pos(M);
+    load_lut(lut, glut, M.L);
+    if (threadIdx.x < 16)
+        kv16[threadIdx.x] = wr_kv((int)threadIdx.x);
+    stage_x<B>(xs, M, x, P);
+    __syncthreads();
+    for (int i = threadIdx.x; i < B * 16; i += blockDim.x) {
+        int b = i / 16, sb = i % 16;
+        float a = 0.0f;
+        if (sb < 256 / G.sub_n)
+            for (int j = 0; j < G.sub_n; j++)
+                a += xs[b][sb * G.sub_n + j];
+        xsum[b][sb] = a;
+    }
+    __syncthreads();
+    TileGeo tg;
+    unsigned bad = 0;
+    Lane L;
+    if (!tile_open<ST, PD>(M, P, g, staged, tg, L, bad))
+        return;
+    fused_q_tile<TYPE, B, ST, PD, false>(M, L, tg, P.k, P.c0w, P.nw, xs, xsum, lut, kv16, bad, y);
+}
+
+/* Stage tile column c0w's slice of the B input vectors in this warp's xs
+ * (zeros past the row end, nw weights), and its sub-block sums (sub_n 16
+ * or 32 weights) in xsum, added in k_fused_q's order (weight 0, 1, ...
+ * from 0.0f) so the two pipelines' sums are equal bit for bit: lane k
+ * holds weights 8k .. 8k + 7 and goes on from the sum of the lane before
+ * it (a shuffle a step, sub_n / 8 steps). Warp-collective; the caller
+ * syncs the warp before and after. */
+template <int B>
+__device__ __forceinline__ void stage_x_warp(float (*xs)[256], float (*xsum)[16], const DevMat &M,
+                                             const float *__restrict__ x, long long c0w, int nw, int sub_n, unsigned k)
+{
+    const int per = sub_n / 8;   /* lanes a sub-block: 4 or 2 */
+    const int j0 = 8 * (int)k;
+#pragma unroll
+    for (int b = 0; b < B; b++) {
+        float v[8];
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            v[i] = j0 + i < nw ? __ldg(x + (long long)b * M.cols + c0w + j0 + i) : 0.0f;
+            xs[b][j0 + i] = v[i];
+        }
+        float s = 0.0f;
+        for (int step = 0; step < per; step++) {
+            const float prev = __shfl_up_sync(0xffffffffu, s, 1);
+            if ((int)k % per == step) {
+                float a = step ? prev : 0.0f;
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    a += v[i];
+                s = a;
+            }
+        }
+        if ((int)k % per == per - 1)
+            xsum[b][(int)k / per] = s;
+    }
+}
+
+/* Pipeline "private": fused decode + GEMV through the lane-private table
+ * (wr_bits_take_private; gpairs the pair table, plut_host), persistent:
+ * each block copies the table into shared memory once, then each of its
+ * warps takes tiles t = blockIdx.x * warps + warp, + gridDim.x * warps, ...
+ * (row-major over the matrix), with its own x slice and sums
+ * (stage_x_warp), so that one 2^L x 64-byte table serves every tile a
+ * block runs and the grid fills the device whatever the matrix's shape.
+ * Dynamic shared memory: private_smem_bytes (table, then per warp Groups,
+ * xs, xsum); blocks of up to private_warps(B) warps (gpu.cu's
+ * private_plan). */
+template <int TYPE, int B>
+__global__ void __launch_bounds__(32 * private_warps(B), 1)
+    k_fused_private(DevMat M, const uint32_t *__restrict__ gpairs, const float *__restrict__ x, float *__restrict__ y)
+{
+    constexpr int PD = B <= 2 ? 4 : 2;   /* as k_fused_q's global lanes */
+    const wr_geom G = wr_geom_of(TYPE);
+    __shared__ float kv16[16];
+    WR_DYN_SMEM(uint32_t, sm);
+    const unsigned warp = threadIdx.x / 32, k = threadIdx.x % 32, nwarps = blockDim.x / 32;
+    load_plut(sm, gpairs, M.L);
+    if (threadIdx.x < 16)
+        kv16[threadIdx.x] = wr_kv((int)threadIdx.x);
+    __syncthreads();
+    uint8_t *wb = reinterpret_cast<uint8_t *>(sm) + private_lut_bytes(M.L) + (size_t)warp * private_warp_bytes(B);
+    Groups *g = reinterpret_cast<Groups *>(wb);
+    float (*xs)[256] = reinterpret_cast<float (*)[256]>(wb + sizeof(Groups));
+    float (*xsum)[16] = reinterpret_cast<float (*)[16]>(wb + sizeof(Groups) + (size_t)B * 256 * 4);
+    for (unsigned long long t = (unsigned long long)blockIdx.x * nwarps + warp; t < M.ntiles;
+         t += (unsigned long long)gridDim.x * nwarps) {
+        const long long c0w = (long long)(t % M.tcols) * 256;
+        const int nw = (int)(M.cols - c0w < 256 ? M.cols - c0w : 256);
+        __syncwarp();   /* every lane done with the last tile's xs and group masks */
+        stage_x_warp<B>(xs, xsum, M, x, c0w, nw, G.sub_n, k);
+        __syncwarp();
+        const TileGeo tg = tile_geo(M, t);
+        unsigned bad = 0;
+        Lane L;
+        lane_open<0, PD>(M, t, g, nullptr, L, bad);
+        fused_q_tile<TYPE, B, 0, PD, true>(M, L, tg, k, c0w, nw, xs, xsum, sm, kv16, bad, y);
+    }
 }
 
 /* ---- fused exponent-only decode + GEMV (BF16, F16, F32) ---------------------------------------

@@ -24,8 +24,8 @@
 static const char usage[] =
     "usage: wprun (--bundle FILE | --synth TYPE:ROWSxCOLS)... [--match STR] [--cpu]\n"
     "             [--verify] [--bench] [--tune] [--batch 1,16,256]\n"
-    "             [--pipeline auto|fused|exp|staged|ring|recon|split2|split4|split8|\n"
-    "                         full|twin|transcode|palette]\n"
+    "             [--pipeline auto|fused|exp|staged|ring|private|recon|split2|\n"
+    "                         split4|split8|full|twin|transcode|palette]\n"
     "             [--tuning FILE]\n"
     "             [--runs N] [--tol X] [--graph]\n"
     "Decode a bundle's coded matrices on the GPU (or, with --cpu, with the CPU\n"
@@ -49,7 +49,9 @@ static const char usage[] =
     "                  fused for batch <= 8 and full above), fused (= exp for BF16),\n"
     "                  staged (fused, lane words staged in shared memory), full,\n"
     "                  twin; for quantized types ring (fused, each lane's next\n"
-    "                  words copied ahead into shared memory); for BF16 also\n"
+    "                  words copied ahead into shared memory) and private\n"
+    "                  (fused, each lane its own copy of the decode table);\n"
+    "                  for BF16 also\n"
     "                  recon (tiles rebuilt for tensor cores),\n"
     "                  split2/4/8 (full with decode on 1/2, 1/4, 1/8 of the SMs\n"
     "                  beside cuBLAS), and transcode and palette (palette pairs)\n"
@@ -66,9 +68,15 @@ static const char usage[] =
 /* Pipelines, numbered as gpu.h's WR_PIPE_*. */
 enum {
     P_AUTO = -1, P_FUSED = 0, P_FULL = 1, P_TWIN = 2, P_TRANSCODE = 3, P_PALETTE = 4, P_STAGED = 5, P_RECON = 6,
-    P_SPLIT2 = 7, P_SPLIT4 = 8, P_SPLIT8 = 9, P_RING = 10, P_COUNT = 11
+    P_SPLIT2 = 7, P_SPLIT4 = 8, P_SPLIT8 = 9, P_RING = 10, P_PRIVATE = 11, P_COUNT = 12
 };
-static const char *pipe_name[] = {"fused", "full", "twin", "transcode", "palette", "staged", "recon", "split2", "split4", "split8", "ring"};
+static const char *pipe_name[] = {"fused", "full", "twin", "transcode", "palette", "staged", "recon", "split2", "split4", "split8", "ring", "private"};
+_Static_assert(sizeof pipe_name / sizeof *pipe_name == P_COUNT, "a name for every pipeline");
+#ifndef WPACK_NO_CUDA
+_Static_assert((int)P_COUNT == (int)WR_PIPE_COUNT && (int)P_RING == (int)WR_PIPE_RING &&
+                   (int)P_PRIVATE == (int)WR_PIPE_PRIVATE,
+               "wprun's pipelines are gpu.h's");
+#endif
 
 static int is_split(int p) { return p == P_SPLIT2 || p == P_SPLIT4 || p == P_SPLIT8; }
 
@@ -279,8 +287,8 @@ static void tuning_put(FILE *tf, const wr_matrix *m, int batch, int pipe, double
  * for BF16. */
 static const char *pipe_refusal(const wr_matrix *m, int p)
 {
-    if (p == P_RING && m->kind != WR_Q)
-        return "ring takes quantized types only";
+    if ((p == P_RING || p == P_PRIVATE) && m->kind != WR_Q)
+        return p == P_RING ? "ring takes quantized types only" : "private takes quantized types only";
     if ((p == P_TRANSCODE || p == P_PALETTE) && !wr_palette_ok(m))
         return "not a palette-pair BF16 matrix, or its palette entry 0 is exponent 255";
     if ((p == P_RECON || is_split(p)) && !(m->kind == WR_EXP && m->type == WP_BF16))
@@ -347,7 +355,7 @@ static int is_palette_bf16(const wr_matrix *m)
  * the fixed-width GEMV on the original data), else fused. */
 static int cpu_pipe(const wr_matrix *m, int p) { return pipe_applies(m, p) ? p : P_FUSED; }
 
-/* CPU pipeline run (p = cpu_pipe's): fused, staged, ring and recon (the fused
+/* CPU pipeline run (p = cpu_pipe's): fused, staged, ring, private and recon (the fused
  * sums); full and split (the matrix decoded by the table decoder, then the
  * fixed-width GEMV); twin (the fixed-width GEMV on the original data,
  * fixed); transcode (indices decoded from the lanes) or palette (the
@@ -491,9 +499,9 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                 int bestp = P_FUSED;
                 for (int p = 0; p < P_COUNT; p++) {
                     t[p] = NAN;
-                    if (p == P_TWIN || p == P_STAGED || p == P_RING || p == P_RECON || is_split(p) ||
+                    if (p == P_TWIN || p == P_STAGED || p == P_RING || p == P_PRIVATE || p == P_RECON || is_split(p) ||
                         !pipe_applies(m, p) || (p == P_PALETTE && !pidx))
-                        continue;   /* staged, ring and recon compute fused's sums on the CPU, split full's:
+                        continue;   /* staged, ring, private and recon compute fused's sums on the CPU, split full's:
                                        not timed twice */
                     double *s = malloc((size_t)opt.runs * sizeof *s);
                     for (int r = 0; r < opt.runs && s; r++) {
@@ -607,7 +615,11 @@ static int gpu_run(wr_model *md, FILE *tf)
                     if (!wr_gpu_has_pipe(dm[i], p)) {
                         if (opt.pipe != P_AUTO)   /* asked for by name: say it did not run */
                             printf("gemv   %-6s %-40s batch %-4d %-5s skipped (%s)\n", type_name(m), m->name, batch,
-                                   pipe_name[p], pipe_refusal(m, p) ? pipe_refusal(m, p) : "no original data for the twin");
+                                   pipe_name[p],
+                                   pipe_refusal(m, p) ? pipe_refusal(m, p)
+                                   : p == P_TWIN      ? "no original data for the twin"
+                                   : p == P_PRIVATE   ? "the device's shared memory per block is too small"
+                                                      : "not on this device");
                         continue;
                     }
                     if (wr_gpu_gemv(g, dm[i], p, x, batch, y, err, sizeof err)) {
@@ -689,8 +701,8 @@ static int gpu_run(wr_model *md, FILE *tf)
     if (nrows && opt.bench) {
         /* fused/twin: the fused kernel against the same GEMV on fixed-width data (the twin,
            or cuBLAS BF16 for exponent-coded matrices); best/twin: the fastest coded pipeline */
-        printf("\n%-34s %-6s %5s %9s %9s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %9s\n", "matrix", "type", "batch",
-               "fused_us", "staged_us", "ring_us", "twin_us", "full_us", "tcode_us", "pal_us", "recon_us", "split_us", "fus/twin",
+        printf("\n%-34s %-6s %5s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %9s\n", "matrix", "type", "batch",
+               "fused_us", "staged_us", "ring_us", "priv_us", "twin_us", "full_us", "tcode_us", "pal_us", "recon_us", "split_us", "fus/twin",
                "best/tw", "Gw/s", "HBM_Gw/s");
         for (int i = 0; i < nrows; i++) {
             const bench_row *r = &rows[i];
@@ -701,8 +713,8 @@ static int gpu_run(wr_model *md, FILE *tf)
                 if (is_split(p) && (isnan(split) || r->t[p] < split))
                     split = r->t[p];   /* the fastest of split2/4/8 */
             }
-            printf("%-34.34s %-6s %5d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %8.1f %9.1f\n",
-                   r->name, r->type, r->batch, r->t[P_FUSED], r->t[P_STAGED], r->t[P_RING], r->t[P_TWIN], r->t[P_FULL],
+            printf("%-34.34s %-6s %5d %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f %8.2f %8.2f %8.1f %9.1f\n",
+                   r->name, r->type, r->batch, r->t[P_FUSED], r->t[P_STAGED], r->t[P_RING], r->t[P_PRIVATE], r->t[P_TWIN], r->t[P_FULL],
                    r->t[P_TRANSCODE], r->t[P_PALETTE], r->t[P_RECON], split, r->t[P_FUSED] / r->t[P_TWIN],
                    best / r->t[P_TWIN], r->wps * 1e-9, r->bound * 1e-9);
         }
@@ -843,8 +855,8 @@ int main(int argc, char **argv)
                 if (!strcasecmp(v, pipe_name[p]))
                     opt.pipe = p;
             if (opt.pipe == -2)
-                die(WR_EXIT_USAGE, "--pipeline: expected auto, fused, exp, staged, ring, recon, split2, split4, split8, full, "
-                    "twin, transcode or palette, got '%s'",
+                die(WR_EXIT_USAGE, "--pipeline: expected auto, fused, exp, staged, ring, private, recon, split2, split4, split8, "
+                    "full, twin, transcode or palette, got '%s'",
                     v);
         } else {
             die(WR_EXIT_USAGE, "unknown option: %s (see --help)", a);

@@ -237,6 +237,50 @@ WR_HD uint32_t wr_bits_take(wr_bits *b, const uint32_t *lut, int L)
     return e;
 }
 
+/* ---- the lane-private table of pipeline "private" -----------------------------
+ * The same decode as wr_bits_take, from a table in which lane k reads only
+ * bank k of shared memory. Why: the 32 lanes of a warp peek at unrelated
+ * bits, so their lookups in the 2^L-word table fall on random banks, and a
+ * warp's lookup takes as many wavefronts as the most distinct words in one
+ * bank: 3.56 on average for Q4_K, Q6_K and Q8_0 (test_runtime_emu's traffic
+ * counts; the expected maximum of 32 balls in 32 bins). Here entry p is 16
+ * bits, h = wr_lut_entry's bits 0..7 (length, flags) | its symbol << 8, and
+ * word (p >> 1) * 32 + k holds entries p & ~1 (low half) and p | 1 (high
+ * half) for lane k: one wavefront a lookup whatever the peeks, for a table
+ * 32 times the size (2^L x 64 bytes: 128 KiB at L = 11). For ggml-code
+ * (WR_Q) tables only: a palette pair's two exponents do not fit. */
+
+/* Word r of the pair table (the value all 32 lanes' copies of row r hold),
+ * from entries e0 = lut[2r] and e1 = lut[2r + 1] of wr_lut_entry (no
+ * palette). */
+WR_HD uint32_t wr_plut_pair(uint32_t e0, uint32_t e1)
+{
+    const uint32_t h0 = (e0 & 255u) | (e0 >> 24) << 8, h1 = (e1 & 255u) | (e1 >> 24) << 8;
+    return h0 | h1 << 16;
+}
+
+/* wr_bits_take for lane k (0..31) through the lane-private table plut
+ * (2^(L-1) x 32 words). Returns the entry as wr_bits_take returns it for
+ * the fields k_fused_q reads (length bits 0..3, WR_LUT_BAD, symbol bits
+ * 24..31): the 16-bit entry h in both halves, h | h << 16. */
+WR_HD uint32_t wr_bits_take_private(wr_bits *b, const uint32_t *plut, unsigned k, int L)
+{
+    const uint32_t p = (uint32_t)(b->buf >> 32) >> (32 - L);
+    const uint32_t *wp = plut + (p >> 1) * 32u + k;
+    WR_PROBE(WR_SITE_LUT, wp);
+    const uint32_t w = *wp;
+#ifdef __CUDA_ARCH__
+    const uint32_t e = __byte_perm(w, 0, 0x1010u + 0x2222u * (p & 1u));   /* half p & 1, twice */
+#else
+    const uint32_t h = (p & 1u) ? w >> 16 : w & 0xffffu;
+    const uint32_t e = h | h << 16;
+#endif
+    const uint32_t len = e & WR_LUT_LEN;
+    b->buf <<= len;
+    b->nbits -= (int32_t)len;
+    return e;
+}
+
 /* The canonical-form checks of lanes.h after a lane's last code: exactly W
  * words used, the last one's padding bits zero. Returns 1 when they fail. */
 WR_HD int wr_bits_close(const wr_bits *b, uint32_t W)

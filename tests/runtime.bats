@@ -60,7 +60,7 @@ cpu_verify() {
     [ "$status" -eq 64 ]
     run "$BIN/wprun" --cpu --synth Q4_0:64x256 --pipeline bogus
     [ "$status" -eq 64 ]
-    [[ "$output" == *"staged, ring, recon"*"transcode or palette, got 'bogus'"* ]]
+    [[ "$output" == *"staged, ring, private, recon"*"transcode or palette, got 'bogus'"* ]]
 }
 
 @test "wprun --cpu --pipeline transcode|palette: BF16 palette pipelines check; Q types fall back to fused" {
@@ -73,7 +73,7 @@ cpu_verify() {
     done
 }
 
-@test "wprun --cpu --pipeline staged|ring|recon|split4|twin: labels say what ran; BF16-only ones run fused on Q4_K" {
+@test "wprun --cpu --pipeline staged|ring|private|recon|split4|twin: labels say what ran; BF16-only ones run fused on Q4_K" {
     run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline staged
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -cE '^gemv +(BF16|Q4_K) .* batch (1|33) +staged relerr .*\(bit-equal\) ok$')" -eq 4 ]
@@ -87,6 +87,11 @@ cpu_verify() {
     run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline ring
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -cE '^gemv +Q4_K .* batch (1|33) +ring relerr .*\(bit-equal\) ok$')" -eq 2 ]
+    [ "$(echo "$output" | grep -cE '^gemv +BF16 .* batch (1|33) +fused relerr .* ok$')" -eq 2 ]
+    # private too: Q4_K says private, BF16 runs fused
+    run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline private
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -cE '^gemv +Q4_K .* batch (1|33) +private relerr .*\(bit-equal\) ok$')" -eq 2 ]
     [ "$(echo "$output" | grep -cE '^gemv +BF16 .* batch (1|33) +fused relerr .* ok$')" -eq 2 ]
     # names in any case, as --synth takes type names
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --pipeline RiNg

@@ -131,6 +131,7 @@ struct Dev {
     DevMat M;
     wr_huf H;
     uint32_t *lut;   /* 2^L decode table */
+    uint32_t *plut;  /* WR_Q: its pair table (plut_host), pipeline "private" */
     uint8_t *idx;    /* palette pipeline: indices transcoded at load */
     int *err;
 };
@@ -173,6 +174,10 @@ static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, s
             return -1;
         }
         d.lut = (uint32_t *)dcopy(4 * lut.size(), lut.data());
+        if (m->kind == WR_Q) {
+            const std::vector<uint32_t> pairs = plut_host(lut.data(), M.L);
+            d.plut = (uint32_t *)dcopy(4 * pairs.size(), pairs.data());
+        }
     }
     if (m->kind == WR_EXP) {
         const struct wp_bf16_split &s = m->s;
@@ -221,6 +226,30 @@ static void fused_b(Dev &d, const float *x, float *y)
         break;
         FOR_TYPES(FQ)
 #undef FQ
+    }
+}
+/* Pipeline "private" as gpu.cu's private_launch runs it, on a device with the H200's
+   227 KiB a block (private_block_warps), but on half the blocks its tiles need (rounded
+   up), so that warps take a second tile (the persistent loop), as on the device once a
+   matrix has more tiles than its SMs' blocks hold. */
+static const size_t H200_SMEM_OPTIN = 232448;
+
+template <int B>
+static void fused_p(Dev &d, const float *x, float *y)
+{
+    const DevMat &M = d.M;
+    const int w = private_block_warps(M, B, H200_SMEM_OPTIN, 64);
+    const size_t sm = private_smem_bytes(M, B, w);
+    const unsigned long long blocks = (M.ntiles + (unsigned long long)w - 1) / (unsigned long long)w;
+    dim3 grid((unsigned)((blocks + 1) / 2)), block(32 * (unsigned)w);
+    const uint32_t *plut = d.plut;
+    switch (M.type) {
+#define FP(t)                                                                                      \
+    case t:                                                                                        \
+        go(grid, block, sm, [&] { k_fused_private<t, B>(M, plut, x, y); });                        \
+        break;
+        FOR_TYPES(FP)
+#undef FP
     }
 }
 template <int B> static void fused_g(Dev &d, const float *x, float *y) { fused_b<B, 0>(d, x, y); }
@@ -301,7 +330,7 @@ static void launch_restore(Dev &d, uint8_t *out, int lut)
 /* launch() of gpu.cu for the kernels' pipelines (y and the error flag zeroed first, as
    wr_gpu_gemv does; y of the palette and twin pipelines is NaN first, so a row never
    stored shows) */
-enum { P_FUSED, P_STAGED, P_TWIN, P_PALETTE, P_TRANSCODE, P_RECON, P_RING };
+enum { P_FUSED, P_STAGED, P_TWIN, P_PALETTE, P_TRANSCODE, P_RECON, P_RING, P_PRIVATE };
 
 static void run_pipe(Dev &d, int pipe, const float *x, int batch, float *y, const uint8_t *fixed, uint8_t *idx_tc)
 {
@@ -310,12 +339,14 @@ static void run_pipe(Dev &d, int pipe, const float *x, int batch, float *y, cons
     const size_t ny = (size_t)batch * (size_t)M.rows;
     for (size_t i = 0; i < ny; i++)
         y[i] = NAN;
-    if (pipe == P_FUSED || pipe == P_STAGED || pipe == P_RING) {
+    if (pipe == P_FUSED || pipe == P_STAGED || pipe == P_RING || pipe == P_PRIVATE) {
         memset(y, 0, sizeof(float) * ny);
         if (pipe == P_FUSED) {
             CHUNKED(fused_g, batch, x, y, )
         } else if (pipe == P_STAGED) {
             CHUNKED(fused_s, batch, x, y, )
+        } else if (pipe == P_PRIVATE) {
+            CHUNKED(fused_p, batch, x, y, )
         } else {
             CHUNKED(fused_r, batch, x, y, )
         }
@@ -395,6 +426,7 @@ static std::string pipe_name(const wr_matrix *m, int p)
         else
             snprintf(b, sizeof b, "k_fused_exp<B, %s, %s>", pal, p == P_STAGED ? "true" : "false");
         return b;
+    case P_PRIVATE: snprintf(b, sizeof b, "k_fused_private<%s, B>", wp_ggml_type_name(m->type)); return b;
     case P_TWIN: snprintf(b, sizeof b, "k_twin<%s, B>", wp_ggml_type_name(m->type)); return b;
     case P_PALETTE: snprintf(b, sizeof b, "k_palette<B, %s>", m->cols % 8 ? "false" : "true"); return b;
     case P_TRANSCODE: snprintf(b, sizeof b, "k_transcode, k_palette<B, %s>", m->cols % 8 ? "false" : "true"); return b;
@@ -477,6 +509,31 @@ static void check_gemv(Dev &d, int pipe, const Ref &r, const uint8_t *fixed, uin
     }
 }
 
+/* Pipeline "private": within 1e-5 of the references (check_gemv), and fused's sums:
+   bit for bit on a matrix of one tile column (the same symbols decoded through the other
+   table layout, x's sub-block sums added in the same order, one add a row into y), else
+   within 1e-6 (a row's tile columns reach y in another order: the emulator runs fused's
+   columns as blocks one after another, private's as warps of one block at once). */
+static void check_private(Dev &d, const Ref &r)
+{
+    const wr_matrix *m = d.m;
+    check_gemv(d, P_PRIVATE, r, NULL, NULL, NULL, "");
+    const size_t ny = (size_t)r.batch * (size_t)m->rows;
+    float *y0 = dnew<float>(ny), *y1 = dnew<float>(ny);
+    emu_reset();
+    run_pipe(d, P_FUSED, r.x, r.batch, y0, NULL, NULL);
+    run_pipe(d, P_PRIVATE, r.x, r.batch, y1, NULL, NULL);
+    if (d.M.tcols == 1) {
+        CHECK(memcmp(y0, y1, 4 * ny) == 0 && emu_ok(), "%s: %s batch %d: bit for bit k_fused_q<%s, B, 0>'s sums%s",
+              m->name, pipe_name(m, P_PRIVATE).c_str(), r.batch, wp_ggml_type_name(m->type), emu_why().c_str());
+    } else {
+        std::vector<double> a(y0, y0 + ny);
+        const double e = wr_relerr(y1, a.data(), ny);
+        CHECK(e < 1e-6 && emu_ok(), "%s: %s batch %d: k_fused_q<%s, B, 0>'s sums to %.1e (< 1e-6)%s", m->name,
+              pipe_name(m, P_PRIVATE).c_str(), r.batch, wp_ggml_type_name(m->type), e, emu_why().c_str());
+    }
+}
+
 /* The grids k_twin and k_palette run on: (SM count, warps a SM gemv_grid aims for);
    132 SMs at 64 warps a SM gives the most column splits. */
 static const int grids[3][2] = {{1, GEMV_SM_WARPS}, {132, GEMV_SM_WARPS}, {132, 64}};
@@ -521,6 +578,8 @@ static void check_matrix(const wr_matrix *m, bool twin, bool palette, bool recon
         if (m->kind == WR_Q)   /* ring lanes read every word from the ring, unchecked: one not
                                   landed yet reads 0x5a bytes here (simt.h) and breaks the sums */
             check_gemv(d, P_RING, r, NULL, NULL, NULL, "");
+        if (m->kind == WR_Q)
+            check_private(d, r);
         if (twin && m->kind == WR_Q) {
             std::vector<float> yt((size_t)b * (size_t)m->rows);
             wr_cpu_gemv_fixed(m, ref, r.x, b, yt.data());
@@ -688,8 +747,8 @@ static void check_corrupt(const wr_matrix *m, const char *how)
     *d.err = 0;
     launch_restore(d, out, 0);
     CHECK(*d.err == 1 && emu_ok(), "%s, %s: k_restore sets the error flag%s", m->name, how, emu_why().c_str());
-    for (int p : {P_FUSED, P_STAGED, P_RING}) {
-        if (p == P_RING && m->kind != WR_Q)
+    for (int p : {P_FUSED, P_STAGED, P_RING, P_PRIVATE}) {
+        if ((p == P_RING || p == P_PRIVATE) && m->kind != WR_Q)
             continue;
         emu_reset();
         run_pipe(d, p, x, b, y, NULL, NULL);
@@ -836,12 +895,13 @@ static void check_long_lane()
 
 /* Memory traffic of the fused GEMV's decode path at batch 1 (simt.h's
    WR_PROBE counts: shared wavefronts, global 128-byte lines, per warp
-   instruction) for fused, staged and ring on a synthetic matrix of type
-   `type`, 256 x 4096 (64 tiles; the synthetic codes of `wprun --synth`). What must hold
-   whatever the timing: the three decode the same symbols, so their table
+   instruction) for fused, staged, ring and private on a synthetic matrix of
+   type `type`, 256 x 4096 (64 tiles; the synthetic codes of `wprun --synth`). What must hold
+   whatever the timing: the four decode the same symbols, so their table
    lookups are the same instructions (and, but for a lane's last codes in
-   ring, at the same addresses); each pipeline
-   reads every lane word from global memory once (fused: a load, staged
+   ring, at the same addresses; private's in its lane-private table, one
+   wavefront each, where the shared table takes about 3.5); each pipeline
+   reads every lane word from global memory once (fused and private: a load, staged
    and ring: a copy's source); staged and ring read a word from shared
    memory in one wavefront (word i of lane k in bank k). The counts
    themselves are printed, a tile's worth, for the README's L1 budget. */
@@ -882,8 +942,8 @@ static void check_traffic(uint32_t type)
     }
     float *x = dnew<float>((size_t)cols), *y = dnew<float>((size_t)rows);
     wr_make_x(x, (size_t)cols, 3, 0);
-    simt::Traffic t[3];
-    for (int st = 0; st < 3; st++) {
+    simt::Traffic t[4];
+    for (int st = 0; st < 4; st++) {
         memset(y, 0, 4 * (size_t)rows);
         simt::traffic.reset();
         simt::probing = true;
@@ -891,13 +951,15 @@ static void check_traffic(uint32_t type)
             fused_b<1, 0>(d, x, y);
         else if (st == 1)
             fused_b<1, 1>(d, x, y);
-        else
+        else if (st == 2)
             fused_b<1, 2>(d, x, y);
+        else
+            fused_p<1>(d, x, y);
         simt::probing = false;
         t[st] = simt::traffic;
     }
-    const char *nm[3] = {"fused", "staged", "ring"};
-    for (int st = 0; st < 3; st++) {
+    const char *nm[4] = {"fused", "staged", "ring", "private"};
+    for (int st = 0; st < 4; st++) {
         const simt::Traffic &a = t[st];
         const long gl = a.lanes[WR_SITE_GWORD] + a.lanes[WR_SITE_COPY];
         printf("# traffic %s %s, a tile: table %.0f wavefronts (%.2f a lookup); words from global %.0f requests, "
@@ -923,7 +985,15 @@ static void check_traffic(uint32_t type)
               "traffic %s %s: side bytes in %.2f loads a tile row (%ld loads, %ld expected; %.2f requests a tile)", tn,
               nm[st], (double)a.lanes[WR_SITE_SIDE] / (double)(rows * (cols / 256)), a.lanes[WR_SITE_SIDE], side_loads,
               a.instr[WR_SITE_SIDE] / tiles);
-        if (st > 0) {
+        if (st == 3) {
+            /* private: fused's lookups and lane words, each lookup one wavefront (lane k reads bank k) */
+            CHECK(a.instr[WR_SITE_LUT] == t[0].instr[WR_SITE_LUT] && a.lanes[WR_SITE_LUT] == t[0].lanes[WR_SITE_LUT] &&
+                      a.units[WR_SITE_LUT] == a.instr[WR_SITE_LUT] && a.units[WR_SITE_GWORD] == t[0].units[WR_SITE_GWORD],
+                  "traffic %s private: fused's table lookups (%ld instructions; fused %ld) in one wavefront each (%ld "
+                  "wavefronts; fused %ld), the same lane-word lines (%ld; fused %ld)", tn, a.instr[WR_SITE_LUT],
+                  t[0].instr[WR_SITE_LUT], a.units[WR_SITE_LUT], t[0].units[WR_SITE_LUT], a.units[WR_SITE_GWORD],
+                  t[0].units[WR_SITE_GWORD]);
+        } else if (st > 0) {
             /* staged: the same addresses; ring: the peeks of a lane's last codes run past its
                end into whatever its slots hold (fused and staged read zeros there), so the
                lookups of those codes may land on another copy of the same entry */
@@ -1022,10 +1092,35 @@ static void check_to_16()
     dfree_all();
 }
 
+/* private_block_warps: the warps a block of k_fused_private gets at L = 11 on an H200 or
+   H100 (227 KiB a block) and an A100 or Orin (163 KiB), its static shared memory 64
+   bytes; fewer tiles than warps; and none where a one-warp block does not fit. */
+static void check_private_plan()
+{
+    DevMat M;
+    memset(&M, 0, sizeof M);
+    M.L = 11;
+    M.ntiles = 3584;
+    const int want[2][4] = {{32, 16, 16, 8}, {8, 8, 4, 2}};
+    const size_t optin[2] = {H200_SMEM_OPTIN, 166912};
+    for (int dv = 0; dv < 2; dv++)
+        for (int bi = 0; bi < 4; bi++) {
+            const int B = 1 << bi, w = private_block_warps(M, B, optin[dv], 64);
+            CHECK(w == want[dv][bi], "private_block_warps: L 11, %zu bytes a block, batch %d: %d warps (%d), %zu bytes",
+                  optin[dv], B, w, want[dv][bi], private_smem_bytes(M, B, w) + 64);
+        }
+    M.ntiles = 5;
+    CHECK(private_block_warps(M, 1, H200_SMEM_OPTIN, 64) == 5, "private_block_warps: 5 tiles, 5 warps");
+    M.ntiles = 3584;
+    CHECK(private_block_warps(M, 8, 101376, 64) == 0 && private_block_warps(M, 8, 146000, 64) == 1,
+          "private_block_warps: none in 99 KiB at L 11 (the table alone is 128 KiB), one warp at batch 8 in 142.6 KiB");
+}
+
 int main(void)
 {
     char err[512];
     const auto t0 = std::chrono::steady_clock::now();
+    check_private_plan();
     check_to_16();
     check_async_copies();
     check_long_lane();
@@ -1053,6 +1148,30 @@ int main(void)
         if (rc == 0)
             check_matrix(&md.m[0], false, false, false);
         wr_model_free(&md);
+    }
+    /* private: more tiles (34) than its blocks' warps, on one tile column (its sums then
+       equal fused's bit for bit): 32 warps a block at batch 1, one block (fused_p's half
+       grid), warps 0 and 1 taking a second tile; 16 at batch 4, two blocks, warps 0 and 1
+       of the first a third */
+    {
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        uint8_t *ref = NULL;
+        size_t len = 0;
+        int rc = wr_model_synth(&md, WP_Q4_0, 64 * 33 + 10, 256, 78, err, sizeof err);
+        rc = rc ? rc : wr_restore_bytes(&md.m[0], &ref, &len, err, sizeof err);
+        Dev d;
+        rc = rc ? rc : upload(d, &md.m[0], NULL, err, sizeof err);
+        CHECK(rc == 0 && d.M.trows == 34, "synthetic Q4_0 2122x256 uploaded, %llu tile rows (34)%s%s",
+              rc ? 0ULL : (unsigned long long)d.M.trows, rc ? ": " : "", rc ? err : "");
+        if (rc == 0)
+            for (int b : {1, 4}) {
+                Ref r = make_ref(&md.m[0], ref, b, 40 + (uint64_t)b);
+                check_private(d, r);
+            }
+        free(ref);
+        wr_model_free(&md);
+        dfree_all();
     }
 
     /* floats: BF16 (palette pairs with verbatim groups; 300 x 512: 5 tile rows, 16 | cols;
