@@ -348,13 +348,14 @@ static void fused_b(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 #undef FQ
     }
 }
-/* Pipeline "private" at batch B (1, 2, 4, 8): k_fused_private on a
- * persistent grid, min(the tiles' blocks, SMs x the blocks a SM holds), of
- * private_block_warps warps. Planned once per matrix and batch (d->pw,
- * d->psm, d->pgrid): the attribute and occupancy queries would otherwise
- * sit between the timing events. The kernel's dynamic shared memory limit
- * is set to all the device allows, so a later matrix never lowers it under
- * an earlier one's launches (a captured graph's, say). */
+/* Pipeline "private" at batch B (1, 2, 4, 8): k_fused_private on
+ * private_shape's grid (the SMs, the blocks a SM holds of private_block_warps
+ * warps, the tiles). Planned once per matrix and batch (d->pw, d->psm,
+ * d->pgrid): the attribute and occupancy queries would otherwise sit
+ * between the timing events. The kernel's dynamic shared memory limit is
+ * set to all the device allows, so a later matrix never lowers it under an
+ * earlier one's launches (a captured graph's, say); where that fails,
+ * nothing is planned and the launch reports the error. */
 template <int TYPE, int B>
 static void private_launch(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 {
@@ -362,30 +363,38 @@ static void private_launch(wr_gpu *g, wr_dmat *d, const float *x, float *y)
     const DevMat &M = d->M;
     if (!M.ntiles)
         return;
-    if (!d->pw[bi]) {
+    int w = d->pw[bi];
+    unsigned grid = d->pgrid[bi];
+    size_t sm = d->psm[bi];
+    if (!w) {
         cudaFuncAttributes a;
         size_t st = 12u << 10;
         if (cudaFuncGetAttributes(&a, k_fused_private<TYPE, B>) == cudaSuccess)
             st = a.sharedSizeBytes;
         else
             cudaGetLastError();
-        const int w = std::max(1, private_block_warps(M, B, g->smem_optin, st));
-        const size_t sm = private_smem_bytes(M, B, w);
-        if (g->smem_optin > st)
-            cudaFuncSetAttribute(k_fused_private<TYPE, B>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)(g->smem_optin - st));
+        const int w_fit = std::max(1, private_block_warps(M, B, g->smem_optin, st));
+        const bool set = g->smem_optin > st &&
+                         cudaFuncSetAttribute(k_fused_private<TYPE, B>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              (int)(g->smem_optin - st)) == cudaSuccess;
+        if (!set)
+            cudaGetLastError();
         int nb = 0;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_fused_private<TYPE, B>, 32 * w, sm) != cudaSuccess ||
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_fused_private<TYPE, B>, 32 * w_fit,
+                                                          private_smem_bytes(M, B, w_fit)) != cudaSuccess ||
             nb < 1) {
             cudaGetLastError();
             nb = 1;
         }
-        const unsigned long long blocks = (M.ntiles + (unsigned long long)w - 1) / (unsigned long long)w;
-        d->psm[bi] = sm;
-        d->pgrid[bi] = (unsigned)std::min<unsigned long long>(blocks, (unsigned long long)g->sms * (unsigned)nb);
-        d->pw[bi] = w;
+        private_shape(M.ntiles, w_fit, g->sms, nb, &w, &grid);
+        sm = private_smem_bytes(M, B, w);
+        if (set) {
+            d->pw[bi] = w;
+            d->pgrid[bi] = grid;
+            d->psm[bi] = sm;
+        }
     }
-    k_fused_private<TYPE, B><<<d->pgrid[bi], 32 * d->pw[bi], d->psm[bi], g->st>>>(M, d->plut, x, y);
+    k_fused_private<TYPE, B><<<grid, 32 * w, sm, g->st>>>(M, d->plut, x, y);
 }
 
 template <int B>

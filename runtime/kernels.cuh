@@ -187,6 +187,28 @@ static inline int private_block_warps(const DevMat &M, int B, size_t smem_optin,
     return private_smem_bytes(M, B, w) + static_bytes <= smem_optin ? w : 0;
 }
 
+/* The launch shape of k_fused_private: w_fit warps a block fit
+ * (private_block_warps), a SM holds nb such blocks: grid = min(SMs x nb,
+ * tiles) blocks of w = min(w_fit, ceil(tiles / grid)) warps, then no more
+ * blocks than w-warp blocks the tiles fill. So a matrix of fewer tiles than
+ * the device's warps runs one tile a warp on every SM it can (4096 x 14336,
+ * 3,584 tiles, on an H200 at batch 1: 128 blocks of 28 warps; 4096 x 4096:
+ * 128 of 8), and a larger one loops its warps over tiles. */
+static inline void private_shape(unsigned long long ntiles, int w_fit, int sms, int nb, int *w, unsigned *grid)
+{
+    unsigned long long g = (unsigned long long)(sms > 0 ? sms : 1) * (unsigned long long)(nb > 0 ? nb : 1);
+    if (g > ntiles)
+        g = ntiles ? ntiles : 1;
+    unsigned long long ww = (ntiles + g - 1) / g;
+    if (ww > (unsigned long long)w_fit)
+        ww = (unsigned long long)w_fit;
+    if (ww < 1)
+        ww = 1;
+    const unsigned long long need = (ntiles + ww - 1) / ww;
+    *w = (int)ww;
+    *grid = (unsigned)(need < g ? (need ? need : 1) : g);
+}
+
 /* The pair table of the lane-private table (wr_plut_pair: 2^(L-1) words,
  * row r's value for all 32 lanes) from a matrix's 2^L-entry table. */
 static inline std::vector<uint32_t> plut_host(const uint32_t *lut, int L)
@@ -965,23 +987,30 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
  * (zeros past the row end, nw weights), and its sub-block sums (sub_n 16
  * or 32 weights) in xsum, added in k_fused_q's order (weight 0, 1, ...
  * from 0.0f) so the two pipelines' sums are equal bit for bit: lane k
- * holds weights 8k .. 8k + 7 and goes on from the sum of the lane before
- * it (a shuffle a step, sub_n / 8 steps). Warp-collective; the caller
- * syncs the warp before and after. */
+ * reads weights 8k .. 8k + 7 back and goes on from the sum of the lane
+ * before it (a shuffle a step, sub_n / 8 steps). Warp-collective; the
+ * caller syncs the warp before and after. */
 template <int B>
 __device__ __forceinline__ void stage_x_warp(float (*xs)[256], float (*xsum)[16], const DevMat &M,
                                              const float *__restrict__ x, long long c0w, int nw, int sub_n, unsigned k)
 {
     const int per = sub_n / 8;   /* lanes a sub-block: 4 or 2 */
-    const int j0 = 8 * (int)k;
 #pragma unroll
     for (int b = 0; b < B; b++) {
-        float v[8];
+        /* coalesced: weight 32 i + k from global memory to xs, bank k */
 #pragma unroll
         for (int i = 0; i < 8; i++) {
-            v[i] = j0 + i < nw ? __ldg(x + (long long)b * M.cols + c0w + j0 + i) : 0.0f;
-            xs[b][j0 + i] = v[i];
+            const int j = 32 * i + (int)k;
+            xs[b][j] = j < nw ? __ldg(x + (long long)b * M.cols + c0w + j) : 0.0f;
         }
+    }
+    __syncwarp();
+#pragma unroll
+    for (int b = 0; b < B; b++) {
+        /* this lane's weights 8k .. 8k + 7, as two 16-byte reads (xs is 16-byte aligned) */
+        const float4 *q = reinterpret_cast<const float4 *>(&xs[b][8 * k]);
+        const float4 q0 = q[0], q1 = q[1];
+        const float v[8] = {q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w};
         float s = 0.0f;
         for (int step = 0; step < per; step++) {
             const float prev = __shfl_up_sync(0xffffffffu, s, 1);
@@ -1004,10 +1033,10 @@ __device__ __forceinline__ void stage_x_warp(float (*xs)[256], float (*xsum)[16]
  * warps takes tiles t = blockIdx.x * warps + warp, + gridDim.x * warps, ...
  * (row-major over the matrix), with its own x slice and sums
  * (stage_x_warp), so that one 2^L x 64-byte table serves every tile a
- * block runs and the grid fills the device whatever the matrix's shape.
+ * block runs and the grid spreads the tiles over the SMs (private_shape).
  * Dynamic shared memory: private_smem_bytes (table, then per warp Groups,
  * xs, xsum); blocks of up to private_warps(B) warps (gpu.cu's
- * private_plan). */
+ * private_launch). */
 template <int TYPE, int B>
 __global__ void __launch_bounds__(32 * private_warps(B), 1)
     k_fused_private(DevMat M, const uint32_t *__restrict__ gpairs, const float *__restrict__ x, float *__restrict__ y)

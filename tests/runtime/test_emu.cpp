@@ -228,25 +228,30 @@ static void fused_b(Dev &d, const float *x, float *y)
 #undef FQ
     }
 }
-/* Pipeline "private" as gpu.cu's private_launch runs it, on a device with the H200's
-   227 KiB a block (private_block_warps), but on half the blocks its tiles need (rounded
-   up), so that warps take a second tile (the persistent loop), as on the device once a
-   matrix has more tiles than its SMs' blocks hold. */
+/* Pipeline "private" as gpu.cu's private_launch runs it (private_block_warps,
+   private_shape), on a device with the H200's 227 KiB a block but g_priv_sms SMs of one
+   block each (1 unless a test says otherwise) and, where g_priv_wcap is set, no more
+   warps a block than that: so a matrix of more tiles than a block's warps loops its
+   warps over tiles (the persistent loop), as on the device once a matrix has more tiles
+   than its SMs' blocks hold. */
 static const size_t H200_SMEM_OPTIN = 232448;
+static int g_priv_sms = 1, g_priv_wcap = 0;
 
 template <int B>
 static void fused_p(Dev &d, const float *x, float *y)
 {
     const DevMat &M = d.M;
-    const int w = private_block_warps(M, B, H200_SMEM_OPTIN, 64);
+    int w_fit = private_block_warps(M, B, H200_SMEM_OPTIN, 64), w = 0;
+    if (g_priv_wcap && w_fit > g_priv_wcap)
+        w_fit = g_priv_wcap;
+    unsigned grid = 0;
+    private_shape(M.ntiles, w_fit, g_priv_sms, 1, &w, &grid);
     const size_t sm = private_smem_bytes(M, B, w);
-    const unsigned long long blocks = (M.ntiles + (unsigned long long)w - 1) / (unsigned long long)w;
-    dim3 grid((unsigned)((blocks + 1) / 2)), block(32 * (unsigned)w);
     const uint32_t *plut = d.plut;
     switch (M.type) {
 #define FP(t)                                                                                      \
     case t:                                                                                        \
-        go(grid, block, sm, [&] { k_fused_private<t, B>(M, plut, x, y); });                        \
+        go(dim3(grid), dim3(32 * (unsigned)w), sm, [&] { k_fused_private<t, B>(M, plut, x, y); }); \
         break;
         FOR_TYPES(FP)
 #undef FP
@@ -514,23 +519,24 @@ static void check_gemv(Dev &d, int pipe, const Ref &r, const uint8_t *fixed, uin
    table layout, x's sub-block sums added in the same order, one add a row into y), else
    within 1e-6 (a row's tile columns reach y in another order: the emulator runs fused's
    columns as blocks one after another, private's as warps of one block at once). */
-static void check_private(Dev &d, const Ref &r)
+static void check_private(Dev &d, const Ref &r, const char *what = "")
 {
     const wr_matrix *m = d.m;
-    check_gemv(d, P_PRIVATE, r, NULL, NULL, NULL, "");
+    check_gemv(d, P_PRIVATE, r, NULL, NULL, NULL, what);
     const size_t ny = (size_t)r.batch * (size_t)m->rows;
     float *y0 = dnew<float>(ny), *y1 = dnew<float>(ny);
     emu_reset();
     run_pipe(d, P_FUSED, r.x, r.batch, y0, NULL, NULL);
     run_pipe(d, P_PRIVATE, r.x, r.batch, y1, NULL, NULL);
     if (d.M.tcols == 1) {
-        CHECK(memcmp(y0, y1, 4 * ny) == 0 && emu_ok(), "%s: %s batch %d: bit for bit k_fused_q<%s, B, 0>'s sums%s",
-              m->name, pipe_name(m, P_PRIVATE).c_str(), r.batch, wp_ggml_type_name(m->type), emu_why().c_str());
+        CHECK(memcmp(y0, y1, 4 * ny) == 0 && emu_ok(), "%s: %s batch %d%s: bit for bit k_fused_q<%s, B, 0>'s sums%s",
+              m->name, pipe_name(m, P_PRIVATE).c_str(), r.batch, what, wp_ggml_type_name(m->type),
+              emu_why().c_str());
     } else {
         std::vector<double> a(y0, y0 + ny);
         const double e = wr_relerr(y1, a.data(), ny);
-        CHECK(e < 1e-6 && emu_ok(), "%s: %s batch %d: k_fused_q<%s, B, 0>'s sums to %.1e (< 1e-6)%s", m->name,
-              pipe_name(m, P_PRIVATE).c_str(), r.batch, wp_ggml_type_name(m->type), e, emu_why().c_str());
+        CHECK(e < 1e-6 && emu_ok(), "%s: %s batch %d%s: k_fused_q<%s, B, 0>'s sums to %.1e (< 1e-6)%s", m->name,
+              pipe_name(m, P_PRIVATE).c_str(), r.batch, what, wp_ggml_type_name(m->type), e, emu_why().c_str());
     }
 }
 
@@ -1111,6 +1117,20 @@ static void check_private_plan()
         }
     M.ntiles = 5;
     CHECK(private_block_warps(M, 1, H200_SMEM_OPTIN, 64) == 5, "private_block_warps: 5 tiles, 5 warps");
+    /* private_shape: (tiles, warps that fit, SMs, blocks a SM) -> warps, blocks */
+    const struct { unsigned long long n; int wf, sms, nb, w; unsigned g; } sh[] = {
+        {3584, 32, 132, 1, 28, 128},   /* 4096 x 14336 on an H200 at batch 1 */
+        {1024, 32, 132, 1, 8, 128},    /* 4096 x 4096 */
+        {100000, 32, 132, 1, 32, 132}, /* more tiles than warps: persistent */
+        {3584, 8, 108, 2, 8, 216},     /* two blocks a SM */
+        {5, 32, 132, 1, 1, 5},         {34, 8, 2, 1, 8, 2}, {34, 32, 1, 1, 32, 1}};
+    for (auto &c : sh) {
+        int w = 0;
+        unsigned g = 0;
+        private_shape(c.n, c.wf, c.sms, c.nb, &w, &g);
+        CHECK(w == c.w && g == c.g, "private_shape: %llu tiles, %d warps fit, %d SMs x %d: %d warps (%d) x %u blocks (%u)",
+              c.n, c.wf, c.sms, c.nb, w, c.w, g, c.g);
+    }
     M.ntiles = 3584;
     CHECK(private_block_warps(M, 8, 101376, 64) == 0 && private_block_warps(M, 8, 146000, 64) == 1,
           "private_block_warps: none in 99 KiB at L 11 (the table alone is 128 KiB), one warp at batch 8 in 142.6 KiB");
@@ -1150,9 +1170,9 @@ int main(void)
         wr_model_free(&md);
     }
     /* private: more tiles (34) than its blocks' warps, on one tile column (its sums then
-       equal fused's bit for bit): 32 warps a block at batch 1, one block (fused_p's half
-       grid), warps 0 and 1 taking a second tile; 16 at batch 4, two blocks, warps 0 and 1
-       of the first a third */
+       equal fused's bit for bit): one SM, 32 warps at batch 1, warps 0 and 1 taking a
+       second tile; 16 at batch 4, warps 0 and 1 a third; and two SMs of blocks of 8
+       warps (grid 2, a stride of 16 tiles) */
     {
         wr_model md;
         memset(&md, 0, sizeof md);
@@ -1168,6 +1188,11 @@ int main(void)
             for (int b : {1, 4}) {
                 Ref r = make_ref(&md.m[0], ref, b, 40 + (uint64_t)b);
                 check_private(d, r);
+                g_priv_sms = 2;
+                g_priv_wcap = 8;
+                check_private(d, r, " (2 SMs, blocks of 8 warps)");
+                g_priv_sms = 1;
+                g_priv_wcap = 0;
             }
         free(ref);
         wr_model_free(&md);
