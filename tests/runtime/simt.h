@@ -265,17 +265,24 @@ inline unsigned reduce_max(int line, unsigned mask, unsigned x)
     return r;
 }
 
-template <typename T>
-inline T shfl_xor(int line, unsigned mask, T x, int lanemask)
+/* A warp shuffle: lane k gets lane src(k)'s x. */
+template <typename T, typename F>
+inline T shfl(int line, unsigned mask, T x, F src)
 {
     static_assert(sizeof(T) == 4, "32-bit shuffles only");
     uint32_t u, v[32];
     memcpy(&u, &x, 4);
     warp_xchg(K_SHFL, line, mask, u, v);
-    const uint32_t r = v[(threadIdx.x % 32) ^ ((unsigned)lanemask & 31)];
+    const uint32_t r = v[src(threadIdx.x % 32) & 31];
     T y;
     memcpy(&y, &r, 4);
     return y;
+}
+
+template <typename T>
+inline T shfl_xor(int line, unsigned mask, T x, int lanemask)
+{
+    return shfl(line, mask, x, [lanemask](unsigned k) { return k ^ ((unsigned)lanemask & 31); });
 }
 
 /* __shfl_up_sync: lane k gets lane k - delta's value, lanes below delta their own (CUDA's
@@ -283,15 +290,7 @@ inline T shfl_xor(int line, unsigned mask, T x, int lanemask)
 template <typename T>
 inline T shfl_up(int line, unsigned mask, T x, unsigned delta)
 {
-    static_assert(sizeof(T) == 4, "32-bit shuffles only");
-    uint32_t u, v[32];
-    memcpy(&u, &x, 4);
-    warp_xchg(K_SHFL, line, mask, u, v);
-    const unsigned k = threadIdx.x % 32;
-    const uint32_t r = k >= delta ? v[k - delta] : u;
-    T y;
-    memcpy(&y, &r, 4);
-    return y;
+    return shfl(line, mask, x, [delta](unsigned k) { return k >= delta ? k - delta : k; });
 }
 
 /* The workers: thread t of every block runs on worker t (a std::thread of
