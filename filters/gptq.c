@@ -220,11 +220,11 @@ static wp_imatrix imatrix;
 static int have_imat;
 static const char *imat_path;
 
-/* Importance weights for weight `name` (ne0 × n_mat floats, one vector per
- * expert), as llama-quantize's load_imatrix computes them; NULL if none, or
- * for a token embedding whose entry does not fit (warned when `warn`).
- * Dies on any other entry that does not fit. The caller frees the copy. */
-static float *imatrix_get(const char *name, int64_t ne0, int64_t n_mat, int warn)
+/* The imatrix entry for weight `name` (ne0 × n_mat: one vector per expert),
+ * as llama-quantize's load_imatrix takes it; NULL if none, or for a token
+ * embedding whose entry does not fit (warned when `warn`). Dies on any other
+ * entry that does not fit. */
+static const wp_imatrix_entry *imatrix_entry(const char *name, int64_t ne0, int64_t n_mat, int warn)
 {
     if (!have_imat)
         return NULL;
@@ -246,10 +246,20 @@ static float *imatrix_get(const char *name, int64_t ne0, int64_t n_mat, int warn
         wp_die("%s: imatrix entry %s (%lld x %lld) does not fit the tensor (%lld x %lld)", imat_path, name,
                (long long)e->cols, (long long)e->n_mat, (long long)ne0, (long long)n_mat);
     }
+    return e;
+}
+
+/* Importance weights for weight `name` (ne0 × n_mat floats), a copy of its
+ * imatrix_entry (finite: checked at load); NULL if none. The caller frees it. */
+static float *imatrix_get(const char *name, int64_t ne0, int64_t n_mat)
+{
+    const wp_imatrix_entry *e = imatrix_entry(name, ne0, n_mat, 0);
+    if (!e)
+        return NULL;
     float *w = malloc((size_t)(ne0 * n_mat) * sizeof *w);
     if (!w)
         wp_die("out of memory");
-    memcpy(w, e->importance, (size_t)(ne0 * n_mat) * sizeof *w);   /* finite: checked at load */
+    memcpy(w, e->importance, (size_t)(ne0 * n_mat) * sizeof *w);
     return w;
 }
 
@@ -430,12 +440,11 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
             /* the imatrix against the plan, before any output (a misfit stopped the run at its
                tensor, a stream already half written; --check passed it) */
             const int64_t n_mat = tl[i].n_dims >= 3 ? nel / (tl[i].ne[0] * tl[i].ne[1]) : 1;
-            float *w = imatrix_get(tl[i].name, tl[i].ne[0], n_mat, 1);
-            if (!w && ch.requires_imatrix && !wp_imatrix_find(&imatrix, tl[i].name))
+            if (!imatrix_entry(tl[i].name, tl[i].ne[0], n_mat, 1) && ch.requires_imatrix &&
+                !wp_imatrix_find(&imatrix, tl[i].name))
                 wp_die("%s: no entry for tensor %s, which type %s needs (llama-quantize: missing importance "
                        "matrix in a very low-bit quantization)", imat_path, tl[i].name,
                        wp_ggml_type_name((uint32_t)ch.type));
-            free(w);
         }
     }
 }
@@ -803,7 +812,7 @@ int main(int argc, char **argv)
                 /* one matrix per ne[2] slice (experts), each with its own
                  * imatrix slice and Hessian lookup by the tensor's name */
                 const int64_t n_mat = r.n_dims >= 3 ? n / (ne0 * r.ne[1]) : 1, mrows = rows / n_mat;
-                float *iw = imatrix_get(name, ne0, n_mat, 0);
+                float *iw = imatrix_get(name, ne0, n_mat);
                 double *H = (hess_path && n_mat == 1) ? hessian_get(name, ne0) : NULL;
                 for (int64_t m = 0; m < n_mat; m++) {
                     const float *src = f + m * mrows * ne0;
