@@ -60,9 +60,8 @@ struct wr_dmat {
     uint32_t *lut;          /* 2^L decode table (wr_lut_build) */
     uint32_t *plut;         /* WR_Q: its pair table (plut_host), pipeline "private" */
     int smem_ok;            /* WR_Q: a block of "private" with one warp fits the device */
-    int pw[4];              /* "private" at batch 1, 2, 4, 8: warps a block (0: not planned yet), */
-    unsigned pgrid[4];      /*   blocks, */
-    size_t psm[4];          /*   dynamic shared memory (private_launch) */
+    int pw[4];              /* "private" at batch 1, 2, 4, 8: warps a block (0: not planned yet) */
+    unsigned pgrid[4];      /*   and blocks (private_launch) */
     uint8_t *idx;           /* palette pipeline: 4-bit indices transcoded at load */
     uint8_t *idx_tc;        /* transcode pipeline: indices transcoded at run time */
     int *err;
@@ -350,8 +349,8 @@ static void fused_b(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 }
 /* Pipeline "private" at batch B (1, 2, 4, 8): k_fused_private on
  * private_shape's grid (the SMs, the blocks a SM holds of private_block_warps
- * warps, the tiles). Planned once per matrix and batch (d->pw, d->psm,
- * d->pgrid): the attribute and occupancy queries would otherwise sit
+ * warps, the tiles). Planned once per matrix and batch (d->pw, d->pgrid):
+ * the attribute and occupancy queries would otherwise sit
  * between the timing events. The kernel's dynamic shared memory limit is
  * set to all the device allows, so a later matrix never lowers it under an
  * earlier one's launches (a captured graph's, say); where that fails,
@@ -365,7 +364,6 @@ static void private_launch(wr_gpu *g, wr_dmat *d, const float *x, float *y)
         return;
     int w = d->pw[bi];
     unsigned grid = d->pgrid[bi];
-    size_t sm = d->psm[bi];
     if (!w) {
         cudaFuncAttributes a;
         size_t st = 12u << 10;
@@ -387,14 +385,12 @@ static void private_launch(wr_gpu *g, wr_dmat *d, const float *x, float *y)
             nb = 1;
         }
         private_shape(M.ntiles, w_fit, g->sms, nb, &w, &grid);
-        sm = private_smem_bytes(M, B, w);
         if (set) {
             d->pw[bi] = w;
             d->pgrid[bi] = grid;
-            d->psm[bi] = sm;
         }
     }
-    k_fused_private<TYPE, B><<<grid, 32 * w, sm, g->st>>>(M, d->plut, x, y);
+    k_fused_private<TYPE, B><<<grid, 32 * w, private_smem_bytes(M, B, w), g->st>>>(M, d->plut, x, y);
 }
 
 template <int B>

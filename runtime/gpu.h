@@ -49,8 +49,9 @@ enum {
                           sub-block ahead, 4 KiB a warp), overlapping the loads with decode */
     WR_PIPE_PRIVATE = 11,  /* WR_Q: FUSED through a lane-private decode table (lane k reads
                           bank k of shared memory only: one wavefront a lookup, against
-                          3.56 for the shared table; 128 KiB at L = 11), blocks of up to
-                          32 warps so that one table serves 32 tiles */
+                          3.56 for the shared table; 128 KiB at L = 11), persistent: a
+                          block copies the table once and its warps take tiles across
+                          the matrix */
     WR_PIPE_COUNT = 12
 };
 

@@ -708,6 +708,12 @@ struct TilePos {
     int nw;                         /* weights a tile row (256, fewer at the right edge) */
 };
 
+/* Weights a row of the tile column starting at weight c0w: 256, fewer at the right edge. */
+__device__ __forceinline__ int tile_nw(const DevMat &M, long long c0w)
+{
+    return (int)(M.cols - c0w < 256 ? M.cols - c0w : 256);
+}
+
 __device__ __forceinline__ TilePos tile_pos(const DevMat &M)
 {
     TilePos p;
@@ -716,7 +722,7 @@ __device__ __forceinline__ TilePos tile_pos(const DevMat &M)
     p.tc = blockIdx.x;
     p.tr = (unsigned long long)blockIdx.y * FUSED_WARPS + p.warp;
     p.c0w = (long long)p.tc * 256;
-    p.nw = (int)(M.cols - p.c0w < 256 ? M.cols - p.c0w : 256);
+    p.nw = tile_nw(M, p.c0w);
     return p;
 }
 
@@ -879,6 +885,12 @@ __device__ __forceinline__ void side_row(uint32_t (&out)[8], const uint8_t *sp, 
     }
 }
 
+/* Words of a lane the fused GEMVs load ahead (Lane's PD): 4 for global lanes
+ * (ST 0) at batch 1-2 (a refill's load then has about 18 Q4_K codes of
+ * decode to arrive, 9 at 2), 2 at batch 4-8 (4 spilled there, ptxas
+ * sm_90a) and for staged lanes (shared memory). */
+__host__ __device__ constexpr int fused_pd(int ST, int B) { return ST == 0 && B <= 2 ? 4 : 2; }
+
 /* One tile of the fused GEMV for this thread's lane L (opened by
  * lane_open): rows 2k, 2k+1 of tile tg (first weight column c0w, nw weights
  * a row) against the column's x slice xs and its sub-block sums xsum, codes
@@ -949,10 +961,7 @@ template <int TYPE, int B, int ST>
 __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(DevMat M, const uint32_t *__restrict__ glut,
                                                               const float *__restrict__ x, float *__restrict__ y)
 {
-    /* words of a global lane loaded ahead: 4 at batch 1-2 (a refill's load then has about 18
-       Q4_K codes of decode to arrive, 9 at 2), 2 at batch 4-8 (4 spilled there, ptxas sm_90a)
-       and for staged lanes (shared memory) */
-    constexpr int PD = ST == 0 && B <= 2 ? 4 : 2;
+    constexpr int PD = fused_pd(ST, B);
     const wr_geom G = wr_geom_of(TYPE);
     __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
     __shared__ float kv16[16];   /* the non-linear types' code values (code_val) */
@@ -1041,7 +1050,7 @@ template <int TYPE, int B>
 __global__ void __launch_bounds__(32 * private_warps(B), 1)
     k_fused_private(DevMat M, const uint32_t *__restrict__ gpairs, const float *__restrict__ x, float *__restrict__ y)
 {
-    constexpr int PD = B <= 2 ? 4 : 2;   /* as k_fused_q's global lanes */
+    constexpr int PD = fused_pd(0, B);
     const wr_geom G = wr_geom_of(TYPE);
     __shared__ float kv16[16];
     WR_DYN_SMEM(uint32_t, sm);
@@ -1057,7 +1066,7 @@ __global__ void __launch_bounds__(32 * private_warps(B), 1)
     for (unsigned long long t = (unsigned long long)blockIdx.x * nwarps + warp; t < M.ntiles;
          t += (unsigned long long)gridDim.x * nwarps) {
         const long long c0w = (long long)(t % M.tcols) * 256;
-        const int nw = (int)(M.cols - c0w < 256 ? M.cols - c0w : 256);
+        const int nw = tile_nw(M, c0w);
         __syncwarp();   /* every lane done with the last tile's xs and group masks */
         stage_x_warp<B>(xs, xsum, M, x, c0w, nw, G.sub_n, k);
         __syncwarp();

@@ -222,6 +222,14 @@ WR_HD void wr_bits_push(wr_bits *b, uint32_t w)
     b->next++;
 }
 
+/* Consume the code of table entry e (its length, bits 0..3). */
+WR_HD void wr_bits_skip(wr_bits *b, uint32_t e)
+{
+    const uint32_t len = e & WR_LUT_LEN;
+    b->buf <<= len;
+    b->nbits -= (int32_t)len;
+}
+
 /* Decode one symbol through the table (L bits, 1 <= L <= 32); returns its entry (a peek
  * without a code consumes nothing and returns WR_LUT_BAD). */
 WR_HD uint32_t wr_bits_take(wr_bits *b, const uint32_t *lut, int L)
@@ -231,9 +239,7 @@ WR_HD uint32_t wr_bits_take(wr_bits *b, const uint32_t *lut, int L)
     const uint32_t *ep = lut + ((uint32_t)(b->buf >> 32) >> (32 - L));
     WR_PROBE(WR_SITE_LUT, ep);
     const uint32_t e = *ep;
-    const uint32_t len = e & WR_LUT_LEN;
-    b->buf <<= len;
-    b->nbits -= (int32_t)len;
+    wr_bits_skip(b, e);
     return e;
 }
 
@@ -275,9 +281,7 @@ WR_HD uint32_t wr_bits_take_private(wr_bits *b, const uint32_t *plut, unsigned k
     const uint32_t h = (p & 1u) ? w >> 16 : w & 0xffffu;
     const uint32_t e = h | h << 16;
 #endif
-    const uint32_t len = e & WR_LUT_LEN;
-    b->buf <<= len;
-    b->nbits -= (int32_t)len;
+    wr_bits_skip(b, e);
     return e;
 }
 
