@@ -146,10 +146,17 @@ static inline size_t fused_smem_bytes(const DevMat &M, int ST)
            : ST == 2 ? (size_t)FUSED_WARPS * 32 * RING_WORDS * 4 : 0;
 }
 
-/* Per-warp group geometry of one tile. */
+/* Group i of a tile's ragged interleave (lane_open): the lanes holding a
+ * word i (a ballot mask) and the group's first word in the tile. A warp
+ * keeps one a group, D <= M.dmax of them (read as one 8-byte load). */
+struct __align__(8) Group {
+    uint32_t mask;
+    uint32_t start;
+};
+
+/* A warp's groups in static shared memory: room for the deepest lane. */
 struct Groups {
-    uint32_t mask[MAX_DEPTH];
-    uint32_t start[MAX_DEPTH];
+    Group e[MAX_DEPTH];
 };
 
 /* Pipeline "private" (k_fused_private): the lane-private decode table
@@ -162,29 +169,41 @@ __host__ __device__ constexpr int private_warps(int B) { return B <= 2 ? 32 : 16
 
 __host__ __device__ inline size_t private_lut_bytes(int L) { return (size_t)64 << L; }
 
-/* A warp's part: Groups, xs[B][256], xsum[B][16]. */
-__host__ __device__ inline size_t private_warp_bytes(int B) { return sizeof(Groups) + (size_t)B * (256 + 16) * 4; }
+/* A warp's part: its groups (M.dmax of them, lane_open reads no deeper;
+ * rounded up to 16 bytes), xs[B][256], xsum[B][16] (read 16 bytes at a
+ * time). */
+__host__ __device__ inline size_t private_group_bytes(const DevMat &M)
+{
+    return ((size_t)(M.dmax > 0 ? M.dmax : 1) * sizeof(Group) + 15) & ~(size_t)15;
+}
+__host__ __device__ inline size_t private_warp_bytes(const DevMat &M, int B)
+{
+    return private_group_bytes(M) + (size_t)B * (256 + 16) * 4;
+}
 
 static inline size_t private_smem_bytes(const DevMat &M, int B, int warps)
 {
-    return private_lut_bytes(M.L) + (size_t)warps * private_warp_bytes(B);
+    return private_lut_bytes(M.L) + (size_t)warps * private_warp_bytes(M, B);
 }
 
 /* Warps a block of k_fused_private at batch B on a device allowing
  * smem_optin bytes of shared memory a block, static_bytes of them the
- * kernel's own: private_warps(B), no more than the matrix's tiles, halved
- * while the block does not fit; 0 when not even one warp fits. H200/H100
- * (227 KiB) at L = 11: 32 warps at batch 1 (222 KiB), 16 at 2 and 4, 8 at 8;
- * A100/Orin (163 KiB): 8 at batch 1 and 2, 4 at 4, 2 at 8 (each warp's
- * Groups, 1,920 bytes, is sized for the deepest lane, not the matrix's). */
+ * kernel's own: the most that fit, at most private_warps(B) and the
+ * matrix's tiles; 0 when not even one warp fits. At L = 11 and the deepest
+ * lane (M.dmax 240 words): H200/H100 (227 KiB) 32 warps at batch 1, 24 at
+ * 2, 16 at 4, 9 at 8; A100/Orin (163 KiB) 11, 8, 5, 3. With the synthetic
+ * Q4_K's (dmax 57) H200 gets 32, 32, 16, 11 and A100 23, 13, 7, 3. */
 static inline int private_block_warps(const DevMat &M, int B, size_t smem_optin, size_t static_bytes)
 {
-    int w = private_warps(B);
-    if ((unsigned long long)w > M.ntiles)
-        w = M.ntiles ? (int)M.ntiles : 1;
-    while (w > 1 && private_smem_bytes(M, B, w) + static_bytes > smem_optin)
-        w /= 2;
-    return private_smem_bytes(M, B, w) + static_bytes <= smem_optin ? w : 0;
+    const size_t fixed = private_lut_bytes(M.L) + static_bytes;
+    if (smem_optin < fixed + private_warp_bytes(M, B))
+        return 0;
+    unsigned long long w = (smem_optin - fixed) / private_warp_bytes(M, B);
+    if (w > (unsigned long long)private_warps(B))
+        w = (unsigned long long)private_warps(B);
+    if (w > M.ntiles)
+        w = M.ntiles ? M.ntiles : 1;
+    return (int)w;
 }
 
 /* The launch shape of k_fused_private: w_fit warps a block fit
@@ -226,7 +245,7 @@ static inline std::vector<uint32_t> plut_host(const uint32_t *lut, int L)
  * code the CPU tests run. */
 struct Lane {
     const uint32_t *tw;       /* global, ring: the tile's words */
-    const Groups *g;          /* global, ring: the warp's group masks and starts */
+    const Group *g;           /* global, ring: the warp's group masks and starts */
     uint32_t *sw;             /* staged: word 0 of this lane in shared memory; ring: its ring
                                  column (word i at sw[(i % RING_WORDS) * 32]) */
     uint32_t W;
@@ -266,8 +285,9 @@ __device__ __forceinline__ uint32_t lane_word_index(const Lane &L, uint32_t i)
 {
     if (i < L.full)
         return 32 * i + (threadIdx.x & 31);
-    WR_PROBE(WR_SITE_GROUP, &L.g->start[i]);
-    return wr_group_word(L.g->start[i], L.g->mask[i], threadIdx.x & 31);
+    WR_PROBE(WR_SITE_GROUP, &L.g[i]);
+    const Group e = L.g[i];
+    return wr_group_word(e.start, e.mask, threadIdx.x & 31);
 }
 
 /* Word i of this thread's lane (0 past its end). ST: 0 global, 1 staged,
@@ -324,7 +344,7 @@ __device__ __forceinline__ void ring_fill(Lane &L, uint32_t held = 2)
  * RING_WORDS words of each lane to its ring column sw (ring_fill, waited
  * for). Corrupt offsets or lane counts read no word and set bad. */
 template <int ST, int PD = 2>
-__device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t, Groups *g, uint32_t *sw, Lane &L,
+__device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t, Group *g, uint32_t *sw, Lane &L,
                                           unsigned &bad)
 {
     const unsigned k = threadIdx.x & 31;
@@ -352,8 +372,7 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
                 }
             }
         } else if (k == 0) {
-            g->mask[i] = m;
-            g->start[i] = G;
+            g[i] = Group{m, G};
         }
         G += __popc(m);
     }
@@ -507,7 +526,7 @@ __global__ void __launch_bounds__(32) k_restore(DevMat M, wr_huf H, uint8_t *out
     TileGeo tg = tile_geo(M, t);
     unsigned bad = 0;
     Lane L;
-    lane_open<false>(M, t, &g, nullptr, L, bad);
+    lane_open<false>(M, t, g.e, nullptr, L, bad);
     for (unsigned r = 2 * k; r < tg.h && r < 2 * k + 2; r++)
         for (unsigned c = 0; c < tg.w; c++)
             sbuf[r * 256 + c] = (uint8_t)lane_sym(L, &h, bad);
@@ -737,7 +756,7 @@ __device__ __forceinline__ bool tile_open(const DevMat &M, const TilePos &P, Gro
         return false;
     const unsigned long long t = P.tr * M.tcols + P.tc;
     tg = tile_geo(M, t);
-    lane_open<ST, PD>(M, t, ST == 1 ? g : g + P.warp,
+    lane_open<ST, PD>(M, t, (ST == 1 ? g : g + P.warp)->e,
                       ST == 1 ? staged + P.warp * 32 * M.dmax : ST == 2 ? staged + P.warp * 32 * RING_WORDS : nullptr,
                       L, bad);
     return true;
@@ -1043,7 +1062,7 @@ __device__ __forceinline__ void stage_x_warp(float (*xs)[256], float (*xsum)[16]
  * (row-major over the matrix), with its own x slice and sums
  * (stage_x_warp), so that one 2^L x 64-byte table serves every tile a
  * block runs and the grid spreads the tiles over the SMs (private_shape).
- * Dynamic shared memory: private_smem_bytes (table, then per warp Groups,
+ * Dynamic shared memory: private_smem_bytes (table, then per warp groups,
  * xs, xsum); blocks of up to private_warps(B) warps (gpu.cu's
  * private_launch). */
 template <int TYPE, int B>
@@ -1059,10 +1078,10 @@ __global__ void __launch_bounds__(32 * private_warps(B), 1)
     if (threadIdx.x < 16)
         kv16[threadIdx.x] = wr_kv((int)threadIdx.x);
     __syncthreads();
-    uint8_t *wb = reinterpret_cast<uint8_t *>(sm) + private_lut_bytes(M.L) + (size_t)warp * private_warp_bytes(B);
-    Groups *g = reinterpret_cast<Groups *>(wb);
-    float (*xs)[256] = reinterpret_cast<float (*)[256]>(wb + sizeof(Groups));
-    float (*xsum)[16] = reinterpret_cast<float (*)[16]>(wb + sizeof(Groups) + (size_t)B * 256 * 4);
+    uint8_t *wb = reinterpret_cast<uint8_t *>(sm) + private_lut_bytes(M.L) + (size_t)warp * private_warp_bytes(M, B);
+    Group *g = reinterpret_cast<Group *>(wb);
+    float (*xs)[256] = reinterpret_cast<float (*)[256]>(wb + private_group_bytes(M));
+    float (*xsum)[16] = reinterpret_cast<float (*)[16]>(wb + private_group_bytes(M) + (size_t)B * 256 * 4);
     for (unsigned long long t = (unsigned long long)blockIdx.x * nwarps + warp; t < M.ntiles;
          t += (unsigned long long)gridDim.x * nwarps) {
         const long long c0w = (long long)(t % M.tcols) * 256;
@@ -1230,7 +1249,7 @@ __device__ __forceinline__ void restore_exp_tile(const DevMat &M, const uint32_t
     TileGeo tg = tile_geo(M, t);
     unsigned bad = 0;
     Lane L;
-    lane_open<false>(M, t, g, nullptr, L, bad);
+    lane_open<false>(M, t, g->e, nullptr, L, bad);
     for (unsigned r = 2 * k; r < tg.h && r < 2 * k + 2; r++) {
         const long long row = (long long)(tg.r0 + r);
         const uint8_t *rawp = M.raw + row * M.cols + c0w;

@@ -1100,21 +1100,28 @@ static void check_to_16()
 
 /* private_block_warps: the warps a block of k_fused_private gets at L = 11 on an H200 or
    H100 (227 KiB a block) and an A100 or Orin (163 KiB), its static shared memory 64
-   bytes; fewer tiles than warps; and none where a one-warp block does not fit. */
+   bytes, with the deepest lanes (dmax 240 words) and the synthetic Q4_K's (57); fewer tiles than
+   warps; and none where a one-warp block does not fit. */
 static void check_private_plan()
 {
     DevMat M;
     memset(&M, 0, sizeof M);
     M.L = 11;
     M.ntiles = 3584;
-    const int want[2][4] = {{32, 16, 16, 8}, {8, 8, 4, 2}};
+    const int dmax[2] = {240, 57};
+    const int want[2][2][4] = {{{32, 24, 16, 9}, {11, 8, 5, 3}}, {{32, 32, 16, 11}, {23, 13, 7, 3}}};
     const size_t optin[2] = {H200_SMEM_OPTIN, 166912};
-    for (int dv = 0; dv < 2; dv++)
-        for (int bi = 0; bi < 4; bi++) {
-            const int B = 1 << bi, w = private_block_warps(M, B, optin[dv], 64);
-            CHECK(w == want[dv][bi], "private_block_warps: L 11, %zu bytes a block, batch %d: %d warps (%d), %zu bytes",
-                  optin[dv], B, w, want[dv][bi], private_smem_bytes(M, B, w) + 64);
-        }
+    for (int di = 0; di < 2; di++)
+        for (int dv = 0; dv < 2; dv++)
+            for (int bi = 0; bi < 4; bi++) {
+                M.dmax = dmax[di];
+                const int B = 1 << bi, w = private_block_warps(M, B, optin[dv], 64);
+                CHECK(w == want[di][dv][bi] && private_smem_bytes(M, B, w) + 64 <= optin[dv] &&
+                          (w == private_warps(B) || private_smem_bytes(M, B, w + 1) + 64 > optin[dv]),
+                      "private_block_warps: L 11, dmax %d, %zu bytes a block, batch %d: %d warps (%d), %zu bytes",
+                      dmax[di], optin[dv], B, w, want[di][dv][bi], private_smem_bytes(M, B, w) + 64);
+            }
+    M.dmax = 240;
     M.ntiles = 5;
     CHECK(private_block_warps(M, 1, H200_SMEM_OPTIN, 64) == 5, "private_block_warps: 5 tiles, 5 warps");
     /* private_shape: (tiles, warps that fit, SMs, blocks a SM) -> warps, blocks */
