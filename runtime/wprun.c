@@ -131,7 +131,8 @@ static void stdout_close(void)
 }
 
 /* ---- tuning file: "# wprun tuning v2 (gpu|cpu): ..." then lines
- * "name type ROWSxCOLS batch pipeline us" (tab-separated); auto takes, per
+ * "name type ROWSxCOLS batch pipeline us" (written tab-separated, read
+ * whitespace-separated); auto takes, per
  * matrix (name, type and shape: two bundles may hold matrices of one name)
  * and batch, the pipeline with the fewest microseconds (the last
  * measurement of a pipeline counts). */
@@ -151,7 +152,7 @@ static tune_ent *tune_find(const char *name, const char *type, long long rows, l
 {
     for (int i = 0; i < ntunes; i++)
         if (tunes[i].batch == batch && tunes[i].rows == rows && tunes[i].cols == cols && !strcmp(tunes[i].name, name) &&
-            !strcmp(tunes[i].type, type))
+            !strcasecmp(tunes[i].type, type))
             return &tunes[i];
     if (!add)
         return NULL;
@@ -173,7 +174,8 @@ static tune_ent *tune_find(const char *name, const char *type, long long rows, l
 /* One measurement line: 1 and its fields (the key in e, the pipeline, the
  * time) when it is "MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS"
  * (whitespace-separated, exactly six fields, a coded pipeline, a finite
- * time >= 0, batch >= 1), else 0. */
+ * time >= 0, batch >= 1; type and pipeline in any case, as --pipeline
+ * takes them), else 0. */
 static int tuning_line(char *line, tune_ent *e, int *pipe, double *us_out)
 {
     char *f[7];
@@ -199,7 +201,7 @@ static int tuning_line(char *line, tune_ent *e, int *pipe, double *us_out)
         return 0;
     *pipe = -1;
     for (int q = 0; q < P_COUNT; q++)
-        if (q != P_TWIN && !strcmp(f[4], pipe_name[q]))
+        if (q != P_TWIN && !strcasecmp(f[4], pipe_name[q]))
             *pipe = q;
     snprintf(e->name, sizeof e->name, "%s", f[0]);
     snprintf(e->type, sizeof e->type, "%s", f[1]);

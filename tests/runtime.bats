@@ -364,6 +364,14 @@ cpu_verify() {
     echo "$output" | grep -qE '^gemv .* batch 3 +palette relerr'
 }
 
+@test "wprun --tuning: a hand-edited line (blanks between fields, type and pipeline in another case) steers auto" {
+    printf '# wprun tuning v2 (cpu)\nsynth.BF16.64x512 bf16  64x512 1 Palette 1.0\nsynth.BF16.64x512\tBF16\t64x512\t1\tfused\t2.0\n' > "$T/hand.tun"
+    run "$BIN/wprun" --cpu --verify --synth BF16:64x512 --tuning "$T/hand.tun"
+    [ "$status" -eq 0 ]
+    [[ "$output" != *warning* ]]
+    echo "$output" | grep -qE '^gemv .* batch 1 +palette relerr'
+}
+
 @test "wprun refuses a bundle with data between its index and its trailer (cat a a), as verify does" {
     cat "$Q/syn.bundle" "$Q/syn.bundle" > "$T/cat2.bundle"
     run --separate-stderr "$BIN/wprun" --cpu --bundle "$T/cat2.bundle"
