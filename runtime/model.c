@@ -167,13 +167,17 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
 
 int wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen)
 {
+    if (!strcmp(path, "-"))   /* it said "-: No such file or directory" */
+        return fail(err, errlen, "-: wprun reads a bundle from its index at the end, so not standard input: "
+                                 "give the file's name");
     FILE *f = fopen(path, "rb");
     struct stat st;
     if (!f)
         return fail(err, errlen, "%s: %s", path, strerror(errno));
     if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
         fclose(f);
-        return fail(err, errlen, "%s: not a regular file", path);
+        return fail(err, errlen, "%s: not a regular file (wprun reads a bundle from its index at the end: give a file)",
+                    path);
     }
     if (wp_stream_framed(f) > 0) {   /* other zstd files: wp_index_read says what they are */
         fclose(f);

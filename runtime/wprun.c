@@ -807,10 +807,10 @@ int main(int argc, char **argv)
             opt.tune = 1;
         } else if (!strcmp(a, "--graph")) {
             opt.graph = 1;
-        } else if (a[0] != '-' || (v && !strcmp(a, "--bundle"))) {   /* a bare FILE is --bundle FILE */
+        } else if (a[0] != '-' || !strcmp(a, "-") || (v && !strcmp(a, "--bundle"))) {   /* a bare FILE is --bundle FILE */
             if (nb == 64)
                 die(WR_EXIT_USAGE, "%s", "--bundle: at most 64 bundles");
-            bundles[nb++] = a[0] != '-' ? a : argv[++i];
+            bundles[nb++] = a[0] != '-' || !a[1] ? a : argv[++i];
         } else if (!v) {
             die(WR_EXIT_USAGE, "unknown option or missing value: %s (see --help)", a);
         } else if (!strcmp(a, "--synth")) {

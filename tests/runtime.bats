@@ -372,6 +372,21 @@ cpu_verify() {
     echo "$output" | grep -qE '^gemv .* batch 1 +palette relerr'
 }
 
+@test "wprun: a bundle on standard input or a pipe is refused with the reason (it reads the index at the end)" {
+    run --separate-stderr "$BIN/wprun" --cpu - < "$Q/syn.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: -: wprun reads a bundle from its index at the end, so not standard input: give the file's name" ]
+    run --separate-stderr "$BIN/wprun" --cpu --bundle - < "$Q/syn.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: -: wprun reads a bundle from its index at the end, so not standard input: give the file's name" ]
+    run --separate-stderr bash -c "cat '$Q/syn.bundle' | '$BIN/wprun' --cpu --bundle /dev/stdin"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: /dev/stdin: not a regular file (wprun reads a bundle from its index at the end: give a file)" ]
+    # a redirected regular file is one
+    run "$BIN/wprun" --cpu --bundle /dev/stdin < "$Q/syn.bundle"
+    [ "$status" -eq 0 ]
+}
+
 @test "wprun refuses a bundle with data between its index and its trailer (cat a a), as verify does" {
     cat "$Q/syn.bundle" "$Q/syn.bundle" > "$T/cat2.bundle"
     run --separate-stderr "$BIN/wprun" --cpu --bundle "$T/cat2.bundle"
