@@ -758,7 +758,11 @@ static void synth_parse(const char *spec, int *type, long long *rows, long long 
         *type = t, *rows = r, *cols = c;
 }
 
-static void add_synth(wr_model *md, const char *spec, uint64_t *seed)
+/* The matrices of a --synth spec; each one's data follows from its type and
+ * shape alone (its name, synth.TYPE.ROWSxCOLS), so the same name always
+ * holds the same data, whatever other specs the run has: a tuning file
+ * keys matrices by name and shape. */
+static void add_synth(wr_model *md, const char *spec)
 {
     char err[512], msg[800];
     long long r, c;
@@ -773,7 +777,8 @@ static void add_synth(wr_model *md, const char *spec, uint64_t *seed)
             int n = wp_ggml_blck_size(all_types[i]);
             cc = (c + n - 1) / n * n;
         }
-        if (wr_model_synth(md, all_types[i], r, cc, ++*seed, err, sizeof err)) {
+        const uint64_t seed = ((uint64_t)all_types[i] << 56) ^ ((uint64_t)r << 28) ^ (uint64_t)cc;
+        if (wr_model_synth(md, all_types[i], r, cc, seed, err, sizeof err)) {
             snprintf(msg, sizeof msg, "--synth %s: %s", spec, err);
             die(WR_EXIT_FAIL, "%s", msg);
         }
@@ -902,9 +907,8 @@ int main(int argc, char **argv)
                 snprintf(msg, sizeof msg, "%s", err);
             die(WR_EXIT_FAIL, "%s", msg);
         }
-    uint64_t seed = 0;
     for (int i = 0; i < ns; i++)
-        add_synth(&md, synths[i], &seed);
+        add_synth(&md, synths[i]);
     wr_model_keep(&md, opt.match);   /* --match: the synthetic matrices too */
     if (md.n == 0) {
         if (opt.match)

@@ -372,6 +372,16 @@ cpu_verify() {
     echo "$output" | grep -qE '^gemv .* batch 1 +palette relerr'
 }
 
+@test "wprun --synth: a matrix's data follows from its name alone, not from the specs before it" {
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512
+    [ "$status" -eq 0 ]
+    local alone=$(echo "$output" | grep '^verify')
+    run "$BIN/wprun" --cpu --verify --synth Q8_0:64x256 --synth all:64x200 --synth Q4_K:64x512 --match synth.Q4_K.64x512
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep '^verify')" = "$alone" ]
+    [[ "$alone" == *" 3.977 b/w "* ]]
+}
+
 @test "wprun: a bundle on standard input or a pipe is refused with the reason (it reads the index at the end)" {
     run --separate-stderr "$BIN/wprun" --cpu - < "$Q/syn.bundle"
     [ "$status" -eq 1 ]
