@@ -80,3 +80,32 @@ load helpers
     [ "$status" -ne 0 ]
     [ -z "$(ls -A "$BATS_TEST_TMPDIR/tmp")" ]
 }
+
+@test "bitcheck: - (one of the two) is standard input, and a pipe such as /dev/stdin is read" {
+    # both were refused: "bitcheck: -: not a readable file" (a new user's trial)
+    cd "$BATS_TEST_TMPDIR"
+    printf 'm\tQ8_0\t8.5878\n' > base.tsv
+    printf 'm\tQ8_0\t8.7\n' > rise.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv - < base.tsv
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "$(printf '# m\tQ8_0: 8.5878 b/w (baseline 8.5878)')" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv - < rise.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "$(printf 'm\tQ8_0: 8.7 b/w, more than 0.2 %% above the baseline 8.5878 (at most 8.6050)')" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" - rise.tsv < /dev/null
+    [ "$status" -eq 1 ]
+    [ "$output" = "$(printf 'm\tQ8_0: 8.7 (not in stdin)\nstdin: no rows')" ]
+    run --separate-stderr sh -c 'cat base.tsv | "$1" base.tsv /dev/stdin' sh "$ROOT/pipelines/bitcheck"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "$(printf '# m\tQ8_0: 8.5878 b/w (baseline 8.5878)')" ]
+    run --separate-stderr sh -c 'cat rise.tsv | "$1" - base.tsv' sh "$ROOT/pipelines/bitcheck"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "$(printf '# m\tQ8_0: 8.5878 b/w (baseline 8.7)')" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" - - < base.tsv
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "bitcheck: BASELINE and NOW are both -: only one of them can be standard input" ]
+    [ "$output" = "" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv "$BATS_TEST_TMPDIR"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "bitcheck: $BATS_TEST_TMPDIR: not a readable file" ]
+}
