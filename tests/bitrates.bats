@@ -109,3 +109,20 @@ load helpers
     [ "$status" -eq 2 ]
     [ "$stderr" = "bitcheck: $BATS_TEST_TMPDIR: not a readable file" ]
 }
+
+@test "bitcheck: CRLF lines are read as their LF twins" {
+    # a NOW line a<TAB>1.0<CR> gave 'a: b/w "1.0" is not a number', the \r unseen (a new user's trial)
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a\t1.0\n' > lf.tsv
+    printf '# key\tb/w\r\na\t1.0\r\n\r\n' > crlf.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" lf.tsv crlf.tsv
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "$(printf '# a: 1.0 b/w (baseline 1.0)')" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" crlf.tsv lf.tsv
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "$(printf '# a: 1.0 b/w (baseline 1.0)')" ]
+    printf 'a\t1.1\r\n' > rise.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" lf.tsv rise.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "a: 1.1 b/w, more than 0.2 % above the baseline 1.0 (at most 1.0020)" ]
+}
