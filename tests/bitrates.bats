@@ -126,3 +126,25 @@ load helpers
     [ "$status" -eq 1 ]
     [ "$output" = "a: 1.1 b/w, more than 0.2 % above the baseline 1.0 (at most 1.0020)" ]
 }
+
+@test "bitcheck: a negative b/w is one line, and a row whose baseline is no b/w is not compared" {
+    # a baseline -1 printed 'is not a number' and then compared NOW with -1 (a new user's trial)
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a\t1.0\n' > lf.tsv
+    printf 'a\t-1\n' > neg.tsv
+    printf 'a\tx\n' > nan.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" neg.tsv lf.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = 'neg.tsv:1: b/w "-1" is negative, not a valid b/w' ]
+    [ "$stderr" = "" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" nan.tsv lf.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = 'nan.tsv:1: b/w "x" is not a number' ]
+    [ "$stderr" = "" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" lf.tsv neg.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = 'a: b/w "-1" is negative, not a valid b/w' ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" neg.tsv neg.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "$(printf 'neg.tsv:1: b/w "-1" is negative, not a valid b/w\na: b/w "-1" is negative, not a valid b/w')" ]
+}
