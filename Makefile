@@ -163,7 +163,8 @@ clean:
 # chunks of TEXT go into the Hessians, cached in OUT/NAME-TEXTNAME-kCHUNKS.hess
 # (pipelines/lazyweights names them the same way), with the model, text and
 # chunk count they came from in OUT/NAME-TEXTNAME-kCHUNKS.hess.id: another
-# MODEL or TEXT file of the same name rebuilds them. A point's outputs are
+# MODEL or TEXT file of the same name rebuilds them. A failed hessian leaves no
+# .id without Hessians, nor the .calib stamps (or OUT) this run made. A point's outputs are
 # rebuilt when its model or calibration changes (MODEL, TEXT, HESSIAN_CHUNKS,
 # or RTN against GPTQ): OUT/NAME-POINT.calib holds the one it was built with.
 MODEL ?= $(WPACK_DATA)/models/stories260K/stories260K-f32.gguf
@@ -184,7 +185,8 @@ model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-
 # the .calib stamps are rewritten (made newer) only when the calibration differs, as the
 # Makefile is read, so make -q and "Nothing to be done" still hold for an unchanged build
 # (the Hessians' .id likewise: lazyweights writes the same line beside the Hessians it makes)
-stamp = $(shell mkdir -p '$(OUT)' && f='$(1)' && { [ "$$(cat "$$f" 2>/dev/null)" = '$(2)' ] || echo '$(2)' > "$$f"; })
+# (it prints the name of a stamp it writes)
+stamp = $(shell mkdir -p '$(OUT)' && f='$(1)' && { [ "$$(cat "$$f" 2>/dev/null)" = '$(2)' ] || { echo '$(2)' > "$$f" && echo "$$f"; }; })
 ifneq ($(filter model,$(MAKECMDGOALS)),)
 comma := ,
 # paths go to the shell in single quotes, and make cannot carry a space in a file name: a
@@ -192,6 +194,11 @@ comma := ,
 # what followed it as a shell command)
 path_bad = $(or $(word 2,$(1)),$(findstring ',$(1)),$(findstring ",$(1)),$(findstring \,$(1)))
 $(foreach v,MODEL TEXT OUT,$(if $(call path_bad,$($(v))),$(error $(v)=$($(v)): a space, quote or backslash in this path cannot go through make (link the file under a plain name))))
+# HESSIAN_CHUNKS is a count, 1 to 2147483647 as hessian --chunks takes it (0, -3 or abc
+# wrote the stamps, then hessian failed)
+no_digits = $(subst 0,,$(subst 1,,$(subst 2,,$(subst 3,,$(subst 4,,$(subst 5,,$(subst 6,,$(subst 7,,$(subst 8,,$(subst 9,,$(1)))))))))))
+chunks_bad = $(or $(if $(1),,x),$(subst x$(strip $(1))x,,x$(1)x),$(call no_digits,$(1)),$(if $(subst 0,,$(1)),,x),$(shell [ $(1) -le 2147483647 ] 2>/dev/null || echo x))
+$(if $(call chunks_bad,$(HESSIAN_CHUNKS)),$(error HESSIAN_CHUNKS=$(HESSIAN_CHUNKS): expected a count of chunks from 1 to 2147483647))
 # what is wrong with MODEL, TEXT or POINT is said before any stamp is written (a missing
 # default text was "No rule to make target", a bad POINT left its .calib behind)
 $(if $(wildcard $(MODEL)),,$(error MODEL=$(MODEL): no such file$(if $(filter $(WPACK_DATA)/%,$(MODEL)), (the default; set MODEL=FILE$(comma) or WPACK_DATA=dir))))
@@ -209,10 +216,12 @@ point_why = $(shell pipelines/lazyweights --check '$(1)' '$(MODEL)' $(if $(TEXT)
 $(foreach p,$(POINT),$(eval why_ := $$(call point_why,$(p)))$(if $(why_),$(error POINT=$(p): $(why_))))
 # OUT must be a directory that can be made (a regular file on its path left make deleting
 # a .calib it could not write: "make: unlink: ... Not a directory")
+out_new := $(if $(wildcard $(OUT)/.),,1)
 out_why := $(shell mkdir -p -- '$(OUT)' 2>&1 | sed -n '1s/^mkdir: //p')
 $(if $(out_why),$(error OUT=$(OUT): $(out_why)))
-$(foreach p,$(POINT),$(call stamp,$(OUT)/$(MODEL_NAME)-$(p).calib,$(CALIB_ID)))
-$(if $(TEXT),$(call stamp,$(HESS).id,$(HESS_ID)))
+# the .calib stamps this run writes, which a failed hessian removes (with its .id)
+new_calibs := $(foreach p,$(POINT),$(call stamp,$(OUT)/$(MODEL_NAME)-$(p).calib,$(CALIB_ID)))
+new_id := $(if $(TEXT),$(call stamp,$(HESS).id,$(HESS_ID)))
 endif
 $(OUT)/$(MODEL_NAME)-%.calib:
 	mkdir -p $(@D)
@@ -223,7 +232,9 @@ $(HESS).id:
 
 $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	mkdir -p $(@D)
-	bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@
+	@echo 'bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@'
+	@bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@ || \
+	    { rc=$$?; [ -s $@ ] || rm -f $@.id; rm -f $(new_calibs); $(if $(out_new),rmdir $(OUT) 2>/dev/null;) exit $$rc; }
 
 $(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle: $(MODEL) $(OUT)/$(MODEL_NAME)-%.calib \
     $(if $(TEXT),$(HESS)) $(LAZY_BINS) pipelines/lazyweights

@@ -266,6 +266,31 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [[ $output == *"*** OUT=$BATS_TEST_TMPDIR/file/sub: cannot create directory "*"Not a directory.  Stop." ]]
 }
 
+@test "make model: a HESSIAN_CHUNKS that is no count is one line before any file; a failed hessian leaves no stamp" {
+    # HESSIAN_CHUNKS=-3, 0 or abc wrote the .calib and .hess.id, ran hessian, and its
+    # "--chunks: expected an integer" was the third of three lines (a new user's trial)
+    out="$BATS_TEST_TMPDIR/h"
+    a=(-C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g1_lam0_c1.5 OUT="$out" TEXT="$DATA/text/wiki.test.raw")
+    for c in -3 0 abc "" 2147483648 "8 9" 00; do
+        run make "${a[@]}" HESSIAN_CHUNKS="$c"
+        [ "$status" -eq 2 ]
+        [ "${#lines[@]}" -eq 1 ]
+        [[ "$output" == *"*** HESSIAN_CHUNKS=$c: expected a count of chunks from 1 to 2147483647.  Stop." ]]
+        [ ! -e "$out" ]
+    done
+    # hessian itself fails (a text too short for one chunk): its .hess.id, the points' .calib
+    # and the OUT make made all stayed
+    head -c 300 "$CALIB" > "$BATS_TEST_TMPDIR/tiny.txt"
+    run make "${a[@]}" POINT="Q8_0_g1_lam0_c1.5 Q4_0_g1_lam0_c1" TEXT="$BATS_TEST_TMPDIR/tiny.txt"
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"hessian: $BATS_TEST_TMPDIR/tiny.txt: tokenizes to only"* ]]
+    [ ! -e "$out" ]
+    mkdir "$out"
+    run make "${a[@]}" TEXT="$BATS_TEST_TMPDIR/tiny.txt"
+    [ "$status" -eq 2 ]
+    [ -z "$(ls -A "$out")" ]
+}
+
 @test "make model: a new TEXT or HESSIAN_CHUNKS, or RTN after GPTQ, rebuilds the point; hessian's error is shown" {
     # the GPTQ files stayed for an RTN build, and the first TEXT's Hessians served every later
     # TEXT (a new user's trial)
