@@ -564,6 +564,9 @@ int main(int argc, char **argv)
         ftype = wp_ftype_from_name(ftype_name);
         if (ftype < 0)
             wp_die("unknown --ftype '%s'", ftype_name);
+        /* NVFP4: llama-quantize's "invalid output file type 39" said neither the preset nor why */
+        if (wp_ftype_default_type(ftype) < 0)
+            wp_die("--ftype %s: llama.cpp gives this preset no type to quantize to", ftype_name);
     } else {
         int t = wp_ggml_type_from_name(type_name);
         if (t < 0)

@@ -406,8 +406,13 @@ open('z.gguf', 'wb').write(h + b'\0' * (-len(h) % 32))"
     [ -z "$output" ]
     run "$BIN/gptq" --check --ftype Q4_0 --widen 0.5
     one_line_error "^gptq: --widen: expected a number from 1 to 64, got '0.5'$"
+    # it said "gptq: invalid output file type 39", named neither the preset nor why (a new user's trial)
     run "$BIN/gptq" --check --ftype NVFP4
-    one_line_error "^gptq: invalid output file type 39$"
+    one_line_error "^gptq: --ftype NVFP4: llama.cpp gives this preset no type to quantize to$"
+    run "$BIN/gptq" --ftype NVFP4 "$F32"
+    one_line_error "^gptq: --ftype NVFP4: llama.cpp gives this preset no type to quantize to$"
+    run "$BIN/gptq" --check --type NVFP4
+    one_line_error "^gptq: --type NVFP4: no llama.cpp file type quantizes to it$"
     run "$BIN/gptq" --check --ftype IQ2_XXS "$synth"
     one_line_error "requires an imatrix"
     # a quantized model, a file that is no GGUF, -o
