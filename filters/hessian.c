@@ -474,6 +474,7 @@ int main(int argc, char **argv)
         wp_die("%s: the vocabulary adds EOS to every text; llama-imatrix's method does not apply", model_path);
 
     int n_tokens = 0;
+    llm_step(text_path, "llama.cpp cannot tokenize this text");
     llama_token *tokens = llm_tokenize(vocab, text, text_len, &n_tokens);
     if (!tokens)
         wp_die("%s: cannot tokenize (too long?)", text_path);
@@ -513,12 +514,14 @@ int main(int argc, char **argv)
     cp.swa_full = false;
     cp.cb_eval = cb_eval;
     cp.cb_eval_user_data = &st;
+    llm_step(model_path, "llama.cpp cannot create a context of this size");
     struct llama_context *ctx = llama_init_from_model(model, cp);
     if (!ctx)
         wp_die("%s: llama.cpp cannot create a context of this size", model_path);
     openblas_set_num_threads((int)threads);
 
     wp_writer *wr = wp_cli_writer(out_path);
+    llm_step(model_path, "llama_decode failed");
     struct llama_batch batch = llama_batch_init(n_batch, 0, 1);
 
     /* Run chunks [0, n_chunk) through the model as llama-imatrix does; with

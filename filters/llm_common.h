@@ -7,6 +7,10 @@
  *
  * What it does, all after llama.cpp's own tools (common/common.cpp, arg.cpp):
  *   - silences llama.cpp's and ggml's logging unless WPACK_LLAMA_LOG is set;
+ *   - turns ggml's aborts (GGML_ASSERT, GGML_ABORT inside libllama: a model
+ *     whose vocabulary has a duplicate token) into one line naming the file
+ *     and the step (llm_step), exit 1, no output left behind (wp_die_now),
+ *     where ggml printed the assertion and a gdb backtrace and aborted (134);
  *   - loads the ggml backends (the CPU backend is a separate .so in the
  *     pinned reference build) before any model is loaded;
  *   - reads a text file as `-f FILE` does and tokenizes it as common_tokenize
@@ -29,6 +33,8 @@ struct gguf_context; /* llama.h names it in a prototype; its header is not neede
 #include "ggml-backend.h"
 #include "llama.h"
 
+#include "cli.h"
+
 /* Log callback: drops everything unless WPACK_LLAMA_LOG is set in the
  * environment, in which case llama.cpp's text goes to stderr unchanged. */
 static inline void llm_log_cb(enum ggml_log_level level, const char *text, void *user)
@@ -38,8 +44,35 @@ static inline void llm_log_cb(enum ggml_log_level level, const char *text, void 
         fputs(text, stderr);
 }
 
-/* Set up libllama for this process: logging (see llm_log_cb), backend
- * loading, llama_backend_init.  Backends are loaded from the directory in
+/* What the program is doing in libllama, for the message of an abort there
+ * (llm_abort_cb): the file concerned (NULL: none) and the problem. */
+static const char *llm_step_what, *llm_step_why = "llama.cpp failed";
+
+/* Name the step about to run in libllama: an abort inside it says
+ * "prog: what: why (ggml's message)". */
+static inline void llm_step(const char *what, const char *why)
+{
+    llm_step_what = what;
+    llm_step_why = why;
+}
+
+/* ggml's abort callback (ggml_set_abort_callback): one line naming the step,
+ * with ggml's message less the build directory of its source file
+ * ("llama-vocab.cpp:2501: GGML_ASSERT(...) failed"), then exit 1 through
+ * wp_die_now: any thread may call it, and the temporary output goes. */
+static inline void llm_abort_cb(const char *msg)
+{
+    const char *colon = strchr(msg, ':'), *m = msg;
+    for (const char *p = msg; colon && p < colon; p++)
+        if (*p == '/')
+            m = p + 1;
+    if (llm_step_what)
+        wp_die_now("%s: %s (%s)", llm_step_what, llm_step_why, m);
+    wp_die_now("%s (%s)", llm_step_why, m);
+}
+
+/* Set up libllama for this process: logging (see llm_log_cb), aborts (see
+ * llm_abort_cb), backend loading, llama_backend_init.  Backends are loaded from the directory in
  * WPACK_GGML_BACKEND_DIR if set, else from the directory that holds the
  * libggml actually linked in (found with dladdr; that is where the pinned
  * reference keeps libggml-cpu-*.so), and, if that registers no device, from
@@ -51,6 +84,8 @@ static inline int llm_setup(void)
     void *verbose = (lg && *lg && strcmp(lg, "0") != 0) ? (void *)1 : NULL;
     llama_log_set(llm_log_cb, verbose);
     ggml_log_set(llm_log_cb, verbose);
+    ggml_set_abort_callback(llm_abort_cb);
+    llm_step(NULL, "llama.cpp failed while loading its backends");
 
     const char *dir = getenv("WPACK_GGML_BACKEND_DIR");
     char buf[PATH_MAX];
@@ -187,6 +222,7 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
         *why = "not a GGUF file (bad magic)";
         return NULL;
     }
+    llm_step(path, "llama.cpp cannot load this model");
     struct llama_model_params mp = llama_model_default_params();
     struct llama_model *m = llama_model_load_from_file(path, mp);
     if (!m)

@@ -367,6 +367,7 @@ int main(int argc, char **argv)
 
     if (text) {
         int nt = 0;
+        llm_step(text_path, "llama.cpp cannot tokenize this text");
         llama_token *tt = llm_tokenize(vocab, text, text_len, &nt);
         if (!tt)
             die(text_path, "cannot tokenize (too long?)");
@@ -416,10 +417,12 @@ int main(int argc, char **argv)
     cp.n_threads = (int32_t)threads;
     cp.n_threads_batch = (int32_t)threads;
     cp.swa_full = false; /* llama.cpp's tools' default */
+    llm_step(model_path, "llama.cpp cannot create a context of this size");
     struct llama_context *ctx = llama_init_from_model(model, cp);
     if (!ctx)
         die(model_path, "llama.cpp cannot create a context of this size");
 
+    llm_step(model_path, "llama_decode failed");
     struct llama_batch batch = llama_batch_init(n_batch, 0, 1);
     float *acc = NULL; /* this chunk's scored logits when it spans several batches */
     if (num_batches > 1) {

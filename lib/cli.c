@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,14 +21,22 @@ static off_t out_start;
 static char **inputs;   /* the regular files read, by real path (wp_cli_input) */
 static int n_inputs;
 
-/* Interrupted (Ctrl-C, kill, a closed pipe): remove the temporary output,
- * then die of the same signal. Only async-signal-safe calls. */
-static void on_signal(int sig)
+/* Remove the temporary output, or truncate a redirected stdout back to where
+ * the run started, without touching its FILE (a signal handler, another
+ * thread). Only async-signal-safe calls. */
+static void out_abort_raw(void)
 {
     if (out_tmp[0])
         unlink(out_tmp);
     else if (out_is_stdout_file && ftruncate(STDOUT_FILENO, out_start) != 0)
         (void)0;   /* nothing more a handler can do */
+}
+
+/* Interrupted (Ctrl-C, kill, a closed pipe): remove the temporary output,
+ * then die of the same signal. */
+static void on_signal(int sig)
+{
+    out_abort_raw();
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -93,6 +102,20 @@ void wp_die(const char *fmt, ...)
     va_end(ap);
     out_abort();
     exit(1);
+}
+
+void wp_die_now(const char *fmt, ...)
+{
+    static atomic_flag dying = ATOMIC_FLAG_INIT;
+    if (atomic_flag_test_and_set(&dying))
+        for (;;)
+            pause();   /* the first caller's _exit ends this thread too */
+    va_list ap;
+    va_start(ap, fmt);
+    say_line("", fmt, ap);
+    va_end(ap);
+    out_abort_raw();
+    _exit(1);
 }
 
 void wp_warn(const char *fmt, ...)

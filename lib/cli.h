@@ -31,6 +31,12 @@ const char *wp_prog(void);
 /* Print "prog: message" (printf-style, one line) to stderr, remove or
  * truncate any uncommitted output, exit 1. */
 void wp_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* wp_die for a hook that must not return and may run on any thread (ggml's
+ * abort callback, inside libllama): prints the line, removes the temporary
+ * output or truncates a redirected stdout as a signal does (no stdio call on
+ * the output), and ends with _exit(1): no atexit handlers, buffered output
+ * dropped. A second caller (another thread) waits for the first's _exit. */
+void wp_die_now(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 /* Print "prog: warning: message" to stderr. */
 void wp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

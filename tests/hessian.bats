@@ -172,6 +172,23 @@ bad() {  # expected-substring args...
     bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$CAL"
 }
 
+@test "bad input: a duplicate vocabulary token (ggml assertion in llama.cpp) gives one line, exit 1, no output" {
+    # exit 134 with ggml's assertion and a gdb backtrace line (a trial's find)
+    local F16="$MODELS/stories260K-f16.gguf" L="$BATS_TEST_TMPDIR" at
+    [ -f "$F16" ] || skip "no stories260K-f16.gguf in $MODELS"
+    # token "▁time" cut to "▁t" by a NUL (its length stays 7): "▁t" twice
+    at=$(offset_of "$F16" "▁time")
+    [ "$(od -An -t u8 -j $((at - 8)) -N 8 "$F16" | tr -d ' ')" = 7 ]
+    cp "$F16" "$L/dup.gguf"
+    chmod u+w "$L/dup.gguf"
+    patch_bytes "$L/dup.gguf" $((at + 4)) '\x00'
+    run --separate-stderr "$H" --threads 1 --model "$L/dup.gguf" --text "$CAL" --ctx 128 --chunks 1 -o "$L/dup.hess"
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [[ "$stderr" == "hessian: $L/dup.gguf: llama.cpp cannot load this model (llama-vocab.cpp:"+([0-9])": GGML_ASSERT(id_to_token.size() == token_to_id.size()) failed)" ]]
+    [ -z "$(ls "$L" | grep hess)" ]
+}
+
 @test "bad usage: options, numbers, --max-memory below one Hessian" {
     bad "--model: is required" --text "$CAL"
     bad "--text: is required" --model "$M32"

@@ -249,6 +249,31 @@ bad() {  # expected-substring args...
     bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$SAMPLE"
 }
 
+# dup_vocab OUT: stories260K-f16.gguf with token "▁time" cut to "▁t" by a NUL
+# (its length stays 7), so the vocabulary holds "▁t" twice: llama.cpp's loader
+# stops on GGML_ASSERT(id_to_token.size() == token_to_id.size()).
+dup_vocab() {
+    local at
+    at=$(grep -obUaF -- "▁time" "$M/stories260K-f16.gguf" | head -n 1 | cut -d: -f1)
+    [ "$(od -An -t u8 -j $((at - 8)) -N 8 "$M/stories260K-f16.gguf" | tr -d ' ')" = 7 ]
+    cp "$M/stories260K-f16.gguf" "$1"
+    chmod u+w "$1"
+    printf '\0' | dd of="$1" bs=1 seek=$((at + 4)) conv=notrunc status=none
+}
+
+@test "bad input: a duplicate vocabulary token (ggml assertion in llama.cpp) gives one line, exit 1, no logits file" {
+    # exit 134 with ggml's assertion and a gdb backtrace line (a trial's find)
+    [ -f "$M/stories260K-f16.gguf" ] || skip "no stories260K-f16.gguf in $M"
+    local L="$BATS_TEST_TMPDIR"
+    dup_vocab "$L/dup.gguf"
+    run --separate-stderr "$PPL" --threads 1 --model "$L/dup.gguf" --text "$SAMPLE" --ctx 128 --chunks 1 \
+        --save-logits "$L/dup.logits"
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [[ "$stderr" == "ppl: $L/dup.gguf: llama.cpp cannot load this model (llama-vocab.cpp:"+([0-9])": GGML_ASSERT(id_to_token.size() == token_to_id.size()) failed)" ]]
+    [ -z "$(ls "$L" | grep logits)" ]
+}
+
 @test "bad input: bad --kl-base files" {
     bad "not a log-probability file" --model "$M/stories260K-f32.gguf" --kl-base "$SAMPLE"
     ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \

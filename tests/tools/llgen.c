@@ -30,6 +30,7 @@ int main(int argc, char **argv)
         fprintf(argc < 2 ? stderr : stdout, "usage: llgen MODEL.gguf [N=64] [PROMPT]\n");
         return argc < 2 ? 1 : 0;
     }
+    wp_cli_init("llgen");   /* names a libllama abort's line (llm_abort_cb) */
     const char *path = argv[1];
     long n_gen = 64;
     if (argc > 2) {
