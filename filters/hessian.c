@@ -1,13 +1,14 @@
 /* hessian - input Hessians H = XᵀX of every weight matrix of a GGUF model,
  * collected through llama.cpp's own forward pass, as a wpack tensor stream.
  *
- *   hessian --model M.gguf --text FILE [--ctx 512] [--chunks N] [--threads T]
+ *   hessian --model M.gguf --text FILE|- [--ctx 512] [--chunks N] [--threads T]
  *           [--batch 2048] [--max-memory BYTES] [-o OUT]
  *
  * Method (llama-imatrix's, tools/imatrix/imatrix.cpp of the pinned llama.cpp:
  * compute_imatrix() and IMatrixCollector::collect_imatrix()):
- *   - the text file (one trailing newline dropped) is tokenized once, BOS added
- *     as the vocabulary asks, special-token text read as plain text;
+ *   - the text file (standard input for "-"; one trailing newline dropped) is
+ *     tokenized once, BOS added as the vocabulary asks, special-token text
+ *     read as plain text;
  *   - it is cut into N = min(--chunks, tokens / ctx) chunks of ctx tokens;
  *     the first token of every chunk is replaced by BOS; batch/ctx chunks run
  *     as parallel sequences; every position requests its logits, so every
@@ -41,7 +42,7 @@
  *   payload cols×cols doubles, little-endian, row-major, H[i][j] =
  *           sum over tokens of x_i x_j (symmetric; NOT divided by n_tokens)
  *   attrs   n_tokens=T      rows of X summed (chunks × ctx for dense weights)
- *           text_hash=HEX   XXH64 (seed 0) of the text file's bytes, 16 hex digits
+ *           text_hash=HEX   XXH64 (seed 0) of the text's bytes, 16 hex digits
  *           ctx=C chunks=N  the calibration's context length and chunk count
  *           (MoE: expert_tokens=t0,t1,... rows routed to each expert)
  * Weights that read the same input (q/k/v, gate/up) get equal Hessians, one
@@ -82,7 +83,8 @@ static const char usage[] =
     "pass as llama-imatrix does, as a wpack stream of Hessian records.\n"
     "options:\n"
     "  --model FILE        GGUF model (any architecture llama.cpp runs)\n"
-    "  --text FILE         calibration text (never the evaluation text)\n"
+    "  --text FILE         calibration text, - for standard input (never the\n"
+    "                      evaluation text)\n"
     "  --ctx N             tokens per chunk (default 512)\n"
     "  --chunks N          use at most N chunks (default all)\n"
     "  --threads N         CPU threads (default: online CPUs)\n"
@@ -369,26 +371,16 @@ static int plan_passes(struct hstate *s, uint64_t max_mem)
     return s->n ? pass + 1 : 0;
 }
 
-/* XXH64 (seed 0) of the bytes of the file at path as 16 lower-case hex digits
- * into hex[17].  Dies naming the file on a read error. */
-static void hash_file(const char *path, char hex[17])
+/* XXH64 (seed 0) of the text's bytes as read, as 16 lower-case hex digits
+ * into hex[17]: text[0..raw_len), where llm_read_text put a NUL over the
+ * newline it dropped (raw_len = len + 1), which is put back for the hash. The
+ * file was read a second time for it, which standard input cannot be. */
+static void hash_text(char *text, size_t len, size_t raw_len, char hex[17])
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        wp_die("%s: %s", path, strerror(errno));
-    XXH64_state_t *st = XXH64_createState();
-    if (!st)
-        wp_die("%s: out of memory", path);
-    XXH64_reset(st, 0);
-    static char buf[1 << 16];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
-        XXH64_update(st, buf, got);
-    if (ferror(f))
-        wp_die("%s: %s", path, strerror(errno ? errno : EIO));
-    fclose(f);
-    snprintf(hex, 17, "%016llx", (unsigned long long)XXH64_digest(st));
-    XXH64_freeState(st);
+    if (raw_len > len)
+        text[len] = '\n';
+    snprintf(hex, 17, "%016llx", (unsigned long long)XXH64(text, raw_len, 0));
+    text[len] = '\0';
 }
 
 /* Parse BYTES with an optional K, M, G or T suffix (powers of 1024). */
@@ -455,12 +447,13 @@ int main(int argc, char **argv)
         max_mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 2 : (uint64_t)4 << 30;
     }
 
-    size_t text_len = 0;
-    char *text = llm_read_text(text_path, &text_len);
+    const char *text_name = llm_text_name(text_path);   /* "-": "stdin" */
+    size_t text_len = 0, text_raw = 0;
+    char *text = llm_read_text(text_path, &text_len, &text_raw);
     if (!text)
-        wp_die("%s: %s", text_path, strerror(errno));
+        wp_die("%s: %s", text_name, strerror(errno));
     char text_hash[17];
-    hash_file(text_path, text_hash);
+    hash_text(text, text_len, text_raw, text_hash);
 
     if (llm_setup() != 0)
         wp_die("%s: no ggml backend available (set WPACK_GGML_BACKEND_DIR)", model_path);
@@ -474,14 +467,14 @@ int main(int argc, char **argv)
         wp_die("%s: the vocabulary adds EOS to every text; llama-imatrix's method does not apply", model_path);
 
     int n_tokens = 0;
-    llm_step(text_path, "llama.cpp cannot tokenize this text");
+    llm_step(text_name, "llama.cpp cannot tokenize this text");
     llama_token *tokens = llm_tokenize(vocab, text, text_len, &n_tokens);
     if (!tokens)
-        wp_die("%s: cannot tokenize (too long?)", text_path);
+        wp_die("%s: cannot tokenize (too long?)", text_name);
     free(text);
     const int n_ctx = (int)ctx_arg;
     if (n_tokens < n_ctx)
-        wp_die("%s: tokenizes to only %d tokens; --ctx %d needs at least %d (one chunk)", text_path, n_tokens,
+        wp_die("%s: tokenizes to only %d tokens; --ctx %d needs at least %d (one chunk)", text_name, n_tokens,
                n_ctx, n_ctx);
     const int n_chunk_max = n_tokens / n_ctx;
     const int n_chunk = chunks_arg < 0 ? n_chunk_max : (int)(chunks_arg < n_chunk_max ? chunks_arg : n_chunk_max);

@@ -13,8 +13,8 @@
  *     where ggml printed the assertion and a gdb backtrace and aborted (134);
  *   - loads the ggml backends (the CPU backend is a separate .so in the
  *     pinned reference build) before any model is loaded;
- *   - reads a text file as `-f FILE` does and tokenizes it as common_tokenize
- *     does (special tokens added, not parsed);
+ *   - reads a text file (or "-", standard input) as `-f FILE` does and
+ *     tokenizes it as common_tokenize does (special tokens added, not parsed);
  *   - loads a model with llama.cpp's default model parameters.
  */
 #ifndef WPACK_LLM_COMMON_H
@@ -109,30 +109,33 @@ static inline int llm_setup(void)
     return ggml_backend_dev_count() > 0 ? 0 : -1;
 }
 
-/* Read the whole file at path into a NUL-terminated buffer, dropping one
- * trailing '\n' as llama.cpp's `-f FILE` does.  *len receives the length in
- * bytes without the NUL.  Errors: NULL with errno set (open/read failure or
- * out of memory). */
-static inline char *llm_read_text(const char *path, size_t *len)
+/* The name of text file path in messages: "stdin" for "-". */
+static inline const char *llm_text_name(const char *path)
 {
-    FILE *f = fopen(path, "rb");
+    return strcmp(path, "-") ? path : "stdin";
+}
+
+/* Read the whole file at path ("-": standard input, read to its end) into a
+ * NUL-terminated buffer, dropping one trailing '\n' as llama.cpp's
+ * `-f FILE` does.  *len receives the length in bytes without the NUL and the
+ * dropped newline; *raw_len, when raw_len is not NULL, the number of bytes
+ * read (*len + 1 when a newline was dropped).  Errors: NULL with errno set
+ * (open/read failure or out of memory). */
+static inline char *llm_read_text(const char *path, size_t *len, size_t *raw_len)
+{
+    const int is_stdin = !strcmp(path, "-");
+    FILE *f = is_stdin ? stdin : fopen(path, "rb");
     if (!f)
         return NULL;
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        errno = ENOMEM;
-        return NULL;
-    }
-    for (;;) {
+    int err = buf ? 0 : ENOMEM;
+    while (!err) {
         if (cap - n < 2) {
             char *nb = realloc(buf, cap * 2);
             if (!nb) {
-                free(buf);
-                fclose(f);
-                errno = ENOMEM;
-                return NULL;
+                err = ENOMEM;
+                break;
             }
             buf = nb;
             cap *= 2;
@@ -140,17 +143,20 @@ static inline char *llm_read_text(const char *path, size_t *len)
         size_t got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
         if (got == 0) {
-            if (ferror(f)) {
-                int e = errno ? errno : EIO;
-                free(buf);
-                fclose(f);
-                errno = e;
-                return NULL;
-            }
+            if (ferror(f))
+                err = errno ? errno : EIO;
             break;
         }
     }
-    fclose(f);
+    if (!is_stdin)
+        fclose(f);
+    if (err) {
+        free(buf);
+        errno = err;
+        return NULL;
+    }
+    if (raw_len)
+        *raw_len = n;
     if (n > 0 && buf[n - 1] == '\n')
         n--;
     buf[n] = '\0';

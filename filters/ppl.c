@@ -1,12 +1,12 @@
 /* ppl - perplexity (and KL divergence) of a GGUF model with llama.cpp's method.
  *
- *   ppl --model M.gguf --text FILE [--ctx 512] [--chunks N] [--threads T]
+ *   ppl --model M.gguf --text FILE|- [--ctx 512] [--chunks N] [--threads T]
  *       [--batch 2048] [--save-logits FILE | --kl-base FILE]
  *
  * The method is llama-perplexity's (tools/perplexity/perplexity.cpp of the
  * pinned llama.cpp, functions perplexity() and kl_divergence()):
- *   - the whole text (one trailing newline dropped) is tokenized once with
- *     BOS added as the vocabulary asks;
+ *   - the whole text (a file, or standard input for "-"; one trailing newline
+ *     dropped) is tokenized once with BOS added as the vocabulary asks;
  *   - it is cut into non-overlapping chunks of ctx tokens (at least 2*ctx
  *     tokens are required); the first token of every chunk is replaced by BOS;
  *   - batch/ctx chunks are decoded together as parallel sequences in one
@@ -45,7 +45,8 @@ static const char usage[] =
     "  chunks=N tokens=M scored=K\n"
     "options:\n"
     "  --model FILE        GGUF model (any architecture llama.cpp runs)\n"
-    "  --text FILE         text to score (optional with --kl-base)\n"
+    "  --text FILE         text to score, - for standard input (optional with\n"
+    "                      --kl-base)\n"
     "  --ctx N             tokens per chunk (default 512)\n"
     "  --chunks N          score at most N chunks (default all)\n"
     "  --threads N         CPU threads (default: online CPUs)\n"
@@ -347,10 +348,11 @@ int main(int argc, char **argv)
 
     char *text = NULL;
     size_t text_len = 0;
+    const char *text_name = text_path ? llm_text_name(text_path) : NULL;   /* "-": "stdin" */
     if (text_path) {
-        text = llm_read_text(text_path, &text_len);
+        text = llm_read_text(text_path, &text_len, NULL);
         if (!text)
-            die(text_path, strerror(errno));
+            die(text_name, strerror(errno));
     }
 
     if (llm_setup() != 0)
@@ -367,14 +369,14 @@ int main(int argc, char **argv)
 
     if (text) {
         int nt = 0;
-        llm_step(text_path, "llama.cpp cannot tokenize this text");
+        llm_step(text_name, "llama.cpp cannot tokenize this text");
         llama_token *tt = llm_tokenize(vocab, text, text_len, &nt);
         if (!tt)
-            die(text_path, "cannot tokenize (too long?)");
+            die(text_name, "cannot tokenize (too long?)");
         if (kl_path) {
             /* The base's tokens are scored; a given text must agree with them. */
             if (nt < n_tokens || memcmp(tt, tokens, (size_t)n_tokens * sizeof *tt))
-                die(text_path, "does not tokenize to the tokens stored in the --kl-base file");
+                die(text_name, "does not tokenize to the tokens stored in the --kl-base file");
             free(tt);
         } else {
             tokens = tt;
@@ -391,7 +393,7 @@ int main(int argc, char **argv)
         char msg[160];
         snprintf(msg, sizeof msg, "tokenizes to only %d tokens; --ctx %d needs at least %d (2 x ctx)", n_tokens, n_ctx,
                  2 * n_ctx);
-        die(text_path, msg);
+        die(text_name, msg);
     }
 
     const int n_chunk_max = kl_path ? base_chunks : n_tokens / n_ctx;

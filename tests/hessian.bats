@@ -138,6 +138,27 @@ close() {
     [ "$(echo "$output" | grep -c '^ *ctx=128$')" -eq 36 ]
 }
 
+@test "--text - reads standard input: the file's records, text_hash = XXH64 of the bytes read" {
+    # it said "hessian: -: No such file or directory" (wpack(7): - alone is standard input)
+    local L="$BATS_TEST_TMPDIR" t hash
+    head -c 20000 "$CAL" > "$L/a.txt"                  # no trailing newline
+    { head -c 20000 "$CAL"; echo; } > "$L/b.txt"       # one, dropped before tokenizing but hashed
+    for t in a b; do
+        "$H" --threads 1 --model "$M32" --text "$L/$t.txt" --ctx 128 --chunks 2 -o "$L/$t.file.hess" 2>/dev/null
+        "$H" --threads 1 --model "$M32" --text - --ctx 128 --chunks 2 -o "$L/$t.stdin.hess" < "$L/$t.txt" 2>/dev/null
+        cat "$L/$t.txt" | "$H" --threads 1 --model "$M32" --text - --ctx 128 --chunks 2 > "$L/$t.pipe.hess" 2>/dev/null
+        cmp "$L/$t.file.hess" "$L/$t.stdin.hess"
+        cmp "$L/$t.file.hess" "$L/$t.pipe.hess"
+        hash=$("$TOOLS/imatrix_cmp" --xxh64 "$L/$t.txt")
+        [ "$("$BIN/tsinfo" -a "$L/$t.pipe.hess" | grep -c "^ *text_hash=$hash\$")" -eq 36 ]
+    done
+    ! cmp -s "$L/a.pipe.hess" "$L/b.pipe.hess"
+    run --separate-stderr bash -c "'$H' --threads 1 --model '$M32' --text - --ctx 128 -o '$L/e.hess' < /dev/null"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "hessian: stdin: tokenizes to only 1 tokens; --ctx 128 needs at least 128 (one chunk)" ]
+    [ ! -e "$L/e.hess" ]
+}
+
 # ---- bad input: one line "hessian: FILE: problem", exit != 0, no output file
 
 bad() {  # expected-substring args...

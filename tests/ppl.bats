@@ -125,6 +125,19 @@ same_ppl() {
     same_ppl "$(echo "$out" | ppl_of)" "7.0291 0.62932"
 }
 
+@test "ppl --text - reads standard input: the same result as the file" {
+    # it said "ppl: -: No such file or directory" (wpack(7): - alone is standard input)
+    run --separate-stderr bash -c "'$PPL' --threads 1 --model '$M/stories260K-f16.gguf' --text - < '$SAMPLE'"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$(ours s16 --model "$M/stories260K-f16.gguf" --text "$SAMPLE")" ]
+    run --separate-stderr bash -c "cat '$SAMPLE' | '$PPL' --threads 1 --model '$M/stories260K-f16.gguf' --text -"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$(ours s16 --model "$M/stories260K-f16.gguf" --text "$SAMPLE")" ]
+    run --separate-stderr bash -c "'$PPL' --threads 1 --model '$M/stories260K-f16.gguf' --text - < /dev/null"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "ppl: stdin: tokenizes to only 1 tokens; --ctx 512 needs at least 1024 (2 x ctx)" ]
+}
+
 # ---- perplexity: live comparison with llama-perplexity
 
 @test "live: ppl equals llama-perplexity on tinystories_sample, F32 and F16" {
