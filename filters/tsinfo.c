@@ -5,6 +5,7 @@
 
 #include <xxhash.h>
 
+#include "bundle.h"
 #include "cli.h"
 #include "ggml_type.h"
 #include "gguf_file.h"
@@ -62,8 +63,8 @@ int main(int argc, char **argv)
     wp_record r;
     wp_record_init(&r);
     uint64_t n = 0, bytes = 0, tensor_bytes = 0;
-    int64_t weights = 0, bundle_weights = 0;
-    char rowmap_of[WP_MAX_NAME + 1] = "";
+    int64_t weights = 0;
+    static wp_weight_tally tally;   /* the weights a bundle restores */
     printf("%-8s %-40s %-8s %-14s %12s  %s\n", "kind", "name", "type", "shape", "bytes", "b/w or value");
     while (wp_cli_next(rd, &r)) {
         char shape[96], tb[16], extra[128] = "";
@@ -93,17 +94,10 @@ int main(int argc, char **argv)
             weights += nw;
             tensor_bytes += r.payload_len;
         }
-        /* weights of a bundle: every tensor once, whatever form it takes */
-        int64_t of = r.kind == WP_REC_Z ? wp_attr_i64(&r, "z_of", 0) : r.kind;
-        if (r.kind == WP_REC_ROWMAP) {
-            bundle_weights += wp_record_nelem(&r);
-            snprintf(rowmap_of, sizeof rowmap_of, "%s", r.name);
-        } else if ((of == WP_REC_TENSOR || of == WP_REC_CODED || of == WP_REC_SYMBOLS || of == WP_REC_REF) &&
-                   strcmp(rowmap_of, r.name)) {
-            bundle_weights += wp_record_nelem(&r);
-        }
+        wp_weight_tally_add(&tally, &r);   /* every tensor once, whatever form it takes */
     }
     printf("# %" PRIu64 " records, %" PRIu64 " payload bytes", n, bytes);
+    int64_t bundle_weights = tally.weights;
     if (weights && weights == bundle_weights)
         printf(", %" PRId64 " tensor weights, tensors %.4f b/w", weights, 8.0 * (double)tensor_bytes / (double)weights);
     else if (bundle_weights)

@@ -525,6 +525,26 @@ static int restore_exp(wp_restore *rs, const wp_record *r, int reference)
     return 0;
 }
 
+int wp_record_kind_of(const wp_record *r)
+{
+    return r->kind == WP_REC_Z ? (int)wp_attr_i64(r, "z_of", -1) : (int)r->kind;
+}
+
+int64_t wp_weight_tally_add(wp_weight_tally *t, const wp_record *r)
+{
+    int of = wp_record_kind_of(r);
+    int64_t n = 0;
+    if (of == WP_REC_ROWMAP) {
+        n = wp_record_nelem(r);
+        snprintf(t->rowmap_of, sizeof t->rowmap_of, "%s", r->name ? r->name : "");
+    } else if ((of == WP_REC_TENSOR || of == WP_REC_CODED || of == WP_REC_SYMBOLS || of == WP_REC_REF) &&
+               strcmp(t->rowmap_of, r->name ? r->name : "")) {
+        n = wp_record_nelem(r);
+    }
+    t->weights += n;
+    return n;
+}
+
 /* Unwrap a Z record in place (it becomes the record it wraps). */
 static int unwrap_z(wp_restore *rs, wp_record *in)
 {

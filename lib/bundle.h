@@ -129,6 +129,29 @@ int wp_kvpack_finish(const uint8_t *buf, size_t len, uint64_t n_kv, int level, w
  * equal those of the earlier tensor called same_as. */
 int wp_ref_make(const wp_record *t, const char *same_as, wp_record *out);
 
+/* ---- counting weights ----------------------------------------------------- */
+
+/* The kind of record r stands for: for a WP_REC_Z record the kind it wraps
+ * (attribute z_of; -1 when it has none), else r->kind. Never fails. */
+int wp_record_kind_of(const wp_record *r);
+
+/* The weights of the tensors a bundle (or a stream) restores, counted
+ * record by record from shapes and kinds, without decoding a payload.
+ * Zero it before the first record. */
+typedef struct {
+    int64_t weights;                    /* elements of the tensors so far */
+    char    rowmap_of[WP_MAX_NAME + 1]; /* name of the last rowmap seen */
+} wp_weight_tally;
+
+/* Add to t->weights the weights record r restores, and return them: a
+ * ROWMAP (or a zstd of one) counts every element of its shape, the whole
+ * tensor's, and the records of its name that follow it (the distinct rows,
+ * wpack-bundle(5)) count 0; a TENSOR, SYMBOLS, CODED or REF record (or a
+ * zstd of one) counts the elements of its shape (ne[0] x ne[1] ...); any
+ * other record (SIDE, RAW, KV, KVPACK, GGUF, END ...) counts 0. Never
+ * fails: it trusts the shapes, which the reader has bounded. */
+int64_t wp_weight_tally_add(wp_weight_tally *t, const wp_record *r);
+
 /* ---- restoring tensors -------------------------------------------------- */
 
 typedef struct wp_restore wp_restore;

@@ -85,6 +85,26 @@ bundle() { # GGUF BUNDLE [histogram options]
     ! echo "$output" | grep -qE '^(hist|table|symbols) '
 }
 
+@test "tsinfo counts every weight a rowmapped matrix restores, not its distinct rows only" {
+    # the rowmaps are zstd'd in the bundle and tsinfo missed them: stories260K's token_embd and
+    # output counted 22080 and 22848 of their 32768 weights, 271616 in all instead of 292800
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q5_0 --rtn > "$T/q.wts"
+    "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$T/q.bundle"
+    "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" --dist > "$T/q.dist"
+    [ "$("$BIN/tsinfo" "$T/q.bundle" | grep -c '^zstd  *token_embd.weight  *Q5_0  *64x512 ')" -eq 1 ]   # its rowmap
+    run "$BIN/tsinfo" "$T/q.bundle"
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "# 59 records, 256744 payload bytes, 292800 weights in all, payloads 7.0149 b/w" ]
+    run "$BIN/tsinfo" "$T/q.dist"
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "# 70 records, 247196 payload bytes, 292800 weights in all, payloads 6.7540 b/w" ]
+    # the synthetic matrices: every weight of the GGUF's 4207488
+    bundle "$Q/syn.gguf" "$T/syn.bundle"
+    run "$BIN/tsinfo" "$T/syn.bundle"
+    [ "$status" -eq 0 ]
+    [[ "${lines[-1]}" =~ ", 4207488 weights in all, payloads " ]]
+}
+
 @test "bad input: a truncated bundle gives one clear line" {
     bundle "$Q/syn.gguf" "$T/syn.bundle"
     head -c 50000 "$T/syn.bundle" > "$T/cut.bundle"

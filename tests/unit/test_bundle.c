@@ -11,6 +11,7 @@
 #include "codes.h"
 #include "ggml_type.h"
 #include "huffman.h"
+#include "rowmap.h"
 #include "stream.h"
 #include "tap.h"
 
@@ -253,6 +254,33 @@ int main(void)
               "a zstd record of a tensor unwraps; of a gguf, ref, zstd or end record it is refused (%d of 4)", refused);
         wp_restore_free(rs);
         wp_record_free(&t), wp_record_free(&z);
+    }
+    /* the weights a bundle restores: a rowmapped matrix counts all its rows, its rowmap zstd'd
+     * or not (tsinfo missed a zstd'd one and counted the distinct rows only) */
+    for (int zmap = 0; zmap < 2; zmap++) {
+        wp_record t, map, red, side, z, u;
+        wp_record_init(&t), wp_record_init(&map), wp_record_init(&red), wp_record_init(&side);
+        wp_record_init(&z), wp_record_init(&u);
+        t.kind = WP_REC_TENSOR, t.type = WP_F32, t.n_dims = 2, t.ne[0] = 64, t.ne[1] = 8, t.ne[2] = t.ne[3] = 1;
+        wp_record_set_name(&t, "m");
+        wp_record_alloc(&t, 8 * 256);
+        for (int r = 0; r < 8; r++)
+            memset(t.payload + 256 * r, r % 2 + 1, 256);   /* 2 distinct rows of 8 */
+        int made = wp_rowmap_make(&t, &map, &red);
+        side.kind = WP_REC_SIDE, side.n_dims = 2, side.ne[0] = 64, side.ne[1] = 2, side.ne[2] = side.ne[3] = 1;
+        wp_record_set_name(&side, "m");
+        u.kind = WP_REC_CODED, u.n_dims = 2, u.ne[0] = 64, u.ne[1] = 3, u.ne[2] = u.ne[3] = 1;
+        wp_record_set_name(&u, "next");
+        wp_z_wrap(&map, 4, 3, &z);
+        wp_weight_tally tally;
+        memset(&tally, 0, sizeof tally);
+        int64_t a = wp_weight_tally_add(&tally, zmap ? &z : &map), b = wp_weight_tally_add(&tally, &side);
+        int64_t c = wp_weight_tally_add(&tally, &red), d = wp_weight_tally_add(&tally, &u);
+        CHECK(made == 1 && red.ne[1] == 2 && a == 512 && b == 0 && c == 0 && d == 192 && tally.weights == 704,
+              "a %srowmap counts its 64x8 matrix (512 weights), its 2 distinct rows nothing, the next 64x3 192: "
+              "%lld %lld %lld %lld", zmap ? "zstd'd " : "", (long long)a, (long long)b, (long long)c, (long long)d);
+        wp_record_free(&t), wp_record_free(&map), wp_record_free(&red), wp_record_free(&side);
+        wp_record_free(&z), wp_record_free(&u);
     }
     /* a raw record's attributes, read by restore and by wprun through one parser; a group of
      * 2^63-1 overflowed (UBSan, a breaker's find) */
