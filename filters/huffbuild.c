@@ -65,7 +65,7 @@ int main(int argc, char **argv)
             while ((1 << need) < used)
                 need++;
             if (need > max_len)
-                wp_die("%s: histogram '%s': %d symbols need codes of up to %d bits; --max-len %d is too short",
+                wp_die("%s: histogram '%s': %d symbols need a longest code of at least %d bits; --max-len %d is too short",
                        in ? in : "stdin", r.name, used, need, max_len);
             wp_die("%s: histogram '%s': counts too large", in ? in : "stdin", r.name);
         }

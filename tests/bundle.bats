@@ -134,6 +134,15 @@ bundle() { # GGUF BUNDLE [histogram options]
     [[ "$output" =~ (checksum mismatch|corrupt) ]]
 }
 
+@test "huffbuild --max-len too short for the alphabet: its symbols need a longest code of at least 8 bits (it said 'up to')" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q5_0 --rtn | "$BIN/histogram" > "$T/q.hist"
+    run "$BIN/huffbuild" --max-len 7 -o "$T/t.wps" "$T/q.hist"
+    one_line_error "^huffbuild: $T/q.hist: histogram 'output.weight': 255 symbols need a longest code of at least 8 bits; --max-len 7 is too short$"
+    [ ! -e "$T/t.wps" ]
+    run "$BIN/huffbuild" --max-len 8 -o "$T/t.wps" "$T/q.hist"
+    [ "$status" -eq 0 ]
+}
+
 @test "bad input: unbundle and verify of histogram's or huffbuild's output say it is not a bundle" {
     # unbundle --stream said "record '...': side data without its symbols" (a new user's trial)
     "$BIN/ggufcat" "$Q/syn.gguf" | "$BIN/histogram" > "$T/h.wps"
