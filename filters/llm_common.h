@@ -204,9 +204,14 @@ static inline llama_token *llm_tokenize(const struct llama_vocab *vocab, const c
 /* Load the GGUF model at path on the CPU with llama.cpp's default model
  * parameters (as common_model_params_to_llama leaves them).  Errors: NULL
  * with *why pointing to a short reason: strerror(errno) when the file cannot
- * be opened, "llama.cpp cannot load this model" when libllama refuses it. */
+ * be opened ("-", standard input, is refused: libllama opens the file by
+ * name), "llama.cpp cannot load this model" when libllama refuses it. */
 static inline struct llama_model *llm_load_model(const char *path, const char **why)
 {
+    if (!strcmp(path, "-")) {   /* it said "No such file or directory" */
+        *why = "llama.cpp loads a model from a file by name, not from standard input: give the file's name";
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         *why = strerror(errno);

@@ -280,6 +280,12 @@ int main(int argc, char **argv)
         die("--text", "is required (try --help)");
     if (kl_path && save_path)
         die("--save-logits", "cannot be combined with --kl-base");
+    /* --kl-base -: the base file is read once, in order, so standard input serves */
+    const int kl_stdin = kl_path && !strcmp(kl_path, "-");
+    if (kl_stdin && text_path && !strcmp(text_path, "-"))
+        die("--kl-base", "-: --text is standard input already; give one of them as a file");
+    if (kl_stdin)
+        kl_path = "stdin";   /* its name in messages */
     wp_cli_input(model_path);   /* --save-logits onto either is refused */
     wp_cli_input(text_path);
     if (save_path && (!*save_path || !strcmp(save_path, "-")))
@@ -296,7 +302,7 @@ int main(int argc, char **argv)
     llama_token *tokens = NULL;
     int n_tokens = 0;
     if (kl_path) {
-        kl_f = fopen(kl_path, "rb");
+        kl_f = kl_stdin ? stdin : fopen(kl_path, "rb");
         if (!kl_f)
             die(kl_path, strerror(errno));
         struct stat dst;

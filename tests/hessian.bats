@@ -191,6 +191,9 @@ bad() {  # expected-substring args...
     bad "m.wps: a wpack stream or bundle, not a GGUF file (ggufpack or unbundle writes the GGUF)" \
         --model "$BATS_TEST_TMPDIR/m.wps" --text "$CAL"
     bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$CAL"
+    # it said "-: No such file or directory"
+    bad "-: llama.cpp loads a model from a file by name, not from standard input: give the file's name" \
+        --model - --text "$CAL" < "$M32"
 }
 
 @test "bad input: a duplicate vocabulary token (ggml assertion in llama.cpp) gives one line, exit 1, no output" {

@@ -287,6 +287,23 @@ dup_vocab() {
     [ -z "$(ls "$L" | grep logits)" ]
 }
 
+@test "--kl-base - reads the base from standard input (the same report as the file); --model - is refused with the reason" {
+    ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
+        --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
+    want=$(ours kl32 --model "$M/stories260K-f32.gguf" --kl-base "$BATS_FILE_TMPDIR/f32.logits")
+    got=$("$PPL" --threads 1 --model "$M/stories260K-f32.gguf" --kl-base - < "$BATS_FILE_TMPDIR/f32.logits" 2>/dev/null)
+    [ "$got" = "$want" ]
+    [[ "$got" == *"KLD = "* ]]
+    got=$(cat "$BATS_FILE_TMPDIR/f32.logits" | "$PPL" --threads 1 --model "$M/stories260K-f32.gguf" --kl-base - 2>/dev/null)
+    [ "$got" = "$want" ]
+    bad "--kl-base: -: --text is standard input already; give one of them as a file" \
+        --model "$M/stories260K-f32.gguf" --text - --kl-base -
+    head -c 100000 "$BATS_FILE_TMPDIR/f32.logits" > "$BATS_TEST_TMPDIR/cut.logits"
+    bad "stdin: truncated" --model "$M/stories260K-f32.gguf" --kl-base - < "$BATS_TEST_TMPDIR/cut.logits"
+    bad "-: llama.cpp loads a model from a file by name, not from standard input: give the file's name" \
+        --model - --text "$VALID" < "$M/stories260K-f32.gguf"
+}
+
 @test "bad input: bad --kl-base files" {
     bad "not a log-probability file" --model "$M/stories260K-f32.gguf" --kl-base "$SAMPLE"
     ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
