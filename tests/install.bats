@@ -38,6 +38,23 @@ int main(int argc, char **argv)
 C
 }
 
+@test "make: a change to filters/llm_common.h or tests/unit/synth.h rebuilds the programs that include it, and only those" {
+    # make -q: 0 up to date, 1 not; -W: as if the file had just changed (nothing is touched)
+    run make -q -C "$ROOT" bin/ppl bin/hessian build/tools/llgen bin/verify
+    [ "$status" -eq 0 ]
+    for t in bin/ppl bin/hessian build/tools/llgen; do
+        run make -q -C "$ROOT" -W filters/llm_common.h "$t"
+        [ "$status" -eq 1 ]
+    done
+    run make -q -C "$ROOT" -W filters/llm_common.h bin/verify
+    [ "$status" -eq 0 ]
+    # and tests/unit/synth.h the generators that include it
+    for t in build/tools/mksynth build/tools/mkllama; do
+        run make -q -C "$ROOT" -W tests/unit/synth.h "$t"
+        [ "$status" -eq 1 ]
+    done
+}
+
 @test "make install: every program and man page, libwpack.a, headers, wpack.pc" {
     for p in bf16split ggufcat ggufpack gptq hessian histogram huffbuild laneinterleave ppl safetensorscat tsinfo unbundle verify; do
         [ -x "$P/bin/$p" ] || { echo "missing $p"; false; }
