@@ -148,3 +148,17 @@ load helpers
     [ "$status" -eq 1 ]
     [ "$output" = "$(printf 'neg.tsv:1: b/w "-1" is negative, not a valid b/w\na: b/w "-1" is negative, not a valid b/w')" ]
 }
+
+@test "bitcheck: file names with a backslash or an = are read and named as they are" {
+    # awk -v turned x\y.tsv into xy.tsv-ish escapes, and took NOW n=2.tsv for an assignment
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a\t1.0\n' > 'x\y.tsv'
+    printf 'b\t1.0\n' > 'n=2.tsv'
+    run --separate-stderr "$ROOT/pipelines/bitcheck" 'x\y.tsv' 'n=2.tsv'
+    [ "$status" -eq 1 ]
+    [ "$output" = "$(printf 'b: 1.0 (not in x\\y.tsv)\na: not in n=2.tsv')" ]
+    printf 'a\t1.0\n' > 'n=1.tsv'
+    run --separate-stderr "$ROOT/pipelines/bitcheck" 'x\y.tsv' 'n=1.tsv'
+    [ "$status" -eq 0 ]
+    [ "$stderr" = '# a: 1.0 b/w (baseline 1.0)' ]
+}
