@@ -23,11 +23,18 @@
 # stops at once, as it cannot build there.
 #
 # Usage: sh runtime/gpucheck.sh [OUTDIR]     (logs and tables under OUTDIR,
-# default /tmp/wpack-gpucheck; exit 0 when every check passed). When $OUT is
+# default /tmp/wpack-gpucheck; exit 0 when every check passed, 3 with one
+# line when there is no CUDA device, 64 for a bad argument). When $OUT is
 # set (the device tool) and no OUTDIR is given, the logs are written to a
 # temporary folder and come back as $OUT/gpucheck-logs.tgz beside
 # $OUT/summary.txt (the tool returns only a few files).
 set -u
+usage="usage: sh runtime/gpucheck.sh [OUTDIR]"
+case ${1:-} in
+-h | --help) echo "$usage"; exit 0 ;;
+-?*) echo "gpucheck: unknown option ${1} ($usage)" >&2; exit 64 ;;
+esac
+[ $# -le 1 ] || { echo "gpucheck: one OUTDIR at most ($usage)" >&2; exit 64; }
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
 DATA=${WPACK_DATA:-$ROOT/../shared/data}
@@ -123,6 +130,13 @@ else
     fi
 fi
 say "bundles:$BUNDLES"
+# no device (wprun's exit 3): one line, and nothing else run (it gave eight FAIL lines
+# and an empty table, the reason only in the logs)
+"$W" --verify --synth Q4_0:64x256 --batch 1 > "$O/device.log" 2>&1
+if [ $? -eq 3 ]; then
+    note "gpucheck: no CUDA device found (wprun exit 3): nothing checked"
+    exit 3
+fi
 
 # ---- 3. verify: stories260K and small synthetic (device restore bit for bit, GEMV vs float64)
 run() { # NAME TIMEOUT ARGS...

@@ -14,8 +14,15 @@
 # model), and STAMP (a checksum of runtime/ and lib/ sources: gpucheck.sh
 # warns when the tree it runs in has changed since). The kit is built in
 # KIT.new and moved into place only when complete. On the device tool, run
-# this in the session's own checkout and pass carry: [".gpukit"].
+# this in the session's own checkout and pass carry: [".gpukit"]. An option
+# (but -h, --help) or a second argument is a usage error (exit 64).
 set -eu
+usage="usage: sh runtime/gpukit.sh [KIT]"
+case ${1:-} in
+-h | --help) echo "$usage"; exit 0 ;;
+-?*) echo "gpukit: unknown option ${1} ($usage)" >&2; exit 64 ;;   # it made a kit named --help
+esac
+[ $# -le 1 ] || { echo "gpukit: one KIT folder at most ($usage)" >&2; exit 64; }
 K=${1:-}
 case $K in
 "") ;;

@@ -467,6 +467,33 @@ cpu_verify() {
     done
 }
 
+@test "gpucheck.sh with no GPU: one line and exit 3, nothing checked; gpukit.sh and gpucheck.sh refuse options and extra arguments" {
+    if command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1; then
+        skip "a GPU is present (this checks the no-device case)"
+    fi
+    ldd "$BIN/wprun" | grep -q libcudart || skip "wprun is the CPU-only build"
+    # it gave eight 'FAIL verify-bundles: exit 3' lines and an empty table, the reason only in the logs
+    # (with a kit, as on a lent machine: no build in the tree)
+    sh "$ROOT/runtime/gpukit.sh" "$T/kit" > /dev/null 2>&1
+    WPACK_KIT="$T/kit" run --separate-stderr sh "$ROOT/runtime/gpucheck.sh" "$T/gc"
+    [ "$status" -eq 3 ]
+    [ "$(cat "$T/gc/summary.txt")" = "gpucheck: no CUDA device found (wprun exit 3): nothing checked" ]
+    [[ "$output" != *FAIL* ]]
+    # gpukit.sh --help built a kit in a folder named --help
+    cd "$T"
+    run sh "$ROOT/runtime/gpukit.sh" --help
+    [ "$status" -eq 0 ]
+    [ "$output" = "usage: sh runtime/gpukit.sh [KIT]" ]
+    [ ! -e "$T/--help" ]
+    run --separate-stderr sh "$ROOT/runtime/gpukit.sh" a b
+    [ "$status" -eq 64 ]
+    [ "$stderr" = "gpukit: one KIT folder at most (usage: sh runtime/gpukit.sh [KIT])" ]
+    [ ! -e "$T/a" ]
+    run --separate-stderr sh "$ROOT/runtime/gpucheck.sh" -v
+    [ "$status" -eq 64 ]
+    [ "$stderr" = "gpucheck: unknown option -v (usage: sh runtime/gpucheck.sh [OUTDIR])" ]
+}
+
 @test "gpukit.sh replaces only an earlier kit, never another folder" {
     mkdir -p "$T/notakit" && echo keep > "$T/notakit/file"
     run sh "$ROOT/runtime/gpukit.sh" "$T/notakit"
