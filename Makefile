@@ -180,9 +180,10 @@ OUT   ?= out/frontier
 HESSIAN_CHUNKS ?= 8
 MODEL_NAME := $(basename $(notdir $(MODEL)))
 LAZY_BINS  := $(addprefix bin/,ggufcat gptq ggufpack histogram huffbuild laneinterleave verify unbundle)
-HESS       := $(OUT)/$(MODEL_NAME)-$(basename $(notdir $(TEXT)))-k$(HESSIAN_CHUNKS).hess
-HESS_ID    := model $(abspath $(MODEL)) text $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS)
-CALIB_ID   := model $(abspath $(MODEL)) $(if $(TEXT),gptq $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS),rtn)
+# (= not :=: HESSIAN_CHUNKS is checked and its leading zeros go below, for make model)
+HESS       = $(OUT)/$(MODEL_NAME)-$(basename $(notdir $(TEXT)))-k$(HESSIAN_CHUNKS).hess
+HESS_ID    = model $(abspath $(MODEL)) text $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS)
+CALIB_ID   = model $(abspath $(MODEL)) $(if $(TEXT),gptq $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS),rtn)
 
 .PHONY: model frontier
 model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-$(p).bundle)
@@ -190,8 +191,12 @@ model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-
 # the .calib stamps are rewritten (made newer) only when the calibration differs, as the
 # Makefile is read, so make -q and "Nothing to be done" still hold for an unchanged build
 # (the Hessians' .id likewise: lazyweights writes the same line beside the Hessians it makes)
-# (it prints the name of a stamp it writes)
-stamp = $(shell mkdir -p '$(OUT)' && f='$(1)' && { [ "$$(cat "$$f" 2>/dev/null)" = '$(2)' ] || { echo '$(2)' > "$$f" && echo "$$f"; }; })
+# (it prints the name of a stamp it writes). make -n and make -q write nothing (make -n
+# made OUT and wrote the stamps): a stamp that differs is named, not written, and its rule
+# runs (-n prints it, and what it rebuilds; -q says out of date)
+dry := $(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword -$(MAKEFLAGS)))
+stamp = $(shell f='$(1)' && { [ "$$(cat "$$f" 2>/dev/null)" = '$(2)' ] || \
+    { $(if $(dry),,mkdir -p '$(OUT)' && echo '$(2)' > "$$f" && )echo "$$f"; }; })
 ifneq ($(filter model,$(MAKECMDGOALS)),)
 comma := ,
 # paths go to the shell in single quotes, and make cannot carry a space in a file name: a
@@ -199,11 +204,16 @@ comma := ,
 # what followed it as a shell command)
 path_bad = $(or $(word 2,$(1)),$(findstring ',$(1)),$(findstring ",$(1)),$(findstring \,$(1)))
 $(foreach v,MODEL TEXT OUT,$(if $(call path_bad,$($(v))),$(error $(v)=$($(v)): a space, quote or backslash in this path cannot go through make (link the file under a plain name))))
-# HESSIAN_CHUNKS is a count, 1 to 2147483647 as hessian --chunks takes it (0, -3 or abc
-# wrote the stamps, then hessian failed)
+# HESSIAN_CHUNKS, with a TEXT (RTN uses none: TEXT= HESSIAN_CHUNKS=abc was refused), is a
+# count, 1 to 2147483647 as hessian --chunks takes it (0, -3 or abc wrote the stamps, then
+# hessian failed); without its leading zeros (08 named Hessians k08, apart from 8's k8)
 no_digits = $(subst 0,,$(subst 1,,$(subst 2,,$(subst 3,,$(subst 4,,$(subst 5,,$(subst 6,,$(subst 7,,$(subst 8,,$(subst 9,,$(1)))))))))))
 chunks_bad = $(or $(if $(1),,x),$(subst x$(strip $(1))x,,x$(1)x),$(call no_digits,$(1)),$(if $(subst 0,,$(1)),,x),$(shell [ $(1) -le 2147483647 ] 2>/dev/null || echo x))
+strip0 = $(if $(filter 0%,$(1)),$(call strip0,$(1:0%=%)),$(1))
+ifneq ($(TEXT),)
 $(if $(call chunks_bad,$(HESSIAN_CHUNKS)),$(error HESSIAN_CHUNKS=$(HESSIAN_CHUNKS): expected a count of chunks from 1 to 2147483647))
+override HESSIAN_CHUNKS := $(call strip0,$(HESSIAN_CHUNKS))
+endif
 # what is wrong with MODEL, TEXT or POINT is said before any stamp is written (a missing
 # default text was "No rule to make target", a bad POINT left its .calib behind)
 $(if $(wildcard $(MODEL)),,$(error MODEL=$(MODEL): no such file$(if $(filter $(WPACK_DATA)/%,$(MODEL)), (the default; set MODEL=FILE$(comma) or WPACK_DATA=dir))))
@@ -221,12 +231,19 @@ point_why = $(shell pipelines/lazyweights --check '$(1)' '$(MODEL)' $(if $(TEXT)
 $(foreach p,$(POINT),$(eval why_ := $$(call point_why,$(p)))$(if $(why_),$(error POINT=$(p): $(why_))))
 # OUT must be a directory that can be made (a regular file on its path left make deleting
 # a .calib it could not write: "make: unlink: ... Not a directory")
+# (not made by make -n or -q)
 out_new := $(if $(wildcard $(OUT)/.),,1)
-out_why := $(shell mkdir -p -- '$(OUT)' 2>&1 | sed -n '1s/^mkdir: //p')
+out_why := $(if $(dry),,$(shell mkdir -p -- '$(OUT)' 2>&1 | sed -n '1s/^mkdir: //p'))
 $(if $(out_why),$(error OUT=$(OUT): $(out_why)))
 # the .calib stamps this run writes, which a failed hessian removes (with its .id)
 new_calibs := $(foreach p,$(POINT),$(call stamp,$(OUT)/$(MODEL_NAME)-$(p).calib,$(CALIB_ID)))
 new_id := $(if $(TEXT),$(call stamp,$(HESS).id,$(HESS_ID)))
+# make -n or -q: the stamps that differ are out of date (their rules below run under -n)
+ifneq ($(dry),)
+$(new_calibs) $(new_id): stamp-differs
+.PHONY: stamp-differs
+stamp-differs: ;
+endif
 endif
 $(OUT)/$(MODEL_NAME)-%.calib:
 	mkdir -p $(@D)
@@ -243,7 +260,7 @@ $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 
 $(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle: $(MODEL) $(OUT)/$(MODEL_NAME)-%.calib \
     $(if $(TEXT),$(HESS)) $(LAZY_BINS) pipelines/lazyweights
-	HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
+	$(if $(TEXT),HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) )pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
 
 frontier: deps reftools
 	$(MAKE) all

@@ -291,6 +291,38 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ -z "$(ls -A "$out")" ]
 }
 
+@test "make model: make -n and make -q write nothing; HESSIAN_CHUNKS=08 is 8; TEXT= takes any HESSIAN_CHUNKS" {
+    # make -n made OUT and wrote the .calib and .hess.id stamps; 08 named the Hessians k08,
+    # apart from 8's k8; TEXT= HESSIAN_CHUNKS=abc was refused though RTN uses no Hessians
+    # (a new user's trial)
+    out="$BATS_TEST_TMPDIR/n/m1"
+    a=(-C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 OUT="$out")
+    run make -n "${a[@]}" HESSIAN_CHUNKS=8
+    [ "$status" -eq 0 ]
+    [ ! -e "$BATS_TEST_TMPDIR/n" ]
+    run make -q "${a[@]}" HESSIAN_CHUNKS=8
+    [ "$status" -eq 1 ]
+    [ ! -e "$BATS_TEST_TMPDIR/n" ]
+    run make -n "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=08
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"bin/hessian --model $F32 --text $CALIB --chunks 8 -o $out/stories260K-f32-groups_merged-k8.hess"* ]]
+    [[ "$output" != *k08* ]]
+    [ ! -e "$BATS_TEST_TMPDIR/n" ]
+    # a build, then another calibration: make -n shows the rebuild and leaves the stamp as it was
+    make "${a[@]}" TEXT= HESSIAN_CHUNKS=abc > /dev/null 2>&1
+    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = "model $(realpath -s "$F32") rtn" ]
+    make -q "${a[@]}" TEXT=
+    run make -n "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=08
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"HESSIAN_CHUNKS=8 pipelines/lazyweights $F32 Q8_0_g0_lam0_c1 $out $CALIB"* ]]
+    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = "model $(realpath -s "$F32") rtn" ]
+    [ ! -e "$out/stories260K-f32-groups_merged-k8.hess.id" ]
+    run make -q "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=08
+    [ "$status" -eq 1 ]
+    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = "model $(realpath -s "$F32") rtn" ]
+    make -q "${a[@]}" TEXT=
+}
+
 @test "make model: a new TEXT or HESSIAN_CHUNKS, or RTN after GPTQ, rebuilds the point; hessian's error is shown" {
     # the GPTQ files stayed for an RTN build, and the first TEXT's Hessians served every later
     # TEXT (a new user's trial)
