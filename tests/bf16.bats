@@ -94,6 +94,11 @@ lossless() { # GGUF BUNDLE [bf16split options]
     one_line_error "^unweight: $T/none.gguf: not a readable file$"
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" 17
     one_line_error "^unweight: palette '17': expected 0 to 16$"
+    # a fourth argument was ignored, with exit status 0 (a new user's trial)
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/x" 16 extra
+    [ "$status" -eq 2 ]
+    [ "$output" = "usage: unweight MODEL.gguf OUTDIR [PALETTE]" ]
+    [ ! -e "$T/x" ]
     head -c 300000 "$MODELS/stories260K-bf16.gguf" > "$T/u/stories260K-bf16.gguf"
     run "$ROOT/pipelines/unweight" "$T/u/stories260K-bf16.gguf" "$T/u"
     [ "$status" -ne 0 ]

@@ -109,6 +109,23 @@ fake_bins() {
     [ -z "$output" ]
 }
 
+@test "lazyweights: extra arguments, or --check without a POINT, are the usage line (exit 2), before any file" {
+    # a fifth argument was ignored after the fourth was taken as CALIB ("lazyweights: a: no
+    # such file"), and --check alone said "an operating point is ..." with no name (a new
+    # user's trial)
+    out="$BATS_TEST_TMPDIR/u"
+    run "$ROOT/pipelines/lazyweights" "$F32" Q4_0_g1_lam0_c1.25 "$out" "$CALIB" b
+    [ "$status" -eq 2 ]
+    [ "$output" = "usage: lazyweights MODEL.gguf POINT OUTDIR [CALIB.txt]" ]
+    [ ! -e "$out" ]
+    run "$ROOT/pipelines/lazyweights" --check
+    [ "$status" -eq 2 ]
+    [ "$output" = "usage: lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
+    run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1.25 "$F32" "$CALIB" b
+    [ "$status" -eq 2 ]
+    [ "$output" = "usage: lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
+}
+
 @test "make model: a missing MODEL or TEXT, or a bad POINT, is one clear line and writes nothing" {
     # outside the checkout the default TEXT was "No rule to make target", and a bad POINT left
     # its .calib stamp (a new user's trial)
