@@ -333,7 +333,8 @@ int main(int argc, char **argv)
         const uint64_t want = 20 + 4 * (uint64_t)n_tokens + (uint64_t)nch * (c - 1 - c / 2) * nv * 2;
         if (fstat(fileno(kl_f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size != want) {
             char msg[128];
-            snprintf(msg, sizeof msg, "%s: %lld bytes, its header needs %llu",
+            /* (it said "its header needs N": N is the file's size, not the header's) */
+            snprintf(msg, sizeof msg, "%s: %lld bytes, its header implies %llu",
                      (uint64_t)st.st_size < want ? "truncated" : "data after its end", (long long)st.st_size,
                      (unsigned long long)want);
             die(kl_path, msg);
