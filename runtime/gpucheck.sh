@@ -23,8 +23,10 @@
 # stops at once, as it cannot build there.
 #
 # Usage: sh runtime/gpucheck.sh [OUTDIR]     (logs and tables under OUTDIR,
-# default /tmp/wpack-gpucheck; exit 0 when every check passed, 3 with one
-# line when there is no CUDA device, 64 for a bad argument). When $OUT is
+# default /tmp/wpack-gpucheck; a relative OUTDIR is taken from the current
+# folder; exit 0 when every check passed, 3 when there is no CUDA device
+# (the summary's one line, before bundles are made; without a kit before the
+# build too), 64 for a bad argument). When $OUT is
 # set (the device tool) and no OUTDIR is given, the logs are written to a
 # temporary folder and come back as $OUT/gpucheck-logs.tgz beside
 # $OUT/summary.txt (the tool returns only a few files).
@@ -32,9 +34,13 @@ set -u
 usage="usage: sh runtime/gpucheck.sh [OUTDIR]"
 case ${1:-} in
 -h | --help) echo "$usage"; exit 0 ;;
--?*) echo "gpucheck: unknown option ${1} ($usage)" >&2; exit 64 ;;
+-*) echo "gpucheck: unknown option ${1} ($usage)" >&2; exit 64 ;;   # - too: not a folder
 esac
 [ $# -le 1 ] || { echo "gpucheck: one OUTDIR at most ($usage)" >&2; exit 64; }
+# a relative OUTDIR is taken from the current folder, before the cd below (as gpukit.sh's KIT)
+ARG1=${1:-}
+case $ARG1 in "" | /*) ;; *) ARG1=$(pwd)/$ARG1 ;; esac
+set -- ${ARG1:+"$ARG1"}
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
 DATA=${WPACK_DATA:-$ROOT/../shared/data}
@@ -50,7 +56,6 @@ mkdir -p "$O"
 # the logs back to $OUT in one archive (with the summary beside it), however the script ends
 pack() { [ -z "${1:-}" ] && [ -n "${OUT:-}" ] && [ "$O" != "$OUT" ] && tar czf "$OUT/gpucheck-logs.tgz" -C "$O" . &&
     cp "$O/summary.txt" "$OUT/" 2> /dev/null; }
-ARG1=${1:-}
 trap 'pack "$ARG1"' EXIT
 T0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - T0 )); }
@@ -60,6 +65,18 @@ summary="$O/summary.txt"
 : > "$summary"
 note() { echo "$*" | tee -a "$summary"; }
 
+# no device: the summary's one line and exit 3, before bundles are made or anything is
+# checked (it gave eight FAIL lines and an empty table, the reason only in the logs).
+# no_device_stop asks wprun (exit 3: no CUDA device); without a kit, the build is skipped
+# too where neither nvidia-smi nor /dev/nvidia* shows a GPU.
+no_device() {
+    note "gpucheck: no CUDA device found (wprun exit 3): nothing checked"
+    exit 3
+}
+no_device_stop() {
+    "$W" --verify --synth Q4_0:64x256 --batch 1 > "$O/device.log" 2>&1
+    [ $? -ne 3 ] || no_device
+}
 say "device: $(nvidia-smi --query-gpu=name,memory.total,clocks.max.memory --format=csv,noheader 2>/dev/null || echo '?')"
 PATH=$PATH:/usr/local/cuda/bin; export PATH
 KIT=${WPACK_KIT:-$ROOT/.gpukit}
@@ -82,6 +99,7 @@ if [ -x "$KIT/bin/wprun" ]; then
     fi
     for b in "$KIT"/bundles/*.bundle; do [ -f "$b" ] && BUNDLES="$BUNDLES $b"; done
     say "prebuilt kit $KIT"
+    no_device_stop
     # a kit packed before the sources changed runs old code: say so loudly
     if [ -f "$KIT/STAMP" ] && [ -d runtime ] && [ -d lib ] &&
         [ "$(cat runtime/*.c runtime/*.cu runtime/*.h runtime/*.cuh lib/*.c lib/*.h | cksum)" != "$(cat "$KIT/STAMP")" ]; then
@@ -92,6 +110,9 @@ else
     if [ ! -f /usr/include/zstd.h ] && [ ! -f /usr/include/xxhash.h ]; then
         say "no kit ($KIT) and no -dev packages to build with: run sh runtime/gpukit.sh and carry .gpukit"
         exit 2
+    fi
+    if ! nvidia-smi -L > /dev/null 2>&1 && ! ls /dev/nvidia[0-9]* > /dev/null 2>&1; then
+        no_device
     fi
     # ---- 1. build (<= 4 minutes) ----------------------------------------------
     J=$(nproc 2>/dev/null || echo 4)
@@ -108,6 +129,7 @@ else
     fi
     ldd bin/wprun | grep -q libcudart || { say "bin/wprun is the CPU-only build (nvcc not used?)"; exit 1; }
     W=$ROOT/bin/wprun
+    no_device_stop
 
     # ---- 2. bundles ------------------------------------------------------------------
     bundle_q() { bin/ggufcat "$1" | bin/histogram | bin/huffbuild --max-len 11 | bin/laneinterleave > "$2"; }
@@ -130,13 +152,6 @@ else
     fi
 fi
 say "bundles:$BUNDLES"
-# no device (wprun's exit 3): one line, and nothing else run (it gave eight FAIL lines
-# and an empty table, the reason only in the logs)
-"$W" --verify --synth Q4_0:64x256 --batch 1 > "$O/device.log" 2>&1
-if [ $? -eq 3 ]; then
-    note "gpucheck: no CUDA device found (wprun exit 3): nothing checked"
-    exit 3
-fi
 
 # ---- 3. verify: stories260K and small synthetic (device restore bit for bit, GEMV vs float64)
 run() { # NAME TIMEOUT ARGS...

@@ -20,7 +20,7 @@ set -eu
 usage="usage: sh runtime/gpukit.sh [KIT]"
 case ${1:-} in
 -h | --help) echo "$usage"; exit 0 ;;
--?*) echo "gpukit: unknown option ${1} ($usage)" >&2; exit 64 ;;   # it made a kit named --help
+-*) echo "gpukit: unknown option ${1} ($usage)" >&2; exit 64 ;;   # it made a kit named --help (- too: not a folder)
 esac
 [ $# -le 1 ] || { echo "gpukit: one KIT folder at most ($usage)" >&2; exit 64; }
 K=${1:-}

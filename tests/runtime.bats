@@ -479,6 +479,11 @@ cpu_verify() {
     [ "$status" -eq 3 ]
     [ "$(cat "$T/gc/summary.txt")" = "gpucheck: no CUDA device found (wprun exit 3): nothing checked" ]
     [[ "$output" != *FAIL* ]]
+    [ ! -e "$T/gc/bf16.bundle" ]   # stopped before the bundles
+    # a relative OUTDIR is the current folder's (it was the repository's)
+    (cd "$T" && WPACK_KIT="$T/kit" sh "$ROOT/runtime/gpucheck.sh" rel > /dev/null 2>&1) || [ $? -eq 3 ]
+    [ -f "$T/rel/summary.txt" ]
+    [ ! -e "$ROOT/rel" ]
     # gpukit.sh --help built a kit in a folder named --help
     cd "$T"
     run sh "$ROOT/runtime/gpukit.sh" --help
@@ -492,6 +497,13 @@ cpu_verify() {
     run --separate-stderr sh "$ROOT/runtime/gpucheck.sh" -v
     [ "$status" -eq 64 ]
     [ "$stderr" = "gpucheck: unknown option -v (usage: sh runtime/gpucheck.sh [OUTDIR])" ]
+    # a bare - made a folder named - and ended in 'ggufcat: -/s-Q4_0.gguf: unknown option', exit 141
+    run --separate-stderr sh "$ROOT/runtime/gpucheck.sh" -
+    [ "$status" -eq 64 ]
+    [ "$stderr" = "gpucheck: unknown option - (usage: sh runtime/gpucheck.sh [OUTDIR])" ]
+    run --separate-stderr sh "$ROOT/runtime/gpukit.sh" -
+    [ "$status" -eq 64 ]
+    [ ! -e "$T/-" ]
 }
 
 @test "gpukit.sh replaces only an earlier kit, never another folder" {
