@@ -144,6 +144,11 @@ load helpers
     run --separate-stderr "$ROOT/pipelines/bitcheck" lf.tsv neg.tsv
     [ "$status" -eq 1 ]
     [ "$output" = 'a: b/w "-1" is negative, not a valid b/w' ]
+    # -0 is zero, not negative
+    printf 'a\t-0\n' > zero.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" lf.tsv zero.tsv
+    [ "$status" -eq 0 ]
+    [ "$stderr" = '# a: -0 b/w (baseline 1.0)' ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" neg.tsv neg.tsv
     [ "$status" -eq 1 ]
     [ "$output" = "$(printf 'neg.tsv:1: b/w "-1" is negative, not a valid b/w\na: b/w "-1" is negative, not a valid b/w')" ]
