@@ -16,3 +16,4 @@ fuzz() {
 @test "fuzz_stream: the stream reader survives fuzzing" { fuzz fuzz_stream; }
 @test "fuzz_gguf: the GGUF reader (and writer) survive fuzzing" { fuzz fuzz_gguf; }
 @test "fuzz_safetensors: the safetensors reader survives fuzzing" { fuzz fuzz_safetensors; }
+@test "fuzz_bundle: the bundle reader and the runner's loader and CPU decode survive fuzzing" { fuzz fuzz_bundle; }
