@@ -292,3 +292,48 @@ bundle() { # GGUF BUNDLE [histogram options]
     "${vg[@]}" "$BIN/tsinfo" "$T/b.bundle" > /dev/null
     "${vg[@]}" "$BIN/verify" "$MODELS/stories260K-bf16.gguf" "$T/b.bundle" > /dev/null
 }
+
+# q5_bundle DIR: DIR/q.gguf and DIR/q.bundle, stories260K by RTN Q5_0 (as
+# the tests above make it).
+q5_bundle() {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q5_0 --rtn > "$1/q.wts"
+    "$BIN/ggufpack" "$1/q.wts" > "$1/q.gguf"
+    "$BIN/histogram" "$1/q.wts" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$1/q.bundle"
+}
+
+# Python for stream_edit: claim(n), a zstd frame that declares n bytes and
+# holds one raw block of one byte (RFC 8878: magic, descriptor 0xc0 = an
+# 8-byte content size, window byte, the size, block header 9 = the last
+# block, raw, 1 byte).
+ZSTD_CLAIM="import struct
+claim = lambda n: struct.pack('<IBBQ', 0xFD2FB528, 0xC0, 0, n) + bytes([9, 0, 0]) + b'x'"
+
+@test "bad input: a zstd record whose frame declares more bytes than its blocks hold is corrupt (it allocated them)" {
+    # the declared size was allocated before decompressing: 16 GB for this 16-byte frame,
+    # and a claim of 1 TB said 'out of memory' of a corrupt file
+    q5_bundle "$T"
+    for n in 17179869184 1099511627776; do
+        stream_edit "$T/q.bundle" "$T/z.bundle" "$ZSTD_CLAIM
+for r in recs:
+    if r.kind == 11 and r.name == 'output.weight':
+        r.payload = bytearray(claim($n)); r.attrs['z_len'] = '$n'"
+        run "$BIN/unbundle" -o "$T/out.gguf" "$T/z.bundle"
+        one_line_error "^unbundle: $T/z.bundle: record 'output.weight': corrupt zstd payload$"
+        [ ! -e "$T/out.gguf" ]
+        run "$BIN/verify" -q "$T/q.gguf" "$T/z.bundle"
+        one_line_error "^verify: $T/z.bundle: record 'output.weight': corrupt zstd payload$"
+        # within 1 GB of address space: the claim is not even tried
+        run sh -c "ulimit -v 1048576; exec '$BIN/unbundle' --stream '$T/z.bundle' > /dev/null"
+        one_line_error "^unbundle: $T/z.bundle: record 'output.weight': corrupt zstd payload$"
+    done
+    # the metadata's zstd record (KVPACK) the same way
+    stream_edit "$T/q.bundle" "$T/k.bundle" "$ZSTD_CLAIM
+for r in recs:
+    if r.kind == 12:
+        r.payload = bytearray(claim(1 << 40)); r.attrs['z_len'] = str(1 << 40)"
+    run "$BIN/unbundle" -o "$T/out.gguf" "$T/k.bundle"
+    one_line_error "^unbundle: $T/k.bundle: kvpack: bad attributes or corrupt zstd payload$"
+    # the untouched bundle still restores
+    run "$BIN/verify" -q "$T/q.gguf" "$T/q.bundle"
+    [ "$status" -eq 0 ]
+}

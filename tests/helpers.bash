@@ -117,3 +117,52 @@ out += bytes(pad(len(out)) - len(out)) + struct.pack("<Q", end_at) + b"WPACKEND"
 open(sys.argv[2], "wb").write(out)
 PY
 }
+
+# stream_edit IN OUT PYTHON: IN with its records edited by the Python code
+# PYTHON, which sees `recs`, the records before the end record, each with
+# kind, type, n_dims, ne (4 ints), name (str), attrs (a dict, in order) and
+# payload (a bytearray), and may change, drop or add them; OUT gets them
+# re-sealed with a new index and end record (lib/stream.h's layout; the
+# index's zstd frame made by the zstd program).
+stream_edit() {
+    /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+import ctypes, struct, subprocess, sys, types
+xx = ctypes.CDLL("libxxhash.so.0")
+xx.XXH64.restype = ctypes.c_uint64
+xx.XXH64.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+h = lambda b: xx.XXH64(bytes(b), len(b), 0)
+b = open(sys.argv[1], "rb").read()
+align, off, recs = struct.unpack_from("<I", b, 12)[0], 16, []
+pad = lambda n: (n + align - 1) // align * align
+while True:
+    kind, n_dims, typ, nl = struct.unpack_from("<HHII", b, off + 4)
+    ne = list(struct.unpack_from("<4q", b, off + 16))
+    al, pl = struct.unpack_from("<I", b, off + 48)[0], struct.unpack_from("<Q", b, off + 56)[0]
+    p = pad(off + 72 + nl + al + 8)
+    if kind == 65535:
+        break
+    attrs = dict(l.split("=", 1) for l in b[off + 72 + nl:off + 72 + nl + al].decode().split("\n") if l)
+    recs.append(types.SimpleNamespace(kind=kind, type=typ, n_dims=n_dims, ne=ne, name=b[off + 72:off + 72 + nl].decode(),
+                                      attrs=attrs, payload=bytearray(b[p:p + pl])))
+    off = pad(p + pl)
+exec(sys.argv[3])
+def record(kind, n_dims, typ, ne, name, attrs, payload, at):
+    a = "".join("%s=%s\n" % kv for kv in attrs.items()).encode()
+    head = struct.pack("<4sHHII4qIIQQ", b"WREC", kind, n_dims, typ, len(name), *ne, len(a), 0, len(payload), h(payload))
+    head += name + a
+    head += struct.pack("<Q", h(head))
+    head += bytes(pad(at + len(head)) - at - len(head))
+    return head + bytes(payload) + bytes(pad(at + len(head) + len(payload)) - at - len(head) - len(payload))
+out, entries = bytearray(b[:16]), bytearray()
+for r in recs:
+    name = r.name.encode()
+    entries += struct.pack("<QHHI", len(out), r.kind, 0, len(name)) + name
+    out += record(r.kind, r.n_dims, r.type, r.ne, name, r.attrs, r.payload, len(out))
+z = subprocess.run(["zstd", "-q", "-c", "--stream-size=%d" % len(entries)], input=bytes(entries), capture_output=True,
+                   check=True).stdout
+end_at = len(out)
+out += record(65535, 0, 0, [1, 1, 1, 1], b"", {}, struct.pack("<QQ", len(recs), len(entries)) + z, end_at)
+out += struct.pack("<Q", end_at) + b"WPACKEND"
+open(sys.argv[2], "wb").write(out)
+PY
+}
