@@ -151,6 +151,15 @@ int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t er
         say(err, errlen, "record '%s': tile offsets do not cover the payload", r->name);
         return -1;
     }
+    /* every code is at least a bit long: fewer words are corrupt, and the
+       readers that allocate the symbols (or the tensor) from the shape
+       would allocate up to 455 bytes per payload byte for nothing */
+    uint64_t n_sym = v->shape.rows * v->shape.row_sym;
+    if (v->n_words < n_sym / 32 + (n_sym % 32 != 0)) {
+        say(err, errlen, "record '%s': %" PRIu64 " lane words cannot hold %" PRIu64 " symbols", r->name, v->n_words,
+            n_sym);
+        return -1;
+    }
     return 0;
 }
 

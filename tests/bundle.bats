@@ -337,3 +337,29 @@ for r in recs:
     run "$BIN/verify" -q "$T/q.gguf" "$T/q.bundle"
     [ "$status" -eq 0 ]
 }
+
+@test "bad input: a coded record with fewer lane words than symbols is corrupt before its symbols are allocated" {
+    # stories260K BF16's token_embd made 4194304 x 256 with 65536 empty tiles (2.7 MB): the
+    # restorers allocated its 536870912 symbols (512 MB; with less memory 'out of memory', no
+    # record named) and then found the lanes corrupt
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" --palette 16 --row 64 |
+        "$BIN/histogram" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$T/b.bundle"
+    stream_edit "$T/b.bundle" "$T/e.bundle" "
+k = 1 << 16
+for r in recs:
+    if r.name == 'token_embd.weight' and r.kind in (7, 10):
+        r.ne[0], r.ne[1] = 256, 64 * k
+    if r.name == 'token_embd.weight' and r.kind == 7:
+        r.payload = r.payload[:128] + bytes(4 * (k + 1) + 32 * k)
+        r.attrs['row_sym'] = '128'"
+    msg="record 'token_embd.weight': 0 lane words cannot hold 536870912 symbols"
+    run sh -c "ulimit -v 400000; exec '$BIN/unbundle' --stream '$T/e.bundle' > /dev/null"
+    one_line_error "^unbundle: $T/e.bundle: $msg$"
+    run sh -c "ulimit -v 400000; exec '$BIN/verify' -q '$MODELS/stories260K-bf16.gguf' '$T/e.bundle'"
+    one_line_error "^verify: $T/e.bundle: $msg$"
+    run "$BIN/wprun" --cpu --verify --bundle "$T/e.bundle"
+    [ "$status" -eq 1 ]
+    one_line_error "^wprun: $T/e.bundle: $msg$"
+    run "$BIN/verify" -q "$MODELS/stories260K-bf16.gguf" "$T/b.bundle"
+    [ "$status" -eq 0 ]
+}
