@@ -12,11 +12,11 @@
  * tsinfo) and fed to two restorers, the reference and the fast lane decoder
  * (wp_restore_put, as verify runs them; REF records resolved through the
  * index); then the runner loads the file (wr_model_load) and each coded
- * matrix is restored as verify would (wr_restore_bytes), decoded by the
- * three CPU tile decoders (wr_cpu_restore: limits, table, the kernels'
- * code), transcoded (palette BF16), and multiplied once (fused GEMV, and the
- * fixed-width and float64 GEMVs on the restored bytes). Results are not
- * compared: a corrupt input need only fail cleanly.
+ * matrix is restored by the library (wr_restore_bytes, wprun's reference),
+ * decoded by the three CPU tile decoders (wr_cpu_restore: limits, table,
+ * the kernels' code), transcoded (palette BF16), and multiplied once (fused
+ * GEMV, and the fixed-width and float64 GEMVs on the restored bytes).
+ * Results are not compared: a corrupt input need only fail cleanly.
  * Built and run by tests/fuzz/run. */
 #include <stddef.h>
 #include <stdint.h>
