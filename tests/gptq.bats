@@ -57,6 +57,19 @@ setup() {
     [ "$(stat -c %s "$T/g.gguf")" -eq "$(stat -c %s "$T/r.gguf")" ]
 }
 
+@test "gptq --hessian: F32 Hessian records give the same model as F64 records of the same values" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h32.wts" f32
+    "$UNIT" --hessians "$T/h64.wts" f32as64
+    [ "$(stat -c %s "$T/h32.wts")" -lt "$(stat -c %s "$T/h64.wts")" ]   # really F32 records
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --hessian "$T/h32.wts" --ftype Q8_0 -o "$T/a.wts" 2> "$T/err"
+    grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq)' "$T/err"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --hessian "$T/h64.wts" --ftype Q8_0 -q -o "$T/b.wts"
+    cmp "$T/a.wts" "$T/b.wts"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q8_0 -q -o "$T/r.wts"
+    ! cmp -s "$T/a.wts" "$T/r.wts"
+}
+
 @test "gptq: an indefinite Hessian falls back to RTN with a warning" {
     [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
     "$UNIT" --hessians "$T/bad.wts" bad

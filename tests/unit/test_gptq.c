@@ -5,7 +5,8 @@
  * bad Hessians are retried and then refused.
  *
  *   test_gptq                      the TAP tests
- *   test_gptq --hessians OUT [bad] write a Hessian stream (gptq(1) format)
+ *   test_gptq --hessians OUT [bad|f32|f32as64] write a Hessian stream (gptq(1) format;
+ *                                 f32: F32 records, f32as64: the same values as F64)
  *                                  for stories260K's 64-column matrices, for
  *                                  tests/gptq.bats; "bad" makes every
  *                                  Hessian indefinite beyond any damping */
@@ -172,8 +173,11 @@ static const char *tn(int t) { return wp_ggml_type_name((uint32_t)t); }
 
 /* ---- --hessians mode ------------------------------------------------------- */
 
-static int write_hessians(const char *out, int bad)
+/* mode: 0 plain, 1 "bad" (indefinite), 2 "f32" (F32 records), 3 "f32as64"
+ * (F64 records of the same float-rounded values: gptq must read 2 and 3 alike) */
+static int write_hessians(const char *out, int mode)
 {
+    const int bad = mode == 1;
     FILE *f = fopen(out, "wb");
     char err[256];
     wp_writer *w = f ? wp_writer_open(f, out, 64, err, sizeof err) : NULL;
@@ -198,9 +202,12 @@ static int write_hessians(const char *out, int bad)
             wp_record r;
             wp_record_init(&r);
             r.kind = WP_REC_HESSIAN;
-            r.type = WP_F64;
+            r.type = mode == 2 ? WP_F32 : WP_F64;
             r.n_dims = 2;
             r.ne[0] = r.ne[1] = n;
+            if (mode >= 2)
+                for (int64_t i = 0; i < n * n; i++)
+                    H[i] = (float)H[i];
             char name[64], weights[256];
             snprintf(name, sizeof name, which ? "blk.%d.ffn_in" : "blk.%d.attn_in", l);
             if (which)
@@ -211,7 +218,15 @@ static int write_hessians(const char *out, int bad)
             wp_attr_set(&r, "weights", weights);
             wp_attr_set_i64(&r, "n_tokens", 512);
             wp_attr_set_i64(&r, "cols", n);
-            memcpy(wp_record_alloc(&r, (uint64_t)(n * n) * 8), H, (size_t)(n * n) * 8);
+            if (mode == 2) {
+                uint8_t *p = wp_record_alloc(&r, (uint64_t)(n * n) * 4);
+                for (int64_t i = 0; i < n * n; i++) {
+                    float v = (float)H[i];
+                    memcpy(p + 4 * i, &v, 4);
+                }
+            } else {
+                memcpy(wp_record_alloc(&r, (uint64_t)(n * n) * 8), H, (size_t)(n * n) * 8);
+            }
             if (wp_writer_put(w, &r))
                 return 1;
             wp_record_free(&r);
@@ -237,7 +252,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s\n", err);
             return 1;
         }
-        return write_hessians(argv[2], argc > 3 && !strcmp(argv[3], "bad"));
+        const char *m = argc > 3 ? argv[3] : "";
+        return write_hessians(argv[2], !strcmp(m, "bad") ? 1 : !strcmp(m, "f32") ? 2 : !strcmp(m, "f32as64") ? 3 : 0);
     }
     int rc;
     wp_gptq_opts o;
