@@ -55,6 +55,11 @@ TOOLS    := $(sort $(basename $(notdir $(wildcard tests/tools/*.c))))
 TOOL_BINS:= $(TOOLS:%=build/tools/%)
 FUZZ     := $(sort $(basename $(notdir $(wildcard tests/fuzz/*.c))))
 
+# the pipelines a user's build and CI call, installed beside the programs (they run
+# the programs of the folder they are in); bitrates, frontier and demo need the
+# source tree (build/tools, .deps, the reference llama.cpp tools) and stay there
+INSTALL_PIPES := bitcheck lazyweights unweight
+
 .PHONY: all check demo bench fuzz install clean deps deps-apt reftools tests runtime
 all: lib/libwpack.a $(BINS) runtime
 
@@ -146,6 +151,7 @@ install: all
 	  $(DESTDIR)$(PREFIX)/include/wpack $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 755 $(BINS) $(wildcard bin/wprun) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(INSTALL_PIPES:%=pipelines/%) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 lib/libwpack.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 lib/*.h $(DESTDIR)$(PREFIX)/include/wpack/
 	if [ -n "$(INSTALL_REF)" ]; then install -d $(DESTDIR)$(PREFIX)/lib/wpack && \

@@ -94,3 +94,32 @@ C
             { echo "$h"; false; }
     done
 }
+
+@test "installed bitcheck, lazyweights and unweight: the CI gate from PREFIX alone, with man pages" {
+    # they were left in pipelines/: a user's CI had no gate and no pipeline to call
+    for p in bitcheck lazyweights unweight; do
+        [ -x "$P/bin/$p" ] || { echo "missing $p"; false; }
+        [ -f "$P/share/man/man1/$p.1" ] || { echo "missing $p.1"; false; }
+        [ "$(MANPATH="$P/share/man" man -w "$p")" = "$P/share/man/man1/$p.1" ]
+    done
+    # run as a user: only PREFIX/bin and the system on PATH, from another folder
+    cd "$T"
+    run env -u WPACK_BIN PATH="$P/bin:/usr/bin:/bin" unweight "$MODELS/stories260K-bf16.gguf" out 16
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    run env -u WPACK_BIN PATH="$P/bin:/usr/bin:/bin" lazyweights "$MODELS/stories260K-f32.gguf" Q8_0_g0_lam0_c1 out
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    PATH="$P/bin:/usr/bin:/bin" verify --tsv "$MODELS/stories260K-bf16.gguf" out/stories260K-bf16-p16.bundle > v16.tsv
+    PATH="$P/bin:/usr/bin:/bin" verify -q --tsv out/stories260K-f32-Q8_0_g0_lam0_c1.gguf \
+        out/stories260K-f32-Q8_0_g0_lam0_c1.bundle > vq8.tsv
+    { awk -F'\t' '$1 == "*" { print "bf16\tlossless_p16\t" $5 }' v16.tsv
+      awk -F'\t' '$1 == "*" { print "f32\tQ8_0_g0_lam0_c1\t" $5 }' vq8.tsv; } > now.tsv
+    # tests/bitrates.tsv's values for the same points
+    printf 'bf16\tlossless_p16\t10.3117\nf32\tQ8_0_g0_lam0_c1\t8.5878\n' > base.tsv
+    cmp now.tsv base.tsv
+    run env PATH="$P/bin:/usr/bin:/bin" bitcheck base.tsv now.tsv
+    [ "$status" -eq 0 ]
+    printf 'bf16\tlossless_p16\t10.2000\nf32\tQ8_0_g0_lam0_c1\t8.5878\n' > lower.tsv
+    run --separate-stderr env PATH="$P/bin:/usr/bin:/bin" bitcheck lower.tsv now.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "bf16	lossless_p16: 10.3117 b/w, more than 0.2 % above the baseline 10.2000 (at most 10.2204)" ]
+}
