@@ -5,7 +5,7 @@
 #   make demo       install what the demo needs, then run it on stories260K
 #   make bench      benchmarks (ratios against a baseline in the same run)
 #   make fuzz       the fuzz targets, longer than in make check
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (DESTDIR too; make uninstall with the same)
 
 PREFIX   ?= /usr/local
 CC       ?= cc
@@ -60,7 +60,7 @@ FUZZ     := $(sort $(basename $(notdir $(wildcard tests/fuzz/*.c))))
 # source tree (build/tools, .deps, the reference llama.cpp tools) and stay there
 INSTALL_PIPES := bitcheck lazyweights unweight
 
-.PHONY: all check demo bench fuzz install clean deps deps-apt reftools tests runtime
+.PHONY: all check demo bench fuzz install uninstall clean deps deps-apt reftools tests runtime
 all: lib/libwpack.a $(BINS) runtime
 
 # The GPU runner (runtime/): its own rules, built with nvcc when present.
@@ -161,6 +161,18 @@ install: all
 	install -m 644 $(wildcard man/man7/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS)|' lib/wpack.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/wpack.pc
+
+# removes the files install writes, by name, and wpack's own folders (include/wpack,
+# lib/wpack); the shared folders (bin, lib, share/man/man1 ...) stay, as automake leaves them
+uninstall:
+	rm -f $(PROGS:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/bin/wprun \
+	  $(INSTALL_PIPES:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/lib/libwpack.a \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/wpack.pc \
+	  $(patsubst lib/%,$(DESTDIR)$(PREFIX)/include/wpack/%,$(wildcard lib/*.h)) \
+	  $(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/%,$(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7))
+	rm -f $(DESTDIR)$(PREFIX)/lib/wpack/*.so*
+	for d in $(DESTDIR)$(PREFIX)/include/wpack $(DESTDIR)$(PREFIX)/lib/wpack; do \
+	  [ ! -d $$d ] || rmdir $$d; done
 
 clean:
 	rm -rf build lib/libwpack.a $(BINS)

@@ -123,3 +123,23 @@ C
     [ "$status" -eq 1 ]
     [ "$output" = "bf16	lossless_p16: 10.3117 b/w, more than 0.2 % above the baseline 10.2000 (at most 10.2204)" ]
 }
+
+@test "make uninstall removes what make install put under DESTDIR/PREFIX, and nothing else" {
+    # there was no uninstall target ("No rule to make target 'uninstall'")
+    local d="$T/dest" q=/opt/wp
+    mkdir -p "$d$q/bin" "$d$q/share/man/man1"
+    echo keep > "$d$q/bin/other"
+    echo keep > "$d$q/share/man/man1/other.1"
+    make -s -C "$ROOT" --no-print-directory install DESTDIR="$d" PREFIX="$q" > /dev/null 2>&1
+    [ -x "$d$q/bin/gptq" ] && [ -x "$d$q/bin/bitcheck" ]
+    grep -qx "prefix=$q" "$d$q/lib/pkgconfig/wpack.pc"
+    run make -s -C "$ROOT" --no-print-directory uninstall DESTDIR="$d" PREFIX="$q"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    # only the two files that were there before; wpack's own folders gone, the shared ones kept
+    [ "$(cd "$d" && find . -type f -o -type l | sort | tr '\n' ' ')" = "./opt/wp/bin/other ./opt/wp/share/man/man1/other.1 " ]
+    [ ! -e "$d$q/include/wpack" ] && [ ! -e "$d$q/lib/wpack" ]
+    [ -d "$d$q/lib/pkgconfig" ] && [ -d "$d$q/share/man/man7" ]
+    # a second uninstall finds nothing to remove, and does not fail
+    run make -s -C "$ROOT" --no-print-directory uninstall DESTDIR="$d" PREFIX="$q"
+    [ "$status" -eq 0 ]
+}
