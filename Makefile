@@ -37,8 +37,9 @@ LLAMA_LIBS   ?= $(shell pkg-config --libs llama)
 LLAMA_STAMPS :=
 else
 LLAMA_CFLAGS ?= $(REF_CFLAGS)
-# installed programs find the pinned libraries in PREFIX/lib/wpack, searched
-# first (in the build tree bin/../lib/wpack does not exist); then .deps/
+# bin/ finds the pinned libraries in .deps/ (bin/../lib/wpack does not exist in the
+# build tree); install copies them to PREFIX/lib/wpack and installs hessian and ppl
+# linked again with that folder alone in RUNPATH (build/install/)
 LLAMA_LIBS   ?= -Wl,-rpath,'$$ORIGIN/../lib/wpack' $(REF_LIBS)
 LLAMA_STAMPS := $(REF_STAMPS)
 INSTALL_REF  := 1
@@ -82,6 +83,14 @@ build/tools/mksynth build/tools/mkllama: tests/unit/synth.h
 
 bin/%: filters/%.c lib/libwpack.a | bin
 	$(CC) $(WFLAGS) $(CPPFLAGS) $(if $(filter $*,$(LLAMA_PROGS)),$(LLAMA_CFLAGS)) $(CFLAGS) -o $@ $< lib/libwpack.a $(if $(filter $*,$(LLAMA_PROGS)),$(LLAMA_LIBS)) $(LDLIBS)
+
+# what install copies of them: linked again with PREFIX/lib/wpack alone in RUNPATH (the
+# build tree's .deps/ after it leaked the build folder's path into installed programs)
+INSTALL_LLAMA := $(if $(INSTALL_REF),$(LLAMA_PROGS:%=build/install/%))
+build/install/%: filters/%.c filters/llm_common.h lib/libwpack.a | $(LLAMA_STAMPS)
+	@mkdir -p $(@D)
+	$(CC) $(WFLAGS) $(CPPFLAGS) $(LLAMA_CFLAGS) $(CFLAGS) -o $@ $< lib/libwpack.a \
+	  -Wl,-rpath,'$$ORIGIN/../lib/wpack' -L$(REF_LIB) -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -lggml-base $(LDLIBS)
 
 build/unit/%: tests/unit/%.c tests/unit/tap.h lib/libwpack.a | build/unit $(REF_STAMPS)
 	$(CC) $(WFLAGS) $(CPPFLAGS) -Itests/unit $(REF_CFLAGS) $(CFLAGS) -o $@ $< lib/libwpack.a $(REF_LIBS) $(LDLIBS)
@@ -146,12 +155,13 @@ bench: deps
 fuzz: deps
 	WPACK_FUZZ_SECONDS=$${WPACK_FUZZ_SECONDS:-120} sh tests/fuzz/run
 
-install: all
+install: all $(INSTALL_LLAMA)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/include/wpack $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 755 $(BINS) $(wildcard bin/wprun) $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(INSTALL_PIPES:%=pipelines/%) $(DESTDIR)$(PREFIX)/bin/
+	$(if $(INSTALL_LLAMA),install -m 755 $(INSTALL_LLAMA) $(DESTDIR)$(PREFIX)/bin/)
 	install -m 644 lib/libwpack.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 lib/*.h $(DESTDIR)$(PREFIX)/include/wpack/
 	if [ -n "$(INSTALL_REF)" ]; then install -d $(DESTDIR)$(PREFIX)/lib/wpack && \

@@ -74,6 +74,10 @@ C
         [ "$status" -eq 0 ]
         [ "${#lines[@]}" -ge 2 ]
         ! echo "$output" | grep -v "=> $P/bin/../lib/wpack/" || { echo "$output"; false; }
+        # and name no folder of the build tree: RUNPATH held its .deps/ after PREFIX/lib/wpack
+        run sh -c "readelf -d '$P/bin/$p' | grep -E 'RUNPATH|RPATH'"
+        [ "$output" = " 0x000000000000001d (RUNPATH)            Library runpath: [\$ORIGIN/../lib/wpack]" ] ||
+            { echo "$output"; false; }
     done
     "$P/bin/ppl" --help | grep -q '^usage: ppl'
 }
