@@ -148,7 +148,7 @@ int main(int argc, char **argv)
         }
     }
     if (!orig || !bpath)
-        wp_die("usage: verify ORIGINAL.gguf BUNDLE");
+        wp_die("give ORIGINAL.gguf and BUNDLE (usage: verify [-q] [--tsv] ORIGINAL.gguf BUNDLE)");
     if (!strcmp(orig, "-") || !strcmp(bpath, "-"))   /* it said "-: No such file or directory" */
         wp_die("-: verify reads both files twice, so not standard input: give file names");
 

@@ -238,6 +238,15 @@ bundle() { # GGUF BUNDLE [histogram options]
     done
 }
 
+@test "verify with one file: one line giving its options, as --help does" {
+    # it said "verify: usage: verify ORIGINAL.gguf BUNDLE", without -q and --tsv
+    run "$BIN/verify" --tsv "$MODELS/stories260K-f32.gguf"
+    [ "$status" -eq 1 ]
+    [ "$output" = "verify: give ORIGINAL.gguf and BUNDLE (usage: verify [-q] [--tsv] ORIGINAL.gguf BUNDLE)" ]
+    run "$BIN/verify" --help
+    [ "${lines[0]}" = "usage: verify [-q] [--tsv] ORIGINAL.gguf BUNDLE" ]
+}
+
 @test "verify against the wrong GGUF: exit 1 and one line on stderr naming the first difference" {
     bundle "$Q/syn.gguf" "$T/syn.bundle"
     "$TOOLS/mksynth" "$T/other.gguf" floats
