@@ -147,3 +147,12 @@ C
     run make -s -C "$ROOT" --no-print-directory uninstall DESTDIR="$d" PREFIX="$q"
     [ "$status" -eq 0 ]
 }
+
+@test "installed man pages name headers as installed, and say which files are only in the source tree" {
+    # hessian(1) pointed at lib/imatrix.h, wprun(1)'s FILES at runtime/gpukit.sh and
+    # runtime/gpucheck.sh, none of which an install has
+    run grep -lE '(^|[^/a-z])lib/[a-z_]+\.h' "$P"/share/man/man*/*
+    [ "$status" -eq 1 ] || { echo "$output"; false; }
+    grep -q '<wpack/imatrix.h>' "$P/share/man/man1/hessian.1"
+    [ "$(sed -n '/^\.SH FILES/{n;p;}' "$P/share/man/man1/wprun.1")" = "In the source tree, not installed:" ]
+}
