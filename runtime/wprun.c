@@ -886,6 +886,11 @@ int main(int argc, char **argv)
     if (!(opt.tol > 0))
         opt.tol = opt.cpu ? 1e-5 : 1e-4;
 #ifdef WPACK_NO_CUDA
+    /* (it said "no CUDA device found" on a machine that may well have one) */
+    if (!opt.cpu) {
+        fprintf(stderr, "wprun: built without CUDA (no nvcc, or WPACK_NO_CUDA=1): use --cpu for the CPU reference\n");
+        return WR_EXIT_NODEV;
+    }
     int ndev = 0;
 #else
     int ndev = opt.cpu ? 0 : wr_gpu_count();

@@ -601,3 +601,16 @@ cpu_verify() {
     # no finite output (an Inf or NaN in every row): what was checked, not a relerr of 0 (a new user's trial)
     echo "$output" | grep -qF 'bf16.nonfinite_rows_16x64                batch 1    fused relerr n/a (no finite output: Inf/NaN as the reference'"'"'s)  twin relerr n/a (no finite output: Inf/NaN as the reference'"'"'s)  (bit-equal) ok'
 }
+
+@test "a CPU-only wprun (WPACK_NO_CUDA) says it was built without CUDA, exit 3, and needs no CUDA library" {
+    # it said "no CUDA device found", as if a GPU were missing, on a machine that has one
+    cc -std=c11 -D_GNU_SOURCE -I"$ROOT/lib" -I"$ROOT/runtime" -DWPACK_NO_CUDA -O1 -o "$T/wprun-cpu" \
+        "$ROOT"/runtime/*.c "$ROOT/lib/libwpack.a" -lzstd -lxxhash -lcjson -llapacke -lopenblas -lm -lpthread
+    ! ldd "$T/wprun-cpu" | grep -E 'libcudart|libcublas'
+    run "$T/wprun-cpu" --verify --bundle "$Q/bf16.bundle"
+    [ "$status" -eq 3 ]
+    [ "$output" = "wprun: built without CUDA (no nvcc, or WPACK_NO_CUDA=1): use --cpu for the CPU reference" ]
+    run "$T/wprun-cpu" --cpu --verify --bundle "$Q/bf16.bundle"
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "$("$BIN/wprun" --cpu --verify --bundle "$Q/bf16.bundle" | tail -n 1)" ]
+}
