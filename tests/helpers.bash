@@ -6,6 +6,23 @@ DATA="${WPACK_DATA:-$ROOT/../shared/data}"
 MODELS="$DATA/models/stories260K"
 export WPACK_GGML_BACKEND_DIR="${WPACK_GGML_BACKEND_DIR:-$ROOT/.deps/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64}"
 
+# ref_libs DIR: fill DIR with links that give llama.cpp's own build of its
+# libraries (REF_BUILD/bin, make reftools: native CPU kernels) the sonames the
+# programs were linked against (the prebuilt node-llama-cpp ones, Makefile
+# REF_LIBS). A program run with LD_LIBRARY_PATH=DIR, which the loader searches
+# before the program's RUNPATH, computes with the very kernels llama-perplexity
+# and llama-imatrix use. Fails when the build lacks one of the libraries.
+ref_libs() {
+    local lib
+    mkdir -p "$1"
+    for lib in libllama libggml libggml-base; do
+        [ -e "$REF_BUILD/bin/$lib.so" ] || { echo "no $lib.so in $REF_BUILD/bin" >&2; return 1; }
+    done
+    ln -sfn "$REF_BUILD/bin/libllama.so" "$1/libllama.v0.4.0.so"
+    ln -sfn "$REF_BUILD/bin/libggml.so" "$1/libggml.v0.4.0.so"
+    ln -sfn "$REF_BUILD/bin/libggml-base.so" "$1/libggml-base.so"
+}
+
 # patch_bytes FILE OFFSET PRINTF-ESCAPES: overwrite bytes in place.
 patch_bytes() {
     printf "$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none

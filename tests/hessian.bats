@@ -100,10 +100,7 @@ close() {
     [ -e "$REF_BUILD/bin/libllama.so" ] || skip "no libllama.so in $REF_BUILD/bin"
     # the same program, run on the libraries llama-imatrix uses (RUNPATH yields to LD_LIBRARY_PATH)
     L="$BATS_TEST_TMPDIR/lib"
-    mkdir -p "$L"
-    ln -s "$REF_BUILD/bin/libllama.so" "$L/libllama.v0.4.0.so"
-    ln -s "$REF_BUILD/bin/libggml.so" "$L/libggml.v0.4.0.so"
-    ln -s "$REF_BUILD/bin/libggml-base.so" "$L/libggml-base.so"
+    ref_libs "$L"
     LD_LIBRARY_PATH="$L" WPACK_GGML_BACKEND_DIR="$REF_BUILD/bin" \
         "$H" --threads 1 --model "$M32" --text "$CAL" --chunks 4 -o "$BATS_TEST_TMPDIR/ref.hess" 2>/dev/null
     run "$CMP" "$(theirs)" "$BATS_TEST_TMPDIR/ref.hess" 1e-5

@@ -5,14 +5,22 @@
 # Expected values were measured with llama-perplexity built from the pinned
 # source (node-llama-cpp@3.21.1's bundle), -t 1, default -c 512 -b 2048:
 #   llama-perplexity -m stories260K-f32.gguf -f tinystories_sample.txt -t 1
-# ppl links the prebuilt node-llama-cpp libllama, whose CPU kernels differ in
-# the last bits, so "equal" means equal to 4 significant digits (relative
-# difference <= 5e-4); built against the same libllama, ppl prints the same
-# digits and --save-logits writes the same bytes.
-# When $REF_BUILD/bin/llama-perplexity exists the numbers are also compared
-# live; otherwise those tests are skipped with a message.
+# ppl links the prebuilt node-llama-cpp libggml, which picks one of its CPU
+# variants (x64, haswell, icelake, sapphirerapids, ...) for the machine; their
+# F16 kernels differ in the last bits, and from llama-perplexity's -march=native
+# build, so against recorded values "equal" means equal to 4 significant digits
+# (relative difference <= 5e-4). Measured on one Sapphire Rapids machine with
+# each variant that runs there: F16 tinystories_sample 8.4712..8.4734 +/-
+# 1.06510..1.06549, F16-vs-F32 KLD 0.0000227..0.0000271; llama-perplexity's own
+# build 8.4711 +/- 1.06494, KLD 0.000028.
+# When $REF_BUILD/bin/llama-perplexity exists, the live tests run ppl again
+# with llama.cpp's own build of libllama and libggml ahead of the prebuilt
+# ones (LD_LIBRARY_PATH, see refso): then ppl must print llama-perplexity's
+# digits exactly and --save-logits write the same bytes. Without it those
+# tests are skipped with a message.
 
 bats_require_minimum_version 1.5.0
+load helpers
 
 ROOT="$BATS_TEST_DIRNAME/.."
 DATA="${WPACK_DATA:-$BATS_TEST_DIRNAME/../../shared/data}"
@@ -69,6 +77,23 @@ theirs() {
 
 need_ref() {
     [ -x "$LLPPL" ] || skip "llama-perplexity not built at $LLPPL (make reftools): live comparison skipped"
+}
+
+# The folder of links to llama.cpp's own build (ref_libs in helpers.bash).
+refso() {
+    local d="$BATS_FILE_TMPDIR/refso"
+    [ -d "$d" ] || { ref_libs "$d.tmp" && mv "$d.tmp" "$d"; } || return 1
+    echo "$d"
+}
+
+# ours, with llama.cpp's own build in place of the prebuilt libraries (key
+# prefixed "ref."). The ldd check fails the test if the loader took any other.
+ours_ref() {
+    local key="$1" d; shift
+    d=$(refso)
+    LD_LIBRARY_PATH="$d" ldd "$PPL" | grep -q "libllama.v0.4.0.so => $d/" \
+        || { echo "ppl does not load $d/libllama.v0.4.0.so" >&2; return 1; }
+    LD_LIBRARY_PATH="$d" WPACK_GGML_BACKEND_DIR="$d" ours "ref.$key" "$@"
 }
 
 # Succeeds when a and b agree to 4 significant digits (|a-b| <= 5e-4 |b|).
@@ -140,19 +165,25 @@ same_ppl() {
 
 # ---- perplexity: live comparison with llama-perplexity
 
-@test "live: ppl equals llama-perplexity on tinystories_sample, F32 and F16" {
+@test "live: with llama.cpp's own libraries ppl prints llama-perplexity's digits on tinystories_sample, F32 and F16" {
+    # it compared the prebuilt libraries' result to 4 digits and failed on a
+    # Sapphire Rapids machine (F16 +/- 1.06549 against 1.06494: another kernel)
     need_ref
     for t in f32 f16; do
-        same_ppl "$(ours s${t#f} --model "$M/stories260K-$t.gguf" --text "$SAMPLE" | ppl_of)" \
-                 "$(theirs s$t -m "$M/stories260K-$t.gguf" -f "$SAMPLE")"
+        a=$(ours_ref s${t#f} --model "$M/stories260K-$t.gguf" --text "$SAMPLE" | ppl_of)
+        b=$(theirs s$t -m "$M/stories260K-$t.gguf" -f "$SAMPLE")
+        echo "$t: ours '$a', llama-perplexity '$b'" >&2
+        [ -n "$b" ] && [ "$a" = "$b" ]
     done
 }
 
-@test "live: ppl equals llama-perplexity on tinystories_valid_1000 --chunks 20, F32 and F16" {
+@test "live: with llama.cpp's own libraries ppl prints llama-perplexity's digits on tinystories_valid_1000 --chunks 20, F32 and F16" {
     need_ref
     for t in f32 f16; do
-        same_ppl "$(ours v${t#f} --model "$M/stories260K-$t.gguf" --text "$VALID" --chunks 20 | ppl_of)" \
-                 "$(theirs v$t -m "$M/stories260K-$t.gguf" -f "$VALID" --chunks 20)"
+        a=$(ours_ref v${t#f} --model "$M/stories260K-$t.gguf" --text "$VALID" --chunks 20 | ppl_of)
+        b=$(theirs v$t -m "$M/stories260K-$t.gguf" -f "$VALID" --chunks 20)
+        echo "$t: ours '$a', llama-perplexity '$b'" >&2
+        [ -n "$b" ] && [ "$a" = "$b" ]
     done
 }
 
@@ -202,27 +233,49 @@ same_ppl() {
     out=$(ours kl16 --model "$M/stories260K-f16.gguf" --text "$VALID" --kl-base "$BATS_FILE_TMPDIR/f32.logits")
     same4 "$(echo "$out" | sed -n 's/^PPL = \([0-9.]*\) .*/\1/p')" 7.413626
     same4 "$(echo "$out" | sed -n 's/^PPL(base) = \([0-9.]*\) .*/\1/p')" 6.838224
-    same4 "$(echo "$out" | sed -n 's/^ln(PPL\/PPL(base)) = \([0-9.]*\) .*/\1/p')" 0.080792
+    # a difference of two logs (~2.0 each): PPLs equal to 4 significant digits
+    # leave it within 5e-4, not 5e-4 of itself (libggml's x64 variant: 0.080697)
+    lnr=$(echo "$out" | sed -n 's/^ln(PPL\/PPL(base)) = \([0-9.]*\) .*/\1/p')
+    awk -v a="$lnr" 'BEGIN { d = a - 0.080792; exit !(a != "" && d <= 5e-4 && d >= -5e-4) }' \
+        || { echo "ln(PPL/PPL(base)) ours '$lnr', llama-perplexity 0.080792" >&2; return 1; }
+    # KLD here is F16 rounding noise, and the kernels vary with the CPU variant
+    # libggml picks (0.0000227 to 0.0000271 measured, see the top): llama's
+    # 0.000026 within 3 of its standard errors (+/- 0.000002); it asked for
+    # 0.0000245..0.0000275 and failed on Sapphire Rapids (0.00002266)
     kld=$(echo "$out" | sed -n 's/^KLD = \([-0-9.]*\) .*/\1/p')
-    awk -v k="$kld" 'BEGIN { exit !(k >= 0.0000245 && k <= 0.0000275) }'
+    awk -v k="$kld" 'BEGIN { exit !(k >= 0.000020 && k <= 0.000032) }'
     [[ "$out" == *"chunks=8 tokens=4096 scored=2040"* ]]
 }
 
-@test "live: llama-perplexity reads ppl's logits, ppl reads llama-perplexity's" {
+@test "live: with llama.cpp's own libraries --save-logits writes llama-perplexity's bytes and --kl-base prints its KLD" {
+    # it compared the prebuilt libraries' KLD to llama-perplexity's within
+    # 2e-6 and failed on Sapphire Rapids (0.00002266 against 0.000028)
     need_ref
-    ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
-        --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
-    llrun "$BATS_FILE_TMPDIR/llkl.log" 'Mean *KLD:' -m "$M/stories260K-f16.gguf" --kl-divergence \
-        --kl-divergence-base "$BATS_FILE_TMPDIR/f32.logits"
-    theirs_kld=$(sed -n 's/.*Mean *KLD: *\([0-9.]*\).*/\1/p' "$BATS_FILE_TMPDIR/llkl.log")
-    ours_kld=$(ours kl16 --model "$M/stories260K-f16.gguf" --text "$VALID" --kl-base "$BATS_FILE_TMPDIR/f32.logits" \
-        | sed -n 's/^KLD = \([-0-9.]*\) .*/\1/p')
-    echo "KLD ours $ours_kld, llama-perplexity $theirs_kld" >&2
-    awk -v a="$ours_kld" -v b="$theirs_kld" 'BEGIN { d = a - b; exit !(b > 0 && d < 2e-6 && d > -2e-6) }'
-
-    "$LLPPL" -t 1 -m "$M/stories260K-f32.gguf" -f "$VALID" --chunks 4 \
+    "$LLPPL" -t 1 -m "$M/stories260K-f32.gguf" -f "$VALID" --chunks 8 \
         --kl-divergence-base "$BATS_FILE_TMPDIR/ll32.logits" > "$BATS_FILE_TMPDIR/llbase.log" 2>&1
-    out=$("$PPL" --threads 1 --model "$M/stories260K-f32.gguf" --kl-base "$BATS_FILE_TMPDIR/ll32.logits" 2>/dev/null)
+    ours_ref save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
+        --save-logits "$BATS_FILE_TMPDIR/ref32.logits" > /dev/null
+    [ "$(stat -c %s "$BATS_FILE_TMPDIR/ll32.logits")" -eq 2121684 ]
+    cmp "$BATS_FILE_TMPDIR/ll32.logits" "$BATS_FILE_TMPDIR/ref32.logits"
+
+    llrun "$BATS_FILE_TMPDIR/llkl.log" 'Same top p:' -m "$M/stories260K-f16.gguf" --kl-divergence \
+        --kl-divergence-base "$BATS_FILE_TMPDIR/ll32.logits"
+    out=$(ours_ref kl16ll --model "$M/stories260K-f16.gguf" --kl-base "$BATS_FILE_TMPDIR/ll32.logits")
+    theirs_kld=$(sed -n 's/^Mean *KLD: *\([0-9.]*\) .*/\1/p' "$BATS_FILE_TMPDIR/llkl.log")
+    theirs_ln=$(sed -n 's/^Mean ln(PPL(Q)\/PPL(base)) *: *\([-0-9.]*\) .*/\1/p' "$BATS_FILE_TMPDIR/llkl.log")
+    theirs_top=$(sed -n 's/^Same top p: *\([0-9.]*\) .*/\1/p' "$BATS_FILE_TMPDIR/llkl.log")
+    ours_kld=$(echo "$out" | sed -n 's/^KLD = \([-0-9.]*\) .*/\1/p')
+    echo "KLD ours $ours_kld, llama-perplexity $theirs_kld" >&2
+    [ -n "$theirs_kld" ] && [ "$(printf '%.6f' "$ours_kld")" = "$theirs_kld" ]
+    [ -n "$theirs_ln" ] && [[ "$out" == *"ln(PPL/PPL(base)) = $theirs_ln +/- "* ]]
+    [ -n "$theirs_top" ] && [[ "$out" == *"same top = $theirs_top +/- "* ]]
+}
+
+@test "live: ppl reads llama-perplexity's logits: F32 against its own base has KLD ~ 0" {
+    need_ref
+    "$LLPPL" -t 1 -m "$M/stories260K-f32.gguf" -f "$VALID" --chunks 4 \
+        --kl-divergence-base "$BATS_FILE_TMPDIR/ll32c4.logits" > "$BATS_FILE_TMPDIR/llbase4.log" 2>&1
+    out=$("$PPL" --threads 1 --model "$M/stories260K-f32.gguf" --kl-base "$BATS_FILE_TMPDIR/ll32c4.logits" 2>/dev/null)
     kld=$(echo "$out" | sed -n 's/^KLD = \([-0-9.]*\) .*/\1/p')
     awk -v k="$kld" 'BEGIN { exit !(k > -1e-5 && k < 1e-5) }'
     [[ "$out" == *"chunks=4 "* ]]
