@@ -9,8 +9,11 @@
 #   -t 1 --no-ppl --process-output; in_sum2/counts, first 4 columns.
 # Built against the same libllama (the reference build), hessian equals
 # llama-imatrix to 5.9e-6 relative (llama-imatrix sums in float); the default
-# prebuilt libllama (node-llama-cpp, zen4 CPU kernels) computes activations
-# that differ in the last bits, 3.1e-4 relative at worst on these diagonals.
+# prebuilt libllama (node-llama-cpp) picks a CPU variant for the machine whose
+# kernels differ in the last bits: against a Sapphire Rapids native build,
+# 3.1e-4 relative at worst with its zen4 variant, 2.05e-3 with haswell,
+# sandybridge or x64 (blk.0.ffn_down.weight[171]), so the live comparison
+# with the default libllama allows 5e-3.
 
 bats_require_minimum_version 1.5.0
 load helpers
@@ -109,9 +112,10 @@ close() {
     [[ "$output" == *"matched 36"* && "$output" == *"unmatched 0"* && "$output" == *"count_diff 0"* ]]
 }
 
-@test "live: with the default libllama, diag(H)/n_tokens = llama-imatrix to 1e-3 relative, counts equal" {
+@test "live: with the default libllama, diag(H)/n_tokens = llama-imatrix to 5e-3 relative, counts equal" {
+    # 1e-3 failed with libggml's haswell variant (2.05e-3, see the top)
     need_ref
-    run "$CMP" "$(theirs)" "$(ours base)" 1e-3
+    run "$CMP" "$(theirs)" "$(ours base)" 5e-3
     echo "$output" >&2
     [ "$status" -eq 0 ]
     [[ "$output" == *"matched 36"* && "$output" == *"count_diff 0"* && "$output" == *"n_tokens 2048"* ]]
