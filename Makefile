@@ -26,7 +26,10 @@ REF_SRC  ?= $(CACHE)/llama.cpp
 REF_BUILD?= $(CACHE)/llama.cpp-build
 REF_LIB  := $(DEPS)/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 REF_CFLAGS := -I$(REF_SRC)/include -I$(REF_SRC)/ggml/include
-REF_LIBS   := -L$(REF_LIB) -Wl,-rpath,$(REF_LIB) -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -lggml-base
+# the prebuilt libraries by soname (tests/helpers.bash ref_libs gives llama.cpp's
+# own build these names)
+REF_LINK   := -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -lggml-base
+REF_LIBS   := -L$(REF_LIB) -Wl,-rpath,$(REF_LIB) $(REF_LINK)
 
 # Programs that run llama.cpp's forward pass prefer a llama.cpp found by
 # pkg-config; otherwise they use the pinned reference.
@@ -90,7 +93,7 @@ INSTALL_LLAMA := $(if $(INSTALL_REF),$(LLAMA_PROGS:%=build/install/%))
 build/install/%: filters/%.c filters/llm_common.h lib/libwpack.a | $(LLAMA_STAMPS)
 	@mkdir -p $(@D)
 	$(CC) $(WFLAGS) $(CPPFLAGS) $(LLAMA_CFLAGS) $(CFLAGS) -o $@ $< lib/libwpack.a \
-	  -Wl,-rpath,'$$ORIGIN/../lib/wpack' -L$(REF_LIB) -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -lggml-base $(LDLIBS)
+	  -Wl,-rpath,'$$ORIGIN/../lib/wpack' -L$(REF_LIB) $(REF_LINK) $(LDLIBS)
 
 build/unit/%: tests/unit/%.c tests/unit/tap.h lib/libwpack.a | build/unit $(REF_STAMPS)
 	$(CC) $(WFLAGS) $(CPPFLAGS) -Itests/unit $(REF_CFLAGS) $(CFLAGS) -o $@ $< lib/libwpack.a $(REF_LIBS) $(LDLIBS)
