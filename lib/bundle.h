@@ -67,8 +67,11 @@ int wp_coded_encode(wp_record *r, const uint8_t *sym, const wp_lanes_shape *shap
                     const uint8_t lengths[256], int max_len, char *err, size_t errlen);
 
 /* Parse and check a CODED record (lengths valid for max_len, offset[0] = 0
- * and offset[N] = the number of lane words; the decoder checks the rest). Returns 0, or -1 with a
- * message in err. */
+ * and offset[N] = the number of lane words, and lane words enough for
+ * rows × row_sym symbols of at least 1 bit each, so a corrupt record is
+ * refused before a caller allocates from its shape; the decoder checks the
+ * rest). Returns 0, or -1 with a message in err ("record 'X': N lane words
+ * cannot hold M symbols"). */
 int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t errlen);
 
 /* Decode a CODED record into sym (rows × row_sym bytes) with the reference

@@ -25,7 +25,10 @@ extern "C" {
 uint8_t *wp_zpack(const void *src, size_t n, unsigned g, int level, size_t *out_len);
 
 /* The uncompressed size a zstd frame declares, or UINT64_MAX when src is not
- * a zstd frame that declares it (check before allocating from it). */
+ * a zstd frame that declares it, or declares more than its block headers can
+ * regenerate (RFC 8878 3.1.1.2: a raw or RLE block its stated size, a
+ * compressed one at most 128 KiB; ZSTD_decompressBound returns
+ * the declared size and cannot tell). Check before allocating from it. */
 uint64_t wp_zcontent_size(const void *src, size_t len);
 
 /* Decompress into dst, which must hold exactly n bytes, undoing grouping g.
