@@ -95,44 +95,11 @@ PY
 }
 
 # stream_dup IN OUT NAME: IN with a second copy of record NAME put before its
-# end record, the index rebuilt and everything re-sealed (lib/stream.h's
-# layout; the index's zstd frame made by the zstd program): a well-formed
-# stream that holds a name twice, as no GGUF can.
+# end record, re-sealed by stream_edit (below): a well-formed stream that
+# holds a name twice, as no GGUF can.
 stream_dup() {
-    /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
-import ctypes, struct, subprocess, sys
-xx = ctypes.CDLL("libxxhash.so.0")
-xx.XXH64.restype = ctypes.c_uint64
-xx.XXH64.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
-h = lambda b: xx.XXH64(bytes(b), len(b), 0)
-b = open(sys.argv[1], "rb").read()
-align, off, recs = struct.unpack_from("<I", b, 12)[0], 16, []
-pad = lambda n: (n + align - 1) // align * align
-while True:
-    kind, nl = struct.unpack_from("<H", b, off + 4)[0], struct.unpack_from("<I", b, off + 12)[0]
-    al, pl = struct.unpack_from("<I", b, off + 48)[0], struct.unpack_from("<Q", b, off + 56)[0]
-    end = pad(pad(off + 72 + nl + al + 8) + pl)
-    if kind == 65535:
-        break
-    recs.append((kind, b[off + 72:off + 72 + nl], b[off:end]))
-    off = end
-dup = [r for r in recs if r[1] == sys.argv[3].encode()][0]
-recs.append(dup)
-out, entries = bytearray(b[:16]), bytearray()
-for kind, name, raw in recs:
-    entries += struct.pack("<QHHI", len(out), kind, 0, len(name)) + name
-    out += raw
-z = subprocess.run(["zstd", "-q", "-c", "--stream-size=%d" % len(entries)], input=bytes(entries), capture_output=True, check=True).stdout
-payload = struct.pack("<QQ", len(recs), len(entries)) + z
-head = bytearray(b[off:off + 72])   # the old end record's header: kind 65535, no name or attributes
-struct.pack_into("<Q", head, 56, len(payload))
-struct.pack_into("<Q", head, 64, h(payload))
-end_at = len(out)
-out += head + struct.pack("<Q", h(head))
-out += bytes(pad(len(out)) - len(out)) + payload
-out += bytes(pad(len(out)) - len(out)) + struct.pack("<Q", end_at) + b"WPACKEND"
-open(sys.argv[2], "wb").write(out)
-PY
+    stream_edit "$1" "$2" "import copy
+recs.append(copy.deepcopy([r for r in recs if r.name == '$3'][0]))"
 }
 
 # stream_edit IN OUT PYTHON: IN with its records edited by the Python code
