@@ -2,7 +2,7 @@
  * collected through llama.cpp's own forward pass, as a wpack tensor stream.
  *
  *   hessian --model M.gguf --text FILE|- [--ctx 512] [--chunks N] [--threads T]
- *           [--batch 2048] [--max-memory BYTES] [-o OUT]
+ *           [--batch 2048] [--max-memory BYTES] [--share-inputs] [-o OUT]
  *
  * Method (llama-imatrix's, tools/imatrix/imatrix.cpp of the pinned llama.cpp:
  * compute_imatrix() and IMatrixCollector::collect_imatrix()):
@@ -46,7 +46,11 @@
  *           ctx=C chunks=N  the calibration's context length and chunk count
  *           (MoE: expert_tokens=t0,t1,... rows routed to each expert)
  * Weights that read the same input (q/k/v, gate/up) get equal Hessians, one
- * record each.
+ * record each. With --share-inputs they get one record, named after the first
+ * of them, with attr weights=A,B,C naming them all in first-use order (the
+ * form gptq --hessian reads for each of A, B, C): "the same input" is the
+ * same src1 tensor of dense MUL_MATs in the discovery pass's graph, so the
+ * shared H is the one each of them would get (a 7B: 41 GiB where 54 GiB).
  *
  * Errors: one line "hessian: FILE: problem" on stderr, exit 1, no output file
  * (lib/cli.h). Progress on stderr.
@@ -91,6 +95,8 @@ static const char usage[] =
     "  --batch N           logical batch; batch/ctx chunks run in parallel (default 2048)\n"
     "  --max-memory BYTES  bound on the Hessians held at once (suffix K, M, G, T;\n"
     "                      default half of RAM); more passes over the text when needed\n"
+    "  --share-inputs      one record for the weights that read the same input\n"
+    "                      (q/k/v, gate/up), listed in its attribute weights=\n"
     "  -o FILE             write to FILE (atomically) instead of stdout\n"
     "  --help              this text\n"
     "Set WPACK_LLAMA_LOG=1 to see llama.cpp's log.\n";
@@ -102,6 +108,10 @@ struct hw {
     int64_t n_expert;  /* 1 for a dense weight; ne[2] for MUL_MAT_ID */
     int layer;         /* N of "blk.N.", -1 for other weights */
     int pass;          /* 0-based pass that collects it */
+    int lead;          /* index of the weight whose H this one shares (its own if none) */
+    int n_share;       /* weights sharing this one's H, itself included (leads only) */
+    const void *in;    /* discovery: its src1 tensor, and that tensor's name */
+    char in_name[GGML_MAX_NAME];
     double *H;         /* n_expert × cols × cols (upper triangle filled until emitted) */
     int64_t *tokens;   /* n_expert row counts */
 };
@@ -111,6 +121,7 @@ struct hstate {
     struct hw *w;
     int n, cap;
     int discover;      /* 1: record weights, collect nothing */
+    int share;         /* --share-inputs: weights reading one src1 share one H */
     int pass;          /* the pass being collected */
     const char *model_path;
     double *xd;        /* scratch: rows × cols doubles */
@@ -258,6 +269,19 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
             w->cols = a->ne[0];
             w->n_expert = t->op == GGML_OP_MUL_MAT_ID ? a->ne[2] : 1;
             w->layer = layer_of(name);
+            w->lead = s->n - 1;
+            w->n_share = 1;
+            w->in = b;
+            snprintf(w->in_name, sizeof w->in_name, "%s", b->name);
+            for (int k = 0; s->share && t->op == GGML_OP_MUL_MAT && k < s->n - 1; k++) {
+                struct hw *v = &s->w[k];
+                if (v->lead == k && v->n_expert == 1 && v->in == b && v->cols == w->cols &&
+                    strcmp(v->in_name, b->name) == 0) {
+                    w->lead = k;
+                    v->n_share++;
+                    break;
+                }
+            }
         }
         return false;
     }
@@ -322,9 +346,11 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
     return true;
 }
 
-/* Bytes of w's Hessians. */
-static uint64_t hbytes(const struct hw *w)
+/* Bytes of w's Hessians; 0 for a weight that shares another's (--share-inputs). */
+static uint64_t hbytes(const struct hw *w, int index)
 {
+    if (w->lead != index)
+        return 0;
     return (uint64_t)w->n_expert * (uint64_t)w->cols * (uint64_t)w->cols * sizeof(double);
 }
 
@@ -338,9 +364,9 @@ static int plan_passes(struct hstate *s, uint64_t max_mem)
     uint64_t used = 0;
     for (int i = 0; i < s->n;) {
         int j = i + 1;
-        uint64_t unit = hbytes(&s->w[i]);
-        while (j < s->n && s->w[j].layer == s->w[i].layer && s->w[i].layer >= 0)
-            unit += hbytes(&s->w[j++]);
+        uint64_t unit = hbytes(&s->w[i], i);
+        for (; j < s->n && s->w[j].layer == s->w[i].layer && s->w[i].layer >= 0; j++)
+            unit += hbytes(&s->w[j], j);
         if (used + unit <= max_mem) {
             for (int k = i; k < j; k++)
                 s->w[k].pass = pass;
@@ -355,7 +381,7 @@ static int plan_passes(struct hstate *s, uint64_t max_mem)
         }
         /* a layer alone does not fit: split it weight by weight */
         for (int k = i; k < j; k++) {
-            uint64_t b = hbytes(&s->w[k]);
+            uint64_t b = hbytes(&s->w[k], k);
             if (b > max_mem)
                 wp_die("--max-memory: %llu bytes cannot hold the Hessian of %s (%llu bytes)",
                        (unsigned long long)max_mem, s->w[k].name, (unsigned long long)b);
@@ -409,11 +435,16 @@ int main(int argc, char **argv)
     const char *model_path = NULL, *text_path = NULL, *out_path = NULL;
     long long ctx_arg = 512, chunks_arg = -1, batch_arg = 2048, threads = 0;
     uint64_t max_mem = 0;
+    int share = 0;
 
     wp_cli_init("hessian");
     for (int i = 1; i < argc; i++) {
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
                                             "--batch", "--max-memory", "-o"};
+        if (!strcmp(argv[i], "--share-inputs")) {
+            share = 1;
+            continue;
+        }
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
         if (!strcmp(a, "--model"))
             model_path = v;
@@ -497,6 +528,7 @@ int main(int argc, char **argv)
     memset(&st, 0, sizeof st);
     st.model_path = model_path;
     st.discover = 1;
+    st.share = share;
 
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)(n_seq * n_ctx);
@@ -529,21 +561,25 @@ int main(int argc, char **argv)
             if (n_pass == 0)
                 wp_die("%s: no matrix multiplication on a model weight was seen", model_path);
             uint64_t total = 0;
-            for (int i = 0; i < st.n; i++)
-                total += hbytes(&st.w[i]);
-            fprintf(stderr, "hessian: %d tokens, %d chunks of %d, %d weights, %.1f MiB of Hessians, %d pass%s\n",
-                    n_tokens, n_chunk, n_ctx, st.n, total / 1048576.0, n_pass, n_pass > 1 ? "es" : "");
+            int n_rec = 0;
+            for (int i = 0; i < st.n; i++) {
+                total += hbytes(&st.w[i], i);
+                n_rec += st.w[i].lead == i;
+            }
+            fprintf(stderr, "hessian: %d tokens, %d chunks of %d, %d weights, %d record%s, %.1f MiB of Hessians, "
+                    "%d pass%s\n", n_tokens, n_chunk, n_ctx, st.n, n_rec, n_rec > 1 ? "s" : "", total / 1048576.0,
+                    n_pass, n_pass > 1 ? "es" : "");
         }
         if (pass >= 0)
             for (int i = 0; i < st.n; i++) {
                 struct hw *w = &st.w[i];
-                if (w->pass != pass)
+                if (w->pass != pass || w->lead != i)
                     continue;
                 w->H = calloc((size_t)(w->n_expert * w->cols * w->cols), sizeof(double));
                 w->tokens = calloc((size_t)w->n_expert, sizeof *w->tokens);
                 if (!w->H || !w->tokens)
                     wp_die("%s: out of memory for the Hessian of %s (%llu bytes; lower --max-memory)",
-                           model_path, w->name, (unsigned long long)hbytes(w));
+                           model_path, w->name, (unsigned long long)hbytes(w, i));
             }
         const int chunks_now = pass < 0 ? 1 : n_chunk;
         const double t0 = now_s();
@@ -586,7 +622,7 @@ int main(int argc, char **argv)
         /* emit this pass's records (full symmetric H), free them */
         for (int i = 0; i < st.n; i++) {
             struct hw *w = &st.w[i];
-            if (w->pass != pass)
+            if (w->pass != pass || w->lead != i)
                 continue;
             const int64_t c = w->cols;
             int64_t total = 0;
@@ -608,6 +644,21 @@ int main(int argc, char **argv)
                 wp_attr_set(&r, "text_hash", text_hash) || wp_attr_set_i64(&r, "ctx", n_ctx) ||
                 wp_attr_set_i64(&r, "chunks", n_chunk))
                 wp_die("%s: cannot name a record", w->name);
+            if (w->n_share > 1) {   /* weights=A,B,C in first-use order, this one first */
+                size_t cap = 1, len = 0;
+                for (int k = i; k < st.n; k++)
+                    if (st.w[k].lead == i)
+                        cap += strlen(st.w[k].name) + 1;
+                char *list = malloc(cap);
+                if (!list)
+                    wp_die("%s: out of memory", model_path);
+                for (int k = i; k < st.n; k++)
+                    if (st.w[k].lead == i)
+                        len += (size_t)snprintf(list + len, cap - len, "%s%s", len ? "," : "", st.w[k].name);
+                if (wp_attr_set(&r, "weights", list))
+                    wp_die("%s: cannot set attributes", w->name);
+                free(list);
+            }
             if (w->n_expert > 1) {
                 size_t cap = (size_t)w->n_expert * 21 + 1, len = 0;
                 char *list = malloc(cap);
@@ -629,7 +680,7 @@ int main(int argc, char **argv)
             /* the record takes the Hessian as its payload (doubles are
              * little-endian on every host llama.cpp's CPU backend runs on) */
             r.payload = (uint8_t *)w->H;
-            r.payload_len = r.payload_cap = hbytes(w);
+            r.payload_len = r.payload_cap = hbytes(w, i);
             w->H = NULL;
             wp_cli_put(wr, &r);
             wp_record_free(&r);

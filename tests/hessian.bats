@@ -121,6 +121,36 @@ close() {
     [[ "$output" == *"matched 36"* && "$output" == *"count_diff 0"* && "$output" == *"n_tokens 2048"* ]]
 }
 
+@test "--share-inputs: one record for q/k/v and one for gate/up, holding the per-weight H; gptq makes the same model" {
+    f=$(ours base)
+    g=$(ours share --share-inputs)
+    grep -q '36 weights, 21 records, 1.6 MiB of Hessians' "$g.err"
+    [ "$("$BIN/tsinfo" "$g" | grep -c '^hessian ')" -eq 21 ]
+    "$BIN/tsinfo" -a "$g" > "$BATS_TEST_TMPDIR/a"
+    for l in 0 1 2 3 4; do
+        grep -qx "    weights=blk.$l.attn_q.weight,blk.$l.attn_v.weight,blk.$l.attn_k.weight" "$BATS_TEST_TMPDIR/a"
+        grep -qx "    weights=blk.$l.ffn_gate.weight,blk.$l.ffn_up.weight" "$BATS_TEST_TMPDIR/a"
+    done
+    [ "$(grep -c 'weights=' "$BATS_TEST_TMPDIR/a")" -eq 10 ]
+    # each member's per-weight H has the shared record's bytes (payload XXH64)
+    "$BIN/tsinfo" -x "$f" | awk '$1 == "hessian" { print $2, $NF }' | sort > "$BATS_TEST_TMPDIR/fx"
+    "$BIN/tsinfo" -a -x "$g" | awk '
+        function flush() { if (name == "") return; if (n == 0) print name, hash; else for (i = 1; i <= n; i++) print m[i], hash }
+        $1 == "hessian" { flush(); name = $2; hash = $NF; n = 0; next }
+        $1 ~ /^weights=/ { n = split(substr($1, 9), m, ",") }
+        END { flush() }' | sort > "$BATS_TEST_TMPDIR/gx"
+    [ "$(wc -l < "$BATS_TEST_TMPDIR/fx")" -eq 36 ]
+    diff "$BATS_TEST_TMPDIR/fx" "$BATS_TEST_TMPDIR/gx"
+    # several passes give the same bytes
+    m=$(ours share300k --share-inputs --max-memory 300K)
+    grep -q 'passes' "$m.err"
+    cmp "$g" "$m"
+    # gptq: the same Q4_K_M from either file
+    "$BIN/ggufcat" "$M32" | "$BIN/gptq" --hessian "$f" --ftype Q4_K_M -q -o "$BATS_TEST_TMPDIR/a.wts"
+    "$BIN/ggufcat" "$M32" | "$BIN/gptq" --hessian "$g" --ftype Q4_K_M -q -o "$BATS_TEST_TMPDIR/b.wts"
+    cmp "$BATS_TEST_TMPDIR/a.wts" "$BATS_TEST_TMPDIR/b.wts"
+}
+
 @test "--max-memory: several passes over the text give the same bytes" {
     f=$(ours base)
     g=$(ours mem1m --max-memory 1M)
