@@ -109,7 +109,6 @@ struct hw {
     int layer;         /* N of "blk.N.", -1 for other weights */
     int pass;          /* 0-based pass that collects it */
     int lead;          /* index of the weight whose H this one shares (its own if none) */
-    int n_share;       /* weights sharing this one's H, itself included (leads only) */
     const void *in;    /* discovery: its src1 tensor, and that tensor's name */
     char in_name[GGML_MAX_NAME];
     double *H;         /* n_expert × cols × cols (upper triangle filled until emitted) */
@@ -270,7 +269,6 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
             w->n_expert = t->op == GGML_OP_MUL_MAT_ID ? a->ne[2] : 1;
             w->layer = layer_of(name);
             w->lead = s->n - 1;
-            w->n_share = 1;
             w->in = b;
             snprintf(w->in_name, sizeof w->in_name, "%s", b->name);
             for (int k = 0; s->share && t->op == GGML_OP_MUL_MAT && k < s->n - 1; k++) {
@@ -278,7 +276,6 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
                 if (v->lead == k && v->n_expert == 1 && v->in == b && v->cols == w->cols &&
                     strcmp(v->in_name, b->name) == 0) {
                     w->lead = k;
-                    v->n_share++;
                     break;
                 }
             }
@@ -644,11 +641,15 @@ int main(int argc, char **argv)
                 wp_attr_set(&r, "text_hash", text_hash) || wp_attr_set_i64(&r, "ctx", n_ctx) ||
                 wp_attr_set_i64(&r, "chunks", n_chunk))
                 wp_die("%s: cannot name a record", w->name);
-            if (w->n_share > 1) {   /* weights=A,B,C in first-use order, this one first */
-                size_t cap = 1, len = 0;
-                for (int k = i; k < st.n; k++)
-                    if (st.w[k].lead == i)
-                        cap += strlen(st.w[k].name) + 1;
+            /* shared (--share-inputs): weights=A,B,C in first-use order, this one first */
+            size_t cap = 1, len = 0;
+            int n_share = 0;
+            for (int k = i; k < st.n; k++)
+                if (st.w[k].lead == i) {
+                    cap += strlen(st.w[k].name) + 1;
+                    n_share++;
+                }
+            if (n_share > 1) {
                 char *list = malloc(cap);
                 if (!list)
                     wp_die("%s: out of memory", model_path);

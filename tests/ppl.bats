@@ -20,10 +20,8 @@
 # tests are skipped with a message.
 
 bats_require_minimum_version 1.5.0
-load helpers
+load helpers   # ROOT, DATA, ref_libs
 
-ROOT="$BATS_TEST_DIRNAME/.."
-DATA="${WPACK_DATA:-$BATS_TEST_DIRNAME/../../shared/data}"
 REF_BUILD="${REF_BUILD:-/root/.cache/wpack/llama.cpp-build}"
 LLPPL="$REF_BUILD/bin/llama-perplexity"
 PPL="$ROOT/bin/ppl"
