@@ -25,7 +25,8 @@
  *     ne      [cols, cols], n_dims 2
  *     payload cols × cols values, row-major, H = Σ_tokens xᵀx (a mean is as
  *             good: GPTQ's damping is relative)
- *     attrs   n_tokens=N (tokens summed), cols=C
+ *     attrs   n_tokens=N (tokens summed; carried, not read)
+ * A weight named by two records (as a name or in weights=) is refused.
  */
 #include <math.h>
 #include <regex.h>
@@ -121,8 +122,19 @@ static size_t n_hm;
 static FILE *hfile;
 static const char *hpath;
 
+/* Map weight w (len bytes) to the Hessian record at off; a weight already
+ * mapped to another record dies (the first would win silently: a hand-edited
+ * weights= gave blk.1.attn_k layer 0's Hessian), the same record again (its
+ * name also in its weights=) is skipped. */
 static void hmap_add(const char *w, size_t len, uint64_t off)
 {
+    for (size_t i = 0; i < n_hm; i++)
+        if (strlen(hm[i].weight) == len && memcmp(hm[i].weight, w, len) == 0) {
+            if (hm[i].offset == off)
+                return;
+            wp_die("%s: weight %s has two Hessian records (at offsets %llu and %llu)", hpath, hm[i].weight,
+                   (unsigned long long)hm[i].offset, (unsigned long long)off);
+        }
     hm = realloc(hm, (n_hm + 1) * sizeof *hm);
     if (!hm)
         wp_die("out of memory");

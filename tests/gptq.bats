@@ -70,6 +70,23 @@ setup() {
     ! cmp -s "$T/a.wts" "$T/r.wts"
 }
 
+@test "bad input: a weight named by two Hessian records is refused (the first record won silently)" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h.wts"
+    # layer 0's shared q/k/v record also claims blk.1.attn_k.weight: it got layer 0's H
+    stream_edit "$T/h.wts" "$T/d.wts" "[r for r in recs if r.name == 'blk.0.attn_in'][0].attrs['weights'] += ',blk.1.attn_k.weight'"
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --hessian '$T/d.wts' --ftype Q8_0 -o '$T/g.wts'"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" =~ ^"gptq: $T/d.wts: weight blk.1.attn_k.weight has two Hessian records (at offsets "[0-9]+" and "[0-9]+")"$ ]]
+    [ ! -e "$T/g.wts" ]
+    # a record whose own name is also in its weights= is one record, not two
+    stream_edit "$T/h.wts" "$T/s.wts" "r = [r for r in recs if r.name == 'blk.0.attn_in'][0]
+r.name = 'blk.0.attn_q.weight'"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --hessian "$T/s.wts" --ftype Q8_0 -q -o "$T/s.out"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --hessian "$T/h.wts" --ftype Q8_0 -q -o "$T/h.out"
+    cmp "$T/s.out" "$T/h.out"
+}
+
 @test "gptq: an indefinite Hessian falls back to RTN with a warning" {
     [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
     "$UNIT" --hessians "$T/bad.wts" bad
