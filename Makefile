@@ -2,6 +2,7 @@
 #
 #   make            lib/libwpack.a and every program into bin/
 #   make check      install what the tests need, then run every test
+#                   (check, demo and bench build with JOBS jobs: one a core)
 #   make demo       install what the demo needs, then run it on stories260K
 #   make bench      benchmarks (ratios against a baseline in the same run)
 #   make fuzz       the fuzz targets, longer than in make check
@@ -13,6 +14,9 @@ CFLAGS   ?= -O2 -g
 WFLAGS   := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter
 CPPFLAGS += -Ilib
 LDLIBS   := -lzstd -lxxhash -lcjson -llapacke -lopenblas -lm -lpthread
+
+# check, demo and bench build with this many jobs (a plain make: make's own -j)
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
 # Data shared with the tests and the demo (never copied into the project).
 WPACK_DATA ?= $(abspath $(CURDIR)/../shared/data)
@@ -143,16 +147,16 @@ $(REF_BUILD)/.wpack-ok: | $(REF_SRC)/.wpack-ok
 	cmake --build $(REF_BUILD) -j$$(nproc) --target $(REF_TOOLS) >/dev/null
 	touch $@
 
-check: deps reftools
-	$(MAKE) tests
+check: deps
+	$(MAKE) -j$(JOBS) reftools tests
 	WPACK_DATA=$(WPACK_DATA) REF_BUILD=$(REF_BUILD) sh tests/run
 
-demo: deps reftools
-	$(MAKE) all
+demo: deps
+	$(MAKE) -j$(JOBS) reftools all
 	WPACK_DATA=$(WPACK_DATA) bash pipelines/demo
 
 bench: deps
-	$(MAKE) tests
+	$(MAKE) -j$(JOBS) tests
 	WPACK_DATA=$(WPACK_DATA) sh tests/bench
 
 fuzz: deps
