@@ -438,7 +438,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
                                             "--batch", "--max-memory", "-o"};
-        if (!strcmp(argv[i], "--share-inputs")) {
+        if (wp_cli_flag(argv[i], "--share-inputs")) {
             share = 1;
             continue;
         }

@@ -367,6 +367,16 @@ void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char 
     }
 }
 
+int wp_cli_flag(const char *a, const char *flag)
+{
+    const size_t n = strlen(flag);
+    if (strncmp(a, flag, n))
+        return 0;
+    if (a[n] == '=')
+        wp_die("%s: takes no value (try --help)", flag);
+    return a[n] == 0;
+}
+
 const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const char *const *takes, size_t n,
                        const char **value)
 {

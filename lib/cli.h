@@ -107,6 +107,11 @@ const char *wp_cli_value(char **argv, int *i);
  * *in), anything else dies ("unknown option", "one input at a time"). */
 void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out);
 
+/* Whether argument a is the option `flag`, one that takes no value (hessian's
+ * --share-inputs). Dies on "FLAG=VALUE": "FLAG: takes no value (try --help)"
+ * (wp_cli_opt would call it an unknown option). */
+int wp_cli_flag(const char *a, const char *flag);
+
 /* Options that all take a value, GNU style (--name value or --name=value),
  * for programs without positional arguments (hessian, ppl): reads the option
  * at argv[*i] (advancing *i past its value), prints usage and exits 0 for

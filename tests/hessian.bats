@@ -248,6 +248,8 @@ bad() {  # expected-substring args...
     bad "--model: is required" --text "$CAL"
     bad "--text: is required" --model "$M32"
     bad "--bogus: unknown option" --bogus
+    # it said "--share-inputs=1: unknown option"
+    bad "--share-inputs: takes no value" --model "$M32" --text "$CAL" --share-inputs=1
     bad "--ctx: expected an integer" --model "$M32" --text "$CAL" --ctx 2
     bad "--max-memory: expected a positive byte count" --model "$M32" --text "$CAL" --max-memory lots
     bad "--max-memory: 100000 bytes cannot hold the Hessian of blk.0.ffn_down.weight" \
