@@ -27,7 +27,8 @@
  * the tensor the matmul reads (token_embd.weight).
  *
  * Memory: the Hessians of one pass (cols² doubles per weight, per expert for
- * MoE) must fit in --max-memory (default half of physical RAM). A first
+ * MoE) must fit in --max-memory (default_max_mem: memory the model's
+ * weights leave, at most half). A first
  * forward pass over one chunk, collecting nothing, finds the weights and their
  * column counts; the weights are then grouped by layer (blk.N) into passes of
  * consecutive layers that fit, and the text is run once per pass.
@@ -94,7 +95,9 @@ static const char usage[] =
     "  --threads N         CPU threads (default: online CPUs)\n"
     "  --batch N           logical batch; batch/ctx chunks run in parallel (default 2048)\n"
     "  --max-memory BYTES  bound on the Hessians held at once (suffix K, M, G, T;\n"
-    "                      default half of RAM); more passes over the text when needed\n"
+    "                      default: half of memory at most, less the model); more\n"
+    "                      passes over the text when needed (WPACK_MEMORY=BYTES:\n"
+    "                      the memory to plan for, instead of physical memory)\n"
     "  --share-inputs      one record for the weights that read the same input\n"
     "                      (q/k/v, gate/up), listed in its attribute weights=\n"
     "  -o FILE             write to FILE (atomically) instead of stdout\n"
@@ -352,11 +355,13 @@ static uint64_t hbytes(const struct hw *w, int index)
 }
 
 /* Group the weights into passes: whole layers (runs of weights with the same
- * layer in first-use order) while the pass's Hessians fit in max_mem; a
+ * layer in first-use order) while the pass's Hessians fit in *max_mem; a
  * layer too big for one pass is split between weights.  Returns the number
- * of passes; dies when one weight alone does not fit. */
-static int plan_passes(struct hstate *s, uint64_t max_mem)
+ * of passes. When one weight alone does not fit: with `grow` (the default
+ * budget), *max_mem becomes its size; else dies. */
+static int plan_passes(struct hstate *s, uint64_t *max_mem_io, bool grow)
 {
+    uint64_t max_mem = *max_mem_io;
     int pass = 0;
     uint64_t used = 0;
     for (int i = 0; i < s->n;) {
@@ -379,6 +384,8 @@ static int plan_passes(struct hstate *s, uint64_t max_mem)
         /* a layer alone does not fit: split it weight by weight */
         for (int k = i; k < j; k++) {
             uint64_t b = hbytes(&s->w[k], k);
+            if (b > max_mem && grow)
+                max_mem = b;
             if (b > max_mem)
                 wp_die("--max-memory: %llu bytes cannot hold the Hessian of %s (%llu bytes)",
                        (unsigned long long)max_mem, s->w[k].name, (unsigned long long)b);
@@ -391,6 +398,7 @@ static int plan_passes(struct hstate *s, uint64_t max_mem)
         }
         i = j;
     }
+    *max_mem_io = max_mem;
     return s->n ? pass + 1 : 0;
 }
 
@@ -425,6 +433,31 @@ static uint64_t parse_bytes(const char *opt, const char *v)
     if (!*v || *v == '-' || *end || errno || x == 0 || x > UINT64_MAX / mul)
         wp_die("%s: expected a positive byte count (suffix K, M, G or T), got '%s'", opt, v);
     return x * mul;
+}
+
+/* The default --max-memory, in bytes: what the machine's memory (mem bytes)
+ * leaves beside the model's weights (model_bytes, llama_model_size: the
+ * forward pass reads them all for every batch, so they stay in the page
+ * cache) and an eighth of mem for the rest (the context, activations), and
+ * at most half of mem. A 7B F16 model (13.5 GB) on 24 GiB: 8.4 GiB. 0 when
+ * the weights alone leave nothing; plan_passes then takes one weight a pass. */
+static uint64_t default_max_mem(uint64_t mem, uint64_t model_bytes)
+{
+    const uint64_t keep = model_bytes + mem / 8;
+    const uint64_t spare = mem > keep ? mem - keep : 0;
+    return spare < mem / 2 ? spare : mem / 2;
+}
+
+/* The machine's memory in bytes: WPACK_MEMORY (bytes, suffix K, M, G or T:
+ * a container's share, a machine shared with other jobs), else physical
+ * memory (4 GiB where the system does not say). */
+static uint64_t machine_memory(void)
+{
+    const char *e = getenv("WPACK_MEMORY");
+    if (e && *e)
+        return parse_bytes("WPACK_MEMORY", e);
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : (uint64_t)4 << 30;
 }
 
 int main(int argc, char **argv)
@@ -466,13 +499,11 @@ int main(int argc, char **argv)
         wp_die("--text: is required (try --help)");
     wp_cli_input(model_path);   /* -o onto either is refused */
     wp_cli_input(text_path);
+    const bool default_mem = max_mem == 0;
+    const uint64_t mem = default_mem ? machine_memory() : 0;
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (n > 512 ? 512 : n) : 1;
-    }
-    if (max_mem == 0) {
-        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-        max_mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 2 : (uint64_t)4 << 30;
     }
 
     const char *text_name = llm_text_name(text_path);   /* "-": "stdin" */
@@ -493,6 +524,8 @@ int main(int argc, char **argv)
     const int add_bos = llama_vocab_get_add_bos(vocab);
     if (llama_vocab_get_add_eos(vocab))
         wp_die("%s: the vocabulary adds EOS to every text; llama-imatrix's method does not apply", model_path);
+    if (default_mem)
+        max_mem = default_max_mem(mem, llama_model_size(model));
 
     int n_tokens = 0;
     llm_step(text_name, "llama.cpp cannot tokenize this text");
@@ -554,7 +587,7 @@ int main(int argc, char **argv)
         st.discover = pass < 0;
         st.pass = pass;
         if (pass == 0) {
-            n_pass = plan_passes(&st, max_mem);
+            n_pass = plan_passes(&st, &max_mem, default_mem);
             if (n_pass == 0)
                 wp_die("%s: no matrix multiplication on a model weight was seen", model_path);
             uint64_t total = 0;
@@ -564,8 +597,9 @@ int main(int argc, char **argv)
                 n_rec += st.w[i].lead == i;
             }
             fprintf(stderr, "hessian: %d tokens, %d chunks of %d, %d weights, %d record%s, %.1f MiB of Hessians, "
-                    "%d pass%s\n", n_tokens, n_chunk, n_ctx, st.n, n_rec, n_rec > 1 ? "s" : "", total / 1048576.0,
-                    n_pass, n_pass > 1 ? "es" : "");
+                    "%d pass%s of at most %.1f MiB%s\n", n_tokens, n_chunk, n_ctx, st.n, n_rec, n_rec > 1 ? "s" : "",
+                    total / 1048576.0, n_pass, n_pass > 1 ? "es" : "", max_mem / 1048576.0,
+                    default_mem ? " (the default --max-memory)" : "");
         }
         if (pass >= 0)
             for (int i = 0; i < st.n; i++) {

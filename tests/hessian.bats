@@ -162,6 +162,30 @@ close() {
     grep -q 'pass 1/.* chunk 4/4, [0-9]* tokens/s' "$g.err"
 }
 
+@test "default --max-memory: half of the memory at most, less the model's weights and an eighth (WPACK_MEMORY)" {
+    local L="$BATS_TEST_TMPDIR"
+    small() { WPACK_MEMORY=$1 "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 1 -o "$L/$1.hess" 2> "$L/$1.err"; }
+    small 64G
+    grep -q ', 1 pass of at most 32768.0 MiB (the default --max-memory)$' "$L/64G.err"
+    # it was half of the memory whatever the model: 1.0 MiB here, and a 7B F16 model on 24 GiB
+    # left 12 GiB of Hessians beside 13.5 GB of weights
+    small 2M
+    grep -q ', 5 passes of at most 0.6 MiB (the default --max-memory)$' "$L/2M.err"
+    # the weights leave nothing: one Hessian a pass, the largest (ffn_down, 172 x 172 doubles)
+    small 1M
+    grep -q ', 16 passes of at most 0.2 MiB (the default --max-memory)$' "$L/1M.err"
+    cmp "$L/64G.hess" "$L/2M.hess"
+    cmp "$L/64G.hess" "$L/1M.hess"
+    # an explicit --max-memory is not the default; a bad WPACK_MEMORY is one line
+    WPACK_MEMORY=1M "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 1 --max-memory 1M \
+        -o "$L/e.hess" 2> "$L/e.err"
+    grep -q ', 3 passes of at most 1.0 MiB$' "$L/e.err"
+    WPACK_MEMORY=lots run --separate-stderr "$H" --model "$M32" --text "$CAL" -o "$L/bad.hess"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "hessian: WPACK_MEMORY: expected a positive byte count (suffix K, M, G or T), got 'lots'" ]
+    [ ! -e "$L/bad.hess" ]
+}
+
 @test "stdout works as the output and --ctx/--chunks change n_tokens" {
     "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 3 > "$BATS_TEST_TMPDIR/s.hess" 2>/dev/null
     run "$BIN/tsinfo" -a "$BATS_TEST_TMPDIR/s.hess"
