@@ -162,6 +162,14 @@ bench: deps
 fuzz: deps
 	WPACK_FUZZ_SECONDS=$${WPACK_FUZZ_SECONDS:-120} sh tests/fuzz/run
 
+# PREFIX goes into wpack.pc and the installed programs' RUNPATH: a relative one
+# would name a folder relative to wherever they are used (autoconf refuses it too)
+ifneq ($(filter install uninstall,$(MAKECMDGOALS)),)
+ifeq ($(filter /%,$(PREFIX)),)
+$(error PREFIX must be an absolute path, got '$(PREFIX)')
+endif
+endif
+
 install: all $(INSTALL_LLAMA)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/include/wpack $(DESTDIR)$(PREFIX)/share/man/man1 \

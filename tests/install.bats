@@ -128,6 +128,18 @@ C
     [ "$output" = "bf16	lossless_p16: 10.3117 b/w, more than 0.2 % above the baseline 10.2000 (at most 10.2204)" ]
 }
 
+@test "make install and uninstall refuse a relative PREFIX before doing anything" {
+    # wpack.pc said prefix=rel/usr, which pkg-config resolves against the caller's folder
+    local d="$T/rel"
+    for goal in install uninstall; do
+        run --separate-stderr make -s -C "$ROOT" --no-print-directory $goal DESTDIR="$d" PREFIX=rel/usr
+        [ "$status" -ne 0 ]
+        [[ "$stderr" == *"PREFIX must be an absolute path, got 'rel/usr'.  Stop." ]]
+        [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+        [ ! -e "$d" ] && [ ! -e "$ROOT/rel" ]
+    done
+}
+
 @test "make uninstall removes what make install put under DESTDIR/PREFIX, and nothing else" {
     # there was no uninstall target ("No rule to make target 'uninstall'")
     local d="$T/dest" q=/opt/wp
