@@ -95,9 +95,9 @@ static const char usage[] =
     "  --threads N         CPU threads (default: online CPUs)\n"
     "  --batch N           logical batch; batch/ctx chunks run in parallel (default 2048)\n"
     "  --max-memory BYTES  bound on the Hessians held at once (suffix K, M, G, T;\n"
-    "                      default: half of memory at most, less the model); more\n"
-    "                      passes over the text when needed (WPACK_MEMORY=BYTES:\n"
-    "                      the memory to plan for, instead of physical memory)\n"
+    "                      default: memory less the model's size less an eighth,\n"
+    "                      at most half; WPACK_MEMORY=BYTES: the memory to plan for\n"
+    "                      instead of physical memory); more passes when needed\n"
     "  --share-inputs      one record for the weights that read the same input\n"
     "                      (q/k/v, gate/up), listed in its attribute weights=\n"
     "  -o FILE             write to FILE (atomically) instead of stdout\n"
@@ -430,7 +430,8 @@ static uint64_t parse_bytes(const char *opt, const char *v)
     }
     if (*end == 'B' || *end == 'b')
         end++;
-    if (!*v || *v == '-' || *end || errno || x == 0 || x > UINT64_MAX / mul)
+    /* digits first: strtoull skips blanks and takes a sign (" -1" was 16 EiB) */
+    if (*v < '0' || *v > '9' || *end || errno || x == 0 || x > UINT64_MAX / mul)
         wp_die("%s: expected a positive byte count (suffix K, M, G or T), got '%s'", opt, v);
     return x * mul;
 }

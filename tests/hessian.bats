@@ -180,10 +180,12 @@ close() {
     WPACK_MEMORY=1M "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 1 --max-memory 1M \
         -o "$L/e.hess" 2> "$L/e.err"
     grep -q ', 3 passes of at most 1.0 MiB$' "$L/e.err"
-    WPACK_MEMORY=lots run --separate-stderr "$H" --model "$M32" --text "$CAL" -o "$L/bad.hess"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "hessian: WPACK_MEMORY: expected a positive byte count (suffix K, M, G or T), got 'lots'" ]
-    [ ! -e "$L/bad.hess" ]
+    for v in lots " -1"; do
+        WPACK_MEMORY=$v run --separate-stderr "$H" --model "$M32" --text "$CAL" -o "$L/bad.hess"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "hessian: WPACK_MEMORY: expected a positive byte count (suffix K, M, G or T), got '$v'" ]
+        [ ! -e "$L/bad.hess" ]
+    done
 }
 
 @test "stdout works as the output and --ctx/--chunks change n_tokens" {
@@ -276,6 +278,10 @@ bad() {  # expected-substring args...
     bad "--share-inputs: takes no value" --model "$M32" --text "$CAL" --share-inputs=1
     bad "--ctx: expected an integer" --model "$M32" --text "$CAL" --ctx 2
     bad "--max-memory: expected a positive byte count" --model "$M32" --text "$CAL" --max-memory lots
+    # " -1" was 16 EiB (strtoull skips the blank and negates)
+    bad "--max-memory: expected a positive byte count (suffix K, M, G or T), got ' -1'" \
+        --model "$M32" --text "$CAL" --max-memory " -1"
+    bad "--max-memory: expected a positive byte count" --model "$M32" --text "$CAL" --max-memory +1G
     bad "--max-memory: 100000 bytes cannot hold the Hessian of blk.0.ffn_down.weight" \
         --model "$M32" --text "$CAL" --chunks 1 --max-memory 100000
 }
