@@ -2,7 +2,8 @@
 #
 #   make            lib/libwpack.a and every program into bin/
 #   make check      install what the tests need, then run every test
-#                   (check, demo and bench build with JOBS jobs: one a core)
+#                   (check, demo and bench build in parallel: make's own -j
+#                   when given, make -j1 check for one job; else one job a CPU)
 #   make demo       install what the demo needs, then run it on stories260K
 #   make bench      benchmarks (ratios against a baseline in the same run)
 #   make fuzz       the fuzz targets, longer than in make check
@@ -15,8 +16,11 @@ WFLAGS   := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter
 CPPFLAGS += -Ilib
 LDLIBS   := -lzstd -lxxhash -lcjson -llapacke -lopenblas -lm -lpthread
 
-# check, demo and bench build with this many jobs (a plain make: make's own -j)
-JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+# check, demo and bench build in parallel, and so does the reference build:
+# with the caller's -j when there is one (in a recipe MAKEFLAGS holds it, -j1
+# too), else one job a CPU (getconf: nproc follows OMP_NUM_THREADS)
+NPROC    := $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+PAR       = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
 
 # Data shared with the tests and the demo (never copied into the project).
 WPACK_DATA ?= $(abspath $(CURDIR)/../shared/data)
@@ -144,29 +148,30 @@ reftools: $(REF_BUILD)/.wpack-ok
 $(REF_BUILD)/.wpack-ok: | $(REF_SRC)/.wpack-ok
 	cmake -S $(REF_SRC) -B $(REF_BUILD) -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_SERVER=OFF \
 	  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=ON >/dev/null
-	cmake --build $(REF_BUILD) -j$$(nproc) --target $(REF_TOOLS) >/dev/null
+	+cmake --build $(REF_BUILD) $(PAR) --target $(REF_TOOLS) >/dev/null
 	touch $@
 
 check: deps
-	$(MAKE) -j$(JOBS) reftools tests
+	$(MAKE) $(PAR) reftools tests
 	WPACK_DATA=$(WPACK_DATA) REF_BUILD=$(REF_BUILD) sh tests/run
 
 demo: deps
-	$(MAKE) -j$(JOBS) reftools all
+	$(MAKE) $(PAR) reftools all
 	WPACK_DATA=$(WPACK_DATA) bash pipelines/demo
 
 bench: deps
-	$(MAKE) -j$(JOBS) tests
+	$(MAKE) $(PAR) tests
 	WPACK_DATA=$(WPACK_DATA) sh tests/bench
 
 fuzz: deps
 	WPACK_FUZZ_SECONDS=$${WPACK_FUZZ_SECONDS:-120} sh tests/fuzz/run
 
-# PREFIX goes into wpack.pc and the installed programs' RUNPATH: a relative one
-# would name a folder relative to wherever they are used (autoconf refuses it too)
+# PREFIX goes into wpack.pc: a relative one would name a folder relative to
+# wherever it is read (autoconf refuses it too); one with a blank is several
+# words to install and rm (PREFIX="x /usr" removed /usr/bin/gptq, DESTDIR or not)
 ifneq ($(filter install uninstall,$(MAKECMDGOALS)),)
-ifeq ($(filter /%,$(PREFIX)),)
-$(error PREFIX must be an absolute path, got '$(PREFIX)')
+ifneq ($(words $(PREFIX))$(filter /%,$(firstword $(PREFIX))),1$(firstword $(PREFIX)))
+$(error PREFIX must be an absolute path without blanks, got '$(PREFIX)')
 endif
 endif
 

@@ -130,14 +130,28 @@ C
 
 @test "make install and uninstall refuse a relative PREFIX before doing anything" {
     # wpack.pc said prefix=rel/usr, which pkg-config resolves against the caller's folder
-    local d="$T/rel"
-    for goal in install uninstall; do
-        run --separate-stderr make -s -C "$ROOT" --no-print-directory $goal DESTDIR="$d" PREFIX=rel/usr
-        [ "$status" -ne 0 ]
-        [[ "$stderr" == *"PREFIX must be an absolute path, got 'rel/usr'.  Stop." ]]
-        [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
-        [ ! -e "$d" ] && [ ! -e "$ROOT/rel" ]
+    # and PREFIX="x /usr" made install and rm run on /usr, DESTDIR or not
+    local d="$T/rel" p
+    for p in rel/usr "x /usr" "/a b" ""; do
+        for goal in install uninstall; do
+            run --separate-stderr make -s -C "$ROOT" --no-print-directory $goal DESTDIR="$d" PREFIX="$p"
+            [ "$status" -ne 0 ]
+            [[ "$stderr" == *"PREFIX must be an absolute path without blanks, got '$p'.  Stop." ]]
+            [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
+            [ ! -e "$d" ] && [ ! -e "$ROOT/rel" ] && [ ! -e "$ROOT/x" ]
+        done
     done
+}
+
+@test "make check builds in parallel: one job a CPU (getconf, not OMP_NUM_THREADS), or the caller's -j, -j1 too" {
+    # it built with one job (14 minutes on 2 cores), then with nproc jobs, which follows
+    # OMP_NUM_THREADS, whatever -j the caller gave
+    local n
+    n=$(getconf _NPROCESSORS_ONLN)
+    inner() { OMP_NUM_THREADS=64 make -n -C "$ROOT" --no-print-directory "$@" check 2>/dev/null | grep 'reftools tests$'; }
+    [ "$(inner)" = "make -j$n reftools tests" ]
+    [ "$(inner -j1)" = "make  reftools tests" ]
+    [ "$(inner -j8)" = "make  reftools tests" ]
 }
 
 @test "make uninstall removes what make install put under DESTDIR/PREFIX, and nothing else" {
