@@ -170,7 +170,7 @@ fuzz: deps
 # wherever it is read (autoconf refuses it too); one with a blank is several
 # words to install and rm (PREFIX="x /usr" removed /usr/bin/gptq, DESTDIR or not)
 ifneq ($(filter install uninstall,$(MAKECMDGOALS)),)
-ifneq ($(words $(PREFIX))$(filter /%,$(firstword $(PREFIX))),1$(firstword $(PREFIX)))
+ifneq ($(words $(PREFIX))$(filter /%,$(PREFIX)),1$(PREFIX))
 $(error PREFIX must be an absolute path without blanks, got '$(PREFIX)')
 endif
 endif
