@@ -44,6 +44,7 @@
 #include "gptq.h"
 #include "imatrix.h"
 #include "half.h"
+#include "par.h"
 #include "rtn.h"
 #include "zframe.h"
 
@@ -51,7 +52,7 @@ static const char usage[] =
     "usage: gptq (--type T | --ftype PRESET) [--tensor-type REGEX=TYPE]... [--rtn]\n"
     "            [--hessian FILE] [--imatrix FILE] [--damp F] [--act-order]\n"
     "            [--gamma] [--widen C] [--lambda L] [--keep-order] [--strict]\n"
-    "            [--quiet] [-o OUT] [STREAM]\n"
+    "            [--threads N] [--quiet] [-o OUT] [STREAM]\n"
     "       gptq --check (--type T | --ftype PRESET) [options] [MODEL.gguf | STREAM]\n"
     "Quantize the weight matrices of a wpack tensor stream into ggml blocks:\n"
     "byte-exact llama.cpp RTN, GPTQ with the Hessians of --hessian, and the\n"
@@ -528,6 +529,7 @@ int main(int argc, char **argv)
     char err[1024];
     wp_cli_init(argv[0]);
     wp_gptq_opts_default(&go);
+    int threads_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const int more = i + 1 < argc;
@@ -559,6 +561,9 @@ int main(int argc, char **argv)
             go.widen = wp_arg_float(a, argv[++i], 1, 64);
         } else if (!strcmp(a, "--lambda") && more) {
             go.lambda = wp_arg_float(a, argv[++i], 0, 1e6);
+        } else if (!strcmp(a, "--threads") && more) {
+            go.threads = (int)wp_arg_int(a, argv[++i], 1, 512);
+            threads_given = 1;
         } else if (!strcmp(a, "--keep-order")) {
             keep_order = 1;
         } else if (!strcmp(a, "--strict")) {
@@ -575,6 +580,8 @@ int main(int argc, char **argv)
             wp_die("one input stream at a time (got '%s' too)", a);
         }
     }
+    if (!threads_given)
+        go.threads = wp_par_cpus();
     if (!!type_name == !!ftype_name)
         wp_die("give exactly one of --type T or --ftype PRESET (try --help)");
     int ftype, pure = 0;
@@ -871,7 +878,7 @@ int main(int argc, char **argv)
                             wp_die("tensor %s: %s", name, err);
                         how = "rtn+lazy";
                     } else if (!done) {
-                        if (wp_rtn_quantize((int)to, src, d, mrows, ne0, qw) != rsz * (size_t)mrows)
+                        if (wp_rtn_quantize_threads((int)to, src, d, mrows, ne0, qw, go.threads) != rsz * (size_t)mrows)
                             wp_die("tensor %s: RTN failed", name);
                         if (wp_gptq_check_blocks((int)to, d, mrows * (ne0 / wp_ggml_blck_size(to))) >= 0)
                             wp_die("tensor %s: a block scale does not fit fp16 (weights too large for %s)",

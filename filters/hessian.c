@@ -72,6 +72,7 @@
 
 #include "cli.h"
 #include "ggml_type.h"
+#include "par.h"
 #include "stream.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -502,10 +503,8 @@ int main(int argc, char **argv)
     wp_cli_input(text_path);
     const bool default_mem = max_mem == 0;
     const uint64_t mem = default_mem ? machine_memory() : 0;
-    if (threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (n > 512 ? 512 : n) : 1;
-    }
+    if (threads == 0)
+        threads = wp_par_cpus();
 
     const char *text_name = llm_text_name(text_path);   /* "-": "stdin" */
     size_t text_len = 0, text_raw = 0;

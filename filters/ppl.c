@@ -24,6 +24,7 @@
  */
 #include "cli.h"
 #include "llm_common.h"
+#include "par.h"
 
 #include <errno.h>
 #include <math.h>
@@ -290,10 +291,8 @@ int main(int argc, char **argv)
     wp_cli_input(text_path);
     if (save_path && (!*save_path || !strcmp(save_path, "-")))
         die("--save-logits", "needs a file name (stdout carries the report)");
-    if (threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (n > 512 ? 512 : n) : 1;
-    }
+    if (threads == 0)
+        threads = wp_par_cpus();
 
     /* The base file's header: magic, uint32 ctx, int32 n_vocab, int32 n_chunk,
      * int32 tokens[n_chunk*ctx]; rows follow (read chunk by chunk below). */

@@ -8,6 +8,7 @@
 #include "blocks.h"
 #include "ggml_type.h"
 #include "half.h"
+#include "par.h"
 #include "quant_search.h"
 #include "rtn.h"
 
@@ -80,6 +81,7 @@ void wp_gptq_opts_default(wp_gptq_opts *o)
     o->retries = 4;
     o->widen = 1.0;
     o->block_cols = 128;
+    o->threads = 1;
 }
 
 /* ---- one block's scales and how to code a weight under them -------------- */
@@ -445,6 +447,97 @@ static int by_diag_desc(const void *a, const void *b)
     return i < j ? -1 : i > j;
 }
 
+/* ---- the rows of one lazy batch ----------------------------------------- */
+
+/* What the shares of wp_gptq_quantize's row loops read and write: shared
+ * read-only state, and per row (W's row, Err's row, rloss[r], the row's
+ * output blocks, with act-order its gs blocks) what one share alone writes. */
+typedef struct {
+    const tparams *t;
+    const choosectl *cc;
+    int type, exact, act, group;
+    int64_t cols, nblk;
+    size_t rsz, bbytes;       /* bytes of an output row, of a block */
+    int64_t i1, i2;           /* the batch: columns [i1, i2) of the (permuted) order */
+    float *W;                 /* rows × cols working weights */
+    const float *qw;          /* cols importance weights or NULL */
+    const float *sig;         /* rows: wp_rtn_row_sigma2 of the input row */
+    const int64_t *perm;      /* cols: original column of position j */
+    const float *U;           /* cols × cols upper factor of H⁻¹, or NULL */
+    double ubar;              /* mean U_jj² */
+    float *Err;               /* rows × (i2 - i1) batch error */
+    gstate *gs;               /* act: rows × nblk; else group/n a share */
+    ratectl *rc;              /* counted only with λ > 0 (one share) */
+    double *rloss;            /* rows: the batch's loss per row */
+    uint8_t *out;             /* rows × rsz bytes of ggml blocks */
+} rowjob;
+
+/* act-order's static groups: scales of rows [lo, hi) from the weights before
+ * any update (wp_par_fn). */
+static void static_groups(void *p, int64_t lo, int64_t hi, int part)
+{
+    const rowjob *jb = p;
+    const int n = jb->t->n;
+    (void)part;
+    for (int64_t r = lo; r < hi; r++)
+        for (int64_t c = 0; c < jb->cols; c += jb->group) {
+            int len = (int)(jb->cols - c < jb->group ? jb->cols - c : jb->group);
+            choose(jb->t, jb->cc, jb->W + r * jb->cols + c, len, jb->qw ? jb->qw + c : NULL, jb->sig[r],
+                   jb->gs + r * jb->nblk + c / n);
+        }
+}
+
+/* GPTQ's inner loop over columns [i1, i2) for rows [lo, hi): code each
+ * weight, record its error, push the error to the batch's later columns of
+ * the same row, and pack each block once its last column is coded
+ * (wp_par_fn; Algorithm 1's inner loop, one row at a time). */
+static void batch_rows(void *p, int64_t lo, int64_t hi, int part)
+{
+    const rowjob *jb = p;
+    const tparams *t = jb->t;
+    const int64_t cols = jb->cols, i1 = jb->i1, i2 = jb->i2, bw = i2 - i1;
+    gstate *own = jb->gs + (size_t)part * (size_t)(jb->group / t->n);
+    for (int64_t r = lo; r < hi; r++) {
+        float *w = jb->W + r * cols;
+        double loss = 0;
+        for (int64_t j = i1; j < i2; j++) {
+            const int64_t oc = jb->perm[j];
+            gstate *g;
+            if (jb->act) {
+                g = jb->gs + r * jb->nblk + oc / t->n;
+            } else {
+                if (j % jb->group == 0) {
+                    int len = (int)(cols - j < jb->group ? cols - j : jb->group);
+                    choose(t, jb->cc, w + j, len, jb->qw ? jb->qw + j : NULL, jb->sig[r], own);
+                }
+                g = own + (j % jb->group) / t->n;
+            }
+            const int i = (int)(oc % t->n);
+            const float x = w[j];
+            float v;
+            double wd = 1;
+            if (jb->U) {
+                const double u = jb->U[j * cols + j];
+                wd = jb->ubar / (u * u);
+            }
+            int q = jb->exact ? code_exact(t, g, i, x, &v) : pick(t, g, i, x, wd, jb->rc, &v);
+            if (jb->rc->lambda > 0)
+                jb->rc->cnt[q]++;
+            if (jb->U) {
+                const float *ur = jb->U + j * cols;
+                const float e = (x - v) / ur[j];
+                loss += (double)(x - v) * (x - v) / ((double)ur[j] * ur[j]) / 2;
+                jb->Err[r * bw + (j - i1)] = e;
+                for (int64_t k = j + 1; k < i2; k++)
+                    w[k] -= e * ur[k];
+            }
+            if (!jb->act && i == t->n - 1)
+                wp_block_pack(jb->type, &g->s.p, jb->out + (size_t)r * jb->rsz + (size_t)(oc / t->n) * jb->bbytes);
+        }
+        jb->rloss[r] = loss;
+    }
+}
+
 /* ---- the driver ---------------------------------------------------------- */
 
 int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
@@ -492,7 +585,8 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
     int64_t *perm = malloc((size_t)cols * sizeof *perm);
     double *A = NULL;
     float *U = NULL, *Err = NULL;
-    gstate *gs = NULL;
+    double *rloss = NULL;
+    rowjob jb = {0};   /* jb.gs freed at done */
     ratectl *rc = calloc(1, sizeof *rc);
     int ret = -1;
     if (!W || !sig || !perm || !rc) {
@@ -573,19 +667,28 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
     }
 
     const float *qwp = qw;
+    /* λ > 0 codes each weight against the counts of every code before it, in
+     * GPTQ's order: one thread. Otherwise the rows of a lazy batch are
+     * independent (each row's error stays in its row until the batch's
+     * product), so they run in shares; per-row losses are added in row order
+     * after each batch, so the result does not depend on the thread count. */
+    const int T = rc->lambda > 0 ? 1 : opts->threads > 1 ? opts->threads : 1;
+    rloss = malloc((size_t)rows * sizeof *rloss + 1);
+    if (!rloss) {
+        fail(err, errlen, "out of memory");
+        goto done;
+    }
+    jb = (rowjob){&t, &cc, type, exact, act, group, cols, nblk, (size_t)nblk * bbytes, bbytes, 0, 0, W, qwp, sig, perm,
+                  U, ubar, Err, NULL, rc, rloss, dst};
     if (act) {
         /* static groups: every block's scales from the (dead-zeroed) weights
          * before any update, in the original column order */
-        gs = malloc((size_t)(rows * nblk) * sizeof *gs + 1);
-        if (!gs) {
+        jb.gs = malloc((size_t)(rows * nblk) * sizeof *jb.gs + 1);
+        if (!jb.gs) {
             fail(err, errlen, "out of memory (act-order scales)");
             goto done;
         }
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < cols; c += group) {
-                int len = (int)(cols - c < group ? cols - c : group);
-                choose(&t, &cc, W + r * cols + c, len, qwp ? qwp + c : NULL, sig[r], gs + r * nblk + c / t.n);
-            }
+        wp_par_rows(T, rows, static_groups, &jb);
         /* permute the working weights' columns */
         float *tmp = malloc((size_t)cols * sizeof *tmp);
         if (!tmp) {
@@ -600,54 +703,24 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
         }
         free(tmp);
     } else {
-        gs = malloc((size_t)(group / t.n) * sizeof *gs);
-        if (!gs) {
+        /* one block's (γ: one run's) scales at a time, per share */
+        jb.gs = malloc((size_t)T * (size_t)(group / t.n) * sizeof *jb.gs);
+        if (!jb.gs) {
             fail(err, errlen, "out of memory");
             goto done;
         }
     }
 
     uint8_t *out = dst;
-    const size_t rsz = (size_t)nblk * bbytes;
+    const size_t rsz = jb.rsz;
     double loss = 0;
     for (int64_t i1 = 0; i1 < cols; i1 += B) {
         const int64_t i2 = i1 + B < cols ? i1 + B : cols, bw = i2 - i1;
-        for (int64_t r = 0; r < rows; r++) {
-            float *w = W + r * cols;
-            for (int64_t j = i1; j < i2; j++) {
-                const int64_t oc = perm[j];
-                gstate *g;
-                if (act) {
-                    g = gs + r * nblk + oc / t.n;
-                } else {
-                    if (j % group == 0) {
-                        int len = (int)(cols - j < group ? cols - j : group);
-                        choose(&t, &cc, w + j, len, qwp ? qwp + j : NULL, sig[r], gs);
-                    }
-                    g = gs + (j % group) / t.n;
-                }
-                const int i = (int)(oc % t.n);
-                const float x = w[j];
-                float v;
-                double wd = 1;
-                if (U) {
-                    const double u = U[j * cols + j];
-                    wd = ubar / (u * u);
-                }
-                int q = exact ? code_exact(&t, g, i, x, &v) : pick(&t, g, i, x, wd, rc, &v);
-                rc->cnt[q]++;
-                if (U) {
-                    const float *ur = U + j * cols;
-                    const float e = (x - v) / ur[j];
-                    loss += (double)(x - v) * (x - v) / ((double)ur[j] * ur[j]) / 2;
-                    Err[r * bw + (j - i1)] = e;
-                    for (int64_t k = j + 1; k < i2; k++)
-                        w[k] -= e * ur[k];
-                }
-                if (!act && i == t.n - 1)
-                    wp_block_pack(type, &g->s.p, out + (size_t)r * rsz + (size_t)(oc / t.n) * bbytes);
-            }
-        }
+        jb.i1 = i1;
+        jb.i2 = i2;
+        wp_par_rows(T, rows, batch_rows, &jb);
+        for (int64_t r = 0; r < rows; r++)
+            loss += rloss[r];
         if (U && i2 < cols)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)(cols - i2), (int)bw,
                         -1.0f, Err, (int)bw, U + i1 * cols + i2, (int)cols, 1.0f, W + i2, (int)cols);
@@ -655,7 +728,7 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
     if (act)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t b = 0; b < nblk; b++)
-                wp_block_pack(type, &gs[r * nblk + b].s.p, out + (size_t)r * rsz + (size_t)b * bbytes);
+                wp_block_pack(type, &jb.gs[r * nblk + b].s.p, out + (size_t)r * rsz + (size_t)b * bbytes);
     inf.loss = loss;
     int64_t bad = wp_gptq_check_blocks(type, dst, rows * nblk);
     if (bad >= 0) {
@@ -674,7 +747,8 @@ done:
     if (own_h)
         free(A);
     free(Err);
-    free(gs);
+    free(jb.gs);
+    free(rloss);
     free(rc);
     return ret;
 }

@@ -83,6 +83,10 @@ typedef struct {
                            one tensor plus its Hessian (not with act_order,
                            which still copies H); on WP_GPTQ_NOT_PD both come
                            back as they were. Default 0. */
+    int    threads;     /* rows coded on this many threads at once (lib/par.h);
+                           the output is the same for any count. With λ > 0
+                           one thread (each code's bits depend on every code
+                           before it). Default 1. */
 } wp_gptq_opts;
 
 /* Defaults as above. */
@@ -116,8 +120,8 @@ int wp_gptq_supported(int type);
  * -1 on bad arguments, an unsupported type, a non-finite weight or Hessian
  * entry, a scale that does not fit fp16 (weights beyond ±65504·range), or no
  * memory, with a one-line message in err (errlen bytes) that names the row
- * and column where it applies. Not thread-safe only in that it uses the
- * BLAS/LAPACK library's own threads. */
+ * and column where it applies. Thread-safe: its own threads (o->threads)
+ * and the BLAS/LAPACK library's run one after the other, never at once. */
 int wp_gptq_quantize(int type, const float *W, int64_t rows, int64_t cols,
                      const double *H, const float *qw, const wp_gptq_opts *o,
                      void *dst, wp_gptq_info *info, char *err, size_t errlen);

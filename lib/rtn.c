@@ -9,6 +9,7 @@
 
 #include "ggml_type.h"
 #include "half.h"
+#include "par.h"
 #include "quant_search.h"
 
 #include <float.h>
@@ -516,4 +517,31 @@ size_t wp_rtn_quantize(int type, const float *src, void *dst, int64_t nrows, int
         }
     }
     return (size_t)(out - (uint8_t *)dst);
+}
+
+typedef struct {
+    int type;
+    const float *src, *imatrix;
+    uint8_t *dst;
+    int64_t n_per_row;
+    size_t row_bytes;
+} rtn_job;
+
+static void rtn_rows(void *p, int64_t lo, int64_t hi, int part)
+{
+    const rtn_job *j = p;
+    (void)part;
+    wp_rtn_quantize(j->type, j->src + lo * j->n_per_row, j->dst + (size_t)lo * j->row_bytes, hi - lo,
+                    j->n_per_row, j->imatrix);
+}
+
+size_t wp_rtn_quantize_threads(int type, const float *src, void *dst, int64_t nrows, int64_t n_per_row,
+                               const float *imatrix, int threads)
+{
+    wp_block_info info;
+    if (wp_block_info_get(type, &info) || n_per_row <= 0 || n_per_row % info.n)
+        return 0;
+    rtn_job j = {type, src, imatrix, dst, n_per_row, (size_t)(n_per_row / info.n) * info.block_bytes};
+    wp_par_rows(threads, nrows, rtn_rows, &j);
+    return (size_t)nrows * j.row_bytes;
 }

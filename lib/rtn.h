@@ -92,6 +92,12 @@ int wp_rtn_block(int type, const float *x, const float *qw, float row_sigma2, vo
 size_t wp_rtn_quantize(int type, const float *src, void *dst, int64_t nrows, int64_t n_per_row,
                        const float *imatrix);
 
+/* wp_rtn_quantize with the rows shared over `threads` threads (lib/par.h), as
+ * llama-quantize splits a tensor's rows over its nthread: the same bytes for
+ * any thread count. Same arguments and return value. */
+size_t wp_rtn_quantize_threads(int type, const float *src, void *dst, int64_t nrows, int64_t n_per_row,
+                               const float *imatrix, int threads);
+
 #ifdef __cplusplus
 }
 #endif

@@ -57,6 +57,25 @@ setup() {
     [ "$(stat -c %s "$T/g.gguf")" -eq "$(stat -c %s "$T/r.gguf")" ]
 }
 
+@test "gptq --threads: any count gives the same bytes (RTN equals llama-quantize on 3 threads; GPTQ, act-order, gamma+widen)" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    if [ -x "$QUANTIZE" ]; then
+        "$QUANTIZE" "$F32" "$T/ref.gguf" Q4_K_M 3 >/dev/null 2>&1
+        "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q4_K_M --rtn --threads 3 -q | "$BIN/ggufpack" > "$T/rtn3.gguf"
+        cmp "$T/ref.gguf" "$T/rtn3.gguf"
+    fi
+    "$UNIT" --hessians "$T/h.wts"
+    for opts in "" "--act-order" "--gamma --widen 1.25"; do
+        for n in 1 3; do
+            # shellcheck disable=SC2086
+            "$BIN/ggufcat" "$F32" | "$BIN/gptq" --hessian "$T/h.wts" --ftype Q4_0 $opts --threads $n -q -o "$T/g$n.wts"
+        done
+        cmp "$T/g1.wts" "$T/g3.wts" || { echo "differs with '$opts'"; return 1; }
+    done
+    run "$BIN/gptq" --type Q4_0 --threads 0
+    one_line_error '^gptq: --threads'
+}
+
 @test "gptq --hessian: F32 Hessian records give the same model as F64 records of the same values" {
     [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
     "$UNIT" --hessians "$T/h32.wts" f32

@@ -54,6 +54,7 @@
 #include "ggml.h"
 #include "ggml_type.h"
 #include "gptq.h"
+#include "par.h"
 #include "half.h"
 #include "huffman.h"
 #include "rtn.h"
@@ -292,6 +293,7 @@ typedef struct {
     const double *H; /* NULL: H = I */
     void *dst;
     int64_t rows, cols;
+    int threads;     /* 0 or 1: one */
 } qctx;
 
 static void run_ref(void *p)
@@ -302,7 +304,8 @@ static void run_ref(void *p)
 static void run_rtn(void *p)
 {
     qctx *c = p;
-    if (!wp_rtn_quantize(c->type, c->W, c->dst, c->rows, c->cols, NULL))
+    if (!(c->threads > 1 ? wp_rtn_quantize_threads(c->type, c->W, c->dst, c->rows, c->cols, NULL, c->threads)
+                         : wp_rtn_quantize(c->type, c->W, c->dst, c->rows, c->cols, NULL)))
         die("wp_rtn_quantize failed");
 }
 static void run_gptq(void *p)
@@ -310,7 +313,10 @@ static void run_gptq(void *p)
     qctx *c = p;
     char err[256];
     wp_gptq_info info;
-    int rc = wp_gptq_quantize(c->type, c->W, c->rows, c->cols, c->H, NULL, NULL, c->dst, &info,
+    wp_gptq_opts o;
+    wp_gptq_opts_default(&o);
+    o.threads = c->threads;
+    int rc = wp_gptq_quantize(c->type, c->W, c->rows, c->cols, c->H, NULL, &o, c->dst, &info,
                               err, sizeof err);
     if (rc) {
         fprintf(stderr, "bench: wp_gptq_quantize: %s\n", rc > 0 ? "not positive definite" : err);
@@ -324,6 +330,7 @@ static int quant(void)
     const double nw = (double)QR * QC;
     float *W = xmalloc(sizeof(float) * QR * QC);
     double *H = xmalloc(sizeof(double) * QC * QC);
+    const int cpus = wp_par_cpus();
     double t0 = now();
     realistic(W, QR, QC);
     hessian(H, QC, QT);
@@ -333,8 +340,9 @@ static int quant(void)
     printf("Baseline: ggml_quantize_chunk of the reference llama.cpp (RTN, no imatrix, one "
            "thread) on the same matrix.\n");
     printf("GPTQ: H = XᵀX of %d correlated activation rows (built in %.1f s), and H = I; "
-           "BLAS threads: OpenBLAS default.\n\n",
-           QT, now() - t0);
+           "BLAS threads: OpenBLAS default. Rows are coded on one thread unless the row names "
+           "more (%d: the online CPUs, gptq's default --threads).\n\n",
+           QT, now() - t0, cpus);
     printf("| type | quantizer | Mweights/s | runs | reference Mweights/s | ours/reference | "
            "bytes equal to reference |\n");
     /* reference: timed alternately with RTN, its median reused for the GPTQ rows */
@@ -344,7 +352,7 @@ static int quant(void)
         size_t bytes = (size_t)QR * ggml_row_size((enum ggml_type)type, QC);
         uint8_t *ref = xmalloc(bytes), *ours = xmalloc(bytes);
         ggml_quantize_init((enum ggml_type)type);
-        qctx c = {type, W, NULL, ours, QR, QC}, cr = {type, W, NULL, ref, QR, QC};
+        qctx c = {type, W, NULL, ours, QR, QC, 1}, cr = {type, W, NULL, ref, QR, QC, 1};
         int n;
         double tr, t;
         median_pair(run_ref, &cr, run_rtn, &c, 5, 6.0, &tr, &t, &n);
@@ -366,6 +374,27 @@ static int quant(void)
         snprintf(eq, sizeof eq, "no (tr ΔWHΔWᵀ ×%.3f of RTN)", hl_r > 0 ? hl_g / hl_r : 0);
         printf("| %s | GPTQ, H = XᵀX | %.2f | %d | %.2f | %.2f | %s |\n", tn, nw / t / 1e6, n,
                rref, tr / t, eq);
+
+        /* the same on every CPU (gptq's default --threads): against one thread */
+        if (cpus > 1) {
+            uint8_t *one = xmalloc(bytes);
+            memcpy(one, ours, bytes);
+            c.threads = cpus;
+            double tt = median_time(run_gptq, &c, 3, 3.0, &n);
+            printf("| %s | GPTQ, H = XᵀX, %d threads | %.2f | %d | %.2f | %.2f | %s one thread's; ×%.2f its speed |\n",
+                   tn, cpus, nw / tt / 1e6, n, rref, tr / tt, memcmp(ours, one, bytes) ? "NOT" : "=", t / tt);
+            c.H = NULL;
+            c.threads = 1;
+            qctx cm = c;
+            cm.threads = cpus;
+            double t1, tm;
+            median_pair(run_rtn, &c, run_rtn, &cm, 3, 3.0, &t1, &tm, &n);
+            run_rtn(&cm);
+            printf("| %s | RTN, %d threads | %.2f | %d | %.2f | %.2f | %s; ×%.2f one thread's speed |\n", tn, cpus,
+                   nw / tm / 1e6, n, rref, tr / tm, memcmp(ours, ref, bytes) ? "NO" : "yes", t1 / tm);
+            c.threads = 1;
+            free(one);
+        }
         free(ref);
         free(ours);
     }

@@ -2,7 +2,8 @@
  * realistic Hessian (XᵀX of RMS-normed stories260K token embeddings) it
  * beats RTN in tr(ΔW·H·ΔWᵀ) on every matrix tried; γ blocks share one step;
  * widening lowers code entropy; scales stay finite on edge-case blocks;
- * bad Hessians are retried and then refused.
+ * bad Hessians are retried and then refused; any thread count gives the
+ * same bytes.
  *
  *   test_gptq                      the TAP tests
  *   test_gptq --hessians OUT [bad|f32|f32as64] write a Hessian stream (gptq(1) format;
@@ -290,6 +291,78 @@ int main(int argc, char **argv)
         free(W);
         free(qw);
         free(I);
+    }
+
+    /* 1b. threads: the same bytes and the same loss for any thread count,
+     * with shares of unequal size (67 rows) and more threads than rows */
+    {
+        const int64_t rows = 67, cols = 512, nx = 1024;
+        float *W = malloc(rows * cols * sizeof *W), *X = malloc(nx * cols * sizeof *X);
+        double *H = calloc(cols * cols, sizeof *H);
+        make_matrix(W, rows, cols);
+        for (int64_t i = 0; i < nx; i++)      /* correlated inputs: each feature leans on the last */
+            for (int64_t c = 0; c < cols; c++)
+                X[i * cols + c] = (float)(gauss() * (c % 61 == 3 ? 8 : 1) + (c ? 0.6 * X[i * cols + c - 1] : 0));
+        for (int64_t i = 0; i < nx; i++)
+            for (int64_t a = 0; a < cols; a++)
+                for (int64_t b = 0; b < cols; b++)
+                    H[a * cols + b] += (double)X[i * cols + a] * X[i * cols + b];
+        static const char *modes[] = {"default", "act-order", "gamma, widen 1.3", "lambda 0.05"};
+        for (int k = 0; k < NTYPES; k++) {
+            const int t = all_types[k];
+            const size_t sz = wp_ggml_row_size((uint32_t)t, cols) * rows;
+            for (int m = 0; m < 4; m++) {
+                wp_gptq_opts_default(&o);
+                o.act_order = m == 1;
+                o.gamma = m == 2;
+                o.widen = m == 2 ? 1.3 : 1;
+                o.lambda = m == 3 ? 0.05 : 0;
+                wp_gptq_info i1, iT;
+                int rc1, rcT, same = 1;
+                uint8_t *a = quant(t, W, rows, cols, H, NULL, &o, &rc1, &i1);
+                for (int T = 2; T <= 5; T += 3) {
+                    o.threads = T;
+                    uint8_t *b = quant(t, W, rows, cols, H, NULL, &o, &rcT, &iT);
+                    same &= rcT == 0 && !memcmp(a, b, sz) && iT.loss == i1.loss;
+                    free(b);
+                }
+                CHECK(rc1 == 0 && same && i1.loss > 0, "threads 2 and 5 give threads 1's bytes and loss (%.6g): %s, %s",
+                      i1.loss, tn(t), modes[m]);
+                free(a);
+            }
+        }
+        /* more threads than rows; and the RTN path (H = NULL) */
+        wp_gptq_opts_default(&o);
+        uint8_t *a = quant(WP_Q4_K, W, 3, cols, H, NULL, &o, &rc, &info);
+        o.threads = 8;
+        wp_gptq_info i8;
+        int rc8;
+        uint8_t *b = quant(WP_Q4_K, W, 3, cols, H, NULL, &o, &rc8, &i8);
+        CHECK(rc == 0 && rc8 == 0 && !memcmp(a, b, wp_ggml_row_size(WP_Q4_K, cols) * 3) && i8.loss == info.loss,
+              "3 rows on 8 threads: threads 1's bytes");
+        free(a);
+        free(b);
+        o.threads = 1;
+        a = quant(WP_Q6_K, W, rows, cols, NULL, NULL, &o, &rc, &info);
+        o.threads = 4;
+        b = quant(WP_Q6_K, W, rows, cols, NULL, NULL, &o, &rc8, &i8);
+        CHECK(rc == 0 && rc8 == 0 && !memcmp(a, b, wp_ggml_row_size(WP_Q6_K, cols) * rows), "H = NULL on 4 threads: threads 1's bytes");
+        free(a);
+        free(b);
+        for (int k = 0; k < NTYPES; k++) {
+            const int t = all_types[k];
+            const size_t sz = wp_ggml_row_size((uint32_t)t, cols) * rows;
+            a = rtn(t, W, rows, cols, NULL);
+            b = calloc(sz + 1, 1);
+            size_t got = wp_rtn_quantize_threads(t, W, b, rows, cols, NULL, 3);
+            CHECK(got == sz && !memcmp(a, b, sz), "wp_rtn_quantize_threads on 3 threads: wp_rtn_quantize's %zu bytes (%s)",
+                  sz, tn(t));
+            free(a);
+            free(b);
+        }
+        free(W);
+        free(X);
+        free(H);
     }
 
     if (!model) {
