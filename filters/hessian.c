@@ -31,7 +31,9 @@
  * weights leave, at most half). A first
  * forward pass over one chunk, collecting nothing, finds the weights and their
  * column counts; the weights are then grouped by layer (blk.N) into passes of
- * consecutive layers that fit, and the text is run once per pass.
+ * consecutive layers that fit, and the text is run once per pass; a pass
+ * stops each graph after its last Hessian's matmul (struct hstate's stop_at),
+ * so the later layers cost nothing in it.
  *
  * Output: one record per weight (stream.h), in the order the forward pass
  * first reaches the weights:
@@ -131,6 +133,17 @@ struct hstate {
     size_t xd_cap;     /* doubles */
     char *host;        /* scratch copy of a non-host src1 / ids */
     size_t host_cap;
+    /* Cutting a pass short: the graph computes its nodes in order, so once the
+     * pass's last Hessian has its rows, the later layers are not needed. That
+     * holds when discovery saw every weight matmul exactly once a graph, in
+     * one order (weight index 0, 1, ..., n-1 each graph): then stop_at, the
+     * largest index the pass collects, ends the graph (the callback returns
+     * false, and ggml_backend_sched_compute_splits stops). */
+    int next;          /* discovery: the index the order expects next */
+    int in_order;      /* discovery found the one-order-a-graph form */
+    int stop_at;       /* the pass's last collected index; -1: run it all */
+    int64_t asks;      /* nodes the scheduler offered (ask calls) */
+    int64_t graphs;    /* graphs begun: weight 0 offered */
 };
 
 /* Seconds since an arbitrary start (monotonic clock). */
@@ -249,6 +262,8 @@ static void add_rows(struct hstate *s, struct hw *w, double *H, const char *cons
 static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
 {
     struct hstate *s = user;
+    if (ask)
+        s->asks++;
     if (!is_weight_matmul(t))
         return false;
     const struct ggml_tensor *a = t->src[0], *b = t->src[1];
@@ -284,8 +299,18 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
                 }
             }
         }
+        const int idx = (int)(w - s->w);
+        if (idx == 0)
+            s->graphs++;
+        if (idx == 0 && s->next == s->n && s->n > 0 && s->graphs > 1)
+            s->next = 0;   /* the next graph */
+        if (idx != s->next)
+            s->in_order = 0;
+        s->next = idx + 1;
         return false;
     }
+    if (ask && w == s->w)
+        s->graphs++;
     if (!w || w->pass != s->pass || !w->H)
         return false;
     if (ask)
@@ -312,7 +337,7 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
         add_rows(s, w, w->H, rows, n);
         w->tokens[0] += n;
         free(rows);
-        return true;
+        return (int)(w - s->w) != s->stop_at;
     }
 
     /* MUL_MAT_ID: ids [n_used, n_tokens] (I32, maybe not contiguous),
@@ -344,7 +369,7 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
     }
     free(rows);
     free(idbuf);
-    return true;
+    return (int)(w - s->w) != s->stop_at;
 }
 
 /* Bytes of w's Hessians; 0 for a weight that shares another's (--share-inputs). */
@@ -559,6 +584,8 @@ int main(int argc, char **argv)
     st.model_path = model_path;
     st.discover = 1;
     st.share = share;
+    st.in_order = 1;
+    st.stop_at = -1;
 
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)(n_seq * n_ctx);
@@ -583,10 +610,20 @@ int main(int argc, char **argv)
      * `one`, only the first batch of the first chunk (discovery). */
     const double t_start = now_s();
     int n_pass = 1;
+    double graph_nodes = 0;         /* nodes of one whole graph (discovery) */
+    int64_t pass_asks = 0, pass_graphs = 0;
     for (int pass = -1; pass < n_pass; pass++) {
         st.discover = pass < 0;
         st.pass = pass;
         if (pass == 0) {
+            /* the one-order-a-graph form needs as many graphs as the batch
+             * had micro-batches: a model that runs its layers twice (shared
+             * weights) repeats the order inside one graph */
+            const int64_t first = n_ctx < n_batch ? n_ctx : n_batch, ub = (int64_t)llama_n_ubatch(ctx);
+            if (st.next != st.n || st.graphs != (first + ub - 1) / ub)
+                st.in_order = 0;
+            graph_nodes = st.graphs > 0 ? (double)st.asks / (double)st.graphs : 0;
+            st.asks = st.graphs = 0;
             n_pass = plan_passes(&st, &max_mem, default_mem);
             if (n_pass == 0)
                 wp_die("%s: no matrix multiplication on a model weight was seen", model_path);
@@ -600,6 +637,12 @@ int main(int argc, char **argv)
                     "%d pass%s of at most %.1f MiB%s\n", n_tokens, n_chunk, n_ctx, st.n, n_rec, n_rec > 1 ? "s" : "",
                     total / 1048576.0, n_pass, n_pass > 1 ? "es" : "", max_mem / 1048576.0,
                     default_mem ? " (the default --max-memory)" : "");
+        }
+        if (pass >= 0) {
+            st.stop_at = -1;
+            for (int i = 0; i < st.n; i++)
+                if (st.in_order && st.w[i].pass == pass && st.w[i].lead == i)
+                    st.stop_at = i;
         }
         if (pass >= 0)
             for (int i = 0; i < st.n; i++) {
@@ -723,8 +766,15 @@ int main(int argc, char **argv)
             w->tokens = NULL;
         }
     }
-    fprintf(stderr, "hessian: %d weights, %d chunks x %d tokens in %.1f s\n", st.n, n_chunk, n_ctx,
-            now_s() - t_start);
+    pass_asks = st.asks;
+    pass_graphs = st.graphs;
+    fprintf(stderr, "hessian: %d weights, %d chunks x %d tokens in %.1f s", st.n, n_chunk, n_ctx, now_s() - t_start);
+    if (n_pass > 1 && st.in_order && pass_graphs > 0 && graph_nodes > 0)
+        fprintf(stderr, "; each pass stops after its last layer: %.0f%% of %d whole forward passes' graph nodes",
+                100.0 * (double)pass_asks / ((double)pass_graphs * graph_nodes), n_pass);
+    else if (n_pass > 1)
+        fprintf(stderr, "; every pass runs the whole forward pass (a weight is used more than once a graph)");
+    fputc('\n', stderr);
     wp_cli_writer_close(wr);
 
     llama_batch_free(batch);

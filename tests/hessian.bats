@@ -176,6 +176,11 @@ close() {
     grep -q ', 16 passes of at most 0.2 MiB (the default --max-memory)$' "$L/1M.err"
     cmp "$L/64G.hess" "$L/2M.hess"
     cmp "$L/64G.hess" "$L/1M.hess"
+    # each pass stops the forward pass after its last Hessian's layer (it ran every layer, and
+    # the output matrix, for every pass): the same bytes for less of the graph
+    grep -q "in [0-9.]* s$" "$L/64G.err"
+    grep -q "; each pass stops after its last layer: 59% of 5 whole forward passes' graph nodes$" "$L/2M.err"
+    grep -q "; each pass stops after its last layer: 45% of 16 whole forward passes' graph nodes$" "$L/1M.err"
     # an explicit --max-memory is not the default; a bad WPACK_MEMORY is one line
     WPACK_MEMORY=1M "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 1 --max-memory 1M \
         -o "$L/e.hess" 2> "$L/e.err"
@@ -186,6 +191,14 @@ close() {
         [ "$stderr" = "hessian: WPACK_MEMORY: expected a positive byte count (suffix K, M, G or T), got '$v'" ]
         [ ! -e "$L/bad.hess" ]
     done
+}
+
+@test "a chunk of two micro-batches (--ctx 1024): passes still stop early, the same bytes as one pass" {
+    local L="$BATS_TEST_TMPDIR"
+    WPACK_MEMORY=64G "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 1024 --chunks 1 -o "$L/one.hess" 2>/dev/null
+    WPACK_MEMORY=2M "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 1024 --chunks 1 -o "$L/five.hess" 2> "$L/five.err"
+    grep -q "; each pass stops after its last layer: 59% of 5 whole forward passes' graph nodes$" "$L/five.err"
+    cmp "$L/one.hess" "$L/five.hess"
 }
 
 @test "stdout works as the output and --ctx/--chunks change n_tokens" {
