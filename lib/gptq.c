@@ -496,7 +496,7 @@ static void batch_rows(void *p, int64_t lo, int64_t hi, int part)
     const rowjob *jb = p;
     const tparams *t = jb->t;
     const int64_t cols = jb->cols, i1 = jb->i1, i2 = jb->i2, bw = i2 - i1;
-    gstate *own = jb->gs + (size_t)part * (size_t)(jb->group / t->n);
+    gstate *own = jb->act ? NULL : jb->gs + (size_t)part * (size_t)(jb->group / t->n);
     for (int64_t r = lo; r < hi; r++) {
         float *w = jb->W + r * cols;
         double loss = 0;

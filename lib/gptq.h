@@ -84,8 +84,10 @@ typedef struct {
                            which still copies H); on WP_GPTQ_NOT_PD both come
                            back as they were. Default 0. */
     int    threads;     /* rows coded on this many threads at once (lib/par.h);
-                           the output is the same for any count. With λ > 0
-                           one thread (each code's bits depend on every code
+                           the output is the same for any count (the BLAS
+                           library's own thread count, which its Cholesky
+                           rounds by, is another matter). With λ > 0 one
+                           thread (each code's bits depend on every code
                            before it). Default 1. */
 } wp_gptq_opts;
 

@@ -74,6 +74,13 @@ setup() {
     done
     run "$BIN/gptq" --type Q4_0 --threads 0
     one_line_error '^gptq: --threads'
+    # --lambda codes on one thread: an explicit --threads above 1 is told so, once; the default is not
+    "$BIN/ggufcat" "$F32" > "$T/m.wps"
+    "$BIN/gptq" --type Q4_0 --lambda 0.05 --threads 2 -q < "$T/m.wps" > "$T/l2.wps" 2> "$T/l2.err"
+    [ "$(cat "$T/l2.err")" = "gptq: warning: --threads 2: with --lambda every matrix is coded on one thread (each code's bits depend on every code before it)" ]
+    "$BIN/gptq" --type Q4_0 --lambda 0.05 -q < "$T/m.wps" > "$T/l.wps" 2> "$T/l.err"
+    [ ! -s "$T/l.err" ]
+    cmp "$T/l.wps" "$T/l2.wps"
 }
 
 @test "gptq --hessian: F32 Hessian records give the same model as F64 records of the same values" {
