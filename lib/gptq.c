@@ -362,6 +362,39 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
+/* The n×n doubles at A (row-major) turned end for end: element (i, j) and
+ * element (n-1-i, n-1-j) swap places, which makes A into J·A·J (J the
+ * exchange matrix) and turns its upper triangle into the lower one. */
+static void reverse(double *A, int64_t nn)
+{
+    for (int64_t i = 0, j = nn - 1; i < j; i++, j--) {
+        const double t = A[i];
+        A[i] = A[j];
+        A[j] = t;
+    }
+}
+
+/* The upper Cholesky factor U of A⁻¹ (A⁻¹ = UᵀU, positive diagonal) into
+ * A's row-major upper triangle, for A symmetric positive definite (n × n,
+ * row-major, full). gptq.py takes cholesky, cholesky_inverse and cholesky
+ * again (4n³/3 flops); the factor is unique, and this takes one Cholesky
+ * and one triangular inverse (2n³/3): J·A·J = ŨᵀŨ (dpotrf) gives A = M·Mᵀ
+ * with M = J·Ũᵀ·J upper triangular, so A⁻¹ = M⁻ᵀ·M⁻¹ and U = M⁻¹ (dtrtri).
+ * The strict lower triangle keeps A's own entries, also when the Cholesky
+ * fails (returns -1; the diagonal and upper triangle are then lost). */
+static int inverse_factor(double *A, int64_t n)
+{
+    reverse(A, n * n);
+    /* column-major 'U' is the row-major lower triangle: J·A·J's strict upper
+     * one stays, and the reversal puts it back as A's strict lower one */
+    const int bad = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)n, A, (lapack_int)n) != 0;
+    reverse(A, n * n);
+    if (bad)
+        return -1;
+    /* row-major upper = M; column-major that is Mᵀ, lower: its inverse is (M⁻¹)ᵀ */
+    return LAPACKE_dtrtri(LAPACK_COL_MAJOR, 'L', 'N', (lapack_int)n, A, (lapack_int)n) ? -1 : 0;
+}
+
 /* A = P·H·Pᵀ with dead diagonals set to 1 and damp added to the diagonal,
  * then the upper Cholesky factor U of its inverse (in A, row-major upper
  * triangle). Returns 0, or -1 when a factorization fails. */
@@ -376,12 +409,7 @@ static int factor(double *A, const double *H, const int64_t *perm, int64_t n, do
             ar[i] = 1;
         ar[i] += damp;
     }
-    /* Column-major 'L' on a symmetric matrix = row-major 'U'. */
-    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n))
-        return -1;
-    if (LAPACKE_dpotri(LAPACK_COL_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n))
-        return -1;
-    if (LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n))
+    if (inverse_factor(A, n))
         return -1;
     for (int64_t i = 0; i < n; i++) {
         const double u = A[i * n + i];
@@ -394,17 +422,14 @@ static int factor(double *A, const double *H, const int64_t *perm, int64_t n, do
     return 0;
 }
 
-/* factor() on the caller's H itself (no permutation): LAPACK's 'L' in
- * column-major order works on the row-major upper triangle, so the strict
- * lower triangle keeps H; after a failure the upper triangle and the
+/* factor() on the caller's H itself (no permutation): inverse_factor keeps
+ * H's strict lower triangle, so after a failure the upper triangle and the
  * diagonal (d0: H's own, before damping) are restored from it. */
 static int factor_inplace(double *A, const double *d0, int64_t n, double damp)
 {
     for (int64_t i = 0; i < n; i++)
         A[i * n + i] = (d0[i] == 0 ? 1 : d0[i]) + damp;
-    int bad = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n) ||
-              LAPACKE_dpotri(LAPACK_COL_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n) ||
-              LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, A, (lapack_int)n);
+    int bad = inverse_factor(A, n);
     for (int64_t i = 0; i < n && !bad; i++) {
         const double u = A[i * n + i];
         if (!(u > 0) || !isfinite(u))
