@@ -49,11 +49,13 @@
  *           ctx=C chunks=N  the calibration's context length and chunk count
  *           (MoE: expert_tokens=t0,t1,... rows routed to each expert)
  * Weights that read the same input (q/k/v, gate/up) get equal Hessians, one
- * record each. With --share-inputs they get one record, named after the first
- * of them, with attr weights=A,B,C naming them all in first-use order (the
- * form gptq --hessian reads for each of A, B, C): "the same input" is the
- * same src1 tensor of dense MUL_MATs in the discovery pass's graph, so the
- * shared H is the one each of them would get (a 7B: 41 GiB where 54 GiB).
+ * record each; hessian collects and holds one H for them (a 7B: 41 GiB of
+ * Hessians to hold, where 54 GiB, and a quarter less to accumulate). With
+ * --share-inputs they get one record, named after the first of them, with
+ * attr weights=A,B,C naming them all in first-use order (the form gptq
+ * --hessian reads for each of A, B, C). "The same input" is the same src1
+ * tensor of dense MUL_MATs in the discovery pass's graph, so the shared H is
+ * the one each of them would get.
  *
  * Errors: one line "hessian: FILE: problem" on stderr, exit 1, no output file
  * (lib/cli.h). Progress on stderr.
@@ -114,7 +116,8 @@ struct hw {
     int64_t n_expert;  /* 1 for a dense weight; ne[2] for MUL_MAT_ID */
     int layer;         /* N of "blk.N.", -1 for other weights */
     int pass;          /* 0-based pass that collects it */
-    int lead;          /* index of the weight whose H this one shares (its own if none) */
+    int lead;          /* index of the first weight that reads the same input: the
+                          one that holds the H (its own index if none) */
     const void *in;    /* discovery: its src1 tensor, and that tensor's name */
     char in_name[GGML_MAX_NAME];
     double *H;         /* n_expert × cols × cols (upper triangle filled until emitted) */
@@ -126,7 +129,6 @@ struct hstate {
     struct hw *w;
     int n, cap;
     int discover;      /* 1: record weights, collect nothing */
-    int share;         /* --share-inputs: weights reading one src1 share one H */
     int pass;          /* the pass being collected */
     const char *model_path;
     double *xd;        /* scratch: rows × cols doubles */
@@ -290,7 +292,7 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
             w->lead = s->n - 1;
             w->in = b;
             snprintf(w->in_name, sizeof w->in_name, "%s", b->name);
-            for (int k = 0; s->share && t->op == GGML_OP_MUL_MAT && k < s->n - 1; k++) {
+            for (int k = 0; t->op == GGML_OP_MUL_MAT && k < s->n - 1; k++) {
                 struct hw *v = &s->w[k];
                 if (v->lead == k && v->n_expert == 1 && v->in == b && v->cols == w->cols &&
                     strcmp(v->in_name, b->name) == 0) {
@@ -372,7 +374,7 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
     return (int)(w - s->w) != s->stop_at;
 }
 
-/* Bytes of w's Hessians; 0 for a weight that shares another's (--share-inputs). */
+/* Bytes of w's Hessians; 0 for a weight whose input another weight read first. */
 static uint64_t hbytes(const struct hw *w, int index)
 {
     if (w->lead != index)
@@ -424,6 +426,10 @@ static int plan_passes(struct hstate *s, uint64_t *max_mem_io, bool grow)
         }
         i = j;
     }
+    /* a weight that shares an input is collected (and written) with the
+     * weight that holds the Hessian */
+    for (int k = 0; k < s->n; k++)
+        s->w[k].pass = s->w[s->w[k].lead].pass;
     *max_mem_io = max_mem;
     return s->n ? pass + 1 : 0;
 }
@@ -583,7 +589,6 @@ int main(int argc, char **argv)
     memset(&st, 0, sizeof st);
     st.model_path = model_path;
     st.discover = 1;
-    st.share = share;
     st.in_order = 1;
     st.stop_at = -1;
 
@@ -631,7 +636,7 @@ int main(int argc, char **argv)
             int n_rec = 0;
             for (int i = 0; i < st.n; i++) {
                 total += hbytes(&st.w[i], i);
-                n_rec += st.w[i].lead == i;
+                n_rec += !share || st.w[i].lead == i;
             }
             fprintf(stderr, "hessian: %d tokens, %d chunks of %d, %d weights, %d record%s, %.1f MiB of Hessians, "
                     "%d pass%s of at most %.1f MiB%s\n", n_tokens, n_chunk, n_ctx, st.n, n_rec, n_rec > 1 ? "s" : "",
@@ -693,27 +698,31 @@ int main(int argc, char **argv)
         if (pass < 0)
             continue;
 
-        /* emit this pass's records (full symmetric H), free them */
+        /* emit this pass's records (full symmetric H), free them: with
+         * --share-inputs one record a Hessian, naming its weights; without,
+         * one record a weight, those that read one input each with its H */
         for (int i = 0; i < st.n; i++) {
             struct hw *w = &st.w[i];
-            if (w->pass != pass || w->lead != i)
+            if (w->pass != pass || (share && w->lead != i))
                 continue;
-            const int64_t c = w->cols;
+            struct hw *h = &st.w[w->lead];   /* the weight whose H this is */
+            const int64_t c = h->cols;
             int64_t total = 0;
-            for (int64_t ex = 0; ex < w->n_expert; ex++) {
-                double *H = w->H + ex * c * c;
-                for (int64_t r = 0; r < c; r++)
-                    for (int64_t q = r + 1; q < c; q++)
-                        H[q * c + r] = H[r * c + q];
-                total += w->tokens[ex];
+            for (int64_t ex = 0; ex < h->n_expert; ex++) {
+                double *H = h->H + ex * c * c;
+                if (w == h)
+                    for (int64_t r = 0; r < c; r++)
+                        for (int64_t q = r + 1; q < c; q++)
+                            H[q * c + r] = H[r * c + q];
+                total += h->tokens[ex];
             }
             wp_record r;
             wp_record_init(&r);
             r.kind = WP_REC_HESSIAN;
             r.type = WP_F64;
-            r.n_dims = w->n_expert > 1 ? 3 : 2;
+            r.n_dims = h->n_expert > 1 ? 3 : 2;
             r.ne[0] = r.ne[1] = c;
-            r.ne[2] = w->n_expert;
+            r.ne[2] = h->n_expert;
             if (wp_record_set_name(&r, w->name) || wp_attr_set_i64(&r, "n_tokens", total) ||
                 wp_attr_set(&r, "text_hash", text_hash) || wp_attr_set_i64(&r, "ctx", n_ctx) ||
                 wp_attr_set_i64(&r, "chunks", n_chunk))
@@ -721,7 +730,7 @@ int main(int argc, char **argv)
             /* shared (--share-inputs): weights=A,B,C in first-use order, this one first */
             size_t cap = 1, len = 0;
             int n_share = 0;
-            for (int k = i; k < st.n; k++)
+            for (int k = i; share && k < st.n; k++)
                 if (st.w[k].lead == i) {
                     cap += strlen(st.w[k].name) + 1;
                     n_share++;
@@ -737,15 +746,15 @@ int main(int argc, char **argv)
                     wp_die("%s: cannot set attributes", w->name);
                 free(list);
             }
-            if (w->n_expert > 1) {
-                size_t cap = (size_t)w->n_expert * 21 + 1, len = 0;
+            if (h->n_expert > 1) {
+                size_t cap = (size_t)h->n_expert * 21 + 1, len = 0;
                 char *list = malloc(cap);
                 if (!list)
                     wp_die("%s: out of memory", model_path);
-                for (int64_t ex = 0; ex < w->n_expert; ex++) {
+                for (int64_t ex = 0; ex < h->n_expert; ex++) {
                     len += (size_t)snprintf(list + len, cap - len, "%s%lld", ex ? "," : "",
-                                            (long long)w->tokens[ex]);
-                    if (w->tokens[ex] == 0)
+                                            (long long)h->tokens[ex]);
+                    if (h->tokens[ex] == 0)
                         wp_warn("%s: expert %lld received no tokens; its Hessian is zero", w->name,
                                 (long long)ex);
                 }
@@ -755,15 +764,24 @@ int main(int argc, char **argv)
             } else if (total == 0) {
                 wp_warn("%s: received no tokens; its Hessian is zero", w->name);
             }
-            /* the record takes the Hessian as its payload (doubles are
+            /* the record borrows the Hessian as its payload (doubles are
              * little-endian on every host llama.cpp's CPU backend runs on) */
-            r.payload = (uint8_t *)w->H;
-            r.payload_len = r.payload_cap = hbytes(w, i);
-            w->H = NULL;
+            r.payload = (uint8_t *)h->H;
+            r.payload_len = r.payload_cap = hbytes(h, w->lead);
             wp_cli_put(wr, &r);
+            r.payload = NULL;
+            r.payload_len = r.payload_cap = 0;
             wp_record_free(&r);
-            free(w->tokens);
-            w->tokens = NULL;
+            /* the Hessian's last weight frees it */
+            int later = 0;
+            for (int k = i + 1; !share && k < st.n && !later; k++)
+                later = st.w[k].lead == w->lead;
+            if (!later) {
+                free(h->H);
+                h->H = NULL;
+                free(h->tokens);
+                h->tokens = NULL;
+            }
         }
     }
     pass_asks = st.asks;
