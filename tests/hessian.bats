@@ -159,6 +159,8 @@ close() {
     g=$(ours mem1m --max-memory 1M)
     grep -q ', 2 passes of at most 1.0 MiB$' "$g.err"     # 1.6 MiB: q/k/v hold one H, gate/up one
     cmp "$f" "$g"
+    g=$(ours mem1mb --max-memory 1mb)                     # hessian(1): either case, a B or none
+    grep -q ', 2 passes of at most 1.0 MiB$' "$g.err"
     g=$(ours mem300k --max-memory 300K)   # less than one layer: layers split between weights
     grep -q 'passes' "$g.err"
     cmp "$f" "$g"
