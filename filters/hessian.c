@@ -33,7 +33,7 @@
  * column counts; the weights are then grouped by layer (blk.N) into passes of
  * consecutive layers that fit, and the text is run once per pass; a pass
  * stops each graph after its last Hessian's matmul (struct hstate's stop_at),
- * so the later layers cost nothing in it.
+ * so the later layers cost nothing in it (on the CPU alone: see one_backend).
  *
  * Output: one record per weight (stream.h), in the order the forward pass
  * first reaches the weights:
@@ -387,7 +387,7 @@ static uint64_t hbytes(const struct hw *w, int index)
  * layer too big for one pass is split between weights.  Returns the number
  * of passes. When one weight alone does not fit: with `grow` (the default
  * budget), *max_mem becomes its size; else dies. */
-static int plan_passes(struct hstate *s, uint64_t *max_mem_io, bool grow)
+static int plan_once(struct hstate *s, uint64_t *max_mem_io, bool grow)
 {
     uint64_t max_mem = *max_mem_io;
     int pass = 0;
@@ -426,12 +426,36 @@ static int plan_passes(struct hstate *s, uint64_t *max_mem_io, bool grow)
         }
         i = j;
     }
-    /* a weight that shares an input is collected (and written) with the
-     * weight that holds the Hessian */
-    for (int k = 0; k < s->n; k++)
-        s->w[k].pass = s->w[s->w[k].lead].pass;
     *max_mem_io = max_mem;
     return s->n ? pass + 1 : 0;
+}
+
+/* plan_once, for weights that share an input's H: such a weight is
+ * collected with the weight that holds it. Where a layer split between
+ * passes puts it in a later pass than its holder (a weight between them went
+ * there: phi2's ffn_up reads attn_qkv's input, attn_output comes between),
+ * it is written in its holder's record with --share-inputs; without, it
+ * takes an H of its own and the plan is made again, so that the records keep
+ * first-use order whatever the number of passes. */
+static int plan_passes(struct hstate *s, uint64_t *max_mem_io, bool grow, bool share)
+{
+    for (;;) {
+        const int n_pass = plan_once(s, max_mem_io, grow);
+        bool again = false;
+        for (int k = 0; k < s->n; k++) {
+            const int l = s->w[k].lead;
+            if (l == k || s->w[k].pass == s->w[l].pass)
+                continue;
+            if (share) {
+                s->w[k].pass = s->w[l].pass;
+            } else {
+                s->w[k].lead = k;
+                again = true;
+            }
+        }
+        if (!again)
+            return n_pass;
+    }
 }
 
 /* XXH64 (seed 0) of the text's bytes as read, as 16 lower-case hex digits
@@ -613,6 +637,14 @@ int main(int argc, char **argv)
 
     /* Run chunks [0, n_chunk) through the model as llama-imatrix does; with
      * `one`, only the first batch of the first chunk (discovery). */
+    /* A false return ends only the scheduler's current split (the node loop
+     * of ggml_backend_sched_compute_splits): with a GPU or another device
+     * beside the CPU the graph has several, and the later ones would run on
+     * what the stop left uncomputed (a MoE's routing ids among it). */
+    bool one_backend = true;
+    for (size_t d = 0; d < ggml_backend_dev_count(); d++)
+        if (ggml_backend_dev_type(ggml_backend_dev_get(d)) != GGML_BACKEND_DEVICE_TYPE_CPU)
+            one_backend = false;
     const double t_start = now_s();
     int n_pass = 1;
     double graph_nodes = 0;         /* nodes of one whole graph (discovery) */
@@ -629,7 +661,7 @@ int main(int argc, char **argv)
                 st.in_order = 0;
             graph_nodes = st.graphs > 0 ? (double)st.asks / (double)st.graphs : 0;
             st.asks = st.graphs = 0;
-            n_pass = plan_passes(&st, &max_mem, default_mem);
+            n_pass = plan_passes(&st, &max_mem, default_mem, share);
             if (n_pass == 0)
                 wp_die("%s: no matrix multiplication on a model weight was seen", model_path);
             uint64_t total = 0;
@@ -646,7 +678,7 @@ int main(int argc, char **argv)
         if (pass >= 0) {
             st.stop_at = -1;
             for (int i = 0; i < st.n; i++)
-                if (st.in_order && st.w[i].pass == pass && st.w[i].lead == i)
+                if (st.in_order && one_backend && st.w[i].pass == pass && st.w[i].lead == i)
                     st.stop_at = i;
         }
         if (pass >= 0)
@@ -787,11 +819,12 @@ int main(int argc, char **argv)
     pass_asks = st.asks;
     pass_graphs = st.graphs;
     fprintf(stderr, "hessian: %d weights, %d chunks x %d tokens in %.1f s", st.n, n_chunk, n_ctx, now_s() - t_start);
-    if (n_pass > 1 && st.in_order && pass_graphs > 0 && graph_nodes > 0)
+    if (n_pass > 1 && st.in_order && one_backend && pass_graphs > 0 && graph_nodes > 0)
         fprintf(stderr, "; each pass stops after its last layer: %.0f%% of %d whole forward passes' graph nodes",
                 100.0 * (double)pass_asks / ((double)pass_graphs * graph_nodes), n_pass);
     else if (n_pass > 1)
-        fprintf(stderr, "; every pass runs the whole forward pass (a weight is used more than once a graph)");
+        fprintf(stderr, "; every pass runs the whole forward pass (%s)",
+                one_backend ? "a weight is used more than once a graph" : "the graph runs on more than the CPU");
     fputc('\n', stderr);
     wp_cli_writer_close(wr);
 

@@ -462,11 +462,12 @@ static float *narrow(double *A, int64_t nn)
     return (float *)A;
 }
 
-static const double *g_diag;   /* for the act-order sort */
-static int by_diag_desc(const void *a, const void *b)
+/* act-order: column indices by descending diag H (the cols doubles at d),
+ * ties by index (qsort_r, so that concurrent calls share no state). */
+static int by_diag_desc(const void *a, const void *b, void *d)
 {
     const int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
-    const double x = g_diag[i], y = g_diag[j];
+    const double x = ((const double *)d)[i], y = ((const double *)d)[j];
     if (x != y)
         return x > y ? -1 : 1;
     return i < j ? -1 : i > j;
@@ -659,8 +660,7 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
         if (!(mean > 0))
             mean = amean > 0 ? amean : 1;
         if (act) {
-            g_diag = diag;
-            qsort(perm, (size_t)cols, sizeof *perm, by_diag_desc);
+            qsort_r(perm, (size_t)cols, sizeof *perm, by_diag_desc, diag);
         }
         free(diag);
         int ok = 0;
