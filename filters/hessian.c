@@ -648,7 +648,6 @@ int main(int argc, char **argv)
     const double t_start = now_s();
     int n_pass = 1;
     double graph_nodes = 0;         /* nodes of one whole graph (discovery) */
-    int64_t pass_asks = 0, pass_graphs = 0;
     for (int pass = -1; pass < n_pass; pass++) {
         st.discover = pass < 0;
         st.pass = pass;
@@ -816,12 +815,10 @@ int main(int argc, char **argv)
             }
         }
     }
-    pass_asks = st.asks;
-    pass_graphs = st.graphs;
     fprintf(stderr, "hessian: %d weights, %d chunks x %d tokens in %.1f s", st.n, n_chunk, n_ctx, now_s() - t_start);
-    if (n_pass > 1 && st.in_order && one_backend && pass_graphs > 0 && graph_nodes > 0)
+    if (n_pass > 1 && st.in_order && one_backend && st.graphs > 0 && graph_nodes > 0)
         fprintf(stderr, "; each pass stops after its last layer: %.0f%% of %d whole forward passes' graph nodes",
-                100.0 * (double)pass_asks / ((double)pass_graphs * graph_nodes), n_pass);
+                100.0 * (double)st.asks / ((double)st.graphs * graph_nodes), n_pass);
     else if (n_pass > 1)
         fprintf(stderr, "; every pass runs the whole forward pass (%s)",
                 one_backend ? "a weight is used more than once a graph" : "the graph runs on more than the CPU");

@@ -483,7 +483,7 @@ typedef struct {
     const choosectl *cc;
     int type, exact, act, group;
     int64_t cols, nblk;
-    size_t rsz, bbytes;       /* bytes of an output row, of a block */
+    size_t bbytes;            /* bytes of a block */
     int64_t i1, i2;           /* the batch: columns [i1, i2) of the (permuted) order */
     float *W;                 /* rows × cols working weights */
     const float *qw;          /* cols importance weights or NULL */
@@ -495,7 +495,7 @@ typedef struct {
     gstate *gs;               /* act: rows × nblk; else group/n a share */
     ratectl *rc;              /* counted only with λ > 0 (one share) */
     double *rloss;            /* rows: the batch's loss per row */
-    uint8_t *out;             /* rows × rsz bytes of ggml blocks */
+    uint8_t *out;             /* rows × nblk ggml blocks, row after row */
 } rowjob;
 
 /* act-order's static groups: scales of rows [lo, hi) from the weights before
@@ -558,7 +558,7 @@ static void batch_rows(void *p, int64_t lo, int64_t hi, int part)
                     w[k] -= e * ur[k];
             }
             if (!jb->act && i == t->n - 1)
-                wp_block_pack(jb->type, &g->s.p, jb->out + (size_t)r * jb->rsz + (size_t)(oc / t->n) * jb->bbytes);
+                wp_block_pack(jb->type, &g->s.p, jb->out + (size_t)(r * jb->nblk + oc / t->n) * jb->bbytes);
         }
         jb->rloss[r] = loss;
     }
@@ -703,7 +703,7 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
         fail(err, errlen, "out of memory");
         goto done;
     }
-    jb = (rowjob){&t, &cc, type, exact, act, group, cols, nblk, (size_t)nblk * bbytes, bbytes, 0, 0, W, qwp, sig, perm,
+    jb = (rowjob){&t, &cc, type, exact, act, group, cols, nblk, bbytes, 0, 0, W, qwp, sig, perm,
                   U, ubar, Err, NULL, rc, rloss, dst};
     if (act) {
         /* static groups: every block's scales from the (dead-zeroed) weights
@@ -737,7 +737,6 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
     }
 
     uint8_t *out = dst;
-    const size_t rsz = jb.rsz;
     double loss = 0;
     for (int64_t i1 = 0; i1 < cols; i1 += B) {
         const int64_t i2 = i1 + B < cols ? i1 + B : cols, bw = i2 - i1;
@@ -753,7 +752,7 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
     if (act)
         for (int64_t r = 0; r < rows; r++)
             for (int64_t b = 0; b < nblk; b++)
-                wp_block_pack(type, &jb.gs[r * nblk + b].s.p, out + (size_t)r * rsz + (size_t)b * bbytes);
+                wp_block_pack(type, &jb.gs[r * nblk + b].s.p, out + (size_t)(r * nblk + b) * bbytes);
     inf.loss = loss;
     int64_t bad = wp_gptq_check_blocks(type, dst, rows * nblk);
     if (bad >= 0) {
