@@ -669,8 +669,9 @@ int main(int argc, char **argv)
                 total += hbytes(&st.w[i], i);
                 n_rec += !share || st.w[i].lead == i;
             }
-            fprintf(stderr, "hessian: %d tokens, %d chunks of %d, %d weights, %d record%s, %.1f MiB of Hessians, "
-                    "%d pass%s of at most %.1f MiB%s\n", n_tokens, n_chunk, n_ctx, st.n, n_rec, n_rec > 1 ? "s" : "",
+            fprintf(stderr, "hessian: %d tokens, %d chunk%s of %d, %d weights, %d record%s, %.1f MiB of Hessians, "
+                    "%d pass%s of at most %.1f MiB%s\n", n_tokens, n_chunk, n_chunk > 1 ? "s" : "", n_ctx, st.n,
+                    n_rec, n_rec > 1 ? "s" : "",
                     total / 1048576.0, n_pass, n_pass > 1 ? "es" : "", max_mem / 1048576.0,
                     default_mem ? " (the default --max-memory)" : "");
         }
@@ -815,7 +816,8 @@ int main(int argc, char **argv)
             }
         }
     }
-    fprintf(stderr, "hessian: %d weights, %d chunks x %d tokens in %.1f s", st.n, n_chunk, n_ctx, now_s() - t_start);
+    fprintf(stderr, "hessian: %d weights, %d chunk%s x %d tokens in %.1f s", st.n, n_chunk, n_chunk > 1 ? "s" : "",
+            n_ctx, now_s() - t_start);
     if (n_pass > 1 && st.in_order && one_backend && st.graphs > 0 && graph_nodes > 0)
         fprintf(stderr, "; each pass stops after its last layer: %.0f%% of %d whole forward passes' graph nodes",
                 100.0 * (double)st.asks / ((double)st.graphs * graph_nodes), n_pass);

@@ -459,8 +459,8 @@ int main(int argc, char **argv)
         write_full(save_f, tokens, (size_t)n_chunk * n_ctx * sizeof *tokens, save_path);
     }
 
-    fprintf(stderr, "%s: %d tokens, %d chunks of %d, batch %d, %d parallel, %ld threads\n", wp_prog(), n_tokens,
-            n_chunk, n_ctx, n_batch, n_seq, threads);
+    fprintf(stderr, "%s: %d tokens, %d chunk%s of %d, batch %d, %d parallel, %ld thread%s\n", wp_prog(), n_tokens,
+            n_chunk, n_chunk > 1 ? "s" : "", n_ctx, n_batch, n_seq, threads, threads > 1 ? "s" : "");
 
     double nll = 0, nll2 = 0;
     long count = 0;

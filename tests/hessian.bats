@@ -172,6 +172,9 @@ close() {
     small() { WPACK_MEMORY=$1 "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 1 -o "$L/$1.hess" 2> "$L/$1.err"; }
     small 64G
     grep -q ', 1 pass of at most 32768.0 MiB (the default --max-memory)$' "$L/64G.err"
+    # one chunk is "1 chunk" (it said "1 chunks")
+    grep -q '^hessian: [0-9]* tokens, 1 chunk of 128, ' "$L/64G.err"
+    grep -q '^hessian: [0-9]* weights, 1 chunk x 128 tokens in ' "$L/64G.err"
     # it was half of the memory whatever the model: 1.0 MiB here, and a 7B F16 model on 24 GiB
     # left 12 GiB of Hessians beside 13.5 GB of weights
     small 2M

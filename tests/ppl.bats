@@ -325,6 +325,14 @@ dup_vocab() {
     printf '\0' | dd of="$1" bs=1 seek=$((at + 4)) conv=notrunc status=none
 }
 
+@test "the first line counts in the singular for one chunk and one thread (it said \"1 chunks\", \"1 threads\")" {
+    run --separate-stderr "$PPL" --threads 1 --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --ctx 128 --chunks 1
+    [ "$status" -eq 0 ]
+    [ "${stderr_lines[0]}" = "ppl: 1878 tokens, 1 chunk of 128, batch 2048, 16 parallel, 1 thread" ]
+    run --separate-stderr "$PPL" --threads 2 --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --ctx 128 --chunks 2
+    [ "${stderr_lines[0]}" = "ppl: 1878 tokens, 2 chunks of 128, batch 2048, 16 parallel, 2 threads" ]
+}
+
 @test "bad input: a duplicate vocabulary token (ggml assertion in llama.cpp) gives one line, exit 1, no logits file" {
     # exit 134 with ggml's assertion and a gdb backtrace line (a trial's find)
     [ -f "$M/stories260K-f16.gguf" ] || skip "no stories260K-f16.gguf in $M"
