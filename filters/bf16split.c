@@ -32,12 +32,13 @@ int main(int argc, char **argv)
     regex_t re;
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--palette") && i + 1 < argc) {
-            palette = (int)wp_arg_int("--palette", argv[++i], 0, WP_BF16_PALETTE_MAX);
-        } else if (!strcmp(argv[i], "--row") && i + 1 < argc) {
-            group = wp_arg_int("--row", argv[++i], 1, 1 << 20);
-        } else if (!strcmp(argv[i], "--match") && i + 1 < argc) {
-            match = wp_cli_value(argv, &i);
+        const char *v;
+        if ((v = wp_cli_arg(argc, argv, &i, "--palette"))) {
+            palette = (int)wp_arg_int("--palette", v, 0, WP_BF16_PALETTE_MAX);
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--row"))) {
+            group = wp_arg_int("--row", v, 1, 1 << 20);
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--match"))) {
+            match = v;
         } else {
             wp_cli_common(argc, argv, &i, usage, &in, &out);
         }

@@ -531,49 +531,49 @@ int main(int argc, char **argv)
     wp_gptq_opts_default(&go);
     int threads_given = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = argv[i], *v;
         const int more = i + 1 < argc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             wp_usage_exit(usage);
-        } else if (!strcmp(a, "--type") && more) {
-            type_name = wp_cli_value(argv, &i);
-        } else if (!strcmp(a, "--ftype") && more) {
-            ftype_name = wp_cli_value(argv, &i);
-        } else if (!strcmp(a, "--tensor-type") && more) {
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--type"))) {
+            type_name = v;
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--ftype"))) {
+            ftype_name = v;
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--tensor-type"))) {
             overrides = realloc(overrides, (size_t)(n_over + 1) * sizeof *overrides);
-            overrides[n_over++] = wp_cli_value(argv, &i);
-        } else if (!strcmp(a, "--rtn")) {
+            overrides[n_over++] = v;
+        } else if (wp_cli_flag(a, "--rtn")) {
             rtn = 1;
-        } else if (!strcmp(a, "--check")) {
+        } else if (wp_cli_flag(a, "--check")) {
             check = 1;
-        } else if (!strcmp(a, "--hessian") && more) {
-            hess_path = wp_cli_value(argv, &i);
-        } else if (!strcmp(a, "--imatrix") && more) {
-            imat_path = wp_cli_value(argv, &i);
-        } else if (!strcmp(a, "--damp") && more) {
-            go.damp = wp_arg_float(a, argv[++i], 0, 1e6);
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--hessian"))) {
+            hess_path = v;
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--imatrix"))) {
+            imat_path = v;
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--damp"))) {
+            go.damp = wp_arg_float("--damp", v, 0, 1e6);
             damp_given = 1;
-        } else if (!strcmp(a, "--act-order")) {
+        } else if (wp_cli_flag(a, "--act-order")) {
             go.act_order = 1;
-        } else if (!strcmp(a, "--gamma")) {
+        } else if (wp_cli_flag(a, "--gamma")) {
             go.gamma = 1;
-        } else if (!strcmp(a, "--widen") && more) {
-            go.widen = wp_arg_float(a, argv[++i], 1, 64);
-        } else if (!strcmp(a, "--lambda") && more) {
-            go.lambda = wp_arg_float(a, argv[++i], 0, 1e6);
-        } else if (!strcmp(a, "--threads") && more) {
-            go.threads = (int)wp_arg_int(a, argv[++i], 1, 512);
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--widen"))) {
+            go.widen = wp_arg_float("--widen", v, 1, 64);
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--lambda"))) {
+            go.lambda = wp_arg_float("--lambda", v, 0, 1e6);
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--threads"))) {
+            go.threads = (int)wp_arg_int("--threads", v, 1, 512);
             threads_given = 1;
-        } else if (!strcmp(a, "--keep-order")) {
+        } else if (wp_cli_flag(a, "--keep-order")) {
             keep_order = 1;
-        } else if (!strcmp(a, "--strict")) {
+        } else if (wp_cli_flag(a, "--strict")) {
             strict = 1;
-        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+        } else if (wp_cli_flag(a, "--quiet") || !strcmp(a, "-q")) {
             quiet = 1;
         } else if (!strcmp(a, "-o") && more) {
             out = wp_cli_value(argv, &i);
         } else if (a[0] == '-' && a[1]) {
-            wp_die("%s: unknown option or missing value (try --help)", a);
+            wp_die("%s: %s (try --help)", a, more ? "unknown option" : "unknown option or missing value");
         } else if (!in) {
             in = a;
         } else {

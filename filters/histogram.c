@@ -80,14 +80,15 @@ int main(int argc, char **argv)
     int report = 0, float_palette = WP_BF16_PALETTE_MAX, split_float = 1, rowdedupe = 1;
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--report")) {
+        const char *v;
+        if (wp_cli_flag(argv[i], "--report")) {
             report = 1;
-        } else if (!strcmp(argv[i], "--no-rowmap")) {
+        } else if (wp_cli_flag(argv[i], "--no-rowmap")) {
             rowdedupe = 0;
-        } else if (!strcmp(argv[i], "--no-float")) {
+        } else if (wp_cli_flag(argv[i], "--no-float")) {
             split_float = 0;
-        } else if (!strcmp(argv[i], "--float-palette") && i + 1 < argc) {
-            float_palette = (int)wp_arg_int("--float-palette", argv[++i], 0, WP_BF16_PALETTE_MAX);
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--float-palette"))) {
+            float_palette = (int)wp_arg_int("--float-palette", v, 0, WP_BF16_PALETTE_MAX);
         } else {
             wp_cli_common(argc, argv, &i, usage, &in, &out);
         }

@@ -28,8 +28,9 @@ int main(int argc, char **argv)
     int max_len = WP_HUF_LEN;
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--max-len") && i + 1 < argc) {
-            max_len = (int)wp_arg_int("--max-len", argv[++i], 1, WP_HUF_MAX_LEN);
+        const char *v;
+        if ((v = wp_cli_arg(argc, argv, &i, "--max-len"))) {
+            max_len = (int)wp_arg_int("--max-len", v, 1, WP_HUF_MAX_LEN);
         } else {
             wp_cli_common(argc, argv, &i, usage, &in, &out);
         }

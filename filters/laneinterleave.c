@@ -179,10 +179,11 @@ int main(int argc, char **argv)
     uint64_t nkv = 0;
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--dist")) {
+        const char *v;
+        if (wp_cli_flag(argv[i], "--dist")) {
             dist = 1;
-        } else if (!strcmp(argv[i], "--align") && i + 1 < argc) {
-            align = (unsigned)wp_arg_int("--align", argv[++i], 1, 4096);
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--align"))) {
+            align = (unsigned)wp_arg_int("--align", v, 1, 4096);
             if (align & (align - 1))
                 wp_die("--align: %u is not a power of two", align);
         } else {

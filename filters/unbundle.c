@@ -23,9 +23,9 @@ int main(int argc, char **argv)
     char err[1024];
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--stream")) {
+        if (wp_cli_flag(argv[i], "--stream")) {
             as_stream = 1;
-        } else if (!strcmp(argv[i], "--reference")) {
+        } else if (wp_cli_flag(argv[i], "--reference")) {
             reference = 1;
         } else {
             wp_cli_common(argc, argv, &i, usage, &in, &out);

@@ -135,7 +135,7 @@ int main(int argc, char **argv)
             wp_usage_exit(usage);
         } else if (!strcmp(argv[i], "-q")) {
             quiet = 1;
-        } else if (!strcmp(argv[i], "--tsv")) {
+        } else if (wp_cli_flag(argv[i], "--tsv")) {
             tsv = 1;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             wp_die("%s: unknown option (try --help)", argv[i]);

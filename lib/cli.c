@@ -345,6 +345,21 @@ const char *wp_cli_value(char **argv, int *i)
     return v;
 }
 
+const char *wp_cli_arg(int argc, char **argv, int *i, const char *name)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) || (a[n] && a[n] != '='))
+        return NULL;
+    if (a[n] == '=') {
+        if (!a[n + 1])
+            wp_die("%s: needs a value (try --help)", name);
+        return a + n + 1;
+    }
+    if (*i + 1 >= argc)
+        wp_die("%s: needs a value (try --help)", name);
+    return wp_cli_value(argv, i);
+}
 void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out)
 {
     const char *a = argv[*i];

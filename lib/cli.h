@@ -107,6 +107,13 @@ const char *wp_cli_value(char **argv, int *i);
  * *in), anything else dies ("unknown option", "one input at a time"). */
 void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out);
 
+/* Whether argv[*i] is the option `name` that takes a value, GNU style:
+ * "NAME VALUE" (*i advanced to the value, which wp_cli_value checks) or
+ * "NAME=VALUE". Returns the value, or NULL when argv[*i] is something else
+ * (*i unchanged). Dies "NAME: needs a value (try --help)" when NAME ends the
+ * line or "NAME=" gives nothing. */
+const char *wp_cli_arg(int argc, char **argv, int *i, const char *name);
+
 /* Whether argument a is the option `flag`, one that takes no value (hessian's
  * --share-inputs). Dies on "FLAG=VALUE": "FLAG: takes no value (try --help)"
  * (wp_cli_opt would call it an unknown option). */

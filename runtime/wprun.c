@@ -787,6 +787,34 @@ static void add_synth(wr_model *md, const char *spec)
     }
 }
 
+/* GNU style "--name=value" for the options that take a value: argv with each
+ * such word split in two ("--runs=5" -> "--runs" "5"), so the parser below
+ * sees one form; *argc updated. Never freed (lives as long as main). */
+static char **split_eq(int *argc, char **argv)
+{
+    static const char *const takes[] = {"--bundle", "--synth", "--match", "--tuning",
+                                        "--runs",   "--tol",   "--batch", "--pipeline"};
+    char **av = malloc(((size_t)*argc * 2 + 1) * sizeof *av);
+    if (!av)
+        die(WR_EXIT_FAIL, "%s", "out of memory");
+    int n = 0;
+    for (int i = 0; i < *argc; i++) {
+        const char *eq = i > 0 ? strchr(argv[i], '=') : NULL;
+        size_t k = 0, len = eq ? (size_t)(eq - argv[i]) : 0;
+        while (eq && k < sizeof takes / sizeof *takes && (strlen(takes[k]) != len || strncmp(argv[i], takes[k], len)))
+            k++;
+        if (eq && k < sizeof takes / sizeof *takes) {
+            av[n++] = (char *)takes[k];
+            av[n++] = (char *)eq + 1;
+        } else {
+            av[n++] = argv[i];
+        }
+    }
+    av[n] = NULL;
+    *argc = n;
+    return av;
+}
+
 int main(int argc, char **argv)
 {
     /* line by line: a run killed by a timeout (gpucheck.sh's steps) keeps what it printed, and
@@ -796,6 +824,7 @@ int main(int argc, char **argv)
     memset(&md, 0, sizeof md);
     const char *bundles[64], *synths[64];
     int nb = 0, ns = 0;
+    argv = split_eq(&argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

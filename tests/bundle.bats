@@ -230,6 +230,23 @@ bundle() { # GGUF BUNDLE [histogram options]
     one_line_error "^laneinterleave: stdin: tensor 'token_embd.weight' appears twice"
 }
 
+@test "the coding programs take --name=value as --name value; a flag given a value is one line" {
+    "$BIN/ggufcat" "$Q/syn.gguf" | "$BIN/histogram" --float-palette 8 | "$BIN/huffbuild" --max-len 10 \
+        | "$BIN/laneinterleave" --align 128 > "$T/a.bundle"
+    "$BIN/ggufcat" "$Q/syn.gguf" | "$BIN/histogram" --float-palette=8 | "$BIN/huffbuild" --max-len=10 \
+        | "$BIN/laneinterleave" --align=128 > "$T/b.bundle"
+    cmp "$T/a.bundle" "$T/b.bundle"
+    run "$BIN/huffbuild" --max-len=
+    [ "$status" -eq 1 ]
+    [ "$output" = "huffbuild: --max-len: needs a value (try --help)" ]
+    run "$BIN/histogram" --report=yes
+    [ "$status" -eq 1 ]
+    [ "$output" = "histogram: --report: takes no value (try --help)" ]
+    run "$BIN/unbundle" --stream=1 "$T/a.bundle"
+    [ "$status" -eq 1 ]
+    [ "$output" = "unbundle: --stream: takes no value (try --help)" ]
+}
+
 @test "--help of the coding programs" {
     for p in histogram huffbuild laneinterleave verify unbundle; do
         run "$BIN/$p" --help

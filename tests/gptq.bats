@@ -191,6 +191,22 @@ r.name = 'blk.0.attn_q.weight'"
     one_line_error '^gptq: -o: missing value \(got the option --quiet\)$'
 }
 
+@test "gptq: --name=value as --name value (it was an unknown option); a flag given a value, a value left out" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" > "$BATS_TEST_TMPDIR/m.wts"
+    "$BIN/gptq" -q --ftype Q5_0 --threads 2 --tensor-type 'ffn_up=Q8_0' "$BATS_TEST_TMPDIR/m.wts" > "$BATS_TEST_TMPDIR/a.wts"
+    "$BIN/gptq" -q --ftype=Q5_0 --threads=2 --tensor-type=ffn_up=Q8_0 "$BATS_TEST_TMPDIR/m.wts" > "$BATS_TEST_TMPDIR/b.wts"
+    cmp "$BATS_TEST_TMPDIR/a.wts" "$BATS_TEST_TMPDIR/b.wts"
+    [ "$("$BIN/tsinfo" "$BATS_TEST_TMPDIR/b.wts" | grep -c 'ffn_up.*Q8_0')" -eq 5 ]
+    run "$BIN/gptq" --ftype Q4_0 --threads= x.wts
+    one_line_error '^gptq: --threads: needs a value \(try --help\)$'
+    run "$BIN/gptq" --ftype Q4_0 --threads
+    one_line_error '^gptq: --threads: needs a value \(try --help\)$'
+    run "$BIN/gptq" --ftype Q4_0 --rtn=yes x.wts
+    one_line_error '^gptq: --rtn: takes no value \(try --help\)$'
+    run "$BIN/gptq" --ftype Q4_0 --bogus x.wts
+    one_line_error '^gptq: --bogus: unknown option \(try --help\)$'
+}
+
 @test "gptq of a GGUF v2 file writes version 3, as llama-quantize does" {
     # only byte 4 differed from llama-quantize's file: wpack kept the input's version (a new
     # user's trial)

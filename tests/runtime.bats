@@ -269,6 +269,16 @@ cpu_verify() {
     [ "$output" = "wprun: unknown option or missing value: -x (see --help)" ]
 }
 
+@test "wprun: --name=value as --name value (it was an unknown option)" {
+    run "$BIN/wprun" --cpu --match=blk.0.ffn_up --bundle="$Q/f16.bundle" --batch=1,3 --runs=2
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): ok" ]
+    [ "$(echo "$output" | grep -c 'blk.0.ffn_up.weight  *batch [13] .* ok$')" -eq 2 ]
+    run "$BIN/wprun" --cpu --synth Q4_0:64x256 --runs=
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: --runs: expected 1..100000, got ''" ]
+}
+
 @test "without a CUDA device, wprun --verify prints one line and exits 3" {
     has_gpu && skip "a GPU is present"
     run "$BIN/wprun" --verify --bundle "$Q/bf16.bundle"
