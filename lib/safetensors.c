@@ -275,6 +275,11 @@ static int parse_header(wp_st_in *s, const char *json, size_t n)
     }
     for (const cJSON *e = root->child; e; e = e->next) {
         if (!strcmp(e->string, "__metadata__")) {
+            /* an object first: an array's elements have no names for find_duplicate to sort */
+            if (!cJSON_IsObject(e)) {
+                sfail(s, "__metadata__ is not a JSON object");
+                goto out;
+            }
             if ((dup = find_duplicate(s, e, &oom)) || oom) {
                 oom ? sfail(s, "out of memory") : sfail(s, "duplicate __metadata__ key '%s'", dup);
                 goto out;

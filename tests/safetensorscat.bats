@@ -207,6 +207,14 @@ bad() {
     bad "^safetensorscat: $T/s.safetensors: tensor 'a': shape is not a list of non-negative integers" "$T/s.safetensors"
 }
 
+@test "bad safetensors: a __metadata__ that is an array is no object (its duplicate-key check crashed on it)" {
+    # an array's elements have no names: the check for duplicate keys sorted NULL names (strcmp: SIGSEGV)
+    mkst "$T/a.safetensors" '{"__metadata__":[1,2]}' 0
+    bad "^safetensorscat: $T/a.safetensors: __metadata__ is not a JSON object$" "$T/a.safetensors"
+    mkst "$T/b.safetensors" '{"__metadata__":["x","y","z"],"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
+    bad "^safetensorscat: $T/b.safetensors: __metadata__ is not a JSON object$" "$T/b.safetensors"
+}
+
 @test "bad safetensors: offsets out of range, wrong size, reversed, overlapping" {
     mkst "$T/p.safetensors" '{"a":{"dtype":"F16","shape":[2],"data_offsets":[2,6]}}' 4
     bad "^safetensorscat: $T/p.safetensors: tensor 'a': data_offsets \[2, 6\) run past the end" "$T/p.safetensors"
