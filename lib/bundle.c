@@ -560,9 +560,11 @@ static int unwrap_z(wp_restore *rs, wp_record *in)
     int64_t of = wp_attr_i64(in, "z_of", -1), len = wp_attr_i64(in, "z_len", -1);
     int64_t g = wp_attr_i64(in, "z_group", 1);
     /* only a record with a payload is wrapped: never gguf, ref, zstd or end (a gguf record
-     * made of a wrapped one rewrote the GGUF silently) */
-    if (of <= 0 || of == WP_REC_GGUF || of == WP_REC_REF || of == WP_REC_Z || of == WP_REC_END || len < 0 || g < 1 ||
-        g > 4096)
+     * made of a wrapped one rewrote the GGUF silently), and a kind the stream format knows as
+     * it stands (the u16 kind made 65537 a gguf record and 131071 an end record, and a kind
+     * of no name was passed on, where a plain record of it is refused) */
+    if (of <= 0 || of > 0xffff || !wp_rec_kind_known((unsigned)of) || of == WP_REC_GGUF || of == WP_REC_REF ||
+        of == WP_REC_Z || of == WP_REC_END || len < 0 || g < 1 || g > 4096)
         return rfail(rs, "record '%s': bad zstd record attributes", in->name);
     if (wp_zcontent_size(in->payload, (size_t)in->payload_len) != (uint64_t)len)
         return rfail(rs, "record '%s': corrupt zstd payload", in->name);
