@@ -210,6 +210,38 @@ static int tuning_line(char *line, tune_ent *e, int *pipe, double *us_out)
     return *pipe >= 0;
 }
 
+/* One line of a tuning file into *line (NUL-terminated, the newline kept), at
+ * most TUNING_LINE_MAX bytes of it: the rest of a longer line is read and
+ * dropped (*long_line set), or, with stop_long, left unread (a first line
+ * that never ends, as --tuning /dev/zero gives, grew getline's buffer until
+ * memory ran out). -1 at the end of the file with nothing read. */
+#define TUNING_LINE_MAX 4096
+static long tuning_getline(char **line, size_t *cap, FILE *f, int stop_long, int *long_line)
+{
+    size_t n = 0;
+    int c = EOF;
+    *long_line = 0;
+    if (!*line) {
+        *line = malloc(TUNING_LINE_MAX + 1);
+        if (!*line)
+            return -1;
+        *cap = TUNING_LINE_MAX + 1;
+    }
+    while ((c = getc(f)) != EOF) {
+        if (n < TUNING_LINE_MAX)
+            (*line)[n++] = (char)c;
+        else if (!*long_line) {
+            *long_line = 1;
+            if (stop_long)
+                break;
+        }
+        if (c == '\n')
+            break;
+    }
+    (*line)[n] = 0;
+    return n == 0 && c == EOF ? -1 : (long)n;
+}
+
 /* Read a tuning file. A file named with --tuning that cannot be read, a
  * file whose first line is not TUNING_HEAD (an older version, or not a
  * tuning file: then none of it is used), and lines that are not
@@ -227,11 +259,12 @@ static void tuning_read(const char *path)
                     strerror(errno));
         return;
     }
-    while (getline(&line, &cap, f) >= 0) {
+    int long_line;
+    while (tuning_getline(&line, &cap, f, ln == 0, &long_line) >= 0) {
         ln++;
         if (ln == 1) {
             const size_t hl = strlen(TUNING_HEAD);
-            if (strncmp(line, TUNING_HEAD, hl)) {
+            if (long_line || strncmp(line, TUNING_HEAD, hl)) {
                 fprintf(stderr, "wprun: warning: %s: %s: none of it is used (auto takes its defaults)\n", path,
                         strncmp(line, "# wprun tuning v", 16)
                             ? "not a wprun tuning file (its first line is not '" TUNING_HEAD "...')"
@@ -249,7 +282,7 @@ static void tuning_read(const char *path)
         tune_ent e;
         int p;
         double us;
-        if (!tuning_line(line, &e, &p, &us)) {
+        if (long_line || !tuning_line(line, &e, &p, &us)) {
             if (warned++ < 5)
                 fprintf(stderr, "wprun: warning: %s:%d: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with "
                                 "a coded pipeline; skipped\n", path, ln);

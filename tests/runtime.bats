@@ -158,6 +158,21 @@ cpu_verify() {
     echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +fused relerr'   # no line counted: the default
 }
 
+@test "wprun --tuning /dev/zero: a first line that never ends is not a tuning file (getline grew it until memory ran out)" {
+    # under a 2 GB address-space limit getline failed and the file was called empty; without one it took all memory
+    run --separate-stderr bash -c "ulimit -v 2000000; timeout 60 '$BIN/wprun' --cpu --verify --synth Q4_0:64x256 --tuning /dev/zero"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: /dev/zero: not a wprun tuning file (its first line is not '# wprun tuning v2 (...'): none of it is used (auto takes its defaults)" ] || { echo "$stderr"; false; }
+    # a measurement line longer than a line can be is skipped as one line, as before
+    local m='synth.Q4_K.64x512\tQ4_K\t64x512\t1'
+    { printf '# wprun tuning v2 (cpu): m\n'; printf "$m\tfull\t1%05000d\n" 0; printf "$m\tfull\t0.5\n"; } > "$T/long.tun"
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/long.tun"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c "^wprun: warning: $T/long.tun:2: not 'MATRIX TYPE")" -eq 1 ]
+    ! echo "$output" | grep -q "long.tun:3"
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +full relerr'
+}
+
 @test "wprun --bench reads no tuning file (auto steers only --verify's GEMV checks)" {
     run "$BIN/wprun" --cpu --bench --synth Q4_0:64x256 --tuning "$T/none.tun" --runs 1
     [ "$status" -eq 0 ]
