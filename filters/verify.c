@@ -28,6 +28,7 @@ static const char usage[] =
 static void copy_record(const wp_record *a, wp_record *b)
 {
     b->kind = a->kind;
+    b->offset = a->offset;   /* a ref's tensor is an earlier one (resolve_ref) */
     b->type = a->type;
     b->n_dims = a->n_dims;
     memcpy(b->ne, a->ne, sizeof a->ne);

@@ -645,7 +645,8 @@ static const char *strip_path(const char *msg, const char *path)
     return !strncmp(msg, path, n) && msg[n] == ':' && msg[n + 1] == ' ' ? msg + n + 2 : msg;
 }
 
-/* Resolve a REF: restore the tensor it names from the source bundle. */
+/* Resolve a REF: restore the tensor it names, written before it (in->offset:
+ * where the ref's record starts), from the source bundle. */
 static int resolve_ref(wp_restore *rs, const wp_record *in)
 {
     char same[WP_MAX_NAME + 1], err[512];
@@ -665,7 +666,9 @@ static int resolve_ref(wp_restore *rs, const wp_record *in)
     int found = 0;
     wp_record_init(&r);
     for (uint64_t i = 0; sub && i < rs->ix.count && !found; i++) {
-        if (strcmp(rs->ix.e[i].name, same) || rs->ix.e[i].kind == WP_REC_REF)
+        /* an earlier tensor only, as wpack-bundle(5) says: one written after the ref
+         * restored (exit 0) whatever bytes it held */
+        if (strcmp(rs->ix.e[i].name, same) || rs->ix.e[i].kind == WP_REC_REF || rs->ix.e[i].offset >= in->offset)
             continue;
         if (wp_record_read_at(rs->src, rs->src_path, rs->ix.e[i].offset, &r, err, sizeof err)) {
             rfail(rs, "%s", strip_path(err, rs->src_path));

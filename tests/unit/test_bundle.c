@@ -260,6 +260,52 @@ int main(void)
         wp_restore_free(rs);
         wp_record_free(&t), wp_record_free(&z);
     }
+    /* a ref restores an earlier tensor only (wpack-bundle(5)): a ref to one written after it
+     * restored that one's bytes with exit 0 (a breaker's find) */
+    for (int later = 0; later < 2; later++) {
+        char *sb = NULL;
+        size_t sl = 0;
+        FILE *sf = open_memstream(&sb, &sl);
+        wp_writer *sw = wp_writer_open(sf, "mem", 8, err, sizeof err);
+        wp_record t, ref, in, *out;
+        wp_record_init(&t), wp_record_init(&ref), wp_record_init(&in);
+        t.kind = WP_REC_TENSOR, t.type = WP_F32, t.n_dims = 1, t.ne[0] = 16, t.ne[1] = t.ne[2] = t.ne[3] = 1;
+        wp_record_set_name(&t, "a");
+        memset(wp_record_alloc(&t, 64), 1, 64);
+        if (!later)
+            wp_writer_put(sw, &t);
+        wp_ref_make(&t, "a", &ref);
+        wp_record_set_name(&ref, "b");
+        wp_writer_put(sw, &ref);
+        if (later)
+            wp_writer_put(sw, &t);
+        wp_writer_close(sw, err, sizeof err);
+        fclose(sf);
+        FILE *rf = fmemopen(sb, sl, "rb"), *xf = fmemopen(sb, sl, "rb");   /* the source: its own position */
+        wp_reader *rd = wp_reader_open(rf, "mem", err, sizeof err);
+        wp_restore *rs = wp_restore_new();
+        wp_restore_source(rs, xf, "mem");
+        int k, got = -2, ok = 0;
+        while ((k = wp_reader_next(rd, &in)) == 1) {
+            int p = wp_restore_put(rs, &in, 0, &out);
+            if (p < 0) {
+                got = -1;
+                break;
+            }
+            if (p == 1 && !strcmp(out->name, "b"))
+                got = 1, ok = out->kind == WP_REC_TENSOR && out->payload_len == 64 && out->payload[63] == 1;
+        }
+        if (!later)
+            CHECK(got == 1 && ok, "a ref to an earlier tensor restores its bytes");
+        else
+            CHECK(got == -1 && strstr(wp_restore_error(rs), "the tensor it shares, 'a', is missing"),
+                  "a ref to a later tensor is refused (%d: %s)", got, wp_restore_error(rs));
+        wp_restore_free(rs);
+        wp_reader_close(rd);
+        fclose(rf), fclose(xf);
+        free(sb);
+        wp_record_free(&t), wp_record_free(&ref), wp_record_free(&in);
+    }
     /* the weights a bundle restores: a rowmapped matrix counts all its rows, its rowmap zstd'd
      * or not (tsinfo missed a zstd'd one and counted the distinct rows only) */
     for (int zmap = 0; zmap < 2; zmap++) {
