@@ -403,6 +403,8 @@ const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const c
         if (strlen(takes[k]) != len || strncmp(a, takes[k], len))
             continue;
         if (a[len] == '=') {
+            if (!a[len + 1])   /* "--model=": it said ": No such file or directory" */
+                wp_die("%s: needs a value (try --help)", takes[k]);
             *value = a + len + 1;
         } else {
             if (*i + 1 >= argc)

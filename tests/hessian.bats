@@ -298,6 +298,8 @@ bad() {  # expected-substring args...
     bad "--bogus: unknown option" --bogus
     # it said "--share-inputs=1: unknown option"
     bad "--share-inputs: takes no value" --model "$M32" --text "$CAL" --share-inputs=1
+    # it said ": No such file or directory"
+    bad "--text: needs a value" --model "$M32" --text=
     bad "--ctx: expected an integer" --model "$M32" --text "$CAL" --ctx 2
     bad "--max-memory: expected a positive byte count" --model "$M32" --text "$CAL" --max-memory lots
     # " -1" was 16 EiB (strtoull skips the blank and negates)

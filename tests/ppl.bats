@@ -409,6 +409,8 @@ dup_vocab() {
     bad "--model: is required" --text "$SAMPLE"
     bad "--text: is required" --model "$M/stories260K-f32.gguf"
     bad "--bogus: unknown option" --bogus
+    # it said ": No such file or directory"
+    bad "--model: needs a value" --model= --text "$SAMPLE"
     bad "--ctx: must be an integer" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --ctx 2
     bad "--chunks: must be an integer" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --chunks x
     bad "nodir/x.logits: cannot create: No such file" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" \
