@@ -47,6 +47,19 @@ setup() {
     echo "$output" | grep -E '^tensor +blk.4.attn_q.weight +F16 +64x64 +8192 +16.0000'
 }
 
+@test "tsinfo(1)'s -x diff: two copies of a model compare equal, one changed tensor differs in one line" {
+    # the example diffed the gguf line too, which names the file: copies always differed (a new
+    # user's trial)
+    x() { "$BIN/ggufcat" "$1" | "$BIN/tsinfo" -x | grep -v '^gguf '; }
+    cp "$MODELS/stories260K-f16.gguf" "$T/copy.gguf"
+    diff <(x "$MODELS/stories260K-f16.gguf") <(x "$T/copy.gguf")
+    printf '\001' | dd of="$T/copy.gguf" bs=1 seek=$(( $(stat -c %s "$T/copy.gguf") - 1 )) conv=notrunc status=none
+    run diff <(x "$MODELS/stories260K-f16.gguf") <(x "$T/copy.gguf")
+    [ "$status" -eq 1 ]
+    [ "$(echo "$output" | grep -c '^[<>] tensor ')" -eq 2 ]
+    [ "$(echo "$output" | grep -c '^[<>]')" -eq 2 ]
+}
+
 @test "a stream passes through ggufcat -o unchanged in meaning (ggufpack of it is identical)" {
     "$BIN/ggufcat" -o "$T/s.wps" "$MODELS/stories260K-bf16.gguf"
     "$BIN/ggufpack" "$T/s.wps" > "$T/b.gguf"
