@@ -99,6 +99,11 @@ lossless() { # GGUF BUNDLE [bf16split options]
     [ "$status" -eq 2 ]
     [ "$output" = "usage: unweight MODEL.gguf OUTDIR [PALETTE]" ]
     [ ! -e "$T/x" ]
+    # a leading zero is the same palette, in the same files (they were named -p016)
+    "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/z" 016
+    [ "$(ls "$T/z")" = "stories260K-bf16-p16.bundle
+stories260K-bf16-p16.report" ]
+    cmp "$T/z/stories260K-bf16-p16.bundle" "$T/good.bundle"
     head -c 300000 "$MODELS/stories260K-bf16.gguf" > "$T/u/stories260K-bf16.gguf"
     run "$ROOT/pipelines/unweight" "$T/u/stories260K-bf16.gguf" "$T/u"
     [ "$status" -ne 0 ]
