@@ -191,6 +191,25 @@ static int key_ok(const char *k)
     return 1;
 }
 
+/* Whether attribute text a is lines "key=value\n", each key as key_ok and
+ * each value free of newlines (as wp_attr_set writes them): anything else
+ * is a record no writer made. */
+static int attrs_ok(const char *a)
+{
+    while (*a) {
+        const char *k = a;
+        while (islower((unsigned char)*a) || isdigit((unsigned char)*a) || *a == '_' || *a == '.')
+            a++;
+        if (a == k || *a != '=')
+            return 0;
+        a = strchr(a, '\n');
+        if (!a)
+            return 0;
+        a++;
+    }
+    return 1;
+}
+
 void wp_attr_del(wp_record *r, const char *key)
 {
     size_t kl = strlen(key);
@@ -466,6 +485,12 @@ static int read_header(wp_reader *rd, wp_record *r)
     free(h);
     if (strlen(name) != nl || (al && strlen(attrs) != al))
         return rfail(rd, "corrupt record header at byte %" PRIu64 " (NUL in name)", start);
+    /* wpack-stream(5): reserved is 0 and attributes are key=value lines (both were taken
+     * as they came: a breaker's find) */
+    if (get32(fixed + 52) != 0)
+        return rfail(rd, "corrupt record header at byte %" PRIu64 " (reserved field not 0)", start);
+    if (!attrs_ok(attrs))
+        return rfail(rd, "record '%s': attributes are not key=value lines", name);
     for (int i = 0; i < WP_MAX_DIMS; i++)
         if (r->ne[i] < 0 || (i >= r->n_dims && r->ne[i] != 1))
             return rfail(rd, "record '%s': bad shape", name);

@@ -12,6 +12,7 @@
 static uint64_t rd64(const char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 static uint32_t rd32(const char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static void wr64(char *p, uint64_t v) { memcpy(p, &v, 8); }
+static void wr32(char *p, uint32_t v) { memcpy(p, &v, 4); }
 
 /* A stream of tensor records named names[i], each of `bytes` bytes of value
  * fill[i] (F32, shape bytes/4), in memory; *len its length. */
@@ -326,6 +327,47 @@ int main(void)
               "a second gguf record is refused (ggufpack took it): %s", msg);
         free(buf);
         wp_record_free(&g);
+    }
+    /* wpack-stream(5): reserved is 0 and attributes are key=value lines; a resealed header
+     * with reserved 1, an uppercase key, a line without '=' or without its newline was read
+     * as it came (a breaker's find) */
+    {
+        const char *bad[] = {NULL, "Ab=1\nc=2\n", "ab_1\nc=2\n", "ab=1\nc=23", "=ab1\nc=2\n", "ab=1\nc=2\n"};
+        const char *why[] = {"reserved field not 0", "attributes are not key=value lines",
+                             "attributes are not key=value lines", "attributes are not key=value lines",
+                             "attributes are not key=value lines", ""};
+        int right = 0;
+        for (int c = 0; c < 6; c++) {
+            char *buf = NULL, err[256];
+            size_t n;
+            FILE *f = open_memstream(&buf, &n);
+            wp_writer *w = wp_writer_open(f, "mem", 8, err, sizeof err);
+            wp_record t;
+            wp_record_init(&t);
+            t.kind = WP_REC_TENSOR, t.n_dims = 1, t.ne[0] = 4, t.ne[1] = t.ne[2] = t.ne[3] = 1;
+            wp_record_set_name(&t, "t");
+            wp_attr_set(&t, "ab", "1");
+            wp_attr_set(&t, "c", "2");
+            memset(wp_record_alloc(&t, 16), 5, 16);
+            wp_writer_put(w, &t);
+            wp_writer_close(w, err, sizeof err);
+            fclose(f);
+            const uint32_t nl = rd32(buf + 16 + 12), al = rd32(buf + 16 + 48);
+            const size_t hl = 72 + nl + al + 8;
+            if (bad[c])
+                memcpy(buf + 16 + 72 + nl, bad[c], al);   /* "ab=1\nc=2\n": 9 bytes */
+            else
+                wr32(buf + 16 + 52, 1);
+            wr64(buf + 16 + hl - 8, XXH64(buf + 16, hl - 8, 0));
+            const int k = read_all(buf, n, msg, sizeof msg);
+            right += al == 9 && (why[c][0] ? k < 0 && strstr(msg, why[c]) != NULL : k == 0);
+            if (!(al == 9 && (why[c][0] ? k < 0 && strstr(msg, why[c]) != NULL : k == 0)))
+                fprintf(stderr, "# case %d: %d %s\n", c, k, msg);
+            free(buf);
+            wp_record_free(&t);
+        }
+        CHECK(right == 6, "reserved not 0, and attributes that are not key=value lines, are refused; "
+                          "the writer's own lines resealed are read (%d of 6)", right);
     }
     return tap_done();
 }
