@@ -179,7 +179,9 @@ void wp_restore_source(wp_restore *rs, FILE *f, const char *path);
  * several records. reference selects the reference lane decoder. The record
  * in *in may be swapped with internal buffers: treat it as consumed. A
  * tensor comes out as it went into laneinterleave: its stored=fixed mark
- * (a tensor the bundle keeps fixed-width) is dropped. */
+ * (a tensor the bundle keeps fixed-width) is dropped. A REF restores the
+ * tensor it names from before in->offset (the offset its reader gave it,
+ * kept in any copy: a ref names an earlier tensor, wpack-bundle(5)). */
 int wp_restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out);
 wp_record *wp_restore_more(wp_restore *rs);
 

@@ -107,6 +107,7 @@ static void restore_all(void)
             (void)wp_attr_i64(&r, "n_weights", 0);
             /* the fast restorer gets a copy: restoring consumes the record */
             dup.kind = r.kind;
+            dup.offset = r.offset;   /* a ref resolves to a tensor before this offset */
             dup.type = r.type;
             dup.n_dims = r.n_dims;
             memcpy(dup.ne, r.ne, sizeof r.ne);
