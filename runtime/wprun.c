@@ -3,6 +3,7 @@
  * BF16 pipelines, autotuner, whole-model pass; --cpu runs the CPU reference
  * of all of it on any machine. See wprun(1).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -820,15 +821,29 @@ static void add_synth(wr_model *md, const char *spec)
     }
 }
 
+/* The options that take a value. */
+static const char *const takes[] = {"--bundle", "--synth", "--match", "--tuning", "--runs", "--tol", "--batch", "--pipeline"};
+
+/* eq_value[i]: word i of split_eq's argv was the VALUE of a --name=VALUE. */
+static unsigned char *eq_value;
+
+/* Whether a is an option of takes. */
+static int takes_value(const char *a)
+{
+    for (size_t k = 0; k < sizeof takes / sizeof *takes; k++)
+        if (!strcmp(a, takes[k]))
+            return 1;
+    return 0;
+}
+
 /* GNU style "--name=value" for the options that take a value: argv with each
  * such word split in two ("--runs=5" -> "--runs" "5"), so the parser below
  * sees one form; *argc updated. Never freed (lives as long as main). */
 static char **split_eq(int *argc, char **argv)
 {
-    static const char *const takes[] = {"--bundle", "--synth", "--match", "--tuning",
-                                        "--runs",   "--tol",   "--batch", "--pipeline"};
     char **av = malloc(((size_t)*argc * 2 + 1) * sizeof *av);
-    if (!av)
+    eq_value = calloc((size_t)*argc * 2 + 1, 1);
+    if (!av || !eq_value)
         die(WR_EXIT_FAIL, "%s", "out of memory");
     int n = 0;
     for (int i = 0; i < *argc; i++) {
@@ -837,7 +852,10 @@ static char **split_eq(int *argc, char **argv)
         while (eq && k < sizeof takes / sizeof *takes && (strlen(takes[k]) != len || strncmp(argv[i], takes[k], len)))
             k++;
         if (eq && k < sizeof takes / sizeof *takes) {
+            if (!eq[1])   /* --bundle= opened "" (": No such file or directory"), --match= matched all */
+                die(WR_EXIT_USAGE, "%s: needs a value (see --help)", takes[k]);
             av[n++] = (char *)takes[k];
+            eq_value[n] = 1;
             av[n++] = (char *)eq + 1;
         } else {
             av[n++] = argv[i];
@@ -874,6 +892,13 @@ int main(int argc, char **argv)
             opt.tune = 1;
         } else if (!strcmp(a, "--graph")) {
             opt.graph = 1;
+        } else if (v && takes_value(a) && !eq_value[i + 1] && v[0] == '-' && v[1] && !isdigit((unsigned char)v[1]) &&
+                   v[1] != '.') {
+            /* an option word where the value belongs (--bundle --cpu opened a file named --cpu):
+               a missing value, as wpack(7) says; "-1" is a number, --name=VALUE takes it as given */
+            static char msg[600];
+            snprintf(msg, sizeof msg, "%.200s: missing value (got the option %.200s)", a, v);
+            die(WR_EXIT_USAGE, "%s", msg);
         } else if (a[0] != '-' || !strcmp(a, "-") || (v && !strcmp(a, "--bundle"))) {   /* a bare FILE is --bundle FILE */
             if (nb == 64)
                 die(WR_EXIT_USAGE, "%s", "--bundle: at most 64 bundles");

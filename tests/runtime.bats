@@ -163,14 +163,42 @@ cpu_verify() {
     run --separate-stderr bash -c "ulimit -v 2000000; timeout 60 '$BIN/wprun' --cpu --verify --synth Q4_0:64x256 --tuning /dev/zero"
     [ "$status" -eq 0 ]
     [ "$stderr" = "wprun: warning: /dev/zero: not a wprun tuning file (its first line is not '# wprun tuning v2 (...'): none of it is used (auto takes its defaults)" ] || { echo "$stderr"; false; }
-    # a measurement line longer than a line can be is skipped as one line, as before
+    # a line past 4096 bytes is skipped as one line, the rest of it read and dropped: a
+    # measurement padded with blanks (taken whole before) does not count, the next line does
     local m='synth.Q4_K.64x512\tQ4_K\t64x512\t1'
-    { printf '# wprun tuning v2 (cpu): m\n'; printf "$m\tfull\t1%05000d\n" 0; printf "$m\tfull\t0.5\n"; } > "$T/long.tun"
+    { printf '# wprun tuning v2 (cpu): m\n'; printf "$m\tfused\t0.1%5000s\n" ''; printf "$m\tfull\t0.5\n"; } > "$T/long.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/long.tun"
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -c "^wprun: warning: $T/long.tun:2: not 'MATRIX TYPE")" -eq 1 ]
     ! echo "$output" | grep -q "long.tun:3"
     echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +full relerr'
+    # the same line short is a measurement, and the fastest
+    { printf '# wprun tuning v2 (cpu): m\n'; printf "$m\tfused\t0.1%50s\n" ''; printf "$m\tfull\t0.5\n"; } > "$T/short.tun"
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/short.tun"
+    [ "$status" -eq 0 ]
+    ! echo "$output" | grep -q "warning"
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +fused relerr'
+}
+
+@test "wprun: --name= with nothing after it, and an option word where a value belongs, are usage errors" {
+    # --bundle= said ": No such file or directory", --match= matched every matrix, and --bundle --cpu
+    # opened a file named --cpu (a review)
+    run "$BIN/wprun" --cpu --bundle=
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: --bundle: needs a value (see --help)" ]
+    run "$BIN/wprun" --cpu --match= --synth Q4_0:64x256
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: --match: needs a value (see --help)" ]
+    run "$BIN/wprun" --bundle --cpu
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: --bundle: missing value (got the option --cpu)" ]
+    run "$BIN/wprun" --cpu --match --runs=2 --synth Q4_0:64x256
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: --match: missing value (got the option --runs)" ]
+    # --name=VALUE takes VALUE as given
+    run "$BIN/wprun" --cpu --match=-x --synth Q4_0:64x256
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: no coded matrix matches --match '-x'" ]
 }
 
 @test "wprun --bench reads no tuning file (auto steers only --verify's GEMV checks)" {
@@ -291,7 +319,7 @@ cpu_verify() {
     [ "$(echo "$output" | grep -c 'blk.0.ffn_up.weight  *batch [13] .* ok$')" -eq 2 ]
     run "$BIN/wprun" --cpu --synth Q4_0:64x256 --runs=
     [ "$status" -eq 64 ]
-    [ "$output" = "wprun: --runs: expected 1..100000, got ''" ]
+    [ "$output" = "wprun: --runs: needs a value (see --help)" ]
 }
 
 @test "without a CUDA device, wprun --verify prints one line and exits 3" {
