@@ -14,13 +14,22 @@ static uint32_t rd32(const char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static void wr64(char *p, uint64_t v) { memcpy(p, &v, 8); }
 static void wr32(char *p, uint32_t v) { memcpy(p, &v, 4); }
 
+/* A stream writer into memory, payloads aligned to 8: *buf and *len hold the
+ * stream once the writer is closed and *f fclose'd. */
+static wp_writer *mem_writer(char **buf, size_t *len, FILE **f)
+{
+    char err[256];
+    *f = open_memstream(buf, len);
+    return wp_writer_open(*f, "mem", 8, err, sizeof err);
+}
+
 /* A stream of tensor records named names[i], each of `bytes` bytes of value
  * fill[i] (F32, shape bytes/4), in memory; *len its length. */
 static char *records(const char *const *names, const int *fill, int n, uint64_t bytes, size_t *len)
 {
     char *buf = NULL, err[256];
-    FILE *f = open_memstream(&buf, len);
-    wp_writer *w = wp_writer_open(f, "mem", 8, err, sizeof err);
+    FILE *f;
+    wp_writer *w = mem_writer(&buf, len, &f);
     wp_record r;
     wp_record_init(&r);
     for (int i = 0; i < n; i++) {
@@ -92,8 +101,8 @@ static int random_access(const char *buf, size_t len, char *msg, size_t n)
 static char *one_record(unsigned kind, const int64_t ne[4], int n_dims, uint64_t bytes, size_t *len)
 {
     char *buf = NULL, err[256];
-    FILE *f = open_memstream(&buf, len);
-    wp_writer *w = wp_writer_open(f, "mem", 8, err, sizeof err);
+    FILE *f;
+    wp_writer *w = mem_writer(&buf, len, &f);
     wp_record r;
     wp_record_init(&r);
     r.kind = (uint16_t)kind;
@@ -106,6 +115,27 @@ static char *one_record(unsigned kind, const int64_t ne[4], int n_dims, uint64_t
     wp_writer_close(w, err, sizeof err);
     fclose(f);
     wp_record_free(&r);
+    return buf;
+}
+
+/* A stream of one F32 tensor "t" of 4 values with attributes "ab=1\nc=2\n",
+ * in memory; *len its length. */
+static char *attr_record(size_t *len)
+{
+    char *buf = NULL, err[256];
+    FILE *f;
+    wp_writer *w = mem_writer(&buf, len, &f);
+    wp_record t;
+    wp_record_init(&t);
+    t.kind = WP_REC_TENSOR, t.n_dims = 1, t.ne[0] = 4, t.ne[1] = t.ne[2] = t.ne[3] = 1;
+    wp_record_set_name(&t, "t");
+    wp_attr_set(&t, "ab", "1");
+    wp_attr_set(&t, "c", "2");
+    memset(wp_record_alloc(&t, 16), 5, 16);
+    wp_writer_put(w, &t);
+    wp_writer_close(w, err, sizeof err);
+    fclose(f);
+    wp_record_free(&t);
     return buf;
 }
 
@@ -194,8 +224,8 @@ int main(void)
         /* a1's payload (its bytes after its header) becomes b2's whole record, as a symbols
            record of rec_len bytes; rebuilt with the writer so every checksum holds */
         char *buf = NULL, err[256];
-        FILE *f = open_memstream(&buf, &lh);
-        wp_writer *w = wp_writer_open(f, "mem", 8, err, sizeof err);
+        FILE *f;
+        wp_writer *w = mem_writer(&buf, &lh, &f);
         wp_record r;
         wp_record_init(&r);
         r.kind = WP_REC_SYMBOLS, r.n_dims = 1, r.ne[0] = (int64_t)rec_len, r.ne[1] = r.ne[2] = r.ne[3] = 1;
@@ -313,8 +343,8 @@ int main(void)
     {
         char *buf = NULL, err[256];
         size_t n;
-        FILE *f = open_memstream(&buf, &n);
-        wp_writer *w = wp_writer_open(f, "mem", 8, err, sizeof err);
+        FILE *f;
+        wp_writer *w = mem_writer(&buf, &n, &f);
         wp_record g;
         wp_record_init(&g);
         g.kind = WP_REC_GGUF;
@@ -338,20 +368,8 @@ int main(void)
                              "attributes are not key=value lines", ""};
         int right = 0;
         for (int c = 0; c < 6; c++) {
-            char *buf = NULL, err[256];
             size_t n;
-            FILE *f = open_memstream(&buf, &n);
-            wp_writer *w = wp_writer_open(f, "mem", 8, err, sizeof err);
-            wp_record t;
-            wp_record_init(&t);
-            t.kind = WP_REC_TENSOR, t.n_dims = 1, t.ne[0] = 4, t.ne[1] = t.ne[2] = t.ne[3] = 1;
-            wp_record_set_name(&t, "t");
-            wp_attr_set(&t, "ab", "1");
-            wp_attr_set(&t, "c", "2");
-            memset(wp_record_alloc(&t, 16), 5, 16);
-            wp_writer_put(w, &t);
-            wp_writer_close(w, err, sizeof err);
-            fclose(f);
+            char *buf = attr_record(&n);
             const uint32_t nl = rd32(buf + 16 + 12), al = rd32(buf + 16 + 48);
             const size_t hl = 72 + nl + al + 8;
             if (bad[c])
@@ -364,7 +382,6 @@ int main(void)
             if (!(al == 9 && (why[c][0] ? k < 0 && strstr(msg, why[c]) != NULL : k == 0)))
                 fprintf(stderr, "# case %d: %d %s\n", c, k, msg);
             free(buf);
-            wp_record_free(&t);
         }
         CHECK(right == 6, "reserved not 0, and attributes that are not key=value lines, are refused; "
                           "the writer's own lines resealed are read (%d of 6)", right);
