@@ -181,12 +181,18 @@ double wp_attr_f64(const wp_record *r, const char *key, double def)
     return *end ? def : v;
 }
 
+/* Whether c may be in an attribute key: [a-z0-9_.] (wpack-stream(5)). */
+static int key_char(char c)
+{
+    return islower((unsigned char)c) || isdigit((unsigned char)c) || c == '_' || c == '.';
+}
+
 static int key_ok(const char *k)
 {
     if (!*k)
         return 0;
     for (; *k; k++)
-        if (!(islower((unsigned char)*k) || isdigit((unsigned char)*k) || *k == '_' || *k == '.'))
+        if (!key_char(*k))
             return 0;
     return 1;
 }
@@ -198,7 +204,7 @@ static int attrs_ok(const char *a)
 {
     while (*a) {
         const char *k = a;
-        while (islower((unsigned char)*a) || isdigit((unsigned char)*a) || *a == '_' || *a == '.')
+        while (key_char(*a))
             a++;
         if (a == k || *a != '=')
             return 0;
