@@ -336,10 +336,15 @@ void wp_usage_exit(const char *usage)
     exit(0);
 }
 
+int wp_cli_is_option(const char *v)
+{
+    return v[0] == '-' && v[1] && !(v[1] >= '0' && v[1] <= '9') && v[1] != '.';   /* "-1" is a number */
+}
+
 const char *wp_cli_value(char **argv, int *i)
 {
     const char *opt = argv[*i], *v = argv[*i + 1];
-    if (v[0] == '-' && v[1] && !(v[1] >= '0' && v[1] <= '9') && v[1] != '.')   /* "-1" is a number */
+    if (wp_cli_is_option(v))
         wp_die("%s: missing value (got the option %s)", opt, v);
     ++*i;
     return v;

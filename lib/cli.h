@@ -93,6 +93,10 @@ void wp_stdout_close(void);
 /* Print usage to stdout and exit 0 (--help), or die when it cannot be
  * written (wp_stdout_close). */
 void wp_usage_exit(const char *usage) __attribute__((noreturn));
+/* Whether word v is an option word ("-v", "--stream"), not a value: "-"
+ * alone and numbers such as "-1" or "-.5" are values. */
+int wp_cli_is_option(const char *v);
+
 /* The value of an option argv[*i] (*i advanced to
  * it); the caller has checked that argv[*i + 1] exists. An option word there
  * ("-v", "--stream"; not "-" alone or a number such as "-1") is a missing

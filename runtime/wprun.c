@@ -3,7 +3,6 @@
  * BF16 pipelines, autotuner, whole-model pass; --cpu runs the CPU reference
  * of all of it on any machine. See wprun(1).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "ggml_type.h"
 #include "wprun.h"
 #ifndef WPACK_NO_CUDA
@@ -211,26 +211,20 @@ static int tuning_line(char *line, tune_ent *e, int *pipe, double *us_out)
     return *pipe >= 0;
 }
 
-/* One line of a tuning file into *line (NUL-terminated, the newline kept), at
+/* One line of a tuning file into line (NUL-terminated, the newline kept), at
  * most TUNING_LINE_MAX bytes of it: the rest of a longer line is read and
  * dropped (*long_line set), or, with stop_long, left unread (a first line
  * that never ends, as --tuning /dev/zero gives, grew getline's buffer until
  * memory ran out). -1 at the end of the file with nothing read. */
 #define TUNING_LINE_MAX 4096
-static long tuning_getline(char **line, size_t *cap, FILE *f, int stop_long, int *long_line)
+static long tuning_getline(char line[TUNING_LINE_MAX + 1], FILE *f, int stop_long, int *long_line)
 {
     size_t n = 0;
     int c = EOF;
     *long_line = 0;
-    if (!*line) {
-        *line = malloc(TUNING_LINE_MAX + 1);
-        if (!*line)
-            return -1;
-        *cap = TUNING_LINE_MAX + 1;
-    }
     while ((c = getc(f)) != EOF) {
         if (n < TUNING_LINE_MAX)
-            (*line)[n++] = (char)c;
+            line[n++] = (char)c;
         else if (!*long_line) {
             *long_line = 1;
             if (stop_long)
@@ -239,7 +233,7 @@ static long tuning_getline(char **line, size_t *cap, FILE *f, int stop_long, int
         if (c == '\n')
             break;
     }
-    (*line)[n] = 0;
+    line[n] = 0;
     return n == 0 && c == EOF ? -1 : (long)n;
 }
 
@@ -251,8 +245,7 @@ static long tuning_getline(char **line, size_t *cap, FILE *f, int stop_long, int
 static void tuning_read(const char *path)
 {
     FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
+    char line[TUNING_LINE_MAX + 1];
     int ln = 0, warned = 0;
     if (!f) {
         if (opt.tuning_given)
@@ -261,7 +254,7 @@ static void tuning_read(const char *path)
         return;
     }
     int long_line;
-    while (tuning_getline(&line, &cap, f, ln == 0, &long_line) >= 0) {
+    while (tuning_getline(line, f, ln == 0, &long_line) >= 0) {
         ln++;
         if (ln == 1) {
             const size_t hl = strlen(TUNING_HEAD);
@@ -301,7 +294,6 @@ static void tuning_read(const char *path)
     if (ferror(f))
         fprintf(stderr, "wprun: warning: read error on the tuning file %s: %s (auto takes its defaults where it "
                         "has no line)\n", path, strerror(errno));
-    free(line);
     fclose(f);
 }
 
@@ -827,13 +819,13 @@ static const char *const takes[] = {"--bundle", "--synth", "--match", "--tuning"
 /* eq_value[i]: word i of split_eq's argv was the VALUE of a --name=VALUE. */
 static unsigned char *eq_value;
 
-/* Whether a is an option of takes. */
-static int takes_value(const char *a)
+/* The option of takes that is the first len bytes of a, or NULL. */
+static const char *value_option(const char *a, size_t len)
 {
     for (size_t k = 0; k < sizeof takes / sizeof *takes; k++)
-        if (!strcmp(a, takes[k]))
-            return 1;
-    return 0;
+        if (strlen(takes[k]) == len && !strncmp(a, takes[k], len))
+            return takes[k];
+    return NULL;
 }
 
 /* GNU style "--name=value" for the options that take a value: argv with each
@@ -848,13 +840,11 @@ static char **split_eq(int *argc, char **argv)
     int n = 0;
     for (int i = 0; i < *argc; i++) {
         const char *eq = i > 0 ? strchr(argv[i], '=') : NULL;
-        size_t k = 0, len = eq ? (size_t)(eq - argv[i]) : 0;
-        while (eq && k < sizeof takes / sizeof *takes && (strlen(takes[k]) != len || strncmp(argv[i], takes[k], len)))
-            k++;
-        if (eq && k < sizeof takes / sizeof *takes) {
+        const char *name = eq ? value_option(argv[i], (size_t)(eq - argv[i])) : NULL;
+        if (name) {
             if (!eq[1])   /* --bundle= opened "" (": No such file or directory"), --match= matched all */
-                die(WR_EXIT_USAGE, "%s: needs a value (see --help)", takes[k]);
-            av[n++] = (char *)takes[k];
+                die(WR_EXIT_USAGE, "%s: needs a value (see --help)", name);
+            av[n++] = (char *)name;
             eq_value[n] = 1;
             av[n++] = (char *)eq + 1;
         } else {
@@ -892,8 +882,7 @@ int main(int argc, char **argv)
             opt.tune = 1;
         } else if (!strcmp(a, "--graph")) {
             opt.graph = 1;
-        } else if (v && takes_value(a) && !eq_value[i + 1] && v[0] == '-' && v[1] && !isdigit((unsigned char)v[1]) &&
-                   v[1] != '.') {
+        } else if (v && value_option(a, strlen(a)) && !eq_value[i + 1] && wp_cli_is_option(v)) {
             /* an option word where the value belongs (--bundle --cpu opened a file named --cpu):
                a missing value, as wpack(7) says; "-1" is a number, --name=VALUE takes it as given */
             static char msg[600];
