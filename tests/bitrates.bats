@@ -81,6 +81,25 @@ load helpers
     [ -z "$(ls -A "$BATS_TEST_TMPDIR/tmp")" ]
 }
 
+@test "bitcheck: a tolerance of 0 (no rise at all) is taken as 0.0 is" {
+    # "0" was "expected a fraction below 1" while "0.0" passed (a new user's trial)
+    cd "$BATS_TEST_TMPDIR"
+    printf 'm\tQ8_0\t8.5878\n' > base.tsv
+    printf 'm\tQ8_0\t8.5879\n' > rise.tsv
+    for t in 0 0.0; do
+        run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv base.tsv "$t"
+        [ "$status" -eq 0 ]
+        [ "$stderr" = "$(printf '# m\tQ8_0: 8.5878 b/w (baseline 8.5878)')" ]
+        run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv "$t"
+        [ "$status" -eq 1 ]
+        [ "$output" = "$(printf 'm\tQ8_0: 8.5879 b/w, more than 0 %% above the baseline 8.5878 (at most 8.5878)')" ]
+    done
+    for t in 00 0. -0; do
+        run "$ROOT/pipelines/bitcheck" base.tsv base.tsv "$t"
+        [ "$status" -eq 2 ]
+    done
+}
+
 @test "bitcheck: - (one of the two) is standard input, and a pipe such as /dev/stdin is read" {
     # both were refused: "bitcheck: -: not a readable file" (a new user's trial)
     cd "$BATS_TEST_TMPDIR"
