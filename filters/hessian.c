@@ -142,6 +142,8 @@ struct hstate {
      * largest index the pass collects, ends the graph (the callback returns
      * false, and ggml_backend_sched_compute_splits stops). */
     int next;          /* discovery: the index the order expects next */
+    char quant[GGML_MAX_NAME + 8];   /* discovery: the first weight not F32/F16/BF16 */
+    enum ggml_type quant_type;
     int in_order;      /* discovery found the one-order-a-graph form */
     int stop_at;       /* the pass's last collected index; -1: run it all */
     int64_t asks;      /* nodes the scheduler offered (ask calls) */
@@ -291,6 +293,10 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
             w->layer = layer_of(name);
             w->lead = s->n - 1;
             w->in = b;
+            if (!s->quant[0] && a->type != GGML_TYPE_F32 && a->type != GGML_TYPE_F16 && a->type != GGML_TYPE_BF16) {
+                snprintf(s->quant, sizeof s->quant, "%s", name);
+                s->quant_type = a->type;
+            }
             snprintf(w->in_name, sizeof w->in_name, "%s", b->name);
             for (int k = 0; t->op == GGML_OP_MUL_MAT && k < s->n - 1; k++) {
                 struct hw *v = &s->w[k];
@@ -663,6 +669,9 @@ int main(int argc, char **argv)
             n_pass = plan_passes(&st, &max_mem, default_mem, share);
             if (n_pass == 0)
                 wp_die("%s: no matrix multiplication on a model weight was seen", model_path);
+            if (st.quant[0])   /* gptq needs the unquantized model; its Hessians should be that model's */
+                wp_warn("%s: %s is %s: these are the Hessians of a quantized model (calibrate the F32/F16/BF16 "
+                        "model you quantize)", model_path, st.quant, wp_ggml_type_name((uint32_t)st.quant_type));
             uint64_t total = 0;
             int n_rec = 0;
             for (int i = 0; i < st.n; i++) {

@@ -217,6 +217,22 @@ close() {
     [ "$(echo "$output" | grep -c '^ *ctx=128$')" -eq 36 ]
 }
 
+@test "a quantized model: one warning naming a quantized weight and its type; F32 and F16 none" {
+    # hessian(1) says to calibrate the unquantized model; a Q8_0 GGUF ran without a word
+    local L="$BATS_TEST_TMPDIR"
+    "$BIN/ggufcat" "$M32" | "$BIN/gptq" --rtn --ftype Q8_0 2>/dev/null | "$BIN/ggufpack" > "$L/q8.gguf"
+    run --separate-stderr "$H" --threads 1 --model "$L/q8.gguf" --text "$CAL" --ctx 128 --chunks 1 -o "$L/q8.hess"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$stderr" | grep -c warning)" -eq 1 ]
+    echo "$stderr" | grep -qx "hessian: warning: $L/q8.gguf: blk.0.attn_q.weight is Q8_0: these are the Hessians of a quantized model (calibrate the F32/F16/BF16 model you quantize)"
+    [ -s "$L/q8.hess" ]
+    for m in "$M32" "$MODELS/stories260K-f16.gguf"; do
+        run --separate-stderr "$H" --threads 1 --model "$m" --text "$CAL" --ctx 128 --chunks 1 -o "$L/f.hess"
+        [ "$status" -eq 0 ]
+        [ "$(echo "$stderr" | grep -c warning)" -eq 0 ]
+    done
+}
+
 @test "--text - reads standard input: the file's records, text_hash = XXH64 of the bytes read" {
     # it said "hessian: -: No such file or directory" (wpack(7): - alone is standard input)
     local L="$BATS_TEST_TMPDIR" t hash
