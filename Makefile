@@ -178,7 +178,8 @@ endif
 install: all $(INSTALL_LLAMA)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
 	  $(DESTDIR)$(PREFIX)/include/wpack $(DESTDIR)$(PREFIX)/share/man/man1 \
-	  $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7
+	  $(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	  $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 755 $(BINS) $(wildcard bin/wprun) $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(INSTALL_PIPES:%=pipelines/%) $(DESTDIR)$(PREFIX)/bin/
 	$(if $(INSTALL_LLAMA),install -m 755 $(INSTALL_LLAMA) $(DESTDIR)$(PREFIX)/bin/)
@@ -187,6 +188,7 @@ install: all $(INSTALL_LLAMA)
 	if [ -n "$(INSTALL_REF)" ]; then install -d $(DESTDIR)$(PREFIX)/lib/wpack && \
 	  cp -P $(REF_LIB)/*.so* $(DESTDIR)$(PREFIX)/lib/wpack/; fi
 	install -m 644 $(wildcard man/man1/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(wildcard man/man3/*.3) $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 644 $(wildcard man/man5/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 $(wildcard man/man7/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS)|' lib/wpack.pc.in \
@@ -199,7 +201,7 @@ uninstall:
 	  $(INSTALL_PIPES:%=$(DESTDIR)$(PREFIX)/bin/%) $(DESTDIR)$(PREFIX)/lib/libwpack.a \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/wpack.pc \
 	  $(patsubst lib/%,$(DESTDIR)$(PREFIX)/include/wpack/%,$(wildcard lib/*.h)) \
-	  $(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/%,$(wildcard man/man1/*.1 man/man5/*.5 man/man7/*.7))
+	  $(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/%,$(wildcard man/man1/*.1 man/man3/*.3 man/man5/*.5 man/man7/*.7))
 	rm -f $(DESTDIR)$(PREFIX)/lib/wpack/*.so*
 	for d in $(DESTDIR)$(PREFIX)/include/wpack $(DESTDIR)$(PREFIX)/lib/wpack; do \
 	  [ ! -d $$d ] || rmdir $$d; done

@@ -63,6 +63,7 @@ C
     [ -f "$P/lib/libwpack.a" ]
     [ -f "$P/include/wpack/stream.h" ]
     [ -f "$P/share/man/man5/wpack-stream.5" ]
+    [ -f "$P/share/man/man3/libwpack.3" ]
     grep -qx "prefix=$P" "$P/lib/pkgconfig/wpack.pc"
 }
 
@@ -97,6 +98,29 @@ C
         echo "#include <wpack/$(basename "$h")>" | g++ -x c++ -fsyntax-only -I"$P/include" - ||
             { echo "$h"; false; }
     done
+}
+
+@test "libwpack(3) is installed, and its EXAMPLE builds with pkg-config and lists a stream's tensors" {
+    # there was no page for the library: a new user learned the reader from the header comments
+    export PKG_CONFIG_PATH="$P/lib/pkgconfig"
+    [ "$(MANPATH="$P/share/man" man -w libwpack)" = "$P/share/man/man3/libwpack.3" ]
+    # the first .EX block, roff escapes undone (\e is a backslash, \- a minus)
+    awk '/^\.EX/ { on = 1; next } /^\.EE/ { exit } on' "$P/share/man/man3/libwpack.3" |
+        sed -e 's/\\e/\\/g' -e 's/\\-/-/g' > "$T/names.c"
+    grep -q 'wp_reader_next' "$T/names.c"
+    cc -std=c11 -Wall -Werror -o "$T/names" "$T/names.c" $(pkg-config --cflags --libs wpack)
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$T/names" > "$T/out"
+    [ "$(wc -l < "$T/out")" -eq 48 ]
+    [ "$(head -1 "$T/out")" = "$(printf 'token_embd.weight\tF32\t64 x 512')" ]
+    grep -qx "$(printf 'blk.0.ffn_down.weight\tF32\t172 x 64')" "$T/out"
+    # and from a file, and a cut stream is one line on stderr with exit 1
+    "$BIN/ggufcat" -o "$T/m.wps" "$MODELS/stories260K-f16.gguf"
+    [ "$("$T/names" "$T/m.wps" | sed -n 2p)" = "$(printf 'output_norm.weight\tF32\t64 x 1')" ]
+    head -c 5000 "$T/m.wps" > "$T/cut.wps"
+    run --separate-stderr "$T/names" "$T/cut.wps"
+    [ "$status" -eq 1 ]
+    [ "$(echo "$stderr" | wc -l)" -eq 1 ]
+    [[ "$stderr" == "$T/cut.wps: "* ]]
 }
 
 @test "installed bitcheck, lazyweights and unweight: the CI gate from PREFIX alone, with man pages" {
