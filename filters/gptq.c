@@ -643,13 +643,19 @@ int main(int argc, char **argv)
         if (!have_imat)
             wp_die("%s", err);
         /* any non-finite importance refuses the whole file, as llama_model_quantize_impl
-           does (gptq checked only the entries it used, when it used them) */
+           does (gptq checked only the entries it used, when it used them); so does a negative
+           one, which no llama-imatrix writes (a mean of squared activations): llama-quantize
+           takes it, and a few negative columns turn its scale search into garbage blocks */
         for (int i = 0; i < imatrix.n; i++) {
             const wp_imatrix_entry *e = &imatrix.e[i];
-            for (int64_t j = 0; j < e->cols * e->n_mat; j++)
+            for (int64_t j = 0; j < e->cols * e->n_mat; j++) {
                 if (!isfinite(e->importance[j]))
                     wp_die("%s: imatrix entry %s has a non-finite importance (%g at %lld): llama-quantize refuses "
                            "such a file", imat_path, e->name, (double)e->importance[j], (long long)j);
+                if (e->importance[j] < 0.0f)
+                    wp_die("%s: imatrix entry %s has a negative importance (%g at %lld): importance is a mean of "
+                           "squared activations", imat_path, e->name, (double)e->importance[j], (long long)j);
+            }
         }
     }
     if (check) {

@@ -413,6 +413,46 @@ open('z.gguf', 'wb').write(h + b'\0' * (-len(h) % 32))"
     [ ! -e out.wts ]
 }
 
+@test "gptq --imatrix: a negative importance (imatrix.dat value, GGUF in_sum2 with a count) is one line naming the file, before any output" {
+    cd "$BATS_TEST_TMPDIR"
+    "$BIN/ggufcat" "$F32" > m.wts
+    # llama-quantize takes these, and a third of every matrix's columns at -1 made stories260K's
+    # Q4_0 perplexity 14757 (7.4 with them at +1): importance is a mean of squares, never < 0
+    python3 - <<'PY'
+import struct
+def s(b): return struct.pack('<Q', len(b)) + b
+vals = [-1.0 if j % 3 == 1 else 1.0 for j in range(64)]
+nm = b'blk.0.attn_q.weight'
+open('neg.dat', 'wb').write(struct.pack('<ii', 1, len(nm)) + nm + struct.pack('<ii', 10, 64)
+                            + struct.pack('<64f', *vals))
+def gguf(path, count):
+    kv = [s(b'imatrix.datasets') + struct.pack('<IIQ', 9, 8, 1) + s(b'calib.txt'),
+          s(b'imatrix.chunk_count') + struct.pack('<II', 4, 10),
+          s(b'imatrix.chunk_size') + struct.pack('<II', 4, 512)]
+    t = [(nm + b'.in_sum2', 64, struct.pack('<64f', *vals)), (nm + b'.counts', 1, struct.pack('<f', count))]
+    head = b'GGUF' + struct.pack('<IQQ', 3, len(t), len(kv)) + b''.join(kv)
+    off, data = 0, b''
+    for name, n, d in t:
+        head += s(name) + struct.pack('<IQQIQ', 2, n, 1, 0, off)
+        d += bytes(-len(d) % 32)
+        data += d
+        off += len(d)
+    open(path, 'wb').write(head + bytes(-len(head) % 32) + data)
+gguf('neg.gguf', 10.0)
+gguf('neg-count0.gguf', 0.0)
+PY
+    for a in "--type F16 -o out.wts m.wts" "--ftype Q4_0 -o out.wts m.wts" "--check --ftype Q4_0 $F32"; do
+        run "$BIN/gptq" --rtn --imatrix neg.dat $a
+        one_line_error '^gptq: neg\.dat: imatrix entry blk\.0\.attn_q\.weight has a negative importance \(-0\.1 at 1\): importance is a mean of squared activations$'
+        run "$BIN/gptq" --rtn --imatrix neg.gguf $a
+        one_line_error '^gptq: neg\.gguf: imatrix entry blk\.0\.attn_q\.weight has a negative importance \(-0\.1 at 1\): importance is a mean of squared activations$'
+    done
+    [ ! -e out.wts ]
+    # a count of 0 makes the importance 1 whatever the sums hold, as llama-quantize: taken
+    "$BIN/gptq" --rtn --imatrix neg-count0.gguf --ftype Q4_0 --quiet -o out.wts m.wts
+    [ -s out.wts ]
+}
+
 @test "gptq: a --hessian file without Hessians and an unwritable -o fail before any work" {
     "$BIN/ggufcat" "$MODELS/stories260K-f16.gguf" > "$BATS_TEST_TMPDIR/f16.wts"
     run "$BIN/gptq" --type Q8_0 --hessian "$BATS_TEST_TMPDIR/f16.wts" "$BATS_TEST_TMPDIR/f16.wts"
