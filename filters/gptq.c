@@ -227,6 +227,12 @@ static double *hessian_get(const char *name, int64_t cols)
                 wp_die("%s: tensor %s: non-finite Hessian entry at (%lld, %lld)", hpath, name, (long long)(k / n),
                        (long long)(k % n));
         }
+        /* a diagonal entry of X^T X is a sum of squares: a negative one is no Hessian (damping
+         * let a negated one through as a near-identity, and GPTQ ran on it without a word) */
+        for (int64_t k = 0; k < n; k++)
+            if (H[k * n + k] < 0)
+                wp_die("%s: tensor %s: negative Hessian diagonal entry %g at (%lld, %lld): X^T X has none", hpath,
+                       name, H[k * n + k], (long long)k, (long long)k);
         wp_record_free(&r);
         return H;
     }

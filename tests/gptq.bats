@@ -143,6 +143,22 @@ r.name = 'blk.0.attn_q.weight'"
     [ "$n" -gt 300000 ]
 }
 
+@test "gptq: a negative diagonal entry in a Hessian is refused, naming the Hessian file and the tensor" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h.wts"
+    # H(0,0) of the first hessian record (F64) becomes -1, checksums resealed: damping let it through
+    # as a near-identity and GPTQ ran on it with exit 0
+    name=$("$BIN/tsinfo" "$T/h.wts" | awk '$1 == "hessian" { print $2; exit }')
+    read -r p len <<< "$(payload_of "$T/h.wts" "$name")"
+    [ "$len" -gt 8 ]
+    patch_bytes "$T/h.wts" "$p" '\x00\x00\x00\x00\x00\x00\xf0\xbf'
+    reseal "$T/h.wts"
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --hessian '$T/h.wts' --ftype Q4_0 -q -o '$T/g.wts'"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" =~ ^"gptq: $T/h.wts: tensor "[a-z0-9_.]+": negative Hessian diagonal entry -1 at (0, 0): X^T X has none"$ ]] || { echo "$stderr"; false; }
+    [ ! -e "$T/g.wts" ]
+}
+
 @test "gptq: a NaN in a Hessian names the Hessian file and the tensor" {
     [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
     "$UNIT" --hessians "$T/h.wts"
