@@ -117,7 +117,17 @@ static int dropped_kv(const char *k)
 
 /* ---- Hessian file -------------------------------------------------------- */
 
-struct hmap { char *weight; uint64_t offset; };
+/* weight name -> its Hessian record: offset, and the header's name, shape,
+ * type and payload size (checked against the tensors before any output) */
+struct hmap {
+    char *weight;
+    uint64_t offset;
+    char *rec;
+    int64_t ne0, ne1;
+    uint32_t type;
+    uint64_t payload_len;
+    int named;   /* a weight the record names: in weights=, or the record's name without one */
+};
 static struct hmap *hm;
 static size_t n_hm;
 static FILE *hfile;
@@ -127,20 +137,25 @@ static const char *hpath;
  * mapped to another record dies (the first would win silently: a hand-edited
  * weights= gave blk.1.attn_k layer 0's Hessian), the same record again (its
  * name also in its weights=) is skipped. */
-static void hmap_add(const char *w, size_t len, uint64_t off)
+static void hmap_add(const char *w, size_t len, const wp_record *r, int named)
 {
+    const uint64_t off = r->offset;
     for (size_t i = 0; i < n_hm; i++)
         if (strlen(hm[i].weight) == len && memcmp(hm[i].weight, w, len) == 0) {
-            if (hm[i].offset == off)
+            if (hm[i].offset == off) {
+                hm[i].named |= named;
                 return;
+            }
             wp_die("%s: weight %s has two Hessian records (at offsets %llu and %llu)", hpath, hm[i].weight,
                    (unsigned long long)hm[i].offset, (unsigned long long)off);
         }
     hm = realloc(hm, (n_hm + 1) * sizeof *hm);
     if (!hm)
         wp_die("out of memory");
-    hm[n_hm].weight = strndup(w, len);
-    hm[n_hm].offset = off;
+    hm[n_hm] = (struct hmap){strndup(w, len), off, strdup(r->name), r->ne[0], r->ne[1], r->type, r->payload_len,
+                             named};
+    if (!hm[n_hm].weight || !hm[n_hm].rec)
+        wp_die("out of memory");
     n_hm++;
 }
 
@@ -168,14 +183,14 @@ static void hessian_open(const char *path)
     while ((k = wp_reader_next_header(rd, &r)) > 0) {
         if (r.kind != WP_REC_HESSIAN)
             continue;
-        hmap_add(r.name, strlen(r.name), r.offset);
         size_t len;
         const char *v = wp_attr_find(&r, "weights", &len);
+        hmap_add(r.name, strlen(r.name), &r, !v);
         while (v && len) {
             size_t l = 0;
             while (l < len && v[l] != ',') l++;
             if (l)
-                hmap_add(v, l, r.offset);
+                hmap_add(v, l, &r, 1);
             v += l + (l < len);
             len -= l + (l < len);
         }
@@ -188,55 +203,71 @@ static void hessian_open(const char *path)
     wp_record_free(&r);
 }
 
+/* Dies unless Hessian record `rec` (shape ne0 × ne1, stream type, payload
+ * bytes) fits tensor `name` of `cols` columns: cols × cols, F64 or F32. */
+static void hessian_fits(const char *rec, int64_t ne0, int64_t ne1, uint32_t type, uint64_t payload_len,
+                         const char *name, int64_t cols)
+{
+    if (ne0 != cols || ne1 != cols)
+        wp_die("%s: Hessian '%s' is %lldx%lld, tensor %s has %lld columns", hpath, rec, (long long)ne0,
+               (long long)ne1, name, (long long)cols);
+    size_t es = type == WP_F64 ? 8 : type == WP_F32 ? 4 : 0;
+    if (!es || payload_len != (uint64_t)(cols * cols) * es)
+        wp_die("%s: Hessian '%s': type must be F64 or F32 with %lld values", hpath, rec, (long long)(cols * cols));
+}
+
+/* The Hessian record that weight `name` maps to, or NULL. */
+static const struct hmap *hessian_of(const char *name)
+{
+    for (size_t i = 0; i < n_hm; i++)
+        if (!strcmp(hm[i].weight, name))
+            return &hm[i];
+    return NULL;
+}
+
 /* The Hessian of weight `name` (cols × cols doubles, malloc'd) or NULL. */
 static double *hessian_get(const char *name, int64_t cols)
 {
-    for (size_t i = 0; i < n_hm; i++) {
-        if (strcmp(hm[i].weight, name))
-            continue;
-        char err[1024];
-        wp_record r;
-        wp_record_init(&r);
-        if (wp_record_read_at(hfile, hpath, hm[i].offset, &r, err, sizeof err))
-            wp_die("%s", err);
-        const int64_t n = r.ne[0];
-        if (n != cols || r.ne[1] != cols)
-            wp_die("%s: Hessian '%s' is %lldx%lld, tensor %s has %lld columns", hpath, r.name,
-                   (long long)r.ne[0], (long long)r.ne[1], name, (long long)cols);
-        size_t es = r.type == WP_F64 ? 8 : r.type == WP_F32 ? 4 : 0;
-        if (!es || r.payload_len != (uint64_t)(n * n) * es)
-            wp_die("%s: Hessian '%s': type must be F64 or F32 with %lld values", hpath, r.name, (long long)(n * n));
-        /* H is the record's own payload (malloc'd, so aligned for doubles):
-         * a copy beside it doubled the peak (2 x 969 MB for an 11008-wide
-         * ffn_down). F32 values widen in place, from the last down: value k
-         * lands at 8k, at or past the 4k it is read from and the still unread
-         * values below it. */
-        if (es == 4 && !wp_record_alloc(&r, (uint64_t)(n * n) * 8))
-            wp_die("out of memory (Hessian %lldx%lld)", (long long)n, (long long)n);
-        double *H = (double *)(void *)r.payload;
-        if (es == 4)
-            for (int64_t k = n * n - 1; k >= 0; k--) {
-                float f;
-                memcpy(&f, r.payload + 4 * k, 4);
-                H[k] = f;
-            }
-        r.payload = NULL;
-        r.payload_len = r.payload_cap = 0;
-        for (int64_t k = 0; k < n * n; k++) {
-            if (!isfinite(H[k]))   /* said here, where the file is known */
-                wp_die("%s: tensor %s: non-finite Hessian entry at (%lld, %lld)", hpath, name, (long long)(k / n),
-                       (long long)(k % n));
+    const struct hmap *h = hessian_of(name);
+    if (!h)
+        return NULL;
+    char err[1024];
+    wp_record r;
+    wp_record_init(&r);
+    if (wp_record_read_at(hfile, hpath, h->offset, &r, err, sizeof err))
+        wp_die("%s", err);
+    const int64_t n = r.ne[0];
+    hessian_fits(r.name, r.ne[0], r.ne[1], r.type, r.payload_len, name, cols);
+    const size_t es = r.type == WP_F64 ? 8 : 4;
+    /* H is the record's own payload (malloc'd, so aligned for doubles):
+     * a copy beside it doubled the peak (2 x 969 MB for an 11008-wide
+     * ffn_down). F32 values widen in place, from the last down: value k
+     * lands at 8k, at or past the 4k it is read from and the still unread
+     * values below it. */
+    if (es == 4 && !wp_record_alloc(&r, (uint64_t)(n * n) * 8))
+        wp_die("out of memory (Hessian %lldx%lld)", (long long)n, (long long)n);
+    double *H = (double *)(void *)r.payload;
+    if (es == 4)
+        for (int64_t k = n * n - 1; k >= 0; k--) {
+            float f;
+            memcpy(&f, r.payload + 4 * k, 4);
+            H[k] = f;
         }
-        /* a diagonal entry of X^T X is a sum of squares: a negative one is no Hessian (damping
-         * let a negated one through as a near-identity, and GPTQ ran on it without a word) */
-        for (int64_t k = 0; k < n; k++)
-            if (H[k * n + k] < 0)
-                wp_die("%s: tensor %s: negative Hessian diagonal entry %g at (%lld, %lld): X^T X has none", hpath,
-                       name, H[k * n + k], (long long)k, (long long)k);
-        wp_record_free(&r);
-        return H;
+    r.payload = NULL;
+    r.payload_len = r.payload_cap = 0;
+    for (int64_t k = 0; k < n * n; k++) {
+        if (!isfinite(H[k]))   /* said here, where the file is known */
+            wp_die("%s: tensor %s: non-finite Hessian entry at (%lld, %lld)", hpath, name, (long long)(k / n),
+                   (long long)(k % n));
     }
-    return NULL;
+    /* a diagonal entry of X^T X is a sum of squares: a negative one is no Hessian (damping
+     * let a negated one through as a near-identity, and GPTQ ran on it without a word) */
+    for (int64_t k = 0; k < n; k++)
+        if (H[k * n + k] < 0)
+            wp_die("%s: tensor %s: negative Hessian diagonal entry %g at (%lld, %lld): X^T X has none", hpath,
+                   name, H[k * n + k], (long long)k, (long long)k);
+    wp_record_free(&r);
+    return H;
 }
 
 /* ---- imatrix (llama-imatrix's GGUF or imatrix.dat, read by lib/imatrix.c) */
@@ -461,10 +492,17 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
             nel *= tl[i].ne[d];
         if (nel == 0)   /* (rows = n / ne0 divided by zero: SIGFPE) */
             wp_die("%s: tensor %s: a dimension is 0: no weights to quantize", src, tl[i].name);
+        const int64_t n_mat = tl[i].n_dims >= 3 ? nel / (tl[i].ne[0] * tl[i].ne[1]) : 1;
+        if (hpath && !is_float((uint32_t)ch.type) && n_mat == 1) {
+            /* its Hessian's shape and type, from the record's header: a misfit stopped the
+               run at its tensor, the output half written (the tensor loop reads the same) */
+            const struct hmap *h = hessian_of(tl[i].name);
+            if (h)
+                hessian_fits(h->rec, h->ne0, h->ne1, h->type, h->payload_len, tl[i].name, tl[i].ne[0]);
+        }
         if (have_imat && !is_float((uint32_t)ch.type)) {
             /* the imatrix against the plan, before any output (a misfit stopped the run at its
                tensor, a stream already half written; --check passed it) */
-            const int64_t n_mat = tl[i].n_dims >= 3 ? nel / (tl[i].ne[0] * tl[i].ne[1]) : 1;
             if (!imatrix_entry(tl[i].name, tl[i].ne[0], n_mat, 1) && ch.requires_imatrix &&
                 !wp_imatrix_find(&imatrix, tl[i].name))
                 wp_die("%s: no entry for tensor %s, which type %s needs (llama-quantize: missing importance "
@@ -472,6 +510,23 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
                        wp_ggml_type_name((uint32_t)ch.type));
         }
     }
+    /* Hessians for weights the model lacks: another model's file (another architecture's
+       names) ran the whole model by RTN without a word */
+    size_t unused = 0, first = 0, named = 0;
+    for (size_t k = 0; k < n_hm; k++) {
+        if (!hm[k].named)   /* a shared record's own name, such as blk.0.attn_in */
+            continue;
+        named++;
+        size_t i = 0;
+        while (i < n_t && strcmp(tl[i].name, hm[k].weight))
+            i++;
+        if (i == n_t && !unused++)
+            first = k;
+    }
+    if (unused)
+        wp_warn("%s: %zu of the %zu weights it names are not in %s (the first: %s): is it another model's "
+                "Hessian file? A tensor without a Hessian is quantized by RTN", hpath, unused, named, src,
+                hm[first].weight);
 }
 
 /* gptq --check with an input: the model's metadata and tensor shapes (a GGUF file read

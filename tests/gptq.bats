@@ -159,6 +159,46 @@ r.name = 'blk.0.attn_q.weight'"
     [ ! -e "$T/g.wts" ]
 }
 
+@test "gptq --hessian: a Hessian whose shape misfits its tensor is refused before any output, in --check too" {
+    # it was refused when gptq reached the tensor, the records before it already written
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h.wts"
+    stream_edit "$T/h.wts" "$T/d.wts" "r = [r for r in recs if r.name == 'blk.0.attn_in'][0]
+r.ne = [32, 32, 1, 1]
+r.payload = r.payload[:32 * 32 * 8]"
+    local want="gptq: $T/d.wts: Hessian 'blk.0.attn_in' is 32x32, tensor blk.0.attn_q.weight has 64 columns"
+    "$BIN/ggufcat" "$F32" > "$T/m.wps"
+    run --separate-stderr sh -c "'$BIN/gptq' --hessian '$T/d.wts' --ftype Q8_0 -q < '$T/m.wps' | wc -c"
+    [ "$output" = 0 ]
+    [ "$stderr" = "$want" ] || { echo "$stderr"; false; }
+    run --separate-stderr "$BIN/gptq" --check --hessian "$T/d.wts" --ftype Q8_0 "$F32"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "$want" ]
+    # a type gptq keeps as floats reads no Hessian: nothing to refuse
+    "$BIN/gptq" --check --hessian "$T/d.wts" --ftype F16 "$F32"
+}
+
+@test "gptq --hessian: weights a Hessian file names that the model lacks give one warning (another model's file ran by RTN without a word)" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h.wts"
+    # another architecture's names for q: 5 of the 25 weights the records name
+    stream_edit "$T/h.wts" "$T/o.wts" "for r in recs: r.attrs['weights'] = r.attrs['weights'].replace('attn_q.', 'attn_qkv.')"
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --hessian '$T/o.wts' --ftype Q8_0 -o '$T/g.wts'"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$stderr" | grep -c "warning: $T/o.wts")" -eq 1 ]
+    echo "$stderr" | grep -qxF "gptq: warning: $T/o.wts: 5 of the 25 weights it names are not in stdin (the first: blk.0.attn_qkv.weight): is it another model's Hessian file? A tensor without a Hessian is quantized by RTN"
+    echo "$stderr" | grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (rtn)'
+    echo "$stderr" | grep -q 'blk.0.attn_k.weight  *F32 -> Q8_0 (gptq)'
+    # the same from --check, naming the file; the right names (shared records named blk.N.attn_in) warn of nothing
+    run --separate-stderr "$BIN/gptq" --check --hessian "$T/o.wts" --ftype Q8_0 "$F32"
+    [ "$status" -eq 0 ]
+    echo "$stderr" | grep -qF "gptq: warning: $T/o.wts: 5 of the 25 weights it names are not in $F32 (the first: "
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --hessian '$T/h.wts' --ftype Q8_0 > /dev/null"
+    [ "$status" -eq 0 ]
+    ! echo "$stderr" | grep -q "warning: $T/h.wts"
+    echo "$stderr" | grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq)'
+}
+
 @test "gptq: a NaN in a Hessian names the Hessian file and the tensor" {
     [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
     "$UNIT" --hessians "$T/h.wts"
