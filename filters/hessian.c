@@ -596,8 +596,8 @@ int main(int argc, char **argv)
     free(text);
     const int n_ctx = (int)ctx_arg;
     if (n_tokens < n_ctx)
-        wp_die("%s: tokenizes to only %d tokens; --ctx %d needs at least %d (one chunk)", text_name, n_tokens,
-               n_ctx, n_ctx);
+        wp_die("%s: tokenizes to only %d token%s; --ctx %d needs at least %d (one chunk)", text_name, n_tokens,
+               n_tokens == 1 ? "" : "s", n_ctx, n_ctx);
     const int n_chunk_max = n_tokens / n_ctx;
     const int n_chunk = chunks_arg < 0 ? n_chunk_max : (int)(chunks_arg < n_chunk_max ? chunks_arg : n_chunk_max);
 

@@ -66,21 +66,6 @@ _Noreturn static void die(const char *what, const char *why)
     wp_die("%s: %s", what, why);
 }
 
-/* Parse a decimal integer option value in [lo, hi]; exits with a one-line
- * error naming the option otherwise. */
-static long int_arg(const char *opt, const char *s, long lo, long hi)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end || errno || v < lo || v > hi) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "must be an integer from %ld to %ld", lo, hi);
-        die(opt, msg);
-    }
-    return v;
-}
-
 /* Seconds since an arbitrary start (monotonic clock). */
 static double now_s(void)
 {
@@ -263,13 +248,13 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--text"))
             text_path = v;
         else if (!strcmp(a, "--ctx"))
-            ctx_arg = int_arg(a, v, 4, 1 << 20), ctx_given = 1;
+            ctx_arg = wp_arg_int(a, v, 4, 1 << 20), ctx_given = 1;
         else if (!strcmp(a, "--chunks"))
-            chunks_arg = int_arg(a, v, 1, INT32_MAX);
+            chunks_arg = wp_arg_int(a, v, 1, INT32_MAX);
         else if (!strcmp(a, "--threads"))
-            threads = int_arg(a, v, 1, 512);
+            threads = wp_arg_int(a, v, 1, 512);
         else if (!strcmp(a, "--batch"))
-            batch_arg = int_arg(a, v, 1, 1 << 20);
+            batch_arg = wp_arg_int(a, v, 1, 1 << 20);
         else if (!strcmp(a, "--kl-base"))
             kl_path = v;
         else
@@ -397,8 +382,8 @@ int main(int argc, char **argv)
     }
     if (!kl_path && n_tokens < 2 * n_ctx) {
         char msg[160];
-        snprintf(msg, sizeof msg, "tokenizes to only %d tokens; --ctx %d needs at least %d (2 x ctx)", n_tokens, n_ctx,
-                 2 * n_ctx);
+        snprintf(msg, sizeof msg, "tokenizes to only %d token%s; --ctx %d needs at least %d (2 x ctx)", n_tokens,
+                 n_tokens == 1 ? "" : "s", n_ctx, 2 * n_ctx);
         die(text_name, msg);
     }
 

@@ -250,7 +250,7 @@ close() {
     ! cmp -s "$L/a.pipe.hess" "$L/b.pipe.hess"
     run --separate-stderr bash -c "'$H' --threads 1 --model '$M32' --text - --ctx 128 -o '$L/e.hess' < /dev/null"
     [ "$status" -eq 1 ]
-    [ "$stderr" = "hessian: stdin: tokenizes to only 1 tokens; --ctx 128 needs at least 128 (one chunk)" ]
+    [ "$stderr" = "hessian: stdin: tokenizes to only 1 token; --ctx 128 needs at least 128 (one chunk)" ]
     [ ! -e "$L/e.hess" ]
 }
 
@@ -267,7 +267,7 @@ bad() {  # expected-substring args...
 
 @test "bad input: empty and too-short text" {
     : > "$BATS_TEST_TMPDIR/empty.txt"
-    bad "empty.txt: tokenizes to only 1 tokens" --model "$M32" --text "$BATS_TEST_TMPDIR/empty.txt"
+    bad "empty.txt: tokenizes to only 1 token" --model "$M32" --text "$BATS_TEST_TMPDIR/empty.txt"
     head -c 400 "$CAL" > "$BATS_TEST_TMPDIR/short.txt"
     bad "short.txt: tokenizes to only" --model "$M32" --text "$BATS_TEST_TMPDIR/short.txt"
 }

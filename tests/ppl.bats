@@ -158,7 +158,7 @@ same_ppl() {
     [ "$output" = "$(ours s16 --model "$M/stories260K-f16.gguf" --text "$SAMPLE")" ]
     run --separate-stderr bash -c "'$PPL' --threads 1 --model '$M/stories260K-f16.gguf' --text - < /dev/null"
     [ "$status" -eq 1 ]
-    [ "$stderr" = "ppl: stdin: tokenizes to only 1 tokens; --ctx 512 needs at least 1024 (2 x ctx)" ]
+    [ "$stderr" = "ppl: stdin: tokenizes to only 1 token; --ctx 512 needs at least 1024 (2 x ctx)" ]
 }
 
 # ---- perplexity: live comparison with llama-perplexity
@@ -292,7 +292,7 @@ bad() {  # expected-substring args...
 
 @test "bad input: empty text" {
     : > "$BATS_TEST_TMPDIR/empty.txt"
-    bad "empty.txt: tokenizes to only 1 tokens" --model "$M/stories260K-f32.gguf" --text "$BATS_TEST_TMPDIR/empty.txt"
+    bad "empty.txt: tokenizes to only 1 token" --model "$M/stories260K-f32.gguf" --text "$BATS_TEST_TMPDIR/empty.txt"
 }
 
 @test "bad input: text shorter than two chunks" {
@@ -411,8 +411,8 @@ dup_vocab() {
     bad "--bogus: unknown option" --bogus
     # it said ": No such file or directory"
     bad "--model: needs a value" --model= --text "$SAMPLE"
-    bad "--ctx: must be an integer" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --ctx 2
-    bad "--chunks: must be an integer" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --chunks x
+    bad "--ctx: expected an integer from 4 to 1048576, got '2'" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --ctx 2
+    bad "--chunks: expected an integer from 1 to 2147483647, got 'x'" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --chunks x
     bad "nodir/x.logits: cannot create: No such file" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" \
         --save-logits "$BATS_TEST_TMPDIR/nodir/x.logits"
     [ ! -e "$BATS_TEST_TMPDIR/nodir" ]
