@@ -225,7 +225,8 @@ static const struct hmap *hessian_of(const char *name)
     return NULL;
 }
 
-/* The Hessian of weight `name` (cols × cols doubles, malloc'd) or NULL. */
+/* The Hessian of weight `name` (cols × cols doubles, malloc'd), or NULL:
+ * none, or a zero one (with a warning; its tensor is quantized by RTN). */
 static double *hessian_get(const char *name, int64_t cols)
 {
     const struct hmap *h = hessian_of(name);
@@ -267,6 +268,15 @@ static double *hessian_get(const char *name, int64_t cols)
             wp_die("%s: tensor %s: negative Hessian diagonal entry %g at (%lld, %lld): X^T X has none", hpath,
                    name, H[k * n + k], (long long)k, (long long)k);
     wp_record_free(&r);
+    /* a zero H: every column dead, and GPTQ (gptq.py's rule) would zero the whole matrix */
+    int64_t k = 0;
+    while (k < n * n && H[k] == 0)
+        k++;
+    if (k == n * n) {
+        wp_warn("%s: tensor %s: the Hessian is zero (no calibration token reached it): RTN instead", hpath, name);
+        free(H);
+        return NULL;
+    }
     return H;
 }
 

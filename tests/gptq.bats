@@ -199,6 +199,27 @@ r.payload = r.payload[:32 * 32 * 8]"
     echo "$stderr" | grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq)'
 }
 
+@test "gptq: a zero Hessian (no calibration token reached the weight) is RTN with a warning, not a zeroed matrix" {
+    # every column counted dead and GPTQ zeroed all of blk.0's q, k and v, exit 0
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h.wts"
+    stream_edit "$T/h.wts" "$T/z.wts" "r = [r for r in recs if r.name == 'blk.0.attn_in'][0]
+r.payload = bytearray(len(r.payload))"
+    "$BIN/ggufcat" "$F32" > "$T/m.wps"
+    run --separate-stderr "$BIN/gptq" --hessian "$T/z.wts" --ftype Q8_0 -o "$T/g.wts" "$T/m.wps"
+    [ "$status" -eq 0 ]
+    for w in q k v; do
+        echo "$stderr" | grep -qxF "gptq: warning: $T/z.wts: tensor blk.0.attn_$w.weight: the Hessian is zero (no calibration token reached it): RTN instead"
+        echo "$stderr" | grep -q "blk.0.attn_$w.weight  *F32 -> Q8_0 (rtn)"
+    done
+    [ "$(echo "$stderr" | grep -c 'the Hessian is zero')" -eq 3 ]
+    echo "$stderr" | grep -q 'blk.1.attn_q.weight  *F32 -> Q8_0 (gptq)'
+    # q's bytes are RTN's, not zeros
+    "$BIN/gptq" --rtn --ftype Q8_0 -q -o "$T/r.wts" "$T/m.wps"
+    "$BIN/ggufpack" -o "$T/g.gguf" "$T/g.wts" && "$BIN/ggufpack" -o "$T/r.gguf" "$T/r.wts"
+    [ "$("$BIN/tsinfo" -x "$T/g.gguf" | grep ' blk.0.attn_q.weight ')" = "$("$BIN/tsinfo" -x "$T/r.gguf" | grep ' blk.0.attn_q.weight ')" ]
+}
+
 @test "gptq: a NaN in a Hessian names the Hessian file and the tensor" {
     [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
     "$UNIT" --hessians "$T/h.wts"
