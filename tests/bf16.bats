@@ -112,3 +112,13 @@ stories260K-bf16-p16.report" ]
     cmp "$T/u/stories260K-bf16-p16.bundle" "$T/good.bundle"
     [ -z "$(ls -A "$T/u" | grep tmp)" ]
 }
+
+@test "pipelines/unweight: a MODEL or OUTDIR whose name starts with - is a file, not an option" {
+    # ggufcat and basename took -m.gguf for an option, mkdir -o (exit 1, "invalid option")
+    cd "$T"
+    cp "$MODELS/stories260K-bf16.gguf" ./-m.gguf
+    run "$ROOT/pipelines/unweight" -m.gguf -o
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [ "$(ls -A ./-o | tr '\n' ' ')" = "-m-p16.bundle -m-p16.report " ]
+    "$BIN/unbundle" ./-o/-m-p16.bundle | cmp - ./-m.gguf
+}

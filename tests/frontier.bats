@@ -419,3 +419,18 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     make "${b[@]}" MODEL="$m2" > /dev/null 2>&1
     [ "$(cksum < "$out/m-Q8_0_g0_lam0_c1.gguf")" != "$g1" ]
 }
+
+@test "lazyweights: a MODEL, OUTDIR or CALIB whose name starts with - is a file, not an option" {
+    # basename and ggufcat took -m.gguf for an option, mkdir -o (exit 1, "invalid option"),
+    # after the check had passed
+    cd "$BATS_TEST_TMPDIR"
+    cp "$F32" ./-m.gguf
+    head -c 20000 "$CALIB" > ./-c.txt
+    run "$ROOT/pipelines/lazyweights" -m.gguf Q8_0_g0_lam0_c1 -o
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    "$ROOT/bin/unbundle" ./-o/-m-Q8_0_g0_lam0_c1.bundle | cmp - ./-o/-m-Q8_0_g0_lam0_c1.gguf
+    HESSIAN_CHUNKS=1 run "$ROOT/pipelines/lazyweights" -m.gguf Q5_0_g0_lam0_c1 -o -c.txt
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [ "$(cat ./-o/-m--c-k1.hess.id)" = "model $BATS_TEST_TMPDIR/-m.gguf text $BATS_TEST_TMPDIR/-c.txt chunks 1" ]
+    [ "$(ls -A ./-o | tr '\n' ' ')" = "-m--c-k1.hess -m--c-k1.hess.id -m-Q5_0_g0_lam0_c1.bundle -m-Q5_0_g0_lam0_c1.gguf -m-Q5_0_g0_lam0_c1.report -m-Q8_0_g0_lam0_c1.bundle -m-Q8_0_g0_lam0_c1.gguf -m-Q8_0_g0_lam0_c1.report " ]
+}
