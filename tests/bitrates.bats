@@ -186,3 +186,19 @@ load helpers
     [ "$status" -eq 0 ]
     [ "$stderr" = '# a: 1.0 b/w (baseline 1.0)' ]
 }
+
+@test "bitrates: a report without verify's totals line stops it (exit 1), never a row with an empty b/w" {
+    # bpw's exit 1 was lost in printf's arguments: rows "stories260K-f32<TAB>Q8_0_g0_lam0_c1<TAB>"
+    # were printed and the run went on
+    bins="$BATS_TEST_TMPDIR/bins"
+    mkdir -p "$bins"
+    for p in ggufcat gptq ggufpack histogram huffbuild laneinterleave unbundle; do ln -s "$ROOT/bin/$p" "$bins/$p"; done
+    printf '#!/bin/sh\nexit 0\n' > "$bins/verify"            # no report lines
+    printf '#!/bin/sh\necho "hessian: fake" >&2; exit 1\n' > "$bins/hessian"   # (a later point fails fast)
+    chmod +x "$bins/verify" "$bins/hessian"
+    WPACK_BIN="$bins" run --separate-stderr "$ROOT/pipelines/bitrates" "$BATS_TEST_TMPDIR/br"
+    [ "$status" -eq 1 ]
+    [ "$output" = "" ]
+    [[ "$stderr" == *"bitrates: $BATS_TEST_TMPDIR/br/stories260K-f32-Q8_0_g0_lam0_c1.report: no 'GGUF … b/w, bundle … b/w' line from verify"* ]]
+    [[ "$stderr" != *"hessian: fake"* ]]
+}
