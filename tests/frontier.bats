@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Model builds as real make targets, and the rate-quality frontier
 # (pipelines/frontier) on a tiny grid of stories260K, with real values.
+bats_require_minimum_version 1.5.0
 load helpers
 
 REF="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}"
@@ -433,4 +434,27 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ "$status" -eq 0 ] || { echo "$output"; false; }
     [ "$(cat ./-o/-m--c-k1.hess.id)" = "model $BATS_TEST_TMPDIR/-m.gguf text $BATS_TEST_TMPDIR/-c.txt chunks 1" ]
     [ "$(ls -A ./-o | tr '\n' ' ')" = "-m--c-k1.hess -m--c-k1.hess.id -m-Q5_0_g0_lam0_c1.bundle -m-Q5_0_g0_lam0_c1.gguf -m-Q5_0_g0_lam0_c1.report -m-Q8_0_g0_lam0_c1.bundle -m-Q8_0_g0_lam0_c1.gguf -m-Q8_0_g0_lam0_c1.report " ]
+}
+
+@test "demo: a ppl that gives no PPL stops it with a line; a WPACK_DATA with a space in it runs" {
+    # the PPL column was left empty (ΔPPL -100 %), exit 0: ppl's status was lost in printf's
+    # arguments; the GPTQ point's text path was split at the space
+    d="$BATS_TEST_TMPDIR"
+    mkdir -p "$d/ref/bin"
+    printf '#!/bin/sh\nprintf junk > "$2"\n' > "$d/ref/bin/llama-quantize"
+    chmod +x "$d/ref/bin/llama-quantize"
+    REF_BUILD="$d/ref" DEMO_CHUNKS=1 OUT="$d/o1" run --separate-stderr "$ROOT/pipelines/demo"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "demo: bin/ppl --model $d/o1/llama-F16.gguf gave no PPL (run it without 2>/dev/null to see why)" ]
+    [ ! -e "$d/o1/stories260K-f32-Q8_0_g1_lam0_c1.5.gguf" ]
+    # llama-quantize's "files" are copies of the model, for speed
+    printf '#!/bin/sh\ncp "$1" "$2"\n' > "$d/ref/bin/llama-quantize"
+    ln -s "$DATA" "$d/data dir"
+    WPACK_DATA="$d/data dir" REF_BUILD="$d/ref" DEMO_CHUNKS=1 HESSIAN_CHUNKS=1 OUT="$d/o2" \
+        run --separate-stderr "$ROOT/pipelines/demo"
+    [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+    [ "$(cut -f1,2 "$d/o2/demo-points.tsv" | tr '\t\n' ', ')" = \
+      "llama.cpp,F16 llama.cpp,Q8_0 llama.cpp,Q5_0 llama.cpp,Q4_K_M wpack,Q8_0_g1_lam0_c1.5 wpack,Q5_0_g0_lam0_c1 " ]
+    awk -F'\t' '!($3 > 0 && $4 > 1) { exit 1 }' "$d/o2/demo-points.tsv"
+    [ -s "$d/o2/stories260K-f32-groups_merged-k1.hess" ]
 }
