@@ -458,3 +458,11 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     awk -F'\t' '!($3 > 0 && $4 > 1) { exit 1 }' "$d/o2/demo-points.tsv"
     [ -s "$d/o2/stories260K-f32-groups_merged-k1.hess" ]
 }
+
+@test "frontier: a fifth argument is the usage line (exit 2), before any file" {
+    # it was ignored: the sweep ran (minutes) as if it were not there
+    run --separate-stderr "$ROOT/pipelines/frontier" "$F32" "$EVAL" "$BATS_TEST_TMPDIR/f" "$CALIB" extra
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "usage: frontier MODEL.gguf EVAL.txt OUTDIR [CALIB.txt]" ]
+    [ ! -e "$BATS_TEST_TMPDIR/f" ]
+}
