@@ -466,3 +466,25 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ "$stderr" = "usage: frontier MODEL.gguf EVAL.txt OUTDIR [CALIB.txt]" ]
     [ ! -e "$BATS_TEST_TMPDIR/f" ]
 }
+
+@test "lazyweights interrupted in hessian: no .id without Hessians, no OUTDIR it made" {
+    # a failed hessian removed them, a signal left them
+    bins="$BATS_TEST_TMPDIR/bins" out="$BATS_TEST_TMPDIR/o/sub"
+    mkdir "$BATS_TEST_TMPDIR/o"
+    fake_bins "$bins" hessian "touch '$BATS_TEST_TMPDIR/hessian.started'; sleep 30"
+    WPACK_BIN="$bins" setsid "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$CALIB" > /dev/null 2>&1 &
+    pid=$!
+    for i in $(seq 100); do [ -e "$BATS_TEST_TMPDIR/hessian.started" ] && break; sleep 0.1; done
+    [ -e "$BATS_TEST_TMPDIR/hessian.started" ]
+    [ -e "$out/stories260K-f32-groups_merged-k8.hess.id" ]
+    kill -TERM -- -"$pid"
+    status=0; wait "$pid" || status=$?
+    [ "$status" -eq 143 ]
+    [ ! -e "$out" ] || { ls -A "$out"; false; }
+    # a failed one likewise, with its status
+    fake_bins "$BATS_TEST_TMPDIR/bins2" hessian "echo 'hessian: it broke' >&2; exit 3"
+    WPACK_BIN="$BATS_TEST_TMPDIR/bins2" run "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$CALIB"
+    [ "$status" -eq 3 ]
+    [ "$output" = "hessian: it broke" ]
+    [ ! -e "$out" ]
+}
