@@ -131,8 +131,8 @@ static int load_gguf(const char *path, wp_imatrix *im, char *err, size_t errlen)
         if (r.kind != WP_REC_TENSOR)
             continue;
         size_t nl = strlen(r.name);
-        int is_sum = nl > 8 && !strcmp(r.name + nl - 8, ".in_sum2");
-        int is_cnt = nl > 7 && !strcmp(r.name + nl - 7, ".counts");
+        int is_sum = nl >= 8 && !strcmp(r.name + nl - 8, ".in_sum2");   /* ".in_sum2" alone: the entry "" */
+        int is_cnt = nl >= 7 && !strcmp(r.name + nl - 7, ".counts");
         if (!is_sum && !is_cnt)
             continue;
         if (r.type != WP_F32) {

@@ -530,6 +530,35 @@ PY
     [ -s out.wts ]
 }
 
+@test "gptq --imatrix: a GGUF entry named by the suffix alone (.in_sum2, .counts) counts as llama-quantize counts it" {
+    # its name test wanted a longer name: entries_count was 1 where llama-quantize writes 2 (a breaker's find)
+    [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
+    cd "$BATS_TEST_TMPDIR"
+    python3 - <<'PY'
+import struct
+def s(b): return struct.pack('<Q', len(b)) + b
+vals = [1.0 + (j % 5) for j in range(64)]
+kv = [s(b'imatrix.datasets') + struct.pack('<IIQ', 9, 8, 1) + s(b'calib.txt'),
+      s(b'imatrix.chunk_count') + struct.pack('<II', 4, 10),
+      s(b'imatrix.chunk_size') + struct.pack('<II', 4, 512)]
+t = []
+for nm in (b'blk.0.attn_q.weight', b''):
+    t += [(nm + b'.in_sum2', 64, struct.pack('<64f', *vals)), (nm + b'.counts', 1, struct.pack('<f', 10.0))]
+head = b'GGUF' + struct.pack('<IQQ', 3, len(t), len(kv)) + b''.join(kv)
+off, data = 0, b''
+for name, n, d in t:
+    head += s(name) + struct.pack('<IQQIQ', 2, n, 1, 0, off)
+    d += bytes(-len(d) % 32)
+    data += d
+    off += len(d)
+open('e.gguf', 'wb').write(head + bytes(-len(head) % 32) + data)
+PY
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --rtn --imatrix e.gguf --ftype Q4_0 -q | "$BIN/ggufpack" > ours.gguf
+    "$QUANTIZE" --imatrix e.gguf "$F32" theirs.gguf Q4_0 1 > q.log 2>&1
+    "$BIN/ggufcat" ours.gguf | "$BIN/tsinfo" - | grep -x 'kv  *quantize.imatrix.entries_count  *u32  *-  *4  *2'
+    cmp ours.gguf theirs.gguf
+}
+
 @test "gptq: a --hessian file without Hessians and an unwritable -o fail before any work" {
     "$BIN/ggufcat" "$MODELS/stories260K-f16.gguf" > "$BATS_TEST_TMPDIR/f16.wts"
     run "$BIN/gptq" --type Q8_0 --hessian "$BATS_TEST_TMPDIR/f16.wts" "$BATS_TEST_TMPDIR/f16.wts"
