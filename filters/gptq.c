@@ -934,6 +934,9 @@ int main(int argc, char **argv)
                     const float *src = f + m * mrows * ne0;
                     uint8_t *d = dst + (size_t)(m * mrows) * rsz;
                     const float *qw = iw ? iw + m * ne0 : NULL;
+                    /* a scale that overflows fp16 may come from the importances (3e38 in an
+                       imatrix.dat), not the weights: said when an imatrix entry was used */
+                    const char *hint = qw ? ", or importances too large in its imatrix entry" : "";
                     int done = 0;
                     if (H) {
                         /* W (a float copy made for this tensor) and H are
@@ -944,7 +947,7 @@ int main(int argc, char **argv)
                         gc.consume = 1;
                         int k = wp_gptq_quantize((int)to, src, mrows, ne0, H, qw, &gc, d, &info, err, sizeof err);
                         if (k < 0)
-                            wp_die("tensor %s: %s", name, err);
+                            wp_die("tensor %s: %s%s", name, err, strstr(err, "fp16") ? hint : "");
                         if (k == WP_GPTQ_NOT_PD) {
                             wp_warn("tensor %s: Hessian not positive definite even with damping %g; RTN instead",
                                     name, info.damp_used);
@@ -955,14 +958,14 @@ int main(int argc, char **argv)
                     }
                     if (!done && lazy) {
                         if (wp_gptq_quantize((int)to, src, mrows, ne0, NULL, qw, &go, d, NULL, err, sizeof err))
-                            wp_die("tensor %s: %s", name, err);
+                            wp_die("tensor %s: %s%s", name, err, strstr(err, "fp16") ? hint : "");
                         how = "rtn+lazy";
                     } else if (!done) {
                         if (wp_rtn_quantize_threads((int)to, src, d, mrows, ne0, qw, go.threads) != rsz * (size_t)mrows)
                             wp_die("tensor %s: RTN failed", name);
                         if (wp_gptq_check_blocks((int)to, d, mrows * (ne0 / wp_ggml_blck_size(to))) >= 0)
-                            wp_die("tensor %s: a block scale does not fit fp16 (weights too large for %s)",
-                                   name, wp_ggml_type_name(to));
+                            wp_die("tensor %s: a block scale does not fit fp16 (weights too large for %s%s)",
+                                   name, wp_ggml_type_name(to), hint);
                         how = "rtn";
                     }
                 }

@@ -559,6 +559,22 @@ PY
     cmp ours.gguf theirs.gguf
 }
 
+@test "gptq --imatrix: a block scale that overflows fp16 through huge importances says the imatrix may be the cause" {
+    # it blamed the weights alone (3e38 importances in an imatrix.dat: a breaker's find)
+    cd "$BATS_TEST_TMPDIR"
+    python3 - <<'PY'
+import struct
+nm = b'blk.0.attn_q.weight'
+vals = [3e38 if j % 2 else 1.0 for j in range(64)]
+open('huge.dat', 'wb').write(struct.pack('<ii', 1, len(nm)) + nm + struct.pack('<ii', 10, 64) + struct.pack('<64f', *vals))
+PY
+    "$BIN/ggufcat" "$F32" > m.wts
+    run "$BIN/gptq" --rtn --imatrix huge.dat --ftype Q4_0 -q -o out.wts m.wts
+    one_line_error '^gptq: tensor blk\.0\.attn_q\.weight: a block scale does not fit fp16 \(weights too large for Q4_0, or importances too large in its imatrix entry\)$'
+    [ ! -e out.wts ]
+    "$BIN/gptq" --rtn --ftype Q4_0 -q -o out.wts m.wts
+}
+
 @test "gptq: a --hessian file without Hessians and an unwritable -o fail before any work" {
     "$BIN/ggufcat" "$MODELS/stories260K-f16.gguf" > "$BATS_TEST_TMPDIR/f16.wts"
     run "$BIN/gptq" --type Q8_0 --hessian "$BATS_TEST_TMPDIR/f16.wts" "$BATS_TEST_TMPDIR/f16.wts"
