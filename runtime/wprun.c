@@ -760,7 +760,7 @@ static const uint32_t all_types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0
 
 /* Parse a --synth spec TYPE:ROWSxCOLS (usage error, exit 64, when bad):
  * *type = -1 for 'all', else the ggml type (F32 is 0); shape at most 2^34
- * weights. */
+ * weights, COLS rounded up to the block size (of each type, for 'all'). */
 static void synth_parse(const char *spec, int *type, long long *rows, long long *cols)
 {
     char tn[32];
@@ -776,10 +776,19 @@ static void synth_parse(const char *spec, int *type, long long *rows, long long 
         die(WR_EXIT_USAGE, "--synth: shape too large (more than 2^34 weights): '%s'", spec);
     int all = !strcmp(tn, "all"), t = all ? -1 : wp_ggml_type_from_name(tn);
     int known = all;
+    long long blk = 1;   /* the largest block of the spec's types: COLS is rounded up to it */
     for (size_t i = 0; i < sizeof all_types / sizeof *all_types; i++)
-        known |= t >= 0 && (uint32_t)t == all_types[i];
+        if (all || (t >= 0 && (uint32_t)t == all_types[i])) {
+            known = 1;
+            const long long n = wp_ggml_blck_size(all_types[i]);
+            blk = n > blk ? n : blk;
+        }
     if (!known)
         die(WR_EXIT_USAGE, "--synth: type must be a coded block type, BF16, F16, F32 or all: '%s'", tn);
+    /* (Q4_K:17179869184x1 passed as 2^34 weights and made 2^42) */
+    if (r > (1LL << 34) / ((c + blk - 1) / blk * blk))
+        die(WR_EXIT_USAGE, "--synth: shape too large (more than 2^34 weights once COLS is rounded up to the "
+                           "block): '%s'", spec);
     if (type)
         *type = t, *rows = r, *cols = c;
 }

@@ -110,6 +110,13 @@ cpu_verify() {
         [ "${#lines[@]}" -eq 1 ]
         [[ "$output" == "wprun: --synth"*"$s"* || "$output" == "wprun: --synth: type must be"* ]]
     done
+    # 2^34 weights as given, 2^42 once COLS is rounded up to the block: refused before any memory is
+    # taken (it passed, and ran out of memory with exit 1); 'all' rounds to its largest block (256)
+    for s in Q4_K:17179869184x1 all:67108865x255; do
+        run --separate-stderr bash -c "ulimit -v 2000000; exec '$BIN/wprun' --cpu --synth '$s'"
+        [ "$status" -eq 64 ] || { echo "spec $s: status $status: $stderr"; false; }
+        [ "$stderr" = "wprun: --synth: shape too large (more than 2^34 weights once COLS is rounded up to the block): '$s'" ]
+    done
     # --tol inf let --verify pass whatever the output (a breaker's find)
     for t in inf nan -1 0 x; do
         run "$BIN/wprun" --cpu --synth Q4_0:64x256 --tol "$t"
