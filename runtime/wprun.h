@@ -150,7 +150,8 @@ int  wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, 
 
 /* The twin: the same GEMV over fixed-width data (blocks of WR_Q, or the
  * fully decoded floats of WR_EXP, i.e. the "full decode" pipeline), read
- * with wr_get_code / wr_sub_scale. data = wr_restore_bytes's output. */
+ * with wr_get_code / wr_sub_scale. data = wr_restore_bytes's output.
+ * Returns 0, or -1 (out of memory: batch > 64 takes a buffer). */
 int  wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, int batch, float *y);
 
 /* The palette pipelines' 4-bit index array of a palette-pair BF16 matrix:
@@ -184,15 +185,16 @@ int  wr_palette_index(const wr_matrix *m, const uint8_t *fixed, uint8_t *idx);
  * (wr_restore_bytes's output, rows x cols BF16), w_pal the one palette
  * index 0 and the weight's raw byte make. vcol: m->s.n_verbatim entries;
  * delta: n_verbatim x stride floats. The stride is the group rounded up to
- * a multiple of 8 (k_palette reads delta 8 floats at a time). -1 when m is
- * not palette-pair BF16. */
+ * a multiple of 8 (k_palette reads delta 8 floats at a time). Returns 0, or
+ * -1 when m is not palette-pair BF16 (or its map does not give n_verbatim
+ * groups). */
 int64_t wr_palette_fix_stride(const wr_matrix *m);
+int     wr_palette_fix(const wr_matrix *m, const uint8_t *fixed, uint32_t *vcol, float *delta);
 
 /* WPRUN_PALETTE_AHEAD (wprun(1) ENVIRONMENT): 1 or 2 as set, 0 when unset
  * or empty, -1 for any other value (wprun warns; the GPU takes its
  * default). */
 int     wr_palette_ahead_env(void);
-int     wr_palette_fix(const wr_matrix *m, const uint8_t *fixed, uint32_t *vcol, float *delta);
 
 /* The same array decoded from the lanes (the "transcode" pipeline's first
  * kernel, k_transcode): every tile's pair symbols stored as bytes. Equals
@@ -207,7 +209,9 @@ int  wr_cpu_gemv_palette(const wr_matrix *m, const uint8_t *idx, const float *x,
                          size_t errlen);
 
 /* float64 reference: dequantize each row with lib (wp_dequantize_row, or
- * the float value of BF16/F16/F32), accumulate products in double. */
+ * the float value of BF16/F16/F32), accumulate products in double. data =
+ * wr_restore_bytes's output; y: batch x rows. Returns 0, or -1 (out of
+ * memory, y untouched). */
 int  wr_ref_gemv64(const wr_matrix *m, const uint8_t *data, const float *x, int batch, double *y);
 
 /* Normwise relative error max|y - ref| / max|ref| over the entries whose
