@@ -277,6 +277,18 @@ cpu_verify() {
     [[ "$output" == "wprun: $T/missing.bundle: "* ]]
 }
 
+@test "wprun: a matrix whose records disagree (code lengths past max_len, checksums resealed) stops the load: one line, exit 1, no matrix run" {
+    # wprun(1) said the other matrices still run; that holds for restore failures, not for load ones (a review)
+    bundle "$MODELS/stories260K-f32.gguf" "$T/b.bundle"
+    stream_edit "$T/b.bundle" "$T/bad.bundle" "r = [r for r in recs if r.kind == 7][1]
+r.payload[0:128] = bytes([0xff]) * 128
+open('$T/name', 'w').write(r.name)"
+    run --separate-stderr "$BIN/wprun" --cpu --verify --bundle "$T/b.bundle" --bundle "$T/bad.bundle"
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [ "$stderr" = "wprun: $T/bad.bundle: record '$(cat "$T/name")': invalid code lengths" ]
+}
+
 @test "wprun: what a file is when it is not a bundle: empty, short, GGUF, other bytes, a zstd frame of something else" {
     : > "$T/empty"
     head -c 20 "$Q/syn.bundle" > "$T/short"
