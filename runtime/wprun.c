@@ -576,6 +576,28 @@ typedef struct {
     double wps, bound;
 } bench_row;
 
+/* Whether the device restore of d (lut: the table kernel) into mine (len
+ * bytes) gives the library's bytes ref; when not, err says why: the device's
+ * own error, or where the bytes first differ (it printed an earlier message,
+ * or stack bytes, when the restore ran but its bytes differed). */
+static int device_restore_ok(wr_gpu *g, wr_dmat *d, int lut, uint8_t *mine, const uint8_t *ref, size_t len,
+                             char *err, size_t errlen)
+{
+    if (!mine) {
+        snprintf(err, errlen, "out of memory");
+        return 0;
+    }
+    if (wr_gpu_restore(g, d, lut, mine, err, errlen))
+        return 0;
+    size_t k = 0;
+    while (k < len && mine[k] == ref[k])
+        k++;
+    if (k == len)
+        return 1;
+    snprintf(err, errlen, "restored bytes differ from the library's, first at byte %zu of %zu", k, len);
+    return 0;
+}
+
 static int gpu_run(wr_model *md, FILE *tf)
 {
     char err[512];
@@ -606,13 +628,13 @@ static int gpu_run(wr_model *md, FILE *tf)
         }
         if (opt.verify) {
             mine = malloc(len + 1);
-            int ok = mine && wr_gpu_restore(g, dm[i], 0, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
-            if (!ok && mine)
+            int ok = device_restore_ok(g, dm[i], 0, mine, ref, len, err, sizeof err);
+            if (!ok)
                 printf("  (%s)\n", err);
             int ok_lut = ok;
             if (m->kind == WR_EXP && m->type == WP_BF16) {   /* the table restore kernel is BF16's */
-                ok_lut = mine && wr_gpu_restore(g, dm[i], 1, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
-                if (!ok_lut && mine)
+                ok_lut = device_restore_ok(g, dm[i], 1, mine, ref, len, err, sizeof err);
+                if (!ok_lut)
                     printf("  (%s)\n", err);
             }
             printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  device restore (limits) %s (table) %s\n",
