@@ -89,8 +89,9 @@ $(LLAMA_PROGS:%=bin/%): | $(LLAMA_STAMPS)
 # ... and they include filters/llm_common.h (as does tests/tools/llgen.c): a change
 # there rebuilds them (it did not: hessian kept its old messages)
 $(LLAMA_PROGS:%=bin/%) build/tools/llgen: filters/llm_common.h
-# the synthetic-matrix generators include tests/unit/synth.h
+# the synthetic-matrix generators include tests/unit/synth.h, the GPTQ tests tests/unit/stories.h
 build/tools/mksynth build/tools/mkllama: tests/unit/synth.h
+build/unit/test_gptq build/unit/test_gptq_ref: tests/unit/stories.h
 
 bin/%: filters/%.c lib/libwpack.a | bin
 	$(CC) $(WFLAGS) $(CPPFLAGS) $(if $(filter $*,$(LLAMA_PROGS)),$(LLAMA_CFLAGS)) $(CFLAGS) -o $@ $< lib/libwpack.a $(if $(filter $*,$(LLAMA_PROGS)),$(LLAMA_LIBS)) $(LDLIBS)

@@ -13,6 +13,46 @@ setup() {
     T="$BATS_TEST_TMPDIR"
 }
 
+# hessians OUT PYTHON: test_gptq's Hessian file for stories260K's 64-column matrices (shared
+# records blk.N.attn_in and blk.N.ffn_in) as $T/h.wts, and edited by PYTHON (stream_edit) as OUT
+hessians() {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h.wts"
+    stream_edit "$T/h.wts" "$1" "$2"
+}
+
+# imatrix_py: writes imx.py into the current folder, for python3 heredocs: gguf(PATH, ENTRIES)
+# writes a llama-imatrix GGUF (imatrix.datasets [calib.txt], chunk_count 10, chunk_size 512) with
+# NAME.in_sum2 and NAME.counts (F32) for each (NAME bytes, values, count) of ENTRIES
+imatrix_py() {
+    cat > imx.py <<'PY'
+import struct
+def s(b): return struct.pack('<Q', len(b)) + b
+def gguf(path, entries):
+    kv = [s(b'imatrix.datasets') + struct.pack('<IIQ', 9, 8, 1) + s(b'calib.txt'),
+          s(b'imatrix.chunk_count') + struct.pack('<II', 4, 10),
+          s(b'imatrix.chunk_size') + struct.pack('<II', 4, 512)]
+    t = []
+    for nm, vals, count in entries:
+        t += [(nm + b'.in_sum2', len(vals), struct.pack('<%df' % len(vals), *vals)),
+              (nm + b'.counts', 1, struct.pack('<f', count))]
+    head = b'GGUF' + struct.pack('<IQQ', 3, len(t), len(kv)) + b''.join(kv)
+    off, data = 0, b''
+    for name, n, d in t:
+        head += s(name) + struct.pack('<IQQIQ', 2, n, 1, 0, off)
+        d += bytes(-len(d) % 32)
+        data += d
+        off += len(d)
+    open(path, 'wb').write(head + bytes(-len(head) % 32) + data)
+PY
+}
+
+# gptq_h HESSIAN ARGS...: run (stdout and stderr apart) ggufcat of the F32 model | gptq --hessian HESSIAN ARGS
+gptq_h() {
+    run --separate-stderr sh -c 'c=$1 g=$2 m=$3 h=$4; shift 4; "$c" "$m" | "$g" --hessian "$h" "$@"' \
+        sh "$BIN/ggufcat" "$BIN/gptq" "$F32" "$@"
+}
+
 @test "gptq --rtn --ftype equals llama-quantize byte for byte (Q8_0 Q4_0 Q5_0 IQ4_NL Q4_K_M Q6_K IQ4_XS Q4_K_S)" {
     [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
     for t in Q8_0 Q4_0 Q5_0 IQ4_NL Q4_K_M Q6_K IQ4_XS Q4_K_S; do
@@ -97,11 +137,9 @@ setup() {
 }
 
 @test "bad input: a weight named by two Hessian records is refused (the first record won silently)" {
-    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
-    "$UNIT" --hessians "$T/h.wts"
     # layer 0's shared q/k/v record also claims blk.1.attn_k.weight: it got layer 0's H
-    stream_edit "$T/h.wts" "$T/d.wts" "[r for r in recs if r.name == 'blk.0.attn_in'][0].attrs['weights'] += ',blk.1.attn_k.weight'"
-    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --hessian '$T/d.wts' --ftype Q8_0 -o '$T/g.wts'"
+    hessians "$T/d.wts" "[r for r in recs if r.name == 'blk.0.attn_in'][0].attrs['weights'] += ',blk.1.attn_k.weight'"
+    gptq_h "$T/d.wts" --ftype Q8_0 -o "$T/g.wts"
     [ "$status" -eq 1 ]
     [[ "$stderr" =~ ^"gptq: $T/d.wts: weight blk.1.attn_k.weight has two Hessian records (at offsets "[0-9]+" and "[0-9]+")"$ ]]
     [ ! -e "$T/g.wts" ]
@@ -143,27 +181,9 @@ r.name = 'blk.0.attn_q.weight'"
     [ "$n" -gt 300000 ]
 }
 
-@test "gptq: a negative diagonal entry in a Hessian is refused, naming the Hessian file and the tensor" {
-    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
-    "$UNIT" --hessians "$T/h.wts"
-    # H(0,0) of the first hessian record (F64) becomes -1, checksums resealed: damping let it through
-    # as a near-identity and GPTQ ran on it with exit 0
-    name=$("$BIN/tsinfo" "$T/h.wts" | awk '$1 == "hessian" { print $2; exit }')
-    read -r p len <<< "$(payload_of "$T/h.wts" "$name")"
-    [ "$len" -gt 8 ]
-    patch_bytes "$T/h.wts" "$p" '\x00\x00\x00\x00\x00\x00\xf0\xbf'
-    reseal "$T/h.wts"
-    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --hessian '$T/h.wts' --ftype Q4_0 -q -o '$T/g.wts'"
-    [ "$status" -eq 1 ]
-    [[ "$stderr" =~ ^"gptq: $T/h.wts: tensor "[a-z0-9_.]+": negative Hessian diagonal entry -1 at (0, 0): X^T X has none"$ ]] || { echo "$stderr"; false; }
-    [ ! -e "$T/g.wts" ]
-}
-
 @test "gptq --hessian: a Hessian whose shape misfits its tensor is refused before any output, in --check too" {
     # it was refused when gptq reached the tensor, the records before it already written
-    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
-    "$UNIT" --hessians "$T/h.wts"
-    stream_edit "$T/h.wts" "$T/d.wts" "r = [r for r in recs if r.name == 'blk.0.attn_in'][0]
+    hessians "$T/d.wts" "r = [r for r in recs if r.name == 'blk.0.attn_in'][0]
 r.ne = [32, 32, 1, 1]
 r.payload = r.payload[:32 * 32 * 8]"
     local want="gptq: $T/d.wts: Hessian 'blk.0.attn_in' is 32x32, tensor blk.0.attn_q.weight has 64 columns"
@@ -179,11 +199,9 @@ r.payload = r.payload[:32 * 32 * 8]"
 }
 
 @test "gptq --hessian: weights a Hessian file names that the model lacks give one warning (another model's file ran by RTN without a word)" {
-    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
-    "$UNIT" --hessians "$T/h.wts"
     # another architecture's names for q: 5 of the 25 weights the records name
-    stream_edit "$T/h.wts" "$T/o.wts" "for r in recs: r.attrs['weights'] = r.attrs['weights'].replace('attn_q.', 'attn_qkv.')"
-    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --hessian '$T/o.wts' --ftype Q8_0 -o '$T/g.wts'"
+    hessians "$T/o.wts" "for r in recs: r.attrs['weights'] = r.attrs['weights'].replace('attn_q.', 'attn_qkv.')"
+    gptq_h "$T/o.wts" --ftype Q8_0 -o "$T/g.wts"
     [ "$status" -eq 0 ]
     [ "$(echo "$stderr" | grep -c "warning: $T/o.wts")" -eq 1 ]
     echo "$stderr" | grep -qxF "gptq: warning: $T/o.wts: 5 of the 25 weights it names are not in stdin (the first: blk.0.attn_qkv.weight): is it another model's Hessian file? A tensor without a Hessian is quantized by RTN"
@@ -193,7 +211,7 @@ r.payload = r.payload[:32 * 32 * 8]"
     run --separate-stderr "$BIN/gptq" --check --hessian "$T/o.wts" --ftype Q8_0 "$F32"
     [ "$status" -eq 0 ]
     echo "$stderr" | grep -qF "gptq: warning: $T/o.wts: 5 of the 25 weights it names are not in $F32 (the first: "
-    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --hessian '$T/h.wts' --ftype Q8_0 > /dev/null"
+    gptq_h "$T/h.wts" --ftype Q8_0 -o /dev/null
     [ "$status" -eq 0 ]
     ! echo "$stderr" | grep -q "warning: $T/h.wts"
     echo "$stderr" | grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq)'
@@ -201,9 +219,7 @@ r.payload = r.payload[:32 * 32 * 8]"
 
 @test "gptq: a zero Hessian (no calibration token reached the weight) is RTN with a warning, not a zeroed matrix" {
     # every column counted dead and GPTQ zeroed all of blk.0's q, k and v, exit 0
-    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
-    "$UNIT" --hessians "$T/h.wts"
-    stream_edit "$T/h.wts" "$T/z.wts" "r = [r for r in recs if r.name == 'blk.0.attn_in'][0]
+    hessians "$T/z.wts" "r = [r for r in recs if r.name == 'blk.0.attn_in'][0]
 r.payload = bytearray(len(r.payload))"
     "$BIN/ggufcat" "$F32" > "$T/m.wps"
     run --separate-stderr "$BIN/gptq" --hessian "$T/z.wts" --ftype Q8_0 -o "$T/g.wts" "$T/m.wps"
@@ -220,19 +236,29 @@ r.payload = bytearray(len(r.payload))"
     [ "$("$BIN/tsinfo" -x "$T/g.gguf" | grep ' blk.0.attn_q.weight ')" = "$("$BIN/tsinfo" -x "$T/r.gguf" | grep ' blk.0.attn_q.weight ')" ]
 }
 
-@test "gptq: a NaN in a Hessian names the Hessian file and the tensor" {
+@test "gptq: a NaN or a negative diagonal entry in a Hessian is refused, naming the Hessian file and the tensor" {
     [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
-    "$UNIT" --hessians "$T/h.wts"
-    # the first value of the first hessian record's payload (F64) becomes NaN, checksums resealed
-    name=$("$BIN/tsinfo" "$T/h.wts" | awk '$1 == "hessian" { print $2; exit }')
-    read -r p len <<< "$(payload_of "$T/h.wts" "$name")"
-    [ "$len" -gt 8 ]
-    patch_bytes "$T/h.wts" "$p" '\x00\x00\x00\x00\x00\x00\xf8\x7f'
-    reseal "$T/h.wts"
-    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --hessian '$T/h.wts' --ftype Q4_0 -q -o '$T/g.wts'"
-    [ "$status" -eq 1 ]
-    [[ "$stderr" =~ ^"gptq: $T/h.wts: tensor "[a-z0-9_.]+": non-finite Hessian entry at (0, 0)"$ ]] || { echo "$stderr"; false; }
-    [ ! -e "$T/g.wts" ]
+    # H(0,0) of the first hessian record (F64) becomes NaN, or -1 (damping let that through as a
+    # near-identity and GPTQ ran on it with exit 0), checksums resealed
+    local v why
+    for v in nan neg; do
+        "$UNIT" --hessians "$T/h.wts"
+        name=$("$BIN/tsinfo" "$T/h.wts" | awk '$1 == "hessian" { print $2; exit }')
+        read -r p len <<< "$(payload_of "$T/h.wts" "$name")"
+        [ "$len" -gt 8 ]
+        if [ $v = nan ]; then
+            patch_bytes "$T/h.wts" "$p" '\x00\x00\x00\x00\x00\x00\xf8\x7f'
+            why="non-finite Hessian entry at (0, 0)"
+        else
+            patch_bytes "$T/h.wts" "$p" '\x00\x00\x00\x00\x00\x00\xf0\xbf'
+            why="negative Hessian diagonal entry -1 at (0, 0): X^T X has none"
+        fi
+        reseal "$T/h.wts"
+        gptq_h "$T/h.wts" --ftype Q4_0 -q -o "$T/g.wts"
+        [ "$status" -eq 1 ]
+        [[ "$stderr" =~ ^"gptq: $T/h.wts: tensor "[a-z0-9_.]+": $why"$ ]] || { echo "$stderr"; false; }
+        [ ! -e "$T/g.wts" ]
+    done
 }
 
 @test "gptq: a weight too large for an fp16 scale is an error with every LazyWeights option too" {
@@ -495,28 +521,16 @@ open('z.gguf', 'wb').write(h + b'\0' * (-len(h) % 32))"
     "$BIN/ggufcat" "$F32" > m.wts
     # llama-quantize takes these, and a third of every matrix's columns at -1 made stories260K's
     # Q4_0 perplexity 14757 (7.4 with them at +1): importance is a mean of squares, never < 0
+    imatrix_py
     python3 - <<'PY'
 import struct
-def s(b): return struct.pack('<Q', len(b)) + b
+from imx import gguf
 vals = [-1.0 if j % 3 == 1 else 1.0 for j in range(64)]
 nm = b'blk.0.attn_q.weight'
 open('neg.dat', 'wb').write(struct.pack('<ii', 1, len(nm)) + nm + struct.pack('<ii', 10, 64)
                             + struct.pack('<64f', *vals))
-def gguf(path, count):
-    kv = [s(b'imatrix.datasets') + struct.pack('<IIQ', 9, 8, 1) + s(b'calib.txt'),
-          s(b'imatrix.chunk_count') + struct.pack('<II', 4, 10),
-          s(b'imatrix.chunk_size') + struct.pack('<II', 4, 512)]
-    t = [(nm + b'.in_sum2', 64, struct.pack('<64f', *vals)), (nm + b'.counts', 1, struct.pack('<f', count))]
-    head = b'GGUF' + struct.pack('<IQQ', 3, len(t), len(kv)) + b''.join(kv)
-    off, data = 0, b''
-    for name, n, d in t:
-        head += s(name) + struct.pack('<IQQIQ', 2, n, 1, 0, off)
-        d += bytes(-len(d) % 32)
-        data += d
-        off += len(d)
-    open(path, 'wb').write(head + bytes(-len(head) % 32) + data)
-gguf('neg.gguf', 10.0)
-gguf('neg-count0.gguf', 0.0)
+gguf('neg.gguf', [(nm, vals, 10.0)])
+gguf('neg-count0.gguf', [(nm, vals, 0.0)])
 PY
     for a in "--type F16 -o out.wts m.wts" "--ftype Q4_0 -o out.wts m.wts" "--check --ftype Q4_0 $F32"; do
         run "$BIN/gptq" --rtn --imatrix neg.dat $a
@@ -534,24 +548,11 @@ PY
     # its name test wanted a longer name: entries_count was 1 where llama-quantize writes 2 (a breaker's find)
     [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
     cd "$BATS_TEST_TMPDIR"
+    imatrix_py
     python3 - <<'PY'
-import struct
-def s(b): return struct.pack('<Q', len(b)) + b
+from imx import gguf
 vals = [1.0 + (j % 5) for j in range(64)]
-kv = [s(b'imatrix.datasets') + struct.pack('<IIQ', 9, 8, 1) + s(b'calib.txt'),
-      s(b'imatrix.chunk_count') + struct.pack('<II', 4, 10),
-      s(b'imatrix.chunk_size') + struct.pack('<II', 4, 512)]
-t = []
-for nm in (b'blk.0.attn_q.weight', b''):
-    t += [(nm + b'.in_sum2', 64, struct.pack('<64f', *vals)), (nm + b'.counts', 1, struct.pack('<f', 10.0))]
-head = b'GGUF' + struct.pack('<IQQ', 3, len(t), len(kv)) + b''.join(kv)
-off, data = 0, b''
-for name, n, d in t:
-    head += s(name) + struct.pack('<IQQIQ', 2, n, 1, 0, off)
-    d += bytes(-len(d) % 32)
-    data += d
-    off += len(d)
-open('e.gguf', 'wb').write(head + bytes(-len(head) % 32) + data)
+gguf('e.gguf', [(b'blk.0.attn_q.weight', vals, 10.0), (b'', vals, 10.0)])
 PY
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --rtn --imatrix e.gguf --ftype Q4_0 -q | "$BIN/ggufpack" > ours.gguf
     "$QUANTIZE" --imatrix e.gguf "$F32" theirs.gguf Q4_0 1 > q.log 2>&1

@@ -17,6 +17,7 @@
 #include "gptq.h"
 #include "half.h"
 #include "rtn.h"
+#include "stories.h"
 #include "stream.h"
 #include "tap.h"
 
@@ -35,27 +36,13 @@ static double gauss(void) { return sqrt(-2 * log(unif())) * cos(6.28318530717958
 
 static wp_gguf_in *model;
 
-static float *tensor(const char *name, int64_t *ne0, int64_t *ne1)
-{
-    wp_record r;
-    wp_record_init(&r);
-    if (wp_gguf_read_tensor(model, name, &r) != 1 || r.type != WP_F32)
-        return NULL;
-    float *f = malloc(r.payload_len);
-    memcpy(f, r.payload, r.payload_len);
-    *ne0 = r.ne[0];
-    *ne1 = r.n_dims > 1 ? r.ne[1] : 1;
-    wp_record_free(&r);
-    return f;
-}
-
 /* X (n_tok × 64): the 512 token embeddings, RMS-normed and scaled by norm
  * (a layer's attn_norm / ffn_norm), as the input of attn_q / ffn_gate. */
 static double *hessian_from_norm(const char *norm_name, int64_t *n_out)
 {
     int64_t d, nv, one, d2;
-    float *E = tensor("token_embd.weight", &d, &nv);
-    float *g = tensor(norm_name, &d2, &one);
+    float *E = stories_tensor(model, "token_embd.weight", &d, &nv);
+    float *g = stories_tensor(model, norm_name, &d2, &one);
     if (!E || !g)
         return NULL;
     double *H = calloc((size_t)(d * d), sizeof *H);
@@ -75,49 +62,6 @@ static double *hessian_from_norm(const char *norm_name, int64_t *n_out)
     free(g);
     free(x);
     *n_out = d;
-    return H;
-}
-
-/* A 256-column problem for the K-quants: W = four layers' attn_q side by side
- * (64 × 256), X row t = the normed inputs of tokens t, t+1, t+2, t+3 (so
- * H is block-structured and correlated, full rank). */
-static double *big_problem(float **Wout)
-{
-    int64_t d, nv, one, a, b;
-    float *E = tensor("token_embd.weight", &d, &nv);
-    float *g = tensor("blk.0.attn_norm.weight", &a, &one);
-    if (!E || !g)
-        return NULL;
-    const int64_t n = 4 * d;
-    double *H = calloc((size_t)(n * n), sizeof *H), *x = malloc((size_t)n * sizeof *x);
-    for (int64_t t = 0; t + 3 < nv; t++) {
-        for (int k = 0; k < 4; k++) {
-            const float *e = E + (t + k) * d;
-            double ss = 0;
-            for (int64_t j = 0; j < d; j++)
-                ss += (double)e[j] * e[j];
-            const double inv = 1 / sqrt(ss / d + 1e-5);
-            for (int64_t j = 0; j < d; j++)
-                x[k * d + j] = e[j] * inv * g[j];
-        }
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < n; j++)
-                H[i * n + j] += x[i] * x[j];
-    }
-    float *W = malloc((size_t)(d * n) * sizeof *W);
-    for (int k = 0; k < 4; k++) {
-        char name[64];
-        snprintf(name, sizeof name, "blk.%d.attn_q.weight", k);
-        float *q = tensor(name, &a, &b);
-        for (int64_t r = 0; r < d; r++)
-            for (int64_t c = 0; c < d; c++)
-                W[r * n + k * d + c] = q[r * d + c];
-        free(q);
-    }
-    free(E);
-    free(g);
-    free(x);
-    *Wout = W;
     return H;
 }
 
@@ -244,10 +188,8 @@ end:
 
 int main(int argc, char **argv)
 {
-    char path[4096], err[256];
-    const char *data = getenv("WPACK_DATA") ? getenv("WPACK_DATA") : "../shared/data";
-    snprintf(path, sizeof path, "%s/models/stories260K/stories260K-f32.gguf", data);
-    model = wp_gguf_open(path, err, sizeof err);
+    char err[256];
+    model = stories_open(err, sizeof err);
     if (argc >= 3 && !strcmp(argv[1], "--hessians")) {
         if (!model) {
             fprintf(stderr, "%s\n", err);
@@ -381,7 +323,7 @@ int main(int argc, char **argv)
         wp_gptq_opts_default(&o);
         for (size_t m = 0; m < sizeof mats / sizeof mats[0]; m++) {
             int64_t cols, rows, n;
-            float *W = tensor(mats[m][0], &cols, &rows);
+            float *W = stories_tensor(model, mats[m][0], &cols, &rows);
             double *H = hessian_from_norm(mats[m][1], &n);
             for (int k = 0; k < 4; k++) {
                 const int t = t32[k];
@@ -403,7 +345,7 @@ int main(int argc, char **argv)
         }
         /* K-quants on the 64 x 256 problem */
         float *W = NULL;
-        double *H = big_problem(&W);
+        double *H = stories_problem(model, &W);   /* the K-quants' 256 columns */
         if (!H || !W)
             return CHECK(0, "stories260K tensors for the 64x256 problem"), tap_done();
         static const int tk[] = {WP_Q2_K, WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS, WP_Q4_0, WP_Q8_0};
@@ -447,7 +389,7 @@ int main(int argc, char **argv)
         }
         {
             int64_t cols, rows;
-            float *Wq = tensor("blk.1.attn_q.weight", &cols, &rows);
+            float *Wq = stories_tensor(model, "blk.1.attn_q.weight", &cols, &rows);
             wp_gptq_opts_default(&o);
             o.gamma = 1;
             uint8_t *a = quant(WP_Q4_0, Wq, rows, cols, NULL, NULL, &o, &rc, &info);
@@ -546,12 +488,12 @@ int main(int argc, char **argv)
     /* 5. non-positive-definite Hessians */
     {
         int64_t cols, rows, n;
-        float *W = tensor("blk.3.attn_q.weight", &cols, &rows);
+        float *W = stories_tensor(model, "blk.3.attn_q.weight", &cols, &rows);
         double *H0 = hessian_from_norm("blk.3.attn_norm.weight", &n);
         /* rank-deficient: X = 16 tokens only, minus a multiple of I */
         double *H = calloc(n * n, sizeof *H), m = 0;
         int64_t d, nv;
-        float *E = tensor("token_embd.weight", &d, &nv);
+        float *E = stories_tensor(model, "token_embd.weight", &d, &nv);
         for (int t = 0; t < 16; t++)
             for (int64_t i = 0; i < n; i++)
                 for (int64_t j = 0; j < n; j++)

@@ -40,6 +40,7 @@
 #include "gptq.h"
 #include "half.h"
 #include "rtn.h"
+#include "stories.h"
 #include "tap.h"
 
 #include <cblas.h>
@@ -311,59 +312,6 @@ static void compare(const char *what, int type, const float *W, int64_t rows, in
 
 static wp_gguf_in *model;
 
-/* A stories260K F32 tensor (ne0 × ne1 floats, malloc'd) or NULL. */
-static float *tensor(const char *name, int64_t *ne0, int64_t *ne1)
-{
-    wp_record r;
-    wp_record_init(&r);
-    if (wp_gguf_read_tensor(model, name, &r) != 1 || r.type != WP_F32)
-        return NULL;
-    float *f = malloc(r.payload_len);
-    memcpy(f, r.payload, r.payload_len);
-    *ne0 = r.ne[0];
-    *ne1 = r.n_dims > 1 ? r.ne[1] : 1;
-    wp_record_free(&r);
-    return f;
-}
-
-/* stories260K's 64 × 256 problem: W (64 rows) = blk.0..3.attn_q side by side,
- * H (256 × 256) = XᵀX, X row t = tokens t..t+3's embeddings RMS-normed with
- * blk.0.attn_norm (full rank: 509 rows). Returns H, W in *Wout; NULL if absent. */
-static double *stories_problem(float **Wout)
-{
-    int64_t d, nv, a, b;
-    float *E = tensor("token_embd.weight", &d, &nv), *g = tensor("blk.0.attn_norm.weight", &a, &b);
-    if (!E || !g)
-        return NULL;
-    const int64_t n = 4 * d, m = nv - 3;
-    double *X = malloc((size_t)(m * n) * sizeof *X), *H = malloc((size_t)(n * n) * sizeof *H);
-    for (int64_t t = 0; t < m; t++)
-        for (int k = 0; k < 4; k++) {
-            const float *e = E + (t + k) * d;
-            double ss = 0;
-            for (int64_t j = 0; j < d; j++)
-                ss += (double)e[j] * e[j];
-            for (int64_t j = 0; j < d; j++)
-                X[t * n + k * d + j] = e[j] / sqrt(ss / d + 1e-5) * g[j];
-        }
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)m, 1.0, X, (int)n, X, (int)n, 0.0, H, (int)n);
-    float *W = malloc((size_t)(d * n) * sizeof *W);
-    for (int k = 0; k < 4; k++) {
-        char name[64];
-        snprintf(name, sizeof name, "blk.%d.attn_q.weight", k);
-        float *q = tensor(name, &a, &b);
-        for (int64_t r = 0; r < d; r++)
-            for (int64_t c = 0; c < d; c++)
-                W[r * n + k * d + c] = q[r * d + c];
-        free(q);
-    }
-    free(E);
-    free(g);
-    free(X);
-    *Wout = W;
-    return H;
-}
-
 /* A synthetic rows × cols problem: W rows of Student-like heavy tails with
  * per-row scale; H = XᵀX of 2·cols tokens whose features each lean on the
  * one before (correlation 0.6) with a louder feature every 61; columns 100
@@ -403,10 +351,8 @@ static double *synth_problem(int64_t rows, int64_t cols, float **Wout)
 
 int main(void)
 {
-    char path[4096], err[256];
-    const char *data = getenv("WPACK_DATA") ? getenv("WPACK_DATA") : "../shared/data";
-    snprintf(path, sizeof path, "%s/models/stories260K/stories260K-f32.gguf", data);
-    model = wp_gguf_open(path, err, sizeof err);
+    char err[256];
+    model = stories_open(err, sizeof err);
     const clock_t t0 = clock();
 
     static const int types[] = {WP_Q4_0, WP_Q8_0, WP_Q4_1, WP_IQ4_NL, WP_Q4_K, WP_Q6_K, WP_Q2_K, WP_IQ4_XS};
@@ -422,7 +368,7 @@ int main(void)
                 SKIP("stories260K not found (%s): the 64x256 problem", err);
                 continue;
             }
-            H = stories_problem(&W);
+            H = stories_problem(model, &W);
             rows = 64;
             cols = 256;
             what = "stories260K 64x256";
