@@ -375,8 +375,12 @@ int wp_bf16_join(const struct wp_bf16_split *s, void *dst)
     if (s->palette_n == 0) {
         if (s->sym_per_row != s->n_cols || s->n_sym != n || (n && !sym))
             return WP_BF16_ECORRUPT;
-        if (s->n_verbatim != 0 || s->vbytes_len != 0 || s->n_palette != 0)
+        if (s->n_verbatim != 0 || s->vbytes_len != 0 || s->n_palette != 0 || s->vmap_bytes != 0 ||
+            s->group != 0)
             return WP_BF16_ECORRUPT;
+        for (int k = 0; k < WP_BF16_PALETTE_MAX; k++)
+            if (s->palette[k])   /* no palette: its 16 bytes are 0 */
+                return WP_BF16_ECORRUPT;
         for (size_t i = 0; i < n; i++)
             if (sym[i] >= emax)
                 return WP_BF16_ECORRUPT;
@@ -393,9 +397,9 @@ int wp_bf16_join(const struct wp_bf16_split *s, void *dst)
         return WP_BF16_ECORRUPT;
     if (n && s->n_palette == 0)
         return WP_BF16_ECORRUPT;
-    for (int k = 0; k < s->n_palette; k++)
-        if (s->palette[k] >= emax)
-            return WP_BF16_ECORRUPT;
+    for (int k = 0; k < WP_BF16_PALETTE_MAX; k++)
+        if (k < s->n_palette ? s->palette[k] >= emax : s->palette[k] != 0)
+            return WP_BF16_ECORRUPT;   /* entries past n_palette are 0 */
     size_t nr = (size_t)s->n_rows, nc = (size_t)s->n_cols, gs = (size_t)s->group;
     size_t gpr = nc / gs + (nc % gs != 0), spr = nc / 2 + (nc & 1), n_groups, n_sym;
     if (!mul_ok(nr, gpr, &n_groups) || !mul_ok(nr, spr, &n_sym))

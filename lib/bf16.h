@@ -188,7 +188,9 @@ int wp_bf16_split(struct wp_bf16_split *out, uint32_t type, const void *data,
 /* Restore the original bytes of s into dst (n_rows * n_cols * element size
  * bytes). Checks every part against the layout above (sizes, indices below
  * n_palette, pad nibbles and verbatim slots 0, exponent values in range,
- * vbytes length matching vmap) and returns WP_BF16_ECORRUPT rather than
+ * vbytes length matching vmap; the palette bytes past n_palette 0; at
+ * palette 0 group, vmap_bytes and every palette byte 0, as
+ * wp_bf16_split writes them) and returns WP_BF16_ECORRUPT rather than
  * write a wrong weight (dst may then be partly written: discard it); 0 on
  * success. */
 int wp_bf16_join(const struct wp_bf16_split *s, void *dst);

@@ -375,6 +375,26 @@ static void test_corrupt(void)
     CHECK(wp_bf16_join(&s, back) == WP_BF16_ECORRUPT, "type changed to F16 -> ECORRUPT");
     wp_bf16_split_free(&s);
 
+    /* bytes nothing reads are 0, as the split writes them (a raw record with
+       a palette entry past n_palette, or a palette-0 one with a group, a
+       verbatim map or a palette, restored and was taken) */
+    wp_bf16_split(&s, WP_BF16, m, rows, cols, 4, 64);
+    s.palette[15] = 7;
+    CHECK(wp_bf16_join(&s, back) == WP_BF16_ECORRUPT, "palette entry past n_palette not 0 -> ECORRUPT");
+    wp_bf16_split_free(&s);
+    wp_bf16_split(&s, WP_BF16, m, rows, cols, 0, 64);
+    CHECK(s.group == 0 && s.vmap_bytes == 0 && wp_bf16_join(&s, back) == 0 && !memcmp(back, m, 2 * rows * cols),
+          "palette 0: group 0, no verbatim map, joins");
+    s.group = 64;
+    CHECK(wp_bf16_join(&s, back) == WP_BF16_ECORRUPT, "palette 0 with group 64 -> ECORRUPT");
+    s.group = 0;
+    s.vmap_bytes = 1;   /* s.vmap holds a byte (xalloc) */
+    CHECK(wp_bf16_join(&s, back) == WP_BF16_ECORRUPT, "palette 0 with a verbatim map byte -> ECORRUPT");
+    s.vmap_bytes = 0;
+    s.palette[0] = 120;
+    CHECK(wp_bf16_join(&s, back) == WP_BF16_ECORRUPT, "palette 0 with a palette entry -> ECORRUPT");
+    wp_bf16_split_free(&s);
+
     put16(m, 0);
     wp_bf16_split(&s, WP_F16, m, 1, 3, 0, 64);
     s.sym[0] = 32;  /* F16 exponent symbol out of 5-bit range */
