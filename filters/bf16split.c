@@ -19,8 +19,9 @@ static const char usage[] =
     "               another exponent is stored verbatim. 0 codes the whole\n"
     "               exponent byte (DFloat11-style).\n"
     "  --row G      weights per verbatim group (default 64)\n"
-    "  --match RE   tensors to split (POSIX extended regex on the name; default:\n"
-    "               every tensor of 2 or more dimensions, each row ne[0] weights).\n"
+    "  --match RE   tensors to split (POSIX extended regex on the name), among\n"
+    "               the default: every tensor of 2 or more dimensions, each row\n"
+    "               ne[0] weights (a 1-D tensor is never split).\n"
     "               Other records pass through unchanged\n"
     "               (histogram --no-float then keeps them as they are).\n";
 

@@ -49,6 +49,12 @@ lossless() { # GGUF BUNDLE [bf16split options]
     grep -qE '^tensor +blk.0.attn_q.weight +BF16' "$T/l"
 }
 
+@test "--match: a 1-D tensor is never split, matched or not (bf16split(1))" {
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" --match 'attn_norm' | "$BIN/tsinfo" > "$T/l"
+    [ "$(grep -c '^raw ' "$T/l")" -eq 0 ]
+    grep -qE '^tensor +blk.0.attn_norm.weight +F32 +64 ' "$T/l"
+}
+
 @test "the MLP-only bundle of bf16split(1)'s example: --match, then histogram --no-float, codes 15 matrices" {
     # without --no-float histogram splits the other matrices itself, and the bundle came out
     # the same as without --match (a new user's trial)
