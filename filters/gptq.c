@@ -256,10 +256,12 @@ static double *hessian_get(const char *name, int64_t cols)
         }
     r.payload = NULL;
     r.payload_len = r.payload_cap = 0;
+    int zero = 1;   /* a zero H: every column dead, and GPTQ (gptq.py's rule) would zero the whole matrix */
     for (int64_t k = 0; k < n * n; k++) {
         if (!isfinite(H[k]))   /* said here, where the file is known */
             wp_die("%s: tensor %s: non-finite Hessian entry at (%lld, %lld)", hpath, name, (long long)(k / n),
                    (long long)(k % n));
+        zero &= H[k] == 0;
     }
     /* a diagonal entry of X^T X is a sum of squares: a negative one is no Hessian (damping
      * let a negated one through as a near-identity, and GPTQ ran on it without a word) */
@@ -268,11 +270,7 @@ static double *hessian_get(const char *name, int64_t cols)
             wp_die("%s: tensor %s: negative Hessian diagonal entry %g at (%lld, %lld): X^T X has none", hpath,
                    name, H[k * n + k], (long long)k, (long long)k);
     wp_record_free(&r);
-    /* a zero H: every column dead, and GPTQ (gptq.py's rule) would zero the whole matrix */
-    int64_t k = 0;
-    while (k < n * n && H[k] == 0)
-        k++;
-    if (k == n * n) {
+    if (zero) {
         wp_warn("%s: tensor %s: the Hessian is zero (no calibration token reached it): RTN instead", hpath, name);
         free(H);
         return NULL;
@@ -934,9 +932,6 @@ int main(int argc, char **argv)
                     const float *src = f + m * mrows * ne0;
                     uint8_t *d = dst + (size_t)(m * mrows) * rsz;
                     const float *qw = iw ? iw + m * ne0 : NULL;
-                    /* a scale that overflows fp16 may come from the importances (3e38 in an
-                       imatrix.dat), not the weights: said when an imatrix entry was used */
-                    const char *hint = qw ? ", or importances too large in its imatrix entry" : "";
                     int done = 0;
                     if (H) {
                         /* W (a float copy made for this tensor) and H are
@@ -947,7 +942,7 @@ int main(int argc, char **argv)
                         gc.consume = 1;
                         int k = wp_gptq_quantize((int)to, src, mrows, ne0, H, qw, &gc, d, &info, err, sizeof err);
                         if (k < 0)
-                            wp_die("tensor %s: %s%s", name, err, strstr(err, "fp16") ? hint : "");
+                            wp_die("tensor %s: %s", name, err);
                         if (k == WP_GPTQ_NOT_PD) {
                             wp_warn("tensor %s: Hessian not positive definite even with damping %g; RTN instead",
                                     name, info.damp_used);
@@ -958,14 +953,16 @@ int main(int argc, char **argv)
                     }
                     if (!done && lazy) {
                         if (wp_gptq_quantize((int)to, src, mrows, ne0, NULL, qw, &go, d, NULL, err, sizeof err))
-                            wp_die("tensor %s: %s%s", name, err, strstr(err, "fp16") ? hint : "");
+                            wp_die("tensor %s: %s", name, err);
                         how = "rtn+lazy";
                     } else if (!done) {
                         if (wp_rtn_quantize_threads((int)to, src, d, mrows, ne0, qw, go.threads) != rsz * (size_t)mrows)
                             wp_die("tensor %s: RTN failed", name);
+                        /* (with an imatrix, importances as large as 3e38 overflow it too) */
                         if (wp_gptq_check_blocks((int)to, d, mrows * (ne0 / wp_ggml_blck_size(to))) >= 0)
                             wp_die("tensor %s: a block scale does not fit fp16 (weights too large for %s%s)",
-                                   name, wp_ggml_type_name(to), hint);
+                                   name, wp_ggml_type_name(to),
+                                   qw ? ", or importances too large in its imatrix entry" : "");
                         how = "rtn";
                     }
                 }

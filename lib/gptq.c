@@ -756,8 +756,10 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
     inf.loss = loss;
     int64_t bad = wp_gptq_check_blocks(type, dst, rows * nblk);
     if (bad >= 0) {
-        fail(err, errlen, "scale of block %lld (row %lld) does not fit fp16: weights too large for %s",
-             (long long)(bad % nblk), (long long)(bad / nblk), wp_ggml_type_name((uint32_t)type));
+        /* (with qw, importances as large as 3e38 overflow the scale search too) */
+        fail(err, errlen, "scale of block %lld (row %lld) does not fit fp16: weights too large for %s%s",
+             (long long)(bad % nblk), (long long)(bad / nblk), wp_ggml_type_name((uint32_t)type),
+             qw ? ", or importances too large in its imatrix entry" : "");
         goto done;
     }
     ret = 0;
