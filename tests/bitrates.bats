@@ -61,6 +61,13 @@ load helpers
     run --separate-stderr "$ROOT/pipelines/bitcheck" twice.tsv fall.tsv
     [ "$status" -eq 1 ]
     [ "$output" = "$(printf 'twice.tsv:4: m\tQ8_0 appears twice')" ]
+    # a key twice in NOW: the problem once, and the second line neither compared nor
+    # passed (its pass line was printed twice, a review)
+    { cat fall.tsv; printf 'm\tQ8_0\t8.5\n'; } > twice.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv twice.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "$(printf 'twice.tsv:3: m\tQ8_0 appears twice')" ]
+    [ "$stderr" = "$(printf '# m\tQ8_0: 8.5878 b/w (baseline 8.5878)\n# m\tQ4_0: 6.0000 b/w (baseline 6.4734)')" ]
 }
 
 @test "bitrates: --help, a bad option or two OUTDIRs; without OUTDIR its temporary directory is removed" {
