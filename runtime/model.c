@@ -455,7 +455,11 @@ int wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, 
     *len = 0;
     wp_restore *rs = wp_restore_new();
     int rc = -1;
+    wp_record_init(&a);
+    wp_record_init(&c);
     if (!rs || record_copy(&a, &m->aux) || record_copy(&c, &m->coded)) {
+        wp_record_free(&a);   /* a copy that failed half way holds its name or attributes */
+        wp_record_free(&c);
         wp_restore_free(rs);
         return fail(err, errlen, "out of memory");
     }

@@ -491,8 +491,10 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
             bad = 1;
         } else {
             wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
-            if (opt.verify) {
-                wr_ref_gemv64(m, ref, x, batch, y64);
+            if (opt.verify && wr_ref_gemv64(m, ref, x, batch, y64)) {
+                printf("FAIL %s: out of memory (float64 reference)\n", mlabel(m));
+                bad = 1;
+            } else if (opt.verify) {
                 const int pf = cpu_pipe(m, pipe_for(m, batch));   /* one that applies, else fused */
                 if (cpu_gemv(m, ref, NULL, pf, x, batch, yf, err, sizeof err)) {
                     printf("FAIL %s: %s\n", mlabel(m), err);
@@ -611,6 +613,10 @@ static int gpu_run(wr_model *md, FILE *tf)
     wr_dmat **dm = calloc((size_t)md->n + 1, sizeof *dm);
     bench_row *rows = calloc((size_t)(md->n * opt.nbatch) + 1, sizeof *rows);
     int nrows = 0;
+    if (!dm || !rows) {
+        fprintf(stderr, "wprun: out of memory (%d matrices)\n", md->n);
+        bad = 1;
+    }
     for (int i = 0; i < md->n && dm && rows; i++) {
         const wr_matrix *m = &md->m[i];
         uint8_t *ref = NULL, *mine = NULL;
@@ -649,6 +655,7 @@ static int gpu_run(wr_model *md, FILE *tf)
             float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
             double *y64 = malloc(ny * sizeof *y64);
             if (!x || !y || !y64) {
+                printf("FAIL %s: out of memory\n", mlabel(m));
                 bad = 1;
                 free(x);
                 free(y);
@@ -656,8 +663,10 @@ static int gpu_run(wr_model *md, FILE *tf)
                 continue;
             }
             wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
-            if (opt.verify) {
-                wr_ref_gemv64(m, ref, x, batch, y64);
+            if (opt.verify && wr_ref_gemv64(m, ref, x, batch, y64)) {
+                printf("FAIL %s: out of memory (float64 reference)\n", mlabel(m));
+                bad = 1;
+            } else if (opt.verify) {
                 for (int p = 0; p < P_COUNT; p++) {
                     if (opt.pipe != P_AUTO && p != opt.pipe)
                         continue;
