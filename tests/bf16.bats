@@ -98,6 +98,10 @@ lossless() { # GGUF BUNDLE [bf16split options]
     # the report held only the error, and a missing model gave four lines (a new user's trial)
     run "$ROOT/pipelines/unweight" "$T/none.gguf" "$T/u"
     one_line_error "^unweight: $T/none.gguf: not a readable file$"
+    # an OUTDIR that takes no files (read-only; /proc/self even for root): one line, where
+    # huffbuild and laneinterleave added two "truncated stream" lines (a review)
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" /proc/self
+    one_line_error "^unweight: /proc/self: cannot create files there$"
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" 17
     one_line_error "^unweight: palette '17': expected 0 to 16$"
     # a fourth argument was ignored, with exit status 0 (a new user's trial)
