@@ -397,9 +397,11 @@ int wp_bf16_join(const struct wp_bf16_split *s, void *dst)
         return WP_BF16_ECORRUPT;
     if (n && s->n_palette == 0)
         return WP_BF16_ECORRUPT;
-    for (int k = 0; k < WP_BF16_PALETTE_MAX; k++)
-        if (k < s->n_palette ? s->palette[k] >= emax : s->palette[k] != 0)
-            return WP_BF16_ECORRUPT;   /* entries past n_palette are 0 */
+    uint8_t seen[256] = {0};
+    for (int k = 0; k < WP_BF16_PALETTE_MAX; k++) {
+        if (k < s->n_palette ? s->palette[k] >= emax || seen[s->palette[k]]++ : s->palette[k] != 0)
+            return WP_BF16_ECORRUPT;   /* distinct entries, and past n_palette 0 */
+    }
     size_t nr = (size_t)s->n_rows, nc = (size_t)s->n_cols, gs = (size_t)s->group;
     size_t gpr = nc / gs + (nc % gs != 0), spr = nc / 2 + (nc & 1), n_groups, n_sym;
     if (!mul_ok(nr, gpr, &n_groups) || !mul_ok(nr, spr, &n_sym))

@@ -382,6 +382,11 @@ static void test_corrupt(void)
     s.palette[15] = 7;
     CHECK(wp_bf16_join(&s, back) == WP_BF16_ECORRUPT, "palette entry past n_palette not 0 -> ECORRUPT");
     wp_bf16_split_free(&s);
+    /* the split's palette entries are distinct exponents (one given twice was taken) */
+    wp_bf16_split(&s, WP_BF16, m, rows, cols, 4, 64);
+    s.palette[3] = s.palette[1];
+    CHECK(wp_bf16_join(&s, back) == WP_BF16_ECORRUPT, "an exponent twice in the palette -> ECORRUPT");
+    wp_bf16_split_free(&s);
     wp_bf16_split(&s, WP_BF16, m, rows, cols, 0, 64);
     CHECK(s.group == 0 && s.vmap_bytes == 0 && wp_bf16_join(&s, back) == 0 && !memcmp(back, m, 2 * rows * cols),
           "palette 0: group 0, no verbatim map, joins");
