@@ -1053,6 +1053,17 @@ int main(int argc, char **argv)
             snprintf(msg, sizeof msg, "cannot write the tuning file %s: %s", opt.tuning, strerror(EISDIR));
             die(WR_EXIT_FAIL, "%s", msg);
         }
+        /* --tuning m.bundle m.bundle (or a link to it): the rename would replace the input */
+        for (int i = 0; i < nb; i++) {
+            struct stat bs;
+            if (stat(opt.tuning, &st) == 0 && stat(bundles[i], &bs) == 0 && st.st_dev == bs.st_dev &&
+                st.st_ino == bs.st_ino) {
+                char msg[4400];
+                snprintf(msg, sizeof msg, "cannot write the tuning file %s: it is the bundle %s of this run "
+                                          "(writing it would replace that input; write elsewhere)", opt.tuning, bundles[i]);
+                die(WR_EXIT_FAIL, "%s", msg);
+            }
+        }
         snprintf(ttmp, sizeof ttmp, "%s.tmp%ld", opt.tuning, (long)getpid());
         tune_tmp = ttmp;   /* removed if a signal ends the run */
         signal(SIGINT, tune_signal);

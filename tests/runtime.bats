@@ -631,6 +631,19 @@ open('$T/name', 'w').write(r.name)"
     [ "$output" = "wprun: --tuning: empty file name" ]
 }
 
+@test "wprun --tune refuses a tuning file that is one of its bundles (or a link to it), keeping the bundle" {
+    cp "$Q/syn.bundle" "$T/in.bundle"
+    ln -s in.bundle "$T/link.tun"
+    for tun in "$T/in.bundle" "$T/link.tun"; do
+        run "$BIN/wprun" --cpu --tune --bundle "$T/in.bundle" --match Q8_0 --tuning "$tun" --runs 1
+        [ "$status" -eq 1 ]
+        [ "$output" = "wprun: cannot write the tuning file $tun: it is the bundle $T/in.bundle of this run (writing it would replace that input; write elsewhere)" ]
+        cmp "$Q/syn.bundle" "$T/in.bundle"
+        [ -L "$T/link.tun" ]
+        [ -z "$(ls "$T" | grep '\.tmp')" ]
+    done
+}
+
 @test "wprun warns about a bad WPRUN_PALETTE_AHEAD and rejects spaces and signs in --synth" {
     WPRUN_PALETTE_AHEAD=3 run "$BIN/wprun" --cpu --verify --synth BF16:16x256
     [ "$status" -eq 0 ]
