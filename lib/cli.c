@@ -55,7 +55,7 @@ void wp_cli_init(const char *name)
 
 const char *wp_prog(void) { return prog; }
 
-static void out_abort(void)
+void wp_out_abort(void)
 {
     if (out_tmp[0]) {
         if (out_f)
@@ -100,7 +100,7 @@ void wp_die(const char *fmt, ...)
     va_start(ap, fmt);
     say_line("", fmt, ap);
     va_end(ap);
-    out_abort();
+    wp_out_abort();
     exit(1);
 }
 

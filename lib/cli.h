@@ -67,6 +67,12 @@ FILE *wp_out_open(const char *path);
 /* Flush, close and publish the output opened by wp_out_open. Dies on a
  * write error (and then removes the temporary file). */
 void wp_out_commit(void);
+/* Give up the output opened by wp_out_open, as wp_die does: remove its
+ * temporary file (the file it would replace kept as it was), or truncate a
+ * redirected stdout back to where the run started. For a program that ends
+ * otherwise than by wp_die (its own exit status) or that drops its output
+ * and goes on (a failed check: no new tuning file). No-op without one. */
+void wp_out_abort(void);
 /* The output's name for messages ("stdout" or the path). */
 const char *wp_out_name(void);
 

@@ -87,17 +87,6 @@ static struct {
     const char *tuning, *match;
 } opt = {.pipe = P_AUTO, .tuning = "wprun.tuning"};
 
-/* --tune's temporary file, removed when a signal ends the run (unlink is
- * async-signal-safe), then the signal's default action. */
-static const char *volatile tune_tmp;
-static void tune_signal(int sig)
-{
-    if (tune_tmp)
-        unlink(tune_tmp);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
 /* `wprun --tune ... | head`: the reader of the report went away. The rest of
  * the report goes to /dev/null and the tuning goes on to write its file
  * (a new user's trial lost a whole tuning to `| head -1`). */
@@ -118,8 +107,7 @@ static void die(int status, const char *fmt, const char *a)
     fprintf(stderr, "wprun: ");
     fprintf(stderr, fmt, a);
     fprintf(stderr, "\n");
-    if (tune_tmp)   /* an error partway through --tune: no temporary file left */
-        unlink(tune_tmp);
+    wp_out_abort();   /* an error partway through --tune: no temporary file left */
     exit(status);
 }
 
@@ -442,7 +430,7 @@ static void restore_failed(const wr_matrix *m, const char *err)
     fprintf(stderr, "wprun: %s: %s\n", m->src ? m->src : "input", err);
 }
 
-static int n_long_codes;   /* matrices --cpu --verify found with codes over WR_LUT_MAX_BITS bits */
+static int n_long_codes;   /* matrices --cpu found with codes over WR_LUT_MAX_BITS bits */
 
 static int cpu_matrix(const wr_matrix *m, FILE *tf)
 {
@@ -454,6 +442,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
         restore_failed(m, err);
         return 1;
     }
+    n_long_codes += m->huf.L > WR_LUT_MAX_BITS;   /* --bench and --tune too: the GPU would refuse it */
     if (opt.verify) {
         mine = malloc(len + 1);
         int ok_ref = mine && wr_cpu_restore(m, WR_DEC_LIMITS, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
@@ -461,7 +450,6 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
         /* the kernels' decode takes codes of up to WR_LUT_MAX_BITS bits (the GPU upload refuses
            longer ones with its own message) */
         const int dev_na = m->huf.L > WR_LUT_MAX_BITS;
-        n_long_codes += dev_na;
         int ok_dev = dev_na ||
                      (mine && wr_cpu_restore(m, WR_DEC_DEVICE, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0);
         printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  restore(ref) %s  restore(fast) %s  restore(device) %s\n",
@@ -901,6 +889,7 @@ int main(int argc, char **argv)
     /* line by line: a run killed by a timeout (gpucheck.sh's steps) keeps what it printed, and
        stderr's warnings fall between lines, not inside them */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    wp_cli_init("wprun");   /* INT, TERM, HUP and PIPE remove --tune's temporary file (lib/cli.h) */
     wr_model md;
     memset(&md, 0, sizeof md);
     const char *bundles[64], *synths[64];
@@ -1018,6 +1007,8 @@ int main(int argc, char **argv)
     char err[512];
     many_bundles = nb > 1;
     for (int i = 0; i < nb; i++)
+        wp_cli_input(bundles[i]);   /* --tuning onto one of them is refused (wp_out_open) */
+    for (int i = 0; i < nb; i++)
         if (wr_model_load(&md, bundles[i], opt.match, err, sizeof err)) {
             char msg[1100];
             size_t pl = strlen(bundles[i]);
@@ -1045,36 +1036,12 @@ int main(int argc, char **argv)
     if (opt.pipe == P_AUTO && !opt.tune && (opt.cpu ? opt.verify : opt.graph))
         tuning_read(opt.tuning);
     FILE *tf = NULL;
-    char ttmp[4200];
-    if (opt.tune) {   /* written to a temporary file beside it, renamed when complete */
-        struct stat st;
-        if (stat(opt.tuning, &st) == 0 && S_ISDIR(st.st_mode)) {
-            char msg[4400];
-            snprintf(msg, sizeof msg, "cannot write the tuning file %s: %s", opt.tuning, strerror(EISDIR));
-            die(WR_EXIT_FAIL, "%s", msg);
-        }
-        /* --tuning m.bundle m.bundle (or a link to it): the rename would replace the input */
-        for (int i = 0; i < nb; i++) {
-            struct stat bs;
-            if (stat(opt.tuning, &st) == 0 && stat(bundles[i], &bs) == 0 && st.st_dev == bs.st_dev &&
-                st.st_ino == bs.st_ino) {
-                char msg[4400];
-                snprintf(msg, sizeof msg, "cannot write the tuning file %s: it is the bundle %s of this run "
-                                          "(writing it would replace that input; write elsewhere)", opt.tuning, bundles[i]);
-                die(WR_EXIT_FAIL, "%s", msg);
-            }
-        }
-        snprintf(ttmp, sizeof ttmp, "%s.tmp%ld", opt.tuning, (long)getpid());
-        tune_tmp = ttmp;   /* removed if a signal ends the run */
-        signal(SIGINT, tune_signal);
-        signal(SIGTERM, tune_signal);
-        signal(SIGHUP, tune_signal);
+    if (opt.tune) {
+        /* written as every wpack output is (lib/cli.h): a temporary file beside it, renamed
+           when complete; a link's file replaced, the link kept; its permission bits kept; a
+           FIFO or device written in place; one of the run's bundles refused. "-" is a file. */
+        tf = wp_out_open(strcmp(opt.tuning, "-") ? opt.tuning : "./-");
         signal(SIGPIPE, tune_sigpipe);   /* `wprun --tune ... | head` */
-        if (!(tf = fopen(ttmp, "w"))) {
-            char msg[4400];
-            snprintf(msg, sizeof msg, "cannot write the tuning file %s: %s", opt.tuning, strerror(errno));
-            die(WR_EXIT_FAIL, "%s", msg);
-        }
         fprintf(tf, TUNING_HEAD "%s): matrix type shape batch pipeline microseconds\n", opt.cpu ? "cpu" : "gpu");
     }
     int bad = 0;
@@ -1086,28 +1053,21 @@ int main(int argc, char **argv)
         bad = gpu_run(&md, tf);
 #endif
     }
-    tune_tmp = NULL;
     if (tf && bad) {   /* a failed check: the old tuning file stays as it was */
-        fclose(tf);
-        remove(ttmp);
+        wp_out_abort();
         struct stat st;
         if (stat(opt.tuning, &st) == 0)
             fprintf(stderr, "wprun: a check failed: the tuning file %s is left as it was\n", opt.tuning);
         else
             fprintf(stderr, "wprun: a check failed: the tuning file %s is not written\n", opt.tuning);
     } else if (tf) {
-        int werr = ferror(tf) | fclose(tf);
-        if (werr || rename(ttmp, opt.tuning)) {
-            const int e = errno;
-            remove(ttmp);
-            char msg[4400];
-            snprintf(msg, sizeof msg, "write error on the tuning file %s: %s", opt.tuning, strerror(e));
-            die(WR_EXIT_FAIL, "%s", msg);
-        }
+        wp_out_commit();   /* dies, the temporary file removed, on a write error */
     }
     if (n_long_codes)   /* the CPU checks pass them; a GPU run refuses them at upload */
-        fprintf(stderr, "wprun: warning: %d of %d matrices have codes over %d bits, which the GPU decoder does not "
-                        "take (huffbuild --max-len %d)\n", n_long_codes, md.n, WR_LUT_MAX_BITS, WR_LUT_MAX_BITS);
+        fprintf(stderr, "wprun: warning: %d of %d %s codes over %d bits, which the GPU decoder does not "
+                        "take (huffbuild --max-len %d)\n", n_long_codes, md.n,
+                md.n == 1 ? "matrix has" : n_long_codes == 1 ? "matrices has" : "matrices have", WR_LUT_MAX_BITS,
+                WR_LUT_MAX_BITS);
     printf("wprun: %d %s (%s): %s\n", md.n, md.n == 1 ? "matrix" : "matrices", opt.cpu ? "cpu" : "gpu",
            bad ? "FAILED" : "ok");
     wr_model_free(&md);

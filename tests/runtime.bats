@@ -384,6 +384,10 @@ open('$T/name', 'w').write(r.name)"
     ! echo "$output" | grep -q MISMATCH
     # the summary says the GPU will refuse them (CPU-only CI passed them without a word)
     [[ "$output" == *"wprun: warning: $n of 36 matrices have codes over 11 bits, which the GPU decoder does not take (huffbuild --max-len 11)"* ]]
+    # --bench (and --tune) without --verify say so too (they timed such matrices without a word: a trial)
+    run --separate-stderr "$BIN/wprun" --cpu --bench --bundle "$T/l15.bundle" --batch 1 --runs 1 --match blk.0
+    [ "$status" -eq 0 ]
+    [[ "$stderr" == "wprun: warning: "[1-7]" of 7 matrices ha"*" codes over 11 bits, which the GPU decoder does not take (huffbuild --max-len 11)" ]]
 }
 
 @test "wprun --cpu --verify: mksynth matrices (the types it codes), partial tiles included" {
@@ -420,7 +424,7 @@ open('$T/name', 'w').write(r.name)"
     mkdir "$T/tdir"
     run "$BIN/wprun" --cpu --tune --synth Q4_0:128x512 --tuning "$T/tdir" --runs 1
     [ "$status" -eq 1 ]
-    [ "$output" = "wprun: cannot write the tuning file $T/tdir: Is a directory" ]
+    [ "$output" = "wprun: $T/tdir: is a directory" ]
     [ -z "$(ls "$T" | grep 'tdir.tmp')" ]
 }
 
@@ -637,11 +641,38 @@ open('$T/name', 'w').write(r.name)"
     for tun in "$T/in.bundle" "$T/link.tun"; do
         run "$BIN/wprun" --cpu --tune --bundle "$T/in.bundle" --match Q8_0 --tuning "$tun" --runs 1
         [ "$status" -eq 1 ]
-        [ "$output" = "wprun: cannot write the tuning file $tun: it is the bundle $T/in.bundle of this run (writing it would replace that input; write elsewhere)" ]
+        [ "$output" = "wprun: $tun: is also an input of this run: writing it would replace that input (write elsewhere)" ]
         cmp "$Q/syn.bundle" "$T/in.bundle"
         [ -L "$T/link.tun" ]
         [ -z "$(ls "$T" | grep '\.tmp')" ]
     done
+}
+
+@test "wprun --tune writes its tuning file as every wpack output: a link's file replaced, permissions kept, a FIFO in place" {
+    # (the link was replaced by a file, a chmod 600 file came back 644, and a FIFO was replaced
+    # by a file: a new user's trial)
+    cd "$T"
+    printf '# wprun tuning v2 (cpu): old\n' > real.tun
+    chmod 600 real.tun
+    ln -s real.tun link.tun
+    run "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --runs 1 --tuning link.tun
+    [ "$status" -eq 0 ]
+    [ -L link.tun ]
+    [ "$(stat -c %a real.tun)" = 600 ]
+    [ "$(head -c 25 real.tun)" = "# wprun tuning v2 (cpu): " ]
+    [ "$(grep -c $'^synth.Q4_0.64x256\tQ4_0\t64x256\t1\t' real.tun)" -ge 2 ]
+    mkfifo ff
+    timeout 60 cat ff > from_fifo &
+    run timeout 60 "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --runs 1 --tuning ff
+    [ "$status" -eq 0 ]
+    wait
+    [ -p ff ]
+    [ "$(head -c 25 from_fifo)" = "# wprun tuning v2 (cpu): " ]
+    # a folder that is not there: one line naming the file, nothing written
+    run "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --runs 1 --tuning none/x.tun
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: none/x.tun: cannot create: No such file or directory" ]
+    [ -z "$(ls | grep '\.tmp')" ]
 }
 
 @test "wprun warns about a bad WPRUN_PALETTE_AHEAD and rejects spaces and signs in --synth" {
