@@ -564,22 +564,191 @@ static void batch_rows(void *p, int64_t lo, int64_t hi, int part)
     }
 }
 
-/* ---- the driver ---------------------------------------------------------- */
+/* ---- the factor of a Hessian ---------------------------------------------- */
 
-int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
-                     const double *H, const float *qw, const wp_gptq_opts *opts,
-                     void *dst, wp_gptq_info *info, char *err, size_t errlen)
+/* How factor_build may use H. */
+enum { H_COPY, H_BORROW, H_TAKE };
+
+struct wp_gptq_factor {
+    int64_t cols;
+    int status;             /* 0, or WP_GPTQ_NOT_PD (U, perm and dead NULL) */
+    int act;                /* built with act_order: perm sorts by diag H */
+    float *U;               /* cols × cols upper factor of (P·H·Pᵀ + damping)⁻¹ */
+    void *ubuf;             /* U's buffer when the factor owns it, else NULL */
+    int64_t *perm;          /* cols: original column of position j */
+    unsigned char *dead;    /* cols: 1 where H_ii == 0 (original order) */
+    double ubar;            /* mean U_jj² */
+    wp_gptq_info info;      /* damp_used, tries, dead_cols (loss 0) */
+};
+
+void wp_gptq_factor_free(wp_gptq_factor *f)
+{
+    if (!f)
+        return;
+    free(f->ubuf);
+    free(f->perm);
+    free(f->dead);
+    free(f);
+}
+
+/* wp_gptq_factor_make's work, with H's buffer used as `mode` says: H_COPY
+ * reads H only; H_BORROW factors in it (without act-order) and U then lives
+ * there (H must outlive the factor; after WP_GPTQ_NOT_PD it is as it was);
+ * H_TAKE owns H from the call on (factored in it, shrunk to the float
+ * factor, freed with the factor or at once on NOT_PD or an error). */
+static int factor_build(double *H, int64_t cols, const wp_gptq_opts *opts, int mode, wp_gptq_factor **out,
+                        char *err, size_t errlen)
+{
+    const int act = opts->act_order != 0, inplace = mode != H_COPY && !act;
+    wp_gptq_factor *f = calloc(1, sizeof *f);
+    double *diag = malloc((size_t)cols * sizeof *diag), *d0 = malloc((size_t)cols * sizeof *d0);
+    double *A = NULL;
+    int ret = -1;
+    *out = NULL;
+    if (f) {
+        f->perm = malloc((size_t)cols * sizeof *f->perm);
+        f->dead = calloc((size_t)cols, 1);
+    }
+    if (!f || !diag || !d0 || !f->perm || !f->dead) {
+        fail(err, errlen, "out of memory");
+        goto done;
+    }
+    f->cols = cols;
+    f->act = act;
+    for (int64_t c = 0; c < cols; c++)
+        f->perm[c] = c;
+    for (int64_t i = 0; i < cols * cols; i++)
+        if (!isfinite(H[i])) {
+            fail(err, errlen, "non-finite Hessian entry at (%lld, %lld)", (long long)(i / cols), (long long)(i % cols));
+            goto done;
+        }
+    A = inplace ? H : malloc((size_t)(cols * cols) * sizeof *A);
+    if (!A) {
+        fail(err, errlen, "out of memory (Hessian %lld x %lld)", (long long)cols, (long long)cols);
+        goto done;
+    }
+    double mean = 0, amean = 0;
+    for (int64_t i = 0; i < cols; i++) {
+        d0[i] = diag[i] = H[i * cols + i];
+        if (diag[i] == 0) {            /* dead column (gptq.py); W zeroed by the quantizer */
+            f->info.dead_cols++;
+            f->dead[i] = 1;
+            diag[i] = 1;
+        }
+        mean += diag[i];
+        amean += fabs(diag[i]);
+    }
+    mean /= cols;
+    amean /= cols;
+    if (!(mean > 0))
+        mean = amean > 0 ? amean : 1;
+    if (act)
+        qsort_r(f->perm, (size_t)cols, sizeof *f->perm, by_diag_desc, diag);
+    int ok = 0;
+    double rel = opts->damp;
+    for (int k = 0; k <= opts->retries; k++, rel *= 10) {
+        f->info.tries = k + 1;
+        if ((inplace ? factor_inplace(A, d0, cols, rel * mean) : factor(A, H, f->perm, cols, rel * mean)) == 0) {
+            ok = 1;
+            break;
+        }
+    }
+    if (mode == H_TAKE && !inplace)
+        free(H);                       /* A holds the permuted copy */
+    if (!ok) {
+        if (mode == H_TAKE || !inplace)
+            free(A);                   /* (H_BORROW: H restored by factor_inplace) */
+        A = NULL;
+        f->info.damp_used = rel / 10;
+        f->status = WP_GPTQ_NOT_PD;
+        free(f->perm);
+        free(f->dead);
+        f->perm = NULL;
+        f->dead = NULL;
+        ret = WP_GPTQ_NOT_PD;
+        goto done;
+    }
+    f->info.damp_used = rel;
+    f->U = narrow(A, cols * cols);
+    if (A != H || mode == H_TAKE) {
+        /* the doubles' second half is free now: keep cols² floats */
+        void *s = realloc(A, (size_t)(cols * cols) * sizeof(float));
+        f->ubuf = s ? s : A;
+        f->U = f->ubuf;
+    }
+    A = NULL;
+    f->ubar = 0;
+    for (int64_t j = 0; j < cols; j++)
+        f->ubar += (double)f->U[j * cols + j] * f->U[j * cols + j];
+    f->ubar /= cols;
+    ret = 0;
+done:
+    free(diag);
+    free(d0);
+    if (ret < 0) {               /* (before any A of its own) */
+        if (mode == H_TAKE)
+            free(H);
+        wp_gptq_factor_free(f);
+        f = NULL;
+    }
+    *out = f;
+    return ret;
+}
+
+int wp_gptq_factor_make(const double *H, int64_t cols, const wp_gptq_opts *opts, wp_gptq_factor **f,
+                        char *err, size_t errlen)
 {
     wp_gptq_opts dflt;
-    tparams t;
+    if (!f)
+        return fail(err, errlen, "bad arguments (no factor to fill)");
+    *f = NULL;
     if (!opts) {
         wp_gptq_opts_default(&dflt);
         opts = &dflt;
     }
-    if (tparams_get(type, &t))
+    if (!H || cols <= 0)
+        return fail(err, errlen, "bad arguments (no Hessian, or %lld columns)", (long long)cols);
+    if (!(opts->damp >= 0))
+        return fail(err, errlen, "bad options (widen must be >= 1, lambda and damp >= 0)");
+    return factor_build((double *)H, cols, opts, opts->consume ? H_BORROW : H_COPY, f, err, errlen);
+}
+
+int wp_gptq_factor_take(double *H, int64_t cols, const wp_gptq_opts *opts, wp_gptq_factor **f,
+                        char *err, size_t errlen)
+{
+    wp_gptq_opts dflt;
+    if (!f) {
+        free(H);
+        return fail(err, errlen, "bad arguments (no factor to fill)");
+    }
+    *f = NULL;
+    if (!opts) {
+        wp_gptq_opts_default(&dflt);
+        opts = &dflt;
+    }
+    if (!H || cols <= 0 || !(opts->damp >= 0)) {
+        free(H);
+        return fail(err, errlen, "bad arguments (no Hessian, %lld columns, or damp < 0)", (long long)cols);
+    }
+    return factor_build(H, cols, opts, H_TAKE, f, err, errlen);
+}
+
+int64_t wp_gptq_factor_cols(const wp_gptq_factor *f)
+{
+    return f ? f->cols : 0;
+}
+
+/* ---- the driver ---------------------------------------------------------- */
+
+/* wp_gptq_quantize's argument checks (type, shape, options, W and qw finite)
+ * into t; 0 or -1 with the message. */
+static int check_args(int type, const float *Win, int64_t rows, int64_t cols, const float *qw,
+                      const wp_gptq_opts *opts, tparams *t, char *err, size_t errlen)
+{
+    if (tparams_get(type, t))
         return fail(err, errlen, "type %s: not supported by gptq", wp_ggml_type_name((uint32_t)type) ? wp_ggml_type_name((uint32_t)type) : "?");
-    if (rows < 0 || cols <= 0 || cols % t.n)
-        return fail(err, errlen, "row length %lld is not a multiple of %d (%s)", (long long)cols, t.n, wp_ggml_type_name((uint32_t)type));
+    if (rows < 0 || cols <= 0 || cols % t->n)
+        return fail(err, errlen, "row length %lld is not a multiple of %d (%s)", (long long)cols, t->n, wp_ggml_type_name((uint32_t)type));
     if (!(opts->widen >= 1) || !(opts->lambda >= 0) || !(opts->damp >= 0) || !isfinite(opts->widen) || !isfinite(opts->lambda))
         return fail(err, errlen, "bad options (widen must be >= 1, lambda and damp >= 0)");
     for (int64_t r = 0; r < rows; r++)
@@ -591,11 +760,19 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
         for (int64_t c = 0; c < cols; c++)
             if (!isfinite(qw[c]))
                 return fail(err, errlen, "non-finite importance weight at column %lld", (long long)c);
+    return 0;
+}
 
+/* GPTQ of checked arguments with factor f (NULL: H = I). */
+static int quantize_with(const tparams *tp, int type, const float *Win, int64_t rows, int64_t cols,
+                         const wp_gptq_factor *f, const float *qw, const wp_gptq_opts *opts,
+                         void *dst, wp_gptq_info *info, char *err, size_t errlen)
+{
+    const tparams t = *tp;
     const choosectl cc = {opts->gamma || opts->widen > 1, opts->gamma, opts->widen};
     const int exact = !cc.lazy && !(opts->lambda > 0);
     const int group = (opts->gamma && t.n == 32) ? 256 : t.n;      /* scale-choice unit */
-    const int act = H && opts->act_order;
+    const int act = f && f->act;
     int64_t B = opts->block_cols > 0 ? opts->block_cols : 128;
     if (!act)
         B = (B + group - 1) / group * group;   /* a group never straddles a batch */
@@ -604,13 +781,16 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
     const int64_t nblk = cols / t.n;
     const size_t bbytes = wp_ggml_type_size((uint32_t)type);
     wp_gptq_info inf = {0, 0, 0, 0};
+    if (f)
+        inf = f->info;
 
-    const int own_w = !opts->consume, own_h = !(opts->consume && !act);
+    const int own_w = !opts->consume;
     float *W = own_w ? malloc((size_t)(rows * cols) * sizeof *W + 1) : (float *)Win;
     float *sig = malloc((size_t)rows * sizeof *sig + 1);
-    int64_t *perm = malloc((size_t)cols * sizeof *perm);
-    double *A = NULL;
-    float *U = NULL, *Err = NULL;
+    int64_t *ident = f ? NULL : malloc((size_t)cols * sizeof *ident);
+    const int64_t *perm = f ? f->perm : ident;
+    const float *U = f ? f->U : NULL;
+    float *Err = NULL;
     double *rloss = NULL;
     rowjob jb = {0};   /* jb.gs freed at done */
     ratectl *rc = calloc(1, sizeof *rc);
@@ -619,77 +799,27 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
         fail(err, errlen, "out of memory");
         goto done;
     }
+    if (f) {
+        Err = malloc((size_t)(rows * B) * sizeof *Err + 1);
+        if (!Err) {
+            fail(err, errlen, "out of memory (Hessian %lld x %lld)", (long long)cols, (long long)cols);
+            goto done;
+        }
+    }
     if (own_w)
         memcpy(W, Win, (size_t)(rows * cols) * sizeof *W);
     rc->lambda = opts->lambda;
     for (int64_t r = 0; r < rows; r++)
         sig[r] = wp_rtn_row_sigma2(Win + r * cols, cols);
-    for (int64_t c = 0; c < cols; c++)
-        perm[c] = c;
-
-    double ubar = 1;
-    if (H) {
-        double *diag = malloc((size_t)cols * sizeof *diag), *d0 = malloc((size_t)cols * sizeof *d0);
-        A = own_h ? malloc((size_t)(cols * cols) * sizeof *A) : (double *)H;
-        Err = malloc((size_t)(rows * B) * sizeof *Err + 1);
-        if (!diag || !d0 || !A || !Err) {
-            free(diag);
-            free(d0);
-            fail(err, errlen, "out of memory (Hessian %lld x %lld)", (long long)cols, (long long)cols);
-            goto done;
-        }
-        for (int64_t i = 0; i < cols * cols; i++)
-            if (!isfinite(H[i])) {
-                free(diag);
-                free(d0);
-                fail(err, errlen, "non-finite Hessian entry at (%lld, %lld)", (long long)(i / cols), (long long)(i % cols));
-                goto done;
-            }
-        double mean = 0, amean = 0;
-        for (int64_t i = 0; i < cols; i++) {
-            d0[i] = diag[i] = H[i * cols + i];
-            if (diag[i] == 0) {            /* dead column (gptq.py); W zeroed below */
-                inf.dead_cols++;
-                diag[i] = 1;
-            }
-            mean += diag[i];
-            amean += fabs(diag[i]);
-        }
-        mean /= cols;
-        amean /= cols;
-        if (!(mean > 0))
-            mean = amean > 0 ? amean : 1;
-        if (act) {
-            qsort_r(perm, (size_t)cols, sizeof *perm, by_diag_desc, diag);
-        }
-        free(diag);
-        int ok = 0;
-        double rel = opts->damp;
-        for (int k = 0; k <= opts->retries; k++, rel *= 10) {
-            inf.tries = k + 1;
-            if ((own_h ? factor(A, H, perm, cols, rel * mean) : factor_inplace(A, d0, cols, rel * mean)) == 0) {
-                ok = 1;
-                break;
-            }
-        }
-        if (!ok) {
-            free(d0);
-            inf.damp_used = rel / 10;
-            ret = WP_GPTQ_NOT_PD;
-            goto done;
-        }
+    if (ident)
+        for (int64_t c = 0; c < cols; c++)
+            ident[c] = c;
+    if (f && f->info.dead_cols)
         for (int64_t i = 0; i < cols; i++)
-            if (d0[i] == 0)
+            if (f->dead[i])
                 for (int64_t r = 0; r < rows; r++)
                     W[r * cols + i] = 0;
-        free(d0);
-        inf.damp_used = rel;
-        U = narrow(A, cols * cols);
-        ubar = 0;
-        for (int64_t j = 0; j < cols; j++)
-            ubar += (double)U[j * cols + j] * U[j * cols + j];
-        ubar /= cols;
-    }
+    const double ubar = f ? f->ubar : 1;
 
     const float *qwp = qw;
     /* λ > 0 codes each weight against the counts of every code before it, in
@@ -769,13 +899,67 @@ done:
     if (own_w)
         free(W);
     free(sig);
-    free(perm);
-    if (own_h)
-        free(A);
+    free(ident);
     free(Err);
     free(jb.gs);
     free(rloss);
     free(rc);
+    return ret;
+}
+
+int wp_gptq_quantize_factored(int type, const float *Win, int64_t rows, int64_t cols,
+                              const wp_gptq_factor *f, const float *qw, const wp_gptq_opts *opts,
+                              void *dst, wp_gptq_info *info, char *err, size_t errlen)
+{
+    wp_gptq_opts dflt;
+    tparams t;
+    if (!opts) {
+        wp_gptq_opts_default(&dflt);
+        opts = &dflt;
+    }
+    if (check_args(type, Win, rows, cols, qw, opts, &t, err, errlen))
+        return -1;
+    if (f && f->cols != cols)
+        return fail(err, errlen, "the Hessian factor is %lldx%lld, the matrix has %lld columns", (long long)f->cols,
+                    (long long)f->cols, (long long)cols);
+    if (f && f->act != (opts->act_order != 0))
+        return fail(err, errlen, "the Hessian factor was made %s act-order, the options ask %s it",
+                    f->act ? "with" : "without", f->act ? "without" : "with");
+    if (f && f->status == WP_GPTQ_NOT_PD) {
+        if (info)
+            *info = f->info;
+        return WP_GPTQ_NOT_PD;
+    }
+    return quantize_with(&t, type, Win, rows, cols, f, qw, opts, dst, info, err, errlen);
+}
+
+int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
+                     const double *H, const float *qw, const wp_gptq_opts *opts,
+                     void *dst, wp_gptq_info *info, char *err, size_t errlen)
+{
+    wp_gptq_opts dflt;
+    tparams t;
+    wp_gptq_factor *f = NULL;
+    if (!opts) {
+        wp_gptq_opts_default(&dflt);
+        opts = &dflt;
+    }
+    if (check_args(type, Win, rows, cols, qw, opts, &t, err, errlen))
+        return -1;
+    if (H) {
+        /* consume: the factor in H's own buffer (restored on NOT_PD) */
+        int k = factor_build((double *)H, cols, opts, opts->consume ? H_BORROW : H_COPY, &f, err, errlen);
+        if (k < 0)
+            return -1;
+        if (k == WP_GPTQ_NOT_PD) {
+            if (info)
+                *info = f->info;
+            wp_gptq_factor_free(f);
+            return WP_GPTQ_NOT_PD;
+        }
+    }
+    int ret = quantize_with(&t, type, Win, rows, cols, f, qw, opts, dst, info, err, errlen);
+    wp_gptq_factor_free(f);
     return ret;
 }
 

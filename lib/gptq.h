@@ -123,10 +123,64 @@ int wp_gptq_supported(int type);
  * entry, a scale that does not fit fp16 (weights beyond ±65504·range), or no
  * memory, with a one-line message in err (errlen bytes) that names the row
  * and column where it applies. Thread-safe: its own threads (o->threads)
- * and the BLAS/LAPACK library's run one after the other, never at once. */
+ * and the BLAS/LAPACK library's run one after the other, never at once.
+ * The same as wp_gptq_factor_make + wp_gptq_quantize_factored +
+ * wp_gptq_factor_free (below), for one matrix. */
 int wp_gptq_quantize(int type, const float *W, int64_t rows, int64_t cols,
                      const double *H, const float *qw, const wp_gptq_opts *o,
                      void *dst, wp_gptq_info *info, char *err, size_t errlen);
+
+/* The Hessian's part of GPTQ, made once and used for any number of matrices
+ * with the same input (a Hessian file's record shared by q, k and v, or by
+ * ffn_gate and ffn_up): dead columns (H_ii == 0), damping λ·mean(diag H)
+ * with its retries, the act-order permutation and the upper Cholesky factor
+ * U of (P·H·Pᵀ + damping)⁻¹ (gptq.py's fasterquant up to Hinv). It depends
+ * on H, cols and the options damp, retries and act_order only — not on the
+ * type, W, qw or the other options. Memory: cols × cols floats (4·cols²
+ * bytes) plus 9·cols bytes. Read-only once made: one factor may serve
+ * concurrent wp_gptq_quantize_factored calls. */
+typedef struct wp_gptq_factor wp_gptq_factor;
+
+/* Make *f from H (cols × cols doubles, row-major, symmetric, finite; as for
+ * wp_gptq_quantize) under o's damp, retries and act_order (NULL: defaults).
+ * H is read only (a cols × cols double copy is worked in) unless o->consume,
+ * where (without act_order) the factor is worked out and kept in H's own
+ * buffer: H must then stay allocated, unchanged, until wp_gptq_factor_free,
+ * and is the caller's to free after it.
+ * Returns 0; WP_GPTQ_NOT_PD when every damping failed — *f is still made, and
+ * records the outcome: wp_gptq_quantize_factored returns WP_GPTQ_NOT_PD for
+ * it, with damp_used and tries, for every matrix it is given (with consume H
+ * is then as it was); -1 with *f NULL and a one-line message in err (errlen
+ * bytes) on bad arguments, a non-finite entry (named by row and column) or
+ * no memory. */
+int wp_gptq_factor_make(const double *H, int64_t cols, const wp_gptq_opts *o, wp_gptq_factor **f,
+                        char *err, size_t errlen);
+
+/* wp_gptq_factor_make taking H over: H (malloc'd) belongs to the factor from
+ * this call on, whatever it returns. The factor is worked out in H's buffer
+ * (with act_order in a permuted copy, H freed after it), which then shrinks
+ * to the float factor: peak memory cols² doubles (two with act_order), kept
+ * 4·cols² bytes. On WP_GPTQ_NOT_PD or -1 H is already freed. o->consume is
+ * not read. */
+int wp_gptq_factor_take(double *H, int64_t cols, const wp_gptq_opts *o, wp_gptq_factor **f,
+                        char *err, size_t errlen);
+
+/* The cols the factor was made for; 0 for NULL. */
+int64_t wp_gptq_factor_cols(const wp_gptq_factor *f);
+
+/* Free f (NULL: nothing); after it, a consumed H is the caller's again. */
+void wp_gptq_factor_free(wp_gptq_factor *f);
+
+/* wp_gptq_quantize with the Hessian's part already done: f from
+ * wp_gptq_factor_make/_take for a Hessian of cols columns, or NULL for
+ * H = I. o must ask the act_order f was made with (-1 otherwise, and for
+ * another cols); o->consume applies to W only. The blocks are byte for byte
+ * those of wp_gptq_quantize with that H and o; info's damp_used, tries and
+ * dead_cols are f's. Returns as wp_gptq_quantize (WP_GPTQ_NOT_PD when f
+ * records it: dst untouched, W as it was). */
+int wp_gptq_quantize_factored(int type, const float *W, int64_t rows, int64_t cols,
+                              const wp_gptq_factor *f, const float *qw, const wp_gptq_opts *o,
+                              void *dst, wp_gptq_info *info, char *err, size_t errlen);
 
 /* Hessian-weighted quantization error tr(ΔW·H·ΔWᵀ) with ΔW = dequant(q) - W,
  * q the rows × cols weights quantized as type at q (ggml row layout); H NULL
