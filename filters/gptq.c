@@ -537,6 +537,47 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
                 hm[first].weight);
 }
 
+/* ---- one Hessian factor kept for the next weights of its record ---------- */
+
+/* A record shared by several weights (q/k/v, gate/up) is factored once
+ * (wp_gptq_factor: damping, retries, act-order, dead columns) and the factor
+ * (4·cols² bytes, or a WP_GPTQ_NOT_PD outcome) kept for the record's later
+ * weights, which llama's tensor order interleaves with others (k, attn_norm,
+ * attn_output, q, v; ffn_down, ffn_gate, ffn_norm, ffn_up). At most one is
+ * kept: dropped after the record's last weight, before a tensor of another
+ * record, and before any tensor whose working set beside it would pass the
+ * run's largest one (work_bytes): the peak does not grow. */
+static struct {
+    wp_gptq_factor *f;
+    uint64_t off;      /* its record's offset */
+    size_t left;       /* tensors still to come that map to the record */
+    uint64_t bytes;    /* 4·cols² */
+} fc;
+static uint64_t work_max;   /* the largest work_bytes of the run */
+
+static void fc_drop(void)
+{
+    wp_gptq_factor_free(fc.f);
+    fc.f = NULL;
+    fc.left = 0;
+}
+
+/* A tensor's working set in the tensor loop: its weights as floats, and the
+ * Hessian (cols² doubles) where GPTQ reads one. */
+static uint64_t work_bytes(const struct tensor_info *t, const wp_ftype_plan *plan)
+{
+    struct wp_ftype_choice ch;
+    wp_ftype_plan_get(plan, t->name, &ch);
+    uint64_t nel = 1;
+    for (int d = 0; d < t->n_dims; d++)
+        nel *= (uint64_t)t->ne[d];
+    uint64_t b = 4 * nel;
+    if (hpath && ch.quantize && (uint32_t)ch.type != t->type && !is_float((uint32_t)ch.type) && t->n_dims < 3 &&
+        hessian_of(t->name))
+        b += 8 * (uint64_t)t->ne[0] * (uint64_t)t->ne[0];
+    return b;
+}
+
 /* gptq --check with an input: the model's metadata and tensor shapes (a GGUF file read
  * without its tensor data, or a stream's record headers), planned and checked. */
 static void check_model(const char *in, int ftype, int pure, int strict, const char **overrides, int n_over)
@@ -868,9 +909,23 @@ int main(int argc, char **argv)
     (void)kv_done;
 
     /* tensors */
+    for (size_t i = 0; i < n_t; i++) {
+        const uint64_t b = work_bytes(&tl[i], plan);
+        work_max = b > work_max ? b : work_max;
+    }
     const double t0 = now();
     for (size_t ti = 0; ti < n_t; ti++) {
         const char *name = order[ti];
+        const struct hmap *hrec = hpath ? hessian_of(name) : NULL;
+        const int fc_user = fc.f && hrec && hrec->offset == fc.off;
+        if (fc.f && !fc_user) {
+            const struct tensor_info *tt = NULL;
+            for (size_t i = 0; i < n_t && !tt; i++)
+                if (!strcmp(tl[i].name, name))
+                    tt = &tl[i];
+            if (!tt || work_bytes(tt, plan) + fc.bytes > work_max)
+                fc_drop();
+        }
         const wp_index_entry *ie = wp_index_find(&ix, WP_REC_TENSOR, name);
         if (!ie)
             wp_die("temporary file: tensor %s lost", name);
@@ -927,28 +982,54 @@ int main(int argc, char **argv)
                  * imatrix slice and Hessian lookup by the tensor's name */
                 const int64_t n_mat = r.n_dims >= 3 ? n / (ne0 * r.ne[1]) : 1, mrows = rows / n_mat;
                 float *iw = imatrix_get(name, ne0, n_mat);
-                double *H = (hess_path && n_mat == 1) ? hessian_get(name, ne0) : NULL;
+                /* the Hessian's factor: the kept one of this tensor's record, or made
+                 * from the record (H taken over and shrunk to the float factor) */
+                wp_gptq_factor *hf = NULL;
+                int reused = 0;
+                if (hess_path && n_mat == 1) {
+                    if (fc_user) {
+                        hf = fc.f;
+                        reused = 1;
+                    } else {
+                        double *H = hessian_get(name, ne0);
+                        if (H && wp_gptq_factor_take(H, ne0, &go, &hf, err, sizeof err) < 0)
+                            wp_die("tensor %s: %s", name, err);
+                        size_t left = 0;   /* this record's tensors still to come */
+                        for (size_t k = ti + 1; hf && k < n_t; k++) {
+                            const struct hmap *o = hessian_of(order[k]);
+                            left += o && o->offset == hrec->offset;
+                        }
+                        if (left) {
+                            fc_drop();
+                            fc.f = hf;
+                            fc.off = hrec->offset;
+                            fc.left = left;
+                            fc.bytes = 4 * (uint64_t)ne0 * (uint64_t)ne0;
+                        }
+                    }
+                }
                 for (int64_t m = 0; m < n_mat; m++) {
                     const float *src = f + m * mrows * ne0;
                     uint8_t *d = dst + (size_t)(m * mrows) * rsz;
                     const float *qw = iw ? iw + m * ne0 : NULL;
                     int done = 0;
-                    if (H) {
-                        /* W (a float copy made for this tensor) and H are
-                         * scratch: GPTQ works in them, memory stays near one
-                         * tensor plus its Hessian */
+                    if (hf) {
+                        /* W (a float copy made for this tensor) is scratch:
+                         * GPTQ works in it, memory stays near one tensor plus
+                         * its Hessian */
                         wp_gptq_info info;
                         wp_gptq_opts gc = go;
                         gc.consume = 1;
-                        int k = wp_gptq_quantize((int)to, src, mrows, ne0, H, qw, &gc, d, &info, err, sizeof err);
+                        int k = wp_gptq_quantize_factored((int)to, src, mrows, ne0, hf, qw, &gc, d, &info, err,
+                                                          sizeof err);
                         if (k < 0)
                             wp_die("tensor %s: %s", name, err);
                         if (k == WP_GPTQ_NOT_PD) {
-                            wp_warn("tensor %s: Hessian not positive definite even with damping %g; RTN instead",
-                                    name, info.damp_used);
+                            wp_warn("tensor %s: Hessian not positive definite even with damping %g; RTN instead%s",
+                                    name, info.damp_used, reused ? " (its record's factor, reused)" : "");
                         } else {
                             done = 1;
-                            how = "gptq";
+                            how = reused ? "gptq, factor reused" : "gptq";
                         }
                     }
                     if (!done && lazy) {
@@ -967,7 +1048,8 @@ int main(int argc, char **argv)
                     }
                 }
                 free(iw);
-                free(H);
+                if (hf != fc.f)
+                    wp_gptq_factor_free(hf);
             }
             free(f);
             r.type = to;
@@ -981,7 +1063,10 @@ int main(int argc, char **argv)
                     wp_ggml_type_name(r.type) ? wp_ggml_type_name(r.type) : "?", how, now() - t0);
         wp_cli_put(w, &r);
         wp_record_free(&r);
+        if (fc_user && --fc.left == 0)
+            fc_drop();
     }
+    fc_drop();
     /* every other record, in input order */
     for (uint64_t e = 0; e < ix.count; e++) {
         unsigned k = ix.e[e].kind;
