@@ -97,6 +97,86 @@ gptq_h() {
     [ "$(stat -c %s "$T/g.gguf")" -eq "$(stat -c %s "$T/r.gguf")" ]
 }
 
+# split_py: Python for hessians that zeroes row and column 5 of every Hessian (a dead column,
+# which GPTQ zeroes in each weight of the record), gives attn_output (between attn_k and attn_q
+# in llama's order) a record of its own, a copy of the layer's ffn_in, and, given "split", gives
+# each weight of a shared record its own copy (no weights=, nothing for gptq to reuse)
+split_py() {
+    echo "import array, copy
+out = []
+for r in recs:
+    n, a = r.ne[0], array.array('d', bytes(r.payload))
+    for j in range(n):
+        a[5 * n + j] = a[j * n + 5] = 0
+    r.payload = bytearray(a.tobytes())
+    if r.name.endswith('.ffn_in'):
+        o = copy.deepcopy(r)
+        o.name = r.name.replace('ffn_in', 'attn_output.weight')
+        del o.attrs['weights']
+        out.append(o)
+    ws = r.attrs.pop('weights').split(',') if '$1' == 'split' and 'weights' in r.attrs else []
+    for w in ws:
+        c = copy.deepcopy(r)
+        c.name = w
+        out.append(c)
+    if not ws:
+        out.append(r)
+recs[:] = out"
+}
+
+@test "gptq --hessian: a record shared by q/k/v and gate/up, factored once, gives the bytes of one record per weight (act-order, types that differ within the record, dead columns, another record between)" {
+    hessians "$T/shared.wts" "$(split_py)"
+    hessians "$T/split.wts" "$(split_py split)"
+    for opts in "--ftype Q4_0" "--ftype Q4_0 --act-order" "--ftype Q3_K_M" "--ftype Q3_K_M --act-order --damp 0.1" \
+                "--ftype Q5_K_M --gamma --widen 1.25 --lambda 0.05"; do
+        for h in shared split; do
+            # shellcheck disable=SC2086
+            gptq_h "$T/$h.wts" $opts -o "$T/$h.out"
+            [ "$status" -eq 0 ] || { echo "$stderr"; return 1; }
+            echo "$stderr" > "$T/$h.err"
+        done
+        cmp "$T/shared.out" "$T/split.out" || { echo "differs with '$opts'"; return 1; }
+        ! grep -q 'reused' "$T/split.err"
+        [ "$(grep -c 'factor reused' "$T/shared.err")" -eq 15 ]
+        grep -q 'blk.4.attn_output.weight  *F32 -> .* (gptq) ' "$T/shared.err"
+        if [ "$opts" = "--ftype Q3_K_M" ]; then
+            # attn_v is of another type than attn_k and attn_q, and shares their factor
+            grep -q 'blk.0.attn_k.weight  *F32 -> Q4_0 (gptq) ' "$T/shared.err"
+            grep -q 'blk.0.attn_v.weight  *F32 -> Q5_1 (gptq, factor reused)' "$T/shared.err"
+        fi
+    done
+}
+
+@test "gptq --hessian: the progress says which weights reused their record's factor (the record's first in llama's order makes it)" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h.wts"
+    gptq_h "$T/h.wts" --ftype Q8_0 -o /dev/null
+    [ "$status" -eq 0 ]
+    for l in 0 1 2 3 4; do
+        for w in attn_k ffn_gate; do
+            echo "$stderr" | grep -q "blk.$l.$w.weight  *F32 -> Q8_0 (gptq) "
+        done
+        for w in attn_q attn_v ffn_up; do
+            echo "$stderr" | grep -q "blk.$l.$w.weight  *F32 -> Q8_0 (gptq, factor reused) "
+        done
+    done
+    [ "$(echo "$stderr" | grep -c 'reused')" -eq 15 ]
+}
+
+@test "gptq --hessian: an indefinite shared record warns for each of its weights, and each is RTN" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/bad.wts" bad
+    gptq_h "$T/bad.wts" --ftype Q4_0 -o "$T/g.out"
+    [ "$status" -eq 0 ]
+    for w in attn_q attn_k attn_v ffn_gate ffn_up; do
+        echo "$stderr" | grep -q "warning: tensor blk.0.$w.weight: Hessian not positive definite even with damping"
+    done
+    [ "$(echo "$stderr" | grep -c 'Hessian not positive definite')" -eq 25 ]
+    ! echo "$stderr" | grep -q '(gptq'
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q4_0 --rtn -q -o "$T/r.out"
+    cmp "$T/g.out" "$T/r.out"
+}
+
 @test "gptq --threads: any count gives the same bytes (RTN equals llama-quantize on 3 threads; GPTQ, act-order, gamma+widen)" {
     [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
     if [ -x "$QUANTIZE" ]; then
