@@ -87,8 +87,8 @@ gptq_h() {
     [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
     "$UNIT" --hessians "$T/h.wts"
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --hessian "$T/h.wts" --ftype Q8_0 -o "$T/g.wts" 2> "$T/err"
-    grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq)' "$T/err"
-    grep -q 'blk.4.ffn_up.weight  *F32 -> Q8_0 (gptq)' "$T/err"
+    grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq, factor reused)' "$T/err"
+    grep -q 'blk.4.ffn_up.weight  *F32 -> Q8_0 (gptq, factor reused)' "$T/err"
     grep -q 'blk.0.attn_output.weight  *F32 -> Q8_0 (rtn)' "$T/err"
     grep -q 'kept F16.*blk.0.ffn_down.weight' "$T/err"
     "$BIN/ggufpack" < "$T/g.wts" > "$T/g.gguf"
@@ -209,7 +209,7 @@ recs[:] = out"
     "$UNIT" --hessians "$T/h64.wts" f32as64
     [ "$(stat -c %s "$T/h32.wts")" -lt "$(stat -c %s "$T/h64.wts")" ]   # really F32 records
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --hessian "$T/h32.wts" --ftype Q8_0 -o "$T/a.wts" 2> "$T/err"
-    grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq)' "$T/err"
+    grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq, factor reused)' "$T/err"
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --hessian "$T/h64.wts" --ftype Q8_0 -q -o "$T/b.wts"
     cmp "$T/a.wts" "$T/b.wts"
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q8_0 -q -o "$T/r.wts"
@@ -294,7 +294,7 @@ r.payload = r.payload[:32 * 32 * 8]"
     gptq_h "$T/h.wts" --ftype Q8_0 -o /dev/null
     [ "$status" -eq 0 ]
     ! echo "$stderr" | grep -q "warning: $T/h.wts"
-    echo "$stderr" | grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq)'
+    echo "$stderr" | grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq, factor reused)'
 }
 
 @test "gptq: a zero Hessian (no calibration token reached the weight) is RTN with a warning, not a zeroed matrix" {
@@ -309,7 +309,7 @@ r.payload = bytearray(len(r.payload))"
         echo "$stderr" | grep -q "blk.0.attn_$w.weight  *F32 -> Q8_0 (rtn)"
     done
     [ "$(echo "$stderr" | grep -c 'the Hessian is zero')" -eq 3 ]
-    echo "$stderr" | grep -q 'blk.1.attn_q.weight  *F32 -> Q8_0 (gptq)'
+    echo "$stderr" | grep -q 'blk.1.attn_q.weight  *F32 -> Q8_0 (gptq, factor reused)'
     # q's bytes are RTN's, not zeros
     "$BIN/gptq" --rtn --ftype Q8_0 -q -o "$T/r.wts" "$T/m.wps"
     "$BIN/ggufpack" -o "$T/g.gguf" "$T/g.wts" && "$BIN/ggufpack" -o "$T/r.gguf" "$T/r.wts"
