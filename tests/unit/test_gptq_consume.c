@@ -1,6 +1,8 @@
 /* test_gptq_consume.c - GPTQ working in the caller's W and H (opts.consume)
  * gives the same blocks as with copies, and an indefinite Hessian leaves
- * both as they were. */
+ * both as they were; a Hessian's factor made once (wp_gptq_factor_make,
+ * _take) gives, for several matrices and types, the blocks of
+ * wp_gptq_quantize, and keeps a not-positive-definite outcome. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +52,51 @@ int main(void)
         free(a);
         free(b);
     }
+    /* one factor, several matrices and types: wp_gptq_quantize's blocks,
+     * with and without act-order, made from a copy, in H (consume) or taking
+     * H over; a dead column (zero row and column 3) zeroed in each matrix */
+    for (int64_t i = 0; i < cols; i++)
+        H[3 * cols + i] = H[i * cols + 3] = 0;
+    for (int act = 0; act < 2; act++)
+        for (int how = 0; how < 3; how++) {
+            wp_gptq_opts o;
+            wp_gptq_opts_default(&o);
+            o.act_order = act;
+            o.consume = how == 1;
+            double *Hc = malloc(sizeof(double) * cols * cols);
+            memcpy(Hc, H, sizeof(double) * cols * cols);
+            wp_gptq_factor *f = NULL;
+            int rf = how == 2 ? wp_gptq_factor_take(Hc, cols, &o, &f, err, sizeof err)
+                              : wp_gptq_factor_make(Hc, cols, &o, &f, err, sizeof err);
+            CHECK(rf == 0 && f && wp_gptq_factor_cols(f) == cols, "act %d how %d: factor made (%s)", act, how,
+                  rf ? err : "");
+            int same = 1;
+            for (size_t k = 0; k < sizeof types / sizeof *types; k++)
+                for (int m = 0; m < 2; m++) {
+                    const int type = types[k];
+                    size_t bytes = (size_t)rows * wp_ggml_row_size((uint32_t)type, cols);
+                    uint8_t *a = malloc(bytes), *b = malloc(bytes);
+                    for (int64_t i = 0; i < rows * cols; i++)     /* matrix m: W, or W reversed */
+                        W2[i] = m ? W[rows * cols - 1 - i] : W[i];
+                    wp_gptq_info ia, ib;
+                    o.consume = 0;
+                    int ra = wp_gptq_quantize(type, W2, rows, cols, H, NULL, &o, a, &ia, err, sizeof err);
+                    int rb = wp_gptq_quantize_factored(type, W2, rows, cols, f, NULL, &o, b, &ib, err, sizeof err);
+                    same &= ra == 0 && rb == 0 && !memcmp(a, b, bytes) && ia.dead_cols == 1 && ib.dead_cols == 1 &&
+                            ia.loss == ib.loss && ia.tries == ib.tries;
+                    free(a);
+                    free(b);
+                }
+            CHECK(same, "act %d how %d: one factor, 2 matrices x 3 types: wp_gptq_quantize's blocks", act, how);
+            o.act_order = !act;
+            uint8_t *d = malloc((size_t)rows * wp_ggml_row_size(WP_Q8_0, cols));
+            CHECK(wp_gptq_quantize_factored(WP_Q8_0, W, rows, cols, f, NULL, &o, d, NULL, err, sizeof err) == -1,
+                  "act %d how %d: options asking the other act-order are refused (%s)", act, how, err);
+            free(d);
+            wp_gptq_factor_free(f);
+            if (how != 2)
+                free(Hc);
+        }
     /* an indefinite Hessian: every damping fails; W and H come back intact */
     /* one hugely negative diagonal entry: even 100 x mean|diag| of damping
      * leaves it negative */
@@ -67,6 +114,27 @@ int main(void)
     CHECK(r == WP_GPTQ_NOT_PD, "an indefinite Hessian is refused (%d)", r);
     CHECK(!memcmp(X, H2, sizeof(double) * cols * cols), "the caller's H comes back unchanged");
     CHECK(!memcmp(W, W2, sizeof(float) * rows * cols), "the caller's W comes back unchanged");
+    /* ... and as a factor: kept as the outcome, for every matrix given it */
+    for (int how = 0; how < 2; how++) {
+        double *Hc = malloc(sizeof(double) * cols * cols);
+        memcpy(Hc, X, sizeof(double) * cols * cols);
+        wp_gptq_factor *f = NULL;
+        o.consume = 0;
+        int rf = how ? wp_gptq_factor_take(Hc, cols, &o, &f, err, sizeof err)
+                     : wp_gptq_factor_make(Hc, cols, &o, &f, err, sizeof err);
+        CHECK(rf == WP_GPTQ_NOT_PD && f, "how %d: an indefinite Hessian's factor records it", how);
+        for (int m = 0; m < 2; m++) {
+            wp_gptq_info info = {0};
+            int q = wp_gptq_quantize_factored(m ? WP_Q8_0 : WP_Q4_K, W2, rows, cols, f, NULL, &o, d, &info, err,
+                                              sizeof err);
+            CHECK(q == WP_GPTQ_NOT_PD && info.tries == 5 && info.damp_used > 99 && info.damp_used < 101,
+                  "how %d, matrix %d: WP_GPTQ_NOT_PD, 5 tries, damping 100 (%d %d %g)", how, m, q, info.tries,
+                  info.damp_used);
+        }
+        wp_gptq_factor_free(f);
+        if (!how)
+            free(Hc);
+    }
     free(W), free(W2), free(H), free(H2), free(X), free(d);
     return tap_done();
 }
