@@ -3,7 +3,7 @@
  * run in the same process (make bench; tests/bench drives it). Nothing here
  * asserts a speed: every figure is printed beside its baseline and a ratio.
  *
- * Usage: bench machine | quant | rss | codes | bf16
+ * Usage: bench machine | quant | rss | factor | codes | bf16
  *
  *   machine  nproc and CPU model.
  *   quant    issue 3: weights/s of our RTN (wp_rtn_quantize) and of GPTQ
@@ -17,6 +17,12 @@
  *            printed beside the size of the tensor (F32) plus its Hessian
  *            (double), the target it must stay near. Its own process, so no
  *            other section's buffers count.
+ *   factor   a Hessian record shared by q, k and v (gptq --hessian): three
+ *            matrices (1024×2048 realistic, Q4_K) sharing one H (2048
+ *            columns), each with wp_gptq_quantize (the factor made three
+ *            times, as with one record per weight) against one
+ *            wp_gptq_factor_make and three wp_gptq_quantize_factored; times,
+ *            the ratio, the factor's own time, and the bytes compared.
  *   codes    issue 4: decode throughput of the fast CPU lane decoder
  *            (wp_coded_decode, reference = 0) on a 4096×14336 Q4_K matrix
  *            (ggml_quantize_chunk, pair symbols, Huffman max_len 11), single
@@ -405,6 +411,85 @@ static int quant(void)
     return 0;
 }
 
+/* ---- a shared Hessian factored once ------------------------------------- */
+
+enum { FR = 1024, FC = 2048, FN = 3 };
+
+typedef struct {
+    const float *W[FN];
+    const double *H;
+    uint8_t *dst[FN];
+    size_t bytes;
+} fctx;
+
+static void run_separate(void *p)
+{
+    fctx *c = p;
+    char err[256];
+    for (int m = 0; m < FN; m++)
+        if (wp_gptq_quantize(WP_Q4_K, c->W[m], FR, FC, c->H, NULL, NULL, c->dst[m], NULL, err, sizeof err))
+            die(err);
+}
+static void run_shared(void *p)
+{
+    fctx *c = p;
+    char err[256];
+    wp_gptq_factor *f;
+    if (wp_gptq_factor_make(c->H, FC, NULL, &f, err, sizeof err))
+        die(err);
+    for (int m = 0; m < FN; m++)
+        if (wp_gptq_quantize_factored(WP_Q4_K, c->W[m], FR, FC, f, NULL, NULL, c->dst[m], NULL, err, sizeof err))
+            die(err);
+    wp_gptq_factor_free(f);
+}
+static void run_factor(void *p)
+{
+    fctx *c = p;
+    char err[256];
+    wp_gptq_factor *f;
+    if (wp_gptq_factor_make(c->H, FC, NULL, &f, err, sizeof err))
+        die(err);
+    wp_gptq_factor_free(f);
+}
+
+static int factor(void)
+{
+    fctx a, b;
+    float *W = xmalloc(sizeof(float) * FN * FR * FC);
+    double *H = xmalloc(sizeof(double) * FC * FC);
+    realistic(W, (int64_t)FN * FR, FC);
+    hessian(H, FC, 4096);
+    a.H = b.H = H;
+    a.bytes = b.bytes = (size_t)FR * ggml_row_size(GGML_TYPE_Q4_K, FC);
+    for (int m = 0; m < FN; m++) {
+        a.W[m] = b.W[m] = W + (size_t)m * FR * FC;
+        a.dst[m] = xmalloc(a.bytes);
+        b.dst[m] = xmalloc(b.bytes);
+    }
+    int n, nf;
+    double ts, tc;
+    median_pair(run_separate, &a, run_shared, &b, 5, 20.0, &ts, &tc, &n);
+    double tf = median_time(run_factor, &a, 5, 5.0, &nf);
+    int same = 1;
+    for (int m = 0; m < FN; m++)
+        same &= !memcmp(a.dst[m], b.dst[m], a.bytes);
+    printf("\n### gptq --hessian: one H shared by %d matrices (q, k, v), %dx%d each, Q4_K, H %dx%d\n\n", FN, FR,
+           FC, FC, FC);
+    printf("| | s | runs |\n|---|---:|---:|\n");
+    printf("| %d x wp_gptq_quantize (one record per weight: %d factors) | %.3f | %d |\n", FN, FN, ts, n);
+    printf("| wp_gptq_factor_make + %d x wp_gptq_quantize_factored | %.3f | %d |\n", FN, tc, n);
+    printf("| one factor (wp_gptq_factor_make) alone | %.3f | %d |\n", tf, nf);
+    printf("| shared / separate | %.3f | |\n", tc / ts);
+    printf("| bytes equal | %s | |\n", same ? "yes" : "NO");
+    for (int m = 0; m < FN; m++) {
+        free(a.dst[m]);
+        free(b.dst[m]);
+    }
+    free(W);
+    free(H);
+    return same ? 0 : 1;
+}
+
 /* Peak RSS of GPTQ on one tensor + its Hessian, alone in this process. */
 static int rss(void)
 {
@@ -776,7 +861,7 @@ static int bf16(void)
 int main(int argc, char **argv)
 {
     if (argc != 2) {
-        fprintf(stderr, "usage: bench machine|quant|rss|codes|bf16\n");
+        fprintf(stderr, "usage: bench machine|quant|rss|factor|codes|bf16\n");
         return 2;
     }
     if (!strcmp(argv[1], "machine"))
@@ -785,6 +870,8 @@ int main(int argc, char **argv)
         return quant();
     if (!strcmp(argv[1], "rss"))
         return rss();
+    if (!strcmp(argv[1], "factor"))
+        return factor();
     if (!strcmp(argv[1], "codes"))
         return codes();
     if (!strcmp(argv[1], "bf16"))
