@@ -27,6 +27,8 @@
  *             good: GPTQ's damping is relative)
  *     attrs   n_tokens=N (tokens summed; carried, not read)
  * A weight named by two records (as a name or in weights=) is refused.
+ * A shared record is factored once (wp_gptq_factor) for all its weights
+ * (see "one Hessian factor kept" below).
  */
 #include <math.h>
 #include <regex.h>
