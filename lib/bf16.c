@@ -433,7 +433,17 @@ int wp_bf16_join(const struct wp_bf16_split *s, void *dst)
             if (sym[r * spr + spr - 1] >> 4)
                 return WP_BF16_ECORRUPT;
 
-    /* decode; on WP_BF16_ECORRUPT dst may be partly written (discard it) */
+    /* decode; on WP_BF16_ECORRUPT dst may be partly written (discard it).
+       The record must be the split's own (wp_bf16_split of the restored
+       weights gives it back): a verbatim group holds an exponent outside the
+       palette, and the palette is wp_bf16_palette of the exponents' counts.
+       The runtime's load-time palette indices split the weights again, and a
+       record that restored exactly but was not the split's (n_palette one
+       higher, a needless verbatim group) gave other indices than its own. */
+    int in_pal[256] = {0};
+    for (int k = 0; k < s->n_palette; k++)
+        in_pal[s->palette[k]] = 1;
+    uint64_t hist[256] = {0}, icount[WP_BF16_PALETTE_MAX] = {0};
     const uint8_t *vb = s->vbytes;
     struct bitr rr = {s->raw, 0, 0};
     for (size_t r = 0; r < nr; r++) {
@@ -442,6 +452,7 @@ int wp_bf16_join(const struct wp_bf16_split *s, void *dst)
         for (size_t gi = 0; gi < gpr; gi++) {
             size_t c0 = gi * gs, c1 = c0 + gs < nc ? c0 + gs : nc;
             if (wp_bf16_verbatim(s, (int64_t)r, (int64_t)gi)) {
+                int outside = 0;
                 for (size_t c = c0; c < c1; c++) {
                     if ((srow[c / 2] >> (4 * (c & 1))) & 15)
                         return WP_BF16_ECORRUPT;  /* slot must be index 0 */
@@ -449,7 +460,12 @@ int wp_bf16_join(const struct wp_bf16_split *s, void *dst)
                     uint32_t v = load(vb + (c - c0) * g.bytes, g.bytes);
                     if (raw != raw_of(&g, v))
                         return WP_BF16_ECORRUPT;  /* raw copy disagrees */
+                    const uint32_t e = exp_of(&g, v);
+                    hist[e]++;
+                    outside |= !in_pal[e];
                 }
+                if (!outside)
+                    return WP_BF16_ECORRUPT;  /* every exponent in the palette: not verbatim */
                 memcpy(row + c0 * g.bytes, vb, (c1 - c0) * g.bytes);
                 vb += (c1 - c0) * g.bytes;
                 continue;
@@ -458,11 +474,17 @@ int wp_bf16_join(const struct wp_bf16_split *s, void *dst)
                 unsigned k = (srow[c / 2] >> (4 * (c & 1))) & 15;
                 if ((int)k >= s->n_palette)
                     return WP_BF16_ECORRUPT;
+                icount[k]++;
                 uint32_t raw = bitr_get(&rr, g.raw_bits);
                 store(row + c * g.bytes, g.bytes, assemble(&g, s->palette[k], raw));
             }
         }
     }
+    for (int k = 0; k < s->n_palette; k++)
+        hist[s->palette[k]] += icount[k];
+    uint8_t p[WP_BF16_PALETTE_MAX];
+    if (wp_bf16_palette(hist, s->palette_n, p) != s->n_palette || memcmp(p, s->palette, (size_t)s->n_palette))
+        return WP_BF16_ECORRUPT;  /* not the palette the split picks from these weights */
     return 0;
 }
 

@@ -382,6 +382,40 @@ static void test_corrupt(void)
     s.palette[15] = 7;
     CHECK(wp_bf16_join(&s, back) == WP_BF16_ECORRUPT, "palette entry past n_palette not 0 -> ECORRUPT");
     wp_bf16_split_free(&s);
+    /* the record is the split's own: a restorer takes no other record that
+       restores the same weights (n_palette one higher, the palette in another
+       order, a verbatim group whose exponents are all in the palette), as the
+       runtime's load-time palette indices split the weights again (wprun
+       --bench took such a record without a word: a new user's trial) */
+    wp_bf16_split(&s, WP_BF16, m, rows, cols, 16, 64);
+    CHECK(s.n_palette == 5 && s.n_verbatim == 0 && wp_bf16_join(&s, back) == 0, "fixture: 5 exponents, none verbatim");
+    s.n_palette = 6;
+    s.palette[5] = 200;   /* an exponent no weight has */
+    CHECK(wp_bf16_join(&s, back) == WP_BF16_ECORRUPT, "n_palette one past the exponents -> ECORRUPT");
+    s.n_palette = 5;
+    s.palette[5] = 0;
+    uint8_t p0 = s.palette[0];
+    s.palette[0] = s.palette[1];
+    s.palette[1] = p0;
+    for (size_t i = 0; i < s.n_sym; i++)   /* indices 0 and 1 swapped in both nibbles */
+        for (int h = 0; h < 8; h += 4) {
+            unsigned k = (s.sym[i] >> h) & 15;
+            if (k < 2)
+                s.sym[i] = (uint8_t)((s.sym[i] & ~(15u << h)) | ((k ^ 1u) << h));
+        }
+    CHECK(wp_bf16_join(&s, back) == WP_BF16_ECORRUPT && (wp_bf16_join(&s, back), !memcmp(back, m, 2 * rows * cols)),
+          "the palette in another order (the weights restored exactly) -> ECORRUPT");
+    wp_bf16_split_free(&s);
+    wp_bf16_split(&s, WP_BF16, m, rows, cols, 16, 64);
+    s.vmap[0] |= 1;   /* group (0,0) verbatim, though its exponents are in the palette */
+    s.n_verbatim = 1;
+    s.vbytes_len = 128;
+    free(s.vbytes);
+    s.vbytes = malloc(128);
+    memcpy(s.vbytes, m, 128);
+    memset(s.sym, 0, 32);
+    CHECK(wp_bf16_join(&s, back) == WP_BF16_ECORRUPT, "a verbatim group with every exponent in the palette -> ECORRUPT");
+    wp_bf16_split_free(&s);
     /* the split's palette entries are distinct exponents (one given twice was taken) */
     wp_bf16_split(&s, WP_BF16, m, rows, cols, 4, 64);
     s.palette[3] = s.palette[1];
