@@ -104,9 +104,10 @@ static void tune_sigpipe(int sig)
 
 static void die(int status, const char *fmt, const char *a)
 {
-    fprintf(stderr, "wprun: ");
-    fprintf(stderr, fmt, a);
-    fprintf(stderr, "\n");
+    char msg[8192], line[8192];
+    snprintf(msg, sizeof msg, fmt, a);
+    /* one line whatever the names hold (a newline in a file name split it) */
+    fprintf(stderr, "wprun: %s\n", wp_printable(msg, line, sizeof line));
     wp_out_abort();   /* an error partway through --tune: no temporary file left */
     exit(status);
 }
@@ -793,7 +794,7 @@ static void synth_parse(const char *spec, int *type, long long *rows, long long 
         die(WR_EXIT_USAGE, "--synth: rows and cols must be at least 1: '%s'", spec);
     if (r > (1LL << 34) / c)
         die(WR_EXIT_USAGE, "--synth: shape too large (more than 2^34 weights): '%s'", spec);
-    int all = !strcmp(tn, "all"), t = all ? -1 : wp_ggml_type_from_name(tn);
+    int all = !strcasecmp(tn, "all"), t = all ? -1 : wp_ggml_type_from_name(tn);
     int known = all;
     long long blk = 1;   /* the largest block of the spec's types: COLS is rounded up to it */
     for (size_t i = 0; i < sizeof all_types / sizeof *all_types; i++)
@@ -921,6 +922,8 @@ int main(int argc, char **argv)
             if (nb == 64)
                 die(WR_EXIT_USAGE, "%s", "--bundle: at most 64 bundles");
             bundles[nb++] = a[0] != '-' || !a[1] ? a : argv[++i];
+            if (!*bundles[nb - 1])   /* "wprun: : No such file or directory" */
+                die(WR_EXIT_USAGE, "%s", "--bundle: empty file name");
         } else if (!v) {
             die(WR_EXIT_USAGE, "unknown option or missing value: %s (see --help)", a);
         } else if (!strcmp(a, "--synth")) {

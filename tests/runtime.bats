@@ -633,6 +633,20 @@ open('$T/name', 'w').write(r.name)"
     run "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning ""
     [ "$status" -eq 64 ]
     [ "$output" = "wprun: --tuning: empty file name" ]
+    # and an empty bundle name ("wprun: : No such file or directory", exit 1: a new user's trial)
+    for b in "" "--bundle "; do
+        run "$BIN/wprun" --cpu $b ""
+        [ "$status" -eq 64 ]
+        [ "$output" = "wprun: --bundle: empty file name" ]
+    done
+    # a newline in a file name is \x0a: the error stays one line
+    run "$BIN/wprun" --cpu "$T/a"$'\n'"b.bundle"
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: $T/a\x0ab.bundle: No such file or directory" ]
+    # ALL is all, as the type names are taken in any case (only "all" was)
+    run "$BIN/wprun" --cpu --synth ALL:2x3
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "wprun: 15 matrices (cpu): ok" ]
 }
 
 @test "wprun --tune refuses a tuning file that is one of its bundles (or a link to it), keeping the bundle" {
