@@ -430,27 +430,25 @@ static void run_separate(void *p)
         if (wp_gptq_quantize(WP_Q4_K, c->W[m], FR, FC, c->H, NULL, NULL, c->dst[m], NULL, err, sizeof err))
             die(err);
 }
-static void run_shared(void *p)
+static wp_gptq_factor *factor_of(const fctx *c)
 {
-    fctx *c = p;
     char err[256];
     wp_gptq_factor *f;
     if (wp_gptq_factor_make(c->H, FC, NULL, &f, err, sizeof err))
         die(err);
+    return f;
+}
+static void run_shared(void *p)
+{
+    fctx *c = p;
+    char err[256];
+    wp_gptq_factor *f = factor_of(c);
     for (int m = 0; m < FN; m++)
         if (wp_gptq_quantize_factored(WP_Q4_K, c->W[m], FR, FC, f, NULL, NULL, c->dst[m], NULL, err, sizeof err))
             die(err);
     wp_gptq_factor_free(f);
 }
-static void run_factor(void *p)
-{
-    fctx *c = p;
-    char err[256];
-    wp_gptq_factor *f;
-    if (wp_gptq_factor_make(c->H, FC, NULL, &f, err, sizeof err))
-        die(err);
-    wp_gptq_factor_free(f);
-}
+static void run_factor(void *p) { wp_gptq_factor_free(factor_of(p)); }
 
 static int factor(void)
 {
