@@ -546,9 +546,9 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
  * (4·cols² bytes, or a WP_GPTQ_NOT_PD outcome) kept for the record's later
  * weights, which llama's tensor order interleaves with others (k, attn_norm,
  * attn_output, q, v; ffn_down, ffn_gate, ffn_norm, ffn_up). At most one is
- * kept: dropped after the record's last weight, before a tensor of another
- * record, and before any tensor whose working set beside it would pass the
- * run's largest one (work_bytes): the peak does not grow. */
+ * kept: dropped after the record's last weight, when another shared record's
+ * factor is made (after it), and before any tensor whose working set beside
+ * it would pass the run's largest one (work_bytes): the peak does not grow. */
 static struct {
     wp_gptq_factor *f;
     uint64_t off;      /* its record's offset */
@@ -564,8 +564,13 @@ static void fc_drop(void)
     fc.left = 0;
 }
 
+static int work_act;         /* --act-order: the factor is made in a permuted copy of H */
+
 /* A tensor's working set in the tensor loop: its weights as floats, and the
- * Hessian (cols² doubles) where GPTQ reads one. */
+ * Hessian (cols² doubles) where GPTQ reads one (one matrix: n_mat 1, as the
+ * loop reads it), twice with --act-order (H and its permuted copy, both held
+ * while the factor is made: a factor kept beside attn_output raised the peak
+ * by its 4·cols² where token_embd's weights set work_max). */
 static uint64_t work_bytes(const struct tensor_info *t, const wp_ftype_plan *plan)
 {
     struct wp_ftype_choice ch;
@@ -574,9 +579,10 @@ static uint64_t work_bytes(const struct tensor_info *t, const wp_ftype_plan *pla
     for (int d = 0; d < t->n_dims; d++)
         nel *= (uint64_t)t->ne[d];
     uint64_t b = 4 * nel;
-    if (hpath && ch.quantize && (uint32_t)ch.type != t->type && !is_float((uint32_t)ch.type) && t->n_dims < 3 &&
+    const int one_mat = t->n_dims < 3 || nel == (uint64_t)t->ne[0] * (uint64_t)t->ne[1];
+    if (hpath && ch.quantize && (uint32_t)ch.type != t->type && !is_float((uint32_t)ch.type) && one_mat &&
         hessian_of(t->name))
-        b += 8 * (uint64_t)t->ne[0] * (uint64_t)t->ne[0];
+        b += (work_act ? 16 : 8) * (uint64_t)t->ne[0] * (uint64_t)t->ne[0];
     return b;
 }
 
@@ -911,6 +917,7 @@ int main(int argc, char **argv)
     (void)kv_done;
 
     /* tensors */
+    work_act = go.act_order != 0;
     for (size_t i = 0; i < n_t; i++) {
         const uint64_t b = work_bytes(&tl[i], plan);
         work_max = b > work_max ? b : work_max;

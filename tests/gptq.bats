@@ -147,6 +147,60 @@ recs[:] = out"
     done
 }
 
+# maxrss CMD...: CMD's peak resident memory in KiB (getrusage of the child)
+maxrss() {
+    /usr/bin/python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stderr=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
+}
+
+@test "gptq --hessian --act-order: a kept factor does not raise the peak (act-order's permuted copy of H counts in a tensor's working set)" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h.wts"
+    # layer 0's attn_k, attn_output and attn_q made 2048 columns wide (16 rows): k and q share a
+    # record, attn_output (between them) has its own; token_embd (F32 weights, no Hessian) is the
+    # run's largest working set, a little above attn_output's H plus the kept factor (16 MiB)
+    "$BIN/ggufcat" "$F32" > "$T/m.wps"
+    stream_edit "$T/m.wps" "$T/big.wps" "import array
+C = 2048
+for r in recs:
+    if r.name in ('blk.0.attn_k.weight', 'blk.0.attn_q.weight', 'blk.0.attn_output.weight'):
+        r.ne, r.type = [C, 16, 1, 1], 0
+        r.payload = bytearray(array.array('f', [((i * 7919) % 997) / 500.0 - 1 for i in range(C * 16)]).tobytes())
+    if r.name == 'token_embd.weight':
+        r.ne, r.type = [C, 6500, 1, 1], 0
+        r.payload = bytearray(array.array('f', [0.5]).tobytes() * (C * 6500))"
+    stream_edit "$T/h.wts" "$T/bigh.wts" "import array, copy
+C, out = 2048, []
+for r in recs:
+    if r.name == 'blk.0.attn_in':
+        a = array.array('d', bytes(8 * C * C))
+        for i in range(C):
+            a[i * C + i] = 1 + (i * 37) % 11
+        r.ne, r.payload = [C, C, 1, 1], bytearray(a.tobytes())
+        r.attrs['weights'] = 'blk.0.attn_k.weight,blk.0.attn_q.weight'
+        o = copy.deepcopy(r)
+        o.name = 'blk.0.attn_output.weight'
+        del o.attrs['weights']
+        out.append(o)
+    out.append(r)
+recs[:] = out"
+    # the same Hessians, one record per weight: nothing kept
+    stream_edit "$T/bigh.wts" "$T/splith.wts" "import copy
+out = []
+for r in recs:
+    for w in r.attrs.pop('weights', r.name).split(','):
+        c = copy.deepcopy(r)
+        c.name = w
+        out.append(c)
+recs[:] = out"
+    shared=$(maxrss "$BIN/gptq" --hessian "$T/bigh.wts" --type Q8_0 --act-order -o "$T/s.out" "$T/big.wps")
+    split=$(maxrss "$BIN/gptq" --hessian "$T/splith.wts" --type Q8_0 --act-order -o "$T/p.out" "$T/big.wps")
+    cmp "$T/s.out" "$T/p.out"
+    # the factor is 16384 KiB: a peak that grew by it is caught, allocator noise is not
+    [ "$shared" -le $((split + 4096)) ] || { echo "peak $shared KiB shared, $split KiB split"; return 1; }
+}
+
 @test "gptq --hessian: the progress says which weights reused their record's factor (the record's first in llama's order makes it)" {
     [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
     "$UNIT" --hessians "$T/h.wts"
