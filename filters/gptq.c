@@ -845,6 +845,8 @@ int main(int argc, char **argv)
 
     /* tensor order and the output's GGUF layout */
     char **order = malloc((n_t + 1) * sizeof *order);
+    if (!order)
+        wp_die("out of memory");
     for (size_t i = 0; i < n_t; i++)
         order[i] = tl[i].name;
     if (!keep_order)
@@ -1076,6 +1078,7 @@ int main(int argc, char **argv)
             fc_drop();
     }
     fc_drop();
+    free(order);
     /* every other record, in input order */
     for (uint64_t e = 0; e < ix.count; e++) {
         unsigned k = ix.e[e].kind;
