@@ -743,11 +743,15 @@ int64_t wp_gptq_factor_cols(const wp_gptq_factor *f)
 /* wp_gptq_quantize's argument checks (type, shape, options, W and qw finite)
  * into t; 0 or -1 with the message. */
 static int check_args(int type, const float *Win, int64_t rows, int64_t cols, const float *qw,
-                      const wp_gptq_opts *opts, tparams *t, char *err, size_t errlen)
+                      const void *dst, const wp_gptq_opts *opts, tparams *t, char *err, size_t errlen)
 {
+    if (rows < 0)
+        return fail(err, errlen, "bad arguments (%lld rows)", (long long)rows);
+    if (rows > 0 && (!Win || !dst))
+        return fail(err, errlen, "bad arguments (no %s)", !Win ? "weights" : "destination");
     if (tparams_get(type, t))
         return fail(err, errlen, "type %s: not supported by gptq", wp_ggml_type_name((uint32_t)type) ? wp_ggml_type_name((uint32_t)type) : "?");
-    if (rows < 0 || cols <= 0 || cols % t->n)
+    if (cols <= 0 || cols % t->n)
         return fail(err, errlen, "row length %lld is not a multiple of %d (%s)", (long long)cols, t->n, wp_ggml_type_name((uint32_t)type));
     if (!(opts->widen >= 1) || !(opts->lambda >= 0) || !(opts->damp >= 0) || !isfinite(opts->widen) || !isfinite(opts->lambda))
         return fail(err, errlen, "bad options (widen must be >= 1, lambda and damp >= 0)");
@@ -806,7 +810,7 @@ static int quantize_with(const tparams *tp, int type, const float *Win, int64_t 
             goto done;
         }
     }
-    if (own_w)
+    if (own_w && rows)
         memcpy(W, Win, (size_t)(rows * cols) * sizeof *W);
     rc->lambda = opts->lambda;
     for (int64_t r = 0; r < rows; r++)
@@ -917,7 +921,7 @@ int wp_gptq_quantize_factored(int type, const float *Win, int64_t rows, int64_t 
         wp_gptq_opts_default(&dflt);
         opts = &dflt;
     }
-    if (check_args(type, Win, rows, cols, qw, opts, &t, err, errlen))
+    if (check_args(type, Win, rows, cols, qw, dst, opts, &t, err, errlen))
         return -1;
     if (f && f->cols != cols)
         return fail(err, errlen, "the Hessian factor is %lldx%lld, the matrix has %lld columns", (long long)f->cols,
@@ -944,7 +948,7 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
         wp_gptq_opts_default(&dflt);
         opts = &dflt;
     }
-    if (check_args(type, Win, rows, cols, qw, opts, &t, err, errlen))
+    if (check_args(type, Win, rows, cols, qw, dst, opts, &t, err, errlen))
         return -1;
     if (H) {
         /* consume: the factor in H's own buffer (restored on NOT_PD) */

@@ -119,10 +119,11 @@ int wp_gptq_supported(int type);
  *   o   options, NULL for the defaults.
  *   info filled when not NULL.
  * Returns 0; WP_GPTQ_NOT_PD when every damping failed (dst untouched);
- * -1 on bad arguments, an unsupported type, a non-finite weight or Hessian
- * entry, a scale that does not fit fp16 (weights beyond ±65504·range), or no
- * memory, with a one-line message in err (errlen bytes) that names the row
- * and column where it applies. Thread-safe: its own threads (o->threads)
+ * -1 on bad arguments (rows < 0; W or dst NULL while rows > 0), an
+ * unsupported type, a non-finite weight or Hessian entry, a scale that does
+ * not fit fp16 (weights beyond ±65504·range), or no memory, with a one-line
+ * message in err (errlen bytes) that names the row and column where it
+ * applies. Thread-safe: its own threads (o->threads)
  * and the BLAS/LAPACK library's run one after the other, never at once.
  * The same as wp_gptq_factor_make + wp_gptq_quantize_factored +
  * wp_gptq_factor_free (below), for one matrix. */

@@ -135,6 +135,30 @@ int main(void)
         if (!how)
             free(Hc);
     }
+    /* bad arguments are -1 with a message, not a crash: no weights, no
+     * destination (a new user's trial: both segfaulted), a negative row count */
+    {
+        wp_gptq_factor *f = NULL;
+        wp_gptq_opts_default(&o);
+        CHECK(wp_gptq_factor_make(H, cols, &o, &f, err, sizeof err) == 0, "a factor for the argument checks");
+        for (int fac = 0; fac < 2; fac++) {
+            err[0] = 0;
+            int q = fac ? wp_gptq_quantize_factored(WP_Q4_K, NULL, rows, cols, f, NULL, &o, d, NULL, err, sizeof err)
+                        : wp_gptq_quantize(WP_Q4_K, NULL, rows, cols, H, NULL, &o, d, NULL, err, sizeof err);
+            CHECK(q == -1 && strstr(err, "bad arguments"), "factored %d: W NULL is -1 (%d, %s)", fac, q, err);
+            err[0] = 0;
+            q = fac ? wp_gptq_quantize_factored(WP_Q4_K, W, rows, cols, f, NULL, &o, NULL, NULL, err, sizeof err)
+                    : wp_gptq_quantize(WP_Q4_K, W, rows, cols, H, NULL, &o, NULL, NULL, err, sizeof err);
+            CHECK(q == -1 && strstr(err, "bad arguments"), "factored %d: dst NULL is -1 (%d, %s)", fac, q, err);
+            err[0] = 0;
+            q = fac ? wp_gptq_quantize_factored(WP_Q4_K, W, -1, cols, f, NULL, &o, d, NULL, err, sizeof err)
+                    : wp_gptq_quantize(WP_Q4_K, W, -1, cols, H, NULL, &o, d, NULL, err, sizeof err);
+            CHECK(q == -1 && strstr(err, "rows"), "factored %d: rows -1 is -1 and says rows (%d, %s)", fac, q, err);
+        }
+        CHECK(wp_gptq_quantize(WP_Q4_K, NULL, 0, cols, NULL, NULL, &o, NULL, NULL, err, sizeof err) == 0,
+              "no rows: nothing to read or write, NULL W and dst allowed");
+        wp_gptq_factor_free(f);
+    }
     free(W), free(W2), free(H), free(H2), free(X), free(d);
     return tap_done();
 }
