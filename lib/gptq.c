@@ -695,6 +695,20 @@ done:
     return ret;
 }
 
+/* The factor's own arguments: H, cols, and the options it reads (damp,
+ * retries); 0, or -1 with the message. */
+static int factor_args(const double *H, int64_t cols, const wp_gptq_opts *opts, char *err, size_t errlen)
+{
+    if (!H)
+        return fail(err, errlen, "bad arguments (no Hessian)");
+    if (cols <= 0)
+        return fail(err, errlen, "bad arguments (%lld columns)", (long long)cols);
+    if (!(opts->damp >= 0) || !isfinite(opts->damp) || opts->retries < 0)
+        return fail(err, errlen, "bad options (damp %g, retries %d: damp must be finite and >= 0, retries >= 0)",
+                    opts->damp, opts->retries);
+    return 0;
+}
+
 int wp_gptq_factor_make(const double *H, int64_t cols, const wp_gptq_opts *opts, wp_gptq_factor **f,
                         char *err, size_t errlen)
 {
@@ -706,10 +720,8 @@ int wp_gptq_factor_make(const double *H, int64_t cols, const wp_gptq_opts *opts,
         wp_gptq_opts_default(&dflt);
         opts = &dflt;
     }
-    if (!H || cols <= 0)
-        return fail(err, errlen, "bad arguments (no Hessian, or %lld columns)", (long long)cols);
-    if (!(opts->damp >= 0))
-        return fail(err, errlen, "bad options (widen must be >= 1, lambda and damp >= 0)");
+    if (factor_args(H, cols, opts, err, errlen))
+        return -1;
     return factor_build((double *)H, cols, opts, opts->consume ? H_BORROW : H_COPY, f, err, errlen);
 }
 
@@ -726,9 +738,9 @@ int wp_gptq_factor_take(double *H, int64_t cols, const wp_gptq_opts *opts, wp_gp
         wp_gptq_opts_default(&dflt);
         opts = &dflt;
     }
-    if (!H || cols <= 0 || !(opts->damp >= 0)) {
+    if (factor_args(H, cols, opts, err, errlen)) {
         free(H);
-        return fail(err, errlen, "bad arguments (no Hessian, %lld columns, or damp < 0)", (long long)cols);
+        return -1;
     }
     return factor_build(H, cols, opts, H_TAKE, f, err, errlen);
 }
@@ -951,6 +963,8 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
     if (check_args(type, Win, rows, cols, qw, dst, opts, &t, err, errlen))
         return -1;
     if (H) {
+        if (factor_args(H, cols, opts, err, errlen))
+            return -1;
         /* consume: the factor in H's own buffer (restored on NOT_PD) */
         int k = factor_build((double *)H, cols, opts, opts->consume ? H_BORROW : H_COPY, &f, err, errlen);
         if (k < 0)

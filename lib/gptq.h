@@ -25,7 +25,7 @@
  * Scale choice. When GPTQ reaches the first column of a block (or, with γ on
  * a 32-weight type, of a run of up to 256 weights of one row), it chooses the
  * block's side data from the CURRENT error-updated weights of the whole block:
- *   - default: llama.cpp's own choice (wp_rtn_choose, lib/rtn.h), and each
+ *   - default: llama.cpp's own choice (wp_rtn_choose, <wpack/rtn.h>), and each
  *     weight gets llama.cpp's rounding rule under it (wp_rtn_code), so with
  *     H = I (no error to push) the output equals wp_rtn_quantize byte for byte;
  *   - γ (gamma): one shared step per super-block: every sub-block scale is
@@ -71,7 +71,7 @@ extern "C" {
 
 typedef struct {
     double damp;        /* damping as a fraction of mean(diag H); default 0.01 */
-    int    retries;     /* further tries, each with 10× the damping; default 4 */
+    int    retries;     /* further tries (≥ 0), each with 10× the damping; default 4 */
     int    act_order;   /* 1: columns by descending diag H, static groups */
     int    gamma;       /* 1: one shared step per super-block / 256-weight run */
     double widen;       /* c ≥ 1: step multiplied by c; default 1 */
@@ -83,7 +83,7 @@ typedef struct {
                            one tensor plus its Hessian (not with act_order,
                            which still copies H); on WP_GPTQ_NOT_PD both come
                            back as they were. Default 0. */
-    int    threads;     /* rows coded on this many threads at once (lib/par.h);
+    int    threads;     /* rows coded on this many threads at once (<wpack/par.h>);
                            the output is the same for any count (the BLAS
                            library's own thread count, which its Cholesky
                            rounds by, is another matter). With λ > 0 one
@@ -103,15 +103,19 @@ typedef struct {
                            (gptq.py's Losses; 0 without a Hessian) */
 } wp_gptq_info;
 
-/* 1 when wp_gptq_quantize supports type (the block types of lib/rtn.h:
- * Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS). */
+/* 1 when wp_gptq_quantize supports type, a ggml type id (WP_Q4_K ...,
+ * <wpack/ggml_type.h>): the block types of <wpack/rtn.h>:
+ * Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS. */
 int wp_gptq_supported(int type);
 
 /* Quantize W (rows × cols floats, row-major, finite) into rows·row_size bytes
- * of ggml blocks of type at dst, row after row as ggml_quantize_chunk lays
- * them out. cols must be a multiple of the type's block size.
- *   H   cols × cols doubles (row-major, symmetric, e.g. XᵀX summed or averaged
- *       over tokens; the scale does not matter), or NULL for H = I (no error
+ * of ggml blocks of type (a ggml type id, <wpack/ggml_type.h>) at dst, row
+ * after row as ggml_quantize_chunk lays them out. cols must be a multiple of
+ * the type's block size.
+ *   H   cols × cols doubles (row-major, symmetric with both triangles filled,
+ *       e.g. XᵀX summed or averaged over tokens; the scale does not matter;
+ *       a cblas_dsyrk result holds one triangle: mirror it first, as the
+ *       act-order permutation reads both), or NULL for H = I (no error
  *       feedback: RTN, or the γ/c/λ code choice without GPTQ).
  *   qw  cols importance weights (an imatrix: mean squared activation per
  *       input column) handed to llama.cpp's scale searches (its imatrix
@@ -142,8 +146,8 @@ int wp_gptq_quantize(int type, const float *W, int64_t rows, int64_t cols,
  * concurrent wp_gptq_quantize_factored calls. */
 typedef struct wp_gptq_factor wp_gptq_factor;
 
-/* Make *f from H (cols × cols doubles, row-major, symmetric, finite; as for
- * wp_gptq_quantize) under o's damp, retries and act_order (NULL: defaults).
+/* Make *f from H (cols × cols doubles, row-major, symmetric with both
+ * triangles filled, finite; as for wp_gptq_quantize) under o's damp, retries and act_order (NULL: defaults).
  * H is read only (a cols × cols double copy is worked in) unless o->consume,
  * where (without act_order) the factor is worked out and kept in H's own
  * buffer: H must then stay allocated, unchanged, until wp_gptq_factor_free,
@@ -152,8 +156,8 @@ typedef struct wp_gptq_factor wp_gptq_factor;
  * records the outcome: wp_gptq_quantize_factored returns WP_GPTQ_NOT_PD for
  * it, with damp_used and tries, for every matrix it is given (with consume H
  * is then as it was); -1 with *f NULL and a one-line message in err (errlen
- * bytes) on bad arguments, a non-finite entry (named by row and column) or
- * no memory. */
+ * bytes) on bad arguments (H NULL, cols ≤ 0, damp negative or not finite,
+ * retries < 0), a non-finite entry (named by row and column) or no memory. */
 int wp_gptq_factor_make(const double *H, int64_t cols, const wp_gptq_opts *o, wp_gptq_factor **f,
                         char *err, size_t errlen);
 
@@ -175,7 +179,8 @@ void wp_gptq_factor_free(wp_gptq_factor *f);
 /* wp_gptq_quantize with the Hessian's part already done: f from
  * wp_gptq_factor_make/_take for a Hessian of cols columns, or NULL for
  * H = I. o must ask the act_order f was made with (-1 otherwise, and for
- * another cols); o->consume applies to W only. The blocks are byte for byte
+ * another cols); o->consume applies to W only, and o->damp and o->retries
+ * are not read (f's were made with its own). The blocks are byte for byte
  * those of wp_gptq_quantize with that H and o; info's damp_used, tries and
  * dead_cols are f's. Returns as wp_gptq_quantize (WP_GPTQ_NOT_PD when f
  * records it: dst untouched, W as it was). */

@@ -155,6 +155,21 @@ int main(void)
                     : wp_gptq_quantize(WP_Q4_K, W, -1, cols, H, NULL, &o, d, NULL, err, sizeof err);
             CHECK(q == -1 && strstr(err, "rows"), "factored %d: rows -1 is -1 and says rows (%d, %s)", fac, q, err);
         }
+        /* options the factor reads: a negative retries made no try and reported
+           NOT_PD with a damping never tried; a negative damp was "widen must be >= 1" */
+        wp_gptq_opts bo = o;
+        bo.retries = -1;
+        wp_gptq_factor *g = NULL;
+        CHECK(wp_gptq_quantize(WP_Q4_K, W, rows, cols, H, NULL, &bo, d, NULL, err, sizeof err) == -1 &&
+                  strstr(err, "retries -1"), "retries -1 is -1, bad options (%s)", err);
+        CHECK(wp_gptq_factor_make(H, cols, &bo, &g, err, sizeof err) == -1 && !g && strstr(err, "retries -1"),
+              "factor_make: retries -1 is -1 (%s)", err);
+        bo = o;
+        bo.damp = -1;
+        CHECK(wp_gptq_factor_make(H, cols, &bo, &g, err, sizeof err) == -1 && strstr(err, "bad options (damp -1"),
+              "factor_make: damp -1 names damp (%s)", err);
+        CHECK(wp_gptq_factor_make(NULL, cols, &o, &g, err, sizeof err) == -1 &&
+                  !strcmp(err, "bad arguments (no Hessian)"), "factor_make: H NULL (%s)", err);
         CHECK(wp_gptq_quantize(WP_Q4_K, NULL, 0, cols, NULL, NULL, &o, NULL, NULL, err, sizeof err) == 0,
               "no rows: nothing to read or write, NULL W and dst allowed");
         wp_gptq_factor_free(f);
