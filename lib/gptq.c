@@ -779,11 +779,17 @@ static int check_args(int type, const float *Win, int64_t rows, int64_t cols, co
     return 0;
 }
 
-/* GPTQ of checked arguments with factor f (NULL: H = I). */
+/* GPTQ of checked arguments with factor f (NULL: H = I); WP_GPTQ_NOT_PD,
+ * W and dst untouched, for a factor that records it. */
 static int quantize_with(const tparams *tp, int type, const float *Win, int64_t rows, int64_t cols,
                          const wp_gptq_factor *f, const float *qw, const wp_gptq_opts *opts,
                          void *dst, wp_gptq_info *info, char *err, size_t errlen)
 {
+    if (f && f->status == WP_GPTQ_NOT_PD) {
+        if (info)
+            *info = f->info;
+        return WP_GPTQ_NOT_PD;
+    }
     const tparams t = *tp;
     const choosectl cc = {opts->gamma || opts->widen > 1, opts->gamma, opts->widen};
     const int exact = !cc.lazy && !(opts->lambda > 0);
@@ -941,11 +947,6 @@ int wp_gptq_quantize_factored(int type, const float *Win, int64_t rows, int64_t 
     if (f && f->act != (opts->act_order != 0))
         return fail(err, errlen, "the Hessian factor was made %s act-order, the options ask %s it",
                     f->act ? "with" : "without", f->act ? "without" : "with");
-    if (f && f->status == WP_GPTQ_NOT_PD) {
-        if (info)
-            *info = f->info;
-        return WP_GPTQ_NOT_PD;
-    }
     return quantize_with(&t, type, Win, rows, cols, f, qw, opts, dst, info, err, errlen);
 }
 
@@ -962,20 +963,9 @@ int wp_gptq_quantize(int type, const float *Win, int64_t rows, int64_t cols,
     }
     if (check_args(type, Win, rows, cols, qw, dst, opts, &t, err, errlen))
         return -1;
-    if (H) {
-        if (factor_args(H, cols, opts, err, errlen))
-            return -1;
-        /* consume: the factor in H's own buffer (restored on NOT_PD) */
-        int k = factor_build((double *)H, cols, opts, opts->consume ? H_BORROW : H_COPY, &f, err, errlen);
-        if (k < 0)
-            return -1;
-        if (k == WP_GPTQ_NOT_PD) {
-            if (info)
-                *info = f->info;
-            wp_gptq_factor_free(f);
-            return WP_GPTQ_NOT_PD;
-        }
-    }
+    /* consume: the factor in H's own buffer (restored on NOT_PD) */
+    if (H && wp_gptq_factor_make(H, cols, opts, &f, err, errlen) < 0)
+        return -1;
     int ret = quantize_with(&t, type, Win, rows, cols, f, qw, opts, dst, info, err, errlen);
     wp_gptq_factor_free(f);
     return ret;
