@@ -564,14 +564,12 @@ static void fc_drop(void)
     fc.left = 0;
 }
 
-static int work_act;         /* --act-order: the factor is made in a permuted copy of H */
-
 /* A tensor's working set in the tensor loop: its weights as floats, and the
  * Hessian (cols² doubles) where GPTQ reads one (one matrix: n_mat 1, as the
- * loop reads it), twice with --act-order (H and its permuted copy, both held
+ * loop reads it), twice with act (--act-order (H and its permuted copy, both held
  * while the factor is made: a factor kept beside attn_output raised the peak
  * by its 4·cols² where token_embd's weights set work_max). */
-static uint64_t work_bytes(const struct tensor_info *t, const wp_ftype_plan *plan)
+static uint64_t work_bytes(const struct tensor_info *t, const wp_ftype_plan *plan, int act)
 {
     struct wp_ftype_choice ch;
     wp_ftype_plan_get(plan, t->name, &ch);
@@ -582,7 +580,7 @@ static uint64_t work_bytes(const struct tensor_info *t, const wp_ftype_plan *pla
     const int one_mat = t->n_dims < 3 || nel == (uint64_t)t->ne[0] * (uint64_t)t->ne[1];
     if (hpath && ch.quantize && (uint32_t)ch.type != t->type && !is_float((uint32_t)ch.type) && one_mat &&
         hessian_of(t->name))
-        b += (work_act ? 16 : 8) * (uint64_t)t->ne[0] * (uint64_t)t->ne[0];
+        b += (act ? 16 : 8) * (uint64_t)t->ne[0] * (uint64_t)t->ne[0];
     return b;
 }
 
@@ -919,9 +917,8 @@ int main(int argc, char **argv)
     (void)kv_done;
 
     /* tensors */
-    work_act = go.act_order != 0;
     for (size_t i = 0; i < n_t; i++) {
-        const uint64_t b = work_bytes(&tl[i], plan);
+        const uint64_t b = work_bytes(&tl[i], plan, go.act_order);
         work_max = b > work_max ? b : work_max;
     }
     const double t0 = now();
@@ -934,7 +931,7 @@ int main(int argc, char **argv)
             for (size_t i = 0; i < n_t && !tt; i++)
                 if (!strcmp(tl[i].name, name))
                     tt = &tl[i];
-            if (!tt || work_bytes(tt, plan) + fc.bytes > work_max)
+            if (!tt || work_bytes(tt, plan, go.act_order) + fc.bytes > work_max)
                 fc_drop();
         }
         const wp_index_entry *ie = wp_index_find(&ix, WP_REC_TENSOR, name);
