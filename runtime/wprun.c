@@ -443,14 +443,14 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
         restore_failed(m, err);
         return 1;
     }
-    n_long_codes += m->huf.L > WR_LUT_MAX_BITS;   /* --bench and --tune too: the GPU would refuse it */
+    /* the kernels' decode takes codes of up to WR_LUT_MAX_BITS bits (the GPU upload refuses longer
+       ones with its own message); counted for --bench and --tune too */
+    const int dev_na = m->huf.L > WR_LUT_MAX_BITS;
+    n_long_codes += dev_na;
     if (opt.verify) {
         mine = malloc(len + 1);
         int ok_ref = mine && wr_cpu_restore(m, WR_DEC_LIMITS, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
         int ok_fast = mine && wr_cpu_restore(m, WR_DEC_TABLE, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
-        /* the kernels' decode takes codes of up to WR_LUT_MAX_BITS bits (the GPU upload refuses
-           longer ones with its own message) */
-        const int dev_na = m->huf.L > WR_LUT_MAX_BITS;
         int ok_dev = dev_na ||
                      (mine && wr_cpu_restore(m, WR_DEC_DEVICE, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0);
         printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  restore(ref) %s  restore(fast) %s  restore(device) %s\n",
