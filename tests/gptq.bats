@@ -769,21 +769,21 @@ PY
     run "$BIN/gptq" --check --ftype IQ3_S "$F32"
     [ "$status" -eq 0 ]
     [ -z "$output" ]
-    # without a model: the preset's own type
-    run "$BIN/gptq" --check --ftype TQ1_0
+    # without a model (standard input /dev/null; a pipe would be the model): the preset's own type
+    run "$BIN/gptq" --check --ftype TQ1_0 < /dev/null
     [ "$status" -eq 1 ]
     [ "$output" = "gptq: --ftype TQ1_0: type TQ1_0 is not supported by gptq" ]
-    run "$BIN/gptq" --check --type Q6_K --gamma --widen 1.25 --lambda 0.5
+    run "$BIN/gptq" --check --type Q6_K --gamma --widen 1.25 --lambda 0.5 < /dev/null
     [ "$status" -eq 0 ]
     [ -z "$output" ]
-    run "$BIN/gptq" --check --ftype Q4_0 --widen 0.5
+    run "$BIN/gptq" --check --ftype Q4_0 --widen 0.5 < /dev/null
     one_line_error "^gptq: --widen: expected a number from 1 to 64, got '0.5'$"
     # it said "gptq: invalid output file type 39", named neither the preset nor why (a new user's trial)
-    run "$BIN/gptq" --check --ftype NVFP4
+    run "$BIN/gptq" --check --ftype NVFP4 < /dev/null
     one_line_error "^gptq: --ftype NVFP4: llama.cpp gives this preset no type to quantize to$"
     run "$BIN/gptq" --ftype NVFP4 "$F32"
     one_line_error "^gptq: --ftype NVFP4: llama.cpp gives this preset no type to quantize to$"
-    run "$BIN/gptq" --check --type NVFP4
+    run "$BIN/gptq" --check --type NVFP4 < /dev/null
     one_line_error "^gptq: --type NVFP4: no llama.cpp file type quantizes to it$"
     run "$BIN/gptq" --check --ftype IQ2_XXS "$synth"
     one_line_error "requires an imatrix"
