@@ -117,7 +117,7 @@ tests: all $(UNIT_BINS) $(TOOL_BINS)
 
 # ---- what a fresh Debian 12 machine needs (root); each step skips itself when done
 APT_PKGS := build-essential pkg-config git cmake clang libopenblas-dev liblapacke-dev \
-            libzstd-dev zstd libxxhash-dev libcjson-dev bats gnuplot-nox
+            libzstd-dev zstd libxxhash-dev libcjson-dev bats parallel gnuplot-nox
 deps-apt:
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
@@ -152,9 +152,11 @@ $(REF_BUILD)/.wpack-ok: | $(REF_SRC)/.wpack-ok
 	+cmake --build $(REF_BUILD) $(PAR) --target $(REF_TOOLS) >/dev/null
 	touch $@
 
+# the tests run as many at a time as the build's jobs (tests/run)
+TEST_JOBS = $(or $(patsubst -j%,%,$(filter -j%,$(MAKEFLAGS))),$(NPROC))
 check: deps
 	$(MAKE) $(PAR) reftools tests
-	WPACK_DATA=$(WPACK_DATA) REF_BUILD=$(REF_BUILD) sh tests/run
+	WPACK_DATA=$(WPACK_DATA) REF_BUILD=$(REF_BUILD) WPACK_TEST_JOBS=$(TEST_JOBS) sh tests/run
 
 demo: deps
 	$(MAKE) $(PAR) reftools all

@@ -167,7 +167,7 @@ C
     done
 }
 
-@test "make check builds in parallel: one job a CPU (getconf, not OMP_NUM_THREADS), or the caller's -j, -j1 too" {
+@test "make check builds and tests in parallel: one job a CPU (getconf, not OMP_NUM_THREADS), or the caller's -j, -j1 too" {
     # it built with one job (14 minutes on 2 cores), then with nproc jobs, which follows
     # OMP_NUM_THREADS, whatever -j the caller gave
     local n
@@ -176,6 +176,19 @@ C
     [ "$(inner)" = "make -j$n reftools tests" ]
     [ "$(inner -j1)" = "make  reftools tests" ]
     [ "$(inner -j8)" = "make  reftools tests" ]
+    # and the tests run as many at a time (tests/run: GNU parallel)
+    jobs() { OMP_NUM_THREADS=64 make -n -C "$ROOT" --no-print-directory "$@" check 2>/dev/null | grep -o 'WPACK_TEST_JOBS=[^ ]*'; }
+    [ "$(jobs)" = "WPACK_TEST_JOBS=$n" ]
+    [ "$(jobs -j1)" = "WPACK_TEST_JOBS=1" ]
+    [ "$(jobs -j8)" = "WPACK_TEST_JOBS=8" ]
+}
+
+@test "tests/run: a WPACK_TEST_JOBS that is no count is one line, exit 2, before any test" {
+    for j in x 0 00 -2 "1 2" 12345; do
+        WPACK_TEST_JOBS=$j run sh "$ROOT/tests/run"
+        [ "$status" -eq 2 ]
+        [ "$output" = "tests/run: WPACK_TEST_JOBS must be a count from 1 to 9999, got '$j'" ]
+    done
 }
 
 @test "make uninstall removes what make install put under DESTDIR/PREFIX, and nothing else" {
