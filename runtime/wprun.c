@@ -3,6 +3,7 @@
  * BF16 pipelines, autotuner, whole-model pass; --cpu runs the CPU reference
  * of all of it on any machine. See wprun(1).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -938,22 +939,26 @@ int main(int argc, char **argv)
                 die(WR_EXIT_USAGE, "%s", "--tuning: empty file name");
             opt.tuning = v, opt.tuning_given = 1, i++;
         } else if (!strcmp(a, "--runs")) {
+            /* digits only: strtol took " 5" and "+5", and 4294967297 wrapped to 1 in an int */
             char *e;
-            opt.runs = (int)strtol(v, &e, 10), i++;
-            if (*e || opt.runs < 1 || opt.runs > 100000)
+            const long r = isdigit((unsigned char)v[0]) ? strtol(v, &e, 10) : 0;
+            i++;
+            if (!r || *e || r > 100000)
                 die(WR_EXIT_USAGE, "--runs: expected 1..100000, got '%s'", v);
+            opt.runs = (int)r;
         } else if (!strcmp(a, "--tol")) {
             char *e;
-            opt.tol = strtod(v, &e), i++;
-            if (*e || !(opt.tol > 0) || !isfinite(opt.tol))   /* inf: --verify could not fail */
+            /* strtod took a leading blank (" 1e-3") */
+            opt.tol = isspace((unsigned char)v[0]) ? 0 : strtod(v, &e), i++;
+            if (!(opt.tol > 0) || *e || !isfinite(opt.tol))   /* inf: --verify could not fail */
                 die(WR_EXIT_USAGE, "--tol: expected a positive number, got '%s'", v);
         } else if (!strcmp(a, "--batch")) {
             const char *q = v;
             i++;
             opt.nbatch = 0;
             for (;;) {   /* sizes separated by single commas: an empty item is an error */
-                char *e;
-                long b = strtol(q, &e, 10);
+                char *e = (char *)q;
+                const long b = isdigit((unsigned char)*q) ? strtol(q, &e, 10) : 0;   /* not " 5", "+5" */
                 if (e == q || (*e && *e != ',') || b < 1 || b > 65536 || opt.nbatch == 32)
                     die(WR_EXIT_USAGE, "--batch: expected sizes 1..65536 separated by commas (at most 32), got '%s'", v);
                 opt.batch[opt.nbatch++] = (int)b;

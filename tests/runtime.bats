@@ -103,7 +103,7 @@ cpu_verify() {
     echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +twin relerr [0-9.e+-]+  ok$'
 }
 
-@test "wprun: bad --synth and --batch are usage errors (64) before any device check; huge shapes refused" {
+@test "wprun: bad --synth, --batch, --runs and --tol are usage errors (64) before any device check; huge shapes refused" {
     for s in F16:0x10 BF16:10x-1 Q4_K:64x256junk BF16:2147483648x4294967296 F32:4294967296x4294967297 Q9_9:4x4; do
         run "$BIN/wprun" --synth "$s"
         [ "$status" -eq 64 ] || { echo "spec $s: status $status"; false; }
@@ -118,7 +118,7 @@ cpu_verify() {
         [ "$stderr" = "wprun: --synth: shape too large (more than 2^34 weights once COLS is rounded up to the block): '$s'" ]
     done
     # --tol inf let --verify pass whatever the output (a breaker's find)
-    for t in inf nan -1 0 x; do
+    for t in inf nan -1 0 x " 1e-3"; do
         run "$BIN/wprun" --cpu --synth Q4_0:64x256 --tol "$t"
         [ "$status" -eq 64 ]
         [ "$output" = "wprun: --tol: expected a positive number, got '$t'" ]
@@ -128,9 +128,15 @@ cpu_verify() {
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -c '^verify ')" -eq 1 ]
     echo "$output" | grep -qE '^verify +F32 +synth.F32.70x301 '
-    for b in "1,,2" "," "" "1,2," 0 70000; do
+    for b in "1,,2" "," "" "1,2," 0 70000 " 5" +5 "1, 2"; do
         run "$BIN/wprun" --cpu --synth Q4_0:4x32 --batch "$b"
         [ "$status" -eq 64 ] || { echo "batch '$b': status $status"; false; }
+    done
+    # --runs: 4294967297 wrapped to 1 in an int; a blank or a sign passed strtol
+    for r in 4294967297 " 5" +5 0 100001 ""; do
+        run "$BIN/wprun" --cpu --synth Q4_0:4x32 --runs "$r"
+        [ "$status" -eq 64 ] || { echo "runs '$r': status $status"; false; }
+        [ "$output" = "wprun: --runs: expected 1..100000, got '$r'" ]
     done
 }
 
