@@ -738,9 +738,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "gptq: warning: %s acts on GPTQ's Hessians: without --hessian (RTN) it does nothing\n",
                 go.act_order ? "--act-order" : "--damp");
     const int lazy = go.gamma || go.widen > 1 || go.lambda > 0;
-    if (threads_given && go.threads > 1 && go.lambda > 0)
-        fprintf(stderr, "gptq: warning: --threads %d: with --lambda every matrix is coded on one thread "
-                        "(each code's bits depend on every code before it)\n", go.threads);
     if (hess_path)
         hessian_open(hess_path);
     struct stat ost;

@@ -147,27 +147,38 @@ static int approx_code(const tparams *t, const gstate *g, int s, float x)
     return k < 0 ? 0 : k >= t->ncode ? t->ncode - 1 : k;
 }
 
-/* Code choice of the LazyWeights modes (nearest, or rate-distortion with λ). */
+/* The rate of the code choice with λ > 0: a code costs -log2 of its count so
+ * far (+1). The rows are counted in chunks of RC_ROWS: in a lazy batch each
+ * chunk codes its rows in order against the matrix's counts before the batch
+ * plus its own codes in the batch, and the chunks' codes join the matrix's
+ * counts after the batch. Chunks run on any thread; as they depend on the
+ * row count alone, the bytes do not depend on the thread count. */
+enum { RC_ROWS = 64, RC_CODES = 256 };
 typedef struct {
     double lambda;
-    int64_t cnt[256];
+    int64_t rows, nchunk;
+    int64_t cnt[RC_CODES];   /* the matrix's counts before this batch */
+    int64_t *chunk;          /* nchunk × RC_CODES: a chunk's counts in this batch */
 } ratectl;
 
-static int pick(const tparams *t, gstate *g, int i, float x, double wdist, ratectl *rc, float *v)
+/* Code choice of the LazyWeights modes: nearest, or with cnt (λ > 0: the
+ * row's chunk's counts) rate-distortion. */
+static int pick(const tparams *t, gstate *g, int i, float x, double wdist, double lambda, const int64_t *cnt,
+                float *v)
 {
     const int s = i / t->sub_n;
     int best = 0;
     if (g->flat[s]) {
         best = t->ncode / 2;
-        if (rc->lambda > 0)
+        if (cnt)
             for (int q = 0; q < t->ncode; q++)
-                if (rc->cnt[q] > rc->cnt[best])
+                if (cnt[q] > cnt[best])
                     best = q;
         *v = code_value(t, g, i, best);
         return best;
     }
     const int k = approx_code(t, g, s, x);
-    const int R = rc->lambda > 0 ? 2 : 1;
+    const int R = cnt ? 2 : 1;
     const double step = t->kind == K_IQ4 ? fabs(g->st[s]) * 16.0 : fabs(g->st[s]);
     double bestc = INFINITY;
     float bestv = 0;
@@ -176,8 +187,8 @@ static int pick(const tparams *t, gstate *g, int i, float x, double wdist, ratec
             continue;
         const float vq = code_value(t, g, i, q);
         double e = ((double)x - vq) / step, c = e * e * wdist;
-        if (rc->lambda > 0)
-            c -= rc->lambda * log2((double)rc->cnt[q] + 1);
+        if (cnt)
+            c -= lambda * log2((double)cnt[q] + 1);
         if (c < bestc) {
             bestc = c;
             best = q;
@@ -493,7 +504,7 @@ typedef struct {
     double ubar;              /* mean U_jj² */
     float *Err;               /* rows × (i2 - i1) batch error */
     gstate *gs;               /* act: rows × nblk; else group/n a share */
-    ratectl *rc;              /* counted only with λ > 0 (one share) */
+    ratectl *rc;              /* counted only with λ > 0 (shares of whole chunks) */
     double *rloss;            /* rows: the batch's loss per row */
     uint8_t *out;             /* rows × nblk ggml blocks, row after row */
 } rowjob;
@@ -525,6 +536,7 @@ static void batch_rows(void *p, int64_t lo, int64_t hi, int part)
     gstate *own = jb->act ? NULL : jb->gs + (size_t)part * (size_t)(jb->group / t->n);
     for (int64_t r = lo; r < hi; r++) {
         float *w = jb->W + r * cols;
+        int64_t *cnt = jb->rc->lambda > 0 ? jb->rc->chunk + r / RC_ROWS * RC_CODES : NULL;
         double loss = 0;
         for (int64_t j = i1; j < i2; j++) {
             const int64_t oc = jb->perm[j];
@@ -546,9 +558,9 @@ static void batch_rows(void *p, int64_t lo, int64_t hi, int part)
                 const double u = jb->U[j * cols + j];
                 wd = jb->ubar / (u * u);
             }
-            int q = jb->exact ? code_exact(t, g, i, x, &v) : pick(t, g, i, x, wd, jb->rc, &v);
-            if (jb->rc->lambda > 0)
-                jb->rc->cnt[q]++;
+            int q = jb->exact ? code_exact(t, g, i, x, &v) : pick(t, g, i, x, wd, jb->rc->lambda, cnt, &v);
+            if (cnt)
+                cnt[q]++;
             if (jb->U) {
                 const float *ur = jb->U + j * cols;
                 const float e = (x - v) / ur[j];
@@ -562,6 +574,14 @@ static void batch_rows(void *p, int64_t lo, int64_t hi, int part)
         }
         jb->rloss[r] = loss;
     }
+}
+
+/* batch_rows over chunks [lo, hi) of RC_ROWS rows (wp_par_fn, λ > 0): a
+ * chunk's rows on one thread, in order. */
+static void batch_chunks(void *p, int64_t lo, int64_t hi, int part)
+{
+    const int64_t rows = ((const rowjob *)p)->rc->rows;
+    batch_rows(p, lo * RC_ROWS, hi * RC_ROWS < rows ? hi * RC_ROWS : rows, part);
 }
 
 /* ---- the factor of a Hessian ---------------------------------------------- */
@@ -831,6 +851,12 @@ static int quantize_with(const tparams *tp, int type, const float *Win, int64_t 
     if (own_w && rows)
         memcpy(W, Win, (size_t)(rows * cols) * sizeof *W);
     rc->lambda = opts->lambda;
+    rc->rows = rows;
+    rc->nchunk = rc->lambda > 0 ? (rows + RC_ROWS - 1) / RC_ROWS : 0;
+    if (rc->nchunk && !(rc->chunk = malloc((size_t)rc->nchunk * RC_CODES * sizeof *rc->chunk))) {
+        fail(err, errlen, "out of memory");
+        goto done;
+    }
     for (int64_t r = 0; r < rows; r++)
         sig[r] = wp_rtn_row_sigma2(Win + r * cols, cols);
     if (ident)
@@ -844,12 +870,11 @@ static int quantize_with(const tparams *tp, int type, const float *Win, int64_t 
     const double ubar = f ? f->ubar : 1;
 
     const float *qwp = qw;
-    /* λ > 0 codes each weight against the counts of every code before it, in
-     * GPTQ's order: one thread. Otherwise the rows of a lazy batch are
-     * independent (each row's error stays in its row until the batch's
-     * product), so they run in shares; per-row losses are added in row order
-     * after each batch, so the result does not depend on the thread count. */
-    const int T = rc->lambda > 0 ? 1 : opts->threads > 1 ? opts->threads : 1;
+    /* The rows of a lazy batch are independent (each row's error stays in its
+     * row until the batch's product), so they run in shares (with λ > 0 of
+     * whole chunks, see ratectl); per-row losses are added in row order after
+     * each batch, so the result does not depend on the thread count. */
+    const int T = opts->threads > 1 ? opts->threads : 1;
     rloss = malloc((size_t)rows * sizeof *rloss + 1);
     if (!rloss) {
         fail(err, errlen, "out of memory");
@@ -894,7 +919,19 @@ static int quantize_with(const tparams *tp, int type, const float *Win, int64_t 
         const int64_t i2 = i1 + B < cols ? i1 + B : cols, bw = i2 - i1;
         jb.i1 = i1;
         jb.i2 = i2;
-        wp_par_rows(T, rows, batch_rows, &jb);
+        if (rc->nchunk) {
+            for (int64_t k = 0; k < rc->nchunk; k++)
+                memcpy(rc->chunk + k * RC_CODES, rc->cnt, sizeof rc->cnt);
+            wp_par_rows(T, rc->nchunk, batch_chunks, &jb);
+            int64_t add[RC_CODES] = {0};
+            for (int64_t k = 0; k < rc->nchunk; k++)
+                for (int q = 0; q < RC_CODES; q++)
+                    add[q] += rc->chunk[k * RC_CODES + q] - rc->cnt[q];
+            for (int q = 0; q < RC_CODES; q++)
+                rc->cnt[q] += add[q];
+        } else {
+            wp_par_rows(T, rows, batch_rows, &jb);
+        }
         for (int64_t r = 0; r < rows; r++)
             loss += rloss[r];
         if (U && i2 < cols)
@@ -925,6 +962,8 @@ done:
     free(Err);
     free(jb.gs);
     free(rloss);
+    if (rc)
+        free(rc->chunk);
     free(rc);
     return ret;
 }

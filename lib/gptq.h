@@ -86,9 +86,10 @@ typedef struct {
     int    threads;     /* rows coded on this many threads at once (<wpack/par.h>);
                            the output is the same for any count (the BLAS
                            library's own thread count, which its Cholesky
-                           rounds by, is another matter). With λ > 0 one
-                           thread (each code's bits depend on every code
-                           before it). Default 1. */
+                           rounds by, is another matter), λ > 0 included
+                           (a code's bits count the codes of its chunk of
+                           64 rows, and of every row in earlier lazy
+                           batches). Default 1. */
 } wp_gptq_opts;
 
 /* Defaults as above. */

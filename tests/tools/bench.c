@@ -300,6 +300,7 @@ typedef struct {
     void *dst;
     int64_t rows, cols;
     int threads;     /* 0 or 1: one */
+    double lambda;   /* > 0: a LazyWeights point, γ, c 1.25 and this λ */
 } qctx;
 
 static void run_ref(void *p)
@@ -322,6 +323,8 @@ static void run_gptq(void *p)
     wp_gptq_opts o;
     wp_gptq_opts_default(&o);
     o.threads = c->threads;
+    if (c->lambda > 0)
+        o.gamma = 1, o.widen = 1.25, o.lambda = c->lambda;
     int rc = wp_gptq_quantize(c->type, c->W, c->rows, c->cols, c->H, NULL, &o, c->dst, &info,
                               err, sizeof err);
     if (rc) {
@@ -358,7 +361,7 @@ static int quant(void)
         size_t bytes = (size_t)QR * ggml_row_size((enum ggml_type)type, QC);
         uint8_t *ref = xmalloc(bytes), *ours = xmalloc(bytes);
         ggml_quantize_init((enum ggml_type)type);
-        qctx c = {type, W, NULL, ours, QR, QC, 1}, cr = {type, W, NULL, ref, QR, QC, 1};
+        qctx c = {type, W, NULL, ours, QR, QC, 1, 0}, cr = {type, W, NULL, ref, QR, QC, 1, 0};
         int n;
         double tr, t;
         median_pair(run_ref, &cr, run_rtn, &c, 5, 6.0, &tr, &t, &n);
@@ -399,6 +402,18 @@ static int quant(void)
             printf("| %s | RTN, %d threads | %.2f | %d | %.2f | %.2f | %s; ×%.2f one thread's speed |\n", tn, cpus,
                    nw / tm / 1e6, n, rref, tr / tm, memcmp(ours, ref, bytes) ? "NO" : "yes", t1 / tm);
             c.threads = 1;
+            /* λ > 0 (Q4_K only): its chunks of rows on every CPU against one thread */
+            if (type == WP_Q4_K) {
+                uint8_t *lam = xmalloc(bytes);
+                qctx l1 = {type, W, H, one, QR, QC, 1, 0.1}, lm = l1;
+                lm.threads = cpus;
+                lm.dst = lam;
+                median_pair(run_gptq, &l1, run_gptq, &lm, 3, 3.0, &t1, &tm, &n);
+                printf("| %s | GPTQ λ 0.1 (γ, c 1.25), H = XᵀX, %d threads | %.2f | %d | %.2f | %.2f | %s one "
+                       "thread's; ×%.2f its speed |\n",
+                       tn, cpus, nw / tm / 1e6, n, rref, tr / tm, memcmp(one, lam, bytes) ? "NOT" : "=", t1 / tm);
+                free(lam);
+            }
             free(one);
         }
         free(ref);
