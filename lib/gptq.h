@@ -77,7 +77,9 @@ typedef struct {
     double widen;       /* c ≥ 1: step multiplied by c; default 1 */
     double lambda;      /* λ ≥ 0: bits weight in the code choice; default 0 */
     int    block_cols;  /* lazy batch width, default 128 (rounded up to a
-                           multiple of the scale group: 256 for K-quants) */
+                           multiple of the scale group: 256 for super-block
+                           types, and with gamma for every type; not with
+                           act_order) */
     int    consume;     /* 1: W and H are the caller's scratch — quantize in
                            them instead of copies, so peak memory stays near
                            one tensor plus its Hessian (not with act_order,
