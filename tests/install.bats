@@ -219,3 +219,23 @@ C
     grep -q '<wpack/imatrix.h>' "$P/share/man/man1/hessian.1"
     [ "$(sed -n '/^\.SH FILES/{n;p;}' "$P/share/man/man1/wprun.1")" = "In the source tree, not installed:" ]
 }
+
+@test "tests/run: bats that stops before its plan is a failure (it counted only the not-ok lines)" {
+    local d="$T/tr"
+    mkdir -p "$d/tests" "$d/build/unit" "$d/fake"
+    cp "$ROOT/tests/run" "$d/tests/run"
+    printf '@test "a" { true; }\n' > "$d/tests/a.bats"
+    printf '#!/bin/sh\necho 1..3\necho "ok 1 a"\nexit 1\n' > "$d/fake/bats"
+    chmod +x "$d/fake/bats"
+    for j in 1 2; do
+        PATH="$d/fake:$PATH" WPACK_TEST_JOBS=$j run sh "$d/tests/run"
+        [ "$status" -eq 1 ]
+        [[ "$output" == *"not ok - bats: planned 3 tests, reported 1"* ]]
+        [ "${lines[-1]}" = "1 passed, 1 failed, 0 skipped" ]
+    done
+    # all it planned: exit 0
+    printf '#!/bin/sh\necho 1..1\necho "ok 1 a"\n' > "$d/fake/bats"
+    PATH="$d/fake:$PATH" WPACK_TEST_JOBS=2 run sh "$d/tests/run"
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "1 passed, 0 failed, 0 skipped" ]
+}
