@@ -115,6 +115,14 @@ static void die(int status, const char *fmt, const char *a)
 
 /* Die when anything printed to stdout was lost (a full disk, a closed
  * descriptor): the report is wprun's result. */
+/* A decimal count at s (strtol's, *end past it), or 0 when s does not start
+ * with a digit: strtol would take a leading blank or sign (" 5", "+5"). */
+static long count_at(const char *s, char **end)
+{
+    *end = (char *)s;
+    return isdigit((unsigned char)*s) ? strtol(s, end, 10) : 0;
+}
+
 static void stdout_close(void)
 {
     if ((fflush(stdout) || ferror(stdout)) && !stdout_gone)
@@ -939,9 +947,9 @@ int main(int argc, char **argv)
                 die(WR_EXIT_USAGE, "%s", "--tuning: empty file name");
             opt.tuning = v, opt.tuning_given = 1, i++;
         } else if (!strcmp(a, "--runs")) {
-            /* digits only: strtol took " 5" and "+5", and 4294967297 wrapped to 1 in an int */
+            /* a long: 4294967297 wrapped to 1 in an int */
             char *e;
-            const long r = isdigit((unsigned char)v[0]) ? strtol(v, &e, 10) : 0;
+            const long r = count_at(v, &e);
             i++;
             if (!r || *e || r > 100000)
                 die(WR_EXIT_USAGE, "--runs: expected 1..100000, got '%s'", v);
@@ -957,8 +965,8 @@ int main(int argc, char **argv)
             i++;
             opt.nbatch = 0;
             for (;;) {   /* sizes separated by single commas: an empty item is an error */
-                char *e = (char *)q;
-                const long b = isdigit((unsigned char)*q) ? strtol(q, &e, 10) : 0;   /* not " 5", "+5" */
+                char *e;
+                const long b = count_at(q, &e);
                 if (e == q || (*e && *e != ',') || b < 1 || b > 65536 || opt.nbatch == 32)
                     die(WR_EXIT_USAGE, "--batch: expected sizes 1..65536 separated by commas (at most 32), got '%s'", v);
                 opt.batch[opt.nbatch++] = (int)b;
