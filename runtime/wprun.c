@@ -956,8 +956,9 @@ int main(int argc, char **argv)
             opt.runs = (int)r;
         } else if (!strcmp(a, "--tol")) {
             char *e;
-            /* strtod took a leading blank (" 1e-3") */
-            opt.tol = isspace((unsigned char)v[0]) ? 0 : strtod(v, &e), i++;
+            /* decimal only: strtod took a leading blank (" 1e-3"), a sign ("+1e-5") and hex ("0x1p-3") */
+            const int dec = (isdigit((unsigned char)v[0]) || v[0] == '.') && !strpbrk(v, "xX");
+            opt.tol = dec ? strtod(v, &e) : 0, i++;
             if (!(opt.tol > 0) || *e || !isfinite(opt.tol))   /* inf: --verify could not fail */
                 die(WR_EXIT_USAGE, "--tol: expected a positive number, got '%s'", v);
         } else if (!strcmp(a, "--batch")) {

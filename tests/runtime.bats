@@ -118,7 +118,7 @@ cpu_verify() {
         [ "$stderr" = "wprun: --synth: shape too large (more than 2^34 weights once COLS is rounded up to the block): '$s'" ]
     done
     # --tol inf let --verify pass whatever the output (a breaker's find)
-    for t in inf nan -1 0 x " 1e-3"; do
+    for t in inf nan -1 0 x " 1e-3" +1e-5 0x1p-3; do
         run "$BIN/wprun" --cpu --synth Q4_0:64x256 --tol "$t"
         [ "$status" -eq 64 ]
         [ "$output" = "wprun: --tol: expected a positive number, got '$t'" ]
