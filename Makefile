@@ -63,8 +63,10 @@ PROGS    := $(sort $(basename $(notdir $(wildcard filters/*.c))))
 BINS     := $(PROGS:%=bin/%)
 UNITS    := $(sort $(basename $(notdir $(wildcard tests/unit/test_*.c))))
 UNIT_BINS:= $(UNITS:%=build/unit/%)
-TOOLS    := $(sort $(basename $(notdir $(wildcard tests/tools/*.c))))
-TOOL_BINS:= $(TOOLS:%=build/tools/%)
+# tests/tools: programs, and the shared objects the tests preload into llama.cpp's tools
+PRELOADS := linger
+TOOLS    := $(filter-out $(PRELOADS),$(sort $(basename $(notdir $(wildcard tests/tools/*.c)))))
+TOOL_BINS:= $(TOOLS:%=build/tools/%) $(PRELOADS:%=build/tools/%.so)
 FUZZ     := $(sort $(basename $(notdir $(wildcard tests/fuzz/*.c))))
 
 # the pipelines a user's build and CI call, installed beside the programs (they run
@@ -109,6 +111,9 @@ build/unit/%: tests/unit/%.c tests/unit/tap.h lib/libwpack.a | build/unit $(REF_
 
 build/tools/%: tests/tools/%.c lib/libwpack.a | build/tools $(REF_STAMPS)
 	$(CC) $(WFLAGS) $(CPPFLAGS) -Itests/unit $(REF_CFLAGS) $(CFLAGS) -o $@ $< lib/libwpack.a $(REF_LIBS) $(LDLIBS)
+
+build/tools/%.so: tests/tools/%.c | build/tools
+	$(CC) $(WFLAGS) $(CFLAGS) -shared -fPIC -o $@ $<
 
 bin build/lib build/unit build/tools build/fuzz:
 	mkdir -p $@
