@@ -112,8 +112,9 @@ build/unit/%: tests/unit/%.c tests/unit/tap.h lib/libwpack.a | build/unit $(REF_
 build/tools/%: tests/tools/%.c lib/libwpack.a | build/tools $(REF_STAMPS)
 	$(CC) $(WFLAGS) $(CPPFLAGS) -Itests/unit $(REF_CFLAGS) $(CFLAGS) -o $@ $< lib/libwpack.a $(REF_LIBS) $(LDLIBS)
 
+# (no -fsanitize: a sanitized object cannot be preloaded into llama.cpp's unsanitized tools)
 build/tools/%.so: tests/tools/%.c | build/tools
-	$(CC) $(WFLAGS) $(CFLAGS) -shared -fPIC -o $@ $<
+	$(CC) $(WFLAGS) $(filter-out -fsanitize%,$(CFLAGS)) -shared -fPIC -o $@ $< -ldl
 
 bin build/lib build/unit build/tools build/fuzz:
 	mkdir -p $@
