@@ -252,15 +252,19 @@ info_field() { # FILE NAME FIELD(type|offset)
     done
     run sh -c "'$BIN/bf16split' -o s.wps < s.wps"
     one_line_error "^bf16split: s.wps: is also an input of this run"
-    cmp m.gguf "$F32" && cmp s.wps s0.wps && cmp m.bundle m0.bundle
+    cmp m.gguf "$F32"
+    cmp s.wps s0.wps
+    cmp m.bundle m0.bundle
     [ -L link.wps ]
     [ -z "$(ls -A | grep tmp)" ]
     # another file is fine, and so is a hard link of the input: the rename replaces that name
     # only (a reviewer's find: it was refused by inode)
-    "$BIN/ggufpack" -o m2.gguf s.wps && cmp m2.gguf "$F32"
+    "$BIN/ggufpack" -o m2.gguf s.wps
+    cmp m2.gguf "$F32"
     ln s.wps hard.wps
     "$BIN/histogram" -o hard.wps s.wps
-    cmp s.wps s0.wps && ! cmp -s hard.wps s0.wps
+    cmp s.wps s0.wps
+    ! cmp -s hard.wps s0.wps || false
     # an empty name or a directory: said at once (it was ": cannot rename into place" after
     # the work; a breaker's find)
     for p in ggufpack histogram unbundle; do

@@ -93,7 +93,7 @@ gptq_h() {
     grep -q 'kept F16.*blk.0.ffn_down.weight' "$T/err"
     "$BIN/ggufpack" < "$T/g.wts" > "$T/g.gguf"
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q8_0 -q | "$BIN/ggufpack" > "$T/r.gguf"
-    ! cmp -s "$T/g.gguf" "$T/r.gguf"
+    ! cmp -s "$T/g.gguf" "$T/r.gguf" || false
     [ "$(stat -c %s "$T/g.gguf")" -eq "$(stat -c %s "$T/r.gguf")" ]
 }
 
@@ -136,7 +136,7 @@ recs[:] = out"
             echo "$stderr" > "$T/$h.err"
         done
         cmp "$T/shared.out" "$T/split.out" || { echo "differs with '$opts'"; return 1; }
-        ! grep -q 'reused' "$T/split.err"
+        ! grep -q 'reused' "$T/split.err" || false
         [ "$(grep -c 'factor reused' "$T/shared.err")" -eq 15 ]
         grep -q 'blk.4.attn_output.weight  *F32 -> .* (gptq) ' "$T/shared.err"
         if [ "$opts" = "--ftype Q3_K_M" ]; then
@@ -229,7 +229,7 @@ recs[:] = out"
         echo "$stderr" | grep -q "warning: tensor blk.0.$w.weight: Hessian not positive definite even with damping"
     done
     [ "$(echo "$stderr" | grep -c 'Hessian not positive definite')" -eq 25 ]
-    ! echo "$stderr" | grep -q '(gptq'
+    ! echo "$stderr" | grep -q '(gptq' || false
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q4_0 --rtn -q -o "$T/r.out"
     cmp "$T/g.out" "$T/r.out"
 }
@@ -264,11 +264,12 @@ recs[:] = out"
         "$BIN/gptq" --hessian "$T/h.wts" --ftype Q4_0 --lambda 0.1 --act-order --threads $n -q < "$T/m.wps" > "$T/g$n.wps"
     done
     for f in l k g; do
-        cmp "$T/${f}1.wps" "$T/${f}2.wps" && cmp "$T/${f}1.wps" "$T/${f}3.wps"
+        cmp "$T/${f}1.wps" "$T/${f}2.wps"
+        cmp "$T/${f}1.wps" "$T/${f}3.wps"
     done
     # and λ > 0 still changes the codes (the rate term is not lost)
     "$BIN/gptq" --type Q4_0 -q < "$T/m.wps" > "$T/l0.wps"
-    ! cmp -s "$T/l0.wps" "$T/l1.wps"
+    ! cmp -s "$T/l0.wps" "$T/l1.wps" || false
 }
 
 @test "gptq --hessian: F32 Hessian records give the same model as F64 records of the same values" {
@@ -281,7 +282,7 @@ recs[:] = out"
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --hessian "$T/h64.wts" --ftype Q8_0 -q -o "$T/b.wts"
     cmp "$T/a.wts" "$T/b.wts"
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q8_0 -q -o "$T/r.wts"
-    ! cmp -s "$T/a.wts" "$T/r.wts"
+    ! cmp -s "$T/a.wts" "$T/r.wts" || false
 }
 
 @test "bad input: a weight named by two Hessian records is refused (the first record won silently)" {
@@ -361,7 +362,7 @@ r.payload = r.payload[:32 * 32 * 8]"
     echo "$stderr" | grep -qF "gptq: warning: $T/o.wts: 5 of the 25 weights it names are not in $F32 (the first: "
     gptq_h "$T/h.wts" --ftype Q8_0 -o /dev/null
     [ "$status" -eq 0 ]
-    ! echo "$stderr" | grep -q "warning: $T/h.wts"
+    ! echo "$stderr" | grep -q "warning: $T/h.wts" || false
     echo "$stderr" | grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq, factor reused)'
 }
 
@@ -380,7 +381,8 @@ r.payload = bytearray(len(r.payload))"
     echo "$stderr" | grep -q 'blk.1.attn_q.weight  *F32 -> Q8_0 (gptq, factor reused)'
     # q's bytes are RTN's, not zeros
     "$BIN/gptq" --rtn --ftype Q8_0 -q -o "$T/r.wts" "$T/m.wps"
-    "$BIN/ggufpack" -o "$T/g.gguf" "$T/g.wts" && "$BIN/ggufpack" -o "$T/r.gguf" "$T/r.wts"
+    "$BIN/ggufpack" -o "$T/g.gguf" "$T/g.wts"
+    "$BIN/ggufpack" -o "$T/r.gguf" "$T/r.wts"
     [ "$("$BIN/tsinfo" -x "$T/g.gguf" | grep ' blk.0.attn_q.weight ')" = "$("$BIN/tsinfo" -x "$T/r.gguf" | grep ' blk.0.attn_q.weight ')" ]
 }
 
@@ -529,7 +531,7 @@ r.payload = bytearray(len(r.payload))"
     "$R/llama-imatrix" -m "$d/synth.gguf" -f "$DATA/text/groups_merged.txt" -c 128 --chunks 2 -t 1 \
         --output-format dat -o "$d/imat.dat" > /dev/null 2>&1
     # the legacy format, not GGUF (llama-imatrix honours --output-format)
-    ! cmp -s -n 4 <(printf GGUF) "$d/imat.dat"
+    ! cmp -s -n 4 <(printf GGUF) "$d/imat.dat" || false
     cd "$d"
     for t in Q4_K_M IQ4_XS; do
         "$R/llama-quantize" --imatrix imat.dat synth.gguf ref.gguf "$t" 1 > /dev/null 2>&1
@@ -538,7 +540,7 @@ r.payload = bytearray(len(r.payload))"
         cmp ref.gguf ours.gguf || { echo "differs: $t"; return 1; }
         # and the imatrix changed the result (the comparison is not vacuous)
         "$R/llama-quantize" synth.gguf plain.gguf "$t" 1 > /dev/null 2>&1
-        ! cmp -s plain.gguf ours.gguf
+        ! cmp -s plain.gguf ours.gguf || false
     done
     "$BIN/ggufcat" ours.gguf | "$BIN/tsinfo" > kv.txt
     grep -E '^kv +quantize.imatrix.file +string .* "imat.dat"$' kv.txt
@@ -576,7 +578,7 @@ write('wrong.dat', [e if e[0] != b'blk.0.attn_k.weight' else [e[0], e[1], e[2] /
 write('embd.dat', ents + [[b'token_embd.weight', 1, 3, struct.pack('<3f', 1, 2, 3)]])
 PY
     "$BIN/ggufcat" synth.gguf > synth.wts
-    ! "$R/llama-quantize" --imatrix missing.dat synth.gguf ref.gguf Q2_K_S 1 > /dev/null 2>&1
+    ! "$R/llama-quantize" --imatrix missing.dat synth.gguf ref.gguf Q2_K_S 1 > /dev/null 2>&1 || false
     for a in "--check synth.gguf" "-o out.wts synth.wts"; do
         run "$BIN/gptq" --rtn --ftype Q2_K_S --imatrix missing.dat $a
         one_line_error '^gptq: missing\.dat: no entry for tensor blk\.0\.attn_k\.weight, which type Q2_K needs \(llama-quantize: missing importance matrix in a very low-bit quantization\)$'
@@ -626,8 +628,8 @@ open('z.gguf', 'wb').write(h + b'\0' * (-len(h) % 32))"
     done
     grep -E '^kv +quantize.imatrix.chunks_count +u32 .* 3$' kv-dat-named.gguf.txt
     grep -E '^kv +quantize.imatrix.chunks_count +u32 .* 3$' kv-junk.dat.txt
-    ! grep -E 'quantize.imatrix.(dataset|chunks_count)' kv-no-trailer.dat.txt
-    ! grep -E 'quantize.imatrix.dataset' kv-cut-trailer.dat.txt
+    ! grep -E 'quantize.imatrix.(dataset|chunks_count)' kv-no-trailer.dat.txt || false
+    ! grep -E 'quantize.imatrix.dataset' kv-cut-trailer.dat.txt || false
     grep -E '^kv +quantize.imatrix.entries_count +u32 .* 35$' kv-cut-trailer.dat.txt
 }
 

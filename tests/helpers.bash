@@ -1,4 +1,12 @@
 # Shared by the bats files: paths to the programs and the shared data.
+#
+# A check is a line of its own. bats stops a test at a failing command through
+# set -e, and set -e passes over a failing command before && or ||, a command
+# negated with !, and every command of a function called with || or && after
+# it: `[ -n "$b" ] && [ "$a" = "$b" ]` and `! grep -q x f` checked nothing
+# (unless last in the test). Write `! grep -q x f || false`, and in a helper
+# that may be called that way, `|| return 1` after each check. install.bats
+# greps the test files for the first two shapes.
 ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
 BIN="$ROOT/bin"
 TOOLS="$ROOT/build/tools"

@@ -162,7 +162,9 @@ C
             [ "$status" -ne 0 ]
             [[ "$stderr" == *"PREFIX must be an absolute path without blanks, got '$p'.  Stop." ]]
             [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
-            [ ! -e "$d" ] && [ ! -e "$ROOT/rel" ] && [ ! -e "$ROOT/x" ]
+            [ ! -e "$d" ]
+            [ ! -e "$ROOT/rel" ]
+            [ ! -e "$ROOT/x" ]
         done
     done
 }
@@ -198,14 +200,17 @@ C
     echo keep > "$d$q/bin/other"
     echo keep > "$d$q/share/man/man1/other.1"
     make -s -C "$ROOT" --no-print-directory install DESTDIR="$d" PREFIX="$q" > /dev/null 2>&1
-    [ -x "$d$q/bin/gptq" ] && [ -x "$d$q/bin/bitcheck" ]
+    [ -x "$d$q/bin/gptq" ]
+    [ -x "$d$q/bin/bitcheck" ]
     grep -qx "prefix=$q" "$d$q/lib/pkgconfig/wpack.pc"
     run make -s -C "$ROOT" --no-print-directory uninstall DESTDIR="$d" PREFIX="$q"
     [ "$status" -eq 0 ] || { echo "$output"; false; }
     # only the two files that were there before; wpack's own folders gone, the shared ones kept
     [ "$(cd "$d" && find . -type f -o -type l | sort | tr '\n' ' ')" = "./opt/wp/bin/other ./opt/wp/share/man/man1/other.1 " ]
-    [ ! -e "$d$q/include/wpack" ] && [ ! -e "$d$q/lib/wpack" ]
-    [ -d "$d$q/lib/pkgconfig" ] && [ -d "$d$q/share/man/man7" ]
+    [ ! -e "$d$q/include/wpack" ]
+    [ ! -e "$d$q/lib/wpack" ]
+    [ -d "$d$q/lib/pkgconfig" ]
+    [ -d "$d$q/share/man/man7" ]
     # a second uninstall finds nothing to remove, and does not fail
     run make -s -C "$ROOT" --no-print-directory uninstall DESTDIR="$d" PREFIX="$q"
     [ "$status" -eq 0 ]
@@ -238,4 +243,15 @@ C
     PATH="$d/fake:$PATH" WPACK_TEST_JOBS=2 run sh "$d/tests/run"
     [ "$status" -eq 0 ]
     [ "${lines[-1]}" = "1 passed, 0 failed, 0 skipped" ]
+}
+
+@test "test files: no check set -e passes over (a negated command alone, checks joined with &&)" {
+    # 21 '! cmd' lines and 13 'check && check' lines checked nothing (helpers.bash says why);
+    # the files are grepped so that the shapes do not come back
+    cd "$ROOT/tests"
+    run grep -nE '^[[:space:]]*! ' *.bats helpers.bash
+    [ "$status" -eq 0 ]     # there are negated checks, and each is followed by ||
+    [ -z "$(echo "$output" | grep -v '||')" ] || { echo "$output" | grep -v '||'; false; }
+    run grep -nE '^[[:space:]]*(\[\[?|cmp|grep|test) [^|]*&&[[:space:]]*(\[\[?|cmp|grep|test|!) ' *.bats helpers.bash
+    [ -z "$(echo "$output" | grep -v '||')" ] || { echo "$output" | grep -v '||'; false; }
 }

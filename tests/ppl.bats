@@ -202,7 +202,8 @@ same_ppl() {
         a=$(ours_ref s${t#f} --model "$M/stories260K-$t.gguf" --text "$SAMPLE" | ppl_of)
         b=$(theirs s$t -m "$M/stories260K-$t.gguf" -f "$SAMPLE")
         echo "$t: ours '$a', llama-perplexity '$b'" >&2
-        [ -n "$b" ] && [ "$a" = "$b" ]
+        [ -n "$b" ]
+        [ "$a" = "$b" ]
     done
 }
 
@@ -212,7 +213,8 @@ same_ppl() {
         a=$(ours_ref v${t#f} --model "$M/stories260K-$t.gguf" --text "$VALID" --chunks 20 | ppl_of)
         b=$(theirs v$t -m "$M/stories260K-$t.gguf" -f "$VALID" --chunks 20)
         echo "$t: ours '$a', llama-perplexity '$b'" >&2
-        [ -n "$b" ] && [ "$a" = "$b" ]
+        [ -n "$b" ]
+        [ "$a" = "$b" ]
     done
 }
 
@@ -295,9 +297,12 @@ same_ppl() {
     theirs_top=$(sed -n 's/^Same top p: *\([0-9.]*\) .*/\1/p' "$BATS_FILE_TMPDIR/llkl.log")
     ours_kld=$(echo "$out" | sed -n 's/^KLD = \([-0-9.]*\) .*/\1/p')
     echo "KLD ours $ours_kld, llama-perplexity $theirs_kld" >&2
-    [ -n "$theirs_kld" ] && [ "$(printf '%.6f' "$ours_kld")" = "$theirs_kld" ]
-    [ -n "$theirs_ln" ] && [[ "$out" == *"ln(PPL/PPL(base)) = $theirs_ln +/- "* ]]
-    [ -n "$theirs_top" ] && [[ "$out" == *"same top = $theirs_top +/- "* ]]
+    [ -n "$theirs_kld" ]
+    [ "$(printf '%.6f' "$ours_kld")" = "$theirs_kld" ]
+    [ -n "$theirs_ln" ]
+    [[ "$out" == *"ln(PPL/PPL(base)) = $theirs_ln +/- "* ]]
+    [ -n "$theirs_top" ]
+    [[ "$out" == *"same top = $theirs_top +/- "* ]]
 }
 
 @test "live: ppl reads llama-perplexity's logits: F32 against its own base has KLD ~ 0" {

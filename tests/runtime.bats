@@ -16,8 +16,9 @@ setup_file() {
     export Q="$BATS_FILE_TMPDIR"
     if [ -x "$QUANTIZE" ]; then
         for t in $TYPES; do
-            "$QUANTIZE" "$MODELS/stories260K-f32.gguf" "$Q/s-$t.gguf" "$t" 1 >/dev/null 2>&1 &&
-                bundle "$Q/s-$t.gguf" "$Q/s-$t.bundle"
+            "$QUANTIZE" "$MODELS/stories260K-f32.gguf" "$Q/s-$t.gguf" "$t" 1 > "$Q/s-$t.log" 2>&1 \
+                || { echo "llama-quantize $t failed:" >&2; tail -3 "$Q/s-$t.log" >&2; return 1; }
+            bundle "$Q/s-$t.gguf" "$Q/s-$t.bundle"
         done
     fi
     "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" | "$BIN/histogram" |
@@ -28,7 +29,8 @@ setup_file() {
         "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$Q/f16.bundle"
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/bf16split" --palette 0 | "$BIN/histogram" |
         "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$Q/f32p0.bundle"
-    "$TOOLS/mksynth" "$Q/syn.gguf" small && bundle "$Q/syn.gguf" "$Q/syn.bundle"
+    "$TOOLS/mksynth" "$Q/syn.gguf" small
+    bundle "$Q/syn.gguf" "$Q/syn.bundle"
 }
 
 setup() {
@@ -44,11 +46,11 @@ cpu_verify() {
     local args=() b
     for b in "$@"; do args+=(--bundle "$b"); done
     run "$BIN/wprun" --cpu --verify --batch 1,3,8 "${args[@]}"
-    [ "$status" -eq 0 ] || { echo "$output"; false; }
-    ! echo "$output" | grep -qE 'FAIL|MISMATCH'
+    [ "$status" -eq 0 ] || { echo "$output"; return 1; }
+    ! echo "$output" | grep -qE 'FAIL|MISMATCH' || return 1
     n_restore=$(echo "$output" | grep -c 'restore(ref) ok  restore(fast) ok  restore(device) ok$')
     n_gemv=$(echo "$output" | grep -cE '^gemv .* relerr [0-9.e+-]+ .*ok$')
-    [ "$n_restore" -gt 0 ]
+    [ "$n_restore" -gt 0 ] || return 1
     [ "$n_gemv" -eq $((3 * n_restore)) ]
 }
 
@@ -167,7 +169,7 @@ cpu_verify() {
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -c "^wprun: warning: $T/n.tun:[2-6]: not 'MATRIX TYPE")" -eq 5 ]
     [[ "$output" == *"wprun: warning: $T/n.tun: 1 more such lines skipped"* ]]
-    ! echo "$output" | grep -q "n.tun:8"
+    ! echo "$output" | grep -q "n.tun:8" || false
     echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +fused relerr'   # no line counted: the default
 }
 
@@ -183,13 +185,13 @@ cpu_verify() {
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/long.tun"
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -c "^wprun: warning: $T/long.tun:2: not 'MATRIX TYPE")" -eq 1 ]
-    ! echo "$output" | grep -q "long.tun:3"
+    ! echo "$output" | grep -q "long.tun:3" || false
     echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +full relerr'
     # the same line short is a measurement, and the fastest
     { printf '# wprun tuning v2 (cpu): m\n'; printf "$m\tfused\t0.1%50s\n" ''; printf "$m\tfull\t0.5\n"; } > "$T/short.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/short.tun"
     [ "$status" -eq 0 ]
-    ! echo "$output" | grep -q "warning"
+    ! echo "$output" | grep -q "warning" || false
     echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +fused relerr'
 }
 
@@ -217,7 +219,7 @@ cpu_verify() {
 @test "wprun --bench reads no tuning file (auto steers only --verify's GEMV checks)" {
     run "$BIN/wprun" --cpu --bench --synth Q4_0:64x256 --tuning "$T/none.tun" --runs 1
     [ "$status" -eq 0 ]
-    ! echo "$output" | grep -q 'warning'
+    ! echo "$output" | grep -q 'warning' || false
     echo "$output" | grep -qE '^bench +Q4_0 +synth.Q4_0.64x256 +batch 1 +cpu fused'
 }
 
@@ -358,7 +360,8 @@ open('$T/name', 'w').write(r.name)"
 @test "wprun --cpu --verify: stories260K quantized bundles (llama-quantize Q4_0 Q8_0 Q4_K_M IQ4_XS)" {
     [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
     for t in $TYPES; do
-        cpu_verify "$Q/s-$t.bundle" || { echo "type $t"; false; }
+        echo "type $t"
+        cpu_verify "$Q/s-$t.bundle"
     done
 }
 
@@ -387,7 +390,7 @@ open('$T/name', 'w').write(r.name)"
     k=$(echo "$output" | grep -c 'restore(ref) ok  restore(fast) ok  restore(device) ok$')
     [ "$k" -gt 0 ]
     [ $((n + k)) -eq 36 ]
-    ! echo "$output" | grep -q MISMATCH
+    ! echo "$output" | grep -q MISMATCH || false
     # the summary says the GPU will refuse them (CPU-only CI passed them without a word)
     [[ "$output" == *"wprun: warning: $n of 36 matrices have codes over 11 bits, which the GPU decoder does not take (huffbuild --max-len 11)"* ]]
     # --bench (and --tune) without --verify say so too (they timed such matrices without a word: a trial)
@@ -741,7 +744,7 @@ open('$T/name', 'w').write(r.name)"
     # it said "no CUDA device found", as if a GPU were missing, on a machine that has one
     cc -std=c11 -D_GNU_SOURCE -I"$ROOT/lib" -I"$ROOT/runtime" -DWPACK_NO_CUDA -O1 -o "$T/wprun-cpu" \
         "$ROOT"/runtime/*.c "$ROOT/lib/libwpack.a" -lzstd -lxxhash -lcjson -llapacke -lopenblas -lm -lpthread
-    ! ldd "$T/wprun-cpu" | grep -E 'libcudart|libcublas'
+    ! ldd "$T/wprun-cpu" | grep -E 'libcudart|libcublas' || false
     run "$T/wprun-cpu" --verify --bundle "$Q/bf16.bundle"
     [ "$status" -eq 3 ]
     [ "$output" = "wprun: built without CUDA (no nvcc, or WPACK_NO_CUDA=1): use --cpu for the CPU reference" ]
