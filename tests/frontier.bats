@@ -82,7 +82,7 @@ fake_bins() {
     fake_bins "$bins" verify "touch '$BATS_TEST_TMPDIR/verify.started'; sleep 30; exec '$ROOT/bin/verify' \"\$@\""
     WPACK_BIN="$bins" setsid "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" > /dev/null 2>&1 &
     pid=$!
-    for i in $(seq 100); do [ -e "$BATS_TEST_TMPDIR/verify.started" ] && break; sleep 0.1; done
+    for i in $(seq 600); do [ -e "$BATS_TEST_TMPDIR/verify.started" ] && break; sleep 0.1; done
     [ -e "$BATS_TEST_TMPDIR/verify.started" ]
     [ -n "$(ls -A "$out" | grep '\.tmp')" ]   # its parts exist, under temporary names
     kill -TERM -- -"$pid"   # (a background job ignores SIGINT; the traps are the same)
@@ -474,7 +474,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     fake_bins "$bins" hessian "touch '$BATS_TEST_TMPDIR/hessian.started'; sleep 30"
     WPACK_BIN="$bins" setsid "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$CALIB" > /dev/null 2>&1 &
     pid=$!
-    for i in $(seq 100); do [ -e "$BATS_TEST_TMPDIR/hessian.started" ] && break; sleep 0.1; done
+    for i in $(seq 600); do [ -e "$BATS_TEST_TMPDIR/hessian.started" ] && break; sleep 0.1; done
     [ -e "$BATS_TEST_TMPDIR/hessian.started" ]
     [ -e "$out/stories260K-f32-groups_merged-k8.hess.id" ]
     kill -TERM -- -"$pid"

@@ -235,7 +235,7 @@ same_ppl() {
         "$PPL" --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 100 \
             --save-logits "$BATS_TEST_TMPDIR/s.logits" > /dev/null 2>&1 &
         pid=$!
-        for i in $(seq 100); do ls "$BATS_TEST_TMPDIR" | grep -q 's.logits.tmp' && break; sleep 0.1; done
+        for i in $(seq 600); do ls "$BATS_TEST_TMPDIR" | grep -q 's.logits.tmp' && break; sleep 0.1; done
         ls "$BATS_TEST_TMPDIR" | grep -q 's.logits.tmp'
         kill -"$sig" "$pid"
         wait "$pid" || true

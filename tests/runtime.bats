@@ -622,7 +622,7 @@ open('$T/name', 'w').write(r.name)"
     for sig in INT; do
         "$BIN/wprun" --cpu --tune --synth BF16:2048x4096 --batch 1,8 --tuning "$T/keep.tun" --runs 3 > /dev/null 2>&1 &
         pid=$!
-        for i in $(seq 50); do ls "$T" | grep -q 'keep.tun.tmp' && break; sleep 0.1; done
+        for i in $(seq 600); do ls "$T" | grep -q 'keep.tun.tmp' && break; sleep 0.1; done
         ls "$T" | grep -q 'keep.tun.tmp'
         kill -"$sig" "$pid"
         wait "$pid" || true
