@@ -41,12 +41,15 @@ int main(int argc, char **argv)
     wp_record r, t;
     wp_record_init(&r);
     wp_record_init(&t);
+    uint64_t n_hist = 0, n_tensor = 0;
     while (wp_cli_next(rd, &r)) {
         if (wp_rec_is_bundle(r.kind) || r.kind == WP_REC_TABLE)   /* a bundle, or huffbuild's own output */
             wp_cli_refuse_coded(in, &r, "histogram's output");
         wp_cli_put(w, &r);
+        n_tensor += r.kind == WP_REC_TENSOR;
         if (r.kind != WP_REC_HIST)
             continue;
+        n_hist++;
         if (r.payload_len != 256 * 8)
             wp_die("%s: histogram '%s': %" PRIu64 " bytes, expected 2048", in ? in : "stdin", r.name,
                    r.payload_len);
@@ -76,6 +79,10 @@ int main(int argc, char **argv)
         wp_attr_set_i64(&t, "coded_bits", (int64_t)wp_huf_coded_bits(counts, t.payload, 256));
         wp_cli_put(w, &t);
     }
+    /* histogram left out of the pipeline: it passed silently (a new user's trial) */
+    if (!n_hist && n_tensor)
+        wp_warn("%s: no histogram records, so no code tables: %" PRIu64 " tensor(s) passed through "
+                "(histogram comes before huffbuild)", in ? in : "stdin", n_tensor);
     wp_cli_writer_close(w);
     wp_record_free(&r);
     wp_record_free(&t);

@@ -163,6 +163,21 @@ bundle() { # GGUF BUNDLE [histogram options]
     "$BIN/unbundle" --stream "$T/h.hess" | cmp - "$T/h.hess"
 }
 
+@test "histogram left out: huffbuild and laneinterleave each warn, exit 0 (it passed silently); the whole pipeline says nothing" {
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$Q/syn.gguf' | '$BIN/huffbuild' -o '$T/h.wts'"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "huffbuild: warning: stdin: no histogram records, so no code tables: 111 tensor(s) passed through (histogram comes before huffbuild)" ]
+    "$BIN/ggufcat" "$Q/syn.gguf" | cmp - "$T/h.wts"
+    run --separate-stderr "$BIN/laneinterleave" -o "$T/x.bundle" "$T/h.wts"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "laneinterleave: warning: $T/h.wts: no symbols records: none of the 111 tensor(s) is coded, each is stored fixed-width or zstd'd (histogram | huffbuild come before laneinterleave)" ]
+    "$BIN/unbundle" "$T/x.bundle" | cmp - "$Q/syn.gguf"
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$Q/syn.gguf' | '$BIN/histogram' | '$BIN/huffbuild' | '$BIN/laneinterleave' -o '$T/y.bundle'"
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    [ "$("$BIN/tsinfo" "$T/y.bundle" | grep -c "^coded ")" -eq 64 ]
+}
+
 @test "bad input: laneinterleave without huffbuild, verify against the wrong GGUF" {
     run sh -c "'$BIN/ggufcat' '$Q/syn.gguf' | '$BIN/histogram' | '$BIN/laneinterleave' -o '$T/x.bundle'"
     [ "$status" -ne 0 ]
