@@ -817,20 +817,42 @@ int main(int argc, char **argv)
     /* ---- plan, and what in it gptq cannot do: refused before any output */
     wp_ftype_plan *plan = model_plan(ftype, pure, strict, overrides, n_over, in);
     plan_check(plan, in);
+    /* the shape fallbacks, one line: per-tensor progress showed them, but with -q, or
+     * among 100 lines, "--type Q6_K" giving no Q6_K tensor went unnoticed (a new user's
+     * trial); it said "kept F16" of F32 input */
     {
-        char list[4096] = "";
-        int nf = 0;
+        char list[4096] = "", pairs[512] = "";
+        int nf = 0, nfall = 0, nq = 0, np = 0;
+        struct { int from, to, n; } pair[16];
         for (size_t i = 0; i < n_t; i++) {
             struct wp_ftype_choice ch;
             wp_ftype_plan_get(plan, tl[i].name, &ch);
+            nq += ch.quantize;
+            if (!ch.fallback)
+                continue;
+            nfall++;
+            int k = 0;
+            while (k < np && (pair[k].from != ch.wanted || pair[k].to != ch.type))
+                k++;
+            if (k == np && np < 16) {
+                pair[k].from = ch.wanted, pair[k].to = ch.type, pair[k].n = 0;
+                np++;
+            }
+            if (k < np)
+                pair[k].n++;
             if (ch.f16_fallback) {
                 if (strlen(list) + strlen(tl[i].name) + 8 < sizeof list)
                     snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", nf ? ", " : "", tl[i].name);
                 nf++;
             }
         }
-        if (nf && !quiet)
-            wp_warn("%d tensor(s) kept F16, row length not a multiple of the block size: %s", nf, list);
+        for (int k = 0; k < np; k++)
+            snprintf(pairs + strlen(pairs), sizeof pairs - strlen(pairs), "%s%d %s -> %s", k ? ", " : "",
+                     pair[k].n, wp_ggml_type_name(pair[k].from), wp_ggml_type_name(pair[k].to));
+        if (nfall && !quiet)
+            wp_warn("%d of %d quantized tensor(s) fell back, their row length not a multiple of the type's "
+                    "block (llama-quantize's fallbacks): %s%s%s%s", nfall, nq, pairs, nf ? " (F16: " : "",
+                    list, nf ? ")" : "");
     }
 
     /* ---- the spooled stream's index */

@@ -83,6 +83,19 @@ gptq_h() {
     done
 }
 
+@test "gptq: the shape fallbacks are one warning by wanted and written type (--type Q6_K on stories260K gives no Q6_K); -q none" {
+    # it named only the F16 ones, as "kept F16" of F32 input (a new user's trial)
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --type Q6_K -o "$T/q6.wts" 2> "$T/err"
+    [ "$(grep -c warning "$T/err")" -eq 1 ]
+    grep -qx 'gptq: warning: 37 of 37 quantized tensor(s) fell back, their row length not a multiple of the type.s block (llama-quantize.s fallbacks): 32 Q6_K -> Q8_0, 5 Q6_K -> F16 (F16: blk.0.ffn_down.weight, blk.1.ffn_down.weight, blk.2.ffn_down.weight, blk.3.ffn_down.weight, blk.4.ffn_down.weight)' "$T/err"
+    [ "$("$BIN/tsinfo" "$T/q6.wts" | grep -c ' Q6_K ')" -eq 0 ]
+    [ "$("$BIN/tsinfo" "$T/q6.wts" | grep -c ' Q8_0 ')" -eq 32 ]
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q4_K_M 2>&1 > /dev/null | grep -qx 'gptq: warning: 36 of 37 quantized tensor(s) fell back, .*: 29 Q4_K -> Q5_0, 3 Q4_K -> F16, 2 Q6_K -> Q8_0, 2 Q6_K -> F16 (F16: blk.0.ffn_down.weight, .*, blk.4.ffn_down.weight)'
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --type Q6_K -q > /dev/null"
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+}
+
 @test "gptq --hessian: shared Hessian records drive GPTQ; progress names method and types" {
     [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
     "$UNIT" --hessians "$T/h.wts"
@@ -90,7 +103,7 @@ gptq_h() {
     grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq, factor reused)' "$T/err"
     grep -q 'blk.4.ffn_up.weight  *F32 -> Q8_0 (gptq, factor reused)' "$T/err"
     grep -q 'blk.0.attn_output.weight  *F32 -> Q8_0 (rtn)' "$T/err"
-    grep -q 'kept F16.*blk.0.ffn_down.weight' "$T/err"
+    grep -qx 'gptq: warning: 5 of 37 quantized tensor(s) fell back, their row length not a multiple of the type.s block (llama-quantize.s fallbacks): 5 Q8_0 -> F16 (F16: blk.0.ffn_down.weight, blk.1.ffn_down.weight, blk.2.ffn_down.weight, blk.3.ffn_down.weight, blk.4.ffn_down.weight)' "$T/err"
     "$BIN/ggufpack" < "$T/g.wts" > "$T/g.gguf"
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q8_0 -q | "$BIN/ggufpack" > "$T/r.gguf"
     ! cmp -s "$T/g.gguf" "$T/r.gguf" || false
