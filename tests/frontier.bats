@@ -75,6 +75,18 @@ fake_bins() {
     chmod +x "$1/$2"
 }
 
+@test "lazyweights: an OUTDIR that is a file, or under one, is one line of its own, exit 2 (it was mkdir's)" {
+    d="$BATS_TEST_TMPDIR/d"
+    mkdir "$d" && touch "$d/afile"
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$d/afile"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: $d/afile: not a directory (OUTDIR)" ]
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$d/afile/sub"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: $d/afile/sub: cannot make the directory (OUTDIR)" ]
+    [ "$(ls -A "$d")" = "afile" ]
+}
+
 @test "lazyweights interrupted before its check: nothing under a final name, no temporary file" {
     # it wrote NAME-POINT.wts, .gguf and .report in place, so an interrupted build left parts
     # that make took as up to date (a new user's trial); now they are moved in after the check
