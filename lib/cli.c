@@ -418,6 +418,9 @@ const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const c
         }
         return takes[k];
     }
+    /* `hessian --model m.gguf calib.txt` said "calib.txt: unknown option" (a new user's trial) */
+    if (a[0] != '-' || !a[1])
+        wp_die("%s: not an option: %s takes no file without its option (try --help)", a, wp_prog());
     wp_die("%s: unknown option (try --help)", a);
 }
 

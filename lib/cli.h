@@ -133,7 +133,9 @@ int wp_cli_flag(const char *a, const char *flag);
  * for programs without positional arguments (hessian, ppl): reads the option
  * at argv[*i] (advancing *i past its value), prints usage and exits 0 for
  * --help/-h, dies for an option not in takes[0 .. n-1] or without a value
- * (last on the line, or "NAME=" with nothing after it).
+ * (last on the line, or "NAME=" with nothing after it), and for an argument
+ * that is no option ("FILE: not an option: PROG takes no file without its
+ * option").
  * Returns the option's name (one of takes) and sets *value. */
 const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const char *const *takes, size_t n,
                        const char **value);

@@ -445,6 +445,7 @@ dup_vocab() {
     bad "--model: is required" --text "$SAMPLE"
     bad "--text: is required" --model "$M/stories260K-f32.gguf"
     bad "--bogus: unknown option" --bogus
+    bad "-: not an option: ppl takes no file without its option (try --help)" --model "$M/stories260K-f32.gguf" -
     # it said ": No such file or directory"
     bad "--model: needs a value" --model= --text "$SAMPLE"
     bad "--ctx: expected an integer from 4 to 1048576, got '2'" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --ctx 2
