@@ -175,6 +175,13 @@ static void hessian_open(const char *path)
                path);
     if (wp_zframe_is(hfile))
         wp_die("%s: a zstd-compressed Hessian file: gptq reads the Hessians by offset (zstd -d it first)", path);
+    /* the model given as --hessian was "not a wpack stream (a GGUF file: read it with
+     * ggufcat)", a hint for the wrong file (a new user's trial) */
+    char magic[4];
+    if (fread(magic, 1, 4, hfile) == 4 && !memcmp(magic, "GGUF", 4))
+        wp_die("%s: a GGUF model, not Hessians: --hessian takes the file that hessian -o wrote", path);
+    if (fseeko(hfile, 0, SEEK_SET))
+        wp_die("%s: cannot seek", path);
     char err[1024];
     wp_reader *rd = wp_reader_open(hfile, path, err, sizeof err);
     if (!rd)

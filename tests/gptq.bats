@@ -765,6 +765,11 @@ PY
     [ "$status" -eq 1 ]
     [ "$stderr" = "gptq: /dev/stdin: not a seekable file: gptq reads the Hessians by offset (give the file that hessian -o wrote)" ]
     [ ! -e "$d/g2.wts" ]
+    # the model as --hessian: it said "not a wpack stream (a GGUF file: read it with ggufcat)"
+    run --separate-stderr "$BIN/gptq" --type Q8_0 --quiet --hessian "$F32" -o "$d/g3.wts" "$d/m.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $F32: a GGUF model, not Hessians: --hessian takes the file that hessian -o wrote" ]
+    [ ! -e "$d/g3.wts" ]
 }
 
 @test "with hessian's Hessians, GPTQ's tr(ΔW·H·ΔWᵀ) is below RTN's for every quantized stories260K matrix" {
