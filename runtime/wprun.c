@@ -24,7 +24,7 @@
 #endif
 
 static const char usage[] =
-    "usage: wprun (--bundle FILE | --synth TYPE:ROWSxCOLS)... [--match STR] [--cpu]\n"
+    "usage: wprun ([--bundle] FILE | --synth TYPE:ROWSxCOLS)... [--match STR] [--cpu]\n"
     "             [--verify] [--bench] [--tune] [--batch 1,16,256]\n"
     "             [--pipeline auto|fused|exp|staged|ring|private|recon|split2|\n"
     "                         split4|split8|full|twin|transcode|palette]\n"
