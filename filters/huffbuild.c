@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "codes.h"
 #include "huffman.h"
 
 static const char usage[] =
@@ -41,12 +42,14 @@ int main(int argc, char **argv)
     wp_record r, t;
     wp_record_init(&r);
     wp_record_init(&t);
-    uint64_t n_hist = 0, n_tensor = 0;
+    uint64_t n_hist = 0, n_uncoded = 0;   /* hist records; symbols and block-type tensors */
     while (wp_cli_next(rd, &r)) {
         if (wp_rec_is_bundle(r.kind) || r.kind == WP_REC_TABLE)   /* a bundle, or huffbuild's own output */
             wp_cli_refuse_coded(in, &r, "histogram's output");
         wp_cli_put(w, &r);
-        n_tensor += r.kind == WP_REC_TENSOR;
+        wp_codes_geom g;
+        n_uncoded += r.kind == WP_REC_SYMBOLS ||
+                     (r.kind == WP_REC_TENSOR && !wp_codes_geom_get((int)r.type, r.ne[0], 1, &g));
         if (r.kind != WP_REC_HIST)
             continue;
         n_hist++;
@@ -79,10 +82,12 @@ int main(int argc, char **argv)
         wp_attr_set_i64(&t, "coded_bits", (int64_t)wp_huf_coded_bits(counts, t.payload, 256));
         wp_cli_put(w, &t);
     }
-    /* histogram left out of the pipeline: it passed silently (a new user's trial) */
-    if (!n_hist && n_tensor)
-        wp_warn("%s: no histogram records, so no code tables: %" PRIu64 " tensor(s) passed through "
-                "(histogram comes before huffbuild)", in ? in : "stdin", n_tensor);
+    /* histogram left out of the pipeline: it passed silently (a new user's trial). Only
+     * symbols (bf16split's) and block-type tensors tell: histogram codes those always,
+     * floats not with --no-float, 1-D tensors never */
+    if (!n_hist && n_uncoded)
+        wp_warn("%s: no histogram records, so no code tables: %" PRIu64 " matrices of a coded type passed "
+                "through (histogram comes before huffbuild)", in && strcmp(in, "-") ? in : "stdin", n_uncoded);
     wp_cli_writer_close(w);
     wp_record_free(&r);
     wp_record_free(&t);

@@ -201,7 +201,7 @@ int main(int argc, char **argv)
     wp_record_init(&held);
     wp_record_init(&coded);
     int holding = 0, have_table = 0;
-    uint64_t n_sym = 0, n_tensor = 0;
+    uint64_t n_sym = 0, n_blocks = 0, n_hist = 0;   /* symbols, block-type tensors, hist records */
     double entropy = -1;
     char entropy_of[WP_MAX_NAME + 1] = "";
     for (;;) {
@@ -224,6 +224,7 @@ int main(int argc, char **argv)
             break;
         switch (r.kind) {
         case WP_REC_HIST:
+            n_hist++;
             entropy = wp_attr_f64(&r, "entropy", -1);
             snprintf(entropy_of, sizeof entropy_of, "%s", r.name);
             continue;
@@ -254,7 +255,8 @@ int main(int argc, char **argv)
                 continue;
             }
             if (r.kind == WP_REC_TENSOR) {
-                n_tensor++;
+                wp_codes_geom g;
+                n_blocks += !wp_codes_geom_get((int)r.type, r.ne[0], 1, &g);
                 const char *same = shared_with(unit_hash(&r, NULL), r.name);
                 if (same) {
                     if (wp_ref_make(&r, same, &coded))
@@ -272,7 +274,8 @@ int main(int argc, char **argv)
         /* A SYMBOLS record: code it, or store the tensor fixed-width. */
         n_sym++;
         if (!have_table || strcmp(table.name, r.name))
-            wp_die("%s: '%s': no code table (run huffbuild before laneinterleave)", src, r.name);
+            wp_die("%s: '%s': no code table (run %s before laneinterleave)", src, r.name,
+                   n_hist ? "huffbuild" : "histogram | huffbuild");
         if (!holding || strcmp(held.name, r.name))
             wp_die("%s: '%s': symbols without their side or raw data", src, r.name);
         if (table.payload_len != 256)
@@ -357,10 +360,11 @@ int main(int argc, char **argv)
         wp_die("%s: '%s': %s data without its symbols (truncated stream?)", src, held.name,
                wp_rec_kind_name(held.kind));
     /* histogram and huffbuild left out: a bundle with nothing coded passed silently,
-     * and verify passed it (a new user's trial) */
-    if (!n_sym && n_tensor)
-        wp_warn("%s: no symbols records: none of the %" PRIu64 " tensor(s) is coded, each is stored "
-                "fixed-width or zstd'd (histogram | huffbuild come before laneinterleave)", src, n_tensor);
+     * and verify passed it (a new user's trial). Block-type tensors tell: histogram
+     * codes those always (floats not with --no-float, 1-D tensors never) */
+    if (!n_sym && n_blocks)
+        wp_warn("%s: no symbols records: none of the %" PRIu64 " matrices of a coded type is coded, each is "
+                "stored fixed-width or zstd'd (histogram | huffbuild come before laneinterleave)", src, n_blocks);
     wp_cli_writer_close(w);
     wp_record_free(&r);
     wp_record_free(&table);

@@ -166,16 +166,29 @@ bundle() { # GGUF BUNDLE [histogram options]
 @test "histogram left out: huffbuild and laneinterleave each warn, exit 0 (it passed silently); the whole pipeline says nothing" {
     run --separate-stderr sh -c "'$BIN/ggufcat' '$Q/syn.gguf' | '$BIN/huffbuild' -o '$T/h.wts'"
     [ "$status" -eq 0 ]
-    [ "$stderr" = "huffbuild: warning: stdin: no histogram records, so no code tables: 111 tensor(s) passed through (histogram comes before huffbuild)" ]
+    [ "$stderr" = "huffbuild: warning: stdin: no histogram records, so no code tables: 111 matrices of a coded type passed through (histogram comes before huffbuild)" ]
     "$BIN/ggufcat" "$Q/syn.gguf" | cmp - "$T/h.wts"
     run --separate-stderr "$BIN/laneinterleave" -o "$T/x.bundle" "$T/h.wts"
     [ "$status" -eq 0 ]
-    [ "$stderr" = "laneinterleave: warning: $T/h.wts: no symbols records: none of the 111 tensor(s) is coded, each is stored fixed-width or zstd'd (histogram | huffbuild come before laneinterleave)" ]
+    [ "$stderr" = "laneinterleave: warning: $T/h.wts: no symbols records: none of the 111 matrices of a coded type is coded, each is stored fixed-width or zstd'd (histogram | huffbuild come before laneinterleave)" ]
     "$BIN/unbundle" "$T/x.bundle" | cmp - "$Q/syn.gguf"
     run --separate-stderr sh -c "'$BIN/ggufcat' '$Q/syn.gguf' | '$BIN/histogram' | '$BIN/huffbuild' | '$BIN/laneinterleave' -o '$T/y.bundle'"
     [ "$status" -eq 0 ]
     [ -z "$stderr" ]
     [ "$("$BIN/tsinfo" "$T/y.bundle" | grep -c "^coded ")" -eq 64 ]
+    # histogram there with nothing to code (floats kept with --no-float): no warning (a breaker's find)
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$MODELS/stories260K-f32.gguf' | '$BIN/histogram' --no-float | '$BIN/huffbuild' | '$BIN/laneinterleave' -o '$T/f.bundle'"
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    # bf16split's symbols without histogram: huffbuild counts them, laneinterleave names both
+    # filters (it said "run huffbuild", which had run)
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$MODELS/stories260K-bf16.gguf' | '$BIN/bf16split' | '$BIN/huffbuild' -o '$T/b.wts'"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "huffbuild: warning: stdin: no histogram records, so no code tables: 37 matrices of a coded type passed through (histogram comes before huffbuild)" ]
+    run --separate-stderr "$BIN/laneinterleave" -o "$T/b.bundle" "$T/b.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "laneinterleave: $T/b.wts: 'token_embd.weight': no code table (run histogram | huffbuild before laneinterleave)" ]
+    [ ! -e "$T/b.bundle" ]
 }
 
 @test "bad input: laneinterleave without huffbuild, verify against the wrong GGUF" {
