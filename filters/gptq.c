@@ -178,8 +178,16 @@ static void hessian_open(const char *path)
     /* the model given as --hessian was "not a wpack stream (a GGUF file: read it with
      * ggufcat)", a hint for the wrong file (a new user's trial) */
     char magic[4];
-    if (fread(magic, 1, 4, hfile) == 4 && !memcmp(magic, "GGUF", 4))
+    if (fread(magic, 1, 4, hfile) == 4 && !memcmp(magic, "GGUF", 4)) {
+        wp_imatrix im;
+        char ierr[256];
+        if (!wp_imatrix_load(path, &im, ierr, sizeof ierr)) {   /* llama-imatrix's GGUF */
+            wp_imatrix_free(&im);
+            wp_die("%s: an importance matrix (llama-imatrix), not Hessians: give it with --imatrix; "
+                   "--hessian takes the file that hessian -o wrote", path);
+        }
         wp_die("%s: a GGUF model, not Hessians: --hessian takes the file that hessian -o wrote", path);
+    }
     if (fseeko(hfile, 0, SEEK_SET))
         wp_die("%s: cannot seek", path);
     char err[1024];
@@ -828,9 +836,9 @@ int main(int argc, char **argv)
      * among 100 lines, "--type Q6_K" giving no Q6_K tensor went unnoticed (a new user's
      * trial); it said "kept F16" of F32 input */
     {
-        char list[4096] = "", pairs[512] = "";
-        int nf = 0, nfall = 0, nq = 0, np = 0;
-        struct { int from, to, n; } pair[16];
+        char list[4096] = "", pairs[2048] = "";
+        int nf = 0, nfall = 0, nq = 0, np = 0, nmore = 0;
+        struct { int from, to, n; } pair[64];   /* more pairs: "and N more" */
         for (size_t i = 0; i < n_t; i++) {
             struct wp_ftype_choice ch;
             wp_ftype_plan_get(plan, tl[i].name, &ch);
@@ -841,12 +849,14 @@ int main(int argc, char **argv)
             int k = 0;
             while (k < np && (pair[k].from != ch.wanted || pair[k].to != ch.type))
                 k++;
-            if (k == np && np < 16) {
+            if (k == np && np < 64) {
                 pair[k].from = ch.wanted, pair[k].to = ch.type, pair[k].n = 0;
                 np++;
             }
             if (k < np)
                 pair[k].n++;
+            else
+                nmore++;
             if (ch.f16_fallback) {
                 if (strlen(list) + strlen(tl[i].name) + 8 < sizeof list)
                     snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", nf ? ", " : "", tl[i].name);
@@ -856,6 +866,8 @@ int main(int argc, char **argv)
         for (int k = 0; k < np; k++)
             snprintf(pairs + strlen(pairs), sizeof pairs - strlen(pairs), "%s%d %s -> %s", k ? ", " : "",
                      pair[k].n, wp_ggml_type_name(pair[k].from), wp_ggml_type_name(pair[k].to));
+        if (nmore)
+            snprintf(pairs + strlen(pairs), sizeof pairs - strlen(pairs), ", and %d more", nmore);
         if (nfall && !quiet)
             wp_warn("%d of %d quantized tensor(s) fell back, their row length not a multiple of the type's "
                     "block (llama-quantize's fallbacks): %s%s%s%s", nfall, nq, pairs, nf ? " (F16: " : "",

@@ -94,6 +94,18 @@ gptq_h() {
     run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --type Q6_K -q > /dev/null"
     [ "$status" -eq 0 ]
     [ -z "$stderr" ]
+    # 20 pairs (15 types by --tensor-type): every one listed, the counts add up to 35 (it kept
+    # 16 pairs and dropped the rest; a breaker's find)
+    local types=(Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_XS IQ3_S TQ1_0 TQ2_0 IQ3_XXS IQ2_S IQ2_XS IQ2_XXS IQ1_S IQ1_M) args=() i=0 L t
+    for L in 0 1 2 3 4; do for t in attn_q attn_k attn_v attn_output ffn_gate ffn_up; do
+        args+=(--tensor-type "blk\\.$L\\.$t\\.weight=${types[$((i % 15))]}"); i=$((i + 1))
+    done; done
+    for L in 0:Q2_K 1:Q4_K 2:Q5_K 3:IQ4_XS 4:IQ3_S; do args+=(--tensor-type "blk\\.${L%:*}\\.ffn_down=${L#*:}"); done
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --type Q4_0 "${args[@]}" 2>&1 > /dev/null | grep warning > "$T/mix"
+    grep -q '^gptq: warning: 35 of 37 quantized tensor(s) fell back, ' "$T/mix"
+    [ "$(grep -o '[0-9]* [A-Z0-9_]* -> [A-Z0-9_]*' "$T/mix" | wc -l)" -eq 20 ]
+    [ "$(grep -o '[0-9]* [A-Z0-9_]* -> [A-Z0-9_]*' "$T/mix" | awk '{ s += $1 } END { print s }')" -eq 35 ]
+    grep -q ', 1 IQ3_S -> F16 (F16: blk.0.ffn_down.weight, ' "$T/mix"
 }
 
 @test "gptq --hessian: shared Hessian records drive GPTQ; progress names method and types" {
@@ -534,6 +546,11 @@ r.payload = bytearray(len(r.payload))"
         cmp "$d/ref.gguf" "$d/ours.gguf"
     done
     "$BIN/ggufcat" "$d/ours.gguf" | "$BIN/tsinfo" | grep -E '^kv +quantize.imatrix.entries_count +u32 .* 35$'
+    # given as --hessian, it is named for what it is (it was "a GGUF model"; a breaker's find)
+    run --separate-stderr "$BIN/gptq" --ftype Q8_0 --quiet --hessian "$d/imat.gguf" -o "$d/h.wts" "$m"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $d/imat.gguf: an importance matrix (llama-imatrix), not Hessians: give it with --imatrix; --hessian takes the file that hessian -o wrote" ]
+    [ ! -e "$d/h.wts" ]
 }
 
 @test "gptq --imatrix with a legacy imatrix.dat equals llama-quantize --imatrix on the same .dat byte for byte (K-quants)" {
