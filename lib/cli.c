@@ -419,6 +419,8 @@ const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const c
         return takes[k];
     }
     /* `hessian --model m.gguf calib.txt` said "calib.txt: unknown option" (a new user's trial) */
+    if (!a[0])
+        wp_die("an empty argument: %s takes no file without its option (try --help)", wp_prog());
     if (a[0] != '-' || !a[1])
         wp_die("%s: not an option: %s takes no file without its option (try --help)", a, wp_prog());
     wp_die("%s: unknown option (try --help)", a);

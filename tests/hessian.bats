@@ -314,6 +314,7 @@ bad() {  # expected-substring args...
     bad "--bogus: unknown option" --bogus
     # a file without its option said "calib.txt: unknown option" (a new user's trial)
     bad "calib.txt: not an option: hessian takes no file without its option (try --help)" --model "$M32" calib.txt
+    bad "an empty argument: hessian takes no file without its option (try --help)" --model "$M32" ""
     # it said "--share-inputs=1: unknown option"
     bad "--share-inputs: takes no value" --model "$M32" --text "$CAL" --share-inputs=1
     # it said ": No such file or directory"
