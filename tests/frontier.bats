@@ -83,8 +83,29 @@ fake_bins() {
     [ "$stderr" = "lazyweights: $d/afile: not a directory (OUTDIR)" ]
     run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$d/afile/sub"
     [ "$status" -eq 2 ]
-    [ "$stderr" = "lazyweights: $d/afile/sub: cannot make the directory (OUTDIR)" ]
-    [ "$(ls -A "$d")" = "afile" ]
+    [ "$stderr" = "lazyweights: $d/afile/sub: cannot make the directory (OUTDIR): Not a directory" ]
+    # an empty name, a link to nothing (a breaker's finds: ": cannot make", mkdir's "File exists")
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 ""
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: an empty OUTDIR" ]
+    ln -s "$d/nowhere/x" "$d/dangling"
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$d/dangling"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: $d/dangling: a symbolic link to nothing (OUTDIR)" ]
+    [ "$(ls -A "$d" | tr '\n' ' ')" = "afile dangling " ]
+}
+
+@test "lazyweights: an OUTDIR it cannot write into is one line before any work, exit 2 (it failed in gptq or at the .hess.id)" {
+    [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null || skip "needs root and setpriv to run as another user"
+    setpriv --reuid=65534 --regid=65534 --clear-groups sh -c "[ -r '$F32' ] && [ -r '$CALIB' ] && [ -x '$ROOT/bin/gptq' ]" \
+        || skip "user 65534 cannot reach the source tree or the data"
+    d=$(mktemp -d /tmp/wpack-ro.XXXXXX)
+    chmod 755 "$d" && mkdir "$d/ro" && chmod 555 "$d/ro"
+    run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups \
+        "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$d/ro" "$CALIB"
+    rm -rf "$d"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: $d/ro: cannot write into the directory (OUTDIR)" ]
 }
 
 @test "lazyweights interrupted before its check: nothing under a final name, no temporary file" {
