@@ -161,6 +161,27 @@ static void hmap_add(const char *w, size_t len, const wp_record *r, int named)
     n_hm++;
 }
 
+/* Die for a --hessian file the stream reader refused (err, its message). The model
+ * or llama-imatrix's GGUF given there was "not a wpack stream (a GGUF file: read it
+ * with ggufcat)", a hint for the wrong file (a new user's trial): gguf_file and
+ * imatrix say which it is. */
+static __attribute__((noreturn)) void not_hessians(const char *path, const char *err)
+{
+    char gerr[256];
+    wp_gguf_in *g = wp_gguf_open(path, gerr, sizeof gerr);
+    if (g) {
+        wp_gguf_close(g);
+        wp_imatrix im;
+        if (!wp_imatrix_load(path, &im, gerr, sizeof gerr)) {
+            wp_imatrix_free(&im);
+            wp_die("%s: an importance matrix (llama-imatrix), not Hessians: give it with --imatrix; "
+                   "--hessian takes the file that hessian -o wrote", path);
+        }
+        wp_die("%s: a GGUF model, not Hessians: --hessian takes the file that hessian -o wrote", path);
+    }
+    wp_die("%s", err);
+}
+
 static void hessian_open(const char *path)
 {
     hpath = path;
@@ -175,25 +196,10 @@ static void hessian_open(const char *path)
                path);
     if (wp_zframe_is(hfile))
         wp_die("%s: a zstd-compressed Hessian file: gptq reads the Hessians by offset (zstd -d it first)", path);
-    /* the model given as --hessian was "not a wpack stream (a GGUF file: read it with
-     * ggufcat)", a hint for the wrong file (a new user's trial) */
-    char magic[4];
-    if (fread(magic, 1, 4, hfile) == 4 && !memcmp(magic, "GGUF", 4)) {
-        wp_imatrix im;
-        char ierr[256];
-        if (!wp_imatrix_load(path, &im, ierr, sizeof ierr)) {   /* llama-imatrix's GGUF */
-            wp_imatrix_free(&im);
-            wp_die("%s: an importance matrix (llama-imatrix), not Hessians: give it with --imatrix; "
-                   "--hessian takes the file that hessian -o wrote", path);
-        }
-        wp_die("%s: a GGUF model, not Hessians: --hessian takes the file that hessian -o wrote", path);
-    }
-    if (fseeko(hfile, 0, SEEK_SET))
-        wp_die("%s: cannot seek", path);
     char err[1024];
     wp_reader *rd = wp_reader_open(hfile, path, err, sizeof err);
     if (!rd)
-        wp_die("%s", err);
+        not_hessians(path, err);
     wp_record r;
     wp_record_init(&r);
     int k;
