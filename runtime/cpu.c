@@ -25,8 +25,12 @@ int wr_lut_build(const wr_matrix *m, uint32_t *lut)
     const int pal = m->kind == WR_EXP && m->s.palette_n;
     if (m->huf.L < 1 || m->huf.L > WR_LUT_MAX_BITS)
         return -1;
-    for (uint32_t p = 0; p < (1u << m->huf.L); p++)
+    const wr_geom g = wr_geom_of(m->type);
+    for (uint32_t p = 0; p < (1u << m->huf.L); p++) {
         lut[p] = wr_lut_entry(&m->huf, p, pal ? m->s.palette : NULL, pal ? m->s.n_palette : 0);
+        if (m->kind == WR_Q)
+            lut[p] = wr_lut_codes(lut[p], g.bits, g.wps);
+    }
     return 0;
 }
 

@@ -60,17 +60,21 @@
  * The GEMV, transcode and BF16 restore kernels decode through a 2^L lookup
  * table in shared memory built on the host from the limits (wr_lut_build).
  *
- * Measured on an H200 (2026-11-30, README.md): every kernel bit-exact /
- * within 1e-4 of float64, compute-sanitizer clean. At batch 1 (4096 x
- * 14336) the palette GEMV takes 0.96-0.97x cuBLAS BF16, and the fastest
- * coded pipeline of each quantized type 1.2-2.7x the twin: Nsight Compute
- * shows k_fused_q bound by L1 (shared-memory bank conflicts of the
- * decode-table lookups, global loads scattered over 17 sectors a request:
- * the emulator's traffic counts put most of those in the per-sub-block
- * side-byte loads, now one copy a row, side_row), with DRAM at ~5 %. On
- * the CPU, wr_dev_decode_tile runs the
- * decode path and tests/runtime/test_emu.cpp runs these kernels' source
- * with one host thread per CUDA thread; gpucheck.sh times them on a GPU.
+ * Measured on an H200 (2026-12-04, README.md): every kernel bit-exact /
+ * within 1e-4 of float64. At batch 1 (4096 x 14336) the palette GEMV takes
+ * 0.95x cuBLAS BF16, and the fastest coded pipeline of each quantized type
+ * 0.77-2.18x the twin (staged for codes of <= 4 bits, ring for 5-8; Q2_K
+ * and Q3_K under 0.9x; Q4_K 1.37x); private, whose lookups have no bank
+ * conflicts, ran within 3 % of fused, so the conflicts do not bound it.
+ * Nsight Compute on k_fused_q (Q4_K): 10.6 cycles a warp between issues,
+ * 4.5 of them long-scoreboard waits, 38 % occupancy (the 3,584 tiles are
+ * one wave of 27 warps a SM). Since then, not timed: lane_word reads a
+ * staged lane's zeroed slot W past its end (staged_depth) and code_val
+ * takes a code from its own byte of the table entry (wr_lut_codes), about
+ * 6 % fewer SASS instructions in k_fused_q<Q4_K, 1, staged>. On the CPU,
+ * wr_dev_decode_tile runs the decode path and tests/runtime/test_emu.cpp
+ * runs these kernels' source with one host thread per CUDA thread;
+ * gpucheck.sh times them on a GPU.
  *
  * TODO (not implemented, deliberately absent rather than half-working):
  *   - a hard SM partition for the split (green contexts): the split now caps
@@ -136,13 +140,19 @@ struct DevMat {
     int *err;
 };
 
+/* Words a staged lane keeps in shared memory: M.dmax, and one more that
+ * lane_open zeroes at the lane's end (slot W), so that a read past the end
+ * is a read of slot min(i, W), not a branch (lane_word: 48 fewer SASS
+ * instructions in k_fused_q<Q4_K, 1, staged>, 120 in Q8_0's, sm_90a). */
+__host__ __device__ inline int staged_depth(const DevMat &M) { return M.dmax + 1; }
+
 /* Dynamic shared memory of a k_fused_q / k_fused_exp launch, bytes: ST 1
- * (staged) FUSED_WARPS warps x 32 lanes x M.dmax words, ST 2 (ring) x
+ * (staged) FUSED_WARPS warps x 32 lanes x staged_depth(M) words, ST 2 (ring) x
  * RING_WORDS words, ST 0 none (staged may pass the default 48 KiB:
  * gpu.cu's launch_smem allows it). gpu.cu and the emulator launch with it. */
 static inline size_t fused_smem_bytes(const DevMat &M, int ST)
 {
-    return ST == 1 ? (size_t)FUSED_WARPS * 32 * (size_t)M.dmax * 4
+    return ST == 1 ? (size_t)FUSED_WARPS * 32 * (size_t)staged_depth(M) * 4
            : ST == 2 ? (size_t)FUSED_WARPS * 32 * RING_WORDS * 4 : 0;
 }
 
@@ -297,8 +307,7 @@ template <int ST>
 __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
 {
     if (ST == 1) {
-        if (i >= L.W)
-            return 0u;
+        i = i < L.W ? i : L.W;   /* slot W holds 0 (lane_open) */
         WR_PROBE(WR_SITE_SWORD, &L.sw[i * 32]);
         return L.sw[i * 32];
     }
@@ -338,9 +347,9 @@ __device__ __forceinline__ void ring_fill(Lane &L, uint32_t held = 2)
 
 /* Warp-collective: open tile t for this thread's lane. Global: the group
  * masks and starts go to g. Staged: each thread copies its own words to sw
- * (this warp's 32 x M.dmax words of shared memory) with asynchronous copies
- * (cp.async), all in flight at once; group i's copies are one coalesced
- * read. Ring: the group masks and starts go to g as for global, and the first
+ * (this warp's 32 x staged_depth(M) words of shared memory) with
+ * asynchronous copies (cp.async), all in flight at once, group i's copies
+ * one coalesced read, and zeroes the slot after its last word. Ring: the group masks and starts go to g as for global, and the first
  * RING_WORDS words of each lane to its ring column sw (ring_fill, waited
  * for). Corrupt offsets or lane counts read no word and set bad. */
 template <int ST, int PD = 2>
@@ -386,6 +395,8 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     L.g = g;
     L.sw = sw + k;
     L.W = bad ? 0 : W;   /* corrupt offsets: read no word (the kernel flags the tile) */
+    if (ST == 1)
+        sw[L.W * 32 + k] = 0u;   /* slot W, read for every word past the end (lane_word) */
     L.full = full;
     wr_bits_init(&L.b);
     L.issued = 0;
@@ -757,7 +768,7 @@ __device__ __forceinline__ bool tile_open(const DevMat &M, const TilePos &P, Gro
     const unsigned long long t = P.tr * M.tcols + P.tc;
     tg = tile_geo(M, t);
     lane_open<ST, PD>(M, t, (ST == 1 ? g : g + P.warp)->e,
-                      ST == 1 ? staged + P.warp * 32 * M.dmax : ST == 2 ? staged + P.warp * 32 * RING_WORDS : nullptr,
+                      ST == 1 ? staged + P.warp * 32 * staged_depth(M) : ST == 2 ? staged + P.warp * 32 * RING_WORDS : nullptr,
                       L, bad);
     return true;
 }
@@ -833,7 +844,11 @@ __device__ __forceinline__ float q_val(uint32_t q, float moff, const float *kv16
 
 /* Code u of table entry e's symbol (a ggml-code entry holds the symbol at
  * bits 24..31, wr_lut_entry; code u at bits 24 + bits u ..) as its value
- * (q_val), without a shared-memory table of symbols. Why: a symbol-indexed
+ * (q_val), without a shared-memory table of symbols. BYTES: e is laid out
+ * by wr_lut_codes (the shared table of k_fused_q; not the lane-private
+ * table of k_fused_private), so a code of one or two a symbol is read from
+ * its own byte: one byte permute for 2^23 + code (wr_prmt), or the byte as
+ * kv16's index. Why: a symbol-indexed
  * value table (vt[256], float2 for pairs) cost k_fused_q about 5 of its
  * 12.8 shared wavefronts a warp-symbol in bank conflicts (Nsight Compute,
  * Q4_K, 4096 x 14336, batch 1, H200); with code_val its shared wavefronts
@@ -841,10 +856,16 @@ __device__ __forceinline__ float q_val(uint32_t q, float moff, const float *kv16
  * 119 to 97 us, staged 135 -> 108 (Q4_0 86 -> 76, staged 106 -> 68; IQ4_XS
  * 106 -> 90, staged 124 -> 103; Q8_0 and Q6_K fused within 2 %, staged 3-4 %
  * faster). */
-template <int TYPE>
+template <int TYPE, bool BYTES>
 __device__ __forceinline__ float code_val(uint32_t e, int u, float moff, const float *kv16)
 {
     constexpr int bits = dev_bits(TYPE);
+    if (BYTES && dev_wps(TYPE) <= 2) {
+        /* wr_lut_codes's layout: code 0 at bits 16..23, code 1 at 8..15 */
+        if (dev_nl(TYPE))
+            return kv16[(e >> (u ? 8 : 16)) & 255u];
+        return __uint_as_float(wr_prmt(e, 0x4B000000u, u ? 0x7651u : 0x7652u)) - moff;
+    }
     return q_val<TYPE>((e >> (24 + bits * u)) & ((1u << bits) - 1u), moff, kv16);
 }
 
@@ -959,7 +980,7 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
                                       : lane_at<ST, PD>(L, i, table, M.L, bad);
 #pragma unroll
                 for (int u = 0; u < WPS; u++) {
-                    const float c = code_val<TYPE>(e, u, moff, kv16);
+                    const float c = code_val<TYPE, !PT>(e, u, moff, kv16);
                     const int j = sb * G.sub_n + i * WPS + u;
 #pragma unroll
                     for (int b = 0; b < B; b++)
@@ -985,7 +1006,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
     __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
     __shared__ float kv16[16];   /* the non-linear types' code values (code_val) */
     __shared__ Groups g[ST == 1 ? 1 : FUSED_WARPS];
-    WR_DYN_SMEM(uint32_t, staged);   /* ST 1: FUSED_WARPS x 32 x M.dmax lane words; 2: x RING_WORDS */
+    WR_DYN_SMEM(uint32_t, staged);   /* ST 1: FUSED_WARPS x 32 x staged_depth(M) lane words; 2: x RING_WORDS */
     __shared__ float xs[B][256];
     __shared__ float xsum[B][16];
     const TilePos P = tile_pos(M);
@@ -1173,7 +1194,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
     constexpr int WPS = PAL ? 2 : 1;
     __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
     __shared__ Groups g[ST ? 1 : FUSED_WARPS];
-    WR_DYN_SMEM(uint32_t, staged);   /* ST: FUSED_WARPS x 32 x M.dmax lane words */
+    WR_DYN_SMEM(uint32_t, staged);   /* ST: FUSED_WARPS x 32 x staged_depth(M) lane words */
     __shared__ float xs[B][256];
     const TilePos P = tile_pos(M);
     const unsigned k = P.k;

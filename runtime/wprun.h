@@ -125,7 +125,8 @@ enum {
 int  wr_cpu_restore(const wr_matrix *m, int mode, uint8_t *out, char *err, size_t errlen);
 
 /* The GEMV kernels' 2^L decode table of m (wr_lut_entry for every peek;
- * palette pairs carry m's palette): lut holds 2^m->huf.L words. -1 when L
+ * palette pairs carry m's palette; a ggml block type's codes laid out by
+ * wr_lut_codes): lut holds 2^m->huf.L words. -1 when L
  * is outside 1..WR_LUT_MAX_BITS. */
 int  wr_lut_build(const wr_matrix *m, uint32_t *lut);
 

@@ -195,6 +195,39 @@ WR_HD uint32_t wr_lut_entry(const wr_huf *h, uint32_t peek, const uint8_t *pal, 
     return e;
 }
 
+/* A ggml-code table's entry e (wr_lut_entry without a palette) with its
+ * codes laid out byte by byte for k_fused_q's code_val: for two codes a
+ * symbol (wps 2: Q4_0, Q4_1, IQ4_NL, Q3_K, Q4_K, IQ4_XS), code 0 (the
+ * symbol's low `bits` bits) at bits 16..23 and code 1 at 8..15; for one
+ * (wps 1) the symbol at 16..23 too; four (Q2_K) and a bad entry as they
+ * are. Length, flags and the symbol at 24..31 stay. Why: a code alone in
+ * a byte becomes the float 2^23 + code in one byte permute (wr_prmt with
+ * 0x4B000000), where a code in a nibble took a shift and a mask as well
+ * (k_fused_q<Q4_K, 1, staged>: 64 fewer SASS instructions, sm_90a). */
+WR_HD uint32_t wr_lut_codes(uint32_t e, int bits, int wps)
+{
+    if ((e & WR_LUT_BAD) || wps > 2)
+        return e;
+    const uint32_t sym = e >> 24, mask = (1u << bits) - 1u;
+    const uint32_t c0 = wps == 2 ? sym & mask : sym, c1 = wps == 2 ? (sym >> bits) & mask : sym;
+    return (e & 0xff0000ffu) | c0 << 16 | c1 << 8;
+}
+
+/* The byte permute of the device (__byte_perm, PRMT): byte i of the result
+ * is byte sel's nibble i (0..7) of the 8 bytes b:a (a's byte 0 first). */
+WR_HD uint32_t wr_prmt(uint32_t a, uint32_t b, uint32_t sel)
+{
+#ifdef __CUDA_ARCH__
+    return __byte_perm(a, b, sel);
+#else
+    const uint64_t x = (uint64_t)b << 32 | a;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; i++)
+        r |= (uint32_t)(x >> (8 * ((sel >> (4 * i)) & 7)) & 255u) << (8 * i);
+    return r;
+#endif
+}
+
 /* One lane's bit reader: buf holds nbits unread bits, left-justified; next
  * = words pushed so far. The kernels push the lane's word `next` (0 past its
  * W words) whenever wr_bits_low, then take symbols: after a push at least 32

@@ -152,7 +152,7 @@ static void test_dev_huffman(void)
         CHECK(ok, "wr_huf_peek = wp_huf_decode_peek on every 11-bit peek (table %d)", trial);
         /* the table entries (wr_lut_entry): length, and the symbol at bits 24..31 of
            every entry; ggml codes / exponent bytes: also at 8..15, bits 16..23 zero
-           (k_fused_q's code_val reads code u at bit 24 + bits u); palette
+           (k_fused_private's code_val reads code u at bit 24 + bits u); palette
            pairs: palette[lo], palette[hi] at 8..15, 16..23 */
         const uint8_t pal[16] = {0x7a, 0x79, 0x7b, 0x78, 0x7c, 0x77, 0x7d, 0x76, 0x75, 0x7e, 0x74, 0x73, 0x72, 0x7f};
         int eok = 1, pok = 1, bads = 0;
@@ -172,6 +172,34 @@ static void test_dev_huffman(void)
         }
         CHECK(eok && pok, "wr_lut_entry (table %d, L %d): length, symbol at 24..31 (codes: and 8..15, 16..23 zero), "
               "palette pairs' exponents and flags; %d peeks without a code flagged", trial, h.L, bads);
+        /* wr_lut_codes (k_fused_q's table of ggml codes): code 0 at 16..23 and code 1 at 8..15
+           for two codes a symbol (Q4_K: the symbol's low and high nibble; Q3_K: 3 bits each),
+           the symbol at 16..23 for one (Q6_K), Q2_K's entries as wr_lut_entry made them;
+           length, flags and the symbol at 24..31 kept; and code_val's byte permute of
+           such an entry: 0x4B000000 | code (wr_prmt as the device's __byte_perm) */
+        int cok = 1, prok = 1;
+        for (uint32_t p = 0; p < (1u << h.L); p++) {
+            const uint32_t e = wr_lut_entry(&h, p, NULL, 0), sym = e >> 24;
+            const uint32_t e4 = wr_lut_codes(e, 4, 2), e3 = wr_lut_codes(e, 3, 2), e6 = wr_lut_codes(e, 6, 1),
+                           e2 = wr_lut_codes(e, 2, 4);
+            if (e & WR_LUT_BAD) {
+                cok &= e4 == e && e3 == e && e6 == e;
+                continue;
+            }
+            cok &= (e4 & 0xff0000ffu) == (e & 0xff0000ffu) && ((e4 >> 16) & 255u) == (sym & 15u) &&
+                   ((e4 >> 8) & 255u) == sym >> 4;
+            cok &= (e3 & 0xff0000ffu) == (e & 0xff0000ffu) && ((e3 >> 16) & 255u) == (sym & 7u) &&
+                   ((e3 >> 8) & 255u) == ((sym >> 3) & 7u);
+            cok &= e6 == ((e & 0xff0000ffu) | sym << 16 | sym << 8) && e2 == e;
+            prok &= wr_prmt(e4, 0x4B000000u, 0x7652u) == (0x4B000000u | (sym & 15u)) &&
+                    wr_prmt(e4, 0x4B000000u, 0x7651u) == (0x4B000000u | sym >> 4) &&
+                    wr_prmt(e6, 0x4B000000u, 0x7652u) == (0x4B000000u | sym);
+        }
+        CHECK(cok, "wr_lut_codes (table %d): each code in a byte of its own (pairs 16..23, 8..15; one code "
+              "16..23), Q2_K and bad entries unchanged", trial);
+        CHECK(prok, "wr_prmt (table %d): the byte permute of an entry gives 0x4B000000 | code", trial);
+        CHECK(wr_prmt(0x33221100u, 0x77665544u, 0x5410u) == 0x55441100u,
+              "wr_prmt(0x33221100, 0x77665544, 0x5410) = 0x55441100, as __byte_perm (CUDA's example)");
     }
 }
 
