@@ -5,7 +5,8 @@
 # palette GEMV loading 1 and 2 steps ahead, --tune, and a short table last. Budget: 8 minutes in all (each step has a
 # timeout; the bench is skipped when the budget is nearly spent); about 2
 # minutes on an H200 with the kit. GPUCHECK_MEMCHECK=1 adds a
-# compute-sanitizer memcheck run, GPUCHECK_PROFILE=1 Nsight Compute on one
+# compute-sanitizer memcheck run, GPUCHECK_SOURCE=1 the stall samples of the
+# Q4_K batch-1 GEMV per SASS instruction, GPUCHECK_PROFILE=1 Nsight Compute on one
 # launch of each kernel (clocks left alone), the stall reasons of the
 # fused, private and twin GEMVs and the fused and private GEMVs' L1
 # traffic a tile (in the summary).
@@ -264,6 +265,42 @@ l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__t_requests_pipe_
             -k "regex:$k" -c 1 "$W" --verify --pipeline "$p" --synth "$t":4096x14336 --batch 1 > "$f" 2>&1
         note "L1 $k $t, a tile: $(awk '/l1tex__/ { v = $NF; gsub(",", "", v); sub(/^l1tex__/, "", $1);
             printf "%s %.1f; ", $1, v / 3584 }' "$f")"
+    done
+fi
+
+# The n SASS instructions of an Nsight Compute source page (CSV, every field quoted) with
+# the most warp stall samples: samples, address, instruction; or why none could be read.
+srctop() { # CSV N
+    awk -v n="$2" '
+        { l = $0; sub(/\r$/, "", l); sub(/^"/, "", l); sub(/"$/, "", l); k = split(l, f, /","/) }
+        !cs { for (i = 1; i <= k; i++) { if (f[i] ~ /^Warp Stall Sampling \(All/) cs = i
+                                          if (f[i] ~ /Address/) ca = i
+                                          if (f[i] == "Source") cx = i }
+              next }
+        f[cs] + 0 > 0 { printf "%d\t%s\t%s\n", f[cs], f[ca], f[cx] }
+        END { if (!cs) print "     (no \"Warp Stall Sampling (All Samples)\" column in " FILENAME ")" > "/dev/stderr" }' "$1" |
+        sort -rn | head -n "$2" | sed 's/^/     /'
+}
+
+# ---- 6c. GPUCHECK_SOURCE=1: where the batch-1 Q4_K GEMVs stall, instruction by instruction:
+#      their SASS (cuobjdump), and Nsight Compute's stall samples per SASS instruction of
+#      k_fused_q staged and fused (its source page as CSV, in the logs) with the ten
+#      instructions sampled most in the summary. The question the counts above leave open.
+if [ "${GPUCHECK_SOURCE:-0}" = 1 ] && command -v ncu > /dev/null; then
+    if command -v cuobjdump > /dev/null; then
+        cuobjdump --dump-sass "$W" 2> /dev/null |
+            awk '/Function :/ { keep = $0 ~ /k_fused_qILi12ELi1ELi[01]E|k_twinILi12ELi1E/ } keep' > "$O/sass-q4k.txt"
+        note "SASS of k_fused_q<Q4_K, 1, fused/staged> and k_twin<Q4_K, 1>: $(grep -c ' /\*[0-9a-f]*\*/ ' \
+            "$O/sass-q4k.txt") instructions (sass-q4k.txt)"
+    fi
+    for p in staged fused; do
+        [ "$(elapsed)" -lt 480 ] || { note "SKIP source $p: $(elapsed)s spent"; break; }
+        timeout 120 ncu --clock-control none --section SourceCounters --section WarpStateStats -k regex:k_fused_q \
+            -c 1 -f -o "$O/src-$p" "$W" --verify --pipeline "$p" --synth Q4_K:4096x14336 --batch 1 > "$O/src-$p.log" 2>&1
+        ncu --import "$O/src-$p.ncu-rep" --page source --csv --print-source sass > "$O/src-$p.csv" 2>> "$O/src-$p.log"
+        rm -f "$O/src-$p.ncu-rep"
+        note "source $p: the SASS instructions sampled most (samples, address, instruction):"
+        srctop "$O/src-$p.csv" 10 | tee -a "$summary"
     done
 fi
 

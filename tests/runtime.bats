@@ -590,6 +590,28 @@ open('$T/name', 'w').write(r.name)"
     [ ! -e "$T/-" ]
 }
 
+@test "gpucheck.sh's srctop: the instructions of an Nsight Compute source page sampled most, quoted commas kept" {
+    # GPUCHECK_SOURCE=1's summary (no GPU here: the function alone, taken out of the script)
+    sed -n '/^srctop() {/,/^}/p' "$ROOT/runtime/gpucheck.sh" > "$T/srctop.sh"
+    [ -s "$T/srctop.sh" ]
+    {
+        echo '"# Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)"'
+        echo '"0x7f10","IMAD R1, R2, R3, R4","120","100"'
+        echo '"0x7f20","LDS R5, [R6]","3400","3300"'
+        echo '"0x7f30","FFMA R1, R2, R3, R4","0","0"'
+        printf '"0x7f40","SHF.R.U32.HI R7, RZ, R8, R9","977","900"\r\n'
+    } > "$T/src.csv"
+    run sh -c ". '$T/srctop.sh'; srctop '$T/src.csv' 2"
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "$(printf '     3400\t0x7f20\tLDS R5, [R6]')" ]
+    [ "${lines[1]}" = "$(printf '     977\t0x7f40\tSHF.R.U32.HI R7, RZ, R8, R9')" ]
+    [ "${#lines[@]}" -eq 2 ]
+    echo '"Address","Source"' > "$T/none.csv"
+    run --separate-stderr sh -c ". '$T/srctop.sh'; srctop '$T/none.csv' 10"
+    [[ "$stderr" == *"(no \"Warp Stall Sampling (All Samples)\" column in $T/none.csv)" ]]   # bats trims its blanks
+    [ -z "$output" ]
+}
+
 @test "gpukit.sh replaces only an earlier kit, never another folder" {
     mkdir -p "$T/notakit" && echo keep > "$T/notakit/file"
     run sh "$ROOT/runtime/gpukit.sh" "$T/notakit"
