@@ -20,6 +20,15 @@ static int fail(char *err, size_t n, const char *fmt, ...)
     return -1;
 }
 
+int wr_lane_depth(const wr_matrix *m)
+{
+    uint32_t d = 1;
+    for (uint64_t i = 0; i < 32 * m->v.n_tiles; i++)
+        if (m->v.lane_words[i] > d)
+            d = m->v.lane_words[i];
+    return (int)(d < WP_LANE_MAX_WORDS ? d : WP_LANE_MAX_WORDS);
+}
+
 int wr_lut_build(const wr_matrix *m, uint32_t *lut)
 {
     const int pal = m->kind == WR_EXP && m->s.palette_n;

@@ -2041,9 +2041,7 @@ static inline int devmat_fill(DevMat &M, const wr_matrix *m, char *err, size_t e
     M.ntiles = v.n_tiles;
     M.n_words = v.n_words;
     M.L = m->huf.L;
-    M.dmax = 1;
-    for (uint64_t i = 0; i < 32 * v.n_tiles; i++)
-        M.dmax = std::max(M.dmax, (int)std::min<uint32_t>(v.lane_words[i], MAX_DEPTH));
+    M.dmax = wr_lane_depth(m);
     if (M.L < 1 || M.L > WR_LUT_MAX_BITS) {
         snprintf(err, errlen, "%s: code lengths up to %d bits; the device decoder takes up to %d", m->name, M.L,
                  WR_LUT_MAX_BITS);

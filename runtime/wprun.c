@@ -48,11 +48,12 @@ static const char usage[] =
     "                  (the whole file: matrices not tuned now drop out)\n"
     "  --batch LIST    batch sizes (default 1)\n"
     "  --pipeline P    GEMV pipeline for --verify and --graph: auto (tuning file, else\n"
-    "                  fused for batch <= 8 and full above), fused (= exp for BF16),\n"
-    "                  staged (fused, lane words staged in shared memory), full,\n"
-    "                  twin; for quantized types ring (fused, each lane's next\n"
-    "                  words copied ahead into shared memory) and private\n"
-    "                  (fused, each lane its own copy of the decode table);\n"
+    "                  staged or ring for quantized types, palette for palette-pair\n"
+    "                  BF16, else fused for batch <= 8 and full above), fused\n"
+    "                  (= exp for BF16), staged (fused, lane words staged in shared\n"
+    "                  memory), full, twin; for quantized types ring (fused, each\n"
+    "                  lane's next words copied ahead into shared memory) and\n"
+    "                  private (fused, each lane its own copy of the decode table);\n"
     "                  for BF16 also recon (tiles rebuilt for tensor cores),\n"
     "                  split2/4/8 (full with decode on 1/2, 1/4, 1/8 of the SMs\n"
     "                  beside cuBLAS), and transcode and palette (palette pairs)\n"
@@ -323,6 +324,30 @@ static const char *pipe_refusal(const wr_matrix *m, int p)
 
 static int pipe_applies(const wr_matrix *m, int p) { return !pipe_refusal(m, p); }
 
+/* Lanes of at most this many words take staged by default (pipe_default). */
+#define STAGED_MAX_DEPTH 64
+
+/* auto's choice where the tuning file has none for m and batch: the
+ * fastest on the H200 run of 2026-12-04 (README, 4096 x 14336 synthetic
+ * matrices, batch 1 and 8). A quantized type at batch <= 8: staged when
+ * its deepest lane holds at most STAGED_MAX_DEPTH words (4 warps' staged
+ * lanes in 33 KiB of shared memory or less; the 4-bit and smaller types
+ * there, 24-58 words, ran 2-6 % faster than ring and 9-14 % faster than
+ * fused at batch 1; at batch 8 ring won Q2_K and Q3_K by 1-4 %), else
+ * ring (the 5- to 8-bit types, 74-109 words, where staged's shared memory
+ * cut its occupancy: ring 2-27 % faster than staged, 10-20 % than fused).
+ * Palette-pair BF16 at batch <= 16: palette (0.95x cuBLAS at batch 1,
+ * where the exponent-only fused took 6x). Else fused up to batch 8, full
+ * above. Before 2026-12-04: fused for every matrix at batch <= 8. */
+static int pipe_default(const wr_matrix *m, int batch)
+{
+    if (m->kind == WR_Q && batch <= 8)
+        return wr_lane_depth(m) <= STAGED_MAX_DEPTH ? P_STAGED : P_RING;
+    if (pipe_applies(m, P_PALETTE) && batch <= 16)
+        return P_PALETTE;
+    return batch <= 8 ? P_FUSED : P_FULL;
+}
+
 static int pipe_for(const wr_matrix *m, int batch)
 {
     if (opt.pipe != P_AUTO)
@@ -334,7 +359,7 @@ static int pipe_for(const wr_matrix *m, int batch)
             best = p;
     if (best >= 0)
         return best;
-    return batch <= 8 ? P_FUSED : P_FULL;
+    return pipe_default(m, batch);
 }
 
 static const char *type_name(const wr_matrix *m)
@@ -723,7 +748,7 @@ static int gpu_run(wr_model *md, FILE *tf)
         free(ref);
     }
     if (opt.graph && dm) {
-        /* each matrix through auto's choice at batch 1 (the tuning file's, else fused), or
+        /* each matrix through auto's choice at batch 1 (the tuning file's, else pipe_default's), or
            --pipeline's, where the graph takes it (wr_gpu_graph_pipe) */
         int nd = 0, *gp = malloc((size_t)md->n * sizeof *gp), used[P_COUNT] = {0};
         for (int i = 0; i < md->n && gp; i++)

@@ -124,6 +124,10 @@ enum {
  * wr_float_rebuild, verbatim groups copied) into out. Returns 0 or -1. */
 int  wr_cpu_restore(const wr_matrix *m, int mode, uint8_t *out, char *err, size_t errlen);
 
+/* The most words any lane of m holds (at least 1, at most
+ * WP_LANE_MAX_WORDS): the depth of a staged tile (kernels.cuh's dmax). */
+int  wr_lane_depth(const wr_matrix *m);
+
 /* The GEMV kernels' 2^L decode table of m (wr_lut_entry for every peek;
  * palette pairs carry m's palette; a ggml block type's codes laid out by
  * wr_lut_codes): lut holds 2^m->huf.L words. -1 when L

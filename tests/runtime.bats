@@ -170,7 +170,7 @@ cpu_verify() {
     [ "$(echo "$output" | grep -c "^wprun: warning: $T/n.tun:[2-6]: not 'MATRIX TYPE")" -eq 5 ]
     [[ "$output" == *"wprun: warning: $T/n.tun: 1 more such lines skipped"* ]]
     ! echo "$output" | grep -q "n.tun:8" || false
-    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +fused relerr'   # no line counted: the default
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +staged relerr'   # no line counted: the default
 }
 
 @test "wprun --tuning /dev/zero: a first line that never ends is not a tuning file (getline grew it until memory ran out)" {
@@ -235,17 +235,42 @@ cpu_verify() {
     [ -z "$stderr" ]
 }
 
+@test "wprun --pipeline auto without a tuning file: staged for shallow lanes, ring for deep ones, palette for palette BF16" {
+    # pipe_default: the fastest of the H200 run of 2026-12-04 (fused for everything up to batch 8 before)
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --batch 1,8,9 --tuning "$T/none.tun"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +staged relerr .* ok$'
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 8 +staged relerr .* ok$'
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 9 +full relerr .* ok$'
+    # Q8_0's lanes hold about 110 words, Q5_0's about 75: past STAGED_MAX_DEPTH (64)
+    run "$BIN/wprun" --cpu --verify --synth Q8_0:64x512 --tuning "$T/none.tun"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv +Q8_0 .* batch 1 +ring relerr .* ok$'
+    run "$BIN/wprun" --cpu --verify --synth Q5_0:64x512 --tuning "$T/none.tun"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv +Q5_0 .* batch 1 +ring relerr .* ok$'
+    run "$BIN/wprun" --cpu --verify --synth BF16:64x512 --batch 1,16,17 --tuning "$T/none.tun"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv +BF16 .* batch 1 +palette relerr .* ok$'
+    echo "$output" | grep -qE '^gemv +BF16 .* batch 16 +palette relerr .* ok$'
+    echo "$output" | grep -qE '^gemv +BF16 .* batch 17 +full relerr .* ok$'
+    run "$BIN/wprun" --cpu --verify --synth F32:64x512 --batch 1,9 --tuning "$T/none.tun"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv +F32 .* batch 1 +fused relerr .* ok$'
+    echo "$output" | grep -qE '^gemv +F32 .* batch 9 +full relerr .* ok$'
+}
+
 @test "wprun --tuning: a file without the v2 first line is not used, with the reason" {
     printf '# wprun tuning v1 (cpu): matrix batch pipeline microseconds\nsynth.Q4_K.64x512\t1\tfull\t0.5\n' > "$T/v1.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/v1.tun"
     [ "$status" -eq 0 ]
     [[ "$output" == *"wprun: warning: $T/v1.tun: another version's tuning file (v2 keys matrices by name, type and shape; run --tune again): none of it is used"* ]]
-    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +fused relerr'
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +staged relerr'
     printf 'synth.Q4_K.64x512\tQ4_K\t64x512\t1\tfull\t0.5\n' > "$T/nohead.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/nohead.tun"
     [ "$status" -eq 0 ]
     [[ "$output" == *"wprun: warning: $T/nohead.tun: not a wprun tuning file (its first line is not '# wprun tuning v2 (...'): none of it is used"* ]]
-    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +fused relerr'
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +staged relerr'
     : > "$T/empty.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/empty.tun"
     [ "$status" -eq 0 ]
@@ -754,6 +779,11 @@ open('$T/name', 'w').write(r.name)"
     "$BIN/ggufcat" "$T/fl.gguf" | "$BIN/bf16split" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" \
         > "$T/fl.bundle"
     run "$BIN/wprun" --cpu --verify --bundle "$T/fl.bundle"
+    [ "$status" -eq 0 ]
+    # auto takes palette for palette-pair BF16 (pipe_default); fused below
+    echo "$output" | grep -qE '^gemv +BF16 +bf16.specials_67x100 +batch 1 +palette relerr [0-9.e+-]+ +twin relerr [0-9.e+-]+ +\(bit-equal\) ok$'
+    echo "$output" | grep -qF 'bf16.nonfinite_rows_16x64                batch 1    palette relerr n/a (no finite output: Inf/NaN as the reference'"'"'s)  twin relerr n/a (no finite output: Inf/NaN as the reference'"'"'s)  (bit-equal) ok'
+    run "$BIN/wprun" --cpu --verify --pipeline fused --bundle "$T/fl.bundle"
     [ "$status" -eq 0 ]
     echo "$output" | grep -qE '^gemv +BF16 +bf16.specials_67x100 +batch 1 +fused relerr [0-9.e+-]+ +twin relerr [0-9.e+-]+ +\(bit-equal\) ok$'
     echo "$output" | grep -qE '^gemv +F32 +f32.specials_33x65 +batch 1 +fused relerr [0-9.e+-]+ +twin relerr [0-9.e+-]+ +\(bit-equal\) ok$'
