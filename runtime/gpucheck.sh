@@ -288,19 +288,19 @@ srctop() { # CSV N
 #      instructions sampled most in the summary. The question the counts above leave open.
 if [ "${GPUCHECK_SOURCE:-0}" = 1 ] && command -v ncu > /dev/null; then
     if command -v cuobjdump > /dev/null; then
-        cuobjdump --dump-sass "$W" 2> /dev/null |
+        cuobjdump -arch sm_90a --dump-sass "$W" 2> /dev/null |
             awk '/Function :/ { keep = $0 ~ /k_fused_qILi12ELi1ELi[01]E|k_twinILi12ELi1E/ } keep' > "$O/sass-q4k.txt"
         note "SASS of k_fused_q<Q4_K, 1, fused/staged> and k_twin<Q4_K, 1>: $(grep -c ' /\*[0-9a-f]*\*/ ' \
             "$O/sass-q4k.txt") instructions (sass-q4k.txt)"
     fi
     for p in staged fused; do
-        [ "$(elapsed)" -lt 480 ] || { note "SKIP source $p: $(elapsed)s spent"; break; }
-        timeout 120 ncu --clock-control none --section SourceCounters --section WarpStateStats -k regex:k_fused_q \
+        [ "$(elapsed)" -lt 420 ] || { note "SKIP source $p: $(elapsed)s spent"; break; }
+        timeout 60 ncu --clock-control none --section SourceCounters --section WarpStateStats -k regex:k_fused_q \
             -c 1 -f -o "$O/src-$p" "$W" --verify --pipeline "$p" --synth Q4_K:4096x14336 --batch 1 > "$O/src-$p.log" 2>&1
-        ncu --import "$O/src-$p.ncu-rep" --page source --csv --print-source sass > "$O/src-$p.csv" 2>> "$O/src-$p.log"
+        timeout 30 ncu --import "$O/src-$p.ncu-rep" --page source --csv --print-source sass > "$O/src-$p.csv" 2>> "$O/src-$p.log"
         rm -f "$O/src-$p.ncu-rep"
         note "source $p: the SASS instructions sampled most (samples, address, instruction):"
-        srctop "$O/src-$p.csv" 10 | tee -a "$summary"
+        srctop "$O/src-$p.csv" 10 2>&1 | tee -a "$summary"
     done
 fi
 
