@@ -17,7 +17,8 @@
  *   staged  the warp first copies the tile's words into shared memory,
  *           group by group (one coalesced read a group), word i of lane k at
  *           [i * 32 + k]; decoding then reads only shared memory (pipeline
- *           "staged"; dynamic shared memory of 32 x dmax words a warp);
+ *           "staged"; dynamic shared memory of 32 x (dmax + 1) words a
+ *           warp, staged_depth);
  *   ring    the same layout in a ring of RING_WORDS words a lane (word i of
  *           lane k at [(i % RING_WORDS) * 32 + k], 4 KiB a warp whatever
  *           the tile): before each sub-block each lane copies its words up
@@ -65,13 +66,14 @@
  * 0.95x cuBLAS BF16, and the fastest coded pipeline of each quantized type
  * 0.77-2.18x the twin (staged for codes of <= 4 bits, ring for 5-8; Q2_K
  * and Q3_K under 0.9x; Q4_K 1.37x); private, whose lookups have no bank
- * conflicts, ran within 3 % of fused, so the conflicts do not bound it.
+ * conflicts, ran within 5 % of fused, so the conflicts do not bound it.
  * Nsight Compute on k_fused_q (Q4_K): 10.6 cycles a warp between issues,
  * 4.5 of them long-scoreboard waits, 38 % occupancy (the 3,584 tiles are
  * one wave of 27 warps a SM). Since then, not timed: lane_word reads a
  * staged lane's zeroed slot W past its end (staged_depth) and code_val
- * takes a code from its own byte of the table entry (wr_lut_codes), about
- * 6 % fewer SASS instructions in k_fused_q<Q4_K, 1, staged>. On the CPU,
+ * takes a code from its own byte of the table entry (wr_lut_codes): 1,568
+ * SASS instructions in k_fused_q<Q4_K, 1, staged> against 1,664 (sm_90a;
+ * 48 and 64 fewer when made one at a time). On the CPU,
  * wr_dev_decode_tile runs the decode path and tests/runtime/test_emu.cpp
  * runs these kernels' source with one host thread per CUDA thread;
  * gpucheck.sh times them on a GPU.
@@ -143,7 +145,8 @@ struct DevMat {
 /* Words a staged lane keeps in shared memory: M.dmax, and one more that
  * lane_open zeroes at the lane's end (slot W), so that a read past the end
  * is a read of slot min(i, W), not a branch (lane_word: 48 fewer SASS
- * instructions in k_fused_q<Q4_K, 1, staged>, 120 in Q8_0's, sm_90a). */
+ * instructions in k_fused_q<Q4_K, 1, staged>, 120 in Q8_0's, sm_90a, made
+ * alone). */
 __host__ __device__ inline int staged_depth(const DevMat &M) { return M.dmax + 1; }
 
 /* Dynamic shared memory of a k_fused_q / k_fused_exp launch, bytes: ST 1
