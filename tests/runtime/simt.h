@@ -12,7 +12,7 @@
  *     with 0xa5, a canary after it checked when the block ends);
  *   - threadIdx, blockIdx (thread_local), blockDim, gridDim;
  *   - __syncthreads (a std::barrier over the block's threads), warp
- *     collectives (__syncwarp, __ballot_sync, __reduce_max_sync,
+ *     collectives (__syncwarp, __ballot_sync, __reduce_max_sync, __reduce_min_sync,
  *     __shfl_xor_sync, __shfl_up_sync: a std::barrier over the warp's 32 threads, values
  *     through per-warp slots, double-buffered by phase so one barrier a
  *     collective suffices); a thread that returns drops out of both
@@ -188,7 +188,7 @@ inline std::mutex amu;
 
 inline void *dyn_smem() { return cur->dyn.data(); }
 
-enum { K_SYNCWARP = 1, K_BALLOT, K_MAX, K_SHFL, K_SYNCTHREADS };
+enum { K_SYNCWARP = 1, K_BALLOT, K_MAX, K_MIN, K_SHFL, K_SYNCTHREADS };
 
 /* Warp-collective exchange: v of every lane into out[32] (0 for lanes that
  * did not take part: exited); returns the mask of lanes that took part. One
@@ -262,6 +262,17 @@ inline unsigned reduce_max(int line, unsigned mask, unsigned x)
     for (unsigned i = 0; i < 32; i++)
         if ((mask & part) >> i & 1)
             r = std::max(r, (unsigned)v[i]);
+    return r;
+}
+
+inline unsigned reduce_min(int line, unsigned mask, unsigned x)
+{
+    uint32_t v[32];
+    const uint32_t part = warp_xchg(K_MIN, line, mask, x, v);
+    unsigned r = ~0u;
+    for (unsigned i = 0; i < 32; i++)
+        if ((mask & part) >> i & 1)
+            r = std::min(r, (unsigned)v[i]);
     return r;
 }
 
@@ -514,6 +525,7 @@ void run_kernel(dim3 grid, dim3 block, size_t dyn_bytes, F &&f)
 #define __syncwarp(...) simt::syncwarp(__LINE__, simt_mask_or_all(__VA_ARGS__))
 #define __ballot_sync(mask, pred) simt::ballot(__LINE__, (mask), (pred))
 #define __reduce_max_sync(mask, v) simt::reduce_max(__LINE__, (mask), (v))
+#define __reduce_min_sync(mask, v) simt::reduce_min(__LINE__, (mask), (v))
 #define __shfl_xor_sync(mask, v, o) simt::shfl_xor(__LINE__, (mask), (v), (o))
 #define __shfl_up_sync(mask, v, d) simt::shfl_up(__LINE__, (mask), (v), (d))
 static inline unsigned simt_mask_or_all() { return 0xffffffffu; }
