@@ -34,13 +34,20 @@ int wr_lut_build(const wr_matrix *m, uint32_t *lut)
     const int pal = m->kind == WR_EXP && m->s.palette_n;
     if (m->huf.L < 1 || m->huf.L > WR_LUT_MAX_BITS)
         return -1;
-    const wr_geom g = wr_geom_of(m->type);
-    for (uint32_t p = 0; p < (1u << m->huf.L); p++) {
+    for (uint32_t p = 0; p < (1u << m->huf.L); p++)
         lut[p] = wr_lut_entry(&m->huf, p, pal ? m->s.palette : NULL, pal ? m->s.n_palette : 0);
-        if (m->kind == WR_Q)
-            lut[p] = wr_lut_codes(lut[p], g.bits, g.wps);
-    }
     return 0;
+}
+
+void wr_lut_values(const wr_matrix *m, uint32_t *lut)
+{
+    if (m->kind != WR_Q)
+        return;
+    const wr_geom g = wr_geom_of(m->type);
+    const uint8_t zero[32] = {0};
+    const wr_scale z = wr_sub_scale(m->type, zero, 0);   /* c(q) = q - z.off, or kv[q] when z.nl */
+    for (uint32_t p = 0; p < (1u << m->huf.L); p++)
+        lut[p] = wr_lut_codes(lut[p], g.bits, g.wps, z.off, z.nl);
 }
 
 int wr_dev_decode_tile(const wr_matrix *m, const uint32_t *lut, uint64_t t, uint8_t *out)

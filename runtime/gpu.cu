@@ -217,15 +217,13 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
     }
     {
         /* the 2^L decode table (wr_lut_build: wr_lut_entry of every peek, the code the CPU
-           tests run) */
+           tests run); a block type's pair table from it, then its codes' values for
+           k_fused_q (wr_lut_values) */
         std::vector<uint32_t> lut((size_t)1 << M.L);
         if (wr_lut_build(m, lut.data())) {
             snprintf(err, errlen, "%s: cannot build the decode table", m->name);
             goto fail;
         }
-        if (dalloc(d, &p, 4 * lut.size(), lut.data(), err, errlen))
-            goto fail;
-        d->lut = (uint32_t *)p;
         if (m->kind == WR_Q) {
             const std::vector<uint32_t> pairs = plut_host(lut.data(), M.L);
             if (dalloc(d, &p, 4 * pairs.size(), pairs.data(), err, errlen))
@@ -234,6 +232,10 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
             /* 12 KiB: more than the static shared memory of any k_fused_private (kv16) */
             d->smem_ok = private_block_warps(M, 8, g->smem_optin, 12u << 10) > 0;
         }
+        wr_lut_values(m, lut.data());
+        if (dalloc(d, &p, 4 * lut.size(), lut.data(), err, errlen))
+            goto fail;
+        d->lut = (uint32_t *)p;
     }
     if (m->kind == WR_EXP) {
         const struct wp_bf16_split &s = m->s;

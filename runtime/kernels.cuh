@@ -70,10 +70,10 @@
  * Nsight Compute on k_fused_q (Q4_K): 10.6 cycles a warp between issues,
  * 4.5 of them long-scoreboard waits, 38 % occupancy (the 3,584 tiles are
  * one wave of 27 warps a SM). Since then, not timed: lane_word reads a
- * staged lane's zeroed slot W past its end (staged_depth) and code_val
- * takes a code from its own byte of the table entry (wr_lut_codes): 1,568
- * SASS instructions in k_fused_q<Q4_K, 1, staged> against 1,664 (sm_90a;
- * 48 and 64 fewer when made one at a time). On the CPU,
+ * staged lane's zeroed slot W past its end (staged_depth); lane_open
+ * handles the groups holding a word of every lane without a ballot each;
+ * k_fused_q's table holds its codes' values (wr_lut_values), so code_val
+ * is one AND a code (README.md's list has the static counts). On the CPU,
  * wr_dev_decode_tile runs the decode path and tests/runtime/test_emu.cpp
  * runs these kernels' source with one host thread per CUDA thread;
  * gpucheck.sh times them on a GPU.
@@ -854,37 +854,35 @@ __host__ __device__ constexpr bool dev_nl(int type) { return type == WP_IQ4_NL |
  * qoff), two full-rate instructions where an int-to-float conversion runs
  * at a quarter of the FP32 rate, or kv16[q] for the non-linear 4-bit types
  * (16 words in 16 banks: no bank conflict whatever the lanes' codes).
- * k_fused_q (code_val) and the twin k_twin convert alike. */
+ * The twin k_twin, k_fused_private and Q2_K's k_fused_q convert so; the
+ * other k_fused_q take the same floats from their table (code_val). */
 template <int TYPE>
 __device__ __forceinline__ float q_val(uint32_t q, float moff, const float *kv16)
 {
     return dev_nl(TYPE) ? kv16[q] : __uint_as_float(0x4B000000u | q) - moff;
 }
 
-/* Code u of table entry e's symbol (a ggml-code entry holds the symbol at
- * bits 24..31, wr_lut_entry; code u at bits 24 + bits u ..) as its value
- * (q_val), without a shared-memory table of symbols. BYTES: e is laid out
- * by wr_lut_codes (the shared table of k_fused_q; not the lane-private
- * table of k_fused_private), so a code of one or two a symbol is read from
- * its own byte: one byte permute for 2^23 + code (wr_prmt), or the byte as
- * kv16's index. Why: a symbol-indexed
- * value table (vt[256], float2 for pairs) cost k_fused_q about 5 of its
- * 12.8 shared wavefronts a warp-symbol in bank conflicts (Nsight Compute,
- * Q4_K, 4096 x 14336, batch 1, H200); with code_val its shared wavefronts
- * fell from 11.8 M to 5.2 M (conflicts 7.2 M -> 2.4 M) and its time from
- * 119 to 97 us, staged 135 -> 108 (Q4_0 86 -> 76, staged 106 -> 68; IQ4_XS
- * 106 -> 90, staged 124 -> 103; Q8_0 and Q6_K fused within 2 %, staged 3-4 %
- * faster). */
+/* Code u of table entry e as its value c(q). BYTES: e is an entry of
+ * k_fused_q's table (wr_lut_values), which holds the values themselves for
+ * one or two codes a symbol: one AND, or for a pair's second code a shift
+ * and an AND (wr_lut_value; IQ4's second code through kv16); else (Q2_K,
+ * and the lane-private table of k_fused_private) code u of the symbol at
+ * bits 24.. through q_val. The two give the same floats, so fused and
+ * private sum the same products. Why the values: a code in a byte of its
+ * own took a byte permute and a subtraction (the 2^23 trick); the AND saves
+ * the subtraction, and IQ4's first code its shared-memory lookup
+ * (k_fused_q<Q4_K, 1, staged>, sm_90a: 32 fewer SASS instructions a
+ * sub-block of 32 weights). Before that, a symbol-indexed value table
+ * (vt[256], float2 for pairs) cost k_fused_q about 5 of its 12.8 shared
+ * wavefronts a warp-symbol in bank conflicts (Nsight Compute, Q4_K, 4096 x
+ * 14336, batch 1, H200); without it its shared wavefronts fell from 11.8 M
+ * to 5.2 M and its time from 119 to 97 us, staged 135 -> 108. */
 template <int TYPE, bool BYTES>
 __device__ __forceinline__ float code_val(uint32_t e, int u, float moff, const float *kv16)
 {
     constexpr int bits = dev_bits(TYPE);
-    if (BYTES && dev_wps(TYPE) <= 2) {
-        /* wr_lut_codes's layout: code 0 at bits 16..23, code 1 at 8..15 */
-        if (dev_nl(TYPE))
-            return kv16[(e >> (u ? 8 : 16)) & 255u];
-        return __uint_as_float(wr_prmt(e, 0x4B000000u, u ? 0x7651u : 0x7652u)) - moff;
-    }
+    if (BYTES && dev_wps(TYPE) <= 2)
+        return wr_lut_value(e, u, dev_wps(TYPE), dev_nl(TYPE), kv16);
     return q_val<TYPE>((e >> (24 + bits * u)) & ((1u << bits) - 1u), moff, kv16);
 }
 
@@ -1789,10 +1787,11 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS, 4) k_palette(DevMat M, const 
  * row a warp re-read x in every warp with one step's loads in flight (75 us
  * for ~33 MB of Q4_K at 4096 x 14336, batch 1, H200; 4 rows a warp: 59 us;
  * with gemv_grid filling a wave of the warps its 56 registers allow, 4
- * splits instead of 2: 49 us). Codes become values as in k_fused_q
- * (q_val), not by an int-to-float conversion (a quarter-rate unit; the
- * 49 us above were measured with it), so the fused/twin ratio compares
- * the decoding alone. Sums: rows_store. Rows past the end recompute the
+ * splits instead of 2: 49 us). Codes become values by q_val, not by an
+ * int-to-float conversion (a quarter-rate unit; the 49 us above were
+ * measured with it); k_fused_q reads the same values from its decode
+ * table (wr_lut_values), the one step of the twin's that decoding through
+ * a table does away with. Sums: rows_store. Rows past the end recompute the
  * last row, not stored. */
 
 /* The sub-block scale of a fixed-width block, read in place. */

@@ -129,10 +129,14 @@ int  wr_cpu_restore(const wr_matrix *m, int mode, uint8_t *out, char *err, size_
 int  wr_lane_depth(const wr_matrix *m);
 
 /* The GEMV kernels' 2^L decode table of m (wr_lut_entry for every peek;
- * palette pairs carry m's palette; a ggml block type's codes laid out by
- * wr_lut_codes): lut holds 2^m->huf.L words. -1 when L
+ * palette pairs carry m's palette): lut holds 2^m->huf.L words. -1 when L
  * is outside 1..WR_LUT_MAX_BITS. */
 int  wr_lut_build(const wr_matrix *m, uint32_t *lut);
+
+/* k_fused_q's table from wr_lut_build's, in place: a ggml block type's
+ * entries with their codes' values (wr_lut_codes, wr_lut_value); other
+ * kinds unchanged. */
+void wr_lut_values(const wr_matrix *m, uint32_t *lut);
 
 /* Tile t decoded as the device kernels decode it, with wr_dev.h's code run
  * on the host: the tile's words staged lane by lane as lane_open<true> does

@@ -167,8 +167,9 @@ WR_HD int wr_huf_peek(const wr_huf *t, uint32_t peek, int *len)
  *   palette pairs (pal != NULL)  palette[lo] at 8..15, palette[hi] at 16..23,
  *                                the symbol at 24..31; flag PAL0/PAL1 when
  *                                index lo/hi has no palette entry.
- * So e >> 24 is the symbol of any entry (one shift in k_fused_q, where
- * (e >> 8) & 255 took two).
+ * So e >> 24 is the symbol of any entry (one shift, where (e >> 8) & 255
+ * took two). k_fused_q's table replaces a block type's symbols with their
+ * codes' values (wr_lut_codes, below).
  * Built from the same limit tables as wr_huf_peek, so both decode alike. */
 #define WR_LUT_MAX_BITS 11   /* longest code the device tables take */
 #define WR_LUT_LEN 15u
@@ -193,39 +194,6 @@ WR_HD uint32_t wr_lut_entry(const wr_huf *h, uint32_t peek, const uint8_t *pal, 
         e |= (uint32_t)sym << 8 | (uint32_t)sym << 24;
     }
     return e;
-}
-
-/* A ggml-code table's entry e (wr_lut_entry without a palette) with its
- * codes laid out byte by byte for k_fused_q's code_val: for two codes a
- * symbol (wps 2: Q4_0, Q4_1, IQ4_NL, Q3_K, Q4_K, IQ4_XS), code 0 (the
- * symbol's low `bits` bits) at bits 16..23 and code 1 at 8..15; for one
- * (wps 1) the symbol at 16..23 too; four (Q2_K) and a bad entry as they
- * are. Length, flags and the symbol at 24..31 stay. Why: a code alone in
- * a byte becomes the float 2^23 + code in one byte permute (wr_prmt with
- * 0x4B000000), where a code in a nibble took a shift and a mask as well
- * (k_fused_q<Q4_K, 1, staged>: 64 fewer SASS instructions, sm_90a). */
-WR_HD uint32_t wr_lut_codes(uint32_t e, int bits, int wps)
-{
-    if ((e & WR_LUT_BAD) || wps > 2)
-        return e;
-    const uint32_t sym = e >> 24, mask = (1u << bits) - 1u;
-    const uint32_t c0 = wps == 2 ? sym & mask : sym, c1 = wps == 2 ? (sym >> bits) & mask : sym;
-    return (e & 0xff0000ffu) | c0 << 16 | c1 << 8;
-}
-
-/* The byte permute of the device (__byte_perm, PRMT): byte i of the result
- * is byte sel's nibble i (0..7) of the 8 bytes b:a (a's byte 0 first). */
-WR_HD uint32_t wr_prmt(uint32_t a, uint32_t b, uint32_t sel)
-{
-#ifdef __CUDA_ARCH__
-    return __byte_perm(a, b, sel);
-#else
-    const uint64_t x = (uint64_t)b << 32 | a;
-    uint32_t r = 0;
-    for (int i = 0; i < 4; i++)
-        r |= (uint32_t)(x >> (8 * ((sel >> (4 * i)) & 7)) & 255u) << (8 * i);
-    return r;
-#endif
 }
 
 /* One lane's bit reader: buf holds nbits unread bits, left-justified; next
@@ -619,6 +587,66 @@ WR_HD float wr_kv(int q)
 {
     const int8_t kv[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
     return (float)kv[q & 15];
+}
+
+/* ---- the code values of k_fused_q's table -------------------------------
+ * k_fused_q's decode table holds, in place of a symbol, the values c(q) of
+ * its codes (q - off, or kv[q] when nl: wr_sub_scale's c) as the leading
+ * bits of their floats, so that a code becomes its value in one AND (two
+ * for a pair's second code) where the symbol took a byte permute and a
+ * subtraction a code. The length and flags (bits 0..7) stay:
+ *   one code a symbol (wps 1: Q5_0, Q5_1, Q5_K, Q6_K, Q8_0): c's float bits
+ *     16..31 at 16..31 (|c| <= 256: at most 8 significant bits, so its
+ *     float's bits 0..15 are zero);
+ *   two (wps 2, linear: Q4_0, Q4_1, Q3_K, Q4_K): c0's float bits 20..31 at
+ *     20..31, c1's at 8..19 (|c| <= 15: at most 4 significant bits, float
+ *     bits 0..19 zero);
+ *   two, non-linear (IQ4_NL, IQ4_XS): kv[q0]'s float bits 17..31 at 17..31
+ *     (|kv| <= 127: 7 significant bits), q1 at 8..11 (kv16's index);
+ *   four (Q2_K) and a bad entry: as wr_lut_entry made them.
+ * So each value is exact, and the symbol is no longer in the entry: the
+ * other users of the table (k_fused_private's pair table, plut_host, and
+ * wr_dev_decode_tile) read wr_lut_build's entries. */
+
+/* The float bits of f (host and device). */
+WR_HD uint32_t wr_f32_bits(float f)
+{
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+#endif
+}
+
+/* Entry e of wr_lut_entry (no palette) for codes of `bits` bits, wps a
+ * symbol, value q - off (nl 0) or kv[q] (nl 1), laid out as above. */
+WR_HD uint32_t wr_lut_codes(uint32_t e, int bits, int wps, int off, int nl)
+{
+    if ((e & WR_LUT_BAD) || wps > 2)
+        return e;
+    const uint32_t sym = e >> 24, mask = (1u << bits) - 1u, head = e & 0xffu;
+    const uint32_t q0 = sym & mask, q1 = (sym >> bits) & mask;
+    if (wps == 1)
+        return head | (wr_f32_bits((float)((int)q0 - off)) & 0xffff0000u);
+    if (nl)
+        return head | (wr_f32_bits(wr_kv((int)q0)) & 0xfffe0000u) | q1 << 8;
+    return head | (wr_f32_bits((float)((int)q0 - off)) & 0xfff00000u) |
+           ((wr_f32_bits((float)((int)q1 - off)) >> 12) & 0x000fff00u);
+}
+
+/* Code u (0 or 1) of an entry of wr_lut_codes as its value (wps 1 or 2;
+ * nl: kv16 holds kv[0..15]). */
+WR_HD float wr_lut_value(uint32_t e, int u, int wps, int nl, const float *kv16)
+{
+    if (wps == 1)
+        return wr_as_float(e & 0xffff0000u);
+    if (u == 0)
+        return wr_as_float(e & (nl ? 0xfffe0000u : 0xfff00000u));
+    if (nl)
+        return kv16[(e >> 8) & 15u];
+    return wr_as_float((e << 12) & 0xfff00000u);
 }
 
 /* The value of a weight with code q under scale sc. */

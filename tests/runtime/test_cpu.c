@@ -172,34 +172,36 @@ static void test_dev_huffman(void)
         }
         CHECK(eok && pok, "wr_lut_entry (table %d, L %d): length, symbol at 24..31 (codes: and 8..15, 16..23 zero), "
               "palette pairs' exponents and flags; %d peeks without a code flagged", trial, h.L, bads);
-        /* wr_lut_codes (k_fused_q's table of ggml codes): code 0 at 16..23 and code 1 at 8..15
-           for two codes a symbol (Q4_K: the symbol's low and high nibble; Q3_K: 3 bits each),
-           the symbol at 16..23 for one (Q6_K), Q2_K's entries as wr_lut_entry made them;
-           length, flags and the symbol at 24..31 kept; and code_val's byte permute of
-           such an entry: 0x4B000000 | code (wr_prmt as the device's __byte_perm) */
-        int cok = 1, prok = 1;
-        for (uint32_t p = 0; p < (1u << h.L); p++) {
-            const uint32_t e = wr_lut_entry(&h, p, NULL, 0), sym = e >> 24;
-            const uint32_t e4 = wr_lut_codes(e, 4, 2), e3 = wr_lut_codes(e, 3, 2), e6 = wr_lut_codes(e, 6, 1),
-                           e2 = wr_lut_codes(e, 2, 4);
-            if (e & WR_LUT_BAD) {
-                cok &= e4 == e && e3 == e && e6 == e;
-                continue;
+        /* wr_lut_codes / wr_lut_value (k_fused_q's table, wr_lut_values): every code of every
+           entry of each block type comes back as its value c(q) = q - off (or kv[q]) exactly,
+           with the entry's length and flags; Q2_K's and bad entries unchanged */
+        static const int types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0, WP_IQ4_NL, WP_Q2_K,
+                                    WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS};
+        float kv16[16];
+        for (int q = 0; q < 16; q++)
+            kv16[q] = wr_kv(q);
+        int cok = 1, vals = 0;
+        for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
+            const wr_geom g = wr_geom_of(types[ti]);
+            const uint8_t zero[32] = {0};
+            const wr_scale z = wr_sub_scale(types[ti], zero, 0);
+            for (uint32_t p = 0; p < (1u << h.L); p++) {
+                const uint32_t e = wr_lut_entry(&h, p, NULL, 0), c = wr_lut_codes(e, g.bits, g.wps, z.off, z.nl);
+                if ((e & WR_LUT_BAD) || g.wps > 2) {
+                    cok &= c == e;
+                    continue;
+                }
+                cok &= (c & 0xffu) == (e & 0xffu);
+                for (int u = 0; u < g.wps; u++) {
+                    const int q = wr_sym_code((int)(e >> 24), g.bits, u);
+                    const float want = z.nl ? wr_kv(q) : (float)(q - z.off);
+                    cok &= wr_lut_value(c, u, g.wps, z.nl, kv16) == want;
+                    vals++;
+                }
             }
-            cok &= (e4 & 0xff0000ffu) == (e & 0xff0000ffu) && ((e4 >> 16) & 255u) == (sym & 15u) &&
-                   ((e4 >> 8) & 255u) == sym >> 4;
-            cok &= (e3 & 0xff0000ffu) == (e & 0xff0000ffu) && ((e3 >> 16) & 255u) == (sym & 7u) &&
-                   ((e3 >> 8) & 255u) == ((sym >> 3) & 7u);
-            cok &= e6 == ((e & 0xff0000ffu) | sym << 16 | sym << 8) && e2 == e;
-            prok &= wr_prmt(e4, 0x4B000000u, 0x7652u) == (0x4B000000u | (sym & 15u)) &&
-                    wr_prmt(e4, 0x4B000000u, 0x7651u) == (0x4B000000u | sym >> 4) &&
-                    wr_prmt(e6, 0x4B000000u, 0x7652u) == (0x4B000000u | sym);
         }
-        CHECK(cok, "wr_lut_codes (table %d): each code in a byte of its own (pairs 16..23, 8..15; one code "
-              "16..23), Q2_K and bad entries unchanged", trial);
-        CHECK(prok, "wr_prmt (table %d): the byte permute of an entry gives 0x4B000000 | code", trial);
-        CHECK(wr_prmt(0x33221100u, 0x77665544u, 0x5410u) == 0x55441100u,
-              "wr_prmt(0x33221100, 0x77665544, 0x5410) = 0x55441100, as __byte_perm (CUDA's example)");
+        CHECK(cok, "wr_lut_codes (table %d): %d codes of 11 block types read back by wr_lut_value as "
+              "their exact values, length and flags kept; Q2_K and bad entries unchanged", trial, vals);
     }
 }
 

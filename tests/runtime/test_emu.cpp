@@ -173,11 +173,12 @@ static int upload(Dev &d, const wr_matrix *m, const uint8_t *fixed, char *err, s
             snprintf(err, errlen, "%s: cannot build the decode table", m->name);
             return -1;
         }
-        d.lut = (uint32_t *)dcopy(4 * lut.size(), lut.data());
         if (m->kind == WR_Q) {
             const std::vector<uint32_t> pairs = plut_host(lut.data(), M.L);
             d.plut = (uint32_t *)dcopy(4 * pairs.size(), pairs.data());
         }
+        wr_lut_values(m, lut.data());   /* as gpu.cu uploads it */
+        d.lut = (uint32_t *)dcopy(4 * lut.size(), lut.data());
     }
     if (m->kind == WR_EXP) {
         const struct wp_bf16_split &s = m->s;
