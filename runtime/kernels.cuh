@@ -631,17 +631,29 @@ __device__ __forceinline__ uint32_t lane_at(Lane &L, int i, const uint32_t *lut,
     return i % 2 == 0 ? lane_next<ST, PD>(L, lut, Lb, bad) : lane_take(L, lut, Lb, bad);
 }
 
-/* lane_at through the lane-private table plut (pipeline "private"): lane k
- * reads bank k only (wr_bits_take_private). */
+/* lane_at without the check of the entry's bad flag, for a lane that
+ * lane_close checks at its end (k_fused_q, k_fused_private): a peek that no
+ * code starts with has an entry of length 0, so the lane stops there for
+ * good and ends short of its words, or with padding bits set (the peek's),
+ * which lane_close flags (test_runtime_emu's check_no_code). The palette
+ * kernels keep lane_at: a palette flag does not stop the lane. Why: the
+ * check was an instruction a symbol (k_fused_q<Q4_K, 1, staged>, sm_90a). */
 template <int ST, int PD = 2>
-__device__ __forceinline__ uint32_t lane_at_private(Lane &L, int i, const uint32_t *plut, unsigned k, int Lb,
-                                                    unsigned &bad)
+__device__ __forceinline__ uint32_t lane_at_unchecked(Lane &L, int i, const uint32_t *lut, int Lb)
 {
     if (i % 2 == 0)
         lane_fill<ST, PD>(L);
-    const uint32_t e = wr_bits_take_private(&L.b, plut, k, Lb);
-    bad |= e & WR_LUT_BAD;
-    return e;
+    return wr_bits_take(&L.b, lut, Lb);
+}
+
+/* lane_at_unchecked through the lane-private table plut (pipeline
+ * "private"): lane k reads bank k only (wr_bits_take_private). */
+template <int ST, int PD = 2>
+__device__ __forceinline__ uint32_t lane_at_private(Lane &L, int i, const uint32_t *plut, unsigned k, int Lb)
+{
+    if (i % 2 == 0)
+        lane_fill<ST, PD>(L);
+    return wr_bits_take_private(&L.b, plut, k, Lb);
 }
 
 /* Stage the lane-private table into shared memory, block-wide: row r of
@@ -993,8 +1005,8 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
                 dot[b] = 0.0f;
 #pragma unroll
             for (int i = 0; i < G.sub_n / WPS; i++) {
-                const uint32_t e = PT ? lane_at_private<ST, PD>(L, i, table, k, M.L, bad)
-                                      : lane_at<ST, PD>(L, i, table, M.L, bad);
+                const uint32_t e = PT ? lane_at_private<ST, PD>(L, i, table, k, M.L)
+                                      : lane_at_unchecked<ST, PD>(L, i, table, M.L);
 #pragma unroll
                 for (int u = 0; u < WPS; u++) {
                     const float c = code_val<TYPE, !PT>(e, u, moff, kv16);

@@ -816,6 +816,31 @@ static void corruptions(wr_matrix *m)
     dfree_all();
 }
 
+/* A peek that no code starts with: a matrix of one symbol (all-zero blocks: one code, of
+   one bit, 0) whose first lane word gets its top bit set. k_fused_q and k_fused_private
+   take no per-symbol check of the table's bad flag: the lane stops there (the entry's
+   length is 0), so it ends short of its words or with padding bits set, which lane_close
+   flags. Every lane-decoding kernel must flag it. */
+static void check_no_code(uint32_t type, int64_t cols, int block_bytes, int block_n)
+{
+    char err[512];
+    wr_model md;
+    memset(&md, 0, sizeof md);
+    const int64_t rows = 130;
+    std::vector<uint8_t> zero((size_t)(rows * cols / block_n * block_bytes), 0);
+    const std::string name = std::string("one-symbol.") + wp_ggml_type_name(type);
+    int rc = wr_model_add_blocks(&md, type, name.c_str(), rows, cols, zero.data(), err, sizeof err);
+    wr_matrix *m = rc ? NULL : &md.m[0];
+    CHECK(m && m->huf.L == 1 && ((const uint32_t *)m->v.words)[0] == 0,
+          "%s: all-zero blocks coded with one 1-bit code (L %d), lane words zero%s%s", name.c_str(), m ? m->huf.L : -1,
+          rc ? ": " : "", rc ? err : "");
+    if (m && m->huf.L == 1) {
+        ((uint32_t *)m->v.words)[0] ^= 0x80000000u;
+        check_corrupt(m, "lane 0's first bit a peek without a code");
+    }
+    wr_model_free(&md);
+}
+
 /* A palette index without a palette entry (the palette one entry short, as a corrupt
    bundle could have it): the BF16 lane kernels flag it rather than read past the palette. */
 static void check_short_palette(wr_matrix *m)
@@ -1263,6 +1288,8 @@ int main(void)
         if (wr_model_synth(&md, WP_Q8_0, 64, 256, 5, err, sizeof err) == 0)
             corruptions(&md.m[0]);
         wr_model_free(&md);
+        check_no_code(WP_Q8_0, 544, 34, 32);
+        check_no_code(WP_Q4_K, 768, 144, 256);
         memset(&md, 0, sizeof md);
         if (wr_model_synth(&md, WP_BF16, 70, 301, 17, err, sizeof err) == 0) {
             corruptions(&md.m[0]);
