@@ -18,7 +18,8 @@
  *           group by group (one coalesced read a group), word i of lane k at
  *           [i * 32 + k]; decoding then reads only shared memory (pipeline
  *           "staged"; dynamic shared memory of 32 x (dmax + 1) words a
- *           warp, staged_depth);
+ *           warp, staged_depth); k_fused_q reads these lanes by position,
+ *           two symbols a window (lane_pair_at), without a bit buffer;
  *   ring    the same layout in a ring of RING_WORDS words a lane (word i of
  *           lane k at [(i % RING_WORDS) * 32 + k], 4 KiB a warp whatever
  *           the tile): before each sub-block each lane copies its words up
@@ -29,9 +30,9 @@
  *           the data: a sub-block pushes at most one word a fill check, one
  *           check every two symbols, <= 32 symbols a sub-block, so two
  *           sub-blocks push <= 32 words (the words past W are never decoded).
- * Each lane is read with wr_dev.h's bit reader (wr_bits), the code the CPU
- * tests run (wr_dev_decode_tile); the unrolled loops check for a refill once
- * every two symbols (a refill leaves >= 32 bits, two codes of <= 11). The
+ * Other lanes are read with wr_dev.h's bit reader (wr_bits), the code the
+ * CPU tests run (wr_dev_decode_tile); the unrolled loops check for a refill
+ * once every two symbols (a refill leaves >= 32 bits, two codes of <= 11). The
  * reference restore kernel decodes each L-bit peek against the per-length
  * limits (wr_huf_peek, the hardware unit's method).
  *
@@ -144,9 +145,9 @@ struct DevMat {
 
 /* Words a staged lane keeps in shared memory: M.dmax, and one more that
  * lane_open zeroes at the lane's end (slot W), so that a read past the end
- * is a read of slot min(i, W), not a branch (lane_word: 48 fewer SASS
- * instructions in k_fused_q<Q4_K, 1, staged>, 120 in Q8_0's, sm_90a, made
- * alone). */
+ * is a read of slot min(i, W), not a branch (lane_word, lane_pair_at: 48
+ * fewer SASS instructions in k_fused_q<Q4_K, 1, staged>, 120 in Q8_0's,
+ * sm_90a, made alone, with the bit buffer). */
 __host__ __device__ inline int staged_depth(const DevMat &M) { return M.dmax + 1; }
 
 /* Dynamic shared memory of a k_fused_q / k_fused_exp launch, bytes: ST 1
@@ -266,6 +267,7 @@ struct Lane {
                                  shortest lane has full words), so word i < full of lane k is word
                                  32 i + k of the tile, found without reading the group's start */
     uint32_t issued;          /* ring: words [0, issued) copied (asynchronously) */
+    uint32_t pos;             /* staged k_fused_q: bits of the lane read (lane_pair) */
     uint32_t q0, q1, q2, q3;  /* words next .. next + PD - 1, loaded ahead (PD: prefetch distance,
                                  2 or 4; q2, q3 unused at 2) */
     wr_bits b;
@@ -415,10 +417,11 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     L.sw = sw + k;
     L.W = bad ? 0 : W;   /* corrupt offsets: read no word (the kernel flags the tile) */
     if (ST == 1)
-        sw[L.W * 32 + k] = 0u;   /* slot W, read for every word past the end (lane_word) */
+        sw[L.W * 32 + k] = 0u;   /* slot W, read for every word past the end (lane_word, lane_pair_at) */
     L.full = full;
     wr_bits_init(&L.b);
     L.issued = 0;
+    L.pos = 0;
     if (ST == 2) {   /* the first RING_WORDS words of each lane */
         ring_fill(L, 0);
         __pipeline_wait_prior(0);
@@ -646,6 +649,71 @@ __device__ __forceinline__ uint32_t lane_at_unchecked(Lane &L, int i, const uint
     return wr_bits_take(&L.b, lut, Lb);
 }
 
+/* Staged lanes of k_fused_q, read by position (L.pos = the bits read so
+ * far; no bit buffer, no fill check). A pair of symbols at a time: the 64
+ * bits from pos are words np = pos / 32 and np + 1 of the lane (a, b, in
+ * registers) shifted left by pos % 32 (hi:lo, a funnel shift); the first
+ * symbol's peek is hi's top L bits, the second's the L bits after the
+ * first's length (a funnel shift), and pos moves on by both lengths (hi:lo
+ * holds >= 33 bits from pos, two codes of <= 11). np then moves on by 0 or
+ * 1: a, b become b, c where it does, c being word np + 2, loaded one pair
+ * ahead from slot min(np + 2, W) of the lane's column (slot W holds 0,
+ * lane_open; so a corrupt lane reads no other memory), so no load waits on
+ * the pair before it. A peek without a code has length 0, so the lane
+ * stops there; finish_gemv's wr_pos_close flags it, or a lane ending short,
+ * long or with padding bits set. Why: the buffer's fill check every second
+ * symbol (a compare, a branch and, when any lane of the warp needs it,
+ * which is nearly always, a push into the 64-bit buffer and the next word's
+ * load) took more than the window does: k_fused_q<Q4_K, 1, staged>'s loop
+ * over a sub-block (16 symbols) came to 274 SASS instructions against 362
+ * (sm_90a, from the kernel's size at unroll 1 and 2). */
+struct PairWin {
+    uint32_t a, b, c;   /* the lane's words np, np + 1, np + 2 (c loaded ahead; 0 past W) */
+    uint32_t np;        /* pos / 32 */
+    uint32_t hi, lo;    /* the 64 bits from pos at the pair's first symbol */
+    uint32_t len0;      /* the first symbol's code length */
+};
+
+/* The window's words at the lane's start (after lane_open). */
+__device__ __forceinline__ void lane_pair_open(const Lane &L, PairWin &w)
+{
+    w.np = 0;
+    WR_PROBE(WR_SITE_SWORD, &L.sw[0]);
+    w.a = L.sw[0];
+    WR_PROBE(WR_SITE_SWORD, &L.sw[(L.W < 1 ? L.W : 1) * 32]);
+    w.b = L.sw[(L.W < 1 ? L.W : 1) * 32];
+    WR_PROBE(WR_SITE_SWORD, &L.sw[(L.W < 2 ? L.W : 2) * 32]);
+    w.c = L.sw[(L.W < 2 ? L.W : 2) * 32];
+}
+
+__device__ __forceinline__ uint32_t lane_pair_at(Lane &L, int i, const uint32_t *lut, int Lb, PairWin &w)
+{
+    if (i % 2 == 0) {
+        const uint32_t off = L.pos & 31u;
+        w.hi = wr_funnel_l(w.b, w.a, off);
+        w.lo = w.b << off;
+        const uint32_t *ep = lut + (w.hi >> (32 - Lb));
+        WR_PROBE(WR_SITE_LUT, ep);
+        const uint32_t e = *ep;
+        w.len0 = e & WR_LUT_LEN;
+        return e;
+    }
+    const uint32_t *ep = lut + (wr_funnel_l(w.lo, w.hi, w.len0) >> (32 - Lb));
+    WR_PROBE(WR_SITE_LUT, ep);
+    const uint32_t e = *ep;
+    L.pos += w.len0 + (e & WR_LUT_LEN);
+    /* the next pair's words: np moves on by 0 or 1 (a pair reads <= 22 bits); the word
+       after them from slot min(np + 2, W) (slot W holds 0) */
+    const uint32_t np = L.pos >> 5, nc = np + 2 < L.W ? np + 2 : L.W;
+    const bool adv = np != w.np;
+    w.a = adv ? w.b : w.a;
+    w.b = adv ? w.c : w.b;
+    WR_PROBE(WR_SITE_SWORD, &L.sw[nc * 32]);
+    w.c = L.sw[nc * 32];
+    w.np = np;
+    return e;
+}
+
 /* lane_at_unchecked through the lane-private table plut (pipeline
  * "private"): lane k reads bank k only (wr_bits_take_private). */
 template <int ST, int PD = 2>
@@ -817,11 +885,14 @@ __device__ __forceinline__ void stage_x(float (*xs)[256], const DevMat &M, const
 
 /* End of a GEMV tile: check the lane, add thread k's sums of rows 2k, 2k+1
  * to y (zeroed before the launch), flag a corrupt tile. */
-template <int B>
+template <int B, bool POS = false>
 __device__ __forceinline__ void finish_gemv(const DevMat &M, const TileGeo &tg, unsigned k, const Lane &L,
                                             const float (&acc)[2][B], unsigned bad, float *y)
 {
-    lane_close(L, bad);
+    if (POS)   /* read by position (lane_pair): the same checks from L.pos */
+        bad |= (unsigned)wr_pos_close(L.pos, L.W, L.sw[((L.pos >> 5) < L.W ? L.pos >> 5 : L.W) * 32]);
+    else
+        lane_close(L, bad);
 #pragma unroll
     for (int rr = 0; rr < 2; rr++) {
         const unsigned r = 2 * k + rr;
@@ -976,6 +1047,9 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
     const wr_geom G = wr_geom_of(TYPE);
     const float moff = 8388608.0f + (float)M.qoff;
     float acc[2][B] = {};
+    PairWin win;   /* staged: lane_pair_at's window */
+    if (ST == 1 && !PT)
+        lane_pair_open(L, win);
     const unsigned long long bpr = (unsigned long long)(M.cols / G.n);
     const int nsub = nw / G.sub_n;
 #pragma unroll
@@ -1005,8 +1079,9 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
                 dot[b] = 0.0f;
 #pragma unroll
             for (int i = 0; i < G.sub_n / WPS; i++) {
-                const uint32_t e = PT ? lane_at_private<ST, PD>(L, i, table, k, M.L)
-                                      : lane_at_unchecked<ST, PD>(L, i, table, M.L);
+                const uint32_t e = PT        ? lane_at_private<ST, PD>(L, i, table, k, M.L)
+                                   : ST == 1 ? lane_pair_at(L, i, table, M.L, win)
+                                             : lane_at_unchecked<ST, PD>(L, i, table, M.L);
 #pragma unroll
                 for (int u = 0; u < WPS; u++) {
                     const float c = code_val<TYPE, !PT>(e, u, moff, kv16);
@@ -1023,7 +1098,7 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
     }
     if (ST == 2)
         __pipeline_wait_prior(0);   /* no copy in flight when the tile ends */
-    finish_gemv<B>(M, tg, k, L, acc, bad, y);
+    finish_gemv<B, ST == 1 && !PT>(M, tg, k, L, acc, bad, y);
 }
 
 template <int TYPE, int B, int ST>

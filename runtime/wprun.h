@@ -142,7 +142,8 @@ void wr_lut_values(const wr_matrix *m, uint32_t *lut);
  * on the host: the tile's words staged lane by lane as lane_open<true> does
  * (group i = the lanes with W_k > i, wr_group_word), each lane read with
  * wr_bits through lut (wr_lut_build), a fill check every second symbol of a
- * row, then wr_bits_close. out: the tile's symbols, row r at out + 256 r.
+ * row, then wr_bits_close (the staged k_fused_q reads the same symbols by
+ * position, lane_pair_at). out: the tile's symbols, row r at out + 256 r.
  * Returns 0, or -1 when the kernels would flag the tile (offsets or lane
  * counts inconsistent, a peek without a code, a palette index without an
  * entry, lane length or padding wrong). */

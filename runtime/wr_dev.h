@@ -196,6 +196,18 @@ WR_HD uint32_t wr_lut_entry(const wr_huf *h, uint32_t peek, const uint8_t *pal, 
     return e;
 }
 
+/* The top 32 bits of the 64 bits hi:lo shifted left by s (0..31): the
+ * device's funnel shift (SHF), one instruction. */
+WR_HD uint32_t wr_funnel_l(uint32_t lo, uint32_t hi, uint32_t s)
+{
+#ifdef __CUDA_ARCH__
+    return __funnelshift_l(lo, hi, s);
+#else
+    s &= 31u;
+    return s ? hi << s | lo >> (32u - s) : hi;
+#endif
+}
+
 /* One lane's bit reader: buf holds nbits unread bits, left-justified; next
  * = words pushed so far. The kernels push the lane's word `next` (0 past its
  * W words) whenever wr_bits_low, then take symbols: after a push at least 32
@@ -295,6 +307,17 @@ WR_HD int wr_bits_close(const wr_bits *b, uint32_t W)
     int bad = p > 32ull * W || (p + 31) / 32 != W;
     if (p % 32)
         bad |= (b->buf >> (32 + p % 32)) != 0;
+    return bad;
+}
+
+/* wr_bits_close for a lane read by position (k_fused_q's staged lanes):
+ * pos = the bits read, word = the lane's word pos / 32 (0 past its W
+ * words). Returns 1 when the checks fail. */
+WR_HD int wr_pos_close(uint32_t pos, uint32_t W, uint32_t word)
+{
+    int bad = pos > 32u * W || (pos + 31u) / 32u != W;
+    if (pos % 32u)
+        bad |= (word << (pos % 32u)) != 0;
     return bad;
 }
 

@@ -21,7 +21,8 @@
  *     at different source lines by threads of one block / warp (divergence),
  *     a full-mask collective with a lane already exited, an __ldg of a
  *     vector type at a misaligned address (a fault on the device), dynamic
- *     shared memory written past its size;
+ *     shared memory written past its size or a lane word (WR_SITE_SWORD) read
+ *     outside it;
  *   - atomicAdd(float *), atomicAdd(unsigned *), atomicOr(int *) under one
  *     mutex; __threadfence as a host fence, __ldcg as __ldg;
  *   - __pipeline_memcpy_async as a deferred copy: the destination reads
@@ -143,7 +144,8 @@ struct Stats {
     std::atomic<long> divergent{0};    /* barrier / collective at different lines in a block or warp */
     std::atomic<long> partial{0};      /* a collective whose mask is not the lanes that took part (an exited lane) */
     std::atomic<long> misaligned{0};   /* __ldg of a vector at a misaligned address */
-    std::atomic<long> smem_overrun{0}; /* dynamic shared memory written past the launch's size */
+    std::atomic<long> smem_overrun{0}; /* dynamic shared memory written past the launch's size, or a
+                                          lane word read outside it (WR_PROBE, WR_SITE_SWORD) */
     std::atomic<long> unwaited{0};     /* a thread that ended with asynchronous copies not waited for */
     std::atomic<long> atomics{0};      /* atomicAdd / atomicOr calls */
     std::atomic<long> threads{0};      /* threads run */
@@ -396,6 +398,11 @@ inline thread_local uint32_t pstep, pn[WR_SITES];
 
 inline void probe(int site, const void *p)
 {
+    if (site == WR_SITE_SWORD && cur) {   /* a lane word read outside the launch's dynamic shared memory */
+        const unsigned char *a = (const unsigned char *)p;
+        if (a < cur->dyn.data() || a + 4 > cur->dyn.data() + cur->dyn_bytes)
+            stats.smem_overrun++;
+    }
     if (!probing)
         return;
     const unsigned t = threadIdx.x;

@@ -202,6 +202,20 @@ static void test_dev_huffman(void)
         }
         CHECK(cok, "wr_lut_codes (table %d): %d codes of 11 block types read back by wr_lut_value as "
               "their exact values, length and flags kept; Q2_K and bad entries unchanged", trial, vals);
+        if (trial == 0) {
+            /* wr_pos_close: the end of a lane read by position (bits read, W words, the word
+               the position is in) */
+            CHECK(wr_pos_close(64, 2, 0) == 0 && wr_pos_close(40, 2, 0xff000000u) == 0 &&
+                      wr_pos_close(40, 2, 0xff000001u) == 1 && wr_pos_close(40, 2, 0x00800000u) == 1 &&
+                      wr_pos_close(30, 2, 0) == 1 && wr_pos_close(65, 2, 0) == 1 && wr_pos_close(0, 0, 0) == 0 &&
+                      wr_pos_close(1, 0, 0) == 1,
+                  "wr_pos_close: 64 bits of 2 words ok; 40 with the rest of word 1 zero ok, with its bit 0 "
+                  "or bit 23 set flagged; 30 (short of a word) and 65 (past 2) flagged; 0 of 0 ok, 1 of 0 flagged");
+            CHECK(wr_funnel_l(0x89abcdefu, 0x01234567u, 8) == 0x23456789u &&
+                      wr_funnel_l(0x89abcdefu, 0x01234567u, 0) == 0x01234567u &&
+                      wr_funnel_l(0x89abcdefu, 0x01234567u, 31) == 0xc4d5e6f7u,
+                  "wr_funnel_l: the top word of hi:lo << s (s 8, 0, 31), as the device's __funnelshift_l");
+        }
     }
 }
 

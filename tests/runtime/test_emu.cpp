@@ -841,6 +841,33 @@ static void check_no_code(uint32_t type, int64_t cols, int block_bytes, int bloc
     wr_model_free(&md);
 }
 
+/* A padding bit set: a Q8_0 matrix of zeros but one 1 (row 0, lane 0 of tile 0) and one
+   -1 (row 64, tile 1), so three symbols, code lengths 1, 2, 2: lane 0 of tile 0 holds
+   511 + 2 = 513 bits, 17 words (the others 16), its last word alone in group 16 (tile
+   word 512) with 31 padding bits. Its lowest bit set, every lane-decoding kernel must
+   flag the tile (lane_close / wr_pos_close: the padding after a lane's last code is 0). */
+static void check_padding_bit()
+{
+    char err[512];
+    wr_model md;
+    memset(&md, 0, sizeof md);
+    const int64_t rows = 130, cols = 256, bpr = cols / 32;
+    std::vector<uint8_t> fixed((size_t)(rows * bpr * 34), 0);
+    fixed[2] = 1;                                  /* row 0, weight 0: 1 */
+    fixed[(size_t)(64 * bpr) * 34 + 2] = 0xff;     /* row 64, weight 0: -1 */
+    int rc = wr_model_add_blocks(&md, WP_Q8_0, "padding.Q8_0", rows, cols, fixed.data(), err, sizeof err);
+    wr_matrix *m = rc ? NULL : &md.m[0];
+    const uint8_t *lw = m ? (const uint8_t *)m->v.lane_words : NULL;
+    CHECK(m && lw[0] == 17 && lw[1] == 16 && m->v.offsets[1] == 32 * 16 + 1,
+          "padding.Q8_0: lane 0 of tile 0 17 words (%d), lane 1 16 (%d), tile 0 %u words (513)%s%s",
+          lw ? lw[0] : -1, lw ? lw[1] : -1, m ? m->v.offsets[1] : 0u, rc ? ": " : "", rc ? err : "");
+    if (m && lw[0] == 17 && m->v.offsets[1] == 513) {
+        ((uint32_t *)m->v.words)[512] ^= 1u;
+        check_corrupt(m, "a padding bit of lane 0's last word set");
+    }
+    wr_model_free(&md);
+}
+
 /* A palette index without a palette entry (the palette one entry short, as a corrupt
    bundle could have it): the BF16 lane kernels flag it rather than read past the palette. */
 static void check_short_palette(wr_matrix *m)
@@ -1290,6 +1317,7 @@ int main(void)
         wr_model_free(&md);
         check_no_code(WP_Q8_0, 544, 34, 32);
         check_no_code(WP_Q4_K, 768, 144, 256);
+        check_padding_bit();
         memset(&md, 0, sizeof md);
         if (wr_model_synth(&md, WP_BF16, 70, 301, 17, err, sizeof err) == 0) {
             corruptions(&md.m[0]);
