@@ -25,11 +25,12 @@
  *           the tile): before each sub-block each lane copies its words up
  *           to RING_WORDS past its read position (ring_fill, asynchronous,
  *           waited for one sub-block later), so the loads overlap the decode
- *           and the refills read shared memory (pipeline "ring", k_fused_q
- *           only). Every word a lane reads is in its ring, landed, whatever
- *           the data: a sub-block pushes at most one word a fill check, one
- *           check every two symbols, <= 32 symbols a sub-block, so two
- *           sub-blocks push <= 32 words (the words past W are never decoded).
+ *           and the reads are of shared memory (pipeline "ring", k_fused_q
+ *           only), by position as staged (lane_pair_at). Every word a lane
+ *           reads is in its ring, landed, whatever the data: a sub-block
+ *           reads <= 16 pairs of <= 22 bits, <= 11 words, so the fill one
+ *           sub-block ahead, RING_WORDS words past the window, holds them
+ *           (the words past W are never decoded).
  * Other lanes are read with wr_dev.h's bit reader (wr_bits), the code the
  * CPU tests run (wr_dev_decode_tile); the unrolled loops check for a refill
  * once every two symbols (a refill leaves >= 32 bits, two codes of <= 11). The
@@ -328,8 +329,8 @@ __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
 }
 
 /* Ring lanes: copy this lane's words [issued, t), t = its next unread word
- * (b.next + held: q0, q1 hold two once the lane is open, held = 2; none
- * before, 0) + RING_WORDS, at most W, into its ring column (cp.async,
+ * (next + held: the words next .. next + held - 1 are in registers already;
+ * at the lane's opening none, 0) + RING_WORDS, at most W, into its ring column (cp.async,
  * committed as one batch; the caller waits for it with
  * __pipeline_wait_prior). The slot a copy overwrites holds a word already
  * read. Each lane copies only its own words: a loop over the words of all
@@ -337,9 +338,9 @@ __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
  * Q4_K sub-block for about 4 words a lane, the lanes being that far apart
  * (test_runtime_emu); this one runs as many times as the lane furthest
  * ahead needs, and not being warp-collective, any lane may skip it. */
-__device__ __forceinline__ void ring_fill(Lane &L, uint32_t held = 2)
+__device__ __forceinline__ void ring_fill(Lane &L, uint32_t next, uint32_t held)
 {
-    uint32_t t = L.b.next + held + RING_WORDS;
+    uint32_t t = next + held + RING_WORDS;
     t = t < L.W ? t : L.W;
     for (uint32_t i = L.issued; i < t; i++) {
         const uint32_t *src = L.tw + lane_word_index(L, i);
@@ -423,7 +424,7 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     L.issued = 0;
     L.pos = 0;
     if (ST == 2) {   /* the first RING_WORDS words of each lane */
-        ring_fill(L, 0);
+        ring_fill(L, 0, 0);
         __pipeline_wait_prior(0);
     }
     L.q0 = lane_word<ST>(L, 0);
@@ -667,6 +668,15 @@ __device__ __forceinline__ uint32_t lane_at_unchecked(Lane &L, int i, const uint
  * load) took more than the window does: k_fused_q<Q4_K, 1, staged>'s loop
  * over a sub-block (16 symbols) came to 274 SASS instructions against 362
  * (sm_90a, from the kernel's size at unroll 1 and 2). */
+/* The slot of word i of a lane read by lane_pair_at: staged (ST 1) min(i,
+ * W), slot W holding 0; ring (2) i % RING_WORDS (a word past W: whatever
+ * the slot holds, read only past the lane's last code). */
+template <int ST>
+__device__ __forceinline__ uint32_t pair_slot(const Lane &L, uint32_t i)
+{
+    return ST == 1 ? (i < L.W ? i : L.W) : i & (RING_WORDS - 1);
+}
+
 struct PairWin {
     uint32_t a, b, c;   /* the lane's words np, np + 1, np + 2 (c loaded ahead; 0 past W) */
     uint32_t np;        /* pos / 32 */
@@ -675,17 +685,19 @@ struct PairWin {
 };
 
 /* The window's words at the lane's start (after lane_open). */
+template <int ST>
 __device__ __forceinline__ void lane_pair_open(const Lane &L, PairWin &w)
 {
     w.np = 0;
-    WR_PROBE(WR_SITE_SWORD, &L.sw[0]);
-    w.a = L.sw[0];
-    WR_PROBE(WR_SITE_SWORD, &L.sw[(L.W < 1 ? L.W : 1) * 32]);
-    w.b = L.sw[(L.W < 1 ? L.W : 1) * 32];
-    WR_PROBE(WR_SITE_SWORD, &L.sw[(L.W < 2 ? L.W : 2) * 32]);
-    w.c = L.sw[(L.W < 2 ? L.W : 2) * 32];
+    WR_PROBE(WR_SITE_SWORD, &L.sw[pair_slot<ST>(L, 0) * 32]);
+    w.a = L.sw[pair_slot<ST>(L, 0) * 32];
+    WR_PROBE(WR_SITE_SWORD, &L.sw[pair_slot<ST>(L, 1) * 32]);
+    w.b = L.sw[pair_slot<ST>(L, 1) * 32];
+    WR_PROBE(WR_SITE_SWORD, &L.sw[pair_slot<ST>(L, 2) * 32]);
+    w.c = L.sw[pair_slot<ST>(L, 2) * 32];
 }
 
+template <int ST>
 __device__ __forceinline__ uint32_t lane_pair_at(Lane &L, int i, const uint32_t *lut, int Lb, PairWin &w)
 {
     if (i % 2 == 0) {
@@ -704,7 +716,7 @@ __device__ __forceinline__ uint32_t lane_pair_at(Lane &L, int i, const uint32_t 
     L.pos += w.len0 + (e & WR_LUT_LEN);
     /* the next pair's words: np moves on by 0 or 1 (a pair reads <= 22 bits); the word
        after them from slot min(np + 2, W) (slot W holds 0) */
-    const uint32_t np = L.pos >> 5, nc = np + 2 < L.W ? np + 2 : L.W;
+    const uint32_t np = L.pos >> 5, nc = pair_slot<ST>(L, np + 2);
     const bool adv = np != w.np;
     w.a = adv ? w.b : w.a;
     w.b = adv ? w.c : w.b;
@@ -885,12 +897,12 @@ __device__ __forceinline__ void stage_x(float (*xs)[256], const DevMat &M, const
 
 /* End of a GEMV tile: check the lane, add thread k's sums of rows 2k, 2k+1
  * to y (zeroed before the launch), flag a corrupt tile. */
-template <int B, bool POS = false>
+template <int B, int POS = 0>
 __device__ __forceinline__ void finish_gemv(const DevMat &M, const TileGeo &tg, unsigned k, const Lane &L,
                                             const float (&acc)[2][B], unsigned bad, float *y)
 {
-    if (POS)   /* read by position (lane_pair): the same checks from L.pos */
-        bad |= (unsigned)wr_pos_close(L.pos, L.W, L.sw[((L.pos >> 5) < L.W ? L.pos >> 5 : L.W) * 32]);
+    if (POS)   /* read by position (lane_pair_at; 1 staged, 2 ring): the same checks from L.pos */
+        bad |= (unsigned)wr_pos_close(L.pos, L.W, L.sw[pair_slot<POS>(L, L.pos >> 5) * 32]);
     else
         lane_close(L, bad);
 #pragma unroll
@@ -1047,9 +1059,9 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
     const wr_geom G = wr_geom_of(TYPE);
     const float moff = 8388608.0f + (float)M.qoff;
     float acc[2][B] = {};
-    PairWin win;   /* staged: lane_pair_at's window */
-    if (ST == 1 && !PT)
-        lane_pair_open(L, win);
+    PairWin win;   /* staged and ring: lane_pair_at's window */
+    if (ST != 0)
+        lane_pair_open<ST>(L, win);
     const unsigned long long bpr = (unsigned long long)(M.cols / G.n);
     const int nsub = nw / G.sub_n;
 #pragma unroll
@@ -1063,12 +1075,13 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
         const uint8_t *sp = reinterpret_cast<const uint8_t *>(side);
         for (int sb = 0; sb < nsub; sb++) {
             if (ST == 2) {
-                /* copies for the coming sub-blocks, up to word N + 33 (N: b.next now); this
-                   sub-block reads words N + 2 .. N' + 1 (N' <= N + 16: one push a check, one check
-                   every two symbols), copied by the fill before (up to N_prev + 33, N - N_prev <=
-                   16), landed once it is waited for; the copies in flight overwrite only the
-                   slots of words < N + 2, read already */
-                ring_fill(L);
+                /* copies for the coming sub-blocks, up to word N + 33 (N: the window's np now);
+                   this sub-block reads words up to N' + 2 <= N + 13 (lane_pair_at: a pair reads
+                   <= 22 bits, <= 16 pairs a sub-block, so N' <= N + 11), copied by the fill
+                   before (up to N_prev + 33, N - N_prev <= 11), landed once it is waited for;
+                   the copies in flight overwrite only the slots of words <= N + 1, which the
+                   window holds in registers already (a, b) */
+                ring_fill(L, win.np, 2);
                 __pipeline_wait_prior(1);
             }
             const int jb = sb * G.sub_n / G.n, sib = sb * G.sub_n % G.n / G.sub_n;
@@ -1080,7 +1093,7 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
 #pragma unroll
             for (int i = 0; i < G.sub_n / WPS; i++) {
                 const uint32_t e = PT        ? lane_at_private<ST, PD>(L, i, table, k, M.L)
-                                   : ST == 1 ? lane_pair_at(L, i, table, M.L, win)
+                                   : ST != 0 ? lane_pair_at<ST>(L, i, table, M.L, win)
                                              : lane_at_unchecked<ST, PD>(L, i, table, M.L);
 #pragma unroll
                 for (int u = 0; u < WPS; u++) {
@@ -1098,7 +1111,7 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
     }
     if (ST == 2)
         __pipeline_wait_prior(0);   /* no copy in flight when the tile ends */
-    finish_gemv<B, ST == 1 && !PT>(M, tg, k, L, acc, bad, y);
+    finish_gemv<B, ST>(M, tg, k, L, acc, bad, y);
 }
 
 template <int TYPE, int B, int ST>
