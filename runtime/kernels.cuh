@@ -75,7 +75,9 @@
  * staged lane's zeroed slot W past its end (staged_depth); lane_open
  * handles the groups holding a word of every lane without a ballot each;
  * k_fused_q's table holds its codes' values (wr_lut_values), so code_val
- * is one AND a code (README.md's list has the static counts). On the CPU,
+ * is one AND a code; k_fused_q and k_fused_private skip the per-symbol
+ * bad-flag check (lane_close catches it); staged and ring lanes are read by
+ * position (lane_pair_at). README.md's list has the static counts. On the CPU,
  * wr_dev_decode_tile runs the decode path and tests/runtime/test_emu.cpp
  * runs these kernels' source with one host thread per CUDA thread;
  * gpucheck.sh times them on a GPU.
