@@ -270,7 +270,7 @@ struct Lane {
                                  shortest lane has full words), so word i < full of lane k is word
                                  32 i + k of the tile, found without reading the group's start */
     uint32_t issued;          /* ring: words [0, issued) copied (asynchronously) */
-    uint32_t pos;             /* staged k_fused_q: bits of the lane read (lane_pair) */
+    uint32_t pos;             /* staged and ring k_fused_q: bits of the lane read (lane_pair_at) */
     uint32_t q0, q1, q2, q3;  /* words next .. next + PD - 1, loaded ahead (PD: prefetch distance,
                                  2 or 4; q2, q3 unused at 2) */
     wr_bits b;
@@ -660,9 +660,9 @@ __device__ __forceinline__ uint32_t lane_at_unchecked(Lane &L, int i, const uint
  * first's length (a funnel shift), and pos moves on by both lengths (hi:lo
  * holds >= 33 bits from pos, two codes of <= 11). np then moves on by 0 or
  * 1: a, b become b, c where it does, c being word np + 2, loaded one pair
- * ahead from slot min(np + 2, W) of the lane's column (slot W holds 0,
- * lane_open; so a corrupt lane reads no other memory), so no load waits on
- * the pair before it. A peek without a code has length 0, so the lane
+ * ahead (pair_word: 0 past W; a staged lane reads slot min(i, W), which
+ * lane_open zeroes at W, so a corrupt lane reads no other memory), so no
+ * load waits on the pair before it. A peek without a code has length 0, so the lane
  * stops there; finish_gemv's wr_pos_close flags it, or a lane ending short,
  * long or with padding bits set. Why: the buffer's fill check every second
  * symbol (a compare, a branch and, when any lane of the warp needs it,
@@ -670,13 +670,20 @@ __device__ __forceinline__ uint32_t lane_at_unchecked(Lane &L, int i, const uint
  * load) took more than the window does: k_fused_q<Q4_K, 1, staged>'s loop
  * over a sub-block (16 symbols) came to 274 SASS instructions against 362
  * (sm_90a, from the kernel's size at unroll 1 and 2). */
-/* The slot of word i of a lane read by lane_pair_at: staged (ST 1) min(i,
- * W), slot W holding 0; ring (2) i % RING_WORDS (a word past W: whatever
- * the slot holds, read only past the lane's last code). */
+/* Word i of a lane read by lane_pair_at, 0 past its W words: staged (ST 1)
+ * from slot min(i, W), slot W holding 0; ring (2) from slot i % RING_WORDS,
+ * or 0 past W. Why 0 and not whatever a ring slot holds: a lane one word
+ * short, whose next peek fell on a stale slot without a code, stopped at
+ * exactly 32 W bits and passed wr_pos_close (a reviewer's find,
+ * test_runtime_emu's check_short_lane); a 0 peek always has a code, so the
+ * lane runs on past its end and is flagged. */
 template <int ST>
-__device__ __forceinline__ uint32_t pair_slot(const Lane &L, uint32_t i)
+__device__ __forceinline__ uint32_t pair_word(const Lane &L, uint32_t i)
 {
-    return ST == 1 ? (i < L.W ? i : L.W) : i & (RING_WORDS - 1);
+    const uint32_t slot = ST == 1 ? (i < L.W ? i : L.W) : i & (RING_WORDS - 1);
+    WR_PROBE(WR_SITE_SWORD, &L.sw[slot * 32]);
+    const uint32_t v = L.sw[slot * 32];
+    return ST == 2 && i >= L.W ? 0u : v;
 }
 
 struct PairWin {
@@ -691,12 +698,9 @@ template <int ST>
 __device__ __forceinline__ void lane_pair_open(const Lane &L, PairWin &w)
 {
     w.np = 0;
-    WR_PROBE(WR_SITE_SWORD, &L.sw[pair_slot<ST>(L, 0) * 32]);
-    w.a = L.sw[pair_slot<ST>(L, 0) * 32];
-    WR_PROBE(WR_SITE_SWORD, &L.sw[pair_slot<ST>(L, 1) * 32]);
-    w.b = L.sw[pair_slot<ST>(L, 1) * 32];
-    WR_PROBE(WR_SITE_SWORD, &L.sw[pair_slot<ST>(L, 2) * 32]);
-    w.c = L.sw[pair_slot<ST>(L, 2) * 32];
+    w.a = pair_word<ST>(L, 0);
+    w.b = pair_word<ST>(L, 1);
+    w.c = pair_word<ST>(L, 2);
 }
 
 template <int ST>
@@ -717,13 +721,12 @@ __device__ __forceinline__ uint32_t lane_pair_at(Lane &L, int i, const uint32_t 
     const uint32_t e = *ep;
     L.pos += w.len0 + (e & WR_LUT_LEN);
     /* the next pair's words: np moves on by 0 or 1 (a pair reads <= 22 bits); the word
-       after them from slot min(np + 2, W) (slot W holds 0) */
-    const uint32_t np = L.pos >> 5, nc = pair_slot<ST>(L, np + 2);
+       after them loaded now, for the pair after this one */
+    const uint32_t np = L.pos >> 5;
     const bool adv = np != w.np;
     w.a = adv ? w.b : w.a;
     w.b = adv ? w.c : w.b;
-    WR_PROBE(WR_SITE_SWORD, &L.sw[nc * 32]);
-    w.c = L.sw[nc * 32];
+    w.c = pair_word<ST>(L, np + 2);
     w.np = np;
     return e;
 }
@@ -904,7 +907,7 @@ __device__ __forceinline__ void finish_gemv(const DevMat &M, const TileGeo &tg, 
                                             const float (&acc)[2][B], unsigned bad, float *y)
 {
     if (POS)   /* read by position (lane_pair_at; 1 staged, 2 ring): the same checks from L.pos */
-        bad |= (unsigned)wr_pos_close(L.pos, L.W, L.sw[pair_slot<POS>(L, L.pos >> 5) * 32]);
+        bad |= (unsigned)wr_pos_close(L.pos, L.W, pair_word<POS>(L, L.pos >> 5));
     else
         lane_close(L, bad);
 #pragma unroll

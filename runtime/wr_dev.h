@@ -281,8 +281,8 @@ WR_HD uint32_t wr_plut_pair(uint32_t e0, uint32_t e1)
 /* wr_bits_take for lane k (0..31) through the lane-private table plut
  * (2^(L-1) x 32 words). Returns the entry as wr_bits_take returns it for
  * the fields k_fused_private reads (length bits 0..3, WR_LUT_BAD, symbol
- * bits 24..31; not wr_lut_codes's code bytes, which its code_val does not
- * read): the 16-bit entry h in both halves, h | h << 16. */
+ * bits 24..31; not wr_lut_codes's values, which k_fused_private does not
+ * use): the 16-bit entry h in both halves, h | h << 16. */
 WR_HD uint32_t wr_bits_take_private(wr_bits *b, const uint32_t *plut, unsigned k, int L)
 {
     const uint32_t p = (uint32_t)(b->buf >> 32) >> (32 - L);

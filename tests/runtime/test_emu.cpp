@@ -841,6 +841,36 @@ static void check_no_code(uint32_t type, int64_t cols, int block_bytes, int bloc
     wr_model_free(&md);
 }
 
+/* A lane one word short: the one-symbol Q8_0 of check_no_code (130 x 256, code 0 of one
+   bit), its last tile (rows 128, 129: lane 0 alone, 16 words) cut to 15 words, lane count
+   and offsets consistent. The decode runs off the lane's end at 480 bits; past W a lane
+   must read 0 (a peek with a code), not a ring slot's stale word, which, peeking without a
+   code, stopped the lane at exactly 32 W bits where wr_pos_close saw nothing wrong (a
+   reviewer's find: the ring pipeline left the flag 0; the emulator fills shared memory
+   with 0xa5). Every lane-decoding kernel must flag it. */
+static void check_short_lane()
+{
+    char err[512];
+    wr_model md;
+    memset(&md, 0, sizeof md);
+    const int64_t rows = 130, cols = 256;
+    std::vector<uint8_t> zero((size_t)(rows * cols / 32 * 34), 0);
+    int rc = wr_model_add_blocks(&md, WP_Q8_0, "short-lane.Q8_0", rows, cols, zero.data(), err, sizeof err);
+    wr_matrix *m = rc ? NULL : &md.m[0];
+    uint8_t *lw = m ? (uint8_t *)m->v.lane_words : NULL;
+    uint32_t *off = m ? (uint32_t *)m->v.offsets : NULL;
+    const bool shape = m && m->huf.L == 1 && m->v.n_tiles == 3 && lw[64] == 16 && lw[65] == 0 &&
+                       off[3] - off[2] == 16;
+    CHECK(shape, "short-lane.Q8_0: L 1, 3 tiles, the last tile's lane 0 16 words, lane 1 none%s%s", rc ? ": " : "",
+          rc ? err : "");
+    if (shape) {
+        lw[64] = 15;
+        off[3] -= 1;
+        check_corrupt(m, "the last tile's lane 0 one word short");
+    }
+    wr_model_free(&md);
+}
+
 /* A padding bit set: a Q8_0 matrix of zeros but one 1 (row 0, lane 0 of tile 0) and one
    -1 (row 64, tile 1), so three symbols, code lengths 1, 2, 2: lane 0 of tile 0 holds
    511 + 2 = 513 bits, 17 words (the others 16), its last word alone in group 16 (tile
@@ -1318,6 +1348,7 @@ int main(void)
         check_no_code(WP_Q8_0, 544, 34, 32);
         check_no_code(WP_Q4_K, 768, 144, 256);
         check_padding_bit();
+        check_short_lane();
         memset(&md, 0, sizeof md);
         if (wr_model_synth(&md, WP_BF16, 70, 301, 17, err, sizeof err) == 0) {
             corruptions(&md.m[0]);
