@@ -652,24 +652,6 @@ __device__ __forceinline__ uint32_t lane_at_unchecked(Lane &L, int i, const uint
     return wr_bits_take(&L.b, lut, Lb);
 }
 
-/* Staged lanes of k_fused_q, read by position (L.pos = the bits read so
- * far; no bit buffer, no fill check). A pair of symbols at a time: the 64
- * bits from pos are words np = pos / 32 and np + 1 of the lane (a, b, in
- * registers) shifted left by pos % 32 (hi:lo, a funnel shift); the first
- * symbol's peek is hi's top L bits, the second's the L bits after the
- * first's length (a funnel shift), and pos moves on by both lengths (hi:lo
- * holds >= 33 bits from pos, two codes of <= 11). np then moves on by 0 or
- * 1: a, b become b, c where it does, c being word np + 2, loaded one pair
- * ahead (pair_word: 0 past W; a staged lane reads slot min(i, W), which
- * lane_open zeroes at W, so a corrupt lane reads no other memory), so no
- * load waits on the pair before it. A peek without a code has length 0, so the lane
- * stops there; finish_gemv's wr_pos_close flags it, or a lane ending short,
- * long or with padding bits set. Why: the buffer's fill check every second
- * symbol (a compare, a branch and, when any lane of the warp needs it,
- * which is nearly always, a push into the 64-bit buffer and the next word's
- * load) took more than the window does: k_fused_q<Q4_K, 1, staged>'s loop
- * over a sub-block (16 symbols) came to 274 SASS instructions against 362
- * (sm_90a, from the kernel's size at unroll 1 and 2). */
 /* Word i of a lane read by lane_pair_at, 0 past its W words: staged (ST 1)
  * from slot min(i, W), slot W holding 0; ring (2) from slot i % RING_WORDS,
  * or 0 past W. Why 0 and not whatever a ring slot holds: a lane one word
@@ -686,6 +668,24 @@ __device__ __forceinline__ uint32_t pair_word(const Lane &L, uint32_t i)
     return ST == 2 && i >= L.W ? 0u : v;
 }
 
+/* Staged and ring lanes of k_fused_q, read by position (L.pos = the bits
+ * read so far; no bit buffer, no fill check). A pair of symbols at a time: the 64
+ * bits from pos are words np = pos / 32 and np + 1 of the lane (a, b, in
+ * registers) shifted left by pos % 32 (hi:lo, a funnel shift); the first
+ * symbol's peek is hi's top L bits, the second's the L bits after the
+ * first's length (a funnel shift), and pos moves on by both lengths (hi:lo
+ * holds >= 33 bits from pos, two codes of <= 11). np then moves on by 0 or
+ * 1: a, b become b, c where it does, c being word np + 2, loaded one pair
+ * ahead (pair_word: 0 past W; a staged lane reads slot min(i, W), which
+ * lane_open zeroes at W, so a corrupt lane reads no other memory), so no
+ * load waits on the pair before it. A peek without a code has length 0, so
+ * the lane stops there; finish_gemv's wr_pos_close flags it, or a lane
+ * ending short, long or with padding bits set. Why: the buffer's fill check every second
+ * symbol (a compare, a branch and, when any lane of the warp needs it,
+ * which is nearly always, a push into the 64-bit buffer and the next word's
+ * load) took more than the window does: k_fused_q<Q4_K, 1, staged>'s loop
+ * over a sub-block (16 symbols) came to 274 SASS instructions against 362
+ * (sm_90a, from the kernel's size at unroll 1 and 2). */
 struct PairWin {
     uint32_t a, b, c;   /* the lane's words np, np + 1, np + 2 (c loaded ahead; 0 past W) */
     uint32_t np;        /* pos / 32 */
