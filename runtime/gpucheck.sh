@@ -284,16 +284,16 @@ srctop() { # CSV N
 
 # ---- 6c. GPUCHECK_SOURCE=1: where the batch-1 Q4_K GEMVs stall, instruction by instruction:
 #      their SASS (cuobjdump), and Nsight Compute's stall samples per SASS instruction of
-#      k_fused_q staged and fused (its source page as CSV, in the logs) with the ten
+#      k_fused_q staged, ring and fused (its source page as CSV, in the logs) with the ten
 #      instructions sampled most in the summary. The question the counts above leave open.
 if [ "${GPUCHECK_SOURCE:-0}" = 1 ] && command -v ncu > /dev/null; then
     if command -v cuobjdump > /dev/null; then
         cuobjdump -arch sm_90a --dump-sass "$W" 2> /dev/null |
-            awk '/Function :/ { keep = $0 ~ /k_fused_qILi12ELi1ELi[01]E|k_twinILi12ELi1E/ } keep' > "$O/sass-q4k.txt"
-        note "SASS of k_fused_q<Q4_K, 1, fused/staged> and k_twin<Q4_K, 1>: $(grep -c ' /\*[0-9a-f]*\*/ ' \
+            awk '/Function :/ { keep = $0 ~ /k_fused_qILi12ELi1ELi[012]E|k_twinILi12ELi1E/ } keep' > "$O/sass-q4k.txt"
+        note "SASS of k_fused_q<Q4_K, 1, fused/staged/ring> and k_twin<Q4_K, 1>: $(grep -c ' /\*[0-9a-f]*\*/ ' \
             "$O/sass-q4k.txt") instructions (sass-q4k.txt)"
     fi
-    for p in staged fused; do
+    for p in staged ring fused; do
         [ "$(elapsed)" -lt 420 ] || { note "SKIP source $p: $(elapsed)s spent"; break; }
         timeout 60 ncu --clock-control none --section SourceCounters --section WarpStateStats -k regex:k_fused_q \
             -c 1 -f -o "$O/src-$p" "$W" --verify --pipeline "$p" --synth Q4_K:4096x14336 --batch 1 > "$O/src-$p.log" 2>&1
