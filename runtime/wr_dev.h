@@ -310,9 +310,9 @@ WR_HD int wr_bits_close(const wr_bits *b, uint32_t W)
     return bad;
 }
 
-/* wr_bits_close for a lane read by position (k_fused_q's staged lanes):
- * pos = the bits read, word = the lane's word pos / 32 (0 past its W
- * words). Returns 1 when the checks fail. */
+/* wr_bits_close for a lane read by position (k_fused_q's staged and ring
+ * lanes, lane_pair_at): pos = the bits read, word = the lane's word
+ * pos / 32 (0 past its W words). Returns 1 when the checks fail. */
 WR_HD int wr_pos_close(uint32_t pos, uint32_t W, uint32_t word)
 {
     int bad = pos > 32u * W || (pos + 31u) / 32u != W;
