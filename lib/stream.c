@@ -437,6 +437,21 @@ int wp_reader_close(wp_reader *rd)
     return 0;
 }
 
+/* A record as messages name it: "record 'NAME'", or for a record without a
+ * name (a stream's one gguf record and one kvpack record, the GGUF's
+ * metadata) "the KIND record" ("record ''" told a user nothing). Returns
+ * buf (n bytes). */
+static const char *rec_label(const wp_record *r, const char *name, char *buf, size_t n)
+{
+    if (name && *name)
+        snprintf(buf, n, "record '%s'", name);
+    else if (wp_rec_kind_known(r->kind))
+        snprintf(buf, n, "the %s record", wp_rec_kind_name(r->kind));
+    else
+        snprintf(buf, n, "an unnamed record");
+    return buf;
+}
+
 /* Parse a header already in buf (fixed part read); reads name/attrs/sum. */
 static int read_header(wp_reader *rd, wp_record *r)
 {
@@ -495,27 +510,29 @@ static int read_header(wp_reader *rd, wp_record *r)
      * as they came: a breaker's find) */
     if (get32(fixed + 52) != 0)
         return rfail(rd, "corrupt record header at byte %" PRIu64 " (reserved field not 0)", start);
+    char lb[WP_MAX_NAME + 32];
+    const char *rl = rec_label(r, name, lb, sizeof lb);
     if (!attrs_ok(attrs))
-        return rfail(rd, "record '%s': attributes are not key=value lines", name);
+        return rfail(rd, "%s: attributes are not key=value lines", rl);
     for (int i = 0; i < WP_MAX_DIMS; i++)
         if (r->ne[i] < 0 || (i >= r->n_dims && r->ne[i] != 1))
-            return rfail(rd, "record '%s': bad shape", name);
+            return rfail(rd, "%s: bad shape", rl);
     uint64_t nelem = 1;
     for (int i = 0; i < r->n_dims; i++) {
         uint64_t n = (uint64_t)r->ne[i];
         if (n && nelem > (UINT64_C(1) << 62) / n)
-            return rfail(rd, "record '%s': shape has more than 2^62 elements", name);
+            return rfail(rd, "%s: shape has more than 2^62 elements", rl);
         nelem *= n;
     }
     if (r->payload_len > MAX_PAYLOAD)
-        return rfail(rd, "record '%s': payload of %" PRIu64 " bytes is implausible", name, r->payload_len);
+        return rfail(rd, "%s: payload of %" PRIu64 " bytes is implausible", rl, r->payload_len);
     if (rd->left && r->payload_len > rd->left - rd->off)   /* before any allocation of that size */
-        return rfail(rd, "truncated stream: record '%s' at byte %" PRIu64 " claims %" PRIu64
-                     " payload bytes, the file has %" PRIu64 " after its header", name, start, r->payload_len,
+        return rfail(rd, "truncated stream: %s at byte %" PRIu64 " claims %" PRIu64
+                     " payload bytes, the file has %" PRIu64 " after its header", rl, start, r->payload_len,
                      rd->left - rd->off);
     if (!wp_rec_kind_known(r->kind))   /* (a forged kind was passed on, then dropped) */
-        return rfail(rd, "record '%s' at byte %" PRIu64 ": unknown record kind %u (corrupt, or from a newer wpack)",
-                     name, start, (unsigned)r->kind);
+        return rfail(rd, "%s at byte %" PRIu64 ": unknown record kind %u (corrupt, or from a newer wpack)",
+                     rl, start, (unsigned)r->kind);
     if (r->kind == WP_REC_GGUF && (r->payload_len || rd->n_gguf++))
         return rfail(rd, "corrupt stream: %s gguf record at byte %" PRIu64,
                      r->payload_len ? "a payload in the" : "a second", start);
@@ -523,8 +540,8 @@ static int read_header(wp_reader *rd, wp_record *r)
         /* a tensor's bytes are what its type and shape say */
         uint64_t rs = wp_ggml_row_size(r->type, r->ne[0]), need = r->ne[0] ? rs * (nelem / (uint64_t)r->ne[0]) : 0;
         if ((r->ne[0] && !rs) || need != r->payload_len)
-            return rfail(rd, "record '%s': %" PRIu64 " payload bytes, but %s %" PRId64 " x %" PRIu64 " needs %" PRIu64,
-                         name, r->payload_len, wp_ggml_type_name(r->type), r->ne[0],
+            return rfail(rd, "%s: %" PRIu64 " payload bytes, but %s %" PRId64 " x %" PRIu64 " needs %" PRIu64,
+                         rl, r->payload_len, wp_ggml_type_name(r->type), r->ne[0],
                          r->ne[0] ? nelem / (uint64_t)r->ne[0] : 0, need);
     }
     if (rskip(rd, pad_to(rd->off, rd->align), "record padding"))
@@ -551,12 +568,13 @@ int wp_reader_payload(wp_reader *rd, wp_record *r)
      * as an allocation of its length. */
     const uint64_t want = r->payload_len;
     uint64_t have = 0;
+    char lb[WP_MAX_NAME + 32];
     do {
         uint64_t next = rd->left ? want : have ? 2 * have : UINT64_C(1) << 26;
         if (next > want)
             next = want;
         if (!wp_record_alloc(r, next))
-            return rfail(rd, "record '%s': out of memory for %" PRIu64 " bytes", r->name, next);
+            return rfail(rd, "%s: out of memory for %" PRIu64 " bytes", rec_label(r, r->name, lb, sizeof lb), next);
         if (rread(rd, r->payload + have, (size_t)(next - have), "payload"))
             return -1;
         have = next;
@@ -564,7 +582,7 @@ int wp_reader_payload(wp_reader *rd, wp_record *r)
     if (XXH64(r->payload, (size_t)r->payload_len, 0) != rd->pending_sum) {
         if (r->kind == WP_REC_END)
             return rfail(rd, "the index (end record): payload checksum mismatch (corrupt data)");
-        return rfail(rd, "record '%s': payload checksum mismatch (corrupt data)", r->name);
+        return rfail(rd, "%s: payload checksum mismatch (corrupt data)", rec_label(r, r->name, lb, sizeof lb));
     }
     uint64_t pad = pad_to(r->payload_len, rd->align);
     rd->pending = 0;
@@ -718,7 +736,8 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
         return -1;
     }
     if (memcmp(t + 8, WP_TRAILER_MAGIC, 8)) {
-        snprintf(err, errlen, "%s: no index trailer (truncated, or not a wpack stream)", path);
+        snprintf(err, errlen, "%s: no index trailer at its end (the file is cut short, or its last 16 bytes are "
+                 "damaged)", path);
         return -1;
     }
     wp_record_init(&r);

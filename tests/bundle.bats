@@ -134,6 +134,33 @@ bundle() { # GGUF BUNDLE [histogram options]
     [[ "$output" =~ (checksum mismatch|corrupt) ]]
 }
 
+@test "bad input: a flipped bit in the GGUF metadata names the kvpack record (it said record '')" {
+    bundle "$MODELS/stories260K-f32.gguf" "$T/s.bundle"   # (mksynth's GGUF has no metadata)
+    cp "$T/s.bundle" "$T/kv.bundle"
+    # the second record's payload: the kvpack record (the GGUF's metadata, zstd'd), which has no name
+    local at
+    at=$(python3 -c '
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+align, off = struct.unpack_from("<I", b, 12)[0], 16
+pad = lambda n: (n + align - 1) // align * align
+for i in range(2):
+    kind, nl, al, pl = struct.unpack_from("<H", b, off + 4)[0], struct.unpack_from("<I", b, off + 12)[0], struct.unpack_from("<I", b, off + 48)[0], struct.unpack_from("<Q", b, off + 56)[0]
+    p = pad(off + 72 + nl + al + 8)
+    off = pad(p + pl)
+assert kind == 12 and nl == 0 and pl > 8, (kind, nl, pl)
+print(p + 8)' "$T/kv.bundle")
+    patch_bytes "$T/kv.bundle" "$at" "$(printf '\\x%02x' $(( $(od -An -tu1 -j "$at" -N1 "$T/kv.bundle") ^ 1 )))"
+    ! cmp -s "$T/s.bundle" "$T/kv.bundle"
+    run --separate-stderr "$BIN/verify" -q "$MODELS/stories260K-f32.gguf" "$T/kv.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "verify: $T/kv.bundle: the kvpack record: payload checksum mismatch (corrupt data)" ]
+    run --separate-stderr "$BIN/unbundle" -o "$T/out.gguf" "$T/kv.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "unbundle: $T/kv.bundle: the kvpack record: payload checksum mismatch (corrupt data)" ]
+    [ ! -e "$T/out.gguf" ]
+}
+
 @test "huffbuild --max-len too short for the alphabet: its symbols need a longest code of at least 8 bits (it said 'up to')" {
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q5_0 --rtn | "$BIN/histogram" > "$T/q.hist"
     run "$BIN/huffbuild" --max-len 7 -o "$T/t.wps" "$T/q.hist"

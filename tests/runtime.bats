@@ -326,13 +326,16 @@ open('$T/name', 'w').write(r.name)"
     : > "$T/empty"
     head -c 20 "$Q/syn.bundle" > "$T/short"
     head -c 4000 "$Q/syn.bundle" > "$T/cut"
+    cp "$Q/syn.bundle" "$T/trail"   # whole, the trailer's magic damaged: not called truncated alone
+    patch_bytes "$T/trail" $(( $(stat -c %s "$T/trail") - 1 )) 'X'
     zstd -q -c "$Q/syn.gguf" > "$T/gguf.zst"
     zstd -q -c "$Q/syn.bundle" > "$T/dist.zst"
     printf 'not a bundle at all, some text\n%.0s' 1 2 3 > "$T/text"
     printf 'hi' > "$T/hi"   # shorter than a header: what it holds is not the magic
     for c in "empty:empty file, not a wpack stream" \
              "short:truncated wpack stream (shorter than a header and a trailer)" \
-             "cut:no index trailer (truncated, or not a wpack stream)" \
+             "cut:no index trailer at its end (the file is cut short, or its last 16 bytes are damaged)" \
+             "trail:no index trailer at its end (the file is cut short, or its last 16 bytes are damaged)" \
              "text:not a wpack stream (bad magic)" \
              "hi:not a wpack stream (bad magic)" \
              "gguf.zst:a zstd frame that does not hold a wpack stream"; do
