@@ -389,6 +389,17 @@ static const char *relerr_str(double e, const double *ref, size_t n, char *buf, 
     return buf;
 }
 
+/* A GEMV check's verdict: "ok", or "FAIL (tol T)" with the limit it is over
+ * (--tol's, or the default), so a failed line says what it failed. */
+static const char *verdict(int ok)
+{
+    static char buf[48];
+    if (ok)
+        return "ok";
+    snprintf(buf, sizeof buf, "FAIL (tol %g)", opt.tol);
+    return buf;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -533,7 +544,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     if (pf != P_TWIN)
                         snprintf(tw, sizeof tw, "twin %s  ", relerr_str(et, y64, ny, rt, sizeof rt));
                     printf("gemv   %-6s %-40s batch %-4d %s %s  %s%s%s\n", type_name(m), m->name, batch, pipe_name[pf],
-                           relerr_str(ef, y64, ny, rf, sizeof rf), tw, same ? "(bit-equal) " : "", ok ? "ok" : "FAIL");
+                           relerr_str(ef, y64, ny, rf, sizeof rf), tw, same ? "(bit-equal) " : "", verdict(ok));
                     bad |= !ok;
                 }
             }
@@ -712,7 +723,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                     double e = wr_relerr(y, y64, ny);
                     char rs[64];
                     printf("gemv   %-6s %-40s batch %-4d %-5s %s  %s\n", type_name(m), m->name, batch, pipe_name[p],
-                           relerr_str(e, y64, ny, rs, sizeof rs), e < opt.tol ? "ok" : "FAIL");
+                           relerr_str(e, y64, ny, rs, sizeof rs), verdict(e < opt.tol));
                     bad |= !(e < opt.tol);
                 }
             }
@@ -819,12 +830,17 @@ static const uint32_t all_types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0
 static void synth_parse(const char *spec, int *type, long long *rows, long long *cols)
 {
     char tn[32];
-    long long r, c;
-    int end = 0;
+    long long r = 0, c = 0;
+    /* TYPE:ROWSxCOLS, decimal counts and the x in either case, as the type's name ("q4_k:64X512") */
     const char *colon = strchr(spec, ':');
-    if (!colon || colon[1 + strspn(colon + 1, "0123456789x")] ||
-        sscanf(spec, "%31[^:]:%lldx%lld%n", tn, &r, &c, &end) != 3 || spec[end])
+    char *e = NULL;
+    const int ok = colon && colon > spec && colon - spec < (ptrdiff_t)sizeof tn && isdigit((unsigned char)colon[1]) &&
+                   (r = strtoll(colon + 1, &e, 10), *e == 'x' || *e == 'X') && isdigit((unsigned char)e[1]) &&
+                   (c = strtoll(e + 1, &e, 10), !*e);
+    if (!ok)
         die(WR_EXIT_USAGE, "--synth: expected TYPE:ROWSxCOLS, got '%s'", spec);
+    memcpy(tn, spec, (size_t)(colon - spec));
+    tn[colon - spec] = 0;
     if (r < 1 || c < 1)
         die(WR_EXIT_USAGE, "--synth: rows and cols must be at least 1: '%s'", spec);
     if (r > (1LL << 34) / c)

@@ -105,6 +105,23 @@ cpu_verify() {
     echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +twin relerr [0-9.e+-]+  ok$'
 }
 
+@test "wprun --synth takes the shape's x in either case, as the type's name (it refused 64X512)" {
+    run "$BIN/wprun" --cpu --verify --synth q4_k:64X512 --synth Q8_0:3X32
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^verify +Q4_K +synth.Q4_K.64x512 +64x512 '
+    echo "$output" | grep -qE '^verify +Q8_0 +synth.Q8_0.3x32 +3x32 '
+    [ "$(echo "$output" | grep -c '^verify ')" -eq 2 ]
+}
+
+@test "wprun --verify: a GEMV line over --tol ends FAIL (tol X), naming the limit (it said FAIL alone)" {
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tol 1e-30
+    [ "$status" -eq 1 ]
+    echo "$output" | grep -qE '^gemv +Q4_K +synth.Q4_K.64x512 +batch 1 +staged relerr [0-9.e+-]+  twin relerr [0-9.e+-]+  \(bit-equal\) FAIL \(tol 1e-30\)$'
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tol 0.5
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv +Q4_K .* \(bit-equal\) ok$'
+}
+
 @test "wprun: bad --synth, --batch, --runs and --tol are usage errors (64) before any device check; huge shapes refused" {
     for s in F16:0x10 BF16:10x-1 Q4_K:64x256junk BF16:2147483648x4294967296 F32:4294967296x4294967297 Q9_9:4x4; do
         run "$BIN/wprun" --synth "$s"
@@ -124,6 +141,11 @@ cpu_verify() {
         run "$BIN/wprun" --cpu --synth Q4_0:64x256 --tol "$t"
         [ "$status" -eq 64 ]
         [ "$output" = "wprun: --tol: expected a positive number, got '$t'" ]
+    done
+    for s in Q4_0:64x256x2 Q4_0:x256 :64x256 Q4_0:64x Q4_0:+64x256 "Q4_0: 64x256" Q4_0:64xx256; do
+        run "$BIN/wprun" --cpu --synth "$s"
+        [ "$status" -eq 64 ]
+        [ "$output" = "wprun: --synth: expected TYPE:ROWSxCOLS, got '$s'" ]
     done
     # F32 is ggml type 0: a single F32 spec makes one F32 matrix (it once made every type's first, Q4_0)
     run "$BIN/wprun" --cpu --verify --synth F32:70x301
