@@ -668,29 +668,46 @@ __device__ __forceinline__ uint32_t pair_word(const Lane &L, uint32_t i)
     return ST == 2 && i >= L.W ? 0u : v;
 }
 
-/* Staged and ring lanes of k_fused_q, read by position (L.pos = the bits
- * read so far; no bit buffer, no fill check). A pair of symbols at a time: the 64
- * bits from pos are words np = pos / 32 and np + 1 of the lane (a, b, in
- * registers) shifted left by pos % 32 (hi:lo, a funnel shift); the first
- * symbol's peek is hi's top L bits, the second's the L bits after the
- * first's length (a funnel shift), and pos moves on by both lengths (hi:lo
- * holds >= 33 bits from pos, two codes of <= 11). np then moves on by 0 or
- * 1: a, b become b, c where it does, c being word np + 2, loaded one pair
- * ahead (pair_word: 0 past W; a staged lane reads slot min(i, W), which
- * lane_open zeroes at W, so a corrupt lane reads no other memory), so no
- * load waits on the pair before it. A peek without a code has length 0, so
- * the lane stops there; finish_gemv's wr_pos_close flags it, or a lane
- * ending short, long or with padding bits set. Why: the buffer's fill check every second
+/* Staged and ring lanes of k_fused_q, read by position (no bit buffer, no
+ * fill check). A pair of symbols at a time: the 64 bits from the position
+ * are words np and np + 1 of the lane (a, b, in registers) shifted left by
+ * the position % 32 (hi:lo, a funnel shift); the first symbol's peek is
+ * hi's top L bits, the second's the L bits after the first's length (a
+ * funnel shift), and the position moves on by both lengths (hi:lo holds >=
+ * 33 bits from it, two codes of <= 11). np then moves on by 0 or 1: a, b
+ * become b, c where it does, c being word np + 2, loaded one pair ahead
+ * (pair_word: 0 past W; a staged lane reads slot min(i, W), which lane_open
+ * zeroes at W, so a corrupt lane reads no other memory), so no load waits
+ * on the pair before it.
+ *
+ * The position is kept as s, the sum of the entries read: bits 0..5 of an
+ * entry of k_fused_q's table are its code length (<= 11) alone, 0 without
+ * a code (WR_LUT_BAD is bit 6; test_runtime_cpu checks every table), and
+ * the bits above hold the codes' values, whose sums carry only upward; so
+ * s's bits 0..5 are the position's. The funnel shifts take their amount mod 32 (SHF.W), so s
+ * and the first entry serve as they are, and since a pair moves the
+ * position by <= 22 bits, np moves on exactly when s's bit 5 flips
+ * (lane_pair_close makes the position at the end). Per pair that is one
+ * add of three and one test, where the position took two length masks,
+ * an add, a mask, a shift and a compare.
+ *
+ * A peek without a code has length 0, so the lane stops there;
+ * finish_gemv's wr_pos_close flags it, or a lane ending short, long or with
+ * padding bits set. Why a window: the buffer's fill check every second
  * symbol (a compare, a branch and, when any lane of the warp needs it,
  * which is nearly always, a push into the 64-bit buffer and the next word's
- * load) took more than the window does: k_fused_q<Q4_K, 1, staged>'s loop
- * over a sub-block (16 symbols) came to 274 SASS instructions against 362
- * (sm_90a, from the kernel's size at unroll 1 and 2). */
+ * load) took more: k_fused_q<Q4_K, 1, staged>'s loop over a sub-block (16
+ * symbols) came to 274 SASS instructions against 362 (sm_90a, from the
+ * kernel's size at unroll 1 and 2). The sum s took the kernels as built (the
+ * sub-block loop not unrolled) from 1,408 to 1,392 instructions (staged
+ * Q4_K, batch 1), ring Q6_K 1,696 to 1,608, Q8_0 2,120 to 2,072; unrolled,
+ * ptxas made the same loop of both. */
 struct PairWin {
     uint32_t a, b, c;   /* the lane's words np, np + 1, np + 2 (c loaded ahead; 0 past W) */
-    uint32_t np;        /* pos / 32 */
-    uint32_t hi, lo;    /* the 64 bits from pos at the pair's first symbol */
-    uint32_t len0;      /* the first symbol's code length */
+    uint32_t np;        /* the position / 32 */
+    uint32_t s;         /* the entries' sum: bits 0..4 the position % 32, bit 5 np's parity */
+    uint32_t hi, lo;    /* the 64 bits from the position at the pair's first symbol */
+    uint32_t e0;        /* the pair's first entry (bits 0..4: its code length) */
 };
 
 /* The window's words at the lane's start (after lane_open). */
@@ -698,38 +715,41 @@ template <int ST>
 __device__ __forceinline__ void lane_pair_open(const Lane &L, PairWin &w)
 {
     w.np = 0;
+    w.s = 0;
     w.a = pair_word<ST>(L, 0);
     w.b = pair_word<ST>(L, 1);
     w.c = pair_word<ST>(L, 2);
 }
 
 template <int ST>
-__device__ __forceinline__ uint32_t lane_pair_at(Lane &L, int i, const uint32_t *lut, int Lb, PairWin &w)
+__device__ __forceinline__ uint32_t lane_pair_at(const Lane &L, int i, const uint32_t *lut, int Lb, PairWin &w)
 {
     if (i % 2 == 0) {
-        const uint32_t off = L.pos & 31u;
-        w.hi = wr_funnel_l(w.b, w.a, off);
-        w.lo = w.b << off;
+        w.hi = wr_funnel_l(w.b, w.a, w.s);
+        w.lo = wr_funnel_l(0u, w.b, w.s);   /* b << (s % 32) */
         const uint32_t *ep = lut + (w.hi >> (32 - Lb));
         WR_PROBE(WR_SITE_LUT, ep);
-        const uint32_t e = *ep;
-        w.len0 = e & WR_LUT_LEN;
-        return e;
+        w.e0 = *ep;
+        return w.e0;
     }
-    const uint32_t *ep = lut + (wr_funnel_l(w.lo, w.hi, w.len0) >> (32 - Lb));
+    const uint32_t *ep = lut + (wr_funnel_l(w.lo, w.hi, w.e0) >> (32 - Lb));
     WR_PROBE(WR_SITE_LUT, ep);
     const uint32_t e = *ep;
-    L.pos += w.len0 + (e & WR_LUT_LEN);
+    const uint32_t s = w.s + w.e0 + e;
     /* the next pair's words: np moves on by 0 or 1 (a pair reads <= 22 bits); the word
        after them loaded now, for the pair after this one */
-    const uint32_t np = L.pos >> 5;
-    const bool adv = np != w.np;
+    const bool adv = ((s ^ w.s) & 32u) != 0;
+    w.s = s;
+    w.np += adv;
     w.a = adv ? w.b : w.a;
     w.b = adv ? w.c : w.b;
-    w.c = pair_word<ST>(L, np + 2);
-    w.np = np;
+    w.c = pair_word<ST>(L, w.np + 2);
     return e;
 }
+
+/* The lane's position (bits read) after lane_pair_at's last pair, into
+ * L.pos for finish_gemv's checks. */
+__device__ __forceinline__ void lane_pair_close(Lane &L, const PairWin &w) { L.pos = 32u * w.np + (w.s & 31u); }
 
 /* lane_at_unchecked through the lane-private table plut (pipeline
  * "private"): lane k reads bank k only (wr_bits_take_private). */
@@ -1116,6 +1136,8 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
     }
     if (ST == 2)
         __pipeline_wait_prior(0);   /* no copy in flight when the tile ends */
+    if (ST != 0)
+        lane_pair_close(L, win);
     finish_gemv<B, ST>(M, tg, k, L, acc, bad, y);
 }
 

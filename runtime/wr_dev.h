@@ -627,6 +627,8 @@ WR_HD float wr_kv(int q)
  *   two, non-linear (IQ4_NL, IQ4_XS): kv[q0]'s float bits 17..31 at 17..31
  *     (|kv| <= 127: 7 significant bits), q1 at 8..11 (kv16's index);
  *   four (Q2_K) and a bad entry: as wr_lut_entry made them.
+ * Bits 0..5 stay the code length alone (0 without a code): lane_pair_at
+ * adds entries up for the lane's position.
  * So each value is exact, and the symbol is no longer in the entry: the
  * other users of the table (k_fused_private's pair table, plut_host, and
  * wr_dev_decode_tile) read wr_lut_build's entries. */

@@ -180,13 +180,18 @@ static void test_dev_huffman(void)
         float kv16[16];
         for (int q = 0; q < 16; q++)
             kv16[q] = wr_kv(q);
-        int cok = 1, vals = 0;
+        int cok = 1, vals = 0, sumok = 1;
         for (size_t ti = 0; ti < sizeof types / sizeof *types; ti++) {
             const wr_geom g = wr_geom_of(types[ti]);
             const uint8_t zero[32] = {0};
             const wr_scale z = wr_sub_scale(types[ti], zero, 0);
             for (uint32_t p = 0; p < (1u << h.L); p++) {
                 const uint32_t e = wr_lut_entry(&h, p, NULL, 0), c = wr_lut_codes(e, g.bits, g.wps, z.off, z.nl);
+                /* lane_pair_at sums entries for the position: bits 0..5 are the length alone
+                   (0 without a code), whatever the type */
+                int len = 0;
+                const int has = wr_huf_peek(&h, p, &len) >= 0;
+                sumok &= (c & 63u) == (has ? (uint32_t)len : 0u);
                 if ((e & WR_LUT_BAD) || g.wps > 2) {
                     cok &= c == e;
                     continue;
@@ -202,6 +207,8 @@ static void test_dev_huffman(void)
         }
         CHECK(cok, "wr_lut_codes (table %d): %d codes of 11 block types read back by wr_lut_value as "
               "their exact values, length and flags kept; Q2_K and bad entries unchanged", trial, vals);
+        CHECK(sumok, "k_fused_q's table (table %d): bits 0..5 of every entry of 12 block types are its code length, "
+              "0 without a code (lane_pair_at sums entries for the position)", trial);
         if (trial == 0) {
             /* wr_pos_close: the end of a lane read by position (bits read, W words, the word
                the position is in) */
