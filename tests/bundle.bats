@@ -152,12 +152,12 @@ assert kind == 12 and nl == 0 and pl > 8, (kind, nl, pl)
 print(p + 8)' "$T/kv.bundle")
     patch_bytes "$T/kv.bundle" "$at" "$(printf '\\x%02x' $(( $(od -An -tu1 -j "$at" -N1 "$T/kv.bundle") ^ 1 )))"
     ! cmp -s "$T/s.bundle" "$T/kv.bundle"
-    run --separate-stderr "$BIN/verify" -q "$MODELS/stories260K-f32.gguf" "$T/kv.bundle"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "verify: $T/kv.bundle: the kvpack record: payload checksum mismatch (corrupt data)" ]
-    run --separate-stderr "$BIN/unbundle" -o "$T/out.gguf" "$T/kv.bundle"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "unbundle: $T/kv.bundle: the kvpack record: payload checksum mismatch (corrupt data)" ]
+    for c in "verify -q $MODELS/stories260K-f32.gguf" "unbundle -o $T/out.gguf" "tsinfo"; do
+        set -- $c
+        run --separate-stderr "$BIN/$1" "${@:2}" "$T/kv.bundle"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "$1: $T/kv.bundle: the kvpack record: payload checksum mismatch (corrupt data)" ]
+    done
     [ ! -e "$T/out.gguf" ]
 }
 
