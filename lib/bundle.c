@@ -591,19 +591,19 @@ static int expand_kvpack(wp_restore *rs, const wp_record *in)
     int64_t n = wp_attr_i64(in, "n_kv", -1), len = wp_attr_i64(in, "z_len", -1);
     if (n < 0 || len < 0 || (uint64_t)n > (uint64_t)len / 16 + 1 ||
         wp_zcontent_size(in->payload, (size_t)in->payload_len) != (uint64_t)len)
-        return rfail(rs, "kvpack: bad attributes or corrupt zstd payload");
+        return rfail(rs, "the kvpack record: bad attributes or corrupt zstd payload");
     uint8_t *p = malloc(len ? (size_t)len : 1);
     if (!p)
-        return rfail(rs, "kvpack: out of memory");
+        return rfail(rs, "the kvpack record: out of memory");
     if (wp_zunpack(in->payload, (size_t)in->payload_len, 1, p, (size_t)len)) {
         free(p);
-        return rfail(rs, "kvpack: corrupt zstd payload");
+        return rfail(rs, "the kvpack record: corrupt zstd payload");
     }
     drop_queue(rs);
     rs->queue = calloc(n ? (size_t)n : 1, sizeof *rs->queue);
     if (!rs->queue) {
         free(p);
-        return rfail(rs, "kvpack: out of memory");
+        return rfail(rs, "the kvpack record: out of memory");
     }
     uint64_t off = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -631,11 +631,11 @@ static int expand_kvpack(wp_restore *rs, const wp_record *in)
     }
     free(p);
     if (off != (uint64_t)len)
-        return rfail(rs, "kvpack: %" PRIu64 " trailing bytes", (uint64_t)len - off);
+        return rfail(rs, "the kvpack record: %" PRIu64 " trailing bytes", (uint64_t)len - off);
     return 0;
 bad:
     free(p);
-    return rfail(rs, "kvpack: corrupt contents");
+    return rfail(rs, "the kvpack record: corrupt contents");
 }
 
 /* A message without the leading "PATH: " (the caller names the file). */

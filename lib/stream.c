@@ -438,15 +438,17 @@ int wp_reader_close(wp_reader *rd)
 }
 
 /* A record as messages name it: "record 'NAME'", or for a record without a
- * name (a stream's one gguf record and one kvpack record, the GGUF's
- * metadata) "the KIND record" ("record ''" told a user nothing). Returns
- * buf (n bytes). */
+ * name "the gguf record" or "the kvpack record" (a stream's one of each: the
+ * GGUF's header and metadata), else "an unnamed KIND record" ("record ''"
+ * told a user nothing). Returns buf (n bytes). */
 static const char *rec_label(const wp_record *r, const char *name, char *buf, size_t n)
 {
     if (name && *name)
         snprintf(buf, n, "record '%s'", name);
-    else if (wp_rec_kind_known(r->kind))
+    else if (r->kind == WP_REC_GGUF || r->kind == WP_REC_KVPACK)
         snprintf(buf, n, "the %s record", wp_rec_kind_name(r->kind));
+    else if (wp_rec_kind_known(r->kind))
+        snprintf(buf, n, "an unnamed %s record", wp_rec_kind_name(r->kind));
     else
         snprintf(buf, n, "an unnamed record");
     return buf;
@@ -736,13 +738,23 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
         return -1;
     }
     if (memcmp(t + 8, WP_TRAILER_MAGIC, 8)) {
-        snprintf(err, errlen, "%s: no index trailer at its end (the file is cut short, or its last 16 bytes are "
-                 "damaged)", path);
+        snprintf(err, errlen, "%s: no index trailer in its last 16 bytes (the file is cut short, has bytes appended, "
+                 "or its end is damaged)", path);
+        return -1;
+    }
+    /* the trailer's offset: a record's tag there, or the trailer is what is damaged (it was
+       called a truncated stream, or a stream without a record at some byte) */
+    const uint64_t at = get64(t);
+    uint8_t tag[4];
+    if (at < 16 || at > (uint64_t)size || (uint64_t)size - at < REC_FIXED + 16 || fseeko(f, (off_t)at, SEEK_SET) ||
+        fread(tag, 1, 4, f) != 4 || get32(tag) != REC_TAG) {
+        snprintf(err, errlen, "%s: damaged index trailer: it points at byte %" PRIu64 " of %" PRIu64 ", where no "
+                 "record starts", path, at, (uint64_t)size);
         return -1;
     }
     wp_record_init(&r);
     uint64_t rend;
-    if (record_read_at(f, path, get64(t), &r, &rend, err, errlen)) {
+    if (record_read_at(f, path, at, &r, &rend, err, errlen)) {
         wp_record_free(&r);
         return -1;
     }

@@ -151,7 +151,8 @@ for i in range(2):
 assert kind == 12 and nl == 0 and pl > 8, (kind, nl, pl)
 print(p + 8)' "$T/kv.bundle")
     patch_bytes "$T/kv.bundle" "$at" "$(printf '\\x%02x' $(( $(od -An -tu1 -j "$at" -N1 "$T/kv.bundle") ^ 1 )))"
-    ! cmp -s "$T/s.bundle" "$T/kv.bundle"
+    run cmp -s "$T/s.bundle" "$T/kv.bundle"
+    [ "$status" -eq 1 ]
     for c in "verify -q $MODELS/stories260K-f32.gguf" "unbundle -o $T/out.gguf" "tsinfo"; do
         set -- $c
         run --separate-stderr "$BIN/$1" "${@:2}" "$T/kv.bundle"
@@ -413,7 +414,7 @@ for r in recs:
     if r.kind == 12:
         r.payload = bytearray(claim(1 << 40)); r.attrs['z_len'] = str(1 << 40)"
     run "$BIN/unbundle" -o "$T/out.gguf" "$T/k.bundle"
-    one_line_error "^unbundle: $T/k.bundle: kvpack: bad attributes or corrupt zstd payload$"
+    one_line_error "^unbundle: $T/k.bundle: the kvpack record: bad attributes or corrupt zstd payload$"
     # the untouched bundle still restores
     run "$BIN/verify" -q "$T/q.gguf" "$T/q.bundle"
     [ "$status" -eq 0 ]

@@ -113,10 +113,15 @@ cpu_verify() {
     [ "$(echo "$output" | grep -c '^verify ')" -eq 2 ]
 }
 
-@test "wprun --verify: a GEMV line over --tol ends FAIL (tol X), naming the limit (it said FAIL alone)" {
+@test "wprun --verify: a GEMV line over --tol says which error is not below which limit (it said FAIL alone)" {
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tol 1e-30
     [ "$status" -eq 1 ]
-    echo "$output" | grep -qE '^gemv +Q4_K +synth.Q4_K.64x512 +batch 1 +staged relerr [0-9.e+-]+  twin relerr [0-9.e+-]+  \(bit-equal\) FAIL \(tol 1e-30\)$'
+    echo "$output" | grep -qE '^gemv +Q4_K +synth.Q4_K.64x512 +batch 1 +staged relerr [0-9.e+-]+  twin relerr [0-9.e+-]+  \(bit-equal\) FAIL \(relerr [0-9]\.[0-9]{4}e-[0-9]+, not below --tol 1e-30\)$'
+    # the error with more digits than its column, where the limit equals the column's three
+    # digits (it read "relerr 2.28e-07 ... FAIL (tol 2.28e-07)")
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tol 2.28e-7
+    [ "$status" -eq 1 ]
+    echo "$output" | grep -qF "staged relerr 2.28e-07  twin relerr 2.28e-07  (bit-equal) FAIL (relerr 2.2804e-07, not below --tol 2.28e-07)"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tol 0.5
     [ "$status" -eq 0 ]
     echo "$output" | grep -qE '^gemv +Q4_K .* \(bit-equal\) ok$'
@@ -350,20 +355,34 @@ open('$T/name', 'w').write(r.name)"
     head -c 4000 "$Q/syn.bundle" > "$T/cut"
     cp "$Q/syn.bundle" "$T/trail"   # whole, the trailer's magic damaged: not called truncated alone
     patch_bytes "$T/trail" $(( $(stat -c %s "$T/trail") - 1 )) 'X'
+    { cat "$Q/syn.bundle"; echo; } > "$T/more"   # a byte appended (it was called cut short)
     zstd -q -c "$Q/syn.gguf" > "$T/gguf.zst"
     zstd -q -c "$Q/syn.bundle" > "$T/dist.zst"
     printf 'not a bundle at all, some text\n%.0s' 1 2 3 > "$T/text"
     printf 'hi' > "$T/hi"   # shorter than a header: what it holds is not the magic
     for c in "empty:empty file, not a wpack stream" \
              "short:truncated wpack stream (shorter than a header and a trailer)" \
-             "cut:no index trailer at its end (the file is cut short, or its last 16 bytes are damaged)" \
-             "trail:no index trailer at its end (the file is cut short, or its last 16 bytes are damaged)" \
+             "cut:no index trailer in its last 16 bytes (the file is cut short, has bytes appended, or its end is damaged)" \
+             "trail:no index trailer in its last 16 bytes (the file is cut short, has bytes appended, or its end is damaged)" \
+             "more:no index trailer in its last 16 bytes (the file is cut short, has bytes appended, or its end is damaged)" \
              "text:not a wpack stream (bad magic)" \
              "hi:not a wpack stream (bad magic)" \
              "gguf.zst:a zstd frame that does not hold a wpack stream"; do
         run --separate-stderr "$BIN/wprun" --cpu "$T/${c%%:*}"
         [ "$status" -eq 1 ]
         [ "$stderr" = "wprun: $T/${c%%:*}: ${c#*:}" ]
+    done
+    # the trailer's offset damaged: named so (it was "truncated stream" or "no record at byte N")
+    local n
+    n=$(stat -c %s "$Q/syn.bundle")
+    for c in "$((n - 13)):\\x7f" "$((n - 16)):\\xff" "$((n - 16)):\\x00"; do
+        cp "$Q/syn.bundle" "$T/off"
+        patch_bytes "$T/off" "${c%%:*}" "${c#*:}"
+        local at
+        at=$(python3 -c 'import struct,sys; print(struct.unpack("<Q", open(sys.argv[1],"rb").read()[-16:-8])[0])' "$T/off")
+        run --separate-stderr "$BIN/wprun" --cpu "$T/off"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "wprun: $T/off: damaged index trailer: it points at byte $at of $n, where no record starts" ]
     done
     run --separate-stderr "$BIN/wprun" --cpu "$Q/syn.gguf"
     [ "$status" -eq 1 ]
