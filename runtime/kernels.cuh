@@ -344,7 +344,20 @@ __device__ __forceinline__ void ring_fill(Lane &L, uint32_t next, uint32_t held)
 {
     uint32_t t = next + held + RING_WORDS;
     t = t < L.W ? t : L.W;
-    for (uint32_t i = L.issued; i < t; i++) {
+    uint32_t i = L.issued;
+    /* the words of full groups (word i of lane k at 32 i + k) first, in a loop of their own,
+       and neither loop unrolled: with lane_word_index's test and group lookup, the one loop
+       took 76 to 123 SASS instructions a 4 words, as ptxas varied it with the kernel around
+       it; now 14 a word of a full group, 33-35 of another (sm_90a, runtime/sassloops.py;
+       ring Q4_K's loop over a sub-block 525 -> 388, Q8_0's 716 -> 526) */
+#pragma unroll 1
+    for (const uint32_t tf = t < L.full ? t : L.full; i < tf; i++) {
+        const uint32_t *src = L.tw + 32 * i + (threadIdx.x & 31);
+        WR_PROBE(WR_SITE_COPY, src);
+        __pipeline_memcpy_async(&L.sw[(i & (RING_WORDS - 1)) * 32], src, 4);
+    }
+#pragma unroll 1
+    for (; i < t; i++) {
         const uint32_t *src = L.tw + lane_word_index(L, i);
         WR_PROBE(WR_SITE_COPY, src);
         __pipeline_memcpy_async(&L.sw[(i & (RING_WORDS - 1)) * 32], src, 4);
@@ -698,10 +711,9 @@ __device__ __forceinline__ uint32_t pair_word(const Lane &L, uint32_t i)
  * which is nearly always, a push into the 64-bit buffer and the next word's
  * load) took more: k_fused_q<Q4_K, 1, staged>'s loop over a sub-block (16
  * symbols) came to 274 SASS instructions against 362 (sm_90a, from the
- * kernel's size at unroll 1 and 2). The sum s took the kernels as built (the
- * sub-block loop not unrolled) from 1,408 to 1,392 instructions (staged
- * Q4_K, batch 1), ring Q6_K 1,696 to 1,608, Q8_0 2,120 to 2,072; unrolled,
- * ptxas made the same loop of both. */
+ * kernel's size at unroll 1 and 2). The sum s left staged's loop as it was
+ * (285 instructions as built, runtime/sassloops.py: ptxas had made as much
+ * of the masks) and took a few off the ring's. */
 struct PairWin {
     uint32_t a, b, c;   /* the lane's words np, np + 1, np + 2 (c loaded ahead; 0 past W) */
     uint32_t np;        /* the position / 32 */
@@ -720,6 +732,10 @@ __device__ __forceinline__ void lane_pair_open(const Lane &L, PairWin &w)
     w.b = pair_word<ST>(L, 1);
     w.c = pair_word<ST>(L, 2);
 }
+
+/* what the sum s relies on: a pair's two codes move the position by < 32 bits, and a
+   length fits bits 0..3 */
+static_assert(2 * WR_LUT_MAX_BITS < 32 && WR_LUT_MAX_BITS <= (int)WR_LUT_LEN, "lane_pair_at's position sum");
 
 template <int ST>
 __device__ __forceinline__ uint32_t lane_pair_at(const Lane &L, int i, const uint32_t *lut, int Lb, PairWin &w)
@@ -1109,7 +1125,14 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
                 ring_fill(L, win.np, 2);
                 __pipeline_wait_prior(1);
             }
-            const int jb = sb * G.sub_n / G.n, sib = sb * G.sub_n % G.n / G.sub_n;
+            /* the sub-block's block in the tile row: always 0 for the 256-weight blocks (a tile
+               row is at most 256 weights); said so, the compiler reads such a block's d and dmin
+               once a row: staged Q4_K's loop over a sub-block 285 -> 270 SASS instructions,
+               Q5_K 421 -> 405, Q6_K 216 -> 208 (sm_90a, batch 1, runtime/sassloops.py).
+               Not for ring, whose word copies ptxas then compiled to 121 instructions a 4
+               words where it took 76. */
+            const int jb = G.n >= 256 && ST != 2 ? 0 : sb * G.sub_n / G.n;
+            const int sib = sb * G.sub_n % G.n / G.sub_n;
             const wr_scale sc = wr_sub_scale(TYPE, sp + jb * G.side, sib);
             float dot[B];
 #pragma unroll
