@@ -268,7 +268,9 @@ struct Lane {
     uint32_t W;
     uint32_t full;            /* global, ring: groups [0, full) hold a word of every lane (the tile's
                                  shortest lane has full words), so word i < full of lane k is word
-                                 32 i + k of the tile, found without reading the group's start */
+                                 32 i + k of the tile, found without reading the group's start;
+                                 taken before a corrupt tile's W is set to 0, so it may exceed W:
+                                 read a word i < full only when i < W as well) */
     uint32_t issued;          /* ring: words [0, issued) copied (asynchronously) */
     uint32_t pos;             /* staged and ring k_fused_q: bits of the lane read (lane_pair_at) */
     uint32_t q0, q1, q2, q3;  /* words next .. next + PD - 1, loaded ahead (PD: prefetch distance,
@@ -349,7 +351,7 @@ __device__ __forceinline__ void ring_fill(Lane &L, uint32_t next, uint32_t held)
        and neither loop unrolled: with lane_word_index's test and group lookup, the one loop
        took 76 to 123 SASS instructions a 4 words, as ptxas varied it with the kernel around
        it; now 14 a word of a full group, 33-35 of another (sm_90a, runtime/sassloops.py;
-       ring Q4_K's loop over a sub-block 525 -> 388, Q8_0's 716 -> 526) */
+       ring Q4_K's loop over a sub-block 525 -> 390, Q8_0's 716 -> 526) */
 #pragma unroll 1
     for (const uint32_t tf = t < L.full ? t : L.full; i < tf; i++) {
         const uint32_t *src = L.tw + 32 * i + (threadIdx.x & 31);
@@ -733,8 +735,9 @@ __device__ __forceinline__ void lane_pair_open(const Lane &L, PairWin &w)
     w.c = pair_word<ST>(L, 2);
 }
 
-/* what the sum s relies on: a pair's two codes move the position by < 32 bits, and a
-   length fits bits 0..3 */
+/* what the sum s relies on at compile time: a pair's two codes move the position by < 32
+   bits, and a length fits bits 0..3; that bits 4..5 of the table's entries are 0 is
+   test_runtime_cpu's check of every table */
 static_assert(2 * WR_LUT_MAX_BITS < 32 && WR_LUT_MAX_BITS <= (int)WR_LUT_LEN, "lane_pair_at's position sum");
 
 template <int ST>
@@ -1126,12 +1129,11 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
                 __pipeline_wait_prior(1);
             }
             /* the sub-block's block in the tile row: always 0 for the 256-weight blocks (a tile
-               row is at most 256 weights); said so, the compiler reads such a block's d and dmin
-               once a row: staged Q4_K's loop over a sub-block 285 -> 270 SASS instructions,
-               Q5_K 421 -> 405, Q6_K 216 -> 208 (sm_90a, batch 1, runtime/sassloops.py).
-               Not for ring, whose word copies ptxas then compiled to 121 instructions a 4
-               words where it took 76. */
-            const int jb = G.n >= 256 && ST != 2 ? 0 : sb * G.sub_n / G.n;
+               row is at most 256 weights, tile_nw); said so, the compiler reads such a block's
+               d and dmin once a row: staged Q4_K's loop over a sub-block 285 -> 270 SASS
+               instructions, Q5_K 421 -> 405, Q6_K 216 -> 208, ring Q6_K 315 -> 306 (sm_90a,
+               batch 1, runtime/sassloops.py) */
+            const int jb = G.n >= 256 ? 0 : sb * G.sub_n / G.n;
             const int sib = sb * G.sub_n % G.n / G.sub_n;
             const wr_scale sc = wr_sub_scale(TYPE, sp + jb * G.side, sib);
             float dot[B];
