@@ -396,8 +396,15 @@ struct Probe {
 inline std::vector<Probe> plog[1024];          /* thread t's reads in this block (its own slot) */
 inline thread_local uint32_t pstep, pn[WR_SITES];
 
+/* A test's own look at every marked read (site, address), before the checks
+ * below; NULL: none. Called from the emulated threads at once: keep it
+ * thread-safe. */
+inline void (*probe_hook)(int site, const void *p) = nullptr;
+
 inline void probe(int site, const void *p)
 {
+    if (probe_hook)
+        probe_hook(site, p);
     if (site == WR_SITE_SWORD && cur) {   /* a lane word read outside the launch's dynamic shared memory */
         const unsigned char *a = (const unsigned char *)p;
         if (a < cur->dyn.data() || a + 4 > cur->dyn.data() + cur->dyn_bytes)

@@ -33,7 +33,9 @@
  *   - a corrupt lane count and an offset past the lane words set the error
  *     flag in every lane-decoding kernel (k_restore, k_fused_q and
  *     k_fused_exp global and staged, k_restore_exp, k_transcode, k_recon),
- *     and so does (BF16) a palette index without a palette entry;
+ *     and so does (BF16) a palette index without a palette entry; with the
+ *     offset past the words, none of them reads a lane word of the corrupt
+ *     tiles (simt::probe_hook on every global lane-word read);
  *   - memory traffic (simt.h's WR_PROBE counts) of k_fused_q<Q4_K, 1, ST>
  *     for fused, staged and ring: printed a tile's worth; each lane word
  *     read from global memory once, the same table lookups in the three,
@@ -736,8 +738,21 @@ static int make_split(wr_model *md, const wr_matrix *src, int palette_n, int64_t
                : -1;
 }
 
-/* A corrupt matrix: every lane-decoding kernel flags it. */
-static void check_corrupt(const wr_matrix *m, const char *how)
+/* Lane-word reads from global memory (fused's loads, staged's and ring's copies) below
+   lw_lo or at lw_hi and above: check_corrupt's count. */
+static const uint32_t *lw_lo, *lw_hi;
+static std::atomic<long> lw_outside{0};
+static void lane_read_outside(int site, const void *p)
+{
+    const uint32_t *w = (const uint32_t *)p;
+    if ((site == WR_SITE_GWORD || site == WR_SITE_COPY) && (w < lw_lo || w >= lw_hi))
+        lw_outside++;
+}
+
+/* A corrupt matrix: every lane-decoding kernel flags it. sound_from > 0: the tiles
+   whose words start before lane word sound_from are corrupt, and no kernel reads a
+   lane word of theirs (a corrupt tile reads no word: its lanes count 0). */
+static void check_corrupt(const wr_matrix *m, const char *how, uint32_t sound_from = 0)
 {
     char err[512];
     Dev d;
@@ -745,6 +760,9 @@ static void check_corrupt(const wr_matrix *m, const char *how)
         CHECK(0, "%s (%s): upload: %s", m->name, how, err);
         return;
     }
+    lw_lo = d.M.words + sound_from, lw_hi = d.M.words + m->v.n_words, lw_outside = 0;
+    if (sound_from)
+        simt::probe_hook = lane_read_outside;
     const size_t fb = wr_fixed_bytes(m);
     uint8_t *out = dnew<uint8_t>(fb);
     const int b = 2;
@@ -787,6 +805,11 @@ static void check_corrupt(const wr_matrix *m, const char *how)
                   emu_why().c_str());
         }
     }
+    if (sound_from) {
+        simt::probe_hook = nullptr;
+        CHECK(lw_outside == 0, "%s, %s: no kernel reads a lane word of the corrupt tiles (%ld read)", m->name, how,
+              lw_outside.load());
+    }
     dfree_all();
 }
 
@@ -800,8 +823,8 @@ static void corruptions(wr_matrix *m)
     lw[3]--;
     uint32_t *off = (uint32_t *)m->v.offsets;
     const uint32_t o1 = off[1];
-    off[1] = (uint32_t)m->v.n_words + 1;
-    check_corrupt(m, "tile 0 ends past the lane words");
+    off[1] = (uint32_t)m->v.n_words + 1;   /* tile 0 ends past the words, tile 1 starts there */
+    check_corrupt(m, "tile 0 ends past the lane words", m->v.n_tiles >= 2 ? off[2] : (uint32_t)m->v.n_words);
     off[1] = o1;
     char err[512];
     Dev d;
