@@ -441,10 +441,10 @@ int wp_reader_close(wp_reader *rd)
  * name "the gguf record" or "the kvpack record" (a stream's one of each: the
  * GGUF's header and metadata), else "an unnamed KIND record" ("record ''"
  * told a user nothing). Returns buf (n bytes). */
-static const char *rec_label(const wp_record *r, const char *name, char *buf, size_t n)
+static const char *rec_label(const wp_record *r, char *buf, size_t n)
 {
-    if (name && *name)
-        snprintf(buf, n, "record '%s'", name);
+    if (r->name && r->name[0])
+        snprintf(buf, n, "record '%s'", r->name);
     else if (r->kind == WP_REC_GGUF || r->kind == WP_REC_KVPACK)
         snprintf(buf, n, "the %s record", wp_rec_kind_name(r->kind));
     else if (wp_rec_kind_known(r->kind))
@@ -513,7 +513,7 @@ static int read_header(wp_reader *rd, wp_record *r)
     if (get32(fixed + 52) != 0)
         return rfail(rd, "corrupt record header at byte %" PRIu64 " (reserved field not 0)", start);
     char lb[WP_MAX_NAME + 32];
-    const char *rl = rec_label(r, name, lb, sizeof lb);
+    const char *rl = rec_label(r, lb, sizeof lb);
     if (!attrs_ok(attrs))
         return rfail(rd, "%s: attributes are not key=value lines", rl);
     for (int i = 0; i < WP_MAX_DIMS; i++)
@@ -576,7 +576,7 @@ int wp_reader_payload(wp_reader *rd, wp_record *r)
         if (next > want)
             next = want;
         if (!wp_record_alloc(r, next))
-            return rfail(rd, "%s: out of memory for %" PRIu64 " bytes", rec_label(r, r->name, lb, sizeof lb), next);
+            return rfail(rd, "%s: out of memory for %" PRIu64 " bytes", rec_label(r, lb, sizeof lb), next);
         if (rread(rd, r->payload + have, (size_t)(next - have), "payload"))
             return -1;
         have = next;
@@ -584,7 +584,7 @@ int wp_reader_payload(wp_reader *rd, wp_record *r)
     if (XXH64(r->payload, (size_t)r->payload_len, 0) != rd->pending_sum) {
         if (r->kind == WP_REC_END)
             return rfail(rd, "the index (end record): payload checksum mismatch (corrupt data)");
-        return rfail(rd, "%s: payload checksum mismatch (corrupt data)", rec_label(r, r->name, lb, sizeof lb));
+        return rfail(rd, "%s: payload checksum mismatch (corrupt data)", rec_label(r, lb, sizeof lb));
     }
     uint64_t pad = pad_to(r->payload_len, rd->align);
     rd->pending = 0;

@@ -272,7 +272,6 @@ struct Lane {
                                  taken before a corrupt tile's W is set to 0, so it may exceed W:
                                  read a word i < full only when i < W as well) */
     uint32_t issued;          /* ring: words [0, issued) copied (asynchronously) */
-    uint32_t pos;             /* staged and ring k_fused_q: bits of the lane read (lane_pair_at) */
     uint32_t q0, q1, q2, q3;  /* words next .. next + PD - 1, loaded ahead (PD: prefetch distance,
                                  2 or 4; q2, q3 unused at 2) */
     wr_bits b;
@@ -439,7 +438,6 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     L.full = full;
     wr_bits_init(&L.b);
     L.issued = 0;
-    L.pos = 0;
     if (ST == 2) {   /* the first RING_WORDS words of each lane */
         ring_fill(L, 0, 0);
         __pipeline_wait_prior(0);
@@ -702,7 +700,7 @@ __device__ __forceinline__ uint32_t pair_word(const Lane &L, uint32_t i)
  * s's bits 0..5 are the position's. The funnel shifts take their amount mod 32 (SHF.W), so s
  * and the first entry serve as they are, and since a pair moves the
  * position by <= 22 bits, np moves on exactly when s's bit 5 flips
- * (lane_pair_close makes the position at the end). Per pair that is one
+ * (lane_pair_pos makes the position at the end). Per pair that is one
  * add of three and one test, where the position took two length masks,
  * an add, a mask, a shift and a compare.
  *
@@ -766,9 +764,9 @@ __device__ __forceinline__ uint32_t lane_pair_at(const Lane &L, int i, const uin
     return e;
 }
 
-/* The lane's position (bits read) after lane_pair_at's last pair, into
- * L.pos for finish_gemv's checks. */
-__device__ __forceinline__ void lane_pair_close(Lane &L, const PairWin &w) { L.pos = 32u * w.np + (w.s & 31u); }
+/* The lane's position (bits read) after lane_pair_at's last pair, for
+ * finish_gemv's checks. */
+__device__ __forceinline__ uint32_t lane_pair_pos(const PairWin &w) { return 32u * w.np + (w.s & 31u); }
 
 /* lane_at_unchecked through the lane-private table plut (pipeline
  * "private"): lane k reads bank k only (wr_bits_take_private). */
@@ -940,13 +938,14 @@ __device__ __forceinline__ void stage_x(float (*xs)[256], const DevMat &M, const
 }
 
 /* End of a GEMV tile: check the lane, add thread k's sums of rows 2k, 2k+1
- * to y (zeroed before the launch), flag a corrupt tile. */
+ * to y (zeroed before the launch), flag a corrupt tile. POS 1 (staged) or 2
+ * (ring): the lane was read by position, pos its bits read (lane_pair_pos). */
 template <int B, int POS = 0>
 __device__ __forceinline__ void finish_gemv(const DevMat &M, const TileGeo &tg, unsigned k, const Lane &L,
-                                            const float (&acc)[2][B], unsigned bad, float *y)
+                                            const float (&acc)[2][B], unsigned bad, float *y, uint32_t pos = 0)
 {
-    if (POS)   /* read by position (lane_pair_at; 1 staged, 2 ring): the same checks from L.pos */
-        bad |= (unsigned)wr_pos_close(L.pos, L.W, pair_word<POS>(L, L.pos >> 5));
+    if (POS)   /* the same checks from the position */
+        bad |= (unsigned)wr_pos_close(pos, L.W, pair_word<POS>(L, pos >> 5));
     else
         lane_close(L, bad);
 #pragma unroll
@@ -1161,9 +1160,7 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
     }
     if (ST == 2)
         __pipeline_wait_prior(0);   /* no copy in flight when the tile ends */
-    if (ST != 0)
-        lane_pair_close(L, win);
-    finish_gemv<B, ST>(M, tg, k, L, acc, bad, y);
+    finish_gemv<B, ST>(M, tg, k, L, acc, bad, y, ST != 0 ? lane_pair_pos(win) : 0u);
 }
 
 template <int TYPE, int B, int ST>

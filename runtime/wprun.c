@@ -374,15 +374,22 @@ static double bpw(const wr_matrix *m)
     return 8.0 * (double)wr_coded_bytes(m) / (double)(m->rows * m->cols);
 }
 
+/* Whether any of the n reference outputs ref is finite. */
+static int any_finite(const double *ref, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(ref[i]))
+            return 1;
+    return 0;
+}
+
 /* "relerr E" for a GEMV check (wr_relerr's E), or, where no reference
  * output is finite (every weight row Inf or NaN), what was checked instead:
  * that each output is the reference's Inf or a NaN where it is one. */
+
 static const char *relerr_str(double e, const double *ref, size_t n, char *buf, size_t len)
 {
-    size_t finite = 0;
-    for (size_t i = 0; i < n && !finite; i++)
-        finite += isfinite(ref[i]) != 0;
-    if (finite || n == 0)
+    if (n == 0 || any_finite(ref, n))
         snprintf(buf, len, "relerr %.2e", e);
     else
         snprintf(buf, len, "relerr n/a (no finite output: Inf/NaN %s)", e == 0 ? "as the reference's" : "differ");
@@ -400,10 +407,7 @@ static const char *verdict(double e, const double *ref, size_t n, const char *wh
     static char buf[96];
     if (e < opt.tol)
         return "ok";
-    size_t finite = 0;
-    for (size_t i = 0; i < n && !finite; i++)
-        finite += isfinite(ref[i]) != 0;
-    if (!finite && n)
+    if (n && !any_finite(ref, n))
         return "FAIL";
     snprintf(buf, sizeof buf, "FAIL (%srelerr %.4e, not below --tol %g)", who, e, opt.tol);
     return buf;
