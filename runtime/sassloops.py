@@ -5,6 +5,8 @@ nvdisasm): for the static size of a kernel's inner loop, which is the
 number of instructions one trip executes when the loop holds no branch.
 
 usage: python3 runtime/sassloops.py FILE.cubin [SUBSTRING]
+(needs readelf and c++filt, binutils; bad input: one line on stderr, exit
+1, or 64 for a usage error)
 
 For each kernel (.text.NAME section, NAME containing SUBSTRING) it prints
 its size in instructions and every loop of at least 4 instructions as
@@ -30,10 +32,27 @@ import sys
 BRA, LDGSTS = 0x147, 0x1AE
 
 
+def fail(msg, status=1):
+    """One line on stderr, naming the program, and exit."""
+    sys.stderr.write("sassloops.py: %s\n" % msg)
+    sys.exit(status)
+
+
 def kernels(path):
     """(name, [(lo, hi) 64-bit halves of each instruction]) per .text section."""
-    out = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True, check=True).stdout
-    data = open(path, "rb").read()
+    try:
+        data = open(path, "rb").read()
+    except OSError as e:
+        fail("%s: %s" % (path, e.strerror))
+    if data[:4] != b"\x7fELF" or len(data) < 52 or struct.unpack_from("<H", data, 18)[0] != 190:
+        fail("%s: not a cubin (no ELF header of machine CUDA)" % path)
+    sm = (struct.unpack_from("<I", data, 48)[0] >> 8) & 0xFF   # e_flags: the SM version at bits 8..15
+    if sm != 90:
+        fail("%s: a cubin for sm_%d; this reads sm_90a code only (nvcc -cubin -arch=sm_90a)" % (path, sm))
+    run = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True)
+    if run.returncode:
+        fail("%s: readelf: %s" % (path, (run.stderr.strip().splitlines() or ["failed"])[-1]))
+    out = run.stdout
     for line in out.splitlines():
         m = re.search(r"\]\s+\.text\.(\S+)\s+PROGBITS\s+[0-9a-f]+\s+([0-9a-f]+)\s+([0-9a-f]+)", line)
         if m:
@@ -55,13 +74,21 @@ def loops(code, least=4):
     return found
 
 
+USAGE = "usage: sassloops.py FILE.cubin [SUBSTRING]"
+
+
 def main():
-    if len(sys.argv) not in (2, 3):
-        sys.exit("usage: sassloops.py FILE.cubin [SUBSTRING]")
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(USAGE)
+        return
+    if len(sys.argv) not in (2, 3) or sys.argv[1].startswith("-"):
+        fail(USAGE + " (try --help)", 64)
     want = sys.argv[2] if len(sys.argv) == 3 else ""
+    found = 0
     for name, code in kernels(sys.argv[1]):
         if want not in name:
             continue
+        found += 1
         shown = subprocess.run(["c++filt"], input=name, capture_output=True, text=True).stdout.strip()
         print("%s: %d instructions" % (re.sub(r"\(DevMat.*", "", shown), len(code)))
         for first, last in loops(code):
@@ -69,5 +96,14 @@ def main():
             print("  loop %d-%d: %d%s" % (first, last, last - first + 1, ", %d LDGSTS" % copies if copies else ""))
 
 
+    if not found:
+        fail("%s: no kernel%s (a cubin's code is in .text.NAME sections)" % (sys.argv[1], " named *%s*" % want if want else ""))
+
+
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+        sys.stdout.flush()
+    except BrokenPipeError:   # (| head)
+        sys.stderr.close()
+        sys.exit(0)

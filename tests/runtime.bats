@@ -848,3 +848,35 @@ open('$T/name', 'w').write(r.name)"
     [ "$status" -eq 0 ]
     [ "${lines[-1]}" = "$("$BIN/wprun" --cpu --verify --bundle "$Q/bf16.bundle" | tail -n 1)" ]
 }
+
+@test "runtime/sassloops.py: a kernel's one loop found in an sm_90a cubin; bad input one line, exit 1 (64 for usage)" {
+    local p="$ROOT/runtime/sassloops.py"
+    run --separate-stderr python3 "$p"
+    [ "$status" -eq 64 ]
+    [ "$stderr" = "sassloops.py: usage: sassloops.py FILE.cubin [SUBSTRING] (try --help)" ]
+    run python3 "$p" --help
+    [ "$status" -eq 0 ]
+    [ "$output" = "usage: sassloops.py FILE.cubin [SUBSTRING]" ]
+    # (it gave a Python traceback for each of these)
+    run --separate-stderr python3 "$p" "$BIN/wprun"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "sassloops.py: $BIN/wprun: not a cubin (no ELF header of machine CUDA)" ]
+    run --separate-stderr python3 "$p" "$T/none.cubin"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "sassloops.py: $T/none.cubin: No such file or directory" ]
+    nvcc=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; }) ||
+        skip "no nvcc: no cubin to read"
+    printf '%s\n' '__global__ void k(float *y, const float *x, int n)' '{' '    float s = 0;' \
+        '#pragma unroll 1' '    for (int i = 0; i < n; i++)' '        s = s * x[i] + 1.0f;' '    y[threadIdx.x] = s;' '}' > "$T/k.cu"
+    "$nvcc" -cubin -arch=sm_90a -O3 "$T/k.cu" -o "$T/k.cubin"
+    run python3 "$p" "$T/k.cubin"
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" =~ ^k\(float\*,\ float\ const\*,\ int\):\ [0-9]+\ instructions$ ]]
+    [ "${#lines[@]}" -eq 2 ]
+    [[ "${lines[1]}" =~ ^\ \ loop\ [0-9]+-[0-9]+:\ ([0-9]+)$ ]]
+    [ "${BASH_REMATCH[1]}" -ge 4 ]
+    [ "${BASH_REMATCH[1]}" -le 40 ]
+    run --separate-stderr python3 "$p" "$T/k.cubin" nosuchkernel
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "sassloops.py: $T/k.cubin: no kernel named *nosuchkernel* (a cubin's code is in .text.NAME sections)" ]
+}
