@@ -349,6 +349,55 @@ static void fused_b(wr_gpu *g, wr_dmat *d, const float *x, float *y)
 #undef FQ
     }
 }
+/* Blocks a SM of k_fused_q<type, B, ST> at d's dynamic shared memory; 0
+ * when the query fails (wr_gpu_sm_warps). */
+template <int B, int ST>
+static int fused_q_blocks(const wr_dmat *d)
+{
+    const DevMat &M = d->M;
+    const size_t sm = fused_smem_bytes(M, ST);
+    int nb = 0;
+    switch (M.type) {
+#define FQ(t)                                                                                      \
+    case t:                                                                                        \
+        launch_smem(k_fused_q<t, B, ST>, sm);                                                      \
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb, k_fused_q<t, B, ST>, 32 * FUSED_WARPS, sm) != \
+            cudaSuccess)                                                                           \
+            nb = 0;                                                                                \
+        break;
+        FOR_TYPES(FQ)
+#undef FQ
+    }
+    cudaGetLastError();   /* a failed query leaves no error for the next launch */
+    return nb;
+}
+
+template <int B>
+static int fused_q_blocks_st(const wr_dmat *d, int st)
+{
+    return st == 0 ? fused_q_blocks<B, 0>(d) : st == 1 ? fused_q_blocks<B, 1>(d) : fused_q_blocks<B, 2>(d);
+}
+
+extern "C" int wr_gpu_sm_warps(wr_gpu *g, wr_dmat *d, int pipe, int batch, double *waves)
+{
+    const int st = pipe == WR_PIPE_FUSED ? 0 : pipe == WR_PIPE_STAGED ? 1 : pipe == WR_PIPE_RING ? 2 : -1;
+    int nb = 0;
+    *waves = 0.0;
+    if (d->m->kind != WR_Q || st < 0)
+        return 0;
+    switch (batch) {
+    case 1: nb = fused_q_blocks_st<1>(d, st); break;
+    case 2: nb = fused_q_blocks_st<2>(d, st); break;
+    case 4: nb = fused_q_blocks_st<4>(d, st); break;
+    case 8: nb = fused_q_blocks_st<8>(d, st); break;
+    default: return 0;
+    }
+    const int w = nb * FUSED_WARPS;
+    if (w > 0)
+        *waves = (double)d->M.ntiles / ((double)w * g->sms);
+    return w;
+}
+
 /* Pipeline "private" at batch B (1, 2, 4, 8): k_fused_private on
  * private_shape's grid (the SMs, the blocks a SM holds of private_block_warps
  * warps, the tiles). Planned once per matrix and batch (d->pw, d->pgrid):

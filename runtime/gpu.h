@@ -46,7 +46,8 @@ enum {
     WR_PIPE_SPLIT8 = 9,
     WR_PIPE_RING = 10,     /* WR_Q: FUSED with each lane's next words copied ahead into a
                           ring of RING_WORDS words a lane in shared memory (cp.async, one
-                          sub-block ahead, 4 KiB a warp), overlapping the loads with decode */
+                          sub-block ahead, 4 KiB a warp, and the warp's groups, 8 bytes
+                          a word of the deepest lane), overlapping the loads with decode */
     WR_PIPE_PRIVATE = 11,  /* WR_Q: FUSED through a lane-private decode table (lane k reads
                           bank k of shared memory only: one wavefront a lookup, against
                           3.56 for the shared table; 128 KiB at L = 11), persistent: a
@@ -88,6 +89,16 @@ int wr_gpu_has_pipe(const wr_dmat *d, int pipe);
  * kernel either way). Returns 0, or -1 (also for corrupt lanes, which the
  * kernel flags). */
 int wr_gpu_restore(wr_gpu *g, wr_dmat *d, int lut, uint8_t *out, char *err, size_t errlen);
+
+/* Warps a SM that pipeline pipe's kernel holds at batch (1, 2, 4 or 8) on
+ * matrix d: cudaOccupancyMaxActiveBlocksPerMultiprocessor for k_fused_q
+ * with the launch's dynamic shared memory (registers, shared memory and
+ * the launch bounds decide) times its warps a block; *waves = the
+ * matrix's tiles (one a warp) over that many warps on every SM. FUSED,
+ * STAGED and RING of ggml-block (WR_Q) matrices; 0 (and *waves 0) for
+ * the others, another batch, or when the query fails. For --bench: a
+ * second round of tiles (waves > 1) costs about a tile's decode time. */
+int wr_gpu_sm_warps(wr_gpu *g, wr_dmat *d, int pipe, int batch, double *waves);
 
 /* y = W x through a pipeline, any batch >= 1 (the fused kernels take 8
  * vectors at a time). Host x and y. */

@@ -316,6 +316,7 @@ if [ -f "$O/big.log" ]; then
         NF >= 17 { printf "%-7s %5s %9s %9s %9s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s\n", $2, $3, $4, $5, $6, $7,
                    $8, $9, $10, $11, $12, $13, $14, $15, $16, $17 }'
     grep -E '^graph ' "$O/big.log"
+    grep -E '^occ ' "$O/big.log" | grep -E 'batch 1 '   # warps a SM and waves of fused, staged, ring
 fi
 [ -f "$O/auto.log" ] && grep -E '^graph ' "$O/auto.log"   # the BF16 bundle's pass through the tuner's choices
 for a in 1 2; do

@@ -22,7 +22,7 @@
  *           two symbols a window (lane_pair_at), without a bit buffer;
  *   ring    the same layout in a ring of RING_WORDS words a lane (word i of
  *           lane k at [(i % RING_WORDS) * 32 + k], 4 KiB a warp whatever
- *           the tile): before each sub-block each lane copies its words up
+ *           the tile, and the warp's groups as for global): before each sub-block each lane copies its words up
  *           to RING_WORDS past its read position (ring_fill, asynchronous,
  *           waited for one sub-block later), so the loads overlap the decode
  *           and the reads are of shared memory (pipeline "ring", k_fused_q
@@ -153,15 +153,6 @@ struct DevMat {
  * sm_90a, made alone, with the bit buffer). */
 __host__ __device__ inline int staged_depth(const DevMat &M) { return M.dmax + 1; }
 
-/* Dynamic shared memory of a k_fused_q / k_fused_exp launch, bytes: ST 1
- * (staged) FUSED_WARPS warps x 32 lanes x staged_depth(M) words, ST 2 (ring) x
- * RING_WORDS words, ST 0 none (staged may pass the default 48 KiB:
- * gpu.cu's launch_smem allows it). gpu.cu and the emulator launch with it. */
-static inline size_t fused_smem_bytes(const DevMat &M, int ST)
-{
-    return ST == 1 ? (size_t)FUSED_WARPS * 32 * (size_t)staged_depth(M) * 4
-           : ST == 2 ? (size_t)FUSED_WARPS * 32 * RING_WORDS * 4 : 0;
-}
 
 /* Group i of a tile's ragged interleave (lane_open): the lanes holding a
  * word i (a ballot mask) and the group's first word in the tile. A warp
@@ -171,7 +162,10 @@ struct __align__(8) Group {
     uint32_t start;
 };
 
-/* A warp's groups in static shared memory: room for the deepest lane. */
+/* A warp's groups in static shared memory, room for the deepest lane
+ * (k_restore, k_restore_exp, k_transcode, k_recon; k_fused_q, k_fused_exp
+ * and k_fused_private keep M.dmax of them in dynamic shared memory,
+ * warp_group_bytes). */
 struct Groups {
     Group e[MAX_DEPTH];
 };
@@ -186,16 +180,58 @@ __host__ __device__ constexpr int private_warps(int B) { return B <= 2 ? 32 : 16
 
 __host__ __device__ inline size_t private_lut_bytes(int L) { return (size_t)64 << L; }
 
-/* A warp's part: its groups (M.dmax of them, lane_open reads no deeper;
- * rounded up to 16 bytes), xs[B][256], xsum[B][16] (read 16 bytes at a
- * time). */
-__host__ __device__ inline size_t private_group_bytes(const DevMat &M)
+/* A warp's groups in dynamic shared memory (k_fused_q and k_fused_exp's
+ * global and ring lanes, k_fused_private), bytes: M.dmax of them, lane_open
+ * reads no deeper, rounded up to 16. */
+__host__ __device__ inline size_t warp_group_bytes(const DevMat &M)
 {
     return ((size_t)(M.dmax > 0 ? M.dmax : 1) * sizeof(Group) + 15) & ~(size_t)15;
 }
+
+/* Dynamic shared memory of a k_fused_q / k_fused_exp launch, bytes, for
+ * FUSED_WARPS warps: ST 1 (staged) 32 lanes x staged_depth(M) words a warp;
+ * ST 2 (ring) 32 x RING_WORDS words a warp, then each warp's groups
+ * (warp_group_bytes); ST 0 (global lanes) the groups alone (fused_groups
+ * finds a warp's). Staged may pass the default 48 KiB: gpu.cu's
+ * launch_smem allows it. gpu.cu and the emulator launch with it. Why the
+ * groups are sized by the matrix: as static arrays of MAX_DEPTH (240) they
+ * took 7,680 bytes a block whatever the lanes, and ring's blocks of 33,344
+ * bytes fitted 6 a SM: 24 warps, 1.13 rounds of the 3,584 tiles of a 4096
+ * x 14336 matrix on 132 SMs, so a second round for 416 of them. With the
+ * synthetic Q4_K's groups (dmax 58, 1,856 bytes) a block takes 27,520 and
+ * 8 fit: 32 warps, one round; the registers allow 8 at batch 1 (sm_90a,
+ * ptxas's counts; 228 KiB a SM, 1 KiB a block reserved; README.md's table
+ * has every type). */
+static inline size_t fused_smem_bytes(const DevMat &M, int ST)
+{
+    return ST == 1 ? (size_t)FUSED_WARPS * 32 * (size_t)staged_depth(M) * 4
+           : ST == 2 ? (size_t)FUSED_WARPS * (32 * RING_WORDS * 4 + warp_group_bytes(M))
+                     : (size_t)FUSED_WARPS * warp_group_bytes(M);
+}
+
+/* Warp w's part of a k_fused_q / k_fused_exp launch's dynamic shared memory
+ * dyn (fused_smem_bytes). Its lane words: 32 x staged_depth(M) (ST 1) or 32
+ * x RING_WORDS (ST 2) from w times that, none for global lanes (ST 0). Its
+ * groups: after every warp's ring words (ST 2) or from dyn (ST 0), w times
+ * warp_group_bytes(M) on; none for staged lanes (ST 1), which keep none.
+ * test_runtime_emu checks that no two parts overlap. */
+__host__ __device__ inline uint32_t *fused_lane_words(const DevMat &M, uint32_t *dyn, int ST, unsigned w)
+{
+    return ST == 1 ? dyn + (size_t)w * 32 * (size_t)staged_depth(M) : ST == 2 ? dyn + (size_t)w * 32 * RING_WORDS : nullptr;
+}
+__host__ __device__ inline Group *fused_groups(const DevMat &M, uint32_t *dyn, int ST, unsigned w)
+{
+    if (ST == 1)
+        return nullptr;
+    uint8_t *b = reinterpret_cast<uint8_t *>(dyn) + (ST == 2 ? (size_t)FUSED_WARPS * 32 * RING_WORDS * 4 : 0);
+    return reinterpret_cast<Group *>(b + (size_t)w * warp_group_bytes(M));
+}
+
+/* k_fused_private's part of a warp: its groups (warp_group_bytes), xs[B][256],
+ * xsum[B][16] (read 16 bytes at a time). */
 __host__ __device__ inline size_t private_warp_bytes(const DevMat &M, int B)
 {
-    return private_group_bytes(M) + (size_t)B * (256 + 16) * 4;
+    return warp_group_bytes(M) + (size_t)B * (256 + 16) * 4;
 }
 
 static inline size_t private_smem_bytes(const DevMat &M, int B, int warps)
@@ -379,7 +415,7 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
                                           unsigned &bad)
 {
     const unsigned k = threadIdx.x & 31;
-    const uint32_t cap = ST == 1 ? (uint32_t)M.dmax : MAX_DEPTH;
+    const uint32_t cap = (uint32_t)M.dmax;   /* staged lanes' depth, and the groups kept */
     uint32_t W = M.lane_words[t * 32 + k];
     const uint32_t o0 = M.offsets[t], o1 = M.offsets[t + 1];
     const bool span_ok = o0 <= o1 && o1 <= M.n_words;
@@ -910,20 +946,30 @@ __device__ __forceinline__ TilePos tile_pos(const DevMat &M)
 }
 
 /* Warp-collective: open the warp's tile (tile row P.tr, column P.tc) for
- * this thread's lane (lane_open; staged: the warp's part of `staged`).
- * Returns false, opening nothing, when the warp is past the last tile row. */
+ * this thread's lane (lane_open), with the warp's groups g (global and
+ * ring lanes; M.dmax of them at least) and its lane words sw in shared
+ * memory (staged: 32 x staged_depth(M), ring: 32 x RING_WORDS; global:
+ * none). Returns false, opening nothing, when the warp is past the last
+ * tile row. */
 template <int ST, int PD = 2>
-__device__ __forceinline__ bool tile_open(const DevMat &M, const TilePos &P, Groups *g, uint32_t *staged,
-                                          TileGeo &tg, Lane &L, unsigned &bad)
+__device__ __forceinline__ bool tile_open(const DevMat &M, const TilePos &P, Group *g, uint32_t *sw, TileGeo &tg,
+                                          Lane &L, unsigned &bad)
 {
     if (P.tr >= M.trows)
         return false;
     const unsigned long long t = P.tr * M.tcols + P.tc;
     tg = tile_geo(M, t);
-    lane_open<ST, PD>(M, t, (ST == 1 ? g : g + P.warp)->e,
-                      ST == 1 ? staged + P.warp * 32 * staged_depth(M) : ST == 2 ? staged + P.warp * 32 * RING_WORDS : nullptr,
-                      L, bad);
+    lane_open<ST, PD>(M, t, g, sw, L, bad);
     return true;
+}
+
+/* tile_open in a k_fused_q / k_fused_exp launch: warp P.warp's groups and
+ * lane words in the dynamic shared memory dyn (fused_smem_bytes). */
+template <int ST, int PD = 2>
+__device__ __forceinline__ bool fused_tile_open(const DevMat &M, const TilePos &P, uint32_t *dyn, TileGeo &tg,
+                                                Lane &L, unsigned &bad)
+{
+    return tile_open<ST, PD>(M, P, fused_groups(M, dyn, ST, P.warp), fused_lane_words(M, dyn, ST, P.warp), tg, L, bad);
 }
 
 /* Stage the tile column's slice of the B input vectors in shared memory
@@ -1171,8 +1217,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
     const wr_geom G = wr_geom_of(TYPE);
     __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
     __shared__ float kv16[16];   /* the non-linear types' code values (code_val) */
-    __shared__ Groups g[ST == 1 ? 1 : FUSED_WARPS];
-    WR_DYN_SMEM(uint32_t, staged);   /* ST 1: FUSED_WARPS x 32 x staged_depth(M) lane words; 2: x RING_WORDS */
+    WR_DYN_SMEM(uint32_t, dyn);   /* lane words (ST 1, 2) and groups (ST 0, 2): fused_smem_bytes */
     __shared__ float xs[B][256];
     __shared__ float xsum[B][16];
     const TilePos P = tile_pos(M);
@@ -1193,7 +1238,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
     TileGeo tg;
     unsigned bad = 0;
     Lane L;
-    if (!tile_open<ST, PD>(M, P, g, staged, tg, L, bad))
+    if (!fused_tile_open<ST, PD>(M, P, dyn, tg, L, bad))
         return;
     fused_q_tile<TYPE, B, ST, PD, false>(M, L, tg, P.k, P.c0w, P.nw, xs, xsum, lut, kv16, bad, y);
 }
@@ -1267,8 +1312,8 @@ __global__ void __launch_bounds__(32 * private_warps(B), 1)
     __syncthreads();
     uint8_t *wb = reinterpret_cast<uint8_t *>(sm) + private_lut_bytes(M.L) + (size_t)warp * private_warp_bytes(M, B);
     Group *g = reinterpret_cast<Group *>(wb);
-    float (*xs)[256] = reinterpret_cast<float (*)[256]>(wb + private_group_bytes(M));
-    float (*xsum)[16] = reinterpret_cast<float (*)[16]>(wb + private_group_bytes(M) + (size_t)B * 256 * 4);
+    float (*xs)[256] = reinterpret_cast<float (*)[256]>(wb + warp_group_bytes(M));
+    float (*xsum)[16] = reinterpret_cast<float (*)[16]>(wb + warp_group_bytes(M) + (size_t)B * 256 * 4);
     for (unsigned long long t = (unsigned long long)blockIdx.x * nwarps + warp; t < M.ntiles;
          t += (unsigned long long)gridDim.x * nwarps) {
         const long long c0w = (long long)(t % M.tcols) * 256;
@@ -1359,8 +1404,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
 {
     constexpr int WPS = PAL ? 2 : 1;
     __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
-    __shared__ Groups g[ST ? 1 : FUSED_WARPS];
-    WR_DYN_SMEM(uint32_t, staged);   /* ST: FUSED_WARPS x 32 x staged_depth(M) lane words */
+    WR_DYN_SMEM(uint32_t, dyn);   /* lane words (ST) or groups: fused_smem_bytes */
     __shared__ float xs[B][256];
     const TilePos P = tile_pos(M);
     const unsigned k = P.k;
@@ -1372,7 +1416,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
     TileGeo tg;
     unsigned bad = 0;
     Lane L;
-    if (!tile_open<ST>(M, P, g, staged, tg, L, bad))
+    if (!fused_tile_open<ST>(M, P, dyn, tg, L, bad))
         return;
     float acc[2][B] = {};
 #pragma unroll
@@ -1515,7 +1559,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, con
     TileGeo tg;
     unsigned bad = 0;
     Lane L;
-    if (!tile_open<false>(M, P, g, nullptr, tg, L, bad))
+    if (!tile_open<0>(M, P, g[P.warp].e, nullptr, tg, L, bad))
         return;
     for (unsigned r = 2 * k; r < tg.h && r < 2 * k + 2; r++) {
         uint8_t *dst = idx + (tg.r0 + r) * (unsigned long long)M.istride + tg.c0;
@@ -2099,7 +2143,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS) k_recon(DevMat M, const uint
     TileGeo tg;
     unsigned bad = 0;
     Lane L;
-    if (!tile_open<false>(M, P, g, nullptr, tg, L, bad))
+    if (!tile_open<0>(M, P, g[P.warp].e, nullptr, tg, L, bad))
         return;
     for (int rr = 0; rr < 2; rr++) {
         const unsigned r = 2 * k + rr;

@@ -762,6 +762,16 @@ static int gpu_run(wr_model *md, FILE *tf)
                     if (tf && p != P_TWIN)
                         tuning_put(tf, m, batch, p, br->t[p], 2);
                 }
+                if (m->kind == WR_Q && opt.bench && (batch == 1 || batch == 2 || batch == 4 || batch == 8)) {
+                    /* the kernels' occupancy: a second round of tiles costs about a tile's time */
+                    double wv[3];
+                    const int pw[3] = {P_FUSED, P_STAGED, P_RING};
+                    int sw[3];
+                    for (int j = 0; j < 3; j++)
+                        sw[j] = wr_gpu_sm_warps(g, dm[i], pw[j], batch, &wv[j]);
+                    printf("occ    %-6s %-40s batch %-4d warps a SM (waves): fused %d (%.2f)  staged %d (%.2f)  "
+                           "ring %d (%.2f)\n", type_name(m), m->name, batch, sw[0], wv[0], sw[1], wv[1], sw[2], wv[2]);
+                }
                 br->wps = (double)(m->rows * m->cols) / (br->t[0] * 1e-6);
                 br->bound = wr_gpu_hbm_gbs(g) * 1e9 / ((double)wr_coded_bytes(m) / (double)(m->rows * m->cols));
                 if (opt.tune)

@@ -1249,11 +1249,52 @@ static void check_private_plan()
           "private_block_warps: none in 99 KiB at L 11 (the table alone is 128 KiB), one warp at batch 8 in 142.6 KiB");
 }
 
+/* fused_smem_bytes, fused_lane_words and fused_groups: every warp's lane words and groups
+   inside the launch's dynamic shared memory, none overlapping another (a warp's groups
+   overlapping the next warp's passed every kernel check here: the emulator's warps seldom
+   write them at once), the groups 8-aligned; and the bytes of the synthetic Q4_K's (dmax 58)
+   and Q8_0's (109) and the deepest lanes (240). */
+static void check_fused_plan()
+{
+    DevMat M;
+    memset(&M, 0, sizeof M);
+    const int dmax[4] = {1, 58, 109, 240};
+    const size_t want[4][3] = {{64, 1024, 16448}, {1856, 30208, 18240}, {3520, 56320, 19904}, {7680, 123392, 24064}};
+    for (int di = 0; di < 4; di++)
+        for (int st = 0; st < 3; st++) {
+            M.dmax = dmax[di];
+            const size_t n = fused_smem_bytes(M, st);
+            std::vector<std::pair<size_t, size_t>> part;   /* byte ranges [a, b) */
+            uint32_t *dyn = reinterpret_cast<uint32_t *>(uintptr_t(1) << 20);
+            const uintptr_t base = reinterpret_cast<uintptr_t>(dyn);
+            bool aligned = true;
+            for (unsigned w = 0; w < FUSED_WARPS; w++) {
+                if (uint32_t *sw = fused_lane_words(M, dyn, st, w)) {
+                    const size_t a = reinterpret_cast<uintptr_t>(sw) - base;
+                    part.push_back({a, a + 4 * 32 * (size_t)(st == 1 ? staged_depth(M) : RING_WORDS)});
+                }
+                if (Group *g = fused_groups(M, dyn, st, w)) {
+                    const size_t a = reinterpret_cast<uintptr_t>(g) - base;
+                    aligned &= a % 8 == 0;
+                    part.push_back({a, a + sizeof(Group) * (size_t)M.dmax});
+                }
+            }
+            std::sort(part.begin(), part.end());
+            bool ok = aligned && part.size() == (st == 2 ? 8u : 4u) && part.back().second <= n;
+            for (size_t i = 1; i < part.size(); i++)
+                ok &= part[i - 1].second <= part[i].first;
+            CHECK(ok && n == want[di][st],
+                  "fused_smem_bytes: dmax %d, %s: %zu bytes (%zu), each warp's lane words and groups apart inside them",
+                  dmax[di], st == 0 ? "global" : st == 1 ? "staged" : "ring", n, want[di][st]);
+        }
+}
+
 int main(void)
 {
     char err[512];
     const auto t0 = std::chrono::steady_clock::now();
     check_private_plan();
+    check_fused_plan();
     check_to_16();
     check_async_copies();
     check_long_lane();
