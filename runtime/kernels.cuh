@@ -22,11 +22,12 @@
  *           two symbols a window (lane_pair_at), without a bit buffer;
  *   ring    the same layout in a ring of RING_WORDS words a lane (word i of
  *           lane k at [(i % RING_WORDS) * 32 + k], 4 KiB a warp whatever
- *           the tile, and the warp's groups as for global): before each sub-block each lane copies its words up
- *           to RING_WORDS past its read position (ring_fill, asynchronous,
- *           waited for one sub-block later), so the loads overlap the decode
- *           and the reads are of shared memory (pipeline "ring", k_fused_q
- *           only), by position as staged (lane_pair_at). Every word a lane
+ *           the tile, and the warp's groups as for global): before each
+ *           sub-block each lane copies its words up to RING_WORDS past its
+ *           read position (ring_fill, asynchronous, waited for one
+ *           sub-block later), so the loads overlap the decode and the reads
+ *           are of shared memory (pipeline "ring", k_fused_q only), by
+ *           position as staged (lane_pair_at). Every word a lane
  *           reads is in its ring, landed, whatever the data: a sub-block
  *           reads <= 16 pairs of <= 22 bits, <= 11 words, so the fill one
  *           sub-block ahead, RING_WORDS words past the window, holds them
@@ -77,7 +78,10 @@
  * k_fused_q's table holds its codes' values (wr_lut_values), so code_val
  * is one AND a code; k_fused_q and k_fused_private skip the per-symbol
  * bad-flag check (lane_close catches it); staged and ring lanes are read by
- * position (lane_pair_at). README.md's list has the static counts. On the CPU,
+ * position (lane_pair_at); ring and global lanes keep their groups in
+ * dynamic shared memory as deep as the matrix's lanes, so a ring kernel
+ * holds a 4096 x 14336 matrix's tiles in one round at batch 1
+ * (fused_smem_bytes). README.md's list has the static counts. On the CPU,
  * wr_dev_decode_tile runs the decode path and tests/runtime/test_emu.cpp
  * runs these kernels' source with one host thread per CUDA thread;
  * gpucheck.sh times them on a GPU.
@@ -152,7 +156,6 @@ struct DevMat {
  * fewer SASS instructions in k_fused_q<Q4_K, 1, staged>, 120 in Q8_0's,
  * sm_90a, made alone, with the bit buffer). */
 __host__ __device__ inline int staged_depth(const DevMat &M) { return M.dmax + 1; }
-
 
 /* Group i of a tile's ragged interleave (lane_open): the lanes holding a
  * word i (a ballot mask) and the group's first word in the tile. A warp
