@@ -394,10 +394,16 @@ wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
         return NULL;
     }
     if (rread(rd, h, sizeof h, "stream header")) {
-        /* a short input that does not start as a stream does is not a stream at all */
+        /* a short input that does not start as a stream does is not a stream at all; an
+           empty one is said so (it was "truncated stream: stream header ends at byte 0") */
         size_t got = rd->off < 8 ? (size_t)rd->off : 8;
+        struct stat st;
         if (got && !wp_zsrc_error(rd->src) && magic_kind(h, got) != MAGIC_OK)
             rfail(rd, "not a wpack stream (bad magic)");
+        else if (!got && !wp_zsrc_error(rd->src))
+            rfail(rd, "%s", !fstat(fileno(f), &st) && S_ISREG(st.st_mode)
+                                ? "empty file, not a wpack stream"
+                                : "empty input, not a wpack stream (upstream failed or wrote nothing)");
         goto fail;
     }
     if (magic_kind(h, 8) != MAGIC_OK) {
@@ -617,8 +623,12 @@ static int check_end(wp_reader *rd, wp_record *r)
     wp_index_free(&ix);
     if (rread(rd, t, sizeof t, "trailer"))
         return -1;
-    if (memcmp(t + 8, WP_TRAILER_MAGIC, 8) || get64(t) != r->offset)
-        return rfail(rd, "corrupt stream: bad trailer");
+    /* the trailer's own damage named (it was "corrupt stream: bad trailer") */
+    if (memcmp(t + 8, WP_TRAILER_MAGIC, 8))
+        return rfail(rd, "damaged index trailer: its magic is not \"%s\"", WP_TRAILER_MAGIC);
+    if (get64(t) != r->offset)
+        return rfail(rd, "damaged index trailer: it points at byte %" PRIu64 ", the index (end record) is at byte %" PRIu64,
+                     get64(t), r->offset);
     if (wp_zsrc_finish(rd->src))   /* a framed bundle: the frame ends with the stream */
         return rfail(rd, "%s", wp_zsrc_error(rd->src));
     rd->done = 1;
@@ -746,7 +756,12 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
        called a truncated stream, or a stream without a record at some byte) */
     const uint64_t at = get64(t);
     uint8_t tag[4];
-    if (at < 16 || at > (uint64_t)size || (uint64_t)size - at < REC_FIXED + 16 || fseeko(f, (off_t)at, SEEK_SET) ||
+    if (at >= (uint64_t)size) {
+        snprintf(err, errlen, "%s: damaged index trailer: it points at byte %" PRIu64 ", past the end of the file (%"
+                 PRIu64 " bytes)", path, at, (uint64_t)size);
+        return -1;
+    }
+    if (at < 16 || (uint64_t)size - at < REC_FIXED + 16 || fseeko(f, (off_t)at, SEEK_SET) ||
         fread(tag, 1, 4, f) != 4 || get32(tag) != REC_TAG) {
         snprintf(err, errlen, "%s: damaged index trailer: it points at byte %" PRIu64 " of %" PRIu64 ", where no "
                  "record starts", path, at, (uint64_t)size);

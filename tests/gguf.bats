@@ -198,8 +198,32 @@ info_field() { # FILE NAME FIELD(type|offset)
     "$BIN/ggufcat" "$F32" > "$T/s.wps"
     run sh -c "head -c 5 '$T/s.wps' | '$BIN/tsinfo'"
     one_line_error "^tsinfo: stdin: truncated stream: stream header ends at byte 5 "
+    # nothing at all: said so (it was "truncated stream: stream header ends at byte 0")
     run sh -c "'$BIN/tsinfo' < /dev/null"
-    one_line_error "^tsinfo: stdin: truncated stream: stream header ends at byte 0 "
+    one_line_error "^tsinfo: stdin: empty input, not a wpack stream \(upstream failed or wrote nothing\)$"
+    : > "$T/empty.wps"
+    run "$BIN/histogram" "$T/empty.wps"
+    one_line_error "^histogram: $T/empty.wps: empty file, not a wpack stream$"
+}
+
+@test "a damaged index trailer, read in order: its magic or its offset named" {
+    # both said "corrupt stream: bad trailer"
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    local n at
+    n=$(stat -c %s "$T/s.wps")
+    at=$(od -An -t u8 -j $((n - 16)) -N 8 "$T/s.wps" | tr -d ' ')
+    [ "$at" -gt 32 ]
+    cp "$T/s.wps" "$T/magic.wps"
+    patch_bytes "$T/magic.wps" $((n - 1)) '\x00'
+    run sh -c "'$BIN/tsinfo' '$T/magic.wps' > /dev/null"
+    one_line_error "^tsinfo: $T/magic.wps: damaged index trailer: its magic is not \"WPACKEND\"$"
+    cp "$T/s.wps" "$T/off.wps"
+    patch_bytes "$T/off.wps" $((n - 16)) '\x00'
+    local to
+    to=$(od -An -t u8 -j $((n - 16)) -N 8 "$T/off.wps" | tr -d ' ')
+    [ "$to" -ne "$at" ]
+    run sh -c "'$BIN/tsinfo' < '$T/off.wps' > /dev/null"
+    one_line_error "^tsinfo: stdin: damaged index trailer: it points at byte $to, the index \(end record\) is at byte $at$"
 }
 
 @test "two streams in one pipe, or bytes after a stream: refused, not read as the first alone" {
