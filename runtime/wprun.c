@@ -1024,7 +1024,10 @@ int main(int argc, char **argv)
             char *e;
             /* decimal only: strtod took a leading blank (" 1e-3"), a sign ("+1e-5") and hex ("0x1p-3") */
             const int dec = (isdigit((unsigned char)v[0]) || v[0] == '.') && !strpbrk(v, "xX");
+            errno = 0;
             opt.tol = dec ? strtod(v, &e) : 0, i++;
+            if (dec && !*e && errno == ERANGE)   /* 1e400, 1e-400: said so (it was "expected a positive number") */
+                die(WR_EXIT_USAGE, "--tol: '%s' is out of range (a double holds about 2.2e-308 to 1.8e308)", v);
             if (!(opt.tol > 0) || *e || !isfinite(opt.tol))   /* inf: --verify could not fail */
                 die(WR_EXIT_USAGE, "--tol: expected a positive number, got '%s'", v);
         } else if (!strcmp(a, "--batch")) {

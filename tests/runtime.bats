@@ -147,6 +147,11 @@ cpu_verify() {
         [ "$status" -eq 64 ]
         [ "$output" = "wprun: --tol: expected a positive number, got '$t'" ]
     done
+    for t in 1e400 1e-400; do
+        run "$BIN/wprun" --cpu --synth Q4_0:64x256 --tol "$t"
+        [ "$status" -eq 64 ]
+        [ "$output" = "wprun: --tol: '$t' is out of range (a double holds about 2.2e-308 to 1.8e308)" ]
+    done
     for s in Q4_0:64x256x2 Q4_0:x256 :64x256 Q4_0:64x Q4_0:+64x256 "Q4_0: 64x256" Q4_0:64xx256; do
         run "$BIN/wprun" --cpu --synth "$s"
         [ "$status" -eq 64 ]
