@@ -395,13 +395,16 @@ wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
     }
     if (rread(rd, h, sizeof h, "stream header")) {
         /* a short input that does not start as a stream does is not a stream at all; an
-           empty one is said so (it was "truncated stream: stream header ends at byte 0") */
+           empty one is said so (it was "truncated stream: stream header ends at byte 0"):
+           a file named on the command line, a zstd frame with nothing in it, or standard
+           input (a pipe, or unbundle's copy of one, which it names "stdin") */
         size_t got = rd->off < 8 ? (size_t)rd->off : 8;
         struct stat st;
         if (got && !wp_zsrc_error(rd->src) && magic_kind(h, got) != MAGIC_OK)
             rfail(rd, "not a wpack stream (bad magic)");
         else if (!got && !wp_zsrc_error(rd->src))
-            rfail(rd, "%s", !fstat(fileno(f), &st) && S_ISREG(st.st_mode)
+            rfail(rd, "%s", wp_zsrc_framed(rd->src) ? "a zstd frame with nothing in it, not a wpack stream"
+                            : strcmp(rd->path, "stdin") && !fstat(fileno(f), &st) && S_ISREG(st.st_mode)
                                 ? "empty file, not a wpack stream"
                                 : "empty input, not a wpack stream (upstream failed or wrote nothing)");
         goto fail;
@@ -626,9 +629,9 @@ static int check_end(wp_reader *rd, wp_record *r)
     /* the trailer's own damage named (it was "corrupt stream: bad trailer") */
     if (memcmp(t + 8, WP_TRAILER_MAGIC, 8))
         return rfail(rd, "damaged index trailer: its magic is not \"%s\"", WP_TRAILER_MAGIC);
-    if (get64(t) != r->offset)
-        return rfail(rd, "damaged index trailer: it points at byte %" PRIu64 ", the index (end record) is at byte %" PRIu64,
-                     get64(t), r->offset);
+    if (get64(t) != r->offset)   /* offsets of the decompressed stream in a framed bundle, as rread's */
+        return rfail(rd, "damaged index trailer: it points at byte %" PRIu64 ", the index (end record) is at byte %" PRIu64
+                     "%s", get64(t), r->offset, wp_zsrc_framed(rd->src) ? " of the decompressed stream" : "");
     if (wp_zsrc_finish(rd->src))   /* a framed bundle: the frame ends with the stream */
         return rfail(rd, "%s", wp_zsrc_error(rd->src));
     rd->done = 1;

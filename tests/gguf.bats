@@ -204,6 +204,15 @@ info_field() { # FILE NAME FIELD(type|offset)
     : > "$T/empty.wps"
     run "$BIN/histogram" "$T/empty.wps"
     one_line_error "^histogram: $T/empty.wps: empty file, not a wpack stream$"
+    # not "empty file" for what is not one (a reviewer's find): a zstd frame of nothing, and
+    # a pipe that unbundle copies to a file before reading it
+    zstd -q -c < /dev/null > "$T/empty.zst"
+    [ "$(stat -c %s "$T/empty.zst")" -gt 0 ]
+    run "$BIN/tsinfo" "$T/empty.zst"
+    one_line_error "^tsinfo: $T/empty.zst: a zstd frame with nothing in it, not a wpack stream$"
+    run sh -c "cat /dev/null | '$BIN/unbundle' -o '$T/u.gguf'"
+    one_line_error "^unbundle: stdin: empty input, not a wpack stream \(upstream failed or wrote nothing\)$"
+    [ ! -e "$T/u.gguf" ]
 }
 
 @test "a damaged index trailer, read in order: its magic or its offset named" {
@@ -224,6 +233,10 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ "$to" -ne "$at" ]
     run sh -c "'$BIN/tsinfo' < '$T/off.wps' > /dev/null"
     one_line_error "^tsinfo: stdin: damaged index trailer: it points at byte $to, the index \(end record\) is at byte $at$"
+    # in a zstd frame, the offsets are the decompressed stream's, and said so
+    zstd -q -c "$T/off.wps" > "$T/off.wps.zst"
+    run sh -c "'$BIN/tsinfo' '$T/off.wps.zst' > /dev/null"
+    one_line_error "^tsinfo: $T/off.wps.zst: damaged index trailer: it points at byte $to, the index \(end record\) is at byte $at of the decompressed stream$"
 }
 
 @test "two streams in one pipe, or bytes after a stream: refused, not read as the first alone" {
