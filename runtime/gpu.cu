@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "gpu.h"
@@ -308,15 +309,22 @@ static int ensure_io(wr_dmat *d, int batch, char *err, size_t errlen)
     X(WP_Q4_0) X(WP_Q4_1) X(WP_Q5_0) X(WP_Q5_1) X(WP_Q8_0) X(WP_IQ4_NL) X(WP_Q2_K) X(WP_Q3_K)      \
     X(WP_Q4_K) X(WP_Q5_K) X(WP_Q6_K) X(WP_IQ4_XS)
 
-/* Allow a kernel `bytes` of dynamic shared memory. Always set: the default
- * limit is 48 KiB less the kernel's static shared memory, not 48 KiB. An
- * error here (more than the device allows) surfaces at launch (launch()'s
- * cudaGetLastError). */
+/* Allow a kernel `bytes` of dynamic shared memory. The limit only grows:
+ * it is the kernel's, not a launch's, and a CUDA graph may hold launches
+ * of one kernel for several matrices, each asking for its own (the groups
+ * and staged lanes are as deep as the matrix's lanes); set per launch, the
+ * last matrix's would have been the limit for all (a reviewer's find). Set
+ * once past the default: the default limit is 48 KiB less the kernel's
+ * static shared memory, not 48 KiB. An error here (more than the device
+ * allows) surfaces at launch (launch()'s cudaGetLastError). */
 template <typename K>
 static void launch_smem(K kernel, size_t bytes)
 {
-    if (bytes > 0)
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    static std::map<const void *, size_t> most;   /* per kernel, the limit set */
+    size_t &m = most[reinterpret_cast<const void *>(kernel)];
+    if (bytes > m && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes) ==
+                         cudaSuccess)
+        m = bytes;
 }
 
 
@@ -392,10 +400,11 @@ extern "C" int wr_gpu_sm_warps(wr_gpu *g, wr_dmat *d, int pipe, int batch, doubl
     case 8: nb = fused_q_blocks_st<8>(d, st); break;
     default: return 0;
     }
-    const int w = nb * FUSED_WARPS;
-    if (w > 0)
-        *waves = (double)d->M.ntiles / ((double)w * g->sms);
-    return w;
+    /* rounds of the launch's blocks (FUSED_WARPS tile rows each, some idle in the last) */
+    const double blocks = (double)d->M.tcols * (double)((d->M.trows + FUSED_WARPS - 1) / FUSED_WARPS);
+    if (nb > 0)
+        *waves = blocks / ((double)nb * g->sms);
+    return nb * FUSED_WARPS;
 }
 
 /* Pipeline "private" at batch B (1, 2, 4, 8): k_fused_private on

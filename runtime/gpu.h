@@ -94,7 +94,8 @@ int wr_gpu_restore(wr_gpu *g, wr_dmat *d, int lut, uint8_t *out, char *err, size
  * matrix d: cudaOccupancyMaxActiveBlocksPerMultiprocessor for k_fused_q
  * with the launch's dynamic shared memory (registers, shared memory and
  * the launch bounds decide) times its warps a block; *waves = the
- * matrix's tiles (one a warp) over that many warps on every SM. FUSED,
+ * launch's blocks (a warp a tile row of a tile column, FUSED_WARPS rows a
+ * block) over that many blocks on every SM. FUSED,
  * STAGED and RING of ggml-block (WR_Q) matrices; 0 (and *waves 0) for
  * the others, another batch, or when the query fails. For --bench: a
  * second round of tiles (waves > 1) costs about a tile's decode time. */
