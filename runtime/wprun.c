@@ -492,6 +492,8 @@ static void restore_failed(const wr_matrix *m, const char *err)
 
 static int n_long_codes;   /* matrices --cpu found with codes over WR_LUT_MAX_BITS bits */
 
+/* One matrix on the CPU: its checks (--verify), timings (--bench, --tune).
+ * Returns the failures, each a line above saying FAIL or MISMATCH (0: all passed). */
 static int cpu_matrix(const wr_matrix *m, FILE *tf)
 {
     char err[512];
@@ -515,7 +517,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
         printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  restore(ref) %s  restore(fast) %s  restore(device) %s\n",
                type_name(m), m->name, (long long)m->rows, (long long)m->cols, bpw(m), ok_ref ? "ok" : "MISMATCH",
                ok_fast ? "ok" : "MISMATCH", dev_na ? "n/a (codes over 11 bits)" : ok_dev ? "ok" : "MISMATCH");
-        bad |= !ok_ref || !ok_fast || !ok_dev;
+        bad += !ok_ref || !ok_fast || !ok_dev;
         if (is_palette_bf16(m)) {   /* run-time transcode (lanes) = load-time transcode (bytes) */
             size_t il = (size_t)(wr_palette_stride(m) * m->rows) + 1;
             uint8_t *i1 = malloc(il), *i2 = malloc(il);
@@ -523,7 +525,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                      memcmp(i1, i2, il - 1) == 0;
             printf("verify %-6s %-40s palette indices: transcode = load-time %s\n", type_name(m), m->name,
                    ok ? "ok" : "MISMATCH");
-            bad |= !ok;
+            bad += !ok;
             free(i1);
             free(i2);
         }
@@ -536,17 +538,17 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
         double *y64 = malloc(ny * sizeof *y64);
         if (!x || !yf || !yt || !y64) {
             printf("FAIL %s: out of memory\n", mlabel(m));
-            bad = 1;
+            bad++;
         } else {
             wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
             if (opt.verify && wr_ref_gemv64(m, ref, x, batch, y64)) {
                 printf("FAIL %s: out of memory (float64 reference)\n", mlabel(m));
-                bad = 1;
+                bad++;
             } else if (opt.verify) {
                 const int pf = cpu_pipe(m, pipe_for(m, batch));   /* one that applies, else fused */
                 if (cpu_gemv(m, ref, NULL, pf, x, batch, yf, err, sizeof err)) {
                     printf("FAIL %s: %s\n", mlabel(m), err);
-                    bad = 1;
+                    bad++;
                 } else {
                     wr_cpu_gemv_fixed(m, ref, x, batch, yt);
                     double ef = wr_relerr(yf, y64, ny), et = wr_relerr(yt, y64, ny);
@@ -559,7 +561,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     printf("gemv   %-6s %-40s batch %-4d %s %s  %s%s%s\n", type_name(m), m->name, batch, pipe_name[pf],
                            relerr_str(ef, y64, ny, rf, sizeof rf), tw, same ? "(bit-equal) " : "",
                            ef < opt.tol ? verdict(et, y64, ny, "twin ") : verdict(ef, y64, ny, ""));
-                    bad |= !ok;
+                    bad += !ok;
                 }
             }
             if (opt.bench || opt.tune) {
@@ -649,6 +651,8 @@ static int device_restore_ok(wr_gpu *g, wr_dmat *d, int lut, uint8_t *mine, cons
     return 0;
 }
 
+/* Every matrix on the GPU, as cpu_matrix, and the graph pass (--graph).
+ * Returns the failures (0: all passed). */
 static int gpu_run(wr_model *md, FILE *tf)
 {
     char err[512];
@@ -664,7 +668,7 @@ static int gpu_run(wr_model *md, FILE *tf)
     int nrows = 0;
     if (!dm || !rows) {
         fprintf(stderr, "wprun: out of memory (%d matrices)\n", md->n);
-        bad = 1;
+        bad++;
     }
     for (int i = 0; i < md->n && dm && rows; i++) {
         const wr_matrix *m = &md->m[i];
@@ -672,13 +676,13 @@ static int gpu_run(wr_model *md, FILE *tf)
         size_t len;
         if (wr_restore_bytes(m, &ref, &len, err, sizeof err)) {
             restore_failed(m, err);
-            bad = 1;
+            bad++;
             continue;
         }
         if (!(dm[i] = wr_gpu_upload(g, m, ref, err, sizeof err))) {
             printf("FAIL %s: %s\n", mlabel(m), err);
             free(ref);
-            bad = 1;
+            bad++;
             continue;
         }
         if (opt.verify) {
@@ -695,7 +699,7 @@ static int gpu_run(wr_model *md, FILE *tf)
             printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  device restore (limits) %s (table) %s\n",
                    type_name(m), m->name, (long long)m->rows, (long long)m->cols, bpw(m), ok ? "ok" : "MISMATCH",
                    ok_lut ? "ok" : "MISMATCH");
-            bad |= !ok || !ok_lut;
+            bad += !ok || !ok_lut;
             free(mine);
         }
         for (int bi = 0; bi < opt.nbatch; bi++) {
@@ -705,7 +709,7 @@ static int gpu_run(wr_model *md, FILE *tf)
             double *y64 = malloc(ny * sizeof *y64);
             if (!x || !y || !y64) {
                 printf("FAIL %s: out of memory\n", mlabel(m));
-                bad = 1;
+                bad++;
                 free(x);
                 free(y);
                 free(y64);
@@ -714,7 +718,7 @@ static int gpu_run(wr_model *md, FILE *tf)
             wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
             if (opt.verify && wr_ref_gemv64(m, ref, x, batch, y64)) {
                 printf("FAIL %s: out of memory (float64 reference)\n", mlabel(m));
-                bad = 1;
+                bad++;
             } else if (opt.verify) {
                 for (int p = 0; p < P_COUNT; p++) {
                     if (opt.pipe != P_AUTO && p != opt.pipe)
@@ -731,14 +735,14 @@ static int gpu_run(wr_model *md, FILE *tf)
                     }
                     if (wr_gpu_gemv(g, dm[i], p, x, batch, y, err, sizeof err)) {
                         printf("FAIL %s: %s: %s\n", mlabel(m), pipe_name[p], err);
-                        bad = 1;
+                        bad++;
                         continue;
                     }
                     double e = wr_relerr(y, y64, ny);
                     char rs[64];
                     printf("gemv   %-6s %-40s batch %-4d %-5s %s  %s\n", type_name(m), m->name, batch, pipe_name[p],
                            relerr_str(e, y64, ny, rs, sizeof rs), verdict(e, y64, ny, ""));
-                    bad |= !(e < opt.tol);
+                    bad += !(e < opt.tol);
                 }
             }
             if (opt.bench || opt.tune) {
@@ -753,7 +757,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                         continue;
                     if (wr_gpu_time(g, dm[i], p, batch, 3, opt.runs, &br->t[p], err, sizeof err)) {
                         printf("FAIL %s: time %s: %s\n", mlabel(m), pipe_name[p], err);
-                        bad = 1;
+                        bad++;
                         br->t[p] = NAN;
                         continue;
                     }
@@ -800,10 +804,10 @@ static int gpu_run(wr_model *md, FILE *tf)
         double tg, ts;
         if (!gp) {
             printf("FAIL graph pass: out of memory\n");
-            bad = 1;
+            bad++;
         } else if (wr_gpu_graph_pass(g, dm, gp, nd, opt.runs, &tg, &ts, err, sizeof err)) {
             printf("FAIL graph pass: %s\n", err);
-            bad = 1;
+            bad++;
         } else {
             printf("graph  whole-model pass, %d matrices, batch 1 (%s): graph %.1f us, stream %.1f us\n", nd, mix, tg,
                    ts);
@@ -1133,7 +1137,7 @@ int main(int argc, char **argv)
     int bad = 0;
     if (opt.cpu) {
         for (int i = 0; i < md.n; i++)
-            bad |= cpu_matrix(&md.m[i], tf);
+            bad += cpu_matrix(&md.m[i], tf);
     } else {
 #ifndef WPACK_NO_CUDA
         bad = gpu_run(&md, tf);
@@ -1154,8 +1158,12 @@ int main(int argc, char **argv)
                         "take (huffbuild --max-len %d)\n", n_long_codes, md.n,
                 md.n == 1 ? "matrix has" : n_long_codes == 1 ? "matrices has" : "matrices have", WR_LUT_MAX_BITS,
                 WR_LUT_MAX_BITS);
-    printf("wprun: %d %s (%s): %s\n", md.n, md.n == 1 ? "matrix" : "matrices", opt.cpu ? "cpu" : "gpu",
-           bad ? "FAILED" : "ok");
+    /* the failures counted (it said FAILED alone, which a long run's output hid) */
+    if (bad)
+        printf("wprun: %d %s (%s): FAILED (%d %s above)\n", md.n, md.n == 1 ? "matrix" : "matrices",
+               opt.cpu ? "cpu" : "gpu", bad, bad == 1 ? "failure" : "failures");
+    else
+        printf("wprun: %d %s (%s): ok\n", md.n, md.n == 1 ? "matrix" : "matrices", opt.cpu ? "cpu" : "gpu");
     wr_model_free(&md);
     free(tunes);
     stdout_close();

@@ -125,6 +125,15 @@ cpu_verify() {
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tol 0.5
     [ "$status" -eq 0 ]
     echo "$output" | grep -qE '^gemv +Q4_K .* \(bit-equal\) ok$'
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): ok" ]
+    # the summary counts the failures (it said FAILED alone): a GEMV line a batch, two types
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tol 1e-30 --batch 1,2,3
+    [ "$status" -eq 1 ]
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): FAILED (3 failures above)" ]
+    [ "$(echo "$output" | grep -c 'FAIL (relerr')" -eq 3 ]
+    run "$BIN/wprun" --cpu --verify --synth all:64x512 --tol 1e-30
+    [ "$status" -eq 1 ]
+    [ "${lines[-1]}" = "wprun: 15 matrices (cpu): FAILED (15 failures above)" ]
 }
 
 @test "wprun: bad --synth, --batch, --runs and --tol are usage errors (64) before any device check; huge shapes refused" {
