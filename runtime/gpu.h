@@ -97,8 +97,9 @@ int wr_gpu_restore(wr_gpu *g, wr_dmat *d, int lut, uint8_t *out, char *err, size
  * launch's blocks (a warp a tile row of a tile column, FUSED_WARPS rows a
  * block) over that many blocks on every SM. FUSED,
  * STAGED and RING of ggml-block (WR_Q) matrices; 0 (and *waves 0) for
- * the others, another batch, or when the query fails. For --bench: a
- * second round of tiles (waves > 1) costs about a tile's decode time. */
+ * the others, another batch, or when the query fails. For --bench: the
+ * last round of tiles (waves > 1: more than one) can take up to a tile's
+ * decode time however few tiles are in it. */
 int wr_gpu_sm_warps(wr_gpu *g, wr_dmat *d, int pipe, int batch, double *waves);
 
 /* y = W x through a pipeline, any batch >= 1 (the fused kernels take 8

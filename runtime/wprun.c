@@ -767,7 +767,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                         tuning_put(tf, m, batch, p, br->t[p], 2);
                 }
                 if (m->kind == WR_Q && opt.bench && (batch == 1 || batch == 2 || batch == 4 || batch == 8)) {
-                    /* the kernels' occupancy: a second round of tiles costs about a tile's time */
+                    /* the kernels' occupancy: a last round of a few tiles can take a tile's time */
                     double wv[3];
                     const int pw[3] = {P_FUSED, P_STAGED, P_RING};
                     int sw[3];
