@@ -191,42 +191,47 @@ __host__ __device__ inline size_t warp_group_bytes(const DevMat &M)
     return ((size_t)(M.dmax > 0 ? M.dmax : 1) * sizeof(Group) + 15) & ~(size_t)15;
 }
 
-/* Dynamic shared memory of a k_fused_q / k_fused_exp launch, bytes, for
- * FUSED_WARPS warps: ST 1 (staged) 32 lanes x staged_depth(M) words a warp;
- * ST 2 (ring) 32 x RING_WORDS words a warp, then each warp's groups
- * (warp_group_bytes); ST 0 (global lanes) the groups alone (fused_groups
- * finds a warp's). Staged may pass the default 48 KiB: gpu.cu's
- * launch_smem allows it. gpu.cu and the emulator launch with it. Why the
- * groups are sized by the matrix: as static arrays of MAX_DEPTH (240) they
- * took 7,680 bytes a block whatever the lanes, and ring's blocks of 33,344
- * bytes fitted 6 a SM: 24 warps, 1.13 rounds of the 3,584 tiles of a 4096
- * x 14336 matrix on 132 SMs, so a second round for 416 of them. With the
- * synthetic Q4_K's groups (dmax 58, 1,856 bytes) a block takes 27,520 and
- * 8 fit: 32 warps, one round; the registers allow 8 at batch 1 (sm_90a,
- * ptxas's counts; 228 KiB a SM, 1 KiB a block reserved; README.md's table
- * has every type). */
-static inline size_t fused_smem_bytes(const DevMat &M, int ST)
+/* Bytes of every warp's lane words in a k_fused_q / k_fused_exp launch's
+ * dynamic shared memory (fused_smem_bytes), for FUSED_WARPS warps: ST 1
+ * (staged) 32 lanes x staged_depth(M) words a warp, ST 2 (ring) 32 x
+ * RING_WORDS, ST 0 (global lanes) none. */
+__host__ __device__ inline size_t fused_words_bytes(const DevMat &M, int ST)
 {
     return ST == 1 ? (size_t)FUSED_WARPS * 32 * (size_t)staged_depth(M) * 4
-           : ST == 2 ? (size_t)FUSED_WARPS * (32 * RING_WORDS * 4 + warp_group_bytes(M))
-                     : (size_t)FUSED_WARPS * warp_group_bytes(M);
+           : ST == 2 ? (size_t)FUSED_WARPS * 32 * RING_WORDS * 4 : 0;
+}
+
+/* Dynamic shared memory of a k_fused_q / k_fused_exp launch, bytes: the
+ * warps' lane words (fused_words_bytes), then, for global and ring lanes
+ * (ST 0, 2), each warp's groups (warp_group_bytes; staged lanes keep none).
+ * Staged may pass the default 48 KiB: gpu.cu's launch_smem allows it.
+ * gpu.cu and the emulator launch with it. Why the groups are sized by the
+ * matrix: as static arrays of MAX_DEPTH (240) they took 7,680 bytes a block
+ * whatever the lanes, and ring's blocks of 33,344 bytes fitted 6 a SM: 24
+ * warps, 1.13 rounds of the 3,584 tiles of a 4096 x 14336 matrix on 132
+ * SMs, so a second round for 416 of them. With the synthetic Q4_K's groups
+ * (dmax 58, 1,856 bytes) a block takes 27,520 and 8 fit: 32 warps, one
+ * round; the registers allow 8 at batch 1 (sm_90a, ptxas's counts; 228 KiB
+ * a SM, 1 KiB a block reserved; README.md's table has every type). */
+static inline size_t fused_smem_bytes(const DevMat &M, int ST)
+{
+    return fused_words_bytes(M, ST) + (ST == 1 ? 0 : (size_t)FUSED_WARPS * warp_group_bytes(M));
 }
 
 /* Warp w's part of a k_fused_q / k_fused_exp launch's dynamic shared memory
- * dyn (fused_smem_bytes). Its lane words: 32 x staged_depth(M) (ST 1) or 32
- * x RING_WORDS (ST 2) from w times that, none for global lanes (ST 0). Its
- * groups: after every warp's ring words (ST 2) or from dyn (ST 0), w times
- * warp_group_bytes(M) on; none for staged lanes (ST 1), which keep none.
- * test_runtime_emu checks that no two parts overlap. */
+ * dyn (fused_smem_bytes): its lane words, the w-th of fused_words_bytes'
+ * (none for global lanes), and its groups, the w-th after every warp's
+ * lane words (none for staged lanes). test_runtime_emu checks that no two
+ * parts overlap. */
 __host__ __device__ inline uint32_t *fused_lane_words(const DevMat &M, uint32_t *dyn, int ST, unsigned w)
 {
-    return ST == 1 ? dyn + (size_t)w * 32 * (size_t)staged_depth(M) : ST == 2 ? dyn + (size_t)w * 32 * RING_WORDS : nullptr;
+    return ST == 0 ? nullptr : dyn + fused_words_bytes(M, ST) / 4 / FUSED_WARPS * w;
 }
 __host__ __device__ inline Group *fused_groups(const DevMat &M, uint32_t *dyn, int ST, unsigned w)
 {
     if (ST == 1)
         return nullptr;
-    uint8_t *b = reinterpret_cast<uint8_t *>(dyn) + (ST == 2 ? (size_t)FUSED_WARPS * 32 * RING_WORDS * 4 : 0);
+    uint8_t *b = reinterpret_cast<uint8_t *>(dyn) + fused_words_bytes(M, ST);
     return reinterpret_cast<Group *>(b + (size_t)w * warp_group_bytes(M));
 }
 

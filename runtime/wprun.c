@@ -386,7 +386,6 @@ static int any_finite(const double *ref, size_t n)
 /* "relerr E" for a GEMV check (wr_relerr's E), or, where no reference
  * output is finite (every weight row Inf or NaN), what was checked instead:
  * that each output is the reference's Inf or a NaN where it is one. */
-
 static const char *relerr_str(double e, const double *ref, size_t n, char *buf, size_t len)
 {
     if (n == 0 || any_finite(ref, n))
