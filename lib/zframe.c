@@ -239,6 +239,7 @@ FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen)
     FILE *t = s ? wp_spool(why, sizeof why) : NULL;
     uint8_t buf[1 << 16];
     size_t n;
+    uint64_t total = 0;
     if (!t) {
         if (s)
             snprintf(err, errlen, "%s: %s for the decompressed bundle", path, why);
@@ -247,14 +248,20 @@ FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen)
         wp_zsrc_free(s);
         return NULL;
     }
-    while ((n = wp_zsrc_read(s, buf, sizeof buf)) > 0)
+    while ((n = wp_zsrc_read(s, buf, sizeof buf)) > 0) {
+        total += n;
         if (fwrite(buf, 1, n, t) != n) {
             snprintf(err, errlen, "%s: temporary file: write error", path);
             break;
         }
+    }
     if (n == 0 && (wp_zsrc_error(s) || wp_zsrc_finish(s)))
         snprintf(err, errlen, "%s: %s", path, wp_zsrc_error(s));
     int bad = n != 0 || wp_zsrc_error(s) != NULL;
+    if (!bad && total == 0) {   /* as the stream reader says it (the spooled copy was an "empty file") */
+        snprintf(err, errlen, "%s: a zstd frame with nothing in it, not a wpack stream", path);
+        bad = 1;
+    }
     if (!bad && fflush(t)) {
         snprintf(err, errlen, "%s: temporary file: write error: %s", path, strerror(errno));
         bad = 1;

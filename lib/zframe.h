@@ -52,8 +52,8 @@ int wp_zframe_is(FILE *f);
 /* For random access (bundle indexes): when the seekable file f holds a
  * zstd frame, its content decompressed into an unnamed temporary file,
  * rewound (f is left open; the caller closes both); else f itself, rewound.
- * NULL with a one-line reason in err (naming path) on a corrupt frame or
- * when no temporary file can be made. */
+ * NULL with a one-line reason in err (naming path) on a corrupt frame, a
+ * frame with nothing in it, or when no temporary file can be made. */
 FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen);
 
 /* Wrap f (not closed): level 0 writes bytes as they are, 1..22 writes

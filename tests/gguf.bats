@@ -210,6 +210,11 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ "$(stat -c %s "$T/empty.zst")" -gt 0 ]
     run "$BIN/tsinfo" "$T/empty.zst"
     one_line_error "^tsinfo: $T/empty.zst: a zstd frame with nothing in it, not a wpack stream$"
+    # unbundle decompresses a frame to a file first: it said "empty file" (a new user's find)
+    run "$BIN/unbundle" -o "$T/u.gguf" "$T/empty.zst"
+    one_line_error "^unbundle: $T/empty.zst: a zstd frame with nothing in it, not a wpack stream$"
+    run sh -c "'$BIN/unbundle' --stream < '$T/empty.zst'"
+    one_line_error "^unbundle: stdin: a zstd frame with nothing in it, not a wpack stream$"
     run sh -c "cat /dev/null | '$BIN/unbundle' -o '$T/u.gguf'"
     one_line_error "^unbundle: stdin: empty input, not a wpack stream \(upstream failed or wrote nothing\)$"
     [ ! -e "$T/u.gguf" ]
