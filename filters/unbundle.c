@@ -55,6 +55,7 @@ int main(int argc, char **argv)
     FILE *plain = wp_zframe_plain(bf, src, err, sizeof err);
     if (!plain)
         wp_die("%s", err);
+    const int copy = plain != bf;   /* by index, offsets are the decompressed stream's */
     bf = plain;
     /* A second, independent handle on the same file for random access. */
     char self[64];
@@ -65,7 +66,7 @@ int main(int argc, char **argv)
         wp_die("%s", err);
     wp_restore *rs = wp_restore_new();
     if (rs && ix)
-        wp_restore_source(rs, ix, src);
+        (copy ? wp_restore_source_decompressed : wp_restore_source)(rs, ix, src);
     wp_writer *w = as_stream ? wp_cli_writer(out) : NULL;
     wp_gguf_out *g = as_stream ? NULL : wp_gguf_out_new(err, sizeof err);
     if (!rs || (!as_stream && !g))

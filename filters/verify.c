@@ -180,10 +180,14 @@ int main(int argc, char **argv)
     FILE *src = fopen(bpath, "rb");
     if (!src)
         wp_die("%s: cannot open", bpath);
-    if (!(src = wp_zframe_plain(src, bpath, err, sizeof err)))   /* a --dist bundle: decompressed */
+    FILE *plain = wp_zframe_plain(src, bpath, err, sizeof err);   /* a --dist bundle: decompressed */
+    if (!plain)
         wp_die("%s", err);
-    wp_restore_source(ref, src, bpath);
-    wp_restore_source(fast, src, bpath);
+    void (*source)(wp_restore *, FILE *, const char *) = plain != src ? wp_restore_source_decompressed
+                                                                      : wp_restore_source;
+    src = plain;
+    source(ref, src, bpath);
+    source(fast, src, bpath);
     double weights = 0, coded_w = 0, entropy_bits = 0, table_bytes = 0, pad_bytes = 0, meta_bytes = 0;
     uint64_t n_coded = 0, n_fixed = 0, n_shared = 0, unit_bytes = 0;
     int have_coded = 0;

@@ -376,6 +376,7 @@ struct wp_restore {
     uint64_t  nqueue, next;
     FILE     *src;      /* the bundle, for REF records */
     char      src_path[512];
+    int       src_copy;   /* src is a zstd frame's content decompressed to a file */
     wp_index  ix;
     int       have_ix;
     uint64_t  side_len;
@@ -410,7 +411,14 @@ static void drop_queue(wp_restore *rs)
 void wp_restore_source(wp_restore *rs, FILE *f, const char *path)
 {
     rs->src = f;
+    rs->src_copy = 0;
     snprintf(rs->src_path, sizeof rs->src_path, "%s", path);
+}
+
+void wp_restore_source_decompressed(wp_restore *rs, FILE *f, const char *path)
+{
+    wp_restore_source(rs, f, path);
+    rs->src_copy = 1;
 }
 
 wp_record *wp_restore_more(wp_restore *rs)
@@ -655,7 +663,8 @@ static int resolve_ref(wp_restore *rs, const wp_record *in)
     if (!rs->src)
         return rfail(rs, "record '%s': a shared tensor needs the bundle as a file, not a pipe", in->name);
     if (!rs->have_ix) {
-        if (wp_index_read(rs->src, rs->src_path, &rs->ix, err, sizeof err))
+        if ((rs->src_copy ? wp_index_read_decompressed : wp_index_read)(rs->src, rs->src_path, &rs->ix, err,
+                                                                         sizeof err))
             return rfail(rs, "%s", strip_path(err, rs->src_path));
         rs->have_ix = 1;
     }
@@ -670,7 +679,9 @@ static int resolve_ref(wp_restore *rs, const wp_record *in)
          * restored (exit 0) whatever bytes it held */
         if (strcmp(rs->ix.e[i].name, same) || rs->ix.e[i].kind == WP_REC_REF || rs->ix.e[i].offset >= in->offset)
             continue;
-        if (wp_record_read_at(rs->src, rs->src_path, rs->ix.e[i].offset, &r, err, sizeof err)) {
+        if ((rs->src_copy ? wp_record_read_at_decompressed : wp_record_read_at)(rs->src, rs->src_path,
+                                                                                 rs->ix.e[i].offset, &r, err,
+                                                                                 sizeof err)) {
             rfail(rs, "%s", strip_path(err, rs->src_path));
             break;
         }

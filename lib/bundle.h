@@ -171,6 +171,9 @@ void        wp_restore_free(wp_restore *rs);
  * with a trailing index), needed to resolve REF records. f stays open and
  * owned by the caller. */
 void wp_restore_source(wp_restore *rs, FILE *f, const char *path);
+/* The same for f, the zstd-framed bundle named path decompressed to a file
+ * (wp_zframe_plain): messages say offsets are "of the decompressed stream". */
+void wp_restore_source_decompressed(wp_restore *rs, FILE *f, const char *path);
 
 /* Feed one record. Returns 1 when *out holds a record to emit (the input
  * itself, or a restored one), 0 when the record was held (a SIDE/RAW

@@ -308,6 +308,7 @@ struct wp_reader {
     uint64_t seen_cap;
     int      n_gguf;       /* gguf records read */
     int      done;
+    int      copy;         /* f is a zstd frame's content decompressed to a file (wp_index_read_decompressed) */
     char     err[768];
 };
 
@@ -339,7 +340,7 @@ static int rread(wp_reader *rd, void *buf, size_t n, const char *what)
     rd->off += got;
     if (got != n) {
         /* offsets count stream bytes: in a framed bundle, those of the decompressed stream */
-        const char *of = wp_zsrc_framed(rd->src) ? " of the decompressed stream" : "";
+        const char *of = wp_zsrc_framed(rd->src) || rd->copy ? " of the decompressed stream" : "";
         if (wp_zsrc_error(rd->src))
             return rfail(rd, "%s (%s, byte %" PRIu64 "%s)", wp_zsrc_error(rd->src), what, rd->off, of);
         return rfail(rd, "truncated stream: %s ends at byte %" PRIu64 "%s (upstream failed or file cut short)", what,
@@ -601,9 +602,10 @@ int wp_reader_payload(wp_reader *rd, wp_record *r)
 }
 
 static int index_parse(const uint8_t *pl, uint64_t len, uint64_t end_offset, wp_index *ix);
-static int record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, uint64_t *end, char *err,
-                          size_t errlen);
-static int index_tiles(FILE *f, const char *path, const wp_index *ix, uint64_t end_offset, char *err, size_t errlen);
+static int record_read_at(FILE *f, const char *path, int copy, uint64_t offset, wp_record *r, uint64_t *end,
+                          char *err, size_t errlen);
+static int index_tiles(FILE *f, const char *path, int copy, const wp_index *ix, uint64_t end_offset, char *err,
+                       size_t errlen);
 
 /* Check the end record's index against what was read: every record's
  * offset, kind and name (a re-sealed index that lies fails here). */
@@ -717,8 +719,11 @@ int wp_stream_framed(FILE *f)
     return is ? 1 : -1;
 }
 
-int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t errlen)
+/* copy: f is a zstd frame's content decompressed to a file (wp_zframe_plain), named by path,
+ * so offsets and sizes in messages are said to be "of the decompressed stream". */
+static int index_read(FILE *f, const char *path, int copy, wp_index *ix, char *err, size_t errlen)
 {
+    const char *of = copy ? " of the decompressed stream" : "";
     uint8_t t[16];
     wp_record r;
     memset(ix, 0, sizeof *ix);
@@ -760,19 +765,19 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
     const uint64_t at = get64(t);
     uint8_t tag[4];
     if (at >= (uint64_t)size) {
-        snprintf(err, errlen, "%s: damaged index trailer: it points at byte %" PRIu64 ", past the end of the file (%"
-                 PRIu64 " bytes)", path, at, (uint64_t)size);
+        snprintf(err, errlen, "%s: damaged index trailer: it points at byte %" PRIu64 ", past the end of the %s (%"
+                 PRIu64 " bytes)", path, at, copy ? "decompressed stream" : "file", (uint64_t)size);
         return -1;
     }
     if (at < 16 || (uint64_t)size - at < REC_FIXED + 16 || fseeko(f, (off_t)at, SEEK_SET) ||
         fread(tag, 1, 4, f) != 4 || get32(tag) != REC_TAG) {
-        snprintf(err, errlen, "%s: damaged index trailer: it points at byte %" PRIu64 " of %" PRIu64 ", where no "
-                 "record starts", path, at, (uint64_t)size);
+        snprintf(err, errlen, "%s: damaged index trailer: it points at byte %" PRIu64 " of %" PRIu64 "%s, where no "
+                 "record starts", path, at, (uint64_t)size, of);
         return -1;
     }
     wp_record_init(&r);
     uint64_t rend;
-    if (record_read_at(f, path, at, &r, &rend, err, errlen)) {
+    if (record_read_at(f, path, copy, at, &r, &rend, err, errlen)) {
         wp_record_free(&r);
         return -1;
     }
@@ -788,7 +793,7 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
     int bad = r.kind != WP_REC_END || index_parse(r.payload, r.payload_len, r.offset, ix);
     uint64_t end = r.offset;
     wp_record_free(&r);
-    if (!bad && index_tiles(f, path, ix, end, err, errlen)) {
+    if (!bad && index_tiles(f, path, copy, ix, end, err, errlen)) {
         wp_index_free(ix);
         return -1;
     }
@@ -797,6 +802,16 @@ int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t err
         return -1;
     }
     return 0;
+}
+
+int wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t errlen)
+{
+    return index_read(f, path, 0, ix, err, errlen);
+}
+
+int wp_index_read_decompressed(FILE *f, const char *path, wp_index *ix, char *err, size_t errlen)
+{
+    return index_read(f, path, 1, ix, err, errlen);
 }
 
 const wp_index_entry *wp_index_find(const wp_index *ix, unsigned kind, const char *name)
@@ -818,12 +833,14 @@ void wp_index_free(wp_index *ix)
 /* Set up rd to read the record at `offset` of the stream file f (its header
  * checked first). 0, or -1 with a message in err; wp_zsrc_free(rd->src) and
  * free(rd->seen) after. */
-static int reader_at(FILE *f, const char *path, uint64_t offset, wp_reader *rd_out, char *err, size_t errlen)
+static int reader_at(FILE *f, const char *path, int copy, uint64_t offset, wp_reader *rd_out, char *err,
+                     size_t errlen)
 {
     wp_reader rd;
     uint8_t h[16];
     memset(&rd, 0, sizeof rd);
     rd.f = f;
+    rd.copy = copy;
     snprintf(rd.path, sizeof rd.path, "%s", input_name(path));
     if (fseeko(f, 0, SEEK_SET) || fread(h, 1, 16, f) != 16 || memcmp(h, WP_STREAM_MAGIC, 8)) {
         snprintf(err, errlen, "%s: not a wpack stream", rd.path);
@@ -851,11 +868,11 @@ static int reader_at(FILE *f, const char *path, uint64_t offset, wp_reader *rd_o
 }
 
 /* wp_record_read_at, also giving where the record ends (its padding included) in *end. */
-static int record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, uint64_t *end, char *err,
-                          size_t errlen)
+static int record_read_at(FILE *f, const char *path, int copy, uint64_t offset, wp_record *r, uint64_t *end,
+                          char *err, size_t errlen)
 {
     wp_reader rd;
-    if (reader_at(f, path, offset, &rd, err, errlen))
+    if (reader_at(f, path, copy, offset, &rd, err, errlen))
         return -1;
     int rc = read_header(&rd, r) || wp_reader_payload(&rd, r) ? -1 : 0;
     if (rc)
@@ -869,7 +886,14 @@ static int record_read_at(FILE *f, const char *path, uint64_t offset, wp_record 
 int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, char *err, size_t errlen)
 {
     uint64_t end;
-    return record_read_at(f, path, offset, r, &end, err, errlen);
+    return record_read_at(f, path, 0, offset, r, &end, err, errlen);
+}
+
+int wp_record_read_at_decompressed(FILE *f, const char *path, uint64_t offset, wp_record *r, char *err,
+                                   size_t errlen)
+{
+    uint64_t end;
+    return record_read_at(f, path, 1, offset, r, &end, err, errlen);
 }
 
 /* The index tiles the stream: entry 0 at byte 16, each next entry where the
@@ -879,10 +903,11 @@ int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, 
  * records hidden in another's payload, which readers by index (wprun) would
  * take while readers in order refuse the file. 0, or -1 with a message in
  * err: a header's own problem, or which entry does not tile. */
-static int index_tiles(FILE *f, const char *path, const wp_index *ix, uint64_t end_offset, char *err, size_t errlen)
+static int index_tiles(FILE *f, const char *path, int copy, const wp_index *ix, uint64_t end_offset, char *err,
+                       size_t errlen)
 {
     wp_reader rd;   /* one reader, moved from header to header */
-    if (reader_at(f, path, 16, &rd, err, errlen))
+    if (reader_at(f, path, copy, 16, &rd, err, errlen))
         return -1;
     uint64_t at = 16, i = 0;
     wp_record r;
@@ -906,8 +931,8 @@ static int index_tiles(FILE *f, const char *path, const wp_index *ix, uint64_t e
     wp_zsrc_free(rd.src);
     free(rd.seen);
     if (rc == 0 && (i < ix->count || at != end_offset)) {
-        snprintf(err, errlen, "%s: corrupt index: entry %" PRIu64 " does not match the record at byte %" PRIu64,
-                 input_name(path), i, at);
+        snprintf(err, errlen, "%s: corrupt index: entry %" PRIu64 " does not match the record at byte %" PRIu64 "%s",
+                 input_name(path), i, at, copy ? " of the decompressed stream" : "");
         rc = -1;
     }
     return rc;

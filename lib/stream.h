@@ -195,6 +195,12 @@ void wp_index_free(wp_index *ix);
  * wp_reader_next does. Returns 0, or -1 with a message in err. */
 int  wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r,
                        char *err, size_t errlen);
+/* The same two for f, a zstd-framed bundle's content decompressed to a file
+ * (wp_zframe_plain) of the bundle named path: messages say that their offsets
+ * and sizes are "of the decompressed stream", as readers in order say it. */
+int  wp_index_read_decompressed(FILE *f, const char *path, wp_index *ix, char *err, size_t errlen);
+int  wp_record_read_at_decompressed(FILE *f, const char *path, uint64_t offset, wp_record *r,
+                                    char *err, size_t errlen);
 
 
 /* ---- writing ------------------------------------------------------------ */

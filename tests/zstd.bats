@@ -109,6 +109,35 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
     "$BIN/unbundle" < "$BATS_TEST_TMPDIR/f.bundle" | cmp - "$MODELS/stories260K-f32.gguf"
 }
 
+@test "a framed bundle's index read from its decompressed copy: offsets said to be the decompressed stream's" {
+    # verify and unbundle resolve a reference by index in a temporary plain copy: the
+    # trailer's offset and size were given next to the .zst's name without saying so
+    local B="$BATS_TEST_TMPDIR" m="$MODELS/stories260K-f32.gguf" n at
+    "$BIN/ggufcat" "$m" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$B/f.bundle"
+    n=$(stat -c %s "$B/f.bundle")
+    cp "$B/f.bundle" "$B/past.bundle"
+    patch_bytes "$B/past.bundle" $((n - 13)) '\x7f'   # the offset's high byte: past the end
+    cp "$B/f.bundle" "$B/none.bundle"
+    patch_bytes "$B/none.bundle" $((n - 16)) '\x00'   # its low byte: inside, where no record starts
+    for c in past none; do
+        at=$(od -An -t u8 -j $((n - 16)) -N 8 "$B/$c.bundle" | tr -d ' ')
+        zstd -q -c "$B/$c.bundle" > "$B/$c.zst"
+        local want="damaged index trailer: it points at byte $at, past the end of the decompressed stream ($n bytes)"
+        [ $c = past ] || want="damaged index trailer: it points at byte $at of $n of the decompressed stream, where no record starts"
+        run sh -c "'$BIN/verify' '$m' '$B/$c.zst' > /dev/null"   # its table of the matrices before the ref
+        [ "$status" -eq 1 ]
+        [ "$output" = "verify: $B/$c.zst: $want" ]
+        run "$BIN/unbundle" -o "$B/u.gguf" "$B/$c.zst"
+        [ "$status" -eq 1 ]
+        [ "$output" = "unbundle: $B/$c.zst: $want" ]
+        # the plain file: its own offsets, said as before
+        run "$BIN/unbundle" -o "$B/u.gguf" "$B/$c.bundle"
+        [ "$status" -eq 1 ]
+        [[ "$output" == "unbundle: $B/$c.bundle: damaged index trailer: it points at byte $at"* ]]
+        [[ "$output" != *"decompressed"* ]]
+    done
+}
+
 @test "repeated rows: llama.cpp's Q4_0 token_embd of stories260K keeps 345 distinct rows of 512" {
     [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
     run sh -c "'$BIN/ggufcat' '$Q/s-Q4_0.gguf' | '$BIN/histogram' | '$BIN/tsinfo' -a -"
