@@ -628,9 +628,10 @@ static int check_end(wp_reader *rd, wp_record *r)
     wp_index_free(&ix);
     if (rread(rd, t, sizeof t, "trailer"))
         return -1;
-    /* the trailer's own damage named (it was "corrupt stream: bad trailer") */
+    /* the trailer's own damage named (it was "corrupt stream: bad trailer"), as readers by index say it */
     if (memcmp(t + 8, WP_TRAILER_MAGIC, 8))
-        return rfail(rd, "damaged index trailer: its magic is not \"%s\"", WP_TRAILER_MAGIC);
+        return rfail(rd, "damaged or missing index trailer: the last 8 bytes%s are not \"%s\"",
+                     wp_zsrc_framed(rd->src) ? " of the decompressed stream" : "", WP_TRAILER_MAGIC);
     if (get64(t) != r->offset)   /* offsets of the decompressed stream in a framed bundle, as rread's */
         return rfail(rd, "damaged index trailer: it points at byte %" PRIu64 ", the index (end record) is at byte %" PRIu64
                      "%s", get64(t), r->offset, wp_zsrc_framed(rd->src) ? " of the decompressed stream" : "");
@@ -755,9 +756,11 @@ static int index_read(FILE *f, const char *path, int copy, wp_index *ix, char *e
                                                    : "empty file, not a wpack stream");
         return -1;
     }
+    /* cut short, bytes appended or its end damaged: read in order, only the last is left (the
+       others are a truncated stream, data after its end), and it is said alike */
     if (memcmp(t + 8, WP_TRAILER_MAGIC, 8)) {
-        snprintf(err, errlen, "%s: no index trailer in its last 16 bytes (the file is cut short, has bytes appended, "
-                 "or its end is damaged)", path);
+        snprintf(err, errlen, "%s: damaged or missing index trailer: the last 8 bytes%s are not \"%s\"", path, of,
+                 WP_TRAILER_MAGIC);
         return -1;
     }
     /* the trailer's offset: a record's tag there, or the trailer is what is damaged (it was

@@ -230,7 +230,11 @@ info_field() { # FILE NAME FIELD(type|offset)
     cp "$T/s.wps" "$T/magic.wps"
     patch_bytes "$T/magic.wps" $((n - 1)) '\x00'
     run sh -c "'$BIN/tsinfo' '$T/magic.wps' > /dev/null"
-    one_line_error "^tsinfo: $T/magic.wps: damaged index trailer: its magic is not \"WPACKEND\"$"
+    # as readers by index say it (they said "no index trailer in its last 16 bytes (...)")
+    one_line_error "^tsinfo: $T/magic.wps: damaged or missing index trailer: the last 8 bytes are not \"WPACKEND\"$"
+    zstd -q -c "$T/magic.wps" > "$T/magic.wps.zst"
+    run sh -c "'$BIN/tsinfo' '$T/magic.wps.zst' > /dev/null"
+    one_line_error "^tsinfo: $T/magic.wps.zst: damaged or missing index trailer: the last 8 bytes of the decompressed stream are not \"WPACKEND\"$"
     cp "$T/s.wps" "$T/off.wps"
     patch_bytes "$T/off.wps" $((n - 16)) '\x00'
     local to

@@ -376,9 +376,9 @@ open('$T/name', 'w').write(r.name)"
     printf 'hi' > "$T/hi"   # shorter than a header: what it holds is not the magic
     for c in "empty:empty file, not a wpack stream" \
              "short:truncated wpack stream (shorter than a header and a trailer)" \
-             "cut:no index trailer in its last 16 bytes (the file is cut short, has bytes appended, or its end is damaged)" \
-             "trail:no index trailer in its last 16 bytes (the file is cut short, has bytes appended, or its end is damaged)" \
-             "more:no index trailer in its last 16 bytes (the file is cut short, has bytes appended, or its end is damaged)" \
+             "cut:damaged or missing index trailer: the last 8 bytes are not \"WPACKEND\"" \
+             "trail:damaged or missing index trailer: the last 8 bytes are not \"WPACKEND\"" \
+             "more:damaged or missing index trailer: the last 8 bytes are not \"WPACKEND\"" \
              "text:not a wpack stream (bad magic)" \
              "hi:not a wpack stream (bad magic)" \
              "gguf.zst:a zstd frame that does not hold a wpack stream"; do

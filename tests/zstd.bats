@@ -136,6 +136,17 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
         [[ "$output" == "unbundle: $B/$c.bundle: damaged index trailer: it points at byte $at"* ]]
         [[ "$output" != *"decompressed"* ]]
     done
+    # the trailer's magic damaged: said as the reader in order says it (it was "no index
+    # trailer in its last 16 bytes (the file is cut short, ...)", of a .zst's last bytes)
+    cp "$B/f.bundle" "$B/magic.bundle"
+    patch_bytes "$B/magic.bundle" $((n - 1)) 'X'
+    zstd -q -c "$B/magic.bundle" > "$B/magic.zst"
+    run "$BIN/unbundle" -o "$B/u.gguf" "$B/magic.zst"
+    [ "$status" -eq 1 ]
+    [ "$output" = "unbundle: $B/magic.zst: damaged or missing index trailer: the last 8 bytes of the decompressed stream are not \"WPACKEND\"" ]
+    run "$BIN/unbundle" -o "$B/u.gguf" "$B/magic.bundle"
+    [ "$status" -eq 1 ]
+    [ "$output" = "unbundle: $B/magic.bundle: damaged or missing index trailer: the last 8 bytes are not \"WPACKEND\"" ]
 }
 
 @test "repeated rows: llama.cpp's Q4_0 token_embd of stories260K keeps 345 distinct rows of 512" {
