@@ -320,6 +320,10 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
     g->file_size = (uint64_t)st.st_size;
+    if (!g->file_size) {   /* (it said "truncated file"), as the stream reader says it */
+        gfail(g, "empty file, not a GGUF file");
+        goto fail;
+    }
     if (g->file_size < 4 || gread(g, h, 4, "magic"))
         goto fail_msg;
     if (memcmp(h, "GGUF", 4)) {

@@ -75,6 +75,13 @@ setup() {
     [ ! -e "$T/out.wps" ]
 }
 
+@test "bad GGUF: an empty file is said to be one, not a truncated file" {
+    : > "$T/empty.gguf"
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/empty.gguf"
+    one_line_error "^ggufcat: $T/empty.gguf: empty file, not a GGUF file$"
+    [ ! -e "$T/out.wps" ]
+}
+
 @test "bad GGUF: control bytes of a key are escaped in the one-line error" {
     # one key "a ESC [ 3 1" with an unknown value type: the message must not carry the ESC byte
     printf 'GGUF\003\0\0\0\0\0\0\0\0\0\0\0\001\0\0\0\0\0\0\0\005\0\0\0\0\0\0\0a\033[31\143\0\0\0' > "$T/esc.gguf"
