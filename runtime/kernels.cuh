@@ -384,7 +384,10 @@ __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
  * lanes' ranges, one group a copy instruction (coalesced), ran 20 times a
  * Q4_K sub-block for about 4 words a lane, the lanes being that far apart
  * (test_runtime_emu); this one runs as many times as the lane furthest
- * ahead needs, and not being warp-collective, any lane may skip it. */
+ * ahead needs, and not being warp-collective, any lane may skip it. CH:
+ * words of full groups a trip of the first loop copies (1, 2, 4 or 8;
+ * ring_chunk), each copy predicated. */
+template <int CH = 1>
 __device__ __forceinline__ void ring_fill(Lane &L, uint32_t next, uint32_t held)
 {
     uint32_t t = next + held + RING_WORDS;
@@ -394,13 +397,21 @@ __device__ __forceinline__ void ring_fill(Lane &L, uint32_t next, uint32_t held)
        and neither loop unrolled: with lane_word_index's test and group lookup, the one loop
        took 76 to 123 SASS instructions a 4 words, as ptxas varied it with the kernel around
        it; now 14 a word of a full group, 33-35 of another (sm_90a, runtime/sassloops.py;
-       ring Q4_K's loop over a sub-block 525 -> 390, Q8_0's 716 -> 526) */
+       ring Q4_K's loop over a sub-block 525 -> 390, Q8_0's 716 -> 526). The first loop then
+       CH words a trip, from a 64-bit source pointer moved on by CH groups (32-bit word
+       indices kept ptxas from moving it on: it worked each address out again): a trip of 4
+       copies 33-34 instructions, 2 copies 21, 8 copies 57, against 14-16 a copy */
+    const uint32_t tf = t < L.full ? t : L.full, i1 = i > tf ? i : tf;
 #pragma unroll 1
-    for (const uint32_t tf = t < L.full ? t : L.full; i < tf; i++) {
-        const uint32_t *src = L.tw + 32 * i + (threadIdx.x & 31);
-        WR_PROBE(WR_SITE_COPY, src);
-        __pipeline_memcpy_async(&L.sw[(i & (RING_WORDS - 1)) * 32], src, 4);
+    for (const uint32_t *src = L.tw + (threadIdx.x & 31) + 32ull * i; i < tf; i += CH, src += 32 * CH) {
+#pragma unroll
+        for (uint32_t j = 0; j < (uint32_t)CH; j++)
+            if (i + j < tf) {
+                WR_PROBE(WR_SITE_COPY, src + 32 * j);
+                __pipeline_memcpy_async(&L.sw[((i + j) & (RING_WORDS - 1)) * 32], src + 32 * j, 4);
+            }
     }
+    i = i1;
 #pragma unroll 1
     for (; i < t; i++) {
         const uint32_t *src = L.tw + lane_word_index(L, i);
@@ -483,7 +494,7 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     wr_bits_init(&L.b);
     L.issued = 0;
     if (ST == 2) {   /* the first RING_WORDS words of each lane */
-        ring_fill(L, 0, 0);
+        ring_fill<4>(L, 0, 0);
         __pipeline_wait_prior(0);
     }
     L.q0 = lane_word<ST>(L, 0);
@@ -1041,6 +1052,15 @@ __host__ __device__ constexpr int dev_bits(int type)
  * devmat_fill checks that the two agree). */
 __host__ __device__ constexpr bool dev_nl(int type) { return type == WP_IQ4_NL || type == WP_IQ4_XS; }
 
+/* Words of full groups a trip of ring_fill's first loop copies for a type
+ * in k_fused_q. A lane holds about sub_n x bits / 32 words a sub-block at
+ * the type's fixed width (Q2_K 1, Q3_K 1.5, Q6_K 3, the 4-bit types 4,
+ * Q5 5, Q8_0 8) and fewer coded, and a sub-block's fill copies as many: a
+ * trip of 1, 2 or 4 copies took 14, 22 or 34 SASS instructions (k_fused_q
+ * at batch 1, sm_90a, runtime/sassloops.py), a trip of 8 57-72, about two
+ * of 4. */
+__host__ __device__ constexpr int ring_chunk(int type) { return type == WP_Q2_K ? 1 : type == WP_Q3_K ? 2 : 4; }
+
 /* Code q's value c(q) (wr_sub_scale's c): q - qoff made exact with the
  * 2^23 trick (the float with bits 0x4B000000 | q is 2^23 + q; moff = 2^23 +
  * qoff), two full-rate instructions where an int-to-float conversion runs
@@ -1178,7 +1198,7 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
                    before (up to N_prev + 33, N - N_prev <= 11), landed once it is waited for;
                    the copies in flight overwrite only the slots of words <= N + 1, which the
                    window holds in registers already (a, b) */
-                ring_fill(L, win.np, 2);
+                ring_fill<ring_chunk(TYPE)>(L, win.np, 2);
                 __pipeline_wait_prior(1);
             }
             /* the sub-block's block in the tile row: always 0 for the 256-weight blocks (a tile
