@@ -33,6 +33,19 @@ ratio() { # BUNDLE BASELINE_BYTES -> bundle/baseline with 4 decimals
     done
 }
 
+@test "quantized stories260K: the inference bundle (what wprun reads) is within 2.5 % of zstd -19 of the GGUF" {
+    [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
+    for t in Q8_0 Q5_0 Q4_0 Q4_K_M IQ4_XS; do
+        "$BIN/ggufcat" "$Q/s-$t.gguf" | "$BIN/histogram" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$Q/$t-inf.bundle"
+        "$BIN/verify" -q "$Q/s-$t.gguf" "$Q/$t-inf.bundle" > /dev/null
+        z=$(zstd -19 -q -c "$Q/s-$t.gguf" | wc -c)
+        r=$(ratio "$Q/$t-inf.bundle" "$z")
+        echo "$t: inference bundle/zstd-19 = $r"
+        # measured 1.006-1.018 (README: per-tile offsets, lane word counts and padding, tables)
+        awk -v r="$r" 'BEGIN { exit !(r <= 1.025) }'
+    done
+}
+
 @test "BF16 stories260K: the bundle beats zstd -19 and byte-grouped zstd (ZipNN-style)" {
     m="$MODELS/stories260K-bf16.gguf"
     "$BIN/ggufcat" "$m" | "$BIN/bf16split" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist > "$Q/bf16.bundle"
