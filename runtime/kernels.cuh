@@ -31,7 +31,8 @@
  *           reads is in its ring, landed, whatever the data: a sub-block
  *           reads <= 16 pairs of <= 22 bits, <= 11 words, so the fill one
  *           sub-block ahead, RING_WORDS words past the window, holds them
- *           (the words past W are never decoded).
+ *           (the words past W are never decoded; the fill zeroes the slots
+ *           of words W .. W + 2, which a lane's last window reads).
  * Other lanes are read with wr_dev.h's bit reader (wr_bits), the code the
  * CPU tests run (wr_dev_decode_tile); the unrolled loops check for a refill
  * once every two symbols (a refill leaves >= 32 bits, two codes of <= 11). The
@@ -315,7 +316,7 @@ struct Lane {
                                  32 i + k of the tile, found without reading the group's start;
                                  taken before a corrupt tile's W is set to 0, so it may exceed W:
                                  read a word i < full only when i < W as well) */
-    uint32_t issued;          /* ring: words [0, issued) copied (asynchronously) */
+    uint32_t issued;          /* ring: words [0, issued) copied (asynchronously), those >= W zeroed */
     uint32_t q0, q1, q2, q3;  /* words next .. next + PD - 1, loaded ahead (PD: prefetch distance,
                                  2 or 4; q2, q3 unused at 2) */
     wr_bits b;
@@ -379,8 +380,11 @@ __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
  * (next + held: the words next .. next + held - 1 are in registers already;
  * at the lane's opening none, 0) + RING_WORDS, at most W, into its ring column (cp.async,
  * committed as one batch; the caller waits for it with
- * __pipeline_wait_prior). The slot a copy overwrites holds a word already
- * read. Each lane copies only its own words: a loop over the words of all
+ * __pipeline_wait_prior), and zero the slots of words W .. W + 2 as t
+ * passes them (pair_word's 0 past the end; plain stores, at once). The slot
+ * a copy or a zero overwrites holds a word already read, landed: no copy
+ * in flight writes it (those are of words >= the fill before's t, and a
+ * sub-block moves a lane on by <= 11 words). Each lane copies only its own words: a loop over the words of all
  * lanes' ranges, one group a copy instruction (coalesced), ran 20 times a
  * Q4_K sub-block for about 4 words a lane, the lanes being that far apart
  * (test_runtime_emu); this one runs as many times as the lane furthest
@@ -391,7 +395,8 @@ template <int CH = 1>
 __device__ __forceinline__ void ring_fill(Lane &L, uint32_t next, uint32_t held)
 {
     uint32_t t = next + held + RING_WORDS;
-    t = t < L.W ? t : L.W;
+    t = t < L.W + 3 ? t : L.W + 3;
+    const uint32_t tw = t < L.W ? t : L.W;   /* words [W, t): 0 */
     uint32_t i = L.issued;
     /* the words of full groups (word i of lane k at 32 i + k) first, in a loop of their own,
        and neither loop unrolled: with lane_word_index's test and group lookup, the one loop
@@ -401,7 +406,7 @@ __device__ __forceinline__ void ring_fill(Lane &L, uint32_t next, uint32_t held)
        CH words a trip, from a 64-bit source pointer moved on by CH groups (32-bit word
        indices kept ptxas from moving it on: it worked each address out again): a trip of 4
        copies 33-34 instructions, 2 copies 21, 8 copies 57, against 14-16 a copy */
-    const uint32_t tf = t < L.full ? t : L.full, i1 = i > tf ? i : tf;
+    const uint32_t tf = tw < L.full ? tw : L.full, i1 = i > tf ? i : tf;
 #pragma unroll 1
     for (const uint32_t *src = L.tw + (threadIdx.x & 31) + 32ull * i; i < tf; i += CH, src += 32 * CH) {
 #pragma unroll
@@ -413,11 +418,14 @@ __device__ __forceinline__ void ring_fill(Lane &L, uint32_t next, uint32_t held)
     }
     i = i1;
 #pragma unroll 1
-    for (; i < t; i++) {
+    for (; i < tw; i++) {
         const uint32_t *src = L.tw + lane_word_index(L, i);
         WR_PROBE(WR_SITE_COPY, src);
         __pipeline_memcpy_async(&L.sw[(i & (RING_WORDS - 1)) * 32], src, 4);
     }
+#pragma unroll 1
+    for (; i < t; i++)   /* past the end: pair_word's 0 */
+        L.sw[(i & (RING_WORDS - 1)) * 32] = 0u;
     L.issued = t > L.issued ? t : L.issued;
     __pipeline_commit();
 }
@@ -722,18 +730,24 @@ __device__ __forceinline__ uint32_t lane_at_unchecked(Lane &L, int i, const uint
 
 /* Word i of a lane read by lane_pair_at, 0 past its W words: staged (ST 1)
  * from slot min(i, W), slot W holding 0; ring (2) from slot i % RING_WORDS,
- * or 0 past W. Why 0 and not whatever a ring slot holds: a lane one word
- * short, whose next peek fell on a stale slot without a code, stopped at
- * exactly 32 W bits and passed wr_pos_close (a reviewer's find,
- * test_runtime_emu's check_short_lane); a 0 peek always has a code, so the
- * lane runs on past its end and is flagged. */
+ * which ring_fill zeroes for words W, W + 1, W + 2 (all a lane reads while
+ * its position is <= 32 W: the window's np, np + 1 and np + 2; further on
+ * wr_pos_close flags the lane whatever it reads). Why 0 and not whatever a
+ * ring slot holds: a lane one word short, whose next peek fell on a stale
+ * slot without a code, stopped at exactly 32 W bits and passed
+ * wr_pos_close (a reviewer's find, test_runtime_emu's check_short_lane); a
+ * 0 peek always has a code, so the lane runs on past its end and is
+ * flagged. Zeroed by the fill, not tested here (i >= W, a select), the
+ * ring's loop over a sub-block is 2-3 SASS instructions a pair shorter:
+ * Q4_K 326 -> 308 without its copy loops, Q8_0 481 -> 436 (sm_90a, batch
+ * 1, runtime/sassloops.py). */
 template <int ST>
 __device__ __forceinline__ uint32_t pair_word(const Lane &L, uint32_t i)
 {
     const uint32_t slot = ST == 1 ? (i < L.W ? i : L.W) : i & (RING_WORDS - 1);
     WR_PROBE(WR_SITE_SWORD, &L.sw[slot * 32]);
     const uint32_t v = L.sw[slot * 32];
-    return ST == 2 && i >= L.W ? 0u : v;
+    return v;
 }
 
 /* Staged and ring lanes of k_fused_q, read by position (no bit buffer, no
