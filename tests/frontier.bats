@@ -160,6 +160,19 @@ fake_bins() {
     [ "$output" = "usage: lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
 }
 
+@test "lazyweights: a point's type in lower case is refused, with its spelling, before any file" {
+    # q4_k_g0_lam0_c1 was taken (gptq reads either case) and built the point again, under
+    # the other name, beside Q4_K_g0_lam0_c1 (a new user's trial)
+    out="$BATS_TEST_TMPDIR/lc"
+    run "$ROOT/pipelines/lazyweights" "$F32" q4_k_g0_lam0_c1 "$out"
+    [ "$status" -eq 2 ]
+    [ "$output" = "lazyweights: q4_k_g0_lam0_c1: a point's TYPE is spelled as llama-quantize's preset, upper case: Q4_K_g0_lam0_c1" ]
+    [ ! -e "$out" ]
+    run "$ROOT/pipelines/lazyweights" --check Iq4_xs_g1_lam0.1_c1.25
+    [ "$status" -eq 2 ]
+    [ "$output" = "a point's TYPE is spelled as llama-quantize's preset, upper case: IQ4_XS_g1_lam0.1_c1.25" ]
+}
+
 @test "make model: a missing MODEL or TEXT, or a bad POINT, is one clear line and writes nothing" {
     # outside the checkout the default TEXT was "No rule to make target", and a bad POINT left
     # its .calib stamp (a new user's trial)
