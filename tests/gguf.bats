@@ -98,6 +98,22 @@ setup() {
     one_line_error "^ggufcat: $T/m.gguf: not a GGUF file \(bad magic\)$"
 }
 
+@test "bad GGUF: a safetensors file is named as one, with the tool that reads it" {
+    cp "$DATA/safetensors/open-calm-1b-lora-r1-f16.safetensors" "$T/m.safetensors"
+    run "$BIN/ggufcat" -o "$T/out.wts" "$T/m.safetensors"
+    [ "$status" -eq 1 ]
+    [ "$output" = "ggufcat: $T/m.safetensors: not a GGUF file (a safetensors file: read it with safetensorscat)" ]
+    [ ! -e "$T/out.wts" ]
+    # lazyweights's check (gptq --check) says it too
+    run "$ROOT/pipelines/lazyweights" --check Q8_0_g0_lam0_c1 "$T/m.safetensors"
+    [ "$status" -eq 2 ]
+    [ "$output" = "gptq: $T/m.safetensors: not a GGUF file (a safetensors file: read it with safetensorscat)" ]
+    # 8 bytes of length and a '{' that the length does not cover is no safetensors file
+    printf '\377\0\0\0\0\0\0\0{}' > "$T/short.bin"
+    run "$BIN/ggufcat" "$T/short.bin"
+    one_line_error "^ggufcat: $T/short.bin: not a GGUF file \(bad magic\)$"
+}
+
 @test "bad GGUF: unknown version" {
     cp "$F32" "$T/v.gguf"; chmod u+w "$T/v.gguf"
     patch_bytes "$T/v.gguf" 4 "$(le32 99)"
