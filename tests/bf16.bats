@@ -116,11 +116,27 @@ stories260K-bf16-p16.report" ]
     cmp "$T/z/stories260K-bf16-p16.bundle" "$T/good.bundle"
     head -c 300000 "$MODELS/stories260K-bf16.gguf" > "$T/u/stories260K-bf16.gguf"
     run "$ROOT/pipelines/unweight" "$T/u/stories260K-bf16.gguf" "$T/u"
-    [ "$status" -ne 0 ]
-    [[ "$output" == *"ggufcat: $T/u/stories260K-bf16.gguf: tensor 'blk.1.ffn_down.weight': data at offset"* ]]
+    one_line_error "^ggufcat: $T/u/stories260K-bf16.gguf: tensor 'blk.1.ffn_down.weight': data at offset"
     cmp "$T/u/stories260K-bf16-p16.report" "$T/good.report"
     cmp "$T/u/stories260K-bf16-p16.bundle" "$T/good.bundle"
     [ -z "$(ls -A "$T/u" | grep tmp)" ]
+}
+
+@test "pipelines/unweight: a file that is no GGUF gives ggufcat's one line and status, and leaves no OUTDIR it made" {
+    # it gave ggufcat's line, then four "empty input" lines from the stages after it, and
+    # left an empty OUTDIR (a new user's trial)
+    cp "$DATA/safetensors/open-calm-1b-lora-r1-f16.safetensors" "$T/m.safetensors"
+    run "$ROOT/pipelines/unweight" "$T/m.safetensors" "$T/new/out"
+    [ "$status" -eq 1 ]
+    [ "$output" = "ggufcat: $T/m.safetensors: not a GGUF file (a safetensors file: read it with safetensorscat)" ]
+    [ ! -e "$T/new" ]
+    # an OUTDIR that was there is kept, with nothing left in it
+    mkdir "$T/had"
+    run "$ROOT/pipelines/unweight" "$T/m.safetensors" "$T/had"
+    [ "$status" -eq 1 ]
+    [ "$output" = "ggufcat: $T/m.safetensors: not a GGUF file (a safetensors file: read it with safetensorscat)" ]
+    [ -d "$T/had" ]
+    [ -z "$(ls -A "$T/had")" ]
 }
 
 @test "pipelines/unweight: a MODEL or OUTDIR whose name starts with - is a file, not an option" {
