@@ -672,16 +672,22 @@ int main(int argc, char **argv)
             if (st.quant[0])   /* gptq needs the unquantized model; its Hessians should be that model's */
                 wp_warn("%s: %s is %s: these are the Hessians of a quantized model (calibrate the F32/F16/BF16 "
                         "model you quantize)", model_path, st.quant, wp_ggml_type_name((uint32_t)st.quant_type));
-            uint64_t total = 0;
+            /* held: the Hessians in memory (one for the weights of an input); written: the
+               records' payloads, where without --share-inputs each weight's record holds its
+               input's H (the line said "36 records, 1.6 MiB of Hessians" of a 2.1 MiB file) */
+            uint64_t held = 0, written = 0;
             int n_rec = 0;
             for (int i = 0; i < st.n; i++) {
-                total += hbytes(&st.w[i], i);
-                n_rec += !share || st.w[i].lead == i;
+                held += hbytes(&st.w[i], i);
+                if (!share || st.w[i].lead == i) {
+                    n_rec++;
+                    written += hbytes(&st.w[st.w[i].lead], st.w[i].lead);
+                }
             }
-            fprintf(stderr, "hessian: %d tokens, %d chunk%s of %d, %d weights, %d record%s, %.1f MiB of Hessians, "
-                    "%d pass%s of at most %.1f MiB%s\n", n_tokens, n_chunk, n_chunk > 1 ? "s" : "", n_ctx, st.n,
-                    n_rec, n_rec > 1 ? "s" : "",
-                    total / 1048576.0, n_pass, n_pass > 1 ? "es" : "", max_mem / 1048576.0,
+            fprintf(stderr, "hessian: %d tokens, %d chunk%s of %d, %d weights, %d record%s of %.1f MiB "
+                    "(%.1f MiB of Hessians in memory), %d pass%s of at most %.1f MiB%s\n", n_tokens, n_chunk,
+                    n_chunk > 1 ? "s" : "", n_ctx, st.n, n_rec, n_rec > 1 ? "s" : "", written / 1048576.0,
+                    held / 1048576.0, n_pass, n_pass > 1 ? "es" : "", max_mem / 1048576.0,
                     default_mem ? " (the default --max-memory)" : "");
         }
         if (pass >= 0) {
