@@ -67,6 +67,18 @@ static void put_hist(wp_writer *w, const wp_record *src, const uint64_t hist[256
     wp_record_free(&h);
 }
 
+/* The report's header, once, before its first line (or at the end when it has none): printed
+ * before the first record, it came before a one-line refusal of a bundle or of empty input. */
+static void report_header(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    fprintf(stderr, "%-32s %-7s %10s %10s %8s %8s %6s %7s %7s\n", "matrix", "type", "weights", "symbols", "H/sym",
+            "H b/w", "fixed", "side", "block");
+}
+
 static void report_line(const char *name, const char *type, int64_t weights, uint64_t n_sym, double h,
                         double fixed_bits, double side_bpw, double block_bpw)
 {
@@ -103,9 +115,6 @@ int main(int argc, char **argv)
     wp_record_init(&sym);
     wp_record_init(&map);
     wp_record_init(&reduced);
-    if (report)
-        fprintf(stderr, "%-32s %-7s %10s %10s %8s %8s %6s %7s %7s\n", "matrix", "type", "weights", "symbols",
-                "H/sym", "H b/w", "fixed", "side", "block");
     while (wp_cli_next(rd, &r)) {
         wp_codes_geom g;
         /* a tensor stream, or bf16split's symbols and raw bytes; not a bundle, nor its own output */
@@ -160,6 +169,7 @@ int main(int argc, char **argv)
             wp_cli_put(w, &side);
             wp_cli_put(w, &sym);
             if (report) {
+                report_header();
                 double h = wp_huf_entropy(hist, 256), nw = (double)wp_record_nelem(&r);
                 report_line(r.name, wp_ggml_type_name(r.type), wp_record_nelem(&r), g.n_sym, h,
                             (double)g.bi.code_bits, 8.0 * (double)g.side_len / nw, 8.0 * (double)g.block_len / nw);
@@ -191,6 +201,7 @@ int main(int argc, char **argv)
             int64_t nw = wp_attr_i64(&r, "n_weights", wp_record_nelem(&r));
             put_hist(w, &r, hist, r.payload_len, nw);
             if (report) {
+                report_header();
                 double h = wp_huf_entropy(hist, 256);
                 fprintf(stderr, "%-32s %-7s %10" PRId64 " %10" PRIu64 " %8.4f %8.4f  exponent H %.4f,"
                                 " limit %.4f b/w, verbatim %.4f%%\n",
@@ -206,6 +217,8 @@ int main(int argc, char **argv)
         }
         wp_cli_put(w, &r);
     }
+    if (report)   /* a stream with no matrix: the header alone, as before */
+        report_header();
     wp_cli_writer_close(w);
     if (report && tot.exp_weights > 0)
         fprintf(stderr, "total exponent-coded: %.0f weights; exponent H %.4f b/w, limit (raw + H) %.4f b/w,"

@@ -196,6 +196,14 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
         one_line_error "^$p: $B/d.bundle: a kvpack record belongs to a bundle: unbundle --stream it first$"
         [ ! -e "$B/o.wps" ]
     done
+    # histogram --report too: its report's header line came before the error (a user's trial)
+    run "$BIN/histogram" --report -o "$B/o.wps" "$B/d.bundle"
+    [ "$status" -eq 1 ]
+    [ "$output" = "histogram: $B/d.bundle: a kvpack record belongs to a bundle: unbundle --stream it first" ]
+    [ ! -e "$B/o.wps" ]
+    run sh -c "'$BIN/histogram' --report < /dev/null"
+    [ "$status" -eq 1 ]
+    [ "$output" = "histogram: stdin: empty input, not a wpack stream (upstream failed or wrote nothing)" ]
     # and each stage's own output again
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/histogram" > "$B/h.wps"
     run sh -c "'$BIN/histogram' '$B/h.wps' > /dev/null"
