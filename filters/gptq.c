@@ -747,6 +747,8 @@ int main(int argc, char **argv)
         wp_die("--rtn and --hessian exclude each other");
     if (check && out)
         wp_die("--check writes nothing (no -o)");
+    if (!check)   /* before any work (wp_cli_writer would refuse it after the model is read) */
+        wp_out_refuse_tty(out, "a binary wpack stream");
     {
         /* the preset itself (NVFP4 has no type) and the overrides, before any input is read */
         const struct wp_ftype_model none = {"", 0, 0, 0, 0, -1};

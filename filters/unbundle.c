@@ -32,6 +32,8 @@ int main(int argc, char **argv)
         }
     }
     const char *src = in && strcmp(in, "-") ? in : "stdin";
+    /* before the bundle is read (it wrote the GGUF onto the terminal) */
+    wp_out_refuse_tty(out, as_stream ? "a binary wpack stream" : "a GGUF file");
 
     /* Shared tensors are read back through the index: a pipe is spooled to
      * an unnamed temporary file first. */

@@ -178,6 +178,12 @@ static void out_name_check(const char *path, const char *what)
         wp_die("%s: is a directory", path);
 }
 
+void wp_out_refuse_tty(const char *path, const char *what)
+{
+    if ((!path || !strcmp(path, "-")) && isatty(STDOUT_FILENO))
+        wp_die("refusing to write %s to a terminal (redirect it, pipe it, or use -o FILE)", what);
+}
+
 FILE *wp_out_open(const char *path)
 {
     struct stat st;
@@ -302,6 +308,7 @@ wp_writer *wp_cli_writer_aligned(const char *path, unsigned align)
 wp_writer *wp_cli_writer_framed(const char *path, unsigned align, int zlevel)
 {
     char err[1024];
+    wp_out_refuse_tty(path, "a binary wpack stream");
     FILE *f = wp_out_open(path);
     wp_writer *w = wp_writer_open_framed(f, wp_out_name(), align, zlevel, err, sizeof err);
     if (!w)

@@ -73,6 +73,11 @@ void wp_out_commit(void);
  * otherwise than by wp_die (its own exit status) or that drops its output
  * and goes on (a failed check: no new tuning file). No-op without one. */
 void wp_out_abort(void);
+/* Die "refusing to write WHAT to a terminal (redirect it, pipe it, or use -o
+ * FILE)" when path is standard output (NULL or "-") and that is a terminal:
+ * the binary outputs (WHAT "a binary wpack stream", "a GGUF file"), as zstd
+ * refuses; wp_cli_writer calls it. Text reports are not refused. */
+void wp_out_refuse_tty(const char *path, const char *what);
 /* The output's name for messages ("stdout" or the path). */
 const char *wp_out_name(void);
 

@@ -41,6 +41,36 @@ setup() {
     echo "$output" | grep -E '^# 66 records, .* 292800 tensor weights, tensors 32.0000 b/w'
 }
 
+@test "a binary stream or GGUF to a terminal is refused, as zstd does; text reports and -o FILE are not" {
+    command -v script > /dev/null || skip "no script(1) (util-linux) to give the programs a terminal"
+    # (they wrote the binary stream onto the terminal: a new user's trial)
+    "$BIN/ggufcat" "$F32" > "$T/m.wts"
+    "$BIN/ggufcat" "$F32" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" -o "$T/m.bundle"
+    msg="refusing to write a binary wpack stream to a terminal (redirect it, pipe it, or use -o FILE)"
+    for c in "ggufcat $F32" "bf16split $T/m.wts" "histogram $T/m.wts" "huffbuild $T/m.wts" \
+             "laneinterleave $T/m.wts" "unbundle --stream $T/m.bundle" "gptq --rtn --ftype Q8_0 $T/m.wts" \
+             "safetensorscat $DATA/safetensors/open-calm-1b-lora-r1-f16.safetensors" \
+             "hessian --model $F32 --text $DATA/text/groups_merged.txt"; do
+        run script -qec "$BIN/$c" /dev/null
+        [ "$status" -eq 1 ]
+        [ "${output//$'\r'/}" = "${c%% *}: $msg" ]
+    done
+    for c in "ggufpack $T/m.wts" "unbundle $T/m.bundle"; do
+        run script -qec "$BIN/$c" /dev/null
+        [ "$status" -eq 1 ]
+        [ "${output//$'\r'/}" = "${c%% *}: refusing to write a GGUF file to a terminal (redirect it, pipe it, or use -o FILE)" ]
+    done
+    # text on standard output goes to the terminal; -o FILE is written
+    run script -qec "$BIN/tsinfo $T/m.wts" /dev/null
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "kind "* ]]
+    run script -qec "$BIN/verify $F32 $T/m.bundle" /dev/null
+    [ "$status" -eq 0 ]
+    run script -qec "$BIN/ggufcat -o $T/o.wts $F32" /dev/null
+    [ "$status" -eq 0 ]
+    cmp "$T/o.wts" "$T/m.wts"
+}
+
 @test "tsinfo reads a stream from stdin" {
     run sh -c "'$BIN/ggufcat' '$MODELS/stories260K-f16.gguf' | '$BIN/tsinfo' -"
     [ "$status" -eq 0 ]
