@@ -743,7 +743,9 @@ static int index_read(FILE *f, const char *path, int copy, wp_index *ix, char *e
     const size_t nh = fseeko(f, 0, SEEK_SET) ? 0 : fread(head, 1, sizeof head, f);
     const int mk = magic_kind(head, nh);   /* a short file too, when what it has is not the magic */
     if (mk != MAGIC_OK) {
-        snprintf(err, errlen, "%s: %s", path, mk == MAGIC_GGUF ? "a GGUF file, not a wpack stream"
+        /* worded as the stream reader words it, with the way on (wprun said only "a GGUF
+           file, not a wpack stream") */
+        snprintf(err, errlen, "%s: %s", path, mk == MAGIC_GGUF ? "not a wpack stream (a GGUF file: read it with ggufcat)"
                                                                : "not a wpack stream (bad magic)");
         return -1;
     }

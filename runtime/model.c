@@ -165,6 +165,28 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
     return 0;
 }
 
+/* Whether the record at offset carries laneinterleave's "stored=" attribute: its header's
+ * attributes alone, read without the payload (wpack-stream(5)); a damaged header is no. */
+static int stored_fixed(FILE *f, uint64_t offset)
+{
+    uint8_t h[72];
+    if (fseeko(f, (off_t)offset, SEEK_SET) || fread(h, 1, sizeof h, f) != sizeof h)
+        return 0;
+    const uint32_t name_len = (uint32_t)h[12] | (uint32_t)h[13] << 8 | (uint32_t)h[14] << 16 | (uint32_t)h[15] << 24;
+    const uint32_t attr_len = (uint32_t)h[48] | (uint32_t)h[49] << 8 | (uint32_t)h[50] << 16 | (uint32_t)h[51] << 24;
+    if (name_len > WP_MAX_NAME || attr_len > 1u << 20 || fseeko(f, name_len, SEEK_CUR))
+        return 0;
+    char *a = malloc((size_t)attr_len + 2);
+    int found = 0;
+    if (a && fread(a + 1, 1, attr_len, f) == attr_len) {
+        a[0] = '\n';   /* every line "key=value\n": a key at the start is after a newline */
+        a[attr_len + 1] = 0;
+        found = strstr(a, "\nstored=") != NULL;
+    }
+    free(a);
+    return found;
+}
+
 int wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen)
 {
     if (!strcmp(path, "-"))   /* it said "-: No such file or directory" */
@@ -192,6 +214,21 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
     if (wp_index_read(f, path, &ix, err, errlen)) {
         fclose(f);
         return -1;
+    }
+    /* A stream laneinterleave never made a bundle of (ggufcat's, gptq's, histogram's output)
+       has none of the records only a bundle holds (coded, zstd'd, kvpack, ref) and no tensor
+       marked stored=fixed: it said "no coded matrices (every matrix is stored fixed-width or
+       zstd'd, as laneinterleave --dist may choose, ...)". */
+    int bundle = 0;
+    for (uint64_t i = 0; i < ix.count && !bundle; i++)
+        bundle = wp_rec_is_bundle(ix.e[i].kind);
+    for (uint64_t i = 0; i < ix.count && !bundle; i++)
+        if (ix.e[i].kind == WP_REC_TENSOR)   /* laneinterleave of tensors alone: matrices stored=fixed */
+            bundle = stored_fixed(f, ix.e[i].offset);
+    if (!bundle) {
+        wp_index_free(&ix);
+        fclose(f);
+        return fail(err, errlen, "%s: a wpack stream, not a bundle (make one with laneinterleave)", path);
     }
     int rc = 0;
     for (uint64_t i = 0; i < ix.count && rc == 0; i++) {

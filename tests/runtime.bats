@@ -407,7 +407,17 @@ open('$T/name', 'w').write(r.name)"
     [ "$past" -eq 1 ]   # the high byte's case; the low byte's two point inside the file
     run --separate-stderr "$BIN/wprun" --cpu "$Q/syn.gguf"
     [ "$status" -eq 1 ]
-    [ "$stderr" = "wprun: $Q/syn.gguf: a GGUF file, not a wpack stream" ]
+    # with the way on, as the other programs say it (it said "a GGUF file, not a wpack stream")
+    [ "$stderr" = "wprun: $Q/syn.gguf: not a wpack stream (a GGUF file: read it with ggufcat)" ]
+    # a stream that laneinterleave never made a bundle of: said so (it was "no coded matrices
+    # (every matrix is stored fixed-width or zstd'd, as laneinterleave --dist may choose, ...)")
+    "$BIN/ggufcat" "$Q/syn.gguf" > "$T/q.wts"
+    "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" > "$T/h.wts"
+    for f in q.wts h.wts; do
+        run --separate-stderr "$BIN/wprun" --cpu "$T/$f"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "wprun: $T/$f: a wpack stream, not a bundle (make one with laneinterleave)" ]
+    done
     # a zstd'd bundle is a distribution bundle, with the way to an inference bundle
     run --separate-stderr "$BIN/wprun" --cpu "$T/dist.zst"
     [ "$status" -eq 1 ]
