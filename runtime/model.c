@@ -165,25 +165,15 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
     return 0;
 }
 
-/* Whether the record at offset carries laneinterleave's "stored=" attribute: its header's
- * attributes alone, read without the payload (wpack-stream(5)); a damaged header is no. */
-static int stored_fixed(FILE *f, uint64_t offset)
+/* Whether the record at offset carries laneinterleave's "stored=" attribute (its header
+ * alone read, wp_record_header_at); a damaged header is no. */
+static int stored_fixed(FILE *f, const char *path, uint64_t offset)
 {
-    uint8_t h[72];
-    if (fseeko(f, (off_t)offset, SEEK_SET) || fread(h, 1, sizeof h, f) != sizeof h)
-        return 0;
-    const uint32_t name_len = (uint32_t)h[12] | (uint32_t)h[13] << 8 | (uint32_t)h[14] << 16 | (uint32_t)h[15] << 24;
-    const uint32_t attr_len = (uint32_t)h[48] | (uint32_t)h[49] << 8 | (uint32_t)h[50] << 16 | (uint32_t)h[51] << 24;
-    if (name_len > WP_MAX_NAME || attr_len > 1u << 20 || fseeko(f, name_len, SEEK_CUR))
-        return 0;
-    char *a = malloc((size_t)attr_len + 2);
-    int found = 0;
-    if (a && fread(a + 1, 1, attr_len, f) == attr_len) {
-        a[0] = '\n';   /* every line "key=value\n": a key at the start is after a newline */
-        a[attr_len + 1] = 0;
-        found = strstr(a, "\nstored=") != NULL;
-    }
-    free(a);
+    char err[512];
+    wp_record r;
+    wp_record_init(&r);
+    const int found = !wp_record_header_at(f, path, offset, &r, err, sizeof err) && wp_attr_find(&r, "stored", NULL);
+    wp_record_free(&r);
     return found;
 }
 
@@ -224,7 +214,7 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
         bundle = wp_rec_is_bundle(ix.e[i].kind);
     for (uint64_t i = 0; i < ix.count && !bundle; i++)
         if (ix.e[i].kind == WP_REC_TENSOR)   /* laneinterleave of tensors alone: matrices stored=fixed */
-            bundle = stored_fixed(f, ix.e[i].offset);
+            bundle = stored_fixed(f, path, ix.e[i].offset);
     if (!bundle) {
         wp_index_free(&ix);
         fclose(f);
