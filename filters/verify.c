@@ -51,9 +51,26 @@ static int same_tensor(const wp_record *a, const wp_record *b)
  * lane-coded has no entropy, tables or padding). Values in b/w. */
 static int tsv;
 
+/* The report's column names, once: before its first row, or before the totals (-q, or no
+ * matrix). Printed before the bundle's first record, they came after a one-line refusal of it
+ * on a pipe (the report is flushed at exit). */
+static void report_header(int quiet)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    if (tsv)
+        printf("matrix\ttype\tweights\tgguf_bpw\tbundle_bpw\tentropy_bpw\ttables_bpw\tpadding_bpw\tstored\tcheck\n");
+    else if (!quiet)
+        printf("%-32s %-6s %9s %8s %8s %8s %8s %8s  %s\n", "matrix", "type", "weights", "GGUF", "bundle",
+               "entropy", "tables", "padding", "check");
+}
+
 static void print_row(const char *name, const char *type, double weights, double gguf, double bundle, double entropy,
                       double tables, double padding, const char *stored, int ok, const char *same)
 {
+    report_header(0);
     char e[32] = "-", t[32] = "-", p[32] = "-", pn[4 * WP_MAX_NAME + 8];
     name = wp_printable(name, pn, sizeof pn);   /* a newline or tab in a name splits no line or column */
     if (entropy >= 0)
@@ -192,15 +209,15 @@ int main(int argc, char **argv)
     uint64_t n_coded = 0, n_fixed = 0, n_shared = 0, unit_bytes = 0;
     int have_coded = 0;
     uint8_t *sym = NULL;
-    if (tsv)
-        printf("matrix\ttype\tweights\tgguf_bpw\tbundle_bpw\tentropy_bpw\ttables_bpw\tpadding_bpw\tstored\tcheck\n");
-    else if (!quiet)
-        printf("%-32s %-6s %9s %8s %8s %8s %8s %8s  %s\n", "matrix", "type", "weights", "GGUF", "bundle",
-               "entropy", "tables", "padding", "check");
     while (wp_cli_next(rd, &r)) {
         wp_record *a = NULL, *b = NULL;
         char same[WP_MAX_NAME + 1] = "";
         unsigned kind = r.kind;
+        /* laneinterleave packs a GGUF's key/values into one kvpack record: a kv record is a
+           tensor stream's (ggufcat's, gptq's), which passed as a "bundle" larger than the GGUF */
+        if (kind == WP_REC_KV)
+            wp_die("%s: a tensor stream, not a bundle (its key/value records are not packed: laneinterleave "
+                   "makes the bundle)", bpath);
         unit_bytes += r.payload_len;
         if (kind == WP_REC_REF)
             wp_attr_str(&r, "same_as", same, sizeof same);
@@ -297,6 +314,7 @@ int main(int argc, char **argv)
     bad += !whole;
     fclose(tmp);
 
+    report_header(quiet);   /* a report without rows: its header alone, as before */
     double gguf_bpw = 8.0 * (double)wp_gguf_file_size(g) / weights;
     double bundle_bpw = 8.0 * (double)st.st_size / weights;
     if (tsv) {   /* the file's line: everything included; no entropy column (side data, metadata) */

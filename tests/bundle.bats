@@ -182,6 +182,12 @@ print(p + 8)' "$T/kv.bundle")
     [ ! -e "$T/x.gguf" ]
     run "$BIN/verify" -q "$Q/syn.gguf" "$T/t.wps"
     one_line_error "^verify: $T/t.wps: record 'Q4_0.r1x32': a hist record: not a bundle"
+    # a tensor stream (ggufcat's, gptq's) passed, reported as a "bundle" of more b/w than the
+    # GGUF, "saving -2.44%" (a new user's trial)
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" > "$T/s.wts"
+    run "$BIN/verify" "$MODELS/stories260K-f32.gguf" "$T/s.wts"
+    [ "$status" -eq 1 ]
+    [ "$output" = "verify: $T/s.wts: a tensor stream, not a bundle (its key/value records are not packed: laneinterleave makes the bundle)" ]
     # a stream without GGUF content (Hessians) became an empty 32-byte GGUF, exit 0 (a breaker's find)
     "$BIN/hessian" --model "$MODELS/stories260K-f32.gguf" --text "$DATA/text/tinystories_sample.txt" --ctx 64 \
         --chunks 1 --threads 1 -o "$T/h.hess" 2> /dev/null
