@@ -389,9 +389,9 @@ __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
  * Q4_K sub-block for about 4 words a lane, the lanes being that far apart
  * (test_runtime_emu); this one runs as many times as the lane furthest
  * ahead needs, and not being warp-collective, any lane may skip it. CH:
- * words of full groups a trip of the first loop copies (1, 2, 4 or 8;
- * ring_chunk), each copy predicated. */
-template <int CH = 1>
+ * words of full groups a trip of the first loop copies, each copy
+ * predicated (a fill copies about 4 to 15 words: ring_every). */
+template <int CH = 4>
 __device__ __forceinline__ void ring_fill(Lane &L, uint32_t next, uint32_t held)
 {
     uint32_t t = next + held + RING_WORDS;
@@ -502,7 +502,7 @@ __device__ __forceinline__ void lane_open(const DevMat &M, unsigned long long t,
     wr_bits_init(&L.b);
     L.issued = 0;
     if (ST == 2) {   /* the first RING_WORDS words of each lane */
-        ring_fill<4>(L, 0, 0);
+        ring_fill(L, 0, 0);
         __pipeline_wait_prior(0);
     }
     L.q0 = lane_word<ST>(L, 0);
@@ -1066,14 +1066,36 @@ __host__ __device__ constexpr int dev_bits(int type)
  * devmat_fill checks that the two agree). */
 __host__ __device__ constexpr bool dev_nl(int type) { return type == WP_IQ4_NL || type == WP_IQ4_XS; }
 
-/* Words of full groups a trip of ring_fill's first loop copies for a type
- * in k_fused_q. A lane holds about sub_n x bits / 32 words a sub-block at
- * the type's fixed width (Q2_K 1, Q3_K 1.5, Q6_K 3, the 4-bit types 4,
- * Q5 5, Q8_0 8) and fewer coded, and a sub-block's fill copies as many: a
- * trip of 1, 2 or 4 copies took 14, 22 or 34 SASS instructions (k_fused_q
- * at batch 1, sm_90a, runtime/sassloops.py), a trip of 8 57-72, about two
- * of 4. */
-__host__ __device__ constexpr int ring_chunk(int type) { return type == WP_Q2_K ? 1 : type == WP_Q3_K ? 2 : 4; }
+/* Weights a sub-block of a type holds (wr_geom_of's sub_n, as a constant
+ * for the templates; devmat_fill checks that the two agree). */
+__host__ __device__ constexpr int dev_sub_n(int type)
+{
+    return type == WP_Q2_K || type == WP_Q3_K || type == WP_Q6_K ? 16 : 32;
+}
+
+/* Sub-blocks a ring lane's fill serves in k_fused_q: the largest power of 2
+ * F with (F + 1) x w <= RING_WORDS - 1, w being the most words a
+ * sub-block's codes move a lane on (its symbols x WR_LUT_MAX_BITS bits, /
+ * 32 rounded up): Q2_K 8 (w 2), Q3_K 8 (3), the 4-bit types and Q6_K 4
+ * (6), Q5 and Q8_0 1 (11). Why it holds: a fill at window word N copies up
+ * to word N + RING_WORDS + 1; the sub-block of the next fill, F sub-blocks
+ * on (N' <= N + F w), reads up to N' + w + 2 before that fill is waited
+ * for, and every other sub-block waits for the fill before it reads.
+ * Why: a fill costs about 29 SASS instructions whatever it copies, plus a
+ * trip of its copy loop for every 4 words (ring_fill); Q4_K's sub-block
+ * reads about 4 words, Q2_K's 1 (k_fused_q at batch 1, sm_90a). */
+__host__ __device__ constexpr int ring_every(int type)
+{
+    const int w = (dev_sub_n(type) / dev_wps(type) * WR_LUT_MAX_BITS + 31) / 32;
+    int f = 1;
+    while ((2 * f + 1) * w <= RING_WORDS - 1)
+        f *= 2;
+    return f;
+}
+static_assert(ring_every(WP_Q2_K) == 8 && ring_every(WP_Q3_K) == 8 && ring_every(WP_Q4_K) == 4 &&
+                  ring_every(WP_Q6_K) == 4 && ring_every(WP_Q4_0) == 4 && ring_every(WP_Q8_0) == 1 &&
+                  ring_every(WP_Q5_K) == 1,
+              "ring_every's sub-blocks a fill");
 
 /* Code q's value c(q) (wr_sub_scale's c): q - qoff made exact with the
  * 2^23 trick (the float with bits 0x4B000000 | q is 2^23 + q; moff = 2^23 +
@@ -1206,14 +1228,20 @@ __device__ __forceinline__ void fused_q_tile(const DevMat &M, Lane &L, const Til
         const uint8_t *sp = reinterpret_cast<const uint8_t *>(side);
         for (int sb = 0; sb < nsub; sb++) {
             if (ST == 2) {
-                /* copies for the coming sub-blocks, up to word N + 33 (N: the window's np now);
-                   this sub-block reads words up to N' + 2 <= N + 13 (lane_pair_at: a pair reads
-                   <= 22 bits, <= 16 pairs a sub-block, so N' <= N + 11), copied by the fill
-                   before (up to N_prev + 33, N - N_prev <= 11), landed once it is waited for;
-                   the copies in flight overwrite only the slots of words <= N + 1, which the
-                   window holds in registers already (a, b) */
-                ring_fill<ring_chunk(TYPE)>(L, win.np, 2);
-                __pipeline_wait_prior(1);
+                /* every ring_every(TYPE) sub-blocks of a row, copies for the coming ones, up to
+                   word N + 33 (N: the window's np now): this sub-block reads words up to N + w +
+                   2 (lane_pair_at: a pair reads <= 22 bits, so a sub-block of S symbols moves np
+                   on by <= w = S x 11 / 32 rounded up), copied by the fill before (up to N_prev +
+                   33, N - N_prev <= F w), landed once it is waited for; the sub-blocks after it
+                   wait for this fill (up to N + F w + 2, ring_every); the copies in flight
+                   overwrite only the slots of words <= N + 1, which the window holds in
+                   registers already (a, b) */
+                if (sb % ring_every(TYPE) == 0) {
+                    ring_fill(L, win.np, 2);
+                    __pipeline_wait_prior(1);
+                } else {
+                    __pipeline_wait_prior(0);
+                }
             }
             /* the sub-block's block in the tile row: always 0 for the 256-weight blocks (a tile
                row is at most 256 weights, tile_nw); said so, the compiler reads such a block's
@@ -2312,10 +2340,13 @@ static inline int devmat_fill(DevMat &M, const wr_matrix *m, char *err, size_t e
         M.qoff = z.off;
         M.qnl = z.nl;
         const bool nl = dev_nl(M.type);
-        if (dev_wps(M.type) != m->dg.wps || dev_bits(M.type) != m->dg.bits || nl != (M.qnl != 0)) {
+        if (dev_wps(M.type) != m->dg.wps || dev_bits(M.type) != m->dg.bits || nl != (M.qnl != 0) ||
+            dev_sub_n(M.type) != m->dg.sub_n) {
             snprintf(err, errlen,
-                     "%s: codes a symbol, bits a code, non-linear: device %d, %d, %d; wr_geom_of, wr_sub_scale %d, %d, %d",
-                     m->name, dev_wps(M.type), dev_bits(M.type), (int)nl, m->dg.wps, m->dg.bits, M.qnl);
+                     "%s: codes a symbol, bits a code, non-linear, weights a sub-block: device %d, %d, %d, %d; "
+                     "wr_geom_of, wr_sub_scale %d, %d, %d, %d",
+                     m->name, dev_wps(M.type), dev_bits(M.type), (int)nl, dev_sub_n(M.type), m->dg.wps, m->dg.bits,
+                     M.qnl, m->dg.sub_n);
             return -1;
         }
         return 0;

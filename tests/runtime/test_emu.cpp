@@ -49,6 +49,7 @@
 #include "simt.h"
 
 #include "kernels.cuh"
+#include "codes.h"
 
 #include <chrono>
 #include <string>
@@ -1005,6 +1006,61 @@ static void check_long_lane()
     wr_model_free(&ml);
 }
 
+/* The same for the types whose ring fill serves several sub-blocks
+   (ring_every: 8 for Q2_K and Q3_K, 4 for the 16-symbol ones): lane 0 of
+   tile 0 (rows 0, 1) holds the matrix's rarest symbols, cycled, so its codes
+   are 10-11 bits long and it reads near the most words a fill must hold
+   for, (ring_every + 1) sub-blocks of 11-bit codes, while the other lanes
+   read their usual few. Every pipeline must still match the twin bit for
+   bit (check_matrix); a fill serving one sub-block more than its words
+   allow reads a copy not yet landed (simt.h's 0x5a bytes). */
+static void check_long_lane_type(uint32_t type)
+{
+    char err[512], name[64];
+    wr_model md, ml;
+    memset(&md, 0, sizeof md);
+    memset(&ml, 0, sizeof ml);
+    const int64_t rows = 130, cols = 768;
+    snprintf(name, sizeof name, "long-lane.%s.130x768", wp_ggml_type_name(type));
+    uint8_t *fixed = NULL;
+    size_t len = 0;
+    wp_codes_geom g;
+    int rc = wr_model_synth(&md, type, rows, cols, 31, err, sizeof err);
+    rc = rc ? rc : wr_restore_bytes(&md.m[0], &fixed, &len, err, sizeof err);
+    rc = rc ? rc : wp_codes_geom_get((int)type, cols, (uint64_t)rows, &g);
+    CHECK(rc == 0 && len == g.block_len, "%s: synthetic matrix restored (%s)", name, rc ? err : "ok");
+    if (rc == 0) {
+        std::vector<uint8_t> sym(g.n_sym), side(g.side_len);
+        wp_codes_split(&g, fixed, sym.data(), side.data());
+        /* the alphabet by count, rarest first */
+        std::vector<uint64_t> n(g.alphabet, 0);
+        for (uint8_t s : sym)
+            n[s]++;
+        std::vector<uint32_t> by(g.alphabet);
+        for (uint32_t s = 0; s < g.alphabet; s++)
+            by[s] = s;
+        std::stable_sort(by.begin(), by.end(), [&](uint32_t a, uint32_t b) { return n[a] < n[b]; });
+        const uint32_t nr = g.alphabet / 8;   /* 32 of 256 symbols, 8 of 64 */
+        for (uint64_t r = 0; r < 2; r++)
+            for (uint32_t j = 0; j < g.tile_sym; j++)
+                sym[r * g.row_sym + j] = (uint8_t)by[(j * 5 + r) % nr];
+        rc = wp_codes_join(&g, sym.data(), side.data(), fixed);
+        rc = rc ? rc : wr_model_add_blocks(&ml, type, name, rows, cols, fixed, err, sizeof err);
+        const uint8_t *lw = rc ? NULL : (const uint8_t *)ml.m[0].v.lane_words;
+        /* the most: 2 rows of tile_sym codes of WR_LUT_MAX_BITS bits (measured: Q2_K and Q4_K
+           all of it, Q3_K 83 of 88 words, Q6_K 148 of 176, its 64 symbols' longest code 10) */
+        const int most = (int)((2 * g.tile_sym * WR_LUT_MAX_BITS + 31) / 32);
+        CHECK(rc == 0 && ml.m[0].huf.L >= WR_LUT_MAX_BITS - 1 && lw[0] * 5 >= most * 4 && lw[1] * 3 <= most * 2,
+              "%s: lane 0 of tile 0 %d words (the most %d), lane 1 %d, longest code %d%s%s", name, lw ? lw[0] : -1,
+              most, lw ? lw[1] : -1, rc ? -1 : ml.m[0].huf.L, rc ? ": " : "", rc ? err : "");
+        if (rc == 0)
+            check_matrix(&ml.m[0], true, false, false);
+    }
+    free(fixed);
+    wr_model_free(&md);
+    wr_model_free(&ml);
+}
+
 /* Memory traffic of the fused GEMV's decode path at batch 1 (simt.h's
    WR_PROBE counts: shared wavefronts, global 128-byte lines, per warp
    instruction) for fused, staged, ring and private on a synthetic matrix of
@@ -1298,6 +1354,8 @@ int main(void)
     check_to_16();
     check_async_copies();
     check_long_lane();
+    for (uint32_t t : {WP_Q2_K, WP_Q3_K, WP_Q4_K, WP_Q6_K})
+        check_long_lane_type(t);
     for (uint32_t t : {WP_Q4_K, WP_Q6_K, WP_Q8_0})
         check_traffic(t);
 
