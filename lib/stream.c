@@ -872,19 +872,17 @@ static int reader_at(FILE *f, const char *path, int copy, uint64_t offset, wp_re
     return 0;
 }
 
-/* wp_record_read_at, also giving where the record ends (its padding included) in *end;
- * end NULL: the header alone (wp_record_header_at). */
+/* wp_record_read_at, also giving where the record ends (its padding included) in *end. */
 static int record_read_at(FILE *f, const char *path, int copy, uint64_t offset, wp_record *r, uint64_t *end,
                           char *err, size_t errlen)
 {
     wp_reader rd;
     if (reader_at(f, path, copy, offset, &rd, err, errlen))
         return -1;
-    int rc = read_header(&rd, r) || (end && wp_reader_payload(&rd, r)) ? -1 : 0;
+    int rc = read_header(&rd, r) || wp_reader_payload(&rd, r) ? -1 : 0;
     if (rc)
         snprintf(err, errlen, "%s", rd.err);
-    if (end)
-        *end = rd.off;
+    *end = rd.off;
     wp_zsrc_free(rd.src);
     free(rd.seen);
     return rc;
@@ -894,11 +892,6 @@ int wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r, 
 {
     uint64_t end;
     return record_read_at(f, path, 0, offset, r, &end, err, errlen);
-}
-
-int wp_record_header_at(FILE *f, const char *path, uint64_t offset, wp_record *r, char *err, size_t errlen)
-{
-    return record_read_at(f, path, 0, offset, r, NULL, err, errlen);
 }
 
 int wp_record_read_at_decompressed(FILE *f, const char *path, uint64_t offset, wp_record *r, char *err,

@@ -195,10 +195,6 @@ void wp_index_free(wp_index *ix);
  * wp_reader_next does. Returns 0, or -1 with a message in err. */
 int  wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r,
                        char *err, size_t errlen);
-/* The same for the record's header alone (kind, name, type, shape,
- * attributes; no payload is read: r->payload_len says its size). */
-int  wp_record_header_at(FILE *f, const char *path, uint64_t offset, wp_record *r,
-                         char *err, size_t errlen);
 /* The same two for f, a zstd-framed bundle's content decompressed to a file
  * (wp_zframe_plain) of the bundle named path: messages say that their offsets
  * and sizes are "of the decompressed stream", as readers in order say it. */

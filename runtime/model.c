@@ -165,18 +165,6 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
     return 0;
 }
 
-/* Whether the record at offset carries laneinterleave's "stored=" attribute (its header
- * alone read, wp_record_header_at); a damaged header is no. */
-static int stored_fixed(FILE *f, const char *path, uint64_t offset)
-{
-    char err[512];
-    wp_record r;
-    wp_record_init(&r);
-    const int found = !wp_record_header_at(f, path, offset, &r, err, sizeof err) && wp_attr_find(&r, "stored", NULL);
-    wp_record_free(&r);
-    return found;
-}
-
 int wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen)
 {
     if (!strcmp(path, "-"))   /* it said "-: No such file or directory" */
@@ -205,21 +193,17 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
         fclose(f);
         return -1;
     }
-    /* A stream laneinterleave never made a bundle of (ggufcat's, gptq's, histogram's output)
-       has none of the records only a bundle holds (coded, zstd'd, kvpack, ref) and no tensor
-       marked stored=fixed: it said "no coded matrices (every matrix is stored fixed-width or
-       zstd'd, as laneinterleave --dist may choose, ...)". */
-    int bundle = 0;
-    for (uint64_t i = 0; i < ix.count && !bundle; i++)
-        bundle = wp_rec_is_bundle(ix.e[i].kind);
-    for (uint64_t i = 0; i < ix.count && !bundle; i++)
-        if (ix.e[i].kind == WP_REC_TENSOR)   /* laneinterleave of tensors alone: matrices stored=fixed */
-            bundle = stored_fixed(f, path, ix.e[i].offset);
-    if (!bundle) {
-        wp_index_free(&ix);
-        fclose(f);
-        return fail(err, errlen, "%s: a wpack stream, not a bundle (make one with laneinterleave)", path);
-    }
+    /* A tensor stream (ggufcat's, gptq's, histogram's output) holds the GGUF's key/values as kv
+       records, which laneinterleave packs into one kvpack record: it said "no coded matrices
+       (every matrix is stored fixed-width or zstd'd, as laneinterleave --dist may choose, ...)".
+       The words are verify's. */
+    for (uint64_t i = 0; i < ix.count; i++)
+        if (ix.e[i].kind == WP_REC_KV) {
+            wp_index_free(&ix);
+            fclose(f);
+            return fail(err, errlen, "%s: a tensor stream, not a bundle (its key/value records are not packed: "
+                                     "laneinterleave makes the bundle)", path);
+        }
     int rc = 0;
     for (uint64_t i = 0; i < ix.count && rc == 0; i++) {
         const wp_index_entry *e = &ix.e[i];

@@ -409,15 +409,22 @@ open('$T/name', 'w').write(r.name)"
     [ "$status" -eq 1 ]
     # with the way on, as the other programs say it (it said "a GGUF file, not a wpack stream")
     [ "$stderr" = "wprun: $Q/syn.gguf: not a wpack stream (a GGUF file: read it with ggufcat)" ]
-    # a stream that laneinterleave never made a bundle of: said so (it was "no coded matrices
-    # (every matrix is stored fixed-width or zstd'd, as laneinterleave --dist may choose, ...)")
-    "$BIN/ggufcat" "$Q/syn.gguf" > "$T/q.wts"
+    # a stream that laneinterleave never made a bundle of: said so, as verify says it (it was
+    # "no coded matrices (every matrix is stored fixed-width or zstd'd, as laneinterleave --dist
+    # may choose, ...)")
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" > "$T/q.wts"
     "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" > "$T/h.wts"
     for f in q.wts h.wts; do
         run --separate-stderr "$BIN/wprun" --cpu "$T/$f"
         [ "$status" -eq 1 ]
-        [ "$stderr" = "wprun: $T/$f: a wpack stream, not a bundle (make one with laneinterleave)" ]
+        [ "$stderr" = "wprun: $T/$f: a tensor stream, not a bundle (its key/value records are not packed: laneinterleave makes the bundle)" ]
     done
+    # a bundle of a GGUF without key/values, nothing coded, is a bundle (it was called "not a
+    # bundle", a fresh user's find): its matrices are what is missing
+    "$BIN/ggufcat" "$Q/syn.gguf" | "$BIN/laneinterleave" > "$T/nokv.bundle" 2> /dev/null
+    run --separate-stderr "$BIN/wprun" --cpu "$T/nokv.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "wprun: $T/nokv.bundle: no coded matrices"* ]]
     # a zstd'd bundle is a distribution bundle, with the way to an inference bundle
     run --separate-stderr "$BIN/wprun" --cpu "$T/dist.zst"
     [ "$status" -eq 1 ]
