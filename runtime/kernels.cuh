@@ -22,17 +22,18 @@
  *           two symbols a window (lane_pair_at), without a bit buffer;
  *   ring    the same layout in a ring of RING_WORDS words a lane (word i of
  *           lane k at [(i % RING_WORDS) * 32 + k], 4 KiB a warp whatever
- *           the tile, and the warp's groups as for global): before each
- *           sub-block each lane copies its words up to RING_WORDS past its
- *           read position (ring_fill, asynchronous, waited for one
- *           sub-block later), so the loads overlap the decode and the reads
- *           are of shared memory (pipeline "ring", k_fused_q only), by
- *           position as staged (lane_pair_at). Every word a lane
- *           reads is in its ring, landed, whatever the data: a sub-block
- *           reads <= 16 pairs of <= 22 bits, <= 11 words, so the fill one
- *           sub-block ahead, RING_WORDS words past the window, holds them
- *           (the words past W are never decoded; the fill zeroes the slots
- *           of words W .. W + 2, which a lane's last window reads).
+ *           the tile, and the warp's groups as for global): every
+ *           ring_every sub-blocks (1 to 8, by type) each lane copies its
+ *           words up to RING_WORDS past its read position (ring_fill,
+ *           asynchronous, waited for one sub-block later), so the loads
+ *           overlap the decode and the reads are of shared memory
+ *           (pipeline "ring", k_fused_q only), by position as staged
+ *           (lane_pair_at). Every word a lane reads is in its ring, landed,
+ *           whatever the data: F sub-blocks of codes of <= 11 bits move a
+ *           lane on by <= F w words (ring_every), so the fill before,
+ *           RING_WORDS words past the window, holds them (the words past W
+ *           are never decoded; the fill zeroes the slots of words W .. W +
+ *           2, which a lane's last window loads).
  * Other lanes are read with wr_dev.h's bit reader (wr_bits), the code the
  * CPU tests run (wr_dev_decode_tile); the unrolled loops check for a refill
  * once every two symbols (a refill leaves >= 32 bits, two codes of <= 11). The
@@ -382,9 +383,11 @@ __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
  * committed as one batch; the caller waits for it with
  * __pipeline_wait_prior), and zero the slots of words W .. W + 2 as t
  * passes them (pair_word's 0 past the end; plain stores, at once). The slot
- * a copy or a zero overwrites holds a word already read, landed: no copy
- * in flight writes it (those are of words >= the fill before's t, and a
- * sub-block moves a lane on by <= 11 words). Each lane copies only its own words: a loop over the words of all
+ * a copy or a zero overwrites holds a word already read, landed (word y -
+ * 32 <= next + 1, in the window's registers), and no copy in flight writes
+ * it: a copy is in flight only from the fill before, of words >= its t =
+ * N_before + 34, and N - N_before <= (F + 1) w <= 31 (ring_every), so
+ * those are past y - 32 and before y. Each lane copies only its own words: a loop over the words of all
  * lanes' ranges, one group a copy instruction (coalesced), ran 20 times a
  * Q4_K sub-block for about 4 words a lane, the lanes being that far apart
  * (test_runtime_emu); this one runs as many times as the lane furthest
@@ -728,11 +731,14 @@ __device__ __forceinline__ uint32_t lane_at_unchecked(Lane &L, int i, const uint
     return wr_bits_take(&L.b, lut, Lb);
 }
 
-/* Word i of a lane read by lane_pair_at, 0 past its W words: staged (ST 1)
- * from slot min(i, W), slot W holding 0; ring (2) from slot i % RING_WORDS,
- * which ring_fill zeroes for words W, W + 1, W + 2 (all a lane reads while
- * its position is <= 32 W: the window's np, np + 1 and np + 2; further on
- * wr_pos_close flags the lane whatever it reads). Why 0 and not whatever a
+/* Word i of a lane read by lane_pair_at, 0 from word W on (the ring: words
+ * W .. W + 2): staged (ST 1) from slot min(i, W), slot W holding 0; ring
+ * (2) from slot i % RING_WORDS,
+ * which ring_fill zeroes for words W, W + 1, W + 2 (word W is what a lane
+ * at exactly 32 W bits peeks; W + 1 and W + 2 are loaded into its window
+ * beside it, so nothing stale is; a lane further on is flagged by
+ * wr_pos_close whatever it reads; past W + 2 the ring's slots hold
+ * whatever they held). Why 0 and not whatever a
  * ring slot holds: a lane one word short, whose next peek fell on a stale
  * slot without a code, stopped at exactly 32 W bits and passed
  * wr_pos_close (a reviewer's find, test_runtime_emu's check_short_lane); a
@@ -758,7 +764,7 @@ __device__ __forceinline__ uint32_t pair_word(const Lane &L, uint32_t i)
  * funnel shift), and the position moves on by both lengths (hi:lo holds >=
  * 33 bits from it, two codes of <= 11). np then moves on by 0 or 1: a, b
  * become b, c where it does, c being word np + 2, loaded one pair ahead
- * (pair_word: 0 past W; a staged lane reads slot min(i, W), which lane_open
+ * (pair_word: 0 from W on; a staged lane reads slot min(i, W), which lane_open
  * zeroes at W, so a corrupt lane reads no other memory), so no load waits
  * on the pair before it.
  *
@@ -784,7 +790,8 @@ __device__ __forceinline__ uint32_t pair_word(const Lane &L, uint32_t i)
  * (285 instructions as built, runtime/sassloops.py: ptxas had made as much
  * of the masks) and took a few off the ring's. */
 struct PairWin {
-    uint32_t a, b, c;   /* the lane's words np, np + 1, np + 2 (c loaded ahead; 0 past W) */
+    uint32_t a, b, c;   /* the lane's words np, np + 1, np + 2 (c loaded ahead; pair_word: 0 past W, the
+                           ring's to W + 2) */
     uint32_t np;        /* the position / 32 */
     uint32_t s;         /* the entries' sum: bits 0..4 the position % 32, bit 5 np's parity */
     uint32_t hi, lo;    /* the 64 bits from the position at the pair's first symbol */

@@ -1061,6 +1061,80 @@ static void check_long_lane_type(uint32_t type)
     wr_model_free(&ml);
 }
 
+/* Ring lanes near the ring's size (review): a Q8_0 matrix of 0s (the 1-bit code) with lane
+   k of tiles 0 and 1 holding 16 k codes of 1, 2, 3 (2-3 bits) first, so their W run from
+   16 to about 42, across RING_WORDS - 3 .. RING_WORDS + 2 where the zeroed slots W .. W + 2
+   wrap onto slots 0 .. 2; the last tile's lane 0 (rows 128, 129, the only lane there, the
+   others W = 0) holds n such codes. Every pipeline must match the twin; and the last lane
+   made 1, 2 or 3 words short (its words and the tile's span cut) must be flagged (weak:
+   the code is complete, so a stale slot has codes too; the ring's zeroes are not needed
+   to pass this part, check_short_lane's incomplete code is what tests them). */
+static std::vector<uint8_t> ring_edge_blocks(int64_t rows, int64_t cols, int nlast)
+{
+    const int64_t bpr = cols / 32;
+    std::vector<uint8_t> f((size_t)(rows * bpr * 34), 0);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t b = 0; b < bpr; b++) {
+            f[(size_t)(r * bpr + b) * 34 + 0] = 0x00;
+            f[(size_t)(r * bpr + b) * 34 + 1] = 0x3c;   /* d = 1.0 */
+        }
+    auto put = [&](int64_t r, int64_t c, int v) { f[(size_t)(r * bpr + c / 32) * 34 + 2 + (size_t)(c % 32)] = (uint8_t)(int8_t)v; };
+    for (int64_t t = 0; t < 2; t++)
+        for (int k = 0; k < 32; k++)
+            for (int j = 0; j < 16 * k; j++)
+                put(64 * t + 2 * k + j / cols, j % cols, 1 + j % 3);
+    for (int j = 0; j < nlast; j++)
+        put(128 + j / cols, j % cols, 1 + j % 3);
+    return f;
+}
+
+static void check_ring_edges()
+{
+    char err[512];
+    const int64_t rows = 130, cols = 256;
+    bool seen[64] = {false};
+    int tested = 0;
+    for (int n = 0; n <= 512; n += 3) {
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        std::vector<uint8_t> f = ring_edge_blocks(rows, cols, n);
+        char name[64];
+        snprintf(name, sizeof name, "ring-edge.Q8_0.n%d", n);
+        int rc = wr_model_add_blocks(&md, WP_Q8_0, name, rows, cols, f.data(), err, sizeof err);
+        wr_matrix *m = rc ? NULL : &md.m[0];
+        uint8_t *lw = m ? (uint8_t *)m->v.lane_words : NULL;
+        uint32_t *off = m ? (uint32_t *)m->v.offsets : NULL;
+        const int W = lw ? lw[64] : -1;
+        bool others0 = lw != NULL;
+        for (int k = 65; lw && k < 96; k++)
+            others0 &= lw[k] == 0;
+        if (!m || !others0 || W < 0 || W >= 64 || seen[W] || !(W >= 28 && W <= 35)) {
+            if (!m || !others0)
+                CHECK(0, "%s: built (%s), the last tile's lanes 1.. empty", name, rc ? err : "ok");
+            wr_model_free(&md);
+            continue;
+        }
+        seen[W] = true;
+        if (tested++ == 0) {
+            std::string ws;
+            for (int k = 0; k < 64; k++)
+                ws += std::to_string(lw[k]) + " ";
+            printf("# ring-edge: L %d, tiles 0, 1 lane words: %s\n", m->huf.L, ws.c_str());
+        }
+        printf("# %s: the last tile's lane 0 %d words\n", name, W);
+        check_matrix(m, true, false, false);
+        for (int s = 1; s <= 3 && s <= W; s++) {
+            off[3] -= 1;   /* the tile's last word (lane 0's, alone in its group) cut, each time */
+            lw[64] = (uint8_t)(W - s);
+            char how[96];
+            snprintf(how, sizeof how, "the last tile's lane 0 (%d words) %d short", W, s);
+            check_corrupt(m, how);
+        }
+        wr_model_free(&md);
+    }
+    CHECK(tested >= 8, "ring-edge: %d lane lengths tested", tested);
+}
+
 /* Memory traffic of the fused GEMV's decode path at batch 1 (simt.h's
    WR_PROBE counts: shared wavefronts, global 128-byte lines, per warp
    instruction) for fused, staged, ring and private on a synthetic matrix of
@@ -1354,6 +1428,7 @@ int main(void)
     check_to_16();
     check_async_copies();
     check_long_lane();
+    check_ring_edges();
     for (uint32_t t : {WP_Q2_K, WP_Q3_K, WP_Q4_K, WP_Q6_K})
         check_long_lane_type(t);
     for (uint32_t t : {WP_Q4_K, WP_Q6_K, WP_Q8_0})
