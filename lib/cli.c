@@ -159,8 +159,11 @@ static void out_check_inputs(const char *target)
 FILE *wp_in_open(const char *path)
 {
     wp_cli_input(path);
-    if (!path || !strcmp(path, "-"))
+    if (!path || !strcmp(path, "-")) {
+        if (isatty(STDIN_FILENO))   /* it waited for a stream typed in (a new user's trial); as zstd */
+            wp_die("stdin: a terminal, not a wpack stream (give a FILE, or pipe or redirect one in)");
         return stdin;
+    }
     FILE *f = fopen(path, "rb");
     if (!f)
         wp_die("%s: %s", path, strerror(errno));

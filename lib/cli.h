@@ -58,7 +58,9 @@ void wp_cli_refuse_coded(const char *in, const wp_record *r, const char *takes) 
  * a model, a Hessian file). */
 void wp_cli_input(const char *path);
 
-/* Open input: NULL or "-" means stdin. Dies with "prog: PATH: reason". */
+/* Open input: NULL or "-" means stdin (refused when it is a terminal:
+ * "stdin: a terminal, not a wpack stream ...", as zstd refuses). Dies with
+ * "prog: PATH: reason". */
 FILE *wp_in_open(const char *path);
 
 /* Open the program's one output: NULL or "-" means stdout; otherwise a

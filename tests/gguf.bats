@@ -60,6 +60,16 @@ setup() {
         [ "$status" -eq 1 ]
         [ "${output//$'\r'/}" = "${c%% *}: refusing to write a GGUF file to a terminal (redirect it, pipe it, or use -o FILE)" ]
     done
+    # nor read from one: they waited for a stream typed in (a fresh user's trial); a pipe is read
+    for c in histogram tsinfo "unbundle --stream -o $T/y.wts" "laneinterleave -o $T/x.bundle"; do
+        run script -qec "$BIN/$c" /dev/null
+        [ "$status" -eq 1 ]
+        [ "${output//$'\r'/}" = "${c%% *}: stdin: a terminal, not a wpack stream (give a FILE, or pipe or redirect one in)" ]
+    done
+    [ ! -e "$T/x.bundle" ]
+    [ ! -e "$T/y.wts" ]
+    run script -qec "cat $T/m.wts | $BIN/tsinfo" /dev/null
+    [ "$status" -eq 0 ]
     # text on standard output goes to the terminal; -o FILE is written
     run script -qec "$BIN/tsinfo $T/m.wts" /dev/null
     [ "$status" -eq 0 ]
