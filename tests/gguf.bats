@@ -148,8 +148,14 @@ setup() {
     run "$ROOT/pipelines/lazyweights" --check Q8_0_g0_lam0_c1 "$T/m.safetensors"
     [ "$status" -eq 2 ]
     [ "$output" = "gptq: $T/m.safetensors: not a GGUF file (a safetensors file: read it with safetensorscat)" ]
-    # 8 bytes of length and a '{' that the length does not cover is no safetensors file
-    printf '\377\0\0\0\0\0\0\0{}' > "$T/short.bin"
+    # cut short, it is named too (it was "bad magic", a fresh user's trial): safetensorscat
+    # says the rest
+    head -c 1000 "$T/m.safetensors" > "$T/cut.safetensors"
+    run "$BIN/ggufcat" "$T/cut.safetensors"
+    [ "$status" -eq 1 ]
+    [ "$output" = "ggufcat: $T/cut.safetensors: not a GGUF file (a safetensors file: read it with safetensorscat)" ]
+    # a length of 4 GiB or more before the '{' is no safetensors header
+    printf '\377\377\377\377\377\0\0\0{}' > "$T/short.bin"
     run "$BIN/ggufcat" "$T/short.bin"
     one_line_error "^ggufcat: $T/short.bin: not a GGUF file \(bad magic\)$"
 }
