@@ -171,6 +171,10 @@ fake_bins() {
     run "$ROOT/pipelines/lazyweights" --check Iq4_xs_g1_lam0.1_c1.25
     [ "$status" -eq 2 ]
     [ "$output" = "a point's TYPE is spelled as llama-quantize's preset, upper case: IQ4_XS_g1_lam0.1_c1.25" ]
+    # a type gptq has in neither case is said so (it was told to be spelled QX_...)
+    run "$ROOT/pipelines/lazyweights" --check qx_g0_lam0_c1
+    [ "$status" -eq 2 ]
+    [ "$output" = "gptq has no --ftype qx (gptq(1) lists the presets)" ]
 }
 
 @test "make model: a missing MODEL or TEXT, or a bad POINT, is one clear line and writes nothing" {
