@@ -102,6 +102,11 @@ lossless() { # GGUF BUNDLE [bf16split options]
     # huffbuild and laneinterleave added two "truncated stream" lines (a review)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" /proc/self
     one_line_error "^unweight: /proc/self: cannot create files there$"
+    # an OUTDIR that is a file: mkdir's bare "cannot create directory ...: File exists" (a fresh
+    # user's trial)
+    : > "$T/f"
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/f"
+    one_line_error "^unweight: $T/f: not a directory$"
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" 17
     one_line_error "^unweight: palette '17': expected 0 to 16$"
     # a fourth argument was ignored, with exit status 0 (a new user's trial)
