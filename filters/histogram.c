@@ -79,11 +79,16 @@ static void report_header(void)
             "H b/w", "fixed", "side", "block");
 }
 
+/* One matrix's report line; rows_all > 0: a row map's matrix, whose numbers are its distinct
+ * rows' (it said so nowhere: a fresh user read output.weight's 22272 weights for 32768). */
 static void report_line(const char *name, const char *type, int64_t weights, uint64_t n_sym, double h,
-                        double fixed_bits, double side_bpw, double block_bpw)
+                        double fixed_bits, double side_bpw, double block_bpw, uint64_t rows, uint64_t rows_all)
 {
-    fprintf(stderr, "%-32s %-7s %10" PRId64 " %10" PRIu64 " %8.4f %8.4f %6.2f %7.4f %7.4f\n", name, type,
+    fprintf(stderr, "%-32s %-7s %10" PRId64 " %10" PRIu64 " %8.4f %8.4f %6.2f %7.4f %7.4f", name, type,
             weights, n_sym, h, h * (double)n_sym / (double)weights, fixed_bits, side_bpw, block_bpw);
+    if (rows_all)
+        fprintf(stderr, "  (row map: %" PRIu64 " distinct rows of %" PRIu64 ")", rows, rows_all);
+    fprintf(stderr, "\n");
 }
 
 int main(int argc, char **argv)
@@ -120,7 +125,7 @@ int main(int argc, char **argv)
         /* a tensor stream, or bf16split's symbols and raw bytes; not a bundle, nor its own output */
         if (wp_rec_is_coded(r.kind) && r.kind != WP_REC_SYMBOLS && r.kind != WP_REC_RAW)
             wp_cli_refuse_coded(in, &r, "a tensor stream or bf16split's output");
-        uint64_t rows = r.ne[0] ? (uint64_t)(wp_record_nelem(&r) / r.ne[0]) : 0;
+        uint64_t rows = r.ne[0] ? (uint64_t)(wp_record_nelem(&r) / r.ne[0]) : 0, rows_all = 0;
         if (r.kind == WP_REC_TENSOR) {
             tot.weights += (double)wp_record_nelem(&r);
             tot.tensor_bytes += (double)r.payload_len;
@@ -135,6 +140,7 @@ int main(int argc, char **argv)
                 wp_record t = r;
                 r = reduced;
                 reduced = t;
+                rows_all = rows;
                 rows = (uint64_t)r.ne[1];
             }
         }
@@ -172,7 +178,8 @@ int main(int argc, char **argv)
                 report_header();
                 double h = wp_huf_entropy(hist, 256), nw = (double)wp_record_nelem(&r);
                 report_line(r.name, wp_ggml_type_name(r.type), wp_record_nelem(&r), g.n_sym, h,
-                            (double)g.bi.code_bits, 8.0 * (double)g.side_len / nw, 8.0 * (double)g.block_len / nw);
+                            (double)g.bi.code_bits, 8.0 * (double)g.side_len / nw, 8.0 * (double)g.block_len / nw,
+                            rows, rows_all);
                 tot.coded_weights += nw;
                 tot.coded_fixed_bytes += (double)g.block_len;
                 tot.entropy_bits += h * (double)g.n_sym;

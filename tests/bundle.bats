@@ -74,6 +74,11 @@ bundle() { # GGUF BUNDLE [histogram options]
     [ "$status" -eq 0 ]
     echo "$output" | grep -E '^token_embd.weight +Q4_0 +32768 +16384 +6.7758 +3.3879 +4.00 +0.5000 +4.5000$'
     echo "$output" | grep -E '^total: 292800 weights, 237056 in coded matrices; tensors 7.1755 b/w as stored; entropy bound 6.8812 b/w'
+    # with its row map, a matrix's line says its numbers are its distinct rows' (a fresh user
+    # read token_embd's 22080 weights for its 32768)
+    run sh -c "'$BIN/ggufcat' '$Q/s-Q4_0.gguf' | '$BIN/histogram' --no-float --report 2>&1 >/dev/null"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^token_embd.weight +Q4_0 +22080 +11040 .*  \(row map: 345 distinct rows of 512\)$'
 }
 
 @test "the bundle stores the GGUF metadata and uncoded tensors too (tsinfo)" {
