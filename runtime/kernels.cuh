@@ -387,13 +387,14 @@ __device__ __forceinline__ uint32_t lane_word(const Lane &L, uint32_t i)
  * 32 <= next + 1, in the window's registers), and no copy in flight writes
  * it: a copy is in flight only from the fill before, of words >= its t =
  * N_before + 34, and N - N_before <= (F + 1) w <= 31 (ring_every), so
- * those are past y - 32 and before y. Each lane copies only its own words: a loop over the words of all
- * lanes' ranges, one group a copy instruction (coalesced), ran 20 times a
- * Q4_K sub-block for about 4 words a lane, the lanes being that far apart
- * (test_runtime_emu); this one runs as many times as the lane furthest
- * ahead needs, and not being warp-collective, any lane may skip it. CH:
- * words of full groups a trip of the first loop copies, each copy
- * predicated (a fill copies about 4 to 15 words: ring_every). */
+ * those are past y - 32 and before y. Each lane copies only its own
+ * words: a loop over the words of all lanes' ranges, one group a copy
+ * instruction (coalesced), ran 20 times a Q4_K sub-block for about 4 words
+ * a lane, the lanes being that far apart (test_runtime_emu); this one runs
+ * as many times as the lane furthest ahead needs, and not being
+ * warp-collective, any lane may skip it. CH: words of full groups a trip
+ * of the first loop copies, each copy predicated (a fill copies about 4 to
+ * 15 words: ring_every). */
 template <int CH = 4>
 __device__ __forceinline__ void ring_fill(Lane &L, uint32_t next, uint32_t held)
 {
@@ -733,20 +734,19 @@ __device__ __forceinline__ uint32_t lane_at_unchecked(Lane &L, int i, const uint
 
 /* Word i of a lane read by lane_pair_at, 0 from word W on (the ring: words
  * W .. W + 2): staged (ST 1) from slot min(i, W), slot W holding 0; ring
- * (2) from slot i % RING_WORDS,
- * which ring_fill zeroes for words W, W + 1, W + 2 (word W is what a lane
- * at exactly 32 W bits peeks; W + 1 and W + 2 are loaded into its window
- * beside it, so nothing stale is; a lane further on is flagged by
- * wr_pos_close whatever it reads; past W + 2 the ring's slots hold
- * whatever they held). Why 0 and not whatever a
- * ring slot holds: a lane one word short, whose next peek fell on a stale
- * slot without a code, stopped at exactly 32 W bits and passed
- * wr_pos_close (a reviewer's find, test_runtime_emu's check_short_lane); a
- * 0 peek always has a code, so the lane runs on past its end and is
- * flagged. Zeroed by the fill, not tested here (i >= W, a select), the
- * ring's loop over a sub-block is 2-3 SASS instructions a pair shorter:
- * Q4_K 326 -> 308 without its copy loops, Q8_0 481 -> 436 (sm_90a, batch
- * 1, runtime/sassloops.py). */
+ * (2) from slot i % RING_WORDS, which ring_fill zeroes for words W, W + 1
+ * and W + 2 (word W is what a lane at exactly 32 W bits peeks; W + 1 and
+ * W + 2 are loaded into its window beside it, so nothing stale is; a lane
+ * further on is flagged by wr_pos_close whatever it reads; past W + 2 the
+ * ring's slots hold whatever they held). Why 0 and not whatever a ring
+ * slot holds: a lane one word short, whose next peek fell on a stale slot
+ * without a code, stopped at exactly 32 W bits and passed wr_pos_close (a
+ * reviewer's find, test_runtime_emu's check_short_lane); a 0 peek always
+ * has a code, so the lane runs on past its end and is flagged. Zeroed by
+ * the fill, not tested here (i >= W, a select), the ring's loop over a
+ * sub-block is 2-3 SASS instructions a pair shorter: Q4_K 326 -> 308
+ * without its copy loops, Q8_0 481 -> 436 (sm_90a, batch 1,
+ * runtime/sassloops.py). */
 template <int ST>
 __device__ __forceinline__ uint32_t pair_word(const Lane &L, uint32_t i)
 {
