@@ -104,7 +104,7 @@ size_t wp_zsrc_read(wp_zsrc *s, void *buf, size_t n)
             /* no progress and no more input: cut inside the frame (readers said "stream
                header ends at byte 0" of a bundle cut in its first zstd block) */
             if (!s->err[0])
-                snprintf(s->err, sizeof s->err, "truncated zstd frame (file cut short)");
+                snprintf(s->err, sizeof s->err, "truncated zstd frame: the file is cut short");
             break;
         }
     }
@@ -132,7 +132,7 @@ int wp_zsrc_finish(wp_zsrc *s)
         if (s->err[0])
             return -1;
         if (s->last != 0) {
-            snprintf(s->err, sizeof s->err, "truncated zstd frame (file cut short)");
+            snprintf(s->err, sizeof s->err, "truncated zstd frame: the file is cut short");
             return -1;
         }
     }

@@ -94,13 +94,15 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
     head -c $((n / 2)) "$B/d.bundle" > "$B/half.bundle"
     run "$BIN/tsinfo" "$B/half.bundle"
     [ "$status" -eq 1 ]
-    echo "$output" | grep -qE "tsinfo: $B/half\.bundle: truncated zstd frame \(file cut short\) \(.*, byte [0-9]+ of the decompressed stream\)$"
+    echo "$output" | grep -qE "tsinfo: $B/half\.bundle: truncated zstd frame: the file is cut short \(.*, byte [0-9]+ of the decompressed stream\)$"
     # cut inside the first zstd block: it said "stream header ends at byte 0", where unbundle said this
     head -c 1000 "$B/d.bundle" > "$B/head.bundle"
     for p in tsinfo verify; do
         run "$BIN/$p" $([ $p = verify ] && echo "$m") "$B/head.bundle"
         [ "$status" -eq 1 ]
-        [ "$output" = "$p: $B/head.bundle: truncated zstd frame (file cut short) (stream header, byte 0 of the decompressed stream)" ]
+        # (two parenthesized remarks in a row, "truncated zstd frame (file cut short) (stream
+        # header, ...)", a fresh user's find)
+        [ "$output" = "$p: $B/head.bundle: truncated zstd frame: the file is cut short (stream header, byte 0 of the decompressed stream)" ]
     done
     cp "$B/d.bundle" "$B/flip.bundle"
     printf '\x55' | dd of="$B/flip.bundle" bs=1 seek=$((n / 2)) conv=notrunc 2> /dev/null
