@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ggml_type.h"
+#include "safetensors.h"
 #include "spool.h"
 
 #define MAX_STRING   (UINT64_C(1) << 31)
@@ -327,11 +328,9 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
     if (g->file_size < 4 || gread(g, h, 4, "magic"))
         goto fail_msg;
     if (memcmp(h, "GGUF", 4)) {
-        /* a safetensors file: an 8-byte little-endian header length (under 4 GiB; the file
-           may be cut short, which safetensorscat then says), then '{' (said only "bad magic";
-           safetensorscat names a GGUF the same way) */
-        const int st = g->file_size > 9 && fread(h + 4, 1, 5, g->f) == 5 && h[8] == '{' &&
-                       rd64(h) > 1 && rd64(h) < ((uint64_t)1 << 32);
+        /* a safetensors file, also one cut short (said only "bad magic"; safetensorscat names a
+           GGUF the same way) */
+        const int st = g->file_size > 9 && fread(h + 4, 1, 5, g->f) == 5 && wp_st_magic(h);
         gfail(g, !memcmp(h, WP_STREAM_MAGIC, 4) ? "not a GGUF file (a wpack stream: use ggufpack or unbundle)"
                  : st ? "not a GGUF file (a safetensors file: read it with safetensorscat)"
                       : "not a GGUF file (bad magic)");

@@ -82,6 +82,12 @@ static uint64_t rd64(const uint8_t *p)
     return v;
 }
 
+int wp_st_magic(const uint8_t h[9])
+{
+    const uint64_t n = rd64(h);
+    return n > 1 && n <= WP_ST_MAX_HEADER && h[8] == '{';
+}
+
 /* A JSON number that is a non-negative integer representable exactly. */
 static int json_uint(const cJSON *j, uint64_t *v)
 {

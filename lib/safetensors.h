@@ -62,6 +62,13 @@ int wp_st_dtype_type(const char *dtype);
  * ("x.safetensors: tensor 'w': dtype U8 is not supported ..."). */
 wp_st_in *wp_st_open(const char *path, char *err, size_t errlen);
 
+/* Whether a file's first 9 bytes h look like a safetensors file's start:
+ * an 8-byte little-endian header length from 2 to WP_ST_MAX_HEADER, then
+ * the header's '{' (the file may be cut short; wp_st_open says what else is
+ * wrong). For other readers' messages (ggufcat: "a safetensors file: read
+ * it with safetensorscat"). Format: huggingface/safetensors' header. */
+int wp_st_magic(const uint8_t h[9]);
+
 /* Counts of what the file holds: metadata entries and tensors. */
 uint64_t wp_st_n_meta(const wp_st_in *s);
 uint64_t wp_st_n_tensors(const wp_st_in *s);

@@ -154,7 +154,7 @@ setup() {
     run "$BIN/ggufcat" "$T/cut.safetensors"
     [ "$status" -eq 1 ]
     [ "$output" = "ggufcat: $T/cut.safetensors: not a GGUF file (a safetensors file: read it with safetensorscat)" ]
-    # a length of 4 GiB or more before the '{' is no safetensors header
+    # a length past a safetensors header's limit (WP_ST_MAX_HEADER) before the '{' is no such header
     printf '\377\377\377\377\377\0\0\0{}' > "$T/short.bin"
     run "$BIN/ggufcat" "$T/short.bin"
     one_line_error "^ggufcat: $T/short.bin: not a GGUF file \(bad magic\)$"
