@@ -213,11 +213,9 @@ int main(int argc, char **argv)
         wp_record *a = NULL, *b = NULL;
         char same[WP_MAX_NAME + 1] = "";
         unsigned kind = r.kind;
-        /* laneinterleave packs a GGUF's key/values into one kvpack record: a kv record is a
-           tensor stream's (ggufcat's, gptq's), which passed as a "bundle" larger than the GGUF */
-        if (kind == WP_REC_KV)
-            wp_die("%s: a tensor stream, not a bundle (its key/value records are not packed: laneinterleave "
-                   "makes the bundle)", bpath);
+        /* a tensor stream (ggufcat's, gptq's) passed as a "bundle" larger than the GGUF */
+        if (wp_rec_not_bundle(kind))
+            wp_die("%s: %s", bpath, wp_rec_not_bundle(kind));
         unit_bytes += r.payload_len;
         if (kind == WP_REC_REF)
             wp_attr_str(&r, "same_as", same, sizeof same);

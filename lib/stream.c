@@ -104,6 +104,13 @@ int wp_rec_is_bundle(unsigned kind)
     return kind == WP_REC_CODED || kind == WP_REC_Z || kind == WP_REC_KVPACK || kind == WP_REC_REF;
 }
 
+const char *wp_rec_not_bundle(unsigned kind)
+{
+    return kind == WP_REC_KV ? "a tensor stream, not a bundle (its key/value records are not packed: "
+                               "laneinterleave makes the bundle)"
+                             : NULL;
+}
+
 int wp_rec_kind_known(unsigned kind) { return strcmp(wp_rec_kind_name(kind), "?") != 0; }
 
 const char *wp_rec_kind_name(unsigned kind)

@@ -132,6 +132,11 @@ int wp_rec_is_coded(unsigned kind);
  * laneinterleave writes): records histogram, huffbuild and laneinterleave
  * stop on. */
 int wp_rec_is_bundle(unsigned kind);
+/* Why a record of this kind shows its stream is not a bundle, or NULL: a kv
+ * record (laneinterleave packs a GGUF's key/values into one kvpack record)
+ * is a tensor stream's, ggufcat's or gptq's. For readers of bundles
+ * (verify, wprun): "FILE: " and this is their one line. */
+const char *wp_rec_not_bundle(unsigned kind);
 
 /* ---- reading ------------------------------------------------------------ */
 

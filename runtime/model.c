@@ -193,16 +193,15 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
         fclose(f);
         return -1;
     }
-    /* A tensor stream (ggufcat's, gptq's, histogram's output) holds the GGUF's key/values as kv
-       records, which laneinterleave packs into one kvpack record: it said "no coded matrices
-       (every matrix is stored fixed-width or zstd'd, as laneinterleave --dist may choose, ...)".
-       The words are verify's. */
+    /* A tensor stream (ggufcat's, gptq's, histogram's output) said "no coded matrices (every
+       matrix is stored fixed-width or zstd'd, as laneinterleave --dist may choose, ...)"; the
+       words are verify's (wp_rec_not_bundle). */
     for (uint64_t i = 0; i < ix.count; i++)
-        if (ix.e[i].kind == WP_REC_KV) {
+        if (wp_rec_not_bundle(ix.e[i].kind)) {
+            const char *why = wp_rec_not_bundle(ix.e[i].kind);
             wp_index_free(&ix);
             fclose(f);
-            return fail(err, errlen, "%s: a tensor stream, not a bundle (its key/value records are not packed: "
-                                     "laneinterleave makes the bundle)", path);
+            return fail(err, errlen, "%s: %s", path, why);
         }
     int rc = 0;
     for (uint64_t i = 0; i < ix.count && rc == 0; i++) {
