@@ -200,7 +200,7 @@ int main(int argc, char **argv)
     wp_record_init(&table);
     wp_record_init(&held);
     wp_record_init(&coded);
-    int holding = 0, have_table = 0;
+    int holding = 0, have_table = 0, packed = 0;
     uint64_t n_sym = 0, n_blocks = 0, n_hist = 0;   /* symbols, block-type tensors, hist records */
     double entropy = -1;
     char entropy_of[WP_MAX_NAME + 1] = "";
@@ -214,11 +214,14 @@ int main(int argc, char **argv)
             nkv++;
             continue;
         }
-        if (nkv) {
+        /* the key/values run packed; every bundle has a kvpack record, empty without
+           key/values, after the GGUF header: what shows verify and wprun a bundle */
+        if (nkv || (!packed && !(more && r.kind == WP_REC_GGUF))) {
             if (wp_kvpack_finish(kvbuf, kvlen, nkv, ZLEVEL, &coded))
                 wp_die("out of memory");
             wp_cli_put(w, &coded);
             nkv = kvlen = 0;
+            packed = 1;
         }
         if (!more)
             break;

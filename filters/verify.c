@@ -202,6 +202,19 @@ int main(int argc, char **argv)
         wp_die("%s", err);
     void (*source)(wp_restore *, FILE *, const char *) = plain != src ? wp_restore_source_decompressed
                                                                       : wp_restore_source;
+    /* A tensor stream (ggufcat's, gptq's) passed as a "bundle" larger than the GGUF is refused
+       first. An index that does not read is refused after the reader in order has had its say
+       ("truncated stream" of a file cut short). */
+    wp_index ix;
+    char ix_err[sizeof err] = "", notb[WP_MAX_NAME + 200];
+    if ((plain != src ? wp_index_read_decompressed : wp_index_read)(plain, bpath, &ix, ix_err, sizeof ix_err)) {
+        if (!ix_err[0])
+            snprintf(ix_err, sizeof ix_err, "%s: unreadable index", bpath);
+    } else {
+        if (wp_index_not_bundle(&ix, notb, sizeof notb))
+            wp_die("%s: %s", bpath, notb);
+        wp_index_free(&ix);
+    }
     src = plain;
     source(ref, src, bpath);
     source(fast, src, bpath);
@@ -213,9 +226,6 @@ int main(int argc, char **argv)
         wp_record *a = NULL, *b = NULL;
         char same[WP_MAX_NAME + 1] = "";
         unsigned kind = r.kind;
-        /* a tensor stream (ggufcat's, gptq's) passed as a "bundle" larger than the GGUF */
-        if (wp_rec_not_bundle(kind))
-            wp_die("%s: %s", bpath, wp_rec_not_bundle(kind));
         unit_bytes += r.payload_len;
         if (kind == WP_REC_REF)
             wp_attr_str(&r, "same_as", same, sizeof same);
@@ -227,10 +237,12 @@ int main(int argc, char **argv)
         int ka = wp_restore_put(ref, &r, 1, &a), kb = wp_restore_put(fast, &dup, 0, &b);
         if (ka < 0 || kb < 0)
             wp_die("%s: %s", bpath, wp_restore_error(ka < 0 ? ref : fast));
+        if (kind == WP_REC_KVPACK || kind == WP_REC_GGUF) {   /* metadata; an empty kvpack expands to nothing */
+            meta_bytes += (double)unit_bytes;
+            unit_bytes = 0;
+        }
         if (ka == 0)
             continue;
-        if (kind == WP_REC_KVPACK || kind == WP_REC_GGUF)
-            meta_bytes += (double)unit_bytes;
         for (; a; a = wp_restore_more(ref), b = wp_restore_more(fast)) {
             if (!b)
                 wp_die("%s: the two decoders disagree on the record count", bpath);
@@ -297,11 +309,11 @@ int main(int argc, char **argv)
             if (wp_gguf_out_add(rebuilt, a) < 0)
                 wp_die("%s: %s", bpath, wp_gguf_out_error(rebuilt));
         }
-        if (kind == WP_REC_KVPACK || kind == WP_REC_GGUF)
-            unit_bytes = 0;
     }
     if (wp_restore_pending(ref))
         wp_die("%s: side data without its symbols at the end of the bundle", bpath);
+    if (ix_err[0])
+        wp_die("%s", ix_err);
     char why[600];
     FILE *tmp = wp_spool(why, sizeof why);
     if (!tmp)

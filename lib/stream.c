@@ -104,12 +104,6 @@ int wp_rec_is_bundle(unsigned kind)
     return kind == WP_REC_CODED || kind == WP_REC_Z || kind == WP_REC_KVPACK || kind == WP_REC_REF;
 }
 
-const char *wp_rec_not_bundle(unsigned kind)
-{
-    return kind == WP_REC_KV ? "a tensor stream, not a bundle (its key/value records are not packed: "
-                               "laneinterleave makes the bundle)"
-                             : NULL;
-}
 
 int wp_rec_kind_known(unsigned kind) { return strcmp(wp_rec_kind_name(kind), "?") != 0; }
 
@@ -840,6 +834,29 @@ void wp_index_free(wp_index *ix)
         free(ix->e[i].name);
     free(ix->e);
     memset(ix, 0, sizeof *ix);
+}
+
+int wp_index_not_bundle(const wp_index *ix, char *why, size_t len)
+{
+    int packed = 0;
+    for (uint64_t i = 0; i < ix->count; i++) {
+        const wp_index_entry *e = &ix->e[i];
+        if (e->kind == WP_REC_KV) {
+            snprintf(why, len, "a tensor stream, not a bundle (its key/value records are not packed: "
+                               "laneinterleave makes the bundle)");
+            return 1;
+        }
+        if (e->kind == WP_REC_HIST || e->kind == WP_REC_TABLE) {   /* the words of wp_restore_put's */
+            snprintf(why, len, "record '%s': a %s record: not a bundle (histogram's or huffbuild's output: "
+                               "laneinterleave makes the bundle)", e->name, wp_rec_kind_name(e->kind));
+            return 1;
+        }
+        packed |= wp_rec_is_bundle(e->kind);
+    }
+    if (!packed)
+        snprintf(why, len, "a tensor stream, not a bundle (it has no kvpack, coded, zstd or ref record: "
+                           "laneinterleave makes the bundle)");
+    return !packed;
 }
 
 /* Set up rd to read the record at `offset` of the stream file f (its header

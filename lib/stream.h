@@ -132,11 +132,7 @@ int wp_rec_is_coded(unsigned kind);
  * laneinterleave writes): records histogram, huffbuild and laneinterleave
  * stop on. */
 int wp_rec_is_bundle(unsigned kind);
-/* Why a record of this kind shows its stream is not a bundle, or NULL: a kv
- * record (laneinterleave packs a GGUF's key/values into one kvpack record)
- * is a tensor stream's, ggufcat's or gptq's. For readers of bundles
- * (verify, wprun): "FILE: " and this is their one line. */
-const char *wp_rec_not_bundle(unsigned kind);
+
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -196,6 +192,15 @@ int  wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t er
 /* First entry with this kind and name, or NULL. kind 0 matches any kind. */
 const wp_index_entry *wp_index_find(const wp_index *ix, unsigned kind, const char *name);
 void wp_index_free(wp_index *ix);
+/* Whether the stream whose index is ix is not a bundle: 1 with why (one line,
+ * truncated to len) or 0. A kv record (laneinterleave packs a GGUF's
+ * key/values into a kvpack record) is a tensor stream's, ggufcat's or gptq's;
+ * a hist or table record is histogram's or huffbuild's output; and a stream
+ * without any record of a bundle's kinds (wp_rec_is_bundle) was never
+ * through laneinterleave, which writes a kvpack record, empty if need be,
+ * into every bundle (wpack-bundle(5)). For readers of bundles (verify,
+ * wprun): "FILE: " and why is their one line. */
+int wp_index_not_bundle(const wp_index *ix, char *why, size_t len);
 /* Read the record starting at `offset` of a stream file, checked as
  * wp_reader_next does. Returns 0, or -1 with a message in err. */
 int  wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r,

@@ -195,14 +195,13 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
     }
     /* A tensor stream (ggufcat's, gptq's, histogram's output) said "no coded matrices (every
        matrix is stored fixed-width or zstd'd, as laneinterleave --dist may choose, ...)"; the
-       words are verify's (wp_rec_not_bundle). */
-    for (uint64_t i = 0; i < ix.count; i++)
-        if (wp_rec_not_bundle(ix.e[i].kind)) {
-            const char *why = wp_rec_not_bundle(ix.e[i].kind);
-            wp_index_free(&ix);
-            fclose(f);
-            return fail(err, errlen, "%s: %s", path, why);
-        }
+       words are verify's (wp_index_not_bundle). */
+    char why[WP_MAX_NAME + 200];
+    if (wp_index_not_bundle(&ix, why, sizeof why)) {
+        wp_index_free(&ix);
+        fclose(f);
+        return fail(err, errlen, "%s: %s", path, why);
+    }
     int rc = 0;
     for (uint64_t i = 0; i < ix.count && rc == 0; i++) {
         const wp_index_entry *e = &ix.e[i];

@@ -193,6 +193,17 @@ print(p + 8)' "$T/kv.bundle")
     run "$BIN/verify" "$MODELS/stories260K-f32.gguf" "$T/s.wts"
     [ "$status" -eq 1 ]
     [ "$output" = "verify: $T/s.wts: a tensor stream, not a bundle (its key/value records are not packed: laneinterleave makes the bundle)" ]
+    # the same of a GGUF without key/values passed, every tensor "fixed" (noticed in review): a
+    # bundle has a kvpack record, empty if need be, and so is told from a plain stream
+    "$BIN/ggufcat" "$Q/syn.gguf" > "$T/nokv.wts"
+    run "$BIN/verify" "$Q/syn.gguf" "$T/nokv.wts"
+    [ "$status" -eq 1 ]
+    [ "$output" = "verify: $T/nokv.wts: a tensor stream, not a bundle (it has no kvpack, coded, zstd or ref record: laneinterleave makes the bundle)" ]
+    "$BIN/laneinterleave" "$T/nokv.wts" > "$T/nokv.bundle" 2> /dev/null
+    [ "$("$BIN/tsinfo" "$T/nokv.bundle" | awk 'NR == 3 { print $1 }')" = kvpack ]
+    run "$BIN/verify" -q "$Q/syn.gguf" "$T/nokv.bundle"
+    [ "$status" -eq 0 ]
+    "$BIN/unbundle" "$T/nokv.bundle" | cmp - "$Q/syn.gguf"
     # a stream without GGUF content (Hessians) became an empty 32-byte GGUF, exit 0 (a breaker's find)
     "$BIN/hessian" --model "$MODELS/stories260K-f32.gguf" --text "$DATA/text/tinystories_sample.txt" --ctx 64 \
         --chunks 1 --threads 1 -o "$T/h.hess" 2> /dev/null

@@ -419,6 +419,16 @@ open('$T/name', 'w').write(r.name)"
         [ "$status" -eq 1 ]
         [ "$stderr" = "wprun: $T/$f: a tensor stream, not a bundle (its key/value records are not packed: laneinterleave makes the bundle)" ]
     done
+    # the same of a GGUF without key/values: no kvpack record (it was "no coded matrices");
+    # histogram's output of it named by its first record, as unbundle and verify name it
+    "$BIN/ggufcat" "$Q/syn.gguf" > "$T/nokv.wts"
+    "$BIN/histogram" "$T/nokv.wts" > "$T/nokv.hist"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/nokv.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/nokv.wts: a tensor stream, not a bundle (it has no kvpack, coded, zstd or ref record: laneinterleave makes the bundle)" ]
+    run --separate-stderr "$BIN/wprun" --cpu "$T/nokv.hist"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/nokv.hist: record 'Q4_0.r1x32': a hist record: not a bundle (histogram's or huffbuild's output: laneinterleave makes the bundle)" ]
     # a bundle of a GGUF without key/values, nothing coded, is a bundle (it was called "not a
     # bundle", a fresh user's find): its matrices are what is missing
     "$BIN/ggufcat" "$Q/syn.gguf" | "$BIN/laneinterleave" > "$T/nokv.bundle" 2> /dev/null
