@@ -152,11 +152,18 @@ static int gfail(wp_gguf_in *g, const char *fmt, ...)
 
 static uint64_t remaining(const wp_gguf_in *g) { return g->file_size - g->pos; }
 
+/* The file ends before the n bytes of `what` at the current position. */
+static int past_end(wp_gguf_in *g, const char *what, uint64_t n)
+{
+    return gfail(g, "truncated file: the %s at byte %" PRIu64 " needs %" PRIu64 " bytes, the file ends at byte %" PRIu64,
+                 what, g->pos, n, g->file_size);
+}
+
 /* Read n bytes at the current position into dst. */
 static int gread(wp_gguf_in *g, void *dst, uint64_t n, const char *what)
 {
-    if (n > remaining(g))
-        return gfail(g, "truncated file: %s runs past the end (byte %" PRIu64 ")", what, g->pos);
+    if (n > remaining(g))   /* (said "header runs past the end (byte 4)" of an 8-byte file) */
+        return past_end(g, what, n);
     if (n && fread(dst, 1, (size_t)n, g->f) != n)
         return gfail(g, "read error in %s: %s", what, ferror(g->f) ? strerror(errno) : "unexpected end");
     g->pos += n;
@@ -167,7 +174,7 @@ static int gread(wp_gguf_in *g, void *dst, uint64_t n, const char *what)
 static int gread_buf(wp_gguf_in *g, uint64_t n, const char *what)
 {
     if (n > remaining(g))
-        return gfail(g, "truncated file: %s of %" PRIu64 " bytes runs past the end", what, n);
+        return past_end(g, what, n);
     if (g->buf_len + n > g->buf_cap) {
         uint64_t cap = (g->buf_len + n) * 2 + 64;
         uint8_t *p = realloc(g->buf, (size_t)cap);
@@ -325,8 +332,8 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
         gfail(g, "empty file, not a GGUF file");
         goto fail;
     }
-    if (g->file_size < 4 || gread(g, h, 4, "magic"))
-        goto fail_msg;
+    if (gread(g, h, 4, "magic"))
+        goto fail;
     if (memcmp(h, "GGUF", 4)) {
         /* a safetensors file, also one cut short (said only "bad magic"; safetensorscat names a
            GGUF the same way) */
@@ -370,9 +377,6 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
     if (read_tensor_infos(g))
         goto fail;
     return g;
-fail_msg:
-    if (!g->err[0])
-        gfail(g, "truncated file");
 fail:
     snprintf(err, errlen, "%s", g->err);
     wp_gguf_close(g);

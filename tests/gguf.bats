@@ -115,6 +115,18 @@ setup() {
     [ ! -e "$T/out.wps" ]
 }
 
+@test "bad GGUF: a file cut inside its magic or header says what part needs how many bytes" {
+    # an 8-byte file said "truncated file: header runs past the end (byte 4)", a 3-byte one
+    # "truncated file" (a fresh user's find)
+    head -c 3 "$F32" > "$T/3.gguf"
+    head -c 8 "$F32" > "$T/8.gguf"
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/3.gguf"
+    one_line_error "^ggufcat: $T/3.gguf: truncated file: the magic at byte 0 needs 4 bytes, the file ends at byte 3$"
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/8.gguf"
+    one_line_error "^ggufcat: $T/8.gguf: truncated file: the header at byte 4 needs 20 bytes, the file ends at byte 8$"
+    [ ! -e "$T/out.wps" ]
+}
+
 @test "bad GGUF: an empty file is said to be one, not a truncated file" {
     : > "$T/empty.gguf"
     run "$BIN/ggufcat" -o "$T/out.wps" "$T/empty.gguf"
