@@ -133,13 +133,17 @@ stories260K-bf16-p16.report" ]
     cp "$DATA/safetensors/open-calm-1b-lora-r1-f16.safetensors" "$T/m.safetensors"
     run "$ROOT/pipelines/unweight" "$T/m.safetensors" "$T/new/out"
     [ "$status" -eq 1 ]
-    [ "$output" = "ggufcat: $T/m.safetensors: not a GGUF file (a safetensors file: read it with safetensorscat)" ]
+    # ggufcat's way on, "read it with safetensorscat", was passed on, which unweight does not take
+    # (a fresh user's find): the way to the GGUF instead
+    [ "$output" = "ggufcat: $T/m.safetensors: not a GGUF file (a safetensors file: make the GGUF first, safetensorscat FILE | ggufpack > FILE.gguf, and unweight that)" ]
     [ ! -e "$T/new" ]
     # an OUTDIR that was there is kept, with nothing left in it
     mkdir "$T/had"
     run "$ROOT/pipelines/unweight" "$T/m.safetensors" "$T/had"
     [ "$status" -eq 1 ]
-    [ "$output" = "ggufcat: $T/m.safetensors: not a GGUF file (a safetensors file: read it with safetensorscat)" ]
+    # ggufcat's way on, "read it with safetensorscat", was passed on, which unweight does not take
+    # (a fresh user's find): the way to the GGUF instead
+    [ "$output" = "ggufcat: $T/m.safetensors: not a GGUF file (a safetensors file: make the GGUF first, safetensorscat FILE | ggufpack > FILE.gguf, and unweight that)" ]
     [ -d "$T/had" ]
     [ -z "$(ls -A "$T/had")" ]
 }

@@ -156,10 +156,11 @@ setup() {
     [ "$status" -eq 1 ]
     [ "$output" = "ggufcat: $T/m.safetensors: not a GGUF file (a safetensors file: read it with safetensorscat)" ]
     [ ! -e "$T/out.wts" ]
-    # lazyweights's check (gptq --check) says it too
+    # lazyweights's check (gptq --check) says it too, with lazyweights's way on: safetensorscat
+    # alone was passed on, which lazyweights does not take (a fresh user's find)
     run "$ROOT/pipelines/lazyweights" --check Q8_0_g0_lam0_c1 "$T/m.safetensors"
     [ "$status" -eq 2 ]
-    [ "$output" = "gptq: $T/m.safetensors: not a GGUF file (a safetensors file: read it with safetensorscat)" ]
+    [ "$output" = "gptq: $T/m.safetensors: not a GGUF file (a safetensors file: make the GGUF first, safetensorscat FILE | ggufpack > FILE.gguf, and use that)" ]
     # cut short, it is named too (it was "bad magic", a fresh user's trial): safetensorscat
     # says the rest
     head -c 1000 "$T/m.safetensors" > "$T/cut.safetensors"
