@@ -28,8 +28,8 @@ static void out_abort_raw(void)
 {
     if (out_tmp[0])
         unlink(out_tmp);
-    else if (out_is_stdout_file && ftruncate(STDOUT_FILENO, out_start) != 0)
-        (void)0;   /* nothing more a handler can do */
+    else if (out_is_stdout_file && ftruncate(STDOUT_FILENO, out_start) == 0)
+        lseek(STDOUT_FILENO, out_start, SEEK_SET);   /* shared with a `2>&1` stderr: no hole before its line */
 }
 
 /* Interrupted (Ctrl-C, kill, a closed pipe): remove the temporary output,
@@ -94,13 +94,16 @@ static void say_line(const char *prefix, const char *fmt, va_list ap)
     fprintf(stderr, "%s: %s%s\n", prog, prefix, wp_printable(buf, line, sizeof line));
 }
 
+/* The output is undone before the message is written: with `> log 2>&1` the
+ * message goes to the same file, and truncating after it took it along
+ * (exit 1 and an empty log: a fresh user's find). */
 void wp_die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
+    wp_out_abort();
     say_line("", fmt, ap);
     va_end(ap);
-    wp_out_abort();
     exit(1);
 }
 
@@ -112,9 +115,9 @@ void wp_die_now(const char *fmt, ...)
             pause();   /* the first caller's _exit ends this thread too */
     va_list ap;
     va_start(ap, fmt);
+    out_abort_raw();   /* before the message, as wp_die */
     say_line("", fmt, ap);
     va_end(ap);
-    out_abort_raw();
     _exit(1);
 }
 

@@ -110,8 +110,8 @@ static void die(int status, const char *fmt, const char *a)
     char msg[8192], line[8192];
     snprintf(msg, sizeof msg, fmt, a);
     /* one line whatever the names hold (a newline in a file name split it) */
+    wp_out_abort();   /* an error partway through --tune: no temporary file left (first, as wp_die) */
     fprintf(stderr, "wprun: %s\n", wp_printable(msg, line, sizeof line));
-    wp_out_abort();   /* an error partway through --tune: no temporary file left */
     exit(status);
 }
 

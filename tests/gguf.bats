@@ -468,6 +468,29 @@ info_field() { # FILE NAME FIELD(type|offset)
     one_line_error "^tsinfo: stdout: write error"
 }
 
+@test "a failed run whose stdout and stderr are one log file: the error line stays, as the log's last" {
+    # `verify ... > log 2>&1` left log empty, exit 1 and no reason: stdout was truncated back
+    # after the error line was written to the same file (a fresh user's find)
+    "$BIN/ggufcat" "$F32" > "$T/s.wts"
+    "$BIN/ggufcat" "$F32" | head -c 300000 > "$T/cut.wts"
+    run sh -c "'$BIN/verify' '$F32' '$T/s.wts' > '$T/log' 2>&1"
+    [ "$status" -eq 1 ]
+    [ "$(cat "$T/log")" = "verify: $T/s.wts: a tensor stream, not a bundle (its key/value records are not packed: laneinterleave makes the bundle)" ]
+    echo "an earlier step" > "$T/ci.log"
+    run sh -c "'$BIN/histogram' '$T/cut.wts' >> '$T/ci.log' 2>&1"
+    [ "$status" -eq 1 ]
+    [ "$(head -n 1 "$T/ci.log")" = "an earlier step" ]
+    [ "$(wc -l < "$T/ci.log")" -eq 2 ]   # its partial stream is undone, then its line written
+    [[ "$(tail -n 1 "$T/ci.log")" == "histogram: $T/cut.wts: truncated"* ]]
+    [ "$(grep -c . "$T/ci.log")" -eq 2 ]
+    # stderr elsewhere: the redirected stdout is still truncated back to where the run began
+    echo "an earlier step" > "$T/out.log"
+    run sh -c "'$BIN/histogram' '$T/cut.wts' >> '$T/out.log' 2> '$T/err'"
+    [ "$status" -eq 1 ]
+    [ "$(cat "$T/out.log")" = "an earlier step" ]
+    [ "$(wc -l < "$T/err")" -eq 1 ]
+}
+
 @test "an option without its value says so" {
     run "$BIN/ggufpack" -o
     one_line_error "^ggufpack: -o: needs a value \(try --help\)$"
