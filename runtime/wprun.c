@@ -1157,6 +1157,20 @@ int main(int argc, char **argv)
                         "take (huffbuild --max-len %d)\n", n_long_codes, md.n,
                 md.n == 1 ? "matrix has" : n_long_codes == 1 ? "matrices has" : "matrices have", WR_LUT_MAX_BITS,
                 WR_LUT_MAX_BITS);
+    /* the matrices not run, said (they went unsaid, as if the run were the whole model) */
+    const int n_not = md.n_fixed + md.n_zstd + md.n_shared;
+    if (n_not) {
+        char kinds[160] = "";
+        const int nk[3] = {md.n_fixed, md.n_zstd, md.n_shared};
+        const char *kn[3] = {"fixed-width", "zstd'd", "shared"};
+        for (int k = 0; k < 3; k++)
+            if (nk[k])
+                snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%d %s", kinds[0] ? ", " : "",
+                         nk[k], kn[k]);
+        printf("wprun: %d more %s not run, not lane-coded (%s: laneinterleave codes a matrix where that makes it "
+               "smaller); %s checksums ok\n", n_not, n_not == 1 ? "matrix" : "matrices", kinds,
+               n_not == 1 ? "its" : "their");
+    }
     /* the failures counted (it said FAILED alone, which a long run's output hid) */
     if (bad)
         printf("wprun: %d %s (%s): FAILED (%d %s above)\n", md.n, md.n == 1 ? "matrix" : "matrices",

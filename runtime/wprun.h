@@ -63,14 +63,19 @@ typedef struct {
 typedef struct {
     int        n, cap;
     wr_matrix *m;
+    /* tensors of the bundles not lane-coded, so not run (wr_model_load): stored fixed-width,
+       zstd'd, or shared with an earlier tensor (ref) */
+    int        n_fixed, n_zstd, n_shared;
 } wr_model;
 
 /* ---- model (runtime/model.c) ---- */
 
 /* Load every coded matrix (SIDE/RAW + CODED pair) of a bundle file, found
- * through its trailing index (wp_index_read, wp_record_read_at); uncoded
- * tensors and metadata are skipped. match: NULL or a substring the name
- * must contain. path must outlive md (each matrix's src points to it).
+ * through its trailing index (wp_index_read, wp_record_read_at). Every other
+ * record (metadata, tensors stored fixed-width, zstd'd or shared) is read
+ * once, its checksums checked, and the tensors counted in md->n_fixed,
+ * n_zstd and n_shared; none of them is run. match: NULL or a substring the
+ * name must contain (then only the tensors it matches are read). path must outlive md (each matrix's src points to it).
  * Returns 0, or -1 with a one-line message in err. */
 int  wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen);
 

@@ -643,6 +643,30 @@ open('$T/name', 'w').write(r.name)"
     echo "$output" | grep -q "^FAIL Q8_0.r65x4096: restore: record 'Q8_0.r65x4096': [a-z]"
 }
 
+@test "wprun: the matrices it does not run are said and their records checked (a corrupt zstd'd matrix passed)" {
+    [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
+    # laneinterleave stores a matrix fixed-width (zstd'd when smaller) where coding does not
+    # make it smaller: stories260K's 64 x 64 attention matrices. wprun ran the 13 coded ones,
+    # said "13 matrices (cpu): ok" and read no other record (a fresh user's find)
+    run --separate-stderr "$BIN/wprun" --cpu "$Q/s-Q8_0.bundle"
+    [ "$status" -eq 0 ]
+    [ "${lines[-2]}" = "wprun: 24 more matrices not run, not lane-coded (9 fixed-width, 14 zstd'd, 1 shared: laneinterleave codes a matrix where that makes it smaller); their checksums ok" ]
+    [ "${lines[-1]}" = "wprun: 13 matrices (cpu): ok" ]
+    # the counts are verify's 2-D rows of those kinds
+    [ "$("$BIN/verify" --tsv "$Q/s-Q8_0.gguf" "$Q/s-Q8_0.bundle" | awk -F'\t' '$1 ~ /weight$/ && $1 !~ /norm/ && $9 == "zstd"' | wc -l)" -eq 14 ]
+    cp "$Q/s-Q8_0.bundle" "$T/bad.bundle"
+    off=$(offset_of "$T/bad.bundle" "blk.2.attn_q.weight")
+    patch_bytes "$T/bad.bundle" $((off + 300)) '\xff\xff\xff\xff'
+    run --separate-stderr "$BIN/wprun" --cpu --verify "$T/bad.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/bad.bundle: record 'blk.2.attn_q.weight': payload checksum mismatch (corrupt data)" ]
+    # --match reads only what it names
+    run --separate-stderr "$BIN/wprun" --cpu --match ffn_up "$T/bad.bundle"
+    [ "$status" -eq 0 ]
+    [ "${lines[-2]}" = "wprun: 1 more matrix not run, not lane-coded (1 zstd'd: laneinterleave codes a matrix where that makes it smaller); its checksums ok" ]
+    [ "${lines[-1]}" = "wprun: 4 matrices (cpu): ok" ]
+}
+
 @test "a corrupt bundle fails wprun --cpu --verify (status 1)" {
     cp "$Q/syn.bundle" "$T/bad.bundle"
     run "$BIN/wprun" --cpu --verify --bundle "$T/bad.bundle" --match Q8_0.r65x4096
