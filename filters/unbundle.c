@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     char self[64];
     snprintf(self, sizeof self, "/proc/self/fd/%d", fileno(bf));
     FILE *ix = fopen(self, "rb");
-    wp_reader *rd = wp_reader_open(bf, src, err, sizeof err);
+    wp_reader *rd = (copy ? wp_reader_open_decompressed : wp_reader_open)(bf, src, err, sizeof err);
     if (!rd)
         wp_die("%s", err);
     wp_restore *rs = wp_restore_new();

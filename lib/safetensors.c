@@ -368,9 +368,10 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
     s->header_len = rd64(h8);
-    if (!memcmp(h8, "GGUF", 4) || !memcmp(h8, "WPACKSTR", 8)) {
+    if (!memcmp(h8, "GGUF", 4) || !memcmp(h8, "WPACKSTR", 8) || !memcmp(h8, "\x28\xb5\x2f\xfd", 4)) {
         sfail(s, "not a safetensors file (%s)", h8[0] == 'G' ? "a GGUF file: read it with ggufcat"
-                                                            : "a wpack stream");
+                                                : h8[0] == 'W' ? "a wpack stream"
+                                                               : "a zstd frame: zstd -d it");
         goto fail;
     }
     if (s->header_len > s->file_size - 8) {

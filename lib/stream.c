@@ -3,6 +3,7 @@
 #include "stream.h"
 
 #include "ggml_type.h"
+#include "safetensors.h"
 #include "zframe.h"
 
 #include <ctype.h>
@@ -369,17 +370,27 @@ static int rskip(wp_reader *rd, uint64_t n, const char *what)
 }
 
 
-/* What the first `got` bytes of a file say it is (got <= 8; the readers
- * word their own messages): MAGIC_OK a wpack stream so far, MAGIC_GGUF a
- * GGUF file, MAGIC_BAD anything else. */
-enum { MAGIC_OK, MAGIC_GGUF, MAGIC_BAD };
-static int magic_kind(const uint8_t *h, size_t got)
+/* Why the first `got` bytes h of a file, or of a zstd frame's content (zstd
+ * 1), are not a wpack stream's start: NULL when they are one so far, else
+ * the reason, with the way on for a GGUF or safetensors file, compressed
+ * or not, and for a frame inside a frame (one message for every reader). */
+static const char *not_stream(const uint8_t *h, size_t got, int zstd)
 {
-    if (!memcmp(h, WP_STREAM_MAGIC, got))
-        return MAGIC_OK;
-    return got >= 4 && !memcmp(h, "GGUF", 4) ? MAGIC_GGUF : MAGIC_BAD;
+    if (!memcmp(h, WP_STREAM_MAGIC, got < 8 ? got : 8))
+        return NULL;
+    if (got >= 4 && !memcmp(h, "GGUF", 4))   /* a zstd'd GGUF was "a GGUF file: read it with ggufcat" */
+        return zstd ? "not a wpack stream (a zstd-compressed GGUF file: zstd -d it, then read it with ggufcat)"
+                    : "not a wpack stream (a GGUF file: read it with ggufcat)";
+    if (got >= 9 && wp_st_magic(h))   /* (it was "bad magic") */
+        return zstd ? "not a wpack stream (a zstd-compressed safetensors file: zstd -d it, then read it with "
+                      "safetensorscat)"
+                    : "not a wpack stream (a safetensors file: read it with safetensorscat)";
+    if (zstd && got >= 4 && !memcmp(h, "\x28\xb5\x2f\xfd", 4))
+        return "not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)";
+    return zstd ? "a zstd frame that does not hold a wpack stream" : "not a wpack stream (bad magic)";
 }
-wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
+
+static wp_reader *reader_open(FILE *f, const char *path, int copy, char *err, size_t errlen)
 {
     wp_reader *rd = calloc(1, sizeof *rd);
     uint8_t h[16];
@@ -388,6 +399,7 @@ wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
         return NULL;
     }
     rd->f = f;
+    rd->copy = copy;
     snprintf(rd->path, sizeof rd->path, "%s", input_name(path));
     uint64_t left = file_left(f, NULL);
     if (!(rd->src = wp_zsrc_open(f))) {
@@ -400,10 +412,10 @@ wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
            empty one is said so (it was "truncated stream: stream header ends at byte 0"):
            a file named on the command line, a zstd frame with nothing in it, or standard
            input (a pipe, or unbundle's copy of one, which it names "stdin") */
-        size_t got = rd->off < 8 ? (size_t)rd->off : 8;
+        size_t got = rd->off < sizeof h ? (size_t)rd->off : sizeof h;
         struct stat st;
-        if (got && !wp_zsrc_error(rd->src) && magic_kind(h, got) != MAGIC_OK)
-            rfail(rd, "not a wpack stream (bad magic)");
+        if (got && !wp_zsrc_error(rd->src) && not_stream(h, got, wp_zsrc_framed(rd->src) || copy))
+            rfail(rd, "%s", not_stream(h, got, wp_zsrc_framed(rd->src) || copy));
         else if (!got && !wp_zsrc_error(rd->src))
             rfail(rd, "%s", wp_zsrc_framed(rd->src) ? "a zstd frame with nothing in it, not a wpack stream"
                             : strcmp(rd->path, "stdin") && !fstat(fileno(f), &st) && S_ISREG(st.st_mode)
@@ -411,9 +423,12 @@ wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
                                 : "empty input, not a wpack stream (upstream failed or wrote nothing)");
         goto fail;
     }
-    if (magic_kind(h, 8) != MAGIC_OK) {
-        rfail(rd, "%s", magic_kind(h, 8) == MAGIC_GGUF ? "not a wpack stream (a GGUF file: read it with ggufcat)"
-                                                 : "not a wpack stream (bad magic)");
+    if (copy && wp_zsrc_framed(rd->src)) {   /* read through only when nothing needed the index */
+        rfail(rd, "not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)");
+        goto fail;
+    }
+    if (not_stream(h, sizeof h, wp_zsrc_framed(rd->src) || copy)) {
+        rfail(rd, "%s", not_stream(h, sizeof h, wp_zsrc_framed(rd->src) || copy));
         goto fail;
     }
     if (get32(h + 8) != WP_STREAM_VERSION) {
@@ -433,6 +448,16 @@ fail:
     free(rd->seen);
     free(rd);
     return NULL;
+}
+
+wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
+{
+    return reader_open(f, path, 0, err, errlen);
+}
+
+wp_reader *wp_reader_open_decompressed(FILE *f, const char *path, char *err, size_t errlen)
+{
+    return reader_open(f, path, 1, err, errlen);
 }
 
 const char *wp_reader_error(const wp_reader *rd) { return rd->err; }
@@ -721,6 +746,20 @@ int wp_stream_framed(FILE *f)
     return is ? 1 : -1;
 }
 
+/* The message for f, a zstd frame that holds no wpack stream: what its content's first bytes
+ * are (not_stream), else that it holds no stream. f is left at its start. */
+static void frame_holds(FILE *f, const char *path, char *err, size_t errlen)
+{
+    uint8_t h[16];
+    wp_zsrc *z = wp_zsrc_open(f);
+    const size_t n = z ? wp_zsrc_read(z, h, sizeof h) : 0;
+    const char *why = !z || wp_zsrc_error(z) || !n ? NULL : not_stream(h, n, 1);
+    wp_zsrc_free(z);
+    rewind(f);
+    snprintf(err, errlen, "%s: %s", path, why ? why : n ? "a zstd frame that does not hold a wpack stream"
+                                                        : "a zstd frame with nothing in it, not a wpack stream");
+}
+
 /* copy: f is a zstd frame's content decompressed to a file (wp_zframe_plain), named by path,
  * so offsets and sizes in messages are said to be "of the decompressed stream". */
 static int index_read(FILE *f, const char *path, int copy, wp_index *ix, char *err, size_t errlen)
@@ -732,22 +771,22 @@ static int index_read(FILE *f, const char *path, int copy, wp_index *ix, char *e
     path = input_name(path);
     const int framed = wp_stream_framed(f);
     if (framed) {
-        if (framed > 0)
+        if (framed > 0 && copy)   /* a --dist bundle zstd'd again (it was told to "unbundle it") */
+            snprintf(err, errlen, "%s: not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)", path);
+        else if (framed > 0)
             snprintf(err, errlen, "%s: a zstd-framed distribution bundle (laneinterleave --dist) has no random "
                      "access: unbundle it, or `zstd -d` it to a plain bundle", path);
-        else
-            snprintf(err, errlen, "%s: a zstd frame that does not hold a wpack stream", path);
+        else   /* what the frame holds, as readers in order say it (it was said of a zstd'd GGUF) */
+            frame_holds(f, path, err, errlen);
         return -1;
     }
     off_t size;
-    uint8_t head[8] = {0};
+    uint8_t head[16] = {0};
     const size_t nh = fseeko(f, 0, SEEK_SET) ? 0 : fread(head, 1, sizeof head, f);
-    const int mk = magic_kind(head, nh);   /* a short file too, when what it has is not the magic */
-    if (mk != MAGIC_OK) {
+    if (not_stream(head, nh, copy)) {   /* a short file too, when what it has is not the magic */
         /* worded as the stream reader words it, with the way on (wprun said only "a GGUF
            file, not a wpack stream") */
-        snprintf(err, errlen, "%s: %s", path, mk == MAGIC_GGUF ? "not a wpack stream (a GGUF file: read it with ggufcat)"
-                                                               : "not a wpack stream (bad magic)");
+        snprintf(err, errlen, "%s: %s", path, not_stream(head, nh, copy));
         return -1;
     }
     if (fseeko(f, 0, SEEK_END) || (size = ftello(f)) < 0) {

@@ -142,6 +142,11 @@ typedef struct wp_reader wp_reader;
  * zstd-framed (zframe.h). `path` names the input in error messages ("-" or
  * NULL reads as "stdin"). Reads and checks the header. Returns NULL on failure with a message in err (one line). */
 wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen);
+/* The same for f, a zstd frame's content decompressed to a file
+ * (wp_zframe_plain) of the input named path: its messages say that offsets
+ * are "of the decompressed stream", and what the frame holds when that is
+ * no stream ("a zstd-compressed GGUF file: zstd -d it, ..."). */
+wp_reader *wp_reader_open_decompressed(FILE *f, const char *path, char *err, size_t errlen);
 
 /* Read the next record into r (its buffers are reused). Checks the header
  * and payload checksums, kinds, shapes and sizes.

@@ -182,7 +182,8 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
     if (wp_stream_framed(f) > 0) {   /* other zstd files: wp_index_read says what they are */
         fclose(f);
         return fail(err, errlen,
-                    "%s: a zstd-framed bundle (laneinterleave --dist); wprun needs an inference bundle: "
+                    "%s: a zstd-framed wpack stream (laneinterleave --dist, or a stream zstd'd whole); wprun needs "
+                    "an inference bundle: "
                     "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE "
                     "(a plain bundle that was zstd'd whole: zstd -d it)",
                     path, path);

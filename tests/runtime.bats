@@ -374,6 +374,13 @@ open('$T/name', 'w').write(r.name)"
     zstd -q -c "$Q/syn.bundle" > "$T/dist.zst"
     printf 'not a bundle at all, some text\n%.0s' 1 2 3 > "$T/text"
     printf 'hi' > "$T/hi"   # shorter than a header: what it holds is not the magic
+    # what a zstd frame holds, said (a zstd'd GGUF was "a zstd frame that does not hold a wpack
+    # stream", a --dist bundle zstd'd again a --dist bundle "with no random access: unbundle it";
+    # a safetensors file was "bad magic": a fresh user's finds)
+    zstd -q -c "$T/text" > "$T/text.zst"
+    printf '' | zstd -q -c > "$T/none.zst"
+    "$BIN/ggufcat" "$Q/syn.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist | zstd -q -c > "$T/twice.zst"
+    cp "$DATA/safetensors/sd15-lora-r4-f16.safetensors" "$T/st"
     for c in "empty:empty file, not a wpack stream" \
              "short:truncated wpack stream (shorter than a header and a trailer)" \
              "cut:damaged or missing index trailer: the last 8 bytes are not \"WPACKEND\"" \
@@ -381,7 +388,11 @@ open('$T/name', 'w').write(r.name)"
              "more:damaged or missing index trailer: the last 8 bytes are not \"WPACKEND\"" \
              "text:not a wpack stream (bad magic)" \
              "hi:not a wpack stream (bad magic)" \
-             "gguf.zst:a zstd frame that does not hold a wpack stream"; do
+             "gguf.zst:not a wpack stream (a zstd-compressed GGUF file: zstd -d it, then read it with ggufcat)" \
+             "text.zst:a zstd frame that does not hold a wpack stream" \
+             "none.zst:a zstd frame with nothing in it, not a wpack stream" \
+             "twice.zst:not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)" \
+             "st:not a wpack stream (a safetensors file: read it with safetensorscat)"; do
         run --separate-stderr "$BIN/wprun" --cpu "$T/${c%%:*}"
         [ "$status" -eq 1 ]
         [ "$stderr" = "wprun: $T/${c%%:*}: ${c#*:}" ]
@@ -438,7 +449,7 @@ open('$T/name', 'w').write(r.name)"
     # a zstd'd bundle is a distribution bundle, with the way to an inference bundle
     run --separate-stderr "$BIN/wprun" --cpu "$T/dist.zst"
     [ "$status" -eq 1 ]
-    [[ "$stderr" == "wprun: $T/dist.zst: a zstd-framed bundle (laneinterleave --dist); wprun needs an inference bundle: unbundle --stream"* ]]
+    [[ "$stderr" == "wprun: $T/dist.zst: a zstd-framed wpack stream (laneinterleave --dist, or a stream zstd'd whole); wprun needs an inference bundle: unbundle --stream"* ]]
 }
 
 @test "wprun: a bare FILE is a bundle, as --bundle FILE (it was 'unknown option or missing value')" {

@@ -78,7 +78,7 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
     # random access needs the plain form, and says so
     run "$BIN/wprun" --cpu --bundle "$B/d.bundle"
     [ "$status" -eq 1 ]
-    [[ "$output" == "wprun: $B/d.bundle: a zstd-framed bundle (laneinterleave --dist); wprun needs an inference bundle: unbundle --stream"* ]]
+    [[ "$output" == "wprun: $B/d.bundle: a zstd-framed wpack stream (laneinterleave --dist, or a stream zstd'd whole); wprun needs an inference bundle: unbundle --stream"* ]]
     # zstd -d of it keeps --dist's zstd'd matrices (the README led a new user to expect a runnable bundle)
     run "$BIN/wprun" --cpu --bundle "$B/plain.bundle"
     [ "$status" -eq 1 ]
@@ -223,4 +223,40 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
     run "$BIN/verify" "$MODELS/stories260K-f32.gguf" "$BATS_TEST_TMPDIR/nonexist.bundle"
     [ "$status" -eq 1 ]
     [ "$output" = "verify: $BATS_TEST_TMPDIR/nonexist.bundle: No such file or directory" ]
+}
+
+@test "a zstd'd GGUF, safetensors file or --dist bundle is named as one by every reader, with the way on" {
+    # verify and unbundle said of a zstd'd GGUF "a GGUF file: read it with ggufcat", ggufcat
+    # "bad magic"; a --dist bundle zstd'd again was "a zstd-framed distribution bundle ... has
+    # no random access: unbundle it" from unbundle; a safetensors file given as the bundle was
+    # "bad magic" (a fresh user's finds)
+    "$TOOLS/mksynth" "$BATS_TEST_TMPDIR/syn.gguf" small
+    local T=$BATS_TEST_TMPDIR g=$BATS_TEST_TMPDIR/syn.gguf st=$DATA/safetensors/sd15-lora-r4-f16.safetensors
+    zstd -q -c "$g" > "$T/g.zst"
+    zstd -q -c "$st" > "$T/st.zst"
+    "$BIN/ggufcat" "$g" | "$BIN/laneinterleave" --dist 2> /dev/null | zstd -q -c > "$T/twice.zst"
+    for c in "g.zst:not a wpack stream (a zstd-compressed GGUF file: zstd -d it, then read it with ggufcat)" \
+             "st.zst:not a wpack stream (a zstd-compressed safetensors file: zstd -d it, then read it with safetensorscat)" \
+             "twice.zst:not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)"; do
+        local f=$T/${c%%:*}
+        run "$BIN/verify" "$g" "$f"
+        [ "$status" -eq 1 ]
+        [ "$output" = "verify: $f: ${c#*:}" ]
+        run "$BIN/unbundle" -o "$T/out.gguf" "$f"
+        [ "$status" -eq 1 ]
+        [ "$output" = "unbundle: $f: ${c#*:}" ]
+        run "$BIN/tsinfo" "$f"
+        [ "$status" -eq 1 ]
+        [ "$output" = "tsinfo: $f: ${c#*:}" ]
+    done
+    [ ! -e "$T/out.gguf" ]
+    run "$BIN/verify" "$g" "$st"
+    [ "$status" -eq 1 ]
+    [ "$output" = "verify: $st: not a wpack stream (a safetensors file: read it with safetensorscat)" ]
+    run "$BIN/ggufcat" "$T/g.zst"
+    [ "$status" -eq 1 ]
+    [ "$output" = "ggufcat: $T/g.zst: not a GGUF file (a zstd frame: zstd -d it)" ]
+    run "$BIN/safetensorscat" "$T/st.zst"
+    [ "$status" -eq 1 ]
+    [ "$output" = "safetensorscat: $T/st.zst: not a safetensors file (a zstd frame: zstd -d it)" ]
 }
