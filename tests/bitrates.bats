@@ -39,6 +39,13 @@ load helpers
     [ "$status" -eq 1 ]
     [ "${lines[0]}" = "$(printf 'm\tIQ4_XS: 4.1 (not in base.tsv)')" ]
     [ "${lines[1]}" = "$(printf 'm\tQ4_0: not in other.tsv')" ]
+    # rows missing from NOW come in the baseline's order (they came in awk's hash order, which
+    # made a long list hard to diff: a fresh user's find)
+    printf 'a\t1\nz\t1\nb\t1\nc\t1\ny\t1\nd\t1\n' > six.tsv
+    printf 'c\t1\n' > one.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" six.tsv one.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "$(printf 'a: not in one.tsv\nz: not in one.tsv\nb: not in one.tsv\ny: not in one.tsv\nd: not in one.tsv')" ]
     run "$ROOT/pipelines/bitcheck" base.tsv missing.tsv
     [ "$status" -eq 2 ]
     [ "$output" = "bitcheck: missing.tsv: not a readable file" ]
