@@ -226,6 +226,8 @@ int main(int argc, char **argv)
         wp_record *a = NULL, *b = NULL;
         char same[WP_MAX_NAME + 1] = "";
         unsigned kind = r.kind;
+        if (ix_err[0] && wp_rec_not_bundle(kind, r.name, notb, sizeof notb))   /* a cut tensor stream */
+            wp_die("%s: %s", bpath, notb);
         unit_bytes += r.payload_len;
         if (kind == WP_REC_REF)
             wp_attr_str(&r, "same_as", same, sizeof same);

@@ -363,7 +363,12 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
     s->file_size = (uint64_t)st.st_size;
-    if (s->file_size < 8 || fread(h8, 1, 8, s->f) != 8) {
+    const size_t got = fread(h8, 1, 8, s->f);
+    if (got >= 4 && got < 8 && !memcmp(h8, "\x28\xb5\x2f\xfd", 4)) {   /* as below, of a short frame */
+        sfail(s, "not a safetensors file (a zstd frame: zstd -d it)");
+        goto fail;
+    }
+    if (s->file_size < 8 || got != 8) {
         sfail(s, "truncated file (shorter than the 8-byte header length)");
         goto fail;
     }
@@ -371,7 +376,9 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
     if (!memcmp(h8, "GGUF", 4) || !memcmp(h8, "WPACKSTR", 8) || !memcmp(h8, "\x28\xb5\x2f\xfd", 4)) {
         sfail(s, "not a safetensors file (%s)", h8[0] == 'G' ? "a GGUF file: read it with ggufcat"
                                                 : h8[0] == 'W' ? "a wpack stream"
-                                                               : "a zstd frame: zstd -d it");
+                                                : wp_stream_framed(s->f) > 0
+                                                    ? "a zstd-framed wpack stream, such as a --dist bundle: unbundle it"
+                                                    : "a zstd frame: zstd -d it");
         goto fail;
     }
     if (s->header_len > s->file_size - 8) {

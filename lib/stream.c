@@ -414,7 +414,9 @@ static wp_reader *reader_open(FILE *f, const char *path, int copy, char *err, si
            input (a pipe, or unbundle's copy of one, which it names "stdin") */
         size_t got = rd->off < sizeof h ? (size_t)rd->off : sizeof h;
         struct stat st;
-        if (got && !wp_zsrc_error(rd->src) && not_stream(h, got, wp_zsrc_framed(rd->src) || copy))
+        if (copy && wp_zsrc_framed(rd->src))   /* as below, also of a short inner frame */
+            rfail(rd, "not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)");
+        else if (got && !wp_zsrc_error(rd->src) && not_stream(h, got, wp_zsrc_framed(rd->src) || copy))
             rfail(rd, "%s", not_stream(h, got, wp_zsrc_framed(rd->src) || copy));
         else if (!got && !wp_zsrc_error(rd->src))
             rfail(rd, "%s", wp_zsrc_framed(rd->src) ? "a zstd frame with nothing in it, not a wpack stream"
@@ -747,17 +749,19 @@ int wp_stream_framed(FILE *f)
 }
 
 /* The message for f, a zstd frame that holds no wpack stream: what its content's first bytes
- * are (not_stream), else that it holds no stream. f is left at its start. */
+ * are (not_stream), or why they do not decompress (a cut frame was said to hold nothing),
+ * else that it holds nothing. f is left at its start. */
 static void frame_holds(FILE *f, const char *path, char *err, size_t errlen)
 {
     uint8_t h[16];
     wp_zsrc *z = wp_zsrc_open(f);
     const size_t n = z ? wp_zsrc_read(z, h, sizeof h) : 0;
-    const char *why = !z || wp_zsrc_error(z) || !n ? NULL : not_stream(h, n, 1);
+    const char *zerr = z ? wp_zsrc_error(z) : "out of memory", *why = n ? not_stream(h, n, 1) : NULL;
+    snprintf(err, errlen, "%s: %s", path, zerr ? zerr : why ? why
+                                         : n ? "a zstd frame that does not hold a wpack stream"   /* "WPAC" alone */
+                                             : "a zstd frame with nothing in it, not a wpack stream");
     wp_zsrc_free(z);
     rewind(f);
-    snprintf(err, errlen, "%s: %s", path, why ? why : n ? "a zstd frame that does not hold a wpack stream"
-                                                        : "a zstd frame with nothing in it, not a wpack stream");
 }
 
 /* copy: f is a zstd frame's content decompressed to a file (wp_zframe_plain), named by path,
@@ -875,22 +879,28 @@ void wp_index_free(wp_index *ix)
     memset(ix, 0, sizeof *ix);
 }
 
+int wp_rec_not_bundle(unsigned kind, const char *name, char *why, size_t len)
+{
+    if (kind == WP_REC_KV) {
+        snprintf(why, len, "a tensor stream, not a bundle (its key/value records are not packed: "
+                           "laneinterleave makes the bundle)");
+        return 1;
+    }
+    if (kind == WP_REC_HIST || kind == WP_REC_TABLE) {   /* the words of wp_restore_put's */
+        snprintf(why, len, "record '%s': a %s record: not a bundle (histogram's or huffbuild's output: "
+                           "laneinterleave makes the bundle)", name, wp_rec_kind_name(kind));
+        return 1;
+    }
+    return 0;
+}
+
 int wp_index_not_bundle(const wp_index *ix, char *why, size_t len)
 {
     int packed = 0;
     for (uint64_t i = 0; i < ix->count; i++) {
-        const wp_index_entry *e = &ix->e[i];
-        if (e->kind == WP_REC_KV) {
-            snprintf(why, len, "a tensor stream, not a bundle (its key/value records are not packed: "
-                               "laneinterleave makes the bundle)");
+        if (wp_rec_not_bundle(ix->e[i].kind, ix->e[i].name, why, len))
             return 1;
-        }
-        if (e->kind == WP_REC_HIST || e->kind == WP_REC_TABLE) {   /* the words of wp_restore_put's */
-            snprintf(why, len, "record '%s': a %s record: not a bundle (histogram's or huffbuild's output: "
-                               "laneinterleave makes the bundle)", e->name, wp_rec_kind_name(e->kind));
-            return 1;
-        }
-        packed |= wp_rec_is_bundle(e->kind);
+        packed |= wp_rec_is_bundle(ix->e[i].kind);
     }
     if (!packed)
         snprintf(why, len, "a tensor stream, not a bundle (it has no kvpack, coded, zstd or ref record: "

@@ -206,6 +206,10 @@ void wp_index_free(wp_index *ix);
  * into every bundle (wpack-bundle(5)). For readers of bundles (verify,
  * wprun): "FILE: " and why is their one line. */
 int wp_index_not_bundle(const wp_index *ix, char *why, size_t len);
+/* The same for one record, of this kind and name: 1 with why for a kv,
+ * hist or table record, else 0 (for a reader in order whose index did not
+ * read, as verify's of a cut stream). */
+int wp_rec_not_bundle(unsigned kind, const char *name, char *why, size_t len);
 /* Read the record starting at `offset` of a stream file, checked as
  * wp_reader_next does. Returns 0, or -1 with a message in err. */
 int  wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r,

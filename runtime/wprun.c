@@ -105,6 +105,25 @@ static void tune_sigpipe(int sig)
     }
 }
 
+/* What md's matrices that are not lane-coded are, into buf: "9 fixed-width and 14 zstd'd,
+   where coding would not make them smaller; 1 shared, a copy of another tensor". */
+static void not_coded(const wr_model *md, char *buf, size_t n)
+{
+    int k = 0;
+    buf[0] = 0;
+    if (md->n_fixed || md->n_zstd) {
+        if (md->n_fixed && md->n_zstd)
+            k = snprintf(buf, n, "%d fixed-width and %d zstd'd", md->n_fixed, md->n_zstd);
+        else
+            k = snprintf(buf, n, "%d %s", md->n_fixed + md->n_zstd, md->n_fixed ? "fixed-width" : "zstd'd");
+        k += snprintf(buf + k, n - (size_t)k, ", where coding would not make %s smaller",
+                      md->n_fixed + md->n_zstd == 1 ? "it" : "them");
+    }
+    if (md->n_shared)
+        snprintf(buf + k, n - (size_t)k, "%s%d shared, %s of another tensor", k ? "; " : "", md->n_shared,
+                 md->n_shared == 1 ? "a copy" : "copies");
+}
+
 static void die(int status, const char *fmt, const char *a)
 {
     char msg[8192], line[8192];
@@ -1112,6 +1131,14 @@ int main(int argc, char **argv)
         add_synth(&md, synths[i]);
     wr_model_keep(&md, opt.match);   /* --match: the synthetic matrices too */
     if (md.n == 0) {
+        char kinds[200];   /* what it matched that is not lane-coded, said (it was "no coded matrix" alone) */
+        if (opt.match && md.n_fixed + md.n_zstd + md.n_shared) {
+            char msg[600];
+            not_coded(&md, kinds, sizeof kinds);
+            snprintf(msg, sizeof msg, "no coded matrix matches --match '%%s': the %d it matches are not lane-coded (%s)",
+                     md.n_fixed + md.n_zstd + md.n_shared, kinds);
+            die(WR_EXIT_FAIL, msg, opt.match);
+        }
         if (opt.match)
             die(WR_EXIT_FAIL, "no coded matrix matches --match '%s'", opt.match);
         if (nb == 1 && !ns)
@@ -1160,16 +1187,10 @@ int main(int argc, char **argv)
     /* the matrices not run, said (they went unsaid, as if the run were the whole model) */
     const int n_not = md.n_fixed + md.n_zstd + md.n_shared;
     if (n_not) {
-        char kinds[160] = "";
-        const int nk[3] = {md.n_fixed, md.n_zstd, md.n_shared};
-        const char *kn[3] = {"fixed-width", "zstd'd", "shared"};
-        for (int k = 0; k < 3; k++)
-            if (nk[k])
-                snprintf(kinds + strlen(kinds), sizeof kinds - strlen(kinds), "%s%d %s", kinds[0] ? ", " : "",
-                         nk[k], kn[k]);
-        printf("wprun: %d more %s not run, not lane-coded (%s: laneinterleave codes a matrix where that makes it "
-               "smaller); %s checksums ok\n", n_not, n_not == 1 ? "matrix" : "matrices", kinds,
-               n_not == 1 ? "its" : "their");
+        char kinds[200];
+        not_coded(&md, kinds, sizeof kinds);
+        printf("wprun: %d more %s not run, not lane-coded (%s); %s checksums ok\n", n_not,
+               n_not == 1 ? "matrix" : "matrices", kinds, n_not == 1 ? "its" : "their");
     }
     /* the failures counted (it said FAILED alone, which a long run's output hid) */
     if (bad)

@@ -378,6 +378,7 @@ open('$T/name', 'w').write(r.name)"
     # stream", a --dist bundle zstd'd again a --dist bundle "with no random access: unbundle it";
     # a safetensors file was "bad magic": a fresh user's finds)
     zstd -q -c "$T/text" > "$T/text.zst"
+    head -c 20 "$T/gguf.zst" > "$T/cut.zst"   # was "a zstd frame with nothing in it" (a review)
     printf '' | zstd -q -c > "$T/none.zst"
     "$BIN/ggufcat" "$Q/syn.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist | zstd -q -c > "$T/twice.zst"
     cp "$DATA/safetensors/sd15-lora-r4-f16.safetensors" "$T/st"
@@ -390,6 +391,7 @@ open('$T/name', 'w').write(r.name)"
              "hi:not a wpack stream (bad magic)" \
              "gguf.zst:not a wpack stream (a zstd-compressed GGUF file: zstd -d it, then read it with ggufcat)" \
              "text.zst:a zstd frame that does not hold a wpack stream" \
+             "cut.zst:truncated zstd frame: the file is cut short" \
              "none.zst:a zstd frame with nothing in it, not a wpack stream" \
              "twice.zst:not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)" \
              "st:not a wpack stream (a safetensors file: read it with safetensorscat)"; do
@@ -661,7 +663,7 @@ open('$T/name', 'w').write(r.name)"
     # said "13 matrices (cpu): ok" and read no other record (a fresh user's find)
     run --separate-stderr "$BIN/wprun" --cpu "$Q/s-Q8_0.bundle"
     [ "$status" -eq 0 ]
-    [ "${lines[-2]}" = "wprun: 24 more matrices not run, not lane-coded (9 fixed-width, 14 zstd'd, 1 shared: laneinterleave codes a matrix where that makes it smaller); their checksums ok" ]
+    [ "${lines[-2]}" = "wprun: 24 more matrices not run, not lane-coded (9 fixed-width and 14 zstd'd, where coding would not make them smaller; 1 shared, a copy of another tensor); their checksums ok" ]
     [ "${lines[-1]}" = "wprun: 13 matrices (cpu): ok" ]
     # the counts are verify's 2-D rows of those kinds
     [ "$("$BIN/verify" --tsv "$Q/s-Q8_0.gguf" "$Q/s-Q8_0.bundle" | awk -F'\t' '$1 ~ /weight$/ && $1 !~ /norm/ && $9 == "zstd"' | wc -l)" -eq 14 ]
@@ -674,8 +676,12 @@ open('$T/name', 'w').write(r.name)"
     # --match reads only what it names
     run --separate-stderr "$BIN/wprun" --cpu --match ffn_up "$T/bad.bundle"
     [ "$status" -eq 0 ]
-    [ "${lines[-2]}" = "wprun: 1 more matrix not run, not lane-coded (1 zstd'd: laneinterleave codes a matrix where that makes it smaller); its checksums ok" ]
+    [ "${lines[-2]}" = "wprun: 1 more matrix not run, not lane-coded (1 zstd'd, where coding would not make it smaller); its checksums ok" ]
     [ "${lines[-1]}" = "wprun: 4 matrices (cpu): ok" ]
+    # a --match that names only such matrices says so (it said "no coded matrix matches" alone)
+    run --separate-stderr "$BIN/wprun" --cpu --match attn_q "$Q/s-Q8_0.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: no coded matrix matches --match 'attn_q': the 5 it matches are not lane-coded (5 zstd'd, where coding would not make them smaller)" ]
 }
 
 @test "a corrupt bundle fails wprun --cpu --verify (status 1)" {

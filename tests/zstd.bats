@@ -259,4 +259,22 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
     run "$BIN/safetensorscat" "$T/st.zst"
     [ "$status" -eq 1 ]
     [ "$output" = "safetensorscat: $T/st.zst: not a safetensors file (a zstd frame: zstd -d it)" ]
+    head -c 4 "$T/st.zst" > "$T/st4.zst"   # shorter than a header length: the frame's magic said all the same
+    run "$BIN/safetensorscat" "$T/st4.zst"
+    [ "$status" -eq 1 ]
+    [ "$output" = "safetensorscat: $T/st4.zst: not a safetensors file (a zstd frame: zstd -d it)" ]
+    # a --dist bundle: unbundle it (zstd -d gave a stream, which ggufcat refused again: a review)
+    "$BIN/ggufcat" "$g" | "$BIN/laneinterleave" --dist 2> /dev/null > "$T/dist.zst"
+    run "$BIN/ggufcat" "$T/dist.zst"
+    [ "$status" -eq 1 ]
+    [ "$output" = "ggufcat: $T/dist.zst: not a GGUF file (a zstd-framed wpack stream, such as a --dist bundle: unbundle it)" ]
+    run "$BIN/safetensorscat" "$T/dist.zst"
+    [ "$status" -eq 1 ]
+    [ "$output" = "safetensorscat: $T/dist.zst: not a safetensors file (a zstd-framed wpack stream, such as a --dist bundle: unbundle it)" ]
+    # a short stream zstd'd twice: named as a frame in a frame by unbundle too (it said "truncated
+    # stream", as the frame inside held under 16 bytes: a review)
+    head -c 8 "$T/dist.zst" | zstd -q -c > "$T/zz8.zst"
+    run "$BIN/unbundle" "$T/zz8.zst"
+    [ "$status" -eq 1 ]
+    [ "$output" = "unbundle: $T/zz8.zst: not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)" ]
 }
