@@ -107,10 +107,13 @@ static void print_totals(double weights, double coded_w, uint64_t n_coded, uint6
         snprintf(saving, sizeof saving, "no saving: not this GGUF's bundle");
     else
         snprintf(saving, sizeof saving, "saving %.2f%%", 100.0 * (1 - bundle_bpw / gguf_bpw));
-    printf("GGUF %.4f b/w, bundle %.4f b/w (%s); tables+offsets %.4f b/w, lane padding %.4f b/w,"
-           " metadata %.4f b/w\n",
-           gguf_bpw, bundle_bpw, saving, 8.0 * table_bytes / weights, 8.0 * pad_bytes / weights,
-           8.0 * meta_bytes / weights);
+    if (weights == 0)   /* a GGUF without tensors (it said "inf b/w (saving -nan%)": a review) */
+        printf("GGUF and bundle: no weights, so no b/w; metadata %.0f bytes\n", meta_bytes);
+    else
+        printf("GGUF %.4f b/w, bundle %.4f b/w (%s); tables+offsets %.4f b/w, lane padding %.4f b/w,"
+               " metadata %.4f b/w\n",
+               gguf_bpw, bundle_bpw, saving, 8.0 * table_bytes / weights, 8.0 * pad_bytes / weights,
+               8.0 * meta_bytes / weights);
     printf("%s: %s\n", whole ? "rebuilt GGUF byte-identical" : "rebuilt GGUF DIFFERS",
            bad ? "FAILED" : "every tensor matches with both decoders");
 }

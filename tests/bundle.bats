@@ -210,6 +210,13 @@ print(p + 8)' "$T/kv.bundle")
     run "$BIN/verify" -q "$Q/syn.gguf" "$T/nokv.bundle"
     [ "$status" -eq 0 ]
     "$BIN/unbundle" "$T/nokv.bundle" | cmp - "$Q/syn.gguf"
+    # a GGUF with neither key/values nor tensors: its bundle verifies, without b/w (it said
+    # "GGUF inf b/w, bundle inf b/w (saving -nan%)": a review)
+    { printf 'GGUF\003\0\0\0'; head -c 24 /dev/zero; } > "$T/e.gguf"
+    "$BIN/ggufcat" "$T/e.gguf" | "$BIN/laneinterleave" > "$T/e.bundle"
+    run "$BIN/verify" "$T/e.gguf" "$T/e.bundle"
+    [ "$status" -eq 0 ]
+    [ "${lines[2]}" = "GGUF and bundle: no weights, so no b/w; metadata 13 bytes" ]
     # a stream without GGUF content (Hessians) became an empty 32-byte GGUF, exit 0 (a breaker's find)
     "$BIN/hessian" --model "$MODELS/stories260K-f32.gguf" --text "$DATA/text/tinystories_sample.txt" --ctx 64 \
         --chunks 1 --threads 1 -o "$T/h.hess" 2> /dev/null
