@@ -501,6 +501,11 @@ static wp_ftype_plan *model_plan(int ftype, int pure, int strict, const char **o
 
 static int is_float(uint32_t t) { return t == WP_F32 || t == WP_F16 || t == WP_BF16; }
 
+/* The options given that change how a tensor is quantized ("--gamma, --hessian"), and
+ * whether this is gptq --check: plan_check's words for a model already quantized. */
+static char quant_opts[80];
+static int checking;
+
 /* What the plan asks that gptq cannot do, said before anything is quantized or written
  * (the tensor loop below refuses the same, tensor by tensor): a type it has no blocks for,
  * or an input that is neither F32, F16 nor BF16 to be changed into another type. */
@@ -540,6 +545,27 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
                        "matrix in a very low-bit quantization)", imat_path, tl[i].name,
                        wp_ggml_type_name((uint32_t)ch.type));
         }
+    }
+    /* A tensor already of its planned quantized type is copied as it is: the options that
+       shape a quantization do nothing to it. A point built on a quantized model was the
+       model again under the point's name, gamma, c and lambda never applied (a fresh user's
+       find): --check refuses it, a run warns. */
+    size_t n_copied = 0, first_copied = 0;
+    for (size_t i = 0; i < n_t; i++) {
+        struct wp_ftype_choice ch;
+        wp_ftype_plan_get(plan, tl[i].name, &ch);
+        if (ch.quantize && (uint32_t)ch.type == tl[i].type && !is_float(tl[i].type) && !n_copied++)
+            first_copied = i;
+    }
+    if (n_copied && quant_opts[0]) {
+        const char *ty = wp_ggml_type_name(tl[first_copied].type);
+        if (checking)
+            wp_die("%s: an already quantized model: tensor %s is %s already, copied as it is, so %s would "
+                   "do nothing (quantize the F32, F16 or BF16 model)", src, tl[first_copied].name, ty ? ty : "?",
+                   quant_opts);
+        wp_warn("%s: %zu tensors are of their type already (the first: %s, %s): copied as they are, %s "
+                "acting on none of them (quantize the F32, F16 or BF16 model)", src, n_copied,
+                tl[first_copied].name, ty ? ty : "?", quant_opts);
     }
     /* Hessians for weights the model lacks: another model's file (another architecture's
        names) ran the whole model by RTN without a word */
@@ -761,6 +787,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "gptq: warning: %s acts on GPTQ's Hessians: without --hessian (RTN) it does nothing\n",
                 go.act_order ? "--act-order" : "--damp");
     const int lazy = go.gamma || go.widen > 1 || go.lambda > 0;
+    snprintf(quant_opts, sizeof quant_opts, "%s%s%s%s%s", go.gamma ? ", --gamma" : "", go.widen > 1 ? ", --widen" : "",
+             go.lambda > 0 ? ", --lambda" : "", hess_path ? ", --hessian" : "", imat_path ? ", --imatrix" : "");
+    if (quant_opts[0])
+        memmove(quant_opts, quant_opts + 2, strlen(quant_opts + 2) + 1);   /* the leading ", " */
+    checking = check;
     if (hess_path)
         hessian_open(hess_path);
     struct stat ost;

@@ -307,6 +307,20 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ "${#lines[@]}" -eq 1 ]
     [[ $output == *"requantizing from type Q8_0 is disabled"* ]]
     [ ! -e "$out" ]
+    # at its own type: copied as it is, gamma, c, lambda and the Hessians never applied, under
+    # the point's name (lazyweights and frontier built such points: a fresh user's find)
+    run "$ROOT/pipelines/lazyweights" --check Q8_0_g1_lam0.1_c1.5 "$q8" "$CALIB"
+    [ "$status" -eq 2 ]
+    [ "$output" = "gptq: $q8: an already quantized model: tensor output.weight is Q8_0 already, copied as it is, so --gamma, --widen, --lambda would do nothing (quantize the F32, F16 or BF16 model)" ]
+    run --separate-stderr sh -c "'$ROOT/bin/ggufcat' '$q8' | '$ROOT/bin/gptq' --ftype Q8_0 --widen 1.5 -q | '$ROOT/bin/ggufpack' | cmp - '$q8'"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "gptq: warning: stdin: 32 tensors are of their type already (the first: output.weight, Q8_0): copied as they are, --widen acting on none of them (quantize the F32, F16 or BF16 model)" ]
+    # every point of a frontier checked before any work (a lower-case type stopped it after the
+    # logits, the Hessians and the points before it, and its ERR trap said nothing)
+    run --separate-stderr env FRONTIER_POINTS="Q8_0_g0_lam0_c1 q4_0_g0_lam0_c1" "$ROOT/pipelines/frontier" "$F32" "$EVAL" "$out" "$CALIB"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "frontier: q4_0_g0_lam0_c1: a point's TYPE is spelled as llama-quantize's preset, upper case: Q4_0_g0_lam0_c1" ]
+    [ ! -e "$out" ]
     echo "not a model" > "$BATS_TEST_TMPDIR/m.txt"
     run make -C "$ROOT" --no-print-directory model MODEL="$BATS_TEST_TMPDIR/m.txt" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out"
     [ "$status" -ne 0 ]
