@@ -33,6 +33,7 @@
 #include <math.h>
 #include <regex.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -187,8 +188,8 @@ static void hessian_open(const char *path)
     hpath = path;
     wp_cli_input(path);
     hfile = fopen(path, "rb");
-    if (!hfile)
-        wp_die("%s: cannot open Hessian file", path);
+    if (!hfile)   /* (without the reason, as ppl and hessian give it: a fresh user's find) */
+        wp_die("%s: cannot open Hessian file: %s", path, strerror(errno));
     /* hessian_get reads each Hessian at its offset: refused here, before any output, where
      * a pipe or a zstd'd file used to fail at the first Hessian as "not a wpack stream" */
     if (fseeko(hfile, 0, SEEK_SET))

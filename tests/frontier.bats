@@ -21,6 +21,8 @@ CALIB="$DATA/text/groups_merged.txt"
     # b/w is the one tests/bitrates.tsv holds
     q8=$(awk -F'\t' '$1 == "stories260K-f32" && $2 == "Q8_0_g0_lam0_c1" { print $3 }' "$ROOT/tests/bitrates.tsv")
     grep -q "^GGUF 10.3580 b/w, bundle $q8 b/w" "${g%.gguf}.report"
+    # what it made, said in one line (it said nothing: a fresh user's find)
+    [[ "$output" == *"lazyweights: $g and .bundle: GGUF 10.3580 b/w, bundle $q8 b/w"* ]] || { echo "$output"; false; }
     make -q "${args[@]}"
     run make "${args[@]}"
     [[ "$output" == *"Nothing to be done"* ]] || { echo "$output"; false; }

@@ -787,6 +787,10 @@ PY
     [ "$status" -eq 1 ]
     [ "$stderr" = "gptq: $F32: a GGUF model, not Hessians: --hessian takes the file that hessian -o wrote" ]
     [ ! -e "$d/g3.wts" ]
+    # a missing file, with the reason (it said "cannot open Hessian file" alone: a fresh user's find)
+    run --separate-stderr "$BIN/gptq" --check --type Q8_0 --hessian "$d/none.hess" "$d/m.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $d/none.hess: cannot open Hessian file: No such file or directory" ]
 }
 
 @test "with hessian's Hessians, GPTQ's tr(ΔW·H·ΔWᵀ) is below RTN's for every quantized stories260K matrix" {

@@ -124,10 +124,10 @@ close() {
 @test "--share-inputs: one record for q/k/v and one for gate/up, holding the per-weight H; gptq makes the same model" {
     f=$(ours base)
     g=$(ours share --share-inputs)
-    grep -q '36 weights, 21 records of 1.6 MiB (1.6 MiB of Hessians in memory)' "$g.err"
+    grep -q '36 weights, 21 records, 1.6 MiB in all (1.6 MiB of Hessians in memory)' "$g.err"
     # without it as much memory, one Hessian for the weights of an input, written once a weight:
     # the file holds 2.1 MiB (the line said "36 records, 1.6 MiB of Hessians", a user's trial)
-    grep -q '36 weights, 36 records of 2.1 MiB (1.6 MiB of Hessians in memory)' "$f.err"
+    grep -q '36 weights, 36 records, 2.1 MiB in all (1.6 MiB of Hessians in memory)' "$f.err"
     [ "$(stat -c %s "$f" | awk '{ printf "%.1f", $1 / 1048576 }')" = 2.1 ]
     [ "$(stat -c %s "$g" | awk '{ printf "%.1f", $1 / 1048576 }')" = 1.6 ]
     [ "$("$BIN/tsinfo" "$g" | grep -c '^hessian ')" -eq 21 ]
