@@ -14,6 +14,7 @@
 #include "ggml_type.h"
 #include "safetensors.h"
 #include "spool.h"
+#include "zframe.h"
 
 #define MAX_STRING   (UINT64_C(1) << 31)
 
@@ -340,7 +341,7 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
         const int st = g->file_size > 9 && fread(h + 4, 1, 5, g->f) == 5 && wp_st_magic(h);
         gfail(g, !memcmp(h, WP_STREAM_MAGIC, 4) ? "not a GGUF file (a wpack stream: use ggufpack or unbundle)"
                  : st ? "not a GGUF file (a safetensors file: read it with safetensorscat)"
-                 : !memcmp(h, "\x28\xb5\x2f\xfd", 4)   /* was "bad magic" */
+                 : wp_zframe_magic(h, 4)   /* was "bad magic" */
                      ? wp_stream_framed(g->f) > 0 ? "not a GGUF file (a zstd-framed wpack stream, such as a --dist "
                                                     "bundle: unbundle it)"
                                                   : "not a GGUF file (a zstd frame: zstd -d it)"

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "ggml_type.h"
+#include "zframe.h"
 
 /* Integers in the header are JSON numbers, which cJSON holds as doubles:
  * anything above 2^53 could not be represented exactly. */
@@ -364,7 +365,7 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
     }
     s->file_size = (uint64_t)st.st_size;
     const size_t got = fread(h8, 1, 8, s->f);
-    if (got >= 4 && got < 8 && !memcmp(h8, "\x28\xb5\x2f\xfd", 4)) {   /* as below, of a short frame */
+    if (got < 8 && wp_zframe_magic(h8, got)) {   /* as below, of a short frame */
         sfail(s, "not a safetensors file (a zstd frame: zstd -d it)");
         goto fail;
     }
@@ -373,7 +374,7 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
     s->header_len = rd64(h8);
-    if (!memcmp(h8, "GGUF", 4) || !memcmp(h8, "WPACKSTR", 8) || !memcmp(h8, "\x28\xb5\x2f\xfd", 4)) {
+    if (!memcmp(h8, "GGUF", 4) || !memcmp(h8, "WPACKSTR", 8) || wp_zframe_magic(h8, 8)) {
         sfail(s, "not a safetensors file (%s)", h8[0] == 'G' ? "a GGUF file: read it with ggufcat"
                                                 : h8[0] == 'W' ? "a wpack stream"
                                                 : wp_stream_framed(s->f) > 0

@@ -105,7 +105,6 @@ int wp_rec_is_bundle(unsigned kind)
     return kind == WP_REC_CODED || kind == WP_REC_Z || kind == WP_REC_KVPACK || kind == WP_REC_REF;
 }
 
-
 int wp_rec_kind_known(unsigned kind) { return strcmp(wp_rec_kind_name(kind), "?") != 0; }
 
 const char *wp_rec_kind_name(unsigned kind)
@@ -385,7 +384,7 @@ static const char *not_stream(const uint8_t *h, size_t got, int zstd)
         return zstd ? "not a wpack stream (a zstd-compressed safetensors file: zstd -d it, then read it with "
                       "safetensorscat)"
                     : "not a wpack stream (a safetensors file: read it with safetensorscat)";
-    if (zstd && got >= 4 && !memcmp(h, "\x28\xb5\x2f\xfd", 4))
+    if (zstd && wp_zframe_magic(h, got))
         return "not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)";
     return zstd ? "a zstd frame that does not hold a wpack stream" : "not a wpack stream (bad magic)";
 }

@@ -222,6 +222,8 @@ void wp_zsink_free(wp_zsink *s)
     free(s);
 }
 
+int wp_zframe_magic(const uint8_t *h, size_t n) { return n >= 4 && !memcmp(h, zmagic, 4); }
+
 int wp_zframe_is(FILE *f)
 {
     uint8_t m[4];

@@ -17,6 +17,7 @@
 #define WPACK_ZFRAME_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -48,6 +49,9 @@ void wp_zsrc_free(wp_zsrc *s);
 /* 1 when the seekable file f starts with a zstd frame (a framed bundle);
  * f is left at its start. */
 int wp_zframe_is(FILE *f);
+/* 1 when the first n bytes h start with a zstd frame's magic (28 b5 2f fd,
+ * RFC 8878), for other readers' messages ("a zstd frame: zstd -d it"). */
+int wp_zframe_magic(const uint8_t *h, size_t n);
 
 /* For random access (bundle indexes): when the seekable file f holds a
  * zstd frame, its content decompressed into an unnamed temporary file,
