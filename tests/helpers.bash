@@ -53,6 +53,15 @@ offset_of() {
     grep -obUaF -- "$2" "$1" | head -n 1 | cut -d: -f1
 }
 
+# fails_saying LINE CMD...: CMD exits 1 and its whole output (stdout and stderr) is LINE.
+fails_saying() {
+    local line=$1
+    shift
+    run "$@"
+    [ "$status" -eq 1 ] || { echo "expected status 1, got $status: $output"; return 1; }
+    [ "$output" = "$line" ] || { echo "expected: $line"; echo "got:      $output"; return 1; }
+}
+
 # one_line_error PATTERN: the run failed with exactly one line matching PATTERN.
 one_line_error() {
     [ "$status" -ne 0 ] || { echo "expected failure, got status 0"; return 1; }

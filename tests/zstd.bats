@@ -239,42 +239,27 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
              "st.zst:not a wpack stream (a zstd-compressed safetensors file: zstd -d it, then read it with safetensorscat)" \
              "twice.zst:not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)"; do
         local f=$T/${c%%:*}
-        run "$BIN/verify" "$g" "$f"
-        [ "$status" -eq 1 ]
-        [ "$output" = "verify: $f: ${c#*:}" ]
-        run "$BIN/unbundle" -o "$T/out.gguf" "$f"
-        [ "$status" -eq 1 ]
-        [ "$output" = "unbundle: $f: ${c#*:}" ]
-        run "$BIN/tsinfo" "$f"
-        [ "$status" -eq 1 ]
-        [ "$output" = "tsinfo: $f: ${c#*:}" ]
+        fails_saying "verify: $f: ${c#*:}" "$BIN/verify" "$g" "$f"
+        fails_saying "unbundle: $f: ${c#*:}" "$BIN/unbundle" -o "$T/out.gguf" "$f"
+        fails_saying "tsinfo: $f: ${c#*:}" "$BIN/tsinfo" "$f"
     done
     [ ! -e "$T/out.gguf" ]
-    run "$BIN/verify" "$g" "$st"
-    [ "$status" -eq 1 ]
-    [ "$output" = "verify: $st: not a wpack stream (a safetensors file: read it with safetensorscat)" ]
-    run "$BIN/ggufcat" "$T/g.zst"
-    [ "$status" -eq 1 ]
-    [ "$output" = "ggufcat: $T/g.zst: not a GGUF file (a zstd frame: zstd -d it)" ]
-    run "$BIN/safetensorscat" "$T/st.zst"
-    [ "$status" -eq 1 ]
-    [ "$output" = "safetensorscat: $T/st.zst: not a safetensors file (a zstd frame: zstd -d it)" ]
+    fails_saying "verify: $st: not a wpack stream (a safetensors file: read it with safetensorscat)" "$BIN/verify" "$g" "$st"
+    fails_saying "ggufcat: $T/g.zst: not a GGUF file (a zstd frame: zstd -d it)" "$BIN/ggufcat" "$T/g.zst"
+    fails_saying "safetensorscat: $T/st.zst: not a safetensors file (a zstd frame: zstd -d it)" \
+        "$BIN/safetensorscat" "$T/st.zst"
     head -c 4 "$T/st.zst" > "$T/st4.zst"   # shorter than a header length: the frame's magic said all the same
-    run "$BIN/safetensorscat" "$T/st4.zst"
-    [ "$status" -eq 1 ]
-    [ "$output" = "safetensorscat: $T/st4.zst: not a safetensors file (a zstd frame: zstd -d it)" ]
+    fails_saying "safetensorscat: $T/st4.zst: not a safetensors file (a zstd frame: zstd -d it)" \
+        "$BIN/safetensorscat" "$T/st4.zst"
     # a --dist bundle: unbundle it (zstd -d gave a stream, which ggufcat refused again: a review)
     "$BIN/ggufcat" "$g" | "$BIN/laneinterleave" --dist 2> /dev/null > "$T/dist.zst"
-    run "$BIN/ggufcat" "$T/dist.zst"
-    [ "$status" -eq 1 ]
-    [ "$output" = "ggufcat: $T/dist.zst: not a GGUF file (a zstd-framed wpack stream, such as a --dist bundle: unbundle it)" ]
-    run "$BIN/safetensorscat" "$T/dist.zst"
-    [ "$status" -eq 1 ]
-    [ "$output" = "safetensorscat: $T/dist.zst: not a safetensors file (a zstd-framed wpack stream, such as a --dist bundle: unbundle it)" ]
+    fails_saying "ggufcat: $T/dist.zst: not a GGUF file (a zstd-framed wpack stream, such as a --dist bundle: unbundle it)" \
+        "$BIN/ggufcat" "$T/dist.zst"
+    fails_saying "safetensorscat: $T/dist.zst: not a safetensors file (a zstd-framed wpack stream, such as a --dist bundle: unbundle it)" \
+        "$BIN/safetensorscat" "$T/dist.zst"
     # a short stream zstd'd twice: named as a frame in a frame by unbundle too (it said "truncated
     # stream", as the frame inside held under 16 bytes: a review)
     head -c 8 "$T/dist.zst" | zstd -q -c > "$T/zz8.zst"
-    run "$BIN/unbundle" "$T/zz8.zst"
-    [ "$status" -eq 1 ]
-    [ "$output" = "unbundle: $T/zz8.zst: not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)" ]
+    fails_saying "unbundle: $T/zz8.zst: not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)" \
+        "$BIN/unbundle" "$T/zz8.zst"
 }
