@@ -30,10 +30,10 @@
  * A shared record is factored once (wp_gptq_factor) for all its weights
  * (see "one Hessian factor kept" below).
  */
+#include <errno.h>
 #include <math.h>
 #include <regex.h>
 #include <stdlib.h>
-#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
