@@ -128,8 +128,8 @@ static void die(int status, const char *fmt, const char *a)
 {
     char msg[8192], line[8192];
     snprintf(msg, sizeof msg, fmt, a);
-    /* one line whatever the names hold (a newline in a file name split it) */
     wp_out_abort();   /* an error partway through --tune: no temporary file left (first, as wp_die) */
+    /* one line whatever the names hold (a newline in a file name split it) */
     fprintf(stderr, "wprun: %s\n", wp_printable(msg, line, sizeof line));
     exit(status);
 }
@@ -1135,8 +1135,11 @@ int main(int argc, char **argv)
         if (opt.match && md.n_fixed + md.n_zstd + md.n_shared) {
             char msg[600];
             not_coded(&md, kinds, sizeof kinds);
-            snprintf(msg, sizeof msg, "no coded matrix matches --match '%%s': the %d it matches are not lane-coded (%s)",
-                     md.n_fixed + md.n_zstd + md.n_shared, kinds);
+            char what[32] = "the matrix it matches is";
+            const int n = md.n_fixed + md.n_zstd + md.n_shared;
+            if (n > 1)
+                snprintf(what, sizeof what, "the %d it matches are", n);
+            snprintf(msg, sizeof msg, "no coded matrix matches --match '%%s': %s not lane-coded (%s)", what, kinds);
             die(WR_EXIT_FAIL, msg, opt.match);
         }
         if (opt.match)

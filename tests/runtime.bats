@@ -682,6 +682,9 @@ open('$T/name', 'w').write(r.name)"
     run --separate-stderr "$BIN/wprun" --cpu --match attn_q "$Q/s-Q8_0.bundle"
     [ "$status" -eq 1 ]
     [ "$stderr" = "wprun: no coded matrix matches --match 'attn_q': the 5 it matches are not lane-coded (5 zstd'd, where coding would not make them smaller)" ]
+    run --separate-stderr "$BIN/wprun" --cpu --match blk.0.attn_q "$Q/s-Q8_0.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: no coded matrix matches --match 'blk.0.attn_q': the matrix it matches is not lane-coded (1 zstd'd, where coding would not make it smaller)" ]
 }
 
 @test "a corrupt bundle fails wprun --cpu --verify (status 1)" {
