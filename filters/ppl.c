@@ -46,6 +46,8 @@ static const char usage[] =
     "  chunks=N tokens=M scored=K\n"
     "options:\n"
     "  --model FILE        GGUF model (any architecture llama.cpp runs)\n"
+    "                      (-m, -f, -c, -t, -b: llama-perplexity's names of\n"
+    "                      --model, --text, --ctx, --threads, --batch)\n"
     "  --text FILE         text to score, - for standard input (optional with\n"
     "                      --kl-base)\n"
     "  --ctx N             tokens per chunk (default 512)\n"
@@ -240,9 +242,17 @@ int main(int argc, char **argv)
 
     wp_cli_init("ppl");
     for (int i = 1; i < argc; i++) {
+        /* llama-perplexity's short names too: -m, -f, -c, -t, -b were unknown options to a
+           llama.cpp user's first try (a fresh user's find) */
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
-                                            "--batch", "--kl-base", "--save-logits"};
+                                            "--batch", "--kl-base", "--save-logits",
+                                            "-m", "-f", "-c", "-t", "-b"};
+        static const char *const longer[][2] = {{"-m", "--model"}, {"-f", "--text"}, {"-c", "--ctx"},
+                                                {"-t", "--threads"}, {"-b", "--batch"}};
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
+        for (size_t k = 0; k < sizeof longer / sizeof *longer; k++)
+            if (!strcmp(a, longer[k][0]))
+                a = longer[k][1];
         if (!strcmp(a, "--model"))
             model_path = v;
         else if (!strcmp(a, "--text"))

@@ -455,6 +455,20 @@ dup_vocab() {
     [ ! -e "$BATS_TEST_TMPDIR/nodir" ]
 }
 
+@test "llama-perplexity's short names -m -f -c -t -b give the same report as the long ones" {
+    # they were unknown options, a llama.cpp user's first try (a fresh user's find)
+    run --separate-stderr "$BIN/ppl" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --ctx 128 --threads 1 \
+        --batch 256 --chunks 2
+    [ "$status" -eq 0 ]
+    long=$output
+    [[ "$long" == "PPL = "* ]]
+    run --separate-stderr "$BIN/ppl" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -c 128 -t 1 -b 256 --chunks 2
+    [ "$status" -eq 0 ]
+    [ "$output" = "$long" ]
+    bad "--ctx: expected an integer from 4 to 1048576, got '2'" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -c 2
+    bad "-m: needs a value" -m
+}
+
 # ---- llgen: greedy generation through libllama
 
 GEN64="432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419 292 411 322 265 282 295 433 426 385 328 432 358 394 261 370 432 352 266 268 388 426 338 391 266 267 337 335 312 432 398 312 286 267 414 270 333 415 426 13 438 310 439 419 357 336"
