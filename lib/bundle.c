@@ -774,9 +774,11 @@ static int restore_put(wp_restore *rs, wp_record *in, int reference, wp_record *
     }
     switch (in->kind) {
     case WP_REC_HIST:
-    case WP_REC_TABLE:   /* said "raw data without its symbols" of histogram's output */
-        return rfail(rs, "record '%s': a %s record: not a bundle (histogram's or huffbuild's output: "
-                     "laneinterleave makes the bundle)", in->name, wp_rec_kind_name(in->kind));
+    case WP_REC_TABLE: {   /* said "raw data without its symbols" of histogram's output */
+        char why[WP_MAX_NAME + 200];
+        wp_rec_not_bundle(in->kind, in->name, why, sizeof why);
+        return rfail(rs, "%s", why);
+    }
     case WP_REC_SIDE:
     case WP_REC_RAW:
         if (rs->holding)

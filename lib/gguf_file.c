@@ -339,13 +339,10 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
         /* a safetensors file, also one cut short (said only "bad magic"; safetensorscat names a
            GGUF the same way) */
         const int st = g->file_size > 9 && fread(h + 4, 1, 5, g->f) == 5 && wp_st_magic(h);
-        gfail(g, !memcmp(h, WP_STREAM_MAGIC, 4) ? "not a GGUF file (a wpack stream: use ggufpack or unbundle)"
-                 : st ? "not a GGUF file (a safetensors file: read it with safetensorscat)"
-                 : wp_zframe_magic(h, 4)   /* was "bad magic" */
-                     ? wp_stream_framed(g->f) > 0 ? "not a GGUF file (a zstd-framed wpack stream, such as a --dist "
-                                                    "bundle: unbundle it)"
-                                                  : "not a GGUF file (a zstd frame: zstd -d it)"
-                      : "not a GGUF file (bad magic)");
+        gfail(g, "not a GGUF file (%s)", !memcmp(h, WP_STREAM_MAGIC, 4) ? "a wpack stream: use ggufpack or unbundle"
+                 : st ? "a safetensors file: read it with safetensorscat"
+                 : wp_zframe_magic(h, 4) ? wp_zframe_hint(g->f)   /* was "bad magic" */
+                                         : "bad magic");
         goto fail;
     }
     if (gread(g, h + 4, 20, "header"))

@@ -366,7 +366,7 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
     s->file_size = (uint64_t)st.st_size;
     const size_t got = fread(h8, 1, 8, s->f);
     if (got < 8 && wp_zframe_magic(h8, got)) {   /* as below, of a short frame */
-        sfail(s, "not a safetensors file (a zstd frame: zstd -d it)");
+        sfail(s, "not a safetensors file (%s)", wp_zframe_hint(s->f));
         goto fail;
     }
     if (s->file_size < 8 || got != 8) {
@@ -377,9 +377,7 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
     if (!memcmp(h8, "GGUF", 4) || !memcmp(h8, "WPACKSTR", 8) || wp_zframe_magic(h8, 8)) {
         sfail(s, "not a safetensors file (%s)", h8[0] == 'G' ? "a GGUF file: read it with ggufcat"
                                                 : h8[0] == 'W' ? "a wpack stream"
-                                                : wp_stream_framed(s->f) > 0
-                                                    ? "a zstd-framed wpack stream, such as a --dist bundle: unbundle it"
-                                                    : "a zstd frame: zstd -d it");
+                                                               : wp_zframe_hint(s->f));
         goto fail;
     }
     if (s->header_len > s->file_size - 8) {

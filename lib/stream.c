@@ -747,6 +747,12 @@ int wp_stream_framed(FILE *f)
     return is ? 1 : -1;
 }
 
+const char *wp_zframe_hint(FILE *f)
+{
+    return wp_stream_framed(f) > 0 ? "a zstd-framed wpack stream, such as a --dist bundle: unbundle it"
+                                   : "a zstd frame: zstd -d it";
+}
+
 /* The message for f, a zstd frame that holds no wpack stream: what its content's first bytes
  * are (not_stream), or why they do not decompress (a cut frame was said to hold nothing),
  * else that it holds nothing. f is left at its start. */
@@ -885,7 +891,7 @@ int wp_rec_not_bundle(unsigned kind, const char *name, char *why, size_t len)
                            "laneinterleave makes the bundle)");
         return 1;
     }
-    if (kind == WP_REC_HIST || kind == WP_REC_TABLE) {   /* the words of wp_restore_put's */
+    if (kind == WP_REC_HIST || kind == WP_REC_TABLE) {   /* wp_restore_put's words too */
         snprintf(why, len, "record '%s': a %s record: not a bundle (histogram's or huffbuild's output: "
                            "laneinterleave makes the bundle)", name, wp_rec_kind_name(kind));
         return 1;

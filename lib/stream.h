@@ -187,6 +187,11 @@ typedef struct wp_index {
  * frame whose content starts with the stream magic, -1 a frame whose
  * content does not (or does not decompress). f is left at its start. */
 int  wp_stream_framed(FILE *f);
+/* For a reader of another format given f, a file that starts with a zstd
+ * frame: what it is and the way on, "a zstd-framed wpack stream, such as a
+ * --dist bundle: unbundle it" (wp_stream_framed) or "a zstd frame: zstd -d
+ * it". f is left at its start. */
+const char *wp_zframe_hint(FILE *f);
 /* Read the trailing index of a stream file (seekable f), checked to tile the
  * stream (every entry at the record that starts where the one before ends,
  * of the entry's kind and name; wpack-stream(5)), so an entry's offset leads
