@@ -1,6 +1,7 @@
 /* cpu.c - the CPU reference of the runner's kernels (see wprun.h). */
 #include "wprun.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -236,6 +237,8 @@ static int tile_weights(const wr_matrix *m, uint64_t c0, uint32_t w)
 int wr_cpu_restore(const wr_matrix *m, int mode, uint8_t *out, char *err, size_t errlen)
 {
     tile_dec d;
+    if (m->stored)
+        return fail(err, errlen, "%s: stored fixed-width, not lane-coded: no lanes to decode", m->name);
     if (dec_open(&d, m, mode)) {
         dec_close(&d);
         return fail(err, errlen, "%s: bad code table", m->name);
@@ -284,6 +287,8 @@ int wr_cpu_restore(const wr_matrix *m, int mode, uint8_t *out, char *err, size_t
 
 int wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, char *err, size_t errlen)
 {
+    if (m->stored)
+        return fail(err, errlen, "%s: stored fixed-width, not lane-coded: the twin alone runs it", m->name);
     double *acc = calloc((size_t)(batch * m->rows) + 1, sizeof *acc);
     tile_dec d;
     if (!acc || dec_open(&d, m, WR_DEC_TABLE)) {
@@ -501,7 +506,7 @@ int wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, i
     return 0;
 }
 
-int wr_ref_gemv64(const wr_matrix *m, const uint8_t *data, const float *x, int batch, double *y)
+int wr_ref_gemv64(const wr_matrix *m, const uint8_t *data, const float *x, int batch, double *y, double *yabs)
 {
     float *w = malloc((size_t)m->cols * sizeof *w + 1);
     if (!w)
@@ -515,20 +520,31 @@ int wr_ref_gemv64(const wr_matrix *m, const uint8_t *data, const float *x, int b
                 w[c] = float_at(m->type, data, (uint64_t)(row * m->cols + c));
         for (int b = 0; b < batch; b++) {
             const float *xb = x + (uint64_t)b * (uint64_t)m->cols;
-            double s = 0;
-            for (int64_t c = 0; c < m->cols; c++)
+            double s = 0, a = 0;
+            for (int64_t c = 0; c < m->cols; c++) {
                 s += (double)w[c] * (double)xb[c];
+                a += fabs((double)w[c] * (double)xb[c]);
+            }
             y[(uint64_t)b * (uint64_t)m->rows + (uint64_t)row] = s;
+            if (yabs)
+                yabs[(uint64_t)b * (uint64_t)m->rows + (uint64_t)row] = a;
         }
     }
     free(w);
     return 0;
 }
 
-double wr_relerr(const float *y, const double *ref, size_t n)
+double wr_relerr(const float *y, const double *ref, size_t n) { return wr_relerr_abs(y, ref, NULL, n, 0); }
+
+double wr_relerr_abs(const float *y, const double *ref, const double *yabs, size_t n, int64_t cols)
 {
     double num = 0, den = 0;
+    for (size_t i = 0; yabs && cols > 0 && i < n; i++)   /* the floor: the largest sum in float's range */
+        if (yabs[i] <= FLT_MAX && yabs[i] / sqrt((double)cols) > den)
+            den = yabs[i] / sqrt((double)cols);
     for (size_t i = 0; i < n; i++) {
+        if (yabs && isfinite(ref[i]) && !(yabs[i] <= FLT_MAX) && !isfinite(y[i]))
+            continue;   /* finite products beyond float's range: a float sum may be Inf or NaN */
         if (!isfinite(ref[i])) {   /* an Inf or NaN weight: y must be the same Inf, or a NaN */
             const int same = isnan(ref[i]) ? isnan(y[i]) : (double)y[i] == ref[i];
             if (!same)

@@ -180,6 +180,25 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
     const wp_coded_view &v = m->v;
     void *p;
     uint64_t fb = wr_fixed_bytes(m);
+    if (m->stored) {   /* stored fixed-width: its bytes for the twin, and the twin's buffers */
+        if (!fixed) {
+            snprintf(err, errlen, "%s: stored fixed-width, and its bytes were not given", m->name);
+            goto fail;
+        }
+        if (dalloc(d, &p, fb, fixed, err, errlen))
+            goto fail;
+        d->fixed = (uint8_t *)p;
+        if (dalloc(d, &p, 4, NULL, err, errlen))
+            goto fail;
+        d->err = M.err = (int *)p;
+        if (cudaMemset(M.err, 0, 4) != cudaSuccess) {
+            snprintf(err, errlen, "cudaMemset: %s", cudaGetErrorString(cudaGetLastError()));
+            goto fail;
+        }
+        if (devmat_fill_stored(M, m, err, errlen))
+            goto fail;
+        goto twin_buffers;
+    }
     if (dalloc(d, &p, 4 * v.n_words, v.words, err, errlen))
         goto fail;
     M.words = (const uint32_t *)p;
@@ -205,6 +224,7 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
     }
     if (devmat_fill(M, m, err, errlen))
         goto fail;
+twin_buffers:
     /* k_twin's and k_palette's column splits: their sums and done-counters (zero) */
     if (dalloc(d, &p, 4 * (size_t)gemv_max_splits(g->sms, M) * 8 * (size_t)M.rows, NULL, err, errlen))
         goto fail;
@@ -216,6 +236,8 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
         snprintf(err, errlen, "cudaMemset: %s", cudaGetErrorString(cudaGetLastError()));
         goto fail;
     }
+    if (m->stored)
+        return d;
     {
         /* the 2^L decode table (wr_lut_build: wr_lut_entry of every peek, the code the CPU
            tests run); a block type's pair table from it, then its codes' values for
@@ -391,7 +413,7 @@ extern "C" int wr_gpu_sm_warps(wr_gpu *g, wr_dmat *d, int pipe, int batch, doubl
     const int st = pipe == WR_PIPE_FUSED ? 0 : pipe == WR_PIPE_STAGED ? 1 : pipe == WR_PIPE_RING ? 2 : -1;
     int nb = 0;
     *waves = 0.0;
-    if (d->m->kind != WR_Q || st < 0)
+    if (d->m->kind != WR_Q || d->m->stored || st < 0)
         return 0;
     switch (batch) {
     case 1: nb = fused_q_blocks_st<1>(d, st); break;
@@ -682,6 +704,8 @@ static int launch_split(wr_gpu *g, wr_dmat *d, int frac, const float *x, int bat
 
 extern "C" int wr_gpu_has_pipe(const wr_dmat *d, int pipe)
 {
+    if (d->m->stored)   /* no lanes: the twin alone */
+        return pipe == WR_PIPE_TWIN && d->fixed != NULL;
     switch (pipe) {
     case WR_PIPE_FUSED: case WR_PIPE_FULL: case WR_PIPE_STAGED: return 1;
     case WR_PIPE_RING: return d->m->kind == WR_Q;
@@ -768,6 +792,10 @@ static int check_err_flag(wr_dmat *d, char *err, size_t errlen)
 
 extern "C" int wr_gpu_restore(wr_gpu *g, wr_dmat *d, int lut, uint8_t *out, char *err, size_t errlen)
 {
+    if (d->m->stored) {
+        snprintf(err, errlen, "%s: stored fixed-width: no lanes to decode", d->m->name);
+        return -1;
+    }
     CK(cudaMemset(d->err, 0, 4));
     CK(cudaMemset(d->dec, 0, wr_fixed_bytes(d->m)));
     launch_restore(g, d, d->dec, lut);
@@ -831,6 +859,8 @@ extern "C" int wr_gpu_time(wr_gpu *g, wr_dmat *d, int pipe, int batch, int warmu
 
 extern "C" int wr_gpu_graph_pipe(const wr_dmat *d, int pipe)
 {
+    if (d->m->stored)   /* the twin, a kernel for a block type; cuBLAS for a float matrix */
+        return d->m->kind == WR_Q ? WR_PIPE_TWIN : -1;
     const bool blas = pipe == WR_PIPE_SPLIT2 || pipe == WR_PIPE_SPLIT4 || pipe == WR_PIPE_SPLIT8 ||
                       (pipe == WR_PIPE_FULL && d->m->kind == WR_EXP);
     return !wr_gpu_has_pipe(d, pipe) || blas || pipe == WR_PIPE_TWIN ? WR_PIPE_FUSED : pipe;

@@ -71,11 +71,14 @@ double      wr_gpu_hbm_gbs(const wr_gpu *g);
 
 /* Upload a coded matrix (lane words, offsets, lane counts, side/raw bytes,
  * limit tables); fixed = the restored fixed-width bytes (wr_restore_bytes),
- * uploaded for WR_PIPE_TWIN, or NULL. WR_EXP: BF16, F16 or F32. NULL on error. */
+ * uploaded for WR_PIPE_TWIN, or NULL. WR_EXP: BF16, F16 or F32. A matrix
+ * the bundle stores fixed-width (m->stored): fixed and the twin's buffers
+ * only (fixed must be given). NULL on error. */
 wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *fixed, char *err, size_t errlen);
 void     wr_gpu_free(wr_dmat *d);
 
-/* 1 if pipeline pipe runs on this matrix: FUSED, STAGED and FULL always,
+/* 1 if pipeline pipe runs on this matrix: a stored one (m->stored) TWIN
+ * alone; else FUSED, STAGED and FULL always,
  * RING for ggml-block (WR_Q) matrices, PRIVATE for those when one warp's block fits the
  * device's shared memory, RECON and SPLIT* for exponent-coded (BF16) matrices, TWIN when
  * fixed data was uploaded, TRANSCODE and PALETTE for palette-pair BF16. */
@@ -115,7 +118,9 @@ int wr_gpu_time(wr_gpu *g, wr_dmat *d, int pipe, int batch, int warmup, int runs
 
 /* The pipeline the graph pass runs for `pipe` on d: pipe itself where it
  * applies and runs kernels only, else FUSED (cuBLAS's full and split for
- * float matrices, and the twin, are not captured). */
+ * float matrices, and the twin, are not captured). A matrix the bundle
+ * stores fixed-width (m->stored) takes the twin alone: TWIN for a block
+ * type (k_twin), -1 for a float matrix (cuBLAS: the pass leaves it out). */
 int wr_gpu_graph_pipe(const wr_dmat *d, int pipe);
 
 /* A whole-model weight pass (every matrix once, batch 1, as one token's

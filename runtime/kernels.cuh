@@ -2310,6 +2310,49 @@ __global__ void k_to_16(const float *x, uint16_t *o, long long n, int f16)
 #define GEMV_SM_WARPS 8        /* gemv_grid: aim for this many warps a SM (where the caller does not say) */
 #define GEMV_MAX_SM_WARPS 64   /* ... and at most this many (a SM's limit) */
 
+/* devmat_fill's part for a ggml block type (WR_Q): block geometry and code
+ * values (qoff, qnl), checked against the kernels' constants. */
+static inline int devmat_fill_q(DevMat &M, const wr_matrix *m, char *err, size_t errlen)
+{
+    M.wps = m->dg.wps;
+    M.bits = m->dg.bits;
+    M.n = m->dg.n;
+    M.sub_n = m->dg.sub_n;
+    M.side_bytes = m->dg.side;
+    M.block_bytes = m->dg.bytes;
+    const uint8_t zero[32] = {0};
+    const wr_scale z = wr_sub_scale(M.type, zero, 0);
+    M.qoff = z.off;
+    M.qnl = z.nl;
+    const bool nl = dev_nl(M.type);
+    if (dev_wps(M.type) != m->dg.wps || dev_bits(M.type) != m->dg.bits || nl != (M.qnl != 0) ||
+        dev_sub_n(M.type) != m->dg.sub_n) {
+        snprintf(err, errlen,
+                 "%s: codes a symbol, bits a code, non-linear, weights a sub-block: device %d, %d, %d, %d; "
+                 "wr_geom_of, wr_sub_scale %d, %d, %d, %d",
+                 m->name, dev_wps(M.type), dev_bits(M.type), (int)nl, dev_sub_n(M.type), m->dg.wps, m->dg.bits,
+                 M.qnl, m->dg.sub_n);
+        return -1;
+    }
+    return 0;
+}
+
+/* Fill M's scalar fields from a matrix the bundle stores fixed-width
+ * (m->stored): shape and type, block geometry (devmat_fill_q) or element
+ * bytes; no tiles (ntiles 0). The caller sets err, part and cnt: the twin
+ * (k_twin, or cuBLAS for floats) is all that runs on it. -1 with a message
+ * as devmat_fill. */
+static inline int devmat_fill_stored(DevMat &M, const wr_matrix *m, char *err, size_t errlen)
+{
+    M.type = (int)m->type;
+    M.rows = m->rows;
+    M.cols = m->cols;
+    if (m->kind == WR_Q)
+        return devmat_fill_q(M, m, err, errlen);
+    M.esize = m->type == WP_F32 ? 4 : 2;
+    return 0;
+}
+
 /* Fill M's scalar fields from m (shape, tiles, table bits, the deepest lane,
  * block geometry or float split geometry) and its pointers into the side
  * bytes (palette, vmap, vbytes), from M.side, which the caller has set; the
@@ -2335,29 +2378,8 @@ static inline int devmat_fill(DevMat &M, const wr_matrix *m, char *err, size_t e
                  WR_LUT_MAX_BITS);
         return -1;
     }
-    if (m->kind == WR_Q) {
-        M.wps = m->dg.wps;
-        M.bits = m->dg.bits;
-        M.n = m->dg.n;
-        M.sub_n = m->dg.sub_n;
-        M.side_bytes = m->dg.side;
-        M.block_bytes = m->dg.bytes;
-        const uint8_t zero[32] = {0};
-        const wr_scale z = wr_sub_scale(M.type, zero, 0);
-        M.qoff = z.off;
-        M.qnl = z.nl;
-        const bool nl = dev_nl(M.type);
-        if (dev_wps(M.type) != m->dg.wps || dev_bits(M.type) != m->dg.bits || nl != (M.qnl != 0) ||
-            dev_sub_n(M.type) != m->dg.sub_n) {
-            snprintf(err, errlen,
-                     "%s: codes a symbol, bits a code, non-linear, weights a sub-block: device %d, %d, %d, %d; "
-                     "wr_geom_of, wr_sub_scale %d, %d, %d, %d",
-                     m->name, dev_wps(M.type), dev_bits(M.type), (int)nl, dev_sub_n(M.type), m->dg.wps, m->dg.bits,
-                     M.qnl, m->dg.sub_n);
-            return -1;
-        }
-        return 0;
-    }
+    if (m->kind == WR_Q)
+        return devmat_fill_q(M, m, err, errlen);
     const struct wp_bf16_split &s = m->s;
     const uint8_t *base = m->aux.payload;
     M.wps = s.palette_n ? 2 : 1;

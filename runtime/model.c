@@ -58,6 +58,66 @@ static void matrix_free(wr_matrix *m)
     free(m->vcnt);
 }
 
+static int record_copy(wp_record *d, const wp_record *s)
+{
+    wp_record_init(d);
+    d->kind = s->kind;
+    d->type = s->type;
+    d->n_dims = s->n_dims;
+    memcpy(d->ne, s->ne, sizeof d->ne);
+    free(d->attrs);
+    d->attrs = strdup(s->attrs ? s->attrs : "");
+    if (!d->attrs || wp_record_set_name(d, s->name) || !wp_record_alloc(d, s->payload_len))
+        return -1;
+    if (s->payload_len)
+        memcpy(d->payload, s->payload, (size_t)s->payload_len);
+    return 0;
+}
+
+/* Whether the twin runs a tensor of type and shape rows x cols: a ggml
+ * block type of the kernels (wr_geom_of) with a code view (cols a multiple
+ * of its block), or BF16, F16, F32. When so and m is not NULL, m's kind (and
+ * for a block type dg and g) are set. */
+static int twin_takes(uint32_t type, int64_t rows, int64_t cols, wr_matrix *m)
+{
+    wp_codes_geom g;
+    if (rows < 1 || cols < 1)
+        return 0;
+    if (wp_bf16_fields(type, NULL, NULL) > 0) {
+        if (m)
+            m->kind = WR_EXP;
+        return 1;
+    }
+    const wr_geom dg = wr_geom_of((int)type);
+    if (dg.n == 0 || wp_codes_geom_get((int)type, cols, (uint64_t)rows, &g))
+        return 0;
+    if (m) {
+        m->kind = WR_Q;
+        m->dg = dg;
+        m->g = g;
+    }
+    return 1;
+}
+
+/* m (from model_add) as a matrix stored `stored` (WR_STORED_FIXED or ZSTD):
+ * t, its restored TENSOR record, copied into m->aux. The caller has checked
+ * twin_takes. Returns 0, or -1 (out of memory, m freed). */
+static int stored_set(wr_matrix *m, int stored, const wp_record *t, const char *src)
+{
+    if (record_copy(&m->aux, t)) {
+        matrix_free(m);
+        return -1;
+    }
+    snprintf(m->name, sizeof m->name, "%s", t->name ? t->name : "");
+    m->src = src;
+    m->stored = stored;
+    m->type = t->type;
+    m->cols = t->ne[0];
+    m->rows = wp_record_nelem(t) / t->ne[0];
+    twin_takes(m->type, m->rows, m->cols, m);
+    return 0;
+}
+
 void wr_model_keep(wr_model *md, const char *match)
 {
     int k = 0;
@@ -203,25 +263,68 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
         fclose(f);
         return fail(err, errlen, "%s: %s", path, why);
     }
+    /* nothing lane-coded: not an inference bundle (the twin alone would run it) */
+    uint64_t n_coded = 0;
+    for (uint64_t i = 0; i < ix.count; i++)
+        n_coded += ix.e[i].kind == WP_REC_CODED;
+    if (!n_coded) {
+        wp_index_free(&ix);
+        fclose(f);
+        return fail(err, errlen, "%s: no coded matrices (every matrix is stored fixed-width or zstd'd, as "
+                                 "laneinterleave --dist may choose, also after zstd -d, or the stream was not coded "
+                                 "by laneinterleave; laneinterleave without --dist makes the inference bundle)",
+                    path);
+    }
     int rc = 0;
-    wp_record other;
+    wp_record other, map;   /* a record read; the last rowmap read, for the tensor after it */
     wp_record_init(&other);
+    wp_record_init(&map);
     for (uint64_t i = 0; i < ix.count && rc == 0; i++) {
         const wp_index_entry *e = &ix.e[i];
         const int coded_next = i + 1 < ix.count && ix.e[i + 1].kind == WP_REC_CODED;
         if (match && !strstr(e->name, match))
             continue;
-        /* the rest read for their checksums, the tensors counted: a corrupt zstd'd matrix passed
-           "wprun --verify: ok", and the matrices it does not run went unsaid (a fresh user's find) */
+        /* the rest read for their checksums (a corrupt zstd'd matrix passed "wprun --verify: ok",
+           a fresh user's find); tensors stored fixed-width or zstd'd are run by the twin, the
+           shared ones and those of other types counted */
         if (e->kind != WP_REC_CODED && e->kind != WP_REC_END &&
             !((e->kind == WP_REC_SIDE || e->kind == WP_REC_RAW) && coded_next)) {
             if (wp_record_read_at(f, path, e->offset, &other, err, errlen)) {
                 rc = -1;
                 break;
             }
-            md->n_fixed += e->kind == WP_REC_TENSOR && other.n_dims >= 2;
-            md->n_zstd += e->kind == WP_REC_Z && wp_attr_i64(&other, "z_of", 0) == WP_REC_TENSOR && other.n_dims >= 2;
-            md->n_shared += e->kind == WP_REC_REF && other.n_dims >= 2;
+            const int of = wp_record_kind_of(&other);
+            if (of == WP_REC_ROWMAP) {
+                wp_record t = map;
+                map = other;
+                other = t;
+                continue;
+            }
+            const int64_t cols = other.ne[0], rows = cols ? wp_record_nelem(&other) / cols : 0;
+            if (of == WP_REC_REF && other.n_dims >= 2) {
+                md->n_shared++;
+            } else if (of == WP_REC_TENSOR && other.n_dims >= 2 && !twin_takes(other.type, rows, cols, NULL)) {
+                md->n_other++;
+            } else if (of == WP_REC_TENSOR && other.n_dims >= 2) {
+                /* restored as verify restores it: a zstd unwrapped, a rowmap's rows expanded */
+                wp_restore *rs = wp_restore_new();
+                wp_record *out = NULL;
+                wr_matrix *m = rs ? model_add(md) : NULL;
+                const int mapped = map.name && !strcmp(map.name, other.name);
+                const int stored = e->kind == WP_REC_Z ? WR_STORED_ZSTD : WR_STORED_FIXED;
+                char st[8] = "";   /* laneinterleave's mark: it chose fixed-width over coded */
+                const int chose = wp_attr_str(&other, "stored", st, sizeof st) && !strcmp(st, "fixed");
+                if (!m)
+                    rc = fail(err, errlen, "out of memory");
+                else if ((mapped && wp_restore_put(rs, &map, 0, &out) != 0) || wp_restore_put(rs, &other, 0, &out) != 1)
+                    rc = fail(err, errlen, "%s: %s", path, wp_restore_error(rs));
+                else if (stored_set(m, stored, out, path))
+                    rc = fail(err, errlen, "out of memory");
+                else
+                    md->n++, md->n_fixed += chose && stored == WR_STORED_FIXED,
+                    md->n_zstd += chose && stored == WR_STORED_ZSTD, md->n_uncoded += !chose;
+                wp_restore_free(rs);
+            }
             continue;
         }
         if (e->kind != WP_REC_CODED)
@@ -243,8 +346,11 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
             rc = -1;
             break;
         }
+        if (map.name && !strcmp(map.name, e->name) && map.ne[0] == m->cols)   /* the GEMV gives the distinct rows' outputs */
+            m->rows_all = wp_record_nelem(&map) / map.ne[0];
         md->n++;
     }
+    wp_record_free(&map);
     wp_record_free(&other);
     wp_index_free(&ix);
     fclose(f);
@@ -359,6 +465,33 @@ int wr_model_add_blocks(wr_model *md, uint32_t type, const char *name, int64_t r
     return add_coded(md, m, &sym, &shape, lengths, type, name, rows, cols, err, errlen);
 }
 
+int wr_model_add_stored(wr_model *md, uint32_t type, const char *name, int64_t rows, int64_t cols,
+                        const uint8_t *data, char *err, size_t errlen)
+{
+    if (!twin_takes(type, rows, cols, NULL))
+        return fail(err, errlen, "%s: the twin does not take %s %" PRId64 "x%" PRId64 " (a block type of the kernels "
+                                 "in whole blocks, BF16, F16 or F32)", name,
+                    wp_ggml_type_name(type) ? wp_ggml_type_name(type) : "this type", rows, cols);
+    const int esize = wp_bf16_fields(type, NULL, NULL);
+    wr_matrix probe;
+    twin_takes(type, rows, cols, &probe);
+    const uint64_t len = esize > 0 ? (uint64_t)(rows * cols) * (uint64_t)esize : probe.g.block_len;
+    wp_record t;
+    wp_record_init(&t);
+    set_shape(&t, WP_REC_TENSOR, type, name, rows, cols);
+    wr_matrix *m = model_add(md);
+    uint8_t *p = m ? wp_record_alloc(&t, len) : NULL;
+    if (p)
+        memcpy(p, data, (size_t)len);
+    if (!p || stored_set(m, WR_STORED_FIXED, &t, NULL)) {
+        wp_record_free(&t);
+        return fail(err, errlen, "out of memory");
+    }
+    wp_record_free(&t);
+    md->n++;
+    return 0;
+}
+
 int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint64_t seed,
                    char *err, size_t errlen)
 {
@@ -461,27 +594,18 @@ int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint
 
 /* ---- restoring and accounting ---------------------------------------- */
 
-static int record_copy(wp_record *d, const wp_record *s)
-{
-    wp_record_init(d);
-    d->kind = s->kind;
-    d->type = s->type;
-    d->n_dims = s->n_dims;
-    memcpy(d->ne, s->ne, sizeof d->ne);
-    free(d->attrs);
-    d->attrs = strdup(s->attrs ? s->attrs : "");
-    if (!d->attrs || wp_record_set_name(d, s->name) || !wp_record_alloc(d, s->payload_len))
-        return -1;
-    if (s->payload_len)
-        memcpy(d->payload, s->payload, (size_t)s->payload_len);
-    return 0;
-}
-
 int wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, size_t errlen)
 {
     wp_record a, c, *o = NULL;
     *out = NULL;
     *len = 0;
+    if (m->stored) {   /* restored at load */
+        if (!(*out = malloc(m->aux.payload_len + 1)))
+            return fail(err, errlen, "out of memory");
+        memcpy(*out, m->aux.payload, (size_t)m->aux.payload_len);
+        *len = (size_t)m->aux.payload_len;
+        return 0;
+    }
     wp_restore *rs = wp_restore_new();
     int rc = -1;
     wp_record_init(&a);
@@ -509,6 +633,8 @@ int wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, 
 
 uint64_t wr_coded_bytes(const wr_matrix *m)
 {
+    if (m->stored)
+        return wr_fixed_bytes(m);
     return m->coded.payload_len + m->aux.payload_len;
 }
 

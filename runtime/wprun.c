@@ -31,7 +31,8 @@ static const char usage[] =
     "             [--tuning FILE]\n"
     "             [--runs N] [--tol X] [--graph]\n"
     "Decode a bundle's coded matrices on the GPU (or, with --cpu, with the CPU\n"
-    "reference) and check, time or tune y = W x on them.\n"
+    "reference) and check, time or tune y = W x on them; matrices the bundle\n"
+    "stores fixed-width or zstd'd run the twin alone.\n"
     "  --bundle FILE   a bundle (laneinterleave's output); repeatable; a bare\n"
     "                  FILE argument is the same\n"
     "  --synth SPEC    add a synthetic coded matrix: TYPE (Q4_0 ... IQ4_XS, BF16,\n"
@@ -105,23 +106,35 @@ static void tune_sigpipe(int sig)
     }
 }
 
-/* What md's matrices that are not lane-coded are, into buf: "9 fixed-width and 14 zstd'd,
-   where coding would not make them smaller; 1 shared, a copy of another tensor". */
-static void not_coded(const wr_model *md, char *buf, size_t n)
+/* What md's matrices that are not lane-coded but run (by the twin) are, into buf (empty when
+   none): "9 fixed-width and 14 zstd'd, where coding would not make them smaller; 5 left uncoded
+   by the filters". */
+static void stored_kinds(const wr_model *md, char *buf, size_t n)
 {
+    const int ns = md->n_fixed + md->n_zstd;
     int k = 0;
     buf[0] = 0;
-    if (md->n_fixed || md->n_zstd) {
+    if (ns) {
         if (md->n_fixed && md->n_zstd)
             k = snprintf(buf, n, "%d fixed-width and %d zstd'd", md->n_fixed, md->n_zstd);
         else
-            k = snprintf(buf, n, "%d %s", md->n_fixed + md->n_zstd, md->n_fixed ? "fixed-width" : "zstd'd");
-        k += snprintf(buf + k, n - (size_t)k, ", where coding would not make %s smaller",
-                      md->n_fixed + md->n_zstd == 1 ? "it" : "them");
+            k = snprintf(buf, n, "%d %s", ns, md->n_fixed ? "fixed-width" : "zstd'd");
+        k += snprintf(buf + k, n - (size_t)k, ", where coding would not make %s smaller", ns == 1 ? "it" : "them");
     }
+    if (md->n_uncoded)
+        snprintf(buf + k, n - (size_t)k, "%s%d left uncoded by the filters", k ? "; " : "", md->n_uncoded);
+}
+
+/* What md's matrices that are not run are, into buf (empty when none): "1 shared, a copy of
+   another tensor; 2 of a type the twin does not take". */
+static void not_run_kinds(const wr_model *md, char *buf, size_t n)
+{
+    int k = 0;
+    buf[0] = 0;
     if (md->n_shared)
-        snprintf(buf + k, n - (size_t)k, "%s%d shared, %s of another tensor", k ? "; " : "", md->n_shared,
-                 md->n_shared == 1 ? "a copy" : "copies");
+        k = snprintf(buf, n, "%d shared, %s of another tensor", md->n_shared, md->n_shared == 1 ? "a copy" : "copies");
+    if (md->n_other)
+        snprintf(buf + k, n - (size_t)k, "%s%d of a type wprun has no kernel for", k ? "; " : "", md->n_other);
 }
 
 static void die(int status, const char *fmt, const char *a)
@@ -333,6 +346,9 @@ static void tuning_put(FILE *tf, const wr_matrix *m, int batch, int pipe, double
  * for BF16. */
 static const char *pipe_refusal(const wr_matrix *m, int p)
 {
+    if (m->stored && p != P_TWIN)
+        return m->stored == WR_STORED_ZSTD ? "stored zstd'd, not lane-coded: the twin alone runs it"
+                                           : "stored fixed-width, not lane-coded: the twin alone runs it";
     if ((p == P_RING || p == P_PRIVATE) && m->kind != WR_Q)
         return p == P_RING ? "ring takes quantized types only" : "private takes quantized types only";
     if ((p == P_TRANSCODE || p == P_PALETTE) && !wr_palette_ok(m))
@@ -358,9 +374,12 @@ static int pipe_applies(const wr_matrix *m, int p) { return !pipe_refusal(m, p);
  * cut its occupancy: ring 2-27 % faster than staged, 10-20 % than fused).
  * Palette-pair BF16 at batch <= 16: palette (0.95x cuBLAS at batch 1,
  * where the exponent-only fused took 6x). Else fused up to batch 8, full
- * above. Before 2026-12-04: fused for every matrix at batch <= 8. */
+ * above. Before 2026-12-04: fused for every matrix at batch <= 8. A
+ * matrix stored fixed-width or zstd'd: the twin, the one it takes. */
 static int pipe_default(const wr_matrix *m, int batch)
 {
+    if (m->stored)
+        return P_TWIN;
     if (m->kind == WR_Q && batch <= 8)
         return wr_lane_depth(m) <= STAGED_MAX_DEPTH ? P_STAGED : P_RING;
     if (pipe_applies(m, P_PALETTE) && batch <= 16)
@@ -445,8 +464,9 @@ static int is_palette_bf16(const wr_matrix *m)
 }
 
 /* The pipeline the CPU runs for p on m: p itself where it applies (twin:
- * the fixed-width GEMV on the original data), else fused. */
-static int cpu_pipe(const wr_matrix *m, int p) { return pipe_applies(m, p) ? p : P_FUSED; }
+ * the fixed-width GEMV on the original data), else fused (a stored
+ * matrix: the twin). */
+static int cpu_pipe(const wr_matrix *m, int p) { return pipe_applies(m, p) ? p : m->stored ? P_TWIN : P_FUSED; }
 
 /* CPU pipeline run (p = cpu_pipe's): fused, staged, ring, private and recon (the fused
  * sums); full and split (the matrix decoded by the table decoder, then the
@@ -510,6 +530,22 @@ static void restore_failed(const wr_matrix *m, const char *err)
 
 static int n_long_codes;   /* matrices --cpu found with codes over WR_LUT_MAX_BITS bits */
 
+/* "(stored fixed-width) " or "(stored zstd'd) " for a stored matrix's report lines, else "". */
+static const char *stored_tag(const wr_matrix *m)
+{
+    return m->stored == WR_STORED_FIXED ? "(stored fixed-width) " : m->stored == WR_STORED_ZSTD ? "(stored zstd'd) " : "";
+}
+
+/* A rowmap's matrix on a verify line: "348 of 512 rows distinct (rowmap)  ", else "". */
+static const char *rows_note(const wr_matrix *m)
+{
+    static char buf[96];
+    if (!m->rows_all)
+        return "";
+    snprintf(buf, sizeof buf, "%lld of %lld rows distinct (rowmap)  ", (long long)m->rows, (long long)m->rows_all);
+    return buf;
+}
+
 /* One matrix on the CPU: its checks (--verify), timings (--bench, --tune).
  * Returns the failures, each a line above saying FAIL or MISMATCH (0: all passed). */
 static int cpu_matrix(const wr_matrix *m, FILE *tf)
@@ -526,14 +562,14 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
        ones with its own message); counted for --bench and --tune too */
     const int dev_na = m->huf.L > WR_LUT_MAX_BITS;
     n_long_codes += dev_na;
-    if (opt.verify) {
+    if (opt.verify && !m->stored) {   /* a stored matrix has no lanes: its gemv lines say so */
         mine = malloc(len + 1);
         int ok_ref = mine && wr_cpu_restore(m, WR_DEC_LIMITS, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
         int ok_fast = mine && wr_cpu_restore(m, WR_DEC_TABLE, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0;
         int ok_dev = dev_na ||
                      (mine && wr_cpu_restore(m, WR_DEC_DEVICE, mine, err, sizeof err) == 0 && memcmp(mine, ref, len) == 0);
-        printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  restore(ref) %s  restore(fast) %s  restore(device) %s\n",
-               type_name(m), m->name, (long long)m->rows, (long long)m->cols, bpw(m), ok_ref ? "ok" : "MISMATCH",
+        printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  %srestore(ref) %s  restore(fast) %s  restore(device) %s\n",
+               type_name(m), m->name, (long long)m->rows, (long long)m->cols, bpw(m), rows_note(m), ok_ref ? "ok" : "MISMATCH",
                ok_fast ? "ok" : "MISMATCH", dev_na ? "n/a (codes over 11 bits)" : ok_dev ? "ok" : "MISMATCH");
         bad += !ok_ref || !ok_fast || !ok_dev;
         if (is_palette_bf16(m)) {   /* run-time transcode (lanes) = load-time transcode (bytes) */
@@ -553,13 +589,13 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
         int batch = opt.batch[bi];
         size_t nx = (size_t)batch * (size_t)m->cols, ny = (size_t)batch * (size_t)m->rows;
         float *x = malloc(nx * sizeof *x), *yf = malloc(ny * sizeof *yf), *yt = malloc(ny * sizeof *yt);
-        double *y64 = malloc(ny * sizeof *y64);
-        if (!x || !yf || !yt || !y64) {
+        double *y64 = malloc(ny * sizeof *y64), *yabs = malloc(ny * sizeof *yabs);
+        if (!x || !yf || !yt || !y64 || !yabs) {
             printf("FAIL %s: out of memory\n", mlabel(m));
             bad++;
         } else {
             wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
-            if (opt.verify && wr_ref_gemv64(m, ref, x, batch, y64)) {
+            if (opt.verify && wr_ref_gemv64(m, ref, x, batch, y64, yabs)) {
                 printf("FAIL %s: out of memory (float64 reference)\n", mlabel(m));
                 bad++;
             } else if (opt.verify) {
@@ -569,7 +605,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     bad++;
                 } else {
                     wr_cpu_gemv_fixed(m, ref, x, batch, yt);
-                    double ef = wr_relerr(yf, y64, ny), et = wr_relerr(yt, y64, ny);
+                    double ef = wr_relerr_abs(yf, y64, yabs, ny, m->cols), et = wr_relerr_abs(yt, y64, yabs, ny, m->cols);
                     /* bit-equal: a coded pipeline against the twin (not the twin against itself) */
                     int same = pf != P_TWIN && memcmp(yf, yt, ny * sizeof *yf) == 0;
                     int ok = ef < opt.tol && et < opt.tol;
@@ -577,7 +613,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     if (pf != P_TWIN)
                         snprintf(tw, sizeof tw, "twin %s  ", relerr_str(et, y64, ny, rt, sizeof rt));
                     printf("gemv   %-6s %-40s batch %-4d %s %s  %s%s%s\n", type_name(m), m->name, batch, pipe_name[pf],
-                           relerr_str(ef, y64, ny, rf, sizeof rf), tw, same ? "(bit-equal) " : "",
+                           relerr_str(ef, y64, ny, rf, sizeof rf), tw, same ? "(bit-equal) " : stored_tag(m),
                            ef < opt.tol ? verdict(et, y64, ny, "twin ") : verdict(ef, y64, ny, ""));
                     bad += !ok;
                 }
@@ -594,10 +630,10 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     pidx = NULL;
                 }
                 double t[P_COUNT];
-                int bestp = P_FUSED;
+                int bestp = m->stored ? P_TWIN : P_FUSED;
                 for (int p = 0; p < P_COUNT; p++) {
                     t[p] = NAN;
-                    if (p == P_TWIN || p == P_STAGED || p == P_RING || p == P_PRIVATE || p == P_RECON || is_split(p) ||
+                    if ((p == P_TWIN && !m->stored) || p == P_STAGED || p == P_RING || p == P_PRIVATE || p == P_RECON || is_split(p) ||
                         !pipe_applies(m, p) || (p == P_PALETTE && !pidx))
                         continue;   /* staged, ring, private and recon compute fused's sums on the CPU, split full's:
                                        not timed twice */
@@ -614,10 +650,13 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     free(s);
                     if (t[p] < t[bestp])
                         bestp = p;
-                    if (tf)
+                    if (tf && p != P_TWIN)   /* a stored matrix's one pipeline: nothing to choose */
                         tuning_put(tf, m, batch, p, t[p], 1);
                 }
-                if (opt.bench)
+                if (opt.bench && m->stored)
+                    printf("bench  %-6s %-40s batch %-4d cpu twin %10.1f us  %s(the one pipeline it takes)\n",
+                           type_name(m), m->name, batch, t[P_TWIN], stored_tag(m));
+                else if (opt.bench)
                     printf("bench  %-6s %-40s batch %-4d cpu fused %10.1f us  full %10.1f us  transcode %10.1f us  "
                            "palette %10.1f us  best %s\n",
                            type_name(m), m->name, batch, t[P_FUSED], t[P_FULL], t[P_TRANSCODE], t[P_PALETTE],
@@ -631,6 +670,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
         free(yf);
         free(yt);
         free(y64);
+        free(yabs);
     }
     free(ref);
     return bad;
@@ -703,7 +743,7 @@ static int gpu_run(wr_model *md, FILE *tf)
             bad++;
             continue;
         }
-        if (opt.verify) {
+        if (opt.verify && !m->stored) {   /* a stored matrix has no lanes to restore */
             mine = malloc(len + 1);
             int ok = device_restore_ok(g, dm[i], 0, mine, ref, len, err, sizeof err);
             if (!ok)
@@ -714,8 +754,8 @@ static int gpu_run(wr_model *md, FILE *tf)
                 if (!ok_lut)
                     printf("  (%s)\n", err);
             }
-            printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  device restore (limits) %s (table) %s\n",
-                   type_name(m), m->name, (long long)m->rows, (long long)m->cols, bpw(m), ok ? "ok" : "MISMATCH",
+            printf("verify %-6s %-40s %6lldx%-6lld %6.3f b/w  %sdevice restore (limits) %s (table) %s\n",
+                   type_name(m), m->name, (long long)m->rows, (long long)m->cols, bpw(m), rows_note(m), ok ? "ok" : "MISMATCH",
                    ok_lut ? "ok" : "MISMATCH");
             bad += !ok || !ok_lut;
             free(mine);
@@ -724,22 +764,24 @@ static int gpu_run(wr_model *md, FILE *tf)
             int batch = opt.batch[bi];
             size_t nx = (size_t)batch * (size_t)m->cols, ny = (size_t)batch * (size_t)m->rows;
             float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
-            double *y64 = malloc(ny * sizeof *y64);
-            if (!x || !y || !y64) {
+            double *y64 = malloc(ny * sizeof *y64), *yabs = malloc(ny * sizeof *yabs);
+            if (!x || !y || !y64 || !yabs) {
                 printf("FAIL %s: out of memory\n", mlabel(m));
                 bad++;
                 free(x);
                 free(y);
                 free(y64);
+                free(yabs);
                 continue;
             }
             wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
-            if (opt.verify && wr_ref_gemv64(m, ref, x, batch, y64)) {
+            if (opt.verify && wr_ref_gemv64(m, ref, x, batch, y64, yabs)) {
                 printf("FAIL %s: out of memory (float64 reference)\n", mlabel(m));
                 bad++;
             } else if (opt.verify) {
+                const int want = m->stored ? P_TWIN : opt.pipe;   /* a stored matrix: its one pipeline */
                 for (int p = 0; p < P_COUNT; p++) {
-                    if (opt.pipe != P_AUTO && p != opt.pipe)
+                    if (want != P_AUTO && p != want)
                         continue;
                     if (!wr_gpu_has_pipe(dm[i], p)) {
                         if (opt.pipe != P_AUTO)   /* asked for by name: say it did not run */
@@ -756,10 +798,10 @@ static int gpu_run(wr_model *md, FILE *tf)
                         bad++;
                         continue;
                     }
-                    double e = wr_relerr(y, y64, ny);
+                    double e = wr_relerr_abs(y, y64, yabs, ny, m->cols);
                     char rs[64];
-                    printf("gemv   %-6s %-40s batch %-4d %-5s %s  %s\n", type_name(m), m->name, batch, pipe_name[p],
-                           relerr_str(e, y64, ny, rs, sizeof rs), verdict(e, y64, ny, ""));
+                    printf("gemv   %-6s %-40s batch %-4d %-5s %s  %s%s\n", type_name(m), m->name, batch, pipe_name[p],
+                           relerr_str(e, y64, ny, rs, sizeof rs), stored_tag(m), verdict(e, y64, ny, ""));
                     bad += !(e < opt.tol);
                 }
             }
@@ -768,7 +810,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                 memcpy(br->name, m->name, sizeof br->name - 1);
                 strncpy(br->type, type_name(m), sizeof br->type - 1);
                 br->batch = batch;
-                int bestp = 0;
+                int bestp = m->stored ? P_TWIN : P_FUSED;
                 for (int p = 0; p < P_COUNT; p++) {
                     br->t[p] = NAN;
                     if (!wr_gpu_has_pipe(dm[i], p))
@@ -784,7 +826,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                     if (tf && p != P_TWIN)
                         tuning_put(tf, m, batch, p, br->t[p], 2);
                 }
-                if (m->kind == WR_Q && opt.bench && (batch == 1 || batch == 2 || batch == 4 || batch == 8)) {
+                if (m->kind == WR_Q && !m->stored && opt.bench && (batch == 1 || batch == 2 || batch == 4 || batch == 8)) {
                     /* the kernels' occupancy: a last round of a few tiles can take a tile's time */
                     double wv[3];
                     const int pw[3] = {P_FUSED, P_STAGED, P_RING};
@@ -794,7 +836,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                     printf("occ    %-6s %-40s batch %-4d warps a SM (waves): fused %d (%.2f)  staged %d (%.2f)  "
                            "ring %d (%.2f)\n", type_name(m), m->name, batch, sw[0], wv[0], sw[1], wv[1], sw[2], wv[2]);
                 }
-                br->wps = (double)(m->rows * m->cols) / (br->t[0] * 1e-6);
+                br->wps = (double)(m->rows * m->cols) / (br->t[m->stored ? P_TWIN : P_FUSED] * 1e-6);
                 br->bound = wr_gpu_hbm_gbs(g) * 1e9 / ((double)wr_coded_bytes(m) / (double)(m->rows * m->cols));
                 if (opt.tune)
                     printf("tune   %-40s batch %-4d -> %s\n", m->name, batch, pipe_name[bestp]);
@@ -802,17 +844,24 @@ static int gpu_run(wr_model *md, FILE *tf)
             free(x);
             free(y);
             free(y64);
+            free(yabs);
         }
         free(ref);
     }
     if (opt.graph && dm) {
         /* each matrix through auto's choice at batch 1 (the tuning file's, else pipe_default's), or
            --pipeline's, where the graph takes it (wr_gpu_graph_pipe) */
-        int nd = 0, *gp = malloc((size_t)md->n * sizeof *gp), used[P_COUNT] = {0};
+        int nd = 0, nout = 0, *gp = malloc((size_t)md->n * sizeof *gp), used[P_COUNT] = {0};
         for (int i = 0; i < md->n && gp; i++)
             if (dm[i]) {
-                gp[nd] = pipe_for(&md->m[i], 1);
-                used[wr_gpu_graph_pipe(dm[i], gp[nd])]++;
+                const int p = pipe_for(&md->m[i], 1), pg = wr_gpu_graph_pipe(dm[i], p);
+                if (pg < 0) {   /* a stored float matrix: cuBLAS, not captured */
+                    wr_gpu_free(dm[i]);
+                    nout++;
+                    continue;
+                }
+                gp[nd] = p;
+                used[pg]++;
                 dm[nd++] = dm[i];
             }
         char mix[256] = "";
@@ -827,8 +876,12 @@ static int gpu_run(wr_model *md, FILE *tf)
             printf("FAIL graph pass: %s\n", err);
             bad++;
         } else {
-            printf("graph  whole-model pass, %d matrices, batch 1 (%s): graph %.1f us, stream %.1f us\n", nd, mix, tg,
-                   ts);
+            char out[160] = "";
+            if (nout)
+                snprintf(out, sizeof out, "; %d more, stored float %s, left out (their twin is cuBLAS, not captured)",
+                         nout, nout == 1 ? "matrix" : "matrices");
+            printf("graph  whole-model pass, %d matrices, batch 1 (%s): graph %.1f us, stream %.1f us%s\n", nd, mix, tg,
+                   ts, out);
         }
         free(gp);
         for (int i = 0; i < nd; i++)
@@ -1130,25 +1183,19 @@ int main(int argc, char **argv)
     for (int i = 0; i < ns; i++)
         add_synth(&md, synths[i]);
     wr_model_keep(&md, opt.match);   /* --match: the synthetic matrices too */
-    if (md.n == 0) {
-        char kinds[200];   /* what it matched that is not lane-coded, said (it was "no coded matrix" alone) */
-        if (opt.match && md.n_fixed + md.n_zstd + md.n_shared) {
+    if (md.n == 0) {   /* (a bundle with nothing lane-coded: wr_model_load refuses it) */
+        char kinds[200];   /* what it matched that is not run, said (it was "no coded matrix" alone) */
+        const int n = md.n_shared + md.n_other;
+        if (opt.match && n) {
             char msg[600];
-            not_coded(&md, kinds, sizeof kinds);
-            char what[32] = "the matrix it matches is";
-            const int n = md.n_fixed + md.n_zstd + md.n_shared;
-            if (n > 1)
-                snprintf(what, sizeof what, "the %d it matches are", n);
-            snprintf(msg, sizeof msg, "no coded matrix matches --match '%%s': %s not lane-coded (%s)", what, kinds);
+            not_run_kinds(&md, kinds, sizeof kinds);
+            snprintf(msg, sizeof msg, "no matrix wprun runs matches --match '%%s': %s not run (%s)",
+                     n > 1 ? "the ones it matches are" : "the matrix it matches is", kinds);
             die(WR_EXIT_FAIL, msg, opt.match);
         }
         if (opt.match)
-            die(WR_EXIT_FAIL, "no coded matrix matches --match '%s'", opt.match);
-        if (nb == 1 && !ns)
-            die(WR_EXIT_FAIL, "%s: no coded matrices (every matrix is stored fixed-width or zstd'd, as "
-                              "laneinterleave --dist may choose, also after zstd -d, or the stream was not coded by "
-                              "laneinterleave; laneinterleave without --dist makes the inference bundle)", bundles[0]);
-        die(WR_EXIT_FAIL, "%s", "no coded matrices in the input");
+            die(WR_EXIT_FAIL, "no matrix matches --match '%s'", opt.match);
+        die(WR_EXIT_FAIL, "%s", "no matrices in the input");
     }
     /* auto picks the pipeline of the CPU's --verify GEMV checks and of the GPU's --graph pass (the
        GPU's --verify checks every pipeline) */
@@ -1187,13 +1234,20 @@ int main(int argc, char **argv)
                         "take (huffbuild --max-len %d)\n", n_long_codes, md.n,
                 md.n == 1 ? "matrix has" : n_long_codes == 1 ? "matrices has" : "matrices have", WR_LUT_MAX_BITS,
                 WR_LUT_MAX_BITS);
-    /* the matrices not run, said (they went unsaid, as if the run were the whole model) */
-    const int n_not = md.n_fixed + md.n_zstd + md.n_shared;
+    /* the matrices the twin alone ran, and those not run, said (they went unsaid, as if the run
+       were the whole model) */
+    const int n_st = md.n_fixed + md.n_zstd + md.n_uncoded, n_not = md.n_shared + md.n_other;
+    if (n_st) {
+        char kinds[200];
+        stored_kinds(&md, kinds, sizeof kinds);
+        printf("wprun: %d of the %d %s not lane-coded (%s): the twin alone ran %s\n", n_st, md.n,
+               md.n == 1 ? "matrix is" : n_st == 1 ? "matrices is" : "matrices are", kinds, n_st == 1 ? "it" : "them");
+    }
     if (n_not) {
         char kinds[200];
-        not_coded(&md, kinds, sizeof kinds);
-        printf("wprun: %d more %s not run, not lane-coded (%s); %s checksums ok\n", n_not,
-               n_not == 1 ? "matrix" : "matrices", kinds, n_not == 1 ? "its" : "their");
+        not_run_kinds(&md, kinds, sizeof kinds);
+        printf("wprun: %d more %s not run (%s); %s checksums ok\n", n_not, n_not == 1 ? "matrix" : "matrices", kinds,
+               n_not == 1 ? "its" : "their");
     }
     /* the failures counted (it said FAILED alone, which a long run's output hid) */
     if (bad)

@@ -12,6 +12,9 @@
  *   WR_EXP  RAW + CODED (codec=exp): floating-point weights (BF16, F16,
  *           F32) as exponent symbols
  *           (palette indices in pairs, or exponent bytes) + sign/mantissa.
+ * A third sort is run too: a matrix the bundle stores fixed-width (a tensor
+ * record, or a zstd of one, where coding would not make it smaller), held
+ * as its restored bytes and run by the twin alone (stored != 0).
  * Records are kept as read (payload pointers are what the GPU uploads).
  */
 #ifndef WPACK_WPRUN_H
@@ -32,6 +35,13 @@ extern "C" {
 
 enum { WR_Q = 1, WR_EXP = 2 };
 
+/* How the bundle stores a matrix (wr_matrix.stored). */
+enum {
+    WR_STORED_CODED = 0,   /* lane-coded: SIDE/RAW + CODED */
+    WR_STORED_FIXED = 1,   /* a tensor record, fixed-width (laneinterleave's stored=fixed) */
+    WR_STORED_ZSTD = 2     /* a zstd record of a tensor record */
+};
+
 /* Exit statuses of wprun (wprun(1)). */
 enum {
     WR_EXIT_OK = 0,
@@ -44,10 +54,15 @@ typedef struct {
     char        name[256];
     const char *src;          /* the bundle file it was loaded from (wr_model_load's path, kept by
                                  the caller), or NULL (synthetic) */
-    int         kind;         /* WR_Q or WR_EXP */
+    int         kind;         /* WR_Q (a ggml block type) or WR_EXP (BF16, F16, F32) */
+    int         stored;       /* WR_STORED_*: CODED, or FIXED / ZSTD (run by the twin alone: aux
+                                 holds the restored tensor, coded and the lane fields are empty) */
     uint32_t    type;         /* ggml type */
     int64_t     rows, cols;
-    wp_record   aux;          /* SIDE (WR_Q) or RAW (WR_EXP) */
+    int64_t     rows_all;     /* a rowmap's tensor (rowmap.h): its rows, of which rows are the
+                                 distinct ones that are coded; 0 without a rowmap (a stored
+                                 matrix is held with its rows expanded: 0) */
+    wp_record   aux;          /* SIDE (WR_Q) or RAW (WR_EXP); the TENSOR when stored */
     wp_record   coded;        /* CODED */
     wp_coded_view v;          /* parsed coded, pointers into coded.payload */
     wr_huf      huf;          /* limit tables of v.lengths */
@@ -63,20 +78,30 @@ typedef struct {
 typedef struct {
     int        n, cap;
     wr_matrix *m;
-    /* tensors of the bundles not lane-coded, so not run (wr_model_load): stored fixed-width,
-       zstd'd, or shared with an earlier tensor (ref) */
-    int        n_fixed, n_zstd, n_shared;
+    /* matrices of the bundles that are not lane-coded (wr_model_load): in m[], run by the twin,
+       those laneinterleave stored fixed-width or zstd'd (stored=fixed: coding was not smaller)
+       and those the filters left uncoded (n_uncoded: histogram --no-float's floats, say); not
+       run, those shared with an earlier tensor (ref) or of a type without a kernel (n_other) */
+    int        n_fixed, n_zstd, n_uncoded, n_shared, n_other;
 } wr_model;
 
 /* ---- model (runtime/model.c) ---- */
 
-/* Load every coded matrix (SIDE/RAW + CODED pair) of a bundle file, found
- * through its trailing index (wp_index_read, wp_record_read_at). Every other
- * record (metadata, tensors stored fixed-width, zstd'd or shared) is read
- * once, its checksums checked, and the tensors counted in md->n_fixed,
- * n_zstd and n_shared; none of them is run. match: NULL or a substring the
- * name must contain (then only the tensors it matches are read). path must outlive md (each matrix's src points to it).
- * Returns 0, or -1 with a one-line message in err. */
+/* Load every matrix of a bundle file, found through its trailing index
+ * (wp_index_read, wp_record_read_at): each coded one (SIDE/RAW + CODED
+ * pair; a rowmap before it sets rows_all), and each one stored fixed-width
+ * or zstd'd (a tensor record of 2 or more dimensions, or a zstd of one) of a
+ * type the twin takes (a ggml block type of the kernels, BF16, F16, F32),
+ * restored with wp_restore (a rowmap before it expanded): stored
+ * WR_STORED_FIXED or ZSTD, counted in md->n_fixed and n_zstd (those with
+ * laneinterleave's stored=fixed) or n_uncoded (the rest). Every other
+ * record (metadata, 1-D tensors, shared tensors, tensors of other types)
+ * is read once, its checksums checked, the shared and other-typed matrices
+ * counted in md->n_shared and n_other; they are not run. match: NULL or a
+ * substring the name must contain (then only the tensors it matches are
+ * read). path must outlive md (each matrix's src points to it). Returns 0,
+ * or -1 with a one-line message in err (also for a bundle with no coded
+ * matrix: nothing for the runner to decode). */
 int  wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen);
 
 /* Append a synthetic coded matrix of type (a block type of blocks.h, or
@@ -104,13 +129,22 @@ int  wr_model_add_blocks(wr_model *md, uint32_t type, const char *name, int64_t 
 void wr_model_keep(wr_model *md, const char *match);
 void wr_model_free(wr_model *md);
 
+/* Append a matrix stored fixed-width (stored WR_STORED_FIXED): type a ggml
+ * block type with a code view or BF16, F16, F32; rows x cols; data its
+ * ggml_row_size(type, cols) x rows bytes, copied. Tests and the emulator
+ * build stored matrices with it. Returns 0 or -1 with a message. */
+int  wr_model_add_stored(wr_model *md, uint32_t type, const char *name, int64_t rows, int64_t cols,
+                         const uint8_t *data, char *err, size_t errlen);
+
 /* The exact tensor bytes as the library restores them (wp_restore: the
  * reference `verify` uses): *out malloc'd, *len bytes (ggml blocks for WR_Q,
- * the original BF16/F16/F32 bytes for WR_EXP). Returns 0 or -1. */
+ * the original BF16/F16/F32 bytes for WR_EXP; a stored matrix's restored
+ * tensor). Returns 0 or -1. */
 int  wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, size_t errlen);
 
 /* Bytes the device holds for a matrix in coded form (lane words, offsets,
- * lane counts, lengths, side/raw bytes), and in its fixed-width form. */
+ * lane counts, lengths, side/raw bytes; a stored matrix: its fixed-width
+ * bytes), and in its fixed-width form. */
 uint64_t wr_coded_bytes(const wr_matrix *m);
 uint64_t wr_fixed_bytes(const wr_matrix *m);
 
@@ -126,7 +160,8 @@ enum {
 /* Decode every tile with decoder `mode` (WR_DEC_*) and restore the exact
  * blocks (WR_Q, g.block_len bytes) or float bytes (WR_EXP: BF16, F16 or
  * F32 elements rebuilt from exponent and raw bits with wr_dev.h's
- * wr_float_rebuild, verbatim groups copied) into out. Returns 0 or -1. */
+ * wr_float_rebuild, verbatim groups copied) into out. Returns 0 or -1 (also
+ * for a stored matrix: it has no lanes). */
 int  wr_cpu_restore(const wr_matrix *m, int mode, uint8_t *out, char *err, size_t errlen);
 
 /* The most words any lane of m holds (at least 1, at most
@@ -160,7 +195,8 @@ int  wr_dev_decode_tile(const wr_matrix *m, const uint32_t *lut, uint64_t t, uin
  * WR_Q: every coded type; WR_EXP: the exponent-only path (exponents
  * decoded, BF16/F16/F32 rebuilt from the raw bits, verbatim groups from
  * vbytes).
- * Never holds more than one tile of decoded symbols. Returns 0 or -1. */
+ * Never holds more than one tile of decoded symbols. Returns 0 or -1 (also
+ * for a stored matrix, which the twin alone runs). */
 int  wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, char *err, size_t errlen);
 
 /* The twin: the same GEMV over fixed-width data (blocks of WR_Q, or the
@@ -225,15 +261,29 @@ int  wr_cpu_gemv_palette(const wr_matrix *m, const uint8_t *idx, const float *x,
 
 /* float64 reference: dequantize each row with lib (wp_dequantize_row, or
  * the float value of BF16/F16/F32), accumulate products in double. data =
- * wr_restore_bytes's output; y: batch x rows. Returns 0, or -1 (out of
+ * wr_restore_bytes's output; y: batch x rows. yabs: NULL, or batch x rows
+ * sums of |w x| in double, as y (wr_relerr_abs). Returns 0, or -1 (out of
  * memory, y untouched). */
-int  wr_ref_gemv64(const wr_matrix *m, const uint8_t *data, const float *x, int batch, double *y);
+int  wr_ref_gemv64(const wr_matrix *m, const uint8_t *data, const float *x, int batch, double *y, double *yabs);
 
 /* Normwise relative error max|y - ref| / max|ref| over the entries whose
  * ref is finite (0 when both are 0); an entry whose ref is +-Inf (NaN) must
  * be the same Inf (a NaN) in y, else the error is +Inf. Why: a BF16 matrix
  * holding Inf weights round-trips exactly, and its GEMV is Inf or NaN. */
 double wr_relerr(const float *y, const double *ref, size_t n);
+/* wr_relerr of a GEMV whose sums of |w x| are yabs (wr_ref_gemv64's; NULL:
+ * wr_relerr itself), rows of cols weights:
+ *  - the denominator is at least S, the largest yabs within float's range
+ *    over sqrt(cols), the size an output has when its products do not
+ *    cancel: where every output cancels to near zero (a matrix of one row,
+ *    say), the float sums' rounding is measured against the size of the
+ *    products, not of the result; over many rows max|ref| is mostly the
+ *    larger;
+ *  - an output whose ref is finite but whose yabs is beyond float's range
+ *    (FLT_MAX) may be Inf or NaN in y: a float sum of such products
+ *    overflows (a BF16 matrix of its largest values); it is left out then,
+ *    and compared when finite. (An Inf or NaN ref is as wr_relerr takes it.) */
+double wr_relerr_abs(const float *y, const double *ref, const double *yabs, size_t n, int64_t cols);
 
 /* Inputs for benchmarks and checks: never zero (|v| in [0.25, 1.25]),
  * rounded to BF16 when bf16 (so a BF16 GEMM sees them exactly). */

@@ -49,9 +49,13 @@ cpu_verify() {
     [ "$status" -eq 0 ] || { echo "$output"; return 1; }
     ! echo "$output" | grep -qE 'FAIL|MISMATCH' || return 1
     n_restore=$(echo "$output" | grep -c 'restore(ref) ok  restore(fast) ok  restore(device) ok$')
-    n_gemv=$(echo "$output" | grep -cE '^gemv .* relerr [0-9.e+-]+ .*ok$')
+    n_gemv=$(echo "$output" | grep -E '^gemv .* relerr [0-9.e+-]+ .*ok$' | grep -vc '(stored ')
     [ "$n_restore" -gt 0 ] || return 1
-    [ "$n_gemv" -eq $((3 * n_restore)) ]
+    [ "$n_gemv" -eq $((3 * n_restore)) ] || return 1
+    # the matrices stored fixed-width or zstd'd: a twin line each a batch
+    n_stored=$(echo "$output" | sed -n "s/^wprun: \([0-9]*\) of the [0-9]* matri.* not lane-coded (.*/\1/p")
+    n_sgemv=$(echo "$output" | grep -cE "^gemv .* twin relerr [0-9.e+-]+  \(stored (fixed-width|zstd'd)\) ok$" || true)
+    [ "$n_sgemv" -eq $((3 * ${n_stored:-0})) ]
 }
 
 @test "wprun --help describes the modes; no input is a usage error (64)" {
@@ -254,7 +258,7 @@ cpu_verify() {
     # --name=VALUE takes VALUE as given
     run "$BIN/wprun" --cpu --match=-x --synth Q4_0:64x256
     [ "$status" -eq 1 ]
-    [ "$output" = "wprun: no coded matrix matches --match '-x'" ]
+    [ "$output" = "wprun: no matrix matches --match '-x'" ]
 }
 
 @test "wprun --bench reads no tuning file (auto steers only --verify's GEMV checks)" {
@@ -337,11 +341,11 @@ cpu_verify() {
 @test "wprun: --match naming nothing says so; a load error names the bundle file" {
     run "$BIN/wprun" --cpu --bundle "$Q/f16.bundle" --match nonexistent
     [ "$status" -eq 1 ]
-    [ "$output" = "wprun: no coded matrix matches --match 'nonexistent'" ]
+    [ "$output" = "wprun: no matrix matches --match 'nonexistent'" ]
     # synthetic matrices are filtered too
     run "$BIN/wprun" --cpu --synth Q4_K:64x256 --match nonexistent
     [ "$status" -eq 1 ]
-    [ "$output" = "wprun: no coded matrix matches --match 'nonexistent'" ]
+    [ "$output" = "wprun: no matrix matches --match 'nonexistent'" ]
     run "$BIN/wprun" --cpu --synth all:64x256 --match BF16
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -c '^gemv ')" -eq 1 ]
@@ -656,17 +660,25 @@ open('$T/name', 'w').write(r.name)"
     echo "$output" | grep -q "^FAIL Q8_0.r65x4096: restore: record 'Q8_0.r65x4096': [a-z]"
 }
 
-@test "wprun: the matrices it does not run are said and their records checked (a corrupt zstd'd matrix passed)" {
+@test "wprun runs the matrices a bundle stores fixed-width or zstd'd with the twin, says so, and checks their records" {
     [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
     # laneinterleave stores a matrix fixed-width (zstd'd when smaller) where coding does not
-    # make it smaller: stories260K's 64 x 64 attention matrices. wprun ran the 13 coded ones,
-    # said "13 matrices (cpu): ok" and read no other record (a fresh user's find)
+    # make it smaller: stories260K's 64 x 64 attention matrices. wprun ran the 13 coded ones
+    # alone (a whole-model pass of 13 of 37 matrices); it first read no other record (a fresh
+    # user's find), then read them for their checksums and said they were not run
     run --separate-stderr "$BIN/wprun" --cpu "$Q/s-Q8_0.bundle"
     [ "$status" -eq 0 ]
-    [ "${lines[-2]}" = "wprun: 24 more matrices not run, not lane-coded (9 fixed-width and 14 zstd'd, where coding would not make them smaller; 1 shared, a copy of another tensor); their checksums ok" ]
-    [ "${lines[-1]}" = "wprun: 13 matrices (cpu): ok" ]
+    [ "${lines[-3]}" = "wprun: 23 of the 36 matrices are not lane-coded (9 fixed-width and 14 zstd'd, where coding would not make them smaller): the twin alone ran them" ]
+    [ "${lines[-2]}" = "wprun: 1 more matrix not run (1 shared, a copy of another tensor); its checksums ok" ]
+    [ "${lines[-1]}" = "wprun: 36 matrices (cpu): ok" ]
+    # each on a gemv line of its own, the twin's, tagged with how it is stored
+    [ "$(echo "$output" | grep -cE '^gemv +Q8_0 +blk\.[0-9]\.(attn|ffn)_[a-z]+\.weight +batch 1 +twin relerr [0-9.e-]+  \(stored zstd.d\) ok$')" -eq 14 ]
+    [ "$(echo "$output" | grep -cE '^gemv .* twin relerr [0-9.e-]+  \(stored fixed-width\) ok$')" -eq 9 ]
+    [ "$(echo "$output" | grep -c '^verify ')" -eq 13 ]   # no lanes to restore: no verify line
     # the counts are verify's 2-D rows of those kinds
     [ "$("$BIN/verify" --tsv "$Q/s-Q8_0.gguf" "$Q/s-Q8_0.bundle" | awk -F'\t' '$1 ~ /weight$/ && $1 !~ /norm/ && $9 == "zstd"' | wc -l)" -eq 14 ]
+    # a matrix whose repeated rows the bundle merged says how many it holds
+    echo "$output" | grep -qE '^verify +Q8_0 +output\.weight +348x64 +8\.379 b/w  348 of 512 rows distinct \(rowmap\)  restore\(ref\) ok'
     cp "$Q/s-Q8_0.bundle" "$T/bad.bundle"
     off=$(offset_of "$T/bad.bundle" "blk.2.attn_q.weight")
     patch_bytes "$T/bad.bundle" $((off + 300)) '\xff\xff\xff\xff'
@@ -676,15 +688,51 @@ open('$T/name', 'w').write(r.name)"
     # --match reads only what it names
     run --separate-stderr "$BIN/wprun" --cpu --match ffn_up "$T/bad.bundle"
     [ "$status" -eq 0 ]
-    [ "${lines[-2]}" = "wprun: 1 more matrix not run, not lane-coded (1 zstd'd, where coding would not make it smaller); its checksums ok" ]
-    [ "${lines[-1]}" = "wprun: 4 matrices (cpu): ok" ]
-    # a --match that names only such matrices says so (it said "no coded matrix matches" alone)
-    run --separate-stderr "$BIN/wprun" --cpu --match attn_q "$Q/s-Q8_0.bundle"
+    [ "${lines[-2]}" = "wprun: 1 of the 5 matrices is not lane-coded (1 zstd'd, where coding would not make it smaller): the twin alone ran it" ]
+    [ "${lines[-1]}" = "wprun: 5 matrices (cpu): ok" ]
+    # a --match of stored matrices alone runs them (it said "no coded matrix matches")
+    run --separate-stderr "$BIN/wprun" --cpu --match attn_q --batch 1,3 "$Q/s-Q8_0.bundle"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '^gemv .* twin relerr .* (stored zstd.d) ok$')" -eq 10 ]
+    [ "${lines[-1]}" = "wprun: 5 matrices (cpu): ok" ]
+    # --pipeline names a coded pipeline: a stored matrix still runs its one, the twin
+    run --separate-stderr "$BIN/wprun" --cpu --match blk.0.attn_q --pipeline staged "$Q/s-Q8_0.bundle"
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "gemv   Q8_0   blk.0.attn_q.weight "*" batch 1    twin relerr "*"  (stored zstd'd) ok" ]]
+    # one that names only a matrix not run says so
+    run --separate-stderr "$BIN/wprun" --cpu --match token_embd "$Q/s-Q8_0.bundle"
     [ "$status" -eq 1 ]
-    [ "$stderr" = "wprun: no coded matrix matches --match 'attn_q': the 5 it matches are not lane-coded (5 zstd'd, where coding would not make them smaller)" ]
-    run --separate-stderr "$BIN/wprun" --cpu --match blk.0.attn_q "$Q/s-Q8_0.bundle"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "wprun: no coded matrix matches --match 'blk.0.attn_q': the matrix it matches is not lane-coded (1 zstd'd, where coding would not make it smaller)" ]
+    [ "$stderr" = "wprun: no matrix wprun runs matches --match 'token_embd': the matrix it matches is not run (1 shared, a copy of another tensor)" ]
+    # --bench and --tune: the twin alone, and no tuning line (nothing to choose)
+    run --separate-stderr "$BIN/wprun" --cpu --bench --tune --tuning "$T/t.tuning" --runs 1 --match blk.0.attn_q "$Q/s-Q8_0.bundle"
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" =~ ^bench\ +Q8_0\ +blk\.0\.attn_q\.weight\ +batch\ 1\ +cpu\ twin\ +[0-9.]+\ us\ \ \(stored\ zstd.d\)\ \(the\ one\ pipeline\ it\ takes\)$ ]]
+    [ "${lines[1]}" = "tune   blk.0.attn_q.weight                      batch 1    -> twin" ]
+    [ "$(grep -vc '^#' "$T/t.tuning")" -eq 0 ]
+    # matrices the filters left uncoded (histogram --no-float: Q4_K_M's F16 ffn_down) run so too,
+    # counted apart (they are not "where coding would not make them smaller")
+    "$BIN/ggufcat" "$Q/s-Q4_K_M.gguf" | "$BIN/histogram" --no-float | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/nf.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/nf.bundle"
+    [ "$status" -eq 0 ]
+    [ "${lines[-2]}" = "wprun: 35 of the 37 matrices are not lane-coded (30 fixed-width, where coding would not make them smaller; 5 left uncoded by the filters): the twin alone ran them" ]
+    [ "${lines[-1]}" = "wprun: 37 matrices (cpu): ok" ]
+    [ "$(echo "$output" | grep -cE '^gemv +F16 +blk\.[0-4]\.ffn_down\.weight +batch 1 +twin relerr [0-9.e-]+  \(stored (fixed-width|zstd.d)\) ok$')" -eq 5 ]
+}
+
+@test "wprun: a one-row matrix whose output cancels is measured against its products' size (its twin failed --tol at 4.77e-04)" {
+    # mksynth's Q4_1 1 x 256 matrix, stored fixed-width: at batch 1 its one output cancels to a
+    # small fraction of its products, and the twin's float sums' rounding, against max|ref|, came
+    # to 4.77e-04 (it ran once wprun ran stored matrices)
+    run --separate-stderr "$BIN/wprun" --cpu --match Q4_1.r1x256 "$Q/syn.bundle"
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" =~ ^gemv\ +Q4_1\ +Q4_1\.r1x256\ +batch\ 1\ +twin\ relerr\ ([0-9.e-]+)\ \ \(stored\ fixed-width\)\ ok$ ]]
+    awk -v e="${BASH_REMATCH[1]}" 'BEGIN { exit !(e > 0 && e < 1e-6) }'
+    # a matrix of many rows: max|ref| is the larger at batch 3 (5.81e-07, as before the floor),
+    # and at batch 1 the floor moves the error from 4.59e-07 to 4.42e-07 (S a little larger)
+    run --separate-stderr "$BIN/wprun" --cpu --synth Q4_K:64x256 --batch 1,3
+    [ "$status" -eq 0 ]
+    [[ "${lines[1]}" == *" batch 1    staged relerr 4.42e-07  twin relerr 4.42e-07  (bit-equal) ok" ]]
+    [[ "${lines[2]}" == *" batch 3    staged relerr 5.81e-07  twin relerr 5.81e-07  (bit-equal) ok" ]]
 }
 
 @test "a corrupt bundle fails wprun --cpu --verify (status 1)" {
@@ -919,6 +967,10 @@ open('$T/name', 'w').write(r.name)"
     # auto takes palette for palette-pair BF16 (pipe_default); fused below
     echo "$output" | grep -qE '^gemv +BF16 +bf16.specials_67x100 +batch 1 +palette relerr [0-9.e+-]+ +twin relerr [0-9.e+-]+ +\(bit-equal\) ok$'
     echo "$output" | grep -qF 'bf16.nonfinite_rows_16x64                batch 1    palette relerr n/a (no finite output: Inf/NaN as the reference'"'"'s)  twin relerr n/a (no finite output: Inf/NaN as the reference'"'"'s)  (bit-equal) ok'
+    # every BF16 pattern (stored zstd'd, so the twin's): rows of its largest values overflow a
+    # float sum (Inf, or NaN from Inf - Inf) where the float64 reference is finite; those outputs
+    # are left out (the run failed "relerr inf" once the twin ran stored matrices)
+    echo "$output" | grep -qE "^gemv +BF16 +bf16.every_pattern +batch 1 +twin relerr [0-9.e+-]+  \(stored zstd'd\) ok$"
     run "$BIN/wprun" --cpu --verify --pipeline fused --bundle "$T/fl.bundle"
     [ "$status" -eq 0 ]
     echo "$output" | grep -qE '^gemv +BF16 +bf16.specials_67x100 +batch 1 +fused relerr [0-9.e+-]+ +twin relerr [0-9.e+-]+ +\(bit-equal\) ok$'

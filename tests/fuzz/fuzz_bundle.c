@@ -176,18 +176,20 @@ static void run_model(void)
             free(idx);
         }
         float *x = malloc((size_t)m->cols * sizeof *x + 1), *y = malloc((size_t)m->rows * sizeof *y + 1);
-        double *y64 = malloc((size_t)m->rows * sizeof *y64 + 1);
-        if (x && y && y64) {
+        double *y64 = malloc((size_t)m->rows * sizeof *y64 + 1), *yabs = malloc((size_t)m->rows * sizeof *yabs + 1);
+        if (x && y && y64 && yabs) {
             wr_make_x(x, (size_t)m->cols, 1, m->kind == WR_EXP);
             (void)wr_cpu_gemv_fused(m, x, 1, y, err, sizeof err);
             if (restored && len == fixed) {
                 wr_cpu_gemv_fixed(m, ref, x, 1, y);
-                wr_ref_gemv64(m, ref, x, 1, y64);
+                if (wr_ref_gemv64(m, ref, x, 1, y64, yabs) == 0)
+                    (void)wr_relerr_abs(y, y64, yabs, (size_t)m->rows, m->cols);
             }
         }
         free(x);
         free(y);
         free(y64);
+        free(yabs);
         free(mine);
         free(ref);
     }

@@ -249,6 +249,78 @@ static void test_relerr(void)
     const double r6[2] = {0.0, 0.0};
     const float y6[2] = {0.0f, 0.0f};
     CHECK(wr_relerr(y6, r6, 2) == 0.0, "relerr: 0 when both are 0");
+    /* with the sums of |w x|: a denominator at least the largest of them within float's range
+       over sqrt(cols), else max|ref| as before; outputs of sums beyond float's range may be Inf
+       or NaN (float overflow), not a finite number that differs */
+    const double r7[2] = {0.001, -0.002};
+    const float y7[2] = {0.0015f, -0.002f};
+    const double a7[2] = {0.4, 0.2}, a8[2] = {0.004, 0.002};
+    const double e7 = wr_relerr_abs(y7, r7, a7, 2, 64), e8 = wr_relerr_abs(y7, r7, a8, 2, 64);
+    CHECK(fabs(e7 - 0.01) < 1e-6 && fabs(e8 - 0.25) < 1e-6 && wr_relerr(y7, r7, 2) == e8 &&
+              wr_relerr_abs(y7, r7, NULL, 2, 64) == e8,
+          "relerr: sums of |w x| up to 0.4 over sqrt(64): 0.0005 / 0.05 = %g; up to 0.004: max|ref|'s %g", e7, e8);
+    const double r9[3] = {-1.6e38, 3.6e38, 1.0}, a9[3] = {7e38, 4e38, 2.0};
+    const float y9[3] = {NAN, INFINITY, 1.0f}, y10[3] = {NAN, 1.8e38f, 1.0f};
+    const double e9 = wr_relerr_abs(y9, r9, a9, 3, 4), e10 = wr_relerr_abs(y10, r9, a9, 3, 4);
+    CHECK(e9 == 0.0 && fabs(e10 - 0.5) < 1e-6 && isinf(wr_relerr(y9, r9, 3)),
+          "relerr: sums of |w x| beyond FLT_MAX: NaN and Inf left out (%g), a finite output compared (%g); "
+          "without the sums an infinite error", e9, e10);
+    const double r11[2] = {INFINITY, 1.0}, a11[2] = {INFINITY, 1.0};
+    const float y11[2] = {-INFINITY, 1.0f};
+    CHECK(isinf(wr_relerr_abs(y11, r11, a11, 2, 4)), "relerr: with the sums, -Inf where the reference is +Inf is still "
+                                                     "an infinite error");
+}
+
+/* A matrix stored fixed-width (wr_model_add_stored): restored as given, run
+ * by the twin, its scale the largest sum of |w x| over sqrt(cols); the
+ * twin refuses other types. */
+static void test_stored(void)
+{
+    char err[256];
+    wr_model md;
+    memset(&md, 0, sizeof md);
+    /* Q8_0, 2 rows of 64: d = 1 (fp16 0x3c00), codes +-1 in row 0, 1 .. 64 in row 1 */
+    uint8_t blk[4 * 34];
+    for (int b = 0; b < 4; b++) {
+        blk[34 * b] = 0x00, blk[34 * b + 1] = 0x3c;
+        for (int i = 0; i < 32; i++)
+            blk[34 * b + 2 + i] = (uint8_t)(int8_t)(b < 2 ? (i % 2 ? -1 : 1) : 32 * (b - 2) + i + 1);
+    }
+    int rc = wr_model_add_stored(&md, WP_Q8_0, "st.q8", 2, 64, blk, err, sizeof err);
+    CHECK(rc == 0 && md.n == 1 && md.m[0].stored == WR_STORED_FIXED && md.m[0].kind == WR_Q && md.m[0].rows == 2 &&
+              wr_fixed_bytes(&md.m[0]) == sizeof blk && wr_coded_bytes(&md.m[0]) == sizeof blk,
+          "stored Q8_0 2x64: a block-type matrix of %zu bytes, fixed-width on the device too (%s)", sizeof blk,
+          rc ? err : "ok");
+    if (rc == 0) {
+        uint8_t *ref = NULL;
+        size_t len = 0;
+        float x[64], y[2];
+        double y64[2], yabs[2];
+        for (int i = 0; i < 64; i++)
+            x[i] = 1.0f;
+        rc = wr_restore_bytes(&md.m[0], &ref, &len, err, sizeof err);
+        CHECK(rc == 0 && len == sizeof blk && memcmp(ref, blk, len) == 0, "stored Q8_0: restored as given");
+        if (rc == 0) {
+            wr_cpu_gemv_fixed(&md.m[0], ref, x, 1, y);
+            wr_ref_gemv64(&md.m[0], ref, x, 1, y64, yabs);
+            /* row 0 cancels to 0 (its |w x| sum to 64); row 1 = 1 + ... + 64 = 2080 */
+            CHECK(y[0] == 0.0f && y[1] == 2080.0f && y64[0] == 0.0 && y64[1] == 2080.0 && yabs[0] == 64.0 &&
+                      yabs[1] == 2080.0,
+                  "stored Q8_0: twin %g %g, float64 %g %g, sums of |w x| %g %g (0, 2080, 64, 2080)", y[0], y[1], y64[0],
+                  y64[1], yabs[0], yabs[1]);
+        }
+        free(ref);
+    }
+    uint16_t bf[3 * 5];
+    for (int i = 0; i < 15; i++)
+        bf[i] = 0x3f80;   /* 1.0 */
+    rc = wr_model_add_stored(&md, WP_BF16, "st.bf16", 3, 5, (const uint8_t *)bf, err, sizeof err);
+    CHECK(rc == 0 && md.n == 2 && md.m[1].kind == WR_EXP && wr_fixed_bytes(&md.m[1]) == sizeof bf,
+          "stored BF16 3x5: a float matrix (%s)", rc ? err : "ok");
+    rc = wr_model_add_stored(&md, WP_Q4_K, "st.q4k", 1, 64, blk, err, sizeof err);
+    CHECK(rc == -1 && md.n == 2 && !strcmp(err, "st.q4k: the twin does not take Q4_K 1x64 (a block type of the kernels in whole blocks, BF16, F16 or F32)"),
+          "stored Q4_K of 64 columns (not a whole block) refused: %s", err);
+    wr_model_free(&md);
 }
 
 static void check_matrix(const wr_matrix *m, const int *batches, int nb)
@@ -279,7 +351,7 @@ static void check_matrix(const wr_matrix *m, const int *batches, int nb)
         int nz = 1;
         for (size_t j = 0; j < nx; j++)
             nz &= x[j] != 0;
-        wr_ref_gemv64(m, ref, x, b, y64);
+        wr_ref_gemv64(m, ref, x, b, y64, NULL);
         rc = wr_cpu_gemv_fused(m, x, b, yf, err, sizeof err);
         wr_cpu_gemv_fixed(m, ref, x, b, yt);
         double e = wr_relerr(yf, y64, ny);
@@ -384,6 +456,7 @@ int main(void)
     test_dev_blocks();
     test_dev_huffman();
     test_relerr();
+    test_stored();
 
     /* every type: a matrix with a partial tile row and a partial tile column */
     const int batches[] = {1, 3, 8};

@@ -407,7 +407,7 @@ static Ref make_ref(const wr_matrix *m, const uint8_t *fixed, int batch, uint64_
     r.x = dnew<float>(nx);
     wr_make_x(r.x, nx, seed, m->kind == WR_EXP);
     r.y64.resize(ny);
-    wr_ref_gemv64(m, fixed, r.x, batch, r.y64.data());
+    wr_ref_gemv64(m, fixed, r.x, batch, r.y64.data(), NULL);
     std::vector<float> yf(ny);
     if (wr_cpu_gemv_fused(m, r.x, batch, yf.data(), err, sizeof err))
         fprintf(stderr, "# wr_cpu_gemv_fused: %s\n", err);
@@ -554,6 +554,63 @@ static const int grids[3][2] = {{1, GEMV_SM_WARPS}, {132, GEMV_SM_WARPS}, {132, 
 static bool gemv_case(int b, int gi)
 {
     return b == 1 || (b == 2 && gi == 1) || (b >= 4 && gi != 1);
+}
+
+/* As wr_gpu_upload uploads a matrix the bundle stores fixed-width (m->stored):
+   devmat_fill_stored, its bytes and the twin's buffers. -1 where it fails. */
+static int upload_stored(Dev &d, const wr_matrix *m, char *err, size_t errlen)
+{
+    memset(&d, 0, sizeof d);
+    d.m = m;
+    DevMat &M = d.M;
+    d.err = M.err = (int *)dcopy(4, std::vector<int>(1, 0).data());
+    if (devmat_fill_stored(M, m, err, errlen))
+        return -1;
+    M.part = (float *)dmalloc(4 * (size_t)gemv_max_splits(g_sms_max, M) * 8 * (size_t)M.rows);
+    M.cnt = (unsigned *)dcopy(4 * (size_t)gemv_counters(M), std::vector<unsigned>(gemv_counters(M), 0).data());
+    return 0;
+}
+
+/* Every block type stored fixed-width: k_twin on the DevMat of upload_stored gives the sums
+   of k_twin on the coded matrix's upload bit for bit (the same blocks, grid and kernel: the
+   stored DevMat lacks nothing the twin reads), within 1e-5 of float64. */
+static void check_stored(void)
+{
+    char err[512];
+    for (uint32_t t : qtypes) {
+        const int blk = wp_ggml_blck_size(t);
+        const int64_t cols = blk == 256 ? 768 : 544;
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        uint8_t *ref = NULL;
+        size_t len = 0;
+        int rc = wr_model_synth(&md, t, 70, cols, (uint64_t)t + 31, err, sizeof err);
+        rc = rc ? rc : wr_restore_bytes(&md.m[0], &ref, &len, err, sizeof err);
+        rc = rc ? rc : wr_model_add_stored(&md, t, "stored", 70, cols, ref, err, sizeof err);
+        Dev dc, ds;
+        rc = rc ? rc : upload(dc, &md.m[0], ref, err, sizeof err);
+        rc = rc ? rc : upload_stored(ds, &md.m[1], err, sizeof err);
+        CHECK(rc == 0 && md.m[1].stored == WR_STORED_FIXED, "stored %s 70x%lld uploaded as wr_gpu_upload does (%s)",
+              wp_ggml_type_name(t), (long long)cols, rc ? err : "ok");
+        if (rc == 0) {
+            uint8_t *fixed = (uint8_t *)dcopy(len, ref);
+            for (int b : {1, 4}) {
+                Ref r = make_ref(&md.m[0], ref, b, 50 + (uint64_t)b);
+                const size_t ny = (size_t)b * 70;
+                float *y0 = dnew<float>(ny), *y1 = dnew<float>(ny);
+                emu_reset();
+                run_pipe(dc, P_TWIN, r.x, b, y0, fixed, NULL);
+                run_pipe(ds, P_TWIN, r.x, b, y1, fixed, NULL);
+                const double e = wr_relerr(y1, r.y64.data(), ny);
+                CHECK(memcmp(y0, y1, 4 * ny) == 0 && e < 1e-5 && *ds.err == 0 && emu_ok(),
+                      "stored %s: k_twin batch %d = the coded matrix's twin bit for bit, relative error %.2e%s",
+                      wp_ggml_type_name(t), b, e, emu_why().c_str());
+            }
+        }
+        free(ref);
+        wr_model_free(&md);
+        dfree_all();
+    }
 }
 
 /* Everything that runs on one matrix: twin: k_twin (WR_Q); palette: k_palette (BF16
@@ -1429,6 +1486,7 @@ int main(void)
     check_async_copies();
     check_long_lane();
     check_ring_edges();
+    check_stored();
     for (uint32_t t : {WP_Q2_K, WP_Q3_K, WP_Q4_K, WP_Q6_K})
         check_long_lane_type(t);
     for (uint32_t t : {WP_Q4_K, WP_Q6_K, WP_Q8_0})
