@@ -52,6 +52,7 @@ static wr_matrix *model_add(wr_model *md)
 
 static void matrix_free(wr_matrix *m)
 {
+    free(m->load_err);
     wp_record_free(&m->aux);
     wp_record_free(&m->coded);
     free(m->vrow);
@@ -99,7 +100,21 @@ static int twin_takes(uint32_t type, int64_t rows, int64_t cols, wr_matrix *m)
     return 1;
 }
 
-/* m (from model_add) as a matrix stored `stored` (WR_STORED_FIXED or ZSTD):
+/* m (from model_add) as a stored matrix whose record h (its header read)
+ * did not restore: why, in m->load_err. Returns 0, or -1 (out of memory). */
+static int stored_failed(wr_matrix *m, int stored, const wp_record *h, const char *src, const char *why)
+{
+    snprintf(m->name, sizeof m->name, "%s", h->name ? h->name : "");
+    m->src = src;
+    m->stored = stored;
+    m->type = h->type;
+    m->cols = h->ne[0];
+    m->rows = wp_record_nelem(h) / h->ne[0];
+    twin_takes(m->type, m->rows, m->cols, m);
+    return (m->load_err = strdup(why)) ? 0 : -1;
+}
+
+/* m (from model_add) as a matrix stored `stored` (WR_STORED_FIXED, ZSTD or UNCODED):
  * t, its restored TENSOR record, copied into m->aux. The caller has checked
  * twin_takes. Returns 0, or -1 (out of memory, m freed). */
 static int stored_set(wr_matrix *m, int stored, const wp_record *t, const char *src)
@@ -225,6 +240,22 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
     return 0;
 }
 
+/* Undo the zstd of record r (a zstd record or a kvpack) once, on a copy,
+ * as verify's restore undoes it: 0, or -1 with "PATH: record 'NAME': ..."
+ * in err (a corrupt payload whose checksums are good). */
+static int zstd_undone(const wp_record *r, const char *path, char *err, size_t errlen)
+{
+    wp_restore *rs = wp_restore_new();
+    wp_record c, *out = NULL;
+    int rc = !rs || record_copy(&c, r) ? fail(err, errlen, "out of memory") : 0;
+    if (!rc && wp_restore_put(rs, &c, 0, &out) < 0)
+        rc = fail(err, errlen, "%s: %s", path, wp_restore_error(rs));
+    if (rs)
+        wp_record_free(&c);
+    wp_restore_free(rs);
+    return rc;
+}
+
 int wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen)
 {
     if (!strcmp(path, "-"))   /* it said "-: No such file or directory" */
@@ -271,9 +302,10 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
         wp_index_free(&ix);
         fclose(f);
         return fail(err, errlen, "%s: no coded matrices (every matrix is stored fixed-width or zstd'd, as "
-                                 "laneinterleave --dist may choose, also after zstd -d, or the stream was not coded "
-                                 "by laneinterleave; laneinterleave without --dist makes the inference bundle)",
-                    path);
+                                 "laneinterleave --dist may choose, also after zstd -d, or left uncoded: "
+                                 "histogram --no-float leaves floats so, and a stream that histogram | huffbuild "
+                                 "did not code has no codes; laneinterleave without --dist makes the inference "
+                                 "bundle)", path);
     }
     int rc = 0;
     wp_record other, map;   /* a record read; the last rowmap read, for the tensor after it */
@@ -294,6 +326,11 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
                 break;
             }
             const int of = wp_record_kind_of(&other);
+            if ((e->kind == WP_REC_Z || e->kind == WP_REC_KVPACK) && of != WP_REC_TENSOR &&
+                zstd_undone(&other, path, err, errlen)) {
+                rc = -1;   /* a corrupt zstd payload under good checksums (a breaker's find: wprun passed it) */
+                break;
+            }
             if (of == WP_REC_ROWMAP) {
                 wp_record t = map;
                 map = other;
@@ -311,18 +348,28 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
                 wp_record *out = NULL;
                 wr_matrix *m = rs ? model_add(md) : NULL;
                 const int mapped = map.name && !strcmp(map.name, other.name);
-                const int stored = e->kind == WP_REC_Z ? WR_STORED_ZSTD : WR_STORED_FIXED;
                 char st[8] = "";   /* laneinterleave's mark: it chose fixed-width over coded */
                 const int chose = wp_attr_str(&other, "stored", st, sizeof st) && !strcmp(st, "fixed");
-                if (!m)
+                const int stored = !chose ? WR_STORED_UNCODED : e->kind == WP_REC_Z ? WR_STORED_ZSTD : WR_STORED_FIXED;
+                wp_record head;   /* the header, for a matrix that does not restore */
+                wp_record_init(&head);
+                head.type = other.type;
+                head.n_dims = other.n_dims;
+                memcpy(head.ne, other.ne, sizeof head.ne);
+                head.name = other.name ? strdup(other.name) : NULL;
+                int ok = 0;
+                if (!m || (other.name && !head.name))
                     rc = fail(err, errlen, "out of memory");
                 else if ((mapped && wp_restore_put(rs, &map, 0, &out) != 0) || wp_restore_put(rs, &other, 0, &out) != 1)
-                    rc = fail(err, errlen, "%s: %s", path, wp_restore_error(rs));
-                else if (stored_set(m, stored, out, path))
-                    rc = fail(err, errlen, "out of memory");
+                    ok = stored_failed(m, stored, &head, path, wp_restore_error(rs)) == 0;   /* its run fails */
                 else
-                    md->n++, md->n_fixed += chose && stored == WR_STORED_FIXED,
-                    md->n_zstd += chose && stored == WR_STORED_ZSTD, md->n_uncoded += !chose;
+                    ok = stored_set(m, stored, out, path) == 0;
+                if (m && !ok && !rc)
+                    rc = fail(err, errlen, "out of memory");
+                if (ok)
+                    md->n++, md->n_fixed += stored == WR_STORED_FIXED, md->n_zstd += stored == WR_STORED_ZSTD,
+                    md->n_uncoded += stored == WR_STORED_UNCODED;
+                wp_record_free(&head);
                 wp_restore_free(rs);
             }
             continue;
@@ -599,6 +646,8 @@ int wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, 
     wp_record a, c, *o = NULL;
     *out = NULL;
     *len = 0;
+    if (m->load_err)   /* a stored matrix that did not restore at load */
+        return fail(err, errlen, "%s", m->load_err);
     if (m->stored) {   /* restored at load */
         if (!(*out = malloc(m->aux.payload_len + 1)))
             return fail(err, errlen, "out of memory");

@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -332,10 +333,13 @@ static void tuning_read(const char *path)
 static int is_palette_bf16(const wr_matrix *m);
 static const char *type_name(const wr_matrix *m);
 
+static int n_tuned;   /* lines tuning_put wrote */
+
 /* One measurement line of the tuning file (the form tuning_line reads),
  * the time with `digits` decimals. */
 static void tuning_put(FILE *tf, const wr_matrix *m, int batch, int pipe, double us, int digits)
 {
+    n_tuned++;
     fprintf(tf, "%s\t%s\t%lldx%lld\t%d\t%s\t%.*f\n", m->name, type_name(m), (long long)m->rows,
             (long long)m->cols, batch, pipe_name[pipe], digits, us);
 }
@@ -347,8 +351,9 @@ static void tuning_put(FILE *tf, const wr_matrix *m, int batch, int pipe, double
 static const char *pipe_refusal(const wr_matrix *m, int p)
 {
     if (m->stored && p != P_TWIN)
-        return m->stored == WR_STORED_ZSTD ? "stored zstd'd, not lane-coded: the twin alone runs it"
-                                           : "stored fixed-width, not lane-coded: the twin alone runs it";
+        return m->stored == WR_STORED_ZSTD      ? "stored zstd'd, not lane-coded: the twin alone runs it"
+               : m->stored == WR_STORED_FIXED ? "stored fixed-width, not lane-coded: the twin alone runs it"
+                                              : "left uncoded by the filters: the twin alone runs it";
     if ((p == P_RING || p == P_PRIVATE) && m->kind != WR_Q)
         return p == P_RING ? "ring takes quantized types only" : "private takes quantized types only";
     if ((p == P_TRANSCODE || p == P_PALETTE) && !wr_palette_ok(m))
@@ -421,13 +426,21 @@ static int any_finite(const double *ref, size_t n)
     return 0;
 }
 
-/* "relerr E" for a GEMV check (wr_relerr's E), or, where no reference
- * output is finite (every weight row Inf or NaN), what was checked instead:
- * that each output is the reference's Inf or a NaN where it is one. */
-static const char *relerr_str(double e, const double *ref, size_t n, char *buf, size_t len)
+/* "relerr E" for a GEMV check (wr_relerr_abs's E of y against ref, yabs),
+ * or, where no reference output is finite (every weight row Inf or NaN),
+ * what was checked instead: that each output is the reference's Inf or a
+ * NaN where it is one; or, where every finite one was left out (its
+ * products overflow float), that. */
+static const char *relerr_str(double e, const float *y, const double *ref, const double *yabs, size_t n, char *buf,
+                              size_t len)
 {
-    if (n == 0 || any_finite(ref, n))
+    int compared = 0;   /* an output wr_relerr_abs compared: a finite ref, not left out as an overflow */
+    for (size_t i = 0; i < n && !compared; i++)
+        compared = isfinite(ref[i]) && (yabs[i] <= FLT_MAX || isfinite(y[i]));
+    if (n == 0 || compared)
         snprintf(buf, len, "relerr %.2e", e);
+    else if (any_finite(ref, n) && e == 0)   /* it said "relerr 0.00e+00" of no output (a fresh user's find) */
+        snprintf(buf, len, "relerr n/a (every finite output's products overflow float: Inf/NaN, left out)");
     else
         snprintf(buf, len, "relerr n/a (no finite output: Inf/NaN %s)", e == 0 ? "as the reference's" : "differ");
     return buf;
@@ -530,10 +543,14 @@ static void restore_failed(const wr_matrix *m, const char *err)
 
 static int n_long_codes;   /* matrices --cpu found with codes over WR_LUT_MAX_BITS bits */
 
-/* "(stored fixed-width) " or "(stored zstd'd) " for a stored matrix's report lines, else "". */
+/* "(stored fixed-width) ", "(stored zstd'd) " or "(left uncoded) " for a stored matrix's report
+   lines, else "". */
 static const char *stored_tag(const wr_matrix *m)
 {
-    return m->stored == WR_STORED_FIXED ? "(stored fixed-width) " : m->stored == WR_STORED_ZSTD ? "(stored zstd'd) " : "";
+    return m->stored == WR_STORED_FIXED     ? "(stored fixed-width) "
+           : m->stored == WR_STORED_ZSTD    ? "(stored zstd'd) "
+           : m->stored == WR_STORED_UNCODED ? "(left uncoded) "
+                                            : "";
 }
 
 /* A rowmap's matrix on a verify line: "348 of 512 rows distinct (rowmap)  ", else "". */
@@ -609,11 +626,11 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     /* bit-equal: a coded pipeline against the twin (not the twin against itself) */
                     int same = pf != P_TWIN && memcmp(yf, yt, ny * sizeof *yf) == 0;
                     int ok = ef < opt.tol && et < opt.tol;
-                    char tw[96] = "", rf[64], rt[64];   /* the twin beside a coded pipeline, not twice */
+                    char tw[160] = "", rf[128], rt[128];   /* the twin beside a coded pipeline, not twice */
                     if (pf != P_TWIN)
-                        snprintf(tw, sizeof tw, "twin %s  ", relerr_str(et, y64, ny, rt, sizeof rt));
+                        snprintf(tw, sizeof tw, "twin %s  ", relerr_str(et, yt, y64, yabs, ny, rt, sizeof rt));
                     printf("gemv   %-6s %-40s batch %-4d %s %s  %s%s%s\n", type_name(m), m->name, batch, pipe_name[pf],
-                           relerr_str(ef, y64, ny, rf, sizeof rf), tw, same ? "(bit-equal) " : stored_tag(m),
+                           relerr_str(ef, yf, y64, yabs, ny, rf, sizeof rf), tw, same ? "(bit-equal) " : stored_tag(m),
                            ef < opt.tol ? verdict(et, y64, ny, "twin ") : verdict(ef, y64, ny, ""));
                     bad += !ok;
                 }
@@ -662,7 +679,8 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                            type_name(m), m->name, batch, t[P_FUSED], t[P_FULL], t[P_TRANSCODE], t[P_PALETTE],
                            pipe_name[bestp]);
                 if (opt.tune)
-                    printf("tune   %-40s batch %-4d -> %s\n", m->name, batch, pipe_name[bestp]);
+                    printf("tune   %-40s batch %-4d -> %s%s\n", m->name, batch, pipe_name[bestp],
+                           m->stored ? "  (its one pipeline: not in the tuning file)" : "");
                 free(pidx);
             }
         }
@@ -799,9 +817,9 @@ static int gpu_run(wr_model *md, FILE *tf)
                         continue;
                     }
                     double e = wr_relerr_abs(y, y64, yabs, ny, m->cols);
-                    char rs[64];
+                    char rs[128];
                     printf("gemv   %-6s %-40s batch %-4d %-5s %s  %s%s\n", type_name(m), m->name, batch, pipe_name[p],
-                           relerr_str(e, y64, ny, rs, sizeof rs), stored_tag(m), verdict(e, y64, ny, ""));
+                           relerr_str(e, y, y64, yabs, ny, rs, sizeof rs), stored_tag(m), verdict(e, y64, ny, ""));
                     bad += !(e < opt.tol);
                 }
             }
@@ -839,7 +857,8 @@ static int gpu_run(wr_model *md, FILE *tf)
                 br->wps = (double)(m->rows * m->cols) / (br->t[m->stored ? P_TWIN : P_FUSED] * 1e-6);
                 br->bound = wr_gpu_hbm_gbs(g) * 1e9 / ((double)wr_coded_bytes(m) / (double)(m->rows * m->cols));
                 if (opt.tune)
-                    printf("tune   %-40s batch %-4d -> %s\n", m->name, batch, pipe_name[bestp]);
+                    printf("tune   %-40s batch %-4d -> %s%s\n", m->name, batch, pipe_name[bestp],
+                           m->stored ? "  (its one pipeline: not in the tuning file)" : "");
             }
             free(x);
             free(y);
@@ -1219,13 +1238,18 @@ int main(int argc, char **argv)
         bad = gpu_run(&md, tf);
 #endif
     }
-    if (tf && bad) {   /* a failed check: the old tuning file stays as it was */
+    if (tf && (bad || !n_tuned)) {   /* a failed check, or nothing tuned: the old tuning file stays as it was */
         wp_out_abort();
         struct stat st;
-        if (stat(opt.tuning, &st) == 0)
-            fprintf(stderr, "wprun: a check failed: the tuning file %s is left as it was\n", opt.tuning);
-        else
-            fprintf(stderr, "wprun: a check failed: the tuning file %s is not written\n", opt.tuning);
+        const int kept = stat(opt.tuning, &st) == 0;
+        if (bad)
+            fprintf(stderr, "wprun: a check failed: the tuning file %s is %s\n", opt.tuning,
+                    kept ? "left as it was" : "not written");
+        else   /* it replaced the file with its header alone (a fresh user's find) */
+            fprintf(stderr, "wprun: warning: nothing to tune: the %s run %s not lane-coded (the twin is %s one "
+                            "pipeline); the tuning file %s is %s\n", md.n == 1 ? "matrix" : "matrices",
+                    md.n == 1 ? "is" : "are", md.n == 1 ? "its" : "their", opt.tuning,
+                    kept ? "left as it was" : "not written");
     } else if (tf) {
         wp_out_commit();   /* dies, the temporary file removed, on a write error */
     }
@@ -1237,11 +1261,17 @@ int main(int argc, char **argv)
     /* the matrices the twin alone ran, and those not run, said (they went unsaid, as if the run
        were the whole model) */
     const int n_st = md.n_fixed + md.n_zstd + md.n_uncoded, n_not = md.n_shared + md.n_other;
-    if (n_st) {
-        char kinds[200];
+    if (n_st) {   /* ("1 of the 1 matrix is", a fresh user's find) */
+        char kinds[200], who[80];
         stored_kinds(&md, kinds, sizeof kinds);
-        printf("wprun: %d of the %d %s not lane-coded (%s): the twin alone ran %s\n", n_st, md.n,
-               md.n == 1 ? "matrix is" : n_st == 1 ? "matrices is" : "matrices are", kinds, n_st == 1 ? "it" : "them");
+        if (n_st < md.n)
+            snprintf(who, sizeof who, "%d of the %d matrices %s", n_st, md.n, n_st == 1 ? "is" : "are");
+        else if (md.n == 1)
+            snprintf(who, sizeof who, "the matrix is");
+        else
+            snprintf(who, sizeof who, "none of the %d matrices is", md.n);
+        printf("wprun: %s%s (%s): the twin alone ran %s\n", who, n_st < md.n || md.n == 1 ? " not lane-coded" : " lane-coded",
+               kinds, n_st == 1 ? "it" : "them");
     }
     if (n_not) {
         char kinds[200];

@@ -38,8 +38,11 @@ enum { WR_Q = 1, WR_EXP = 2 };
 /* How the bundle stores a matrix (wr_matrix.stored). */
 enum {
     WR_STORED_CODED = 0,   /* lane-coded: SIDE/RAW + CODED */
-    WR_STORED_FIXED = 1,   /* a tensor record, fixed-width (laneinterleave's stored=fixed) */
-    WR_STORED_ZSTD = 2     /* a zstd record of a tensor record */
+    WR_STORED_FIXED = 1,   /* a tensor record, fixed-width (laneinterleave's stored=fixed:
+                              coding would not make it smaller) */
+    WR_STORED_ZSTD = 2,    /* a zstd record of such a tensor record */
+    WR_STORED_UNCODED = 3  /* a tensor record (or zstd of one) the filters left uncoded
+                              (histogram --no-float's floats) */
 };
 
 /* Exit statuses of wprun (wprun(1)). */
@@ -55,8 +58,11 @@ typedef struct {
     const char *src;          /* the bundle file it was loaded from (wr_model_load's path, kept by
                                  the caller), or NULL (synthetic) */
     int         kind;         /* WR_Q (a ggml block type) or WR_EXP (BF16, F16, F32) */
-    int         stored;       /* WR_STORED_*: CODED, or FIXED / ZSTD (run by the twin alone: aux
-                                 holds the restored tensor, coded and the lane fields are empty) */
+    int         stored;       /* WR_STORED_*: CODED, or FIXED / ZSTD / UNCODED (run by the twin
+                                 alone: aux holds the restored tensor, coded and the lane fields
+                                 are empty) */
+    char       *load_err;     /* a stored matrix whose record did not restore at load: why
+                                 (wr_restore_bytes gives it); NULL */
     uint32_t    type;         /* ggml type */
     int64_t     rows, cols;
     int64_t     rows_all;     /* a rowmap's tensor (rowmap.h): its rows, of which rows are the
@@ -94,10 +100,13 @@ typedef struct {
  * type the twin takes (a ggml block type of the kernels, BF16, F16, F32),
  * restored with wp_restore (a rowmap before it expanded): stored
  * WR_STORED_FIXED or ZSTD, counted in md->n_fixed and n_zstd (those with
- * laneinterleave's stored=fixed) or n_uncoded (the rest). Every other
- * record (metadata, 1-D tensors, shared tensors, tensors of other types)
- * is read once, its checksums checked, the shared and other-typed matrices
- * counted in md->n_shared and n_other; they are not run. match: NULL or a
+ * laneinterleave's stored=fixed), or WR_STORED_UNCODED, counted in
+ * n_uncoded (the rest); one whose record does not restore (a corrupt zstd
+ * payload under good checksums) is kept with load_err set, so that its
+ * run fails alone. Every other record (metadata, 1-D tensors, shared
+ * tensors, tensors of other types) is read once, its checksums checked,
+ * its zstd payload (zstd, kvpack) undone once, the shared and other-typed
+ * matrices counted in md->n_shared and n_other; they are not run. match: NULL or a
  * substring the name must contain (then only the tensors it matches are
  * read). path must outlive md (each matrix's src points to it). Returns 0,
  * or -1 with a one-line message in err (also for a bundle with no coded

@@ -685,6 +685,21 @@ open('$T/name', 'w').write(r.name)"
     run --separate-stderr "$BIN/wprun" --cpu --verify "$T/bad.bundle"
     [ "$status" -eq 1 ]
     [ "$stderr" = "wprun: $T/bad.bundle: record 'blk.2.attn_q.weight': payload checksum mismatch (corrupt data)" ]
+    # a stored matrix whose zstd payload is corrupt under good checksums fails its run alone, as a
+    # coded one does (it stopped the load); a corrupt zstd'd rowmap is found at load (it passed)
+    cp "$Q/s-Q8_0.bundle" "$T/bz.bundle"
+    patch_bytes "$T/bz.bundle" $(($(offset_of "$T/bz.bundle" "blk.0.attn_q.weight") + 300)) '\xff\xff\xff\xff'
+    reseal "$T/bz.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/bz.bundle"
+    [ "$status" -eq 1 ]
+    [ "$(echo "$output" | grep '^FAIL')" = "FAIL blk.0.attn_q.weight: restore: record 'blk.0.attn_q.weight': corrupt zstd payload" ]
+    [ "$stderr" = "wprun: $T/bz.bundle: record 'blk.0.attn_q.weight': corrupt zstd payload" ]
+    [ "${lines[-1]}" = "wprun: 36 matrices (cpu): FAILED (1 failure above)" ]
+    [ "$(echo "$output" | grep -cE '^(verify|gemv) .* ok$')" -eq 48 ]   # 13 coded x 2 lines, 22 stored x 1
+    cp "$Q/s-Q8_0.bundle" "$T/bm.bundle"
+    patch_bytes "$T/bm.bundle" $(($(offset_of "$T/bm.bundle" "output.weight") + 250)) '\xff\xff\xff\xff'
+    reseal "$T/bm.bundle"
+    fails_saying "wprun: $T/bm.bundle: record 'output.weight': corrupt zstd payload" "$BIN/wprun" --cpu "$T/bm.bundle"
     # --match reads only what it names
     run --separate-stderr "$BIN/wprun" --cpu --match ffn_up "$T/bad.bundle"
     [ "$status" -eq 0 ]
@@ -707,8 +722,8 @@ open('$T/name', 'w').write(r.name)"
     run --separate-stderr "$BIN/wprun" --cpu --bench --tune --tuning "$T/t.tuning" --runs 1 --match blk.0.attn_q "$Q/s-Q8_0.bundle"
     [ "$status" -eq 0 ]
     [[ "${lines[0]}" =~ ^bench\ +Q8_0\ +blk\.0\.attn_q\.weight\ +batch\ 1\ +cpu\ twin\ +[0-9.]+\ us\ \ \(stored\ zstd.d\)\ \(the\ one\ pipeline\ it\ takes\)$ ]]
-    [ "${lines[1]}" = "tune   blk.0.attn_q.weight                      batch 1    -> twin" ]
-    [ "$(grep -vc '^#' "$T/t.tuning")" -eq 0 ]
+    [ "${lines[1]}" = "tune   blk.0.attn_q.weight                      batch 1    -> twin  (its one pipeline: not in the tuning file)" ]
+    [ ! -e "$T/t.tuning" ]   # nothing tuned: not written
     # matrices the filters left uncoded (histogram --no-float: Q4_K_M's F16 ffn_down) run so too,
     # counted apart (they are not "where coding would not make them smaller")
     "$BIN/ggufcat" "$Q/s-Q4_K_M.gguf" | "$BIN/histogram" --no-float | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/nf.bundle"
@@ -716,7 +731,27 @@ open('$T/name', 'w').write(r.name)"
     [ "$status" -eq 0 ]
     [ "${lines[-2]}" = "wprun: 35 of the 37 matrices are not lane-coded (30 fixed-width, where coding would not make them smaller; 5 left uncoded by the filters): the twin alone ran them" ]
     [ "${lines[-1]}" = "wprun: 37 matrices (cpu): ok" ]
-    [ "$(echo "$output" | grep -cE '^gemv +F16 +blk\.[0-4]\.ffn_down\.weight +batch 1 +twin relerr [0-9.e-]+  \(stored (fixed-width|zstd.d)\) ok$')" -eq 5 ]
+    # tagged as counted (they said "(stored zstd'd)": a fresh user's find)
+    [ "$(echo "$output" | grep -cE '^gemv +F16 +blk\.[0-4]\.ffn_down\.weight +batch 1 +twin relerr [0-9.e-]+  \(left uncoded\) ok$')" -eq 5 ]
+    # a float model so: nothing coded, and the message names --no-float
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/histogram" --no-float | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/nff.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/nff.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "wprun: $T/nff.bundle: no coded matrices ("*"left uncoded: histogram --no-float leaves floats so, "* ]]
+    # the summary of a run of stored matrices alone ("1 of the 1 matrix is", "5 of the 5")
+    run --separate-stderr "$BIN/wprun" --cpu --match blk.0.attn_q "$Q/s-Q8_0.bundle"
+    [ "${lines[-2]}" = "wprun: the matrix is not lane-coded (1 zstd'd, where coding would not make it smaller): the twin alone ran it" ]
+    run --separate-stderr "$BIN/wprun" --cpu --match attn_q "$Q/s-Q8_0.bundle"
+    [ "${lines[-2]}" = "wprun: none of the 5 matrices is lane-coded (5 zstd'd, where coding would not make them smaller): the twin alone ran them" ]
+    # --tune of stored matrices alone keeps the tuning file (it wrote the header alone over it)
+    "$BIN/wprun" --cpu --tune --tuning "$T/keep.tuning" --runs 1 --match blk.0.ffn_up "$Q/s-Q8_0.bundle" > /dev/null
+    cp "$T/keep.tuning" "$T/keep.before"
+    [ "$(grep -vc '^#' "$T/keep.tuning")" -eq 2 ]   # a coded matrix: fused and full
+    run --separate-stderr "$BIN/wprun" --cpu --tune --tuning "$T/keep.tuning" --runs 1 --match attn_q "$Q/s-Q8_0.bundle"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: nothing to tune: the matrices run are not lane-coded (the twin is their one pipeline); the tuning file $T/keep.tuning is left as it was" ]
+    cmp "$T/keep.tuning" "$T/keep.before"
+    [[ "${lines[0]}" == "tune   blk.0.attn_q.weight "*" batch 1    -> twin  (its one pipeline: not in the tuning file)" ]]
 }
 
 @test "wprun: a one-row matrix whose output cancels is measured against its products' size (its twin failed --tol at 4.77e-04)" {
@@ -971,6 +1006,8 @@ open('$T/name', 'w').write(r.name)"
     # float sum (Inf, or NaN from Inf - Inf) where the float64 reference is finite; those outputs
     # are left out (the run failed "relerr inf" once the twin ran stored matrices)
     echo "$output" | grep -qE "^gemv +BF16 +bf16.every_pattern +batch 1 +twin relerr [0-9.e+-]+  \(stored zstd'd\) ok$"
+    # every output overflows so: said, not "relerr 0.00e+00" of no output (a fresh user's find)
+    echo "$output" | grep -qF "bf16.largest_16x64                       batch 1    palette relerr n/a (every finite output's products overflow float: Inf/NaN, left out)  twin relerr n/a (every finite output's products overflow float: Inf/NaN, left out)  (bit-equal) ok"
     run "$BIN/wprun" --cpu --verify --pipeline fused --bundle "$T/fl.bundle"
     [ "$status" -eq 0 ]
     echo "$output" | grep -qE '^gemv +BF16 +bf16.specials_67x100 +batch 1 +fused relerr [0-9.e+-]+ +twin relerr [0-9.e+-]+ +\(bit-equal\) ok$'

@@ -16,7 +16,8 @@
  * "floats" writes BF16, F16 and F32 matrices instead, for the lossless path:
  * ±0, subnormals, ±Inf, several NaN payloads, every exponent value, a matrix
  * with one exponent only, a row with one rare exponent at position 0 and
- * one at 63, and shapes that are not multiples of 64.
+ * one at 63, rows of BF16's largest values (their GEMV overflows float), and
+ * shapes that are not multiples of 64.
  */
 #include <math.h>
 #include <stdint.h>
@@ -148,6 +149,11 @@ static void floats(void)
         h[i] = i % 64 == 17 ? nf[(i / 64) % 3] : (uint16_t)(u >> 16);
     }
     add_raw("bf16.nonfinite_rows_16x64", WP_BF16, 16, 64, h);
+    /* BF16's largest finite values, +- at random, 16 x 64: every output's products overflow a
+       float sum (Inf, or NaN from Inf - Inf) where float64 stays finite */
+    for (int i = 0; i < 16 * 64; i++)
+        h[i] = urand() < 0.5 ? 0x7f7f : 0xff7f;
+    add_raw("bf16.largest_16x64", WP_BF16, 16, 64, h);
 }
 
 int main(int argc, char **argv)
