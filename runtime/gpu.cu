@@ -870,11 +870,18 @@ extern "C" int wr_gpu_graph_pass(wr_gpu *g, wr_dmat **d, const int *pipe, int n,
                                  double *stream_us, char *err, size_t errlen)
 {
     std::vector<int> p((size_t)n);
+    std::vector<wr_dmat *> dk;   /* the matrices the pass runs (a stored float matrix's twin is cuBLAS: left out) */
     for (int i = 0; i < n; i++) {
-        p[(size_t)i] = wr_gpu_graph_pipe(d[i], pipe ? pipe[i] : WR_PIPE_FUSED);
+        const int pi = wr_gpu_graph_pipe(d[i], pipe ? pipe[i] : WR_PIPE_FUSED);
+        if (pi < 0)
+            continue;
+        p[dk.size()] = pi;
+        dk.push_back(d[i]);
         if (ensure_io(d[i], 1, err, errlen))
             return -1;
     }
+    d = dk.data();
+    n = (int)dk.size();
     /* one pass outside the capture: the launches' one-time set-up (occupancy queries,
        shared-memory attributes) and any launch error happen here */
     for (int i = 0; i < n; i++)

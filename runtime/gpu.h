@@ -118,15 +118,17 @@ int wr_gpu_time(wr_gpu *g, wr_dmat *d, int pipe, int batch, int warmup, int runs
 
 /* The pipeline the graph pass runs for `pipe` on d: pipe itself where it
  * applies and runs kernels only, else FUSED (cuBLAS's full and split for
- * float matrices, and the twin, are not captured). A matrix the bundle
- * stores fixed-width (m->stored) takes the twin alone: TWIN for a block
- * type (k_twin), -1 for a float matrix (cuBLAS: the pass leaves it out). */
+ * float matrices, and the twin of a coded matrix, are not captured). A
+ * matrix the bundle stores fixed-width (m->stored) takes the twin alone:
+ * TWIN for a block type (k_twin, captured), -1 for a float matrix (its
+ * twin is cuBLAS: wr_gpu_graph_pass leaves it out). */
 int wr_gpu_graph_pipe(const wr_dmat *d, int pipe);
 
 /* A whole-model weight pass (every matrix once, batch 1, as one token's
  * decode step needs) captured in a CUDA graph: matrix i through
  * wr_gpu_graph_pipe(d[i], pipe[i]) (pipe NULL: FUSED for all; wprun passes
- * the tuning file's choice), launched once outside the capture first;
+ * the tuning file's choice; a matrix for which wr_gpu_graph_pipe is -1 is
+ * left out), launched once outside the capture first;
  * *graph_us = median time of a graph launch, *stream_us = the same launches
  * issued one by one. Returns 0 or -1 with a message in err. */
 int wr_gpu_graph_pass(wr_gpu *g, wr_dmat **d, const int *pipe, int n, int runs, double *graph_us,

@@ -305,7 +305,8 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
                                  "laneinterleave --dist may choose, also after zstd -d, or left uncoded: "
                                  "histogram --no-float leaves floats so, and a stream that histogram | huffbuild "
                                  "did not code has no codes; laneinterleave without --dist makes the inference "
-                                 "bundle)", path);
+                                 "bundle, unless no matrix codes smaller than fixed-width, as in a tiny model: "
+                                 "then there is nothing to decode)", path);
     }
     int rc = 0;
     wp_record other, map;   /* a record read; the last rowmap read, for the tensor after it */
@@ -326,7 +327,10 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
                 break;
             }
             const int of = wp_record_kind_of(&other);
-            if ((e->kind == WP_REC_Z || e->kind == WP_REC_KVPACK) && of != WP_REC_TENSOR &&
+            const int64_t cols = other.ne[0], rows = cols ? wp_record_nelem(&other) / cols : 0;
+            const int runs = of == WP_REC_TENSOR && other.n_dims >= 2 && twin_takes(other.type, rows, cols, NULL);
+            /* every zstd payload not restored below (1-D and other-typed tensors too) undone here */
+            if ((e->kind == WP_REC_Z || e->kind == WP_REC_KVPACK) && !runs &&
                 zstd_undone(&other, path, err, errlen)) {
                 rc = -1;   /* a corrupt zstd payload under good checksums (a breaker's find: wprun passed it) */
                 break;
@@ -337,12 +341,11 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
                 other = t;
                 continue;
             }
-            const int64_t cols = other.ne[0], rows = cols ? wp_record_nelem(&other) / cols : 0;
             if (of == WP_REC_REF && other.n_dims >= 2) {
                 md->n_shared++;
-            } else if (of == WP_REC_TENSOR && other.n_dims >= 2 && !twin_takes(other.type, rows, cols, NULL)) {
+            } else if (of == WP_REC_TENSOR && other.n_dims >= 2 && !runs) {
                 md->n_other++;
-            } else if (of == WP_REC_TENSOR && other.n_dims >= 2) {
+            } else if (runs) {
                 /* restored as verify restores it: a zstd unwrapped, a rowmap's rows expanded */
                 wp_restore *rs = wp_restore_new();
                 wp_record *out = NULL;
@@ -362,8 +365,22 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
                     rc = fail(err, errlen, "out of memory");
                 else if ((mapped && wp_restore_put(rs, &map, 0, &out) != 0) || wp_restore_put(rs, &other, 0, &out) != 1)
                     ok = stored_failed(m, stored, &head, path, wp_restore_error(rs)) == 0;   /* its run fails */
-                else
-                    ok = stored_set(m, stored, out, path) == 0;
+                else {
+                    /* the restored bytes are what its type and shape say (a zstd's z_len, a rowmap's
+                       rows, are the writer's word: a short one was read past its end) */
+                    const int64_t oc = out->ne[0], orows = oc > 0 ? wp_record_nelem(out) / oc : 0;
+                    const uint64_t need = oc > 0 ? (uint64_t)wp_ggml_row_size(out->type, oc) * (uint64_t)orows : 0;
+                    char why[WP_MAX_NAME + 200];
+                    if (out->n_dims < 2 || !twin_takes(out->type, orows, oc, NULL) || out->payload_len != need) {
+                        snprintf(why, sizeof why, "record '%s': restored to %" PRIu64 " bytes, but %s %" PRId64
+                                 "x%" PRId64 " (rows x columns) needs %" PRIu64, head.name ? head.name : "",
+                                 out->payload_len, wp_ggml_type_name(out->type) ? wp_ggml_type_name(out->type) : "?",
+                                 orows, oc, need);
+                        ok = stored_failed(m, stored, &head, path, why) == 0;
+                    } else {
+                        ok = stored_set(m, stored, out, path) == 0;
+                    }
+                }
                 if (m && !ok && !rc)
                     rc = fail(err, errlen, "out of memory");
                 if (ok)
@@ -515,7 +532,7 @@ int wr_model_add_blocks(wr_model *md, uint32_t type, const char *name, int64_t r
 int wr_model_add_stored(wr_model *md, uint32_t type, const char *name, int64_t rows, int64_t cols,
                         const uint8_t *data, char *err, size_t errlen)
 {
-    if (!twin_takes(type, rows, cols, NULL))
+    if (!twin_takes(type, rows, cols, NULL) || rows > INT64_MAX / cols / 4)
         return fail(err, errlen, "%s: the twin does not take %s %" PRId64 "x%" PRId64 " (a block type of the kernels "
                                  "in whole blocks, BF16, F16 or F32)", name,
                     wp_ggml_type_name(type) ? wp_ggml_type_name(type) : "this type", rows, cols);
@@ -527,7 +544,7 @@ int wr_model_add_stored(wr_model *md, uint32_t type, const char *name, int64_t r
     wp_record_init(&t);
     set_shape(&t, WP_REC_TENSOR, type, name, rows, cols);
     wr_matrix *m = model_add(md);
-    uint8_t *p = m ? wp_record_alloc(&t, len) : NULL;
+    uint8_t *p = m && t.name ? wp_record_alloc(&t, len) : NULL;
     if (p)
         memcpy(p, data, (size_t)len);
     if (!p || stored_set(m, WR_STORED_FIXED, &t, NULL)) {

@@ -856,6 +856,11 @@ static int gpu_run(wr_model *md, FILE *tf)
                 }
                 br->wps = (double)(m->rows * m->cols) / (br->t[m->stored ? P_TWIN : P_FUSED] * 1e-6);
                 br->bound = wr_gpu_hbm_gbs(g) * 1e9 / ((double)wr_coded_bytes(m) / (double)(m->rows * m->cols));
+                if (opt.bench && m->stored) {   /* the twin alone: a line, not a row of the coded pipelines' table */
+                    printf("bench  %-6s %-40s batch %-4d twin %9.2f us  %s(the one pipeline it takes)\n", type_name(m),
+                           m->name, batch, br->t[P_TWIN], stored_tag(m));
+                    nrows--;
+                }
                 if (opt.tune)
                     printf("tune   %-40s batch %-4d -> %s%s\n", m->name, batch, pipe_name[bestp],
                            m->stored ? "  (its one pipeline: not in the tuning file)" : "");

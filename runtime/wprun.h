@@ -13,9 +13,11 @@
  *           F32) as exponent symbols
  *           (palette indices in pairs, or exponent bytes) + sign/mantissa.
  * A third sort is run too: a matrix the bundle stores fixed-width (a tensor
- * record, or a zstd of one, where coding would not make it smaller), held
- * as its restored bytes and run by the twin alone (stored != 0).
- * Records are kept as read (payload pointers are what the GPU uploads).
+ * record, or a zstd of one, where coding would not make it smaller, or that
+ * the filters left uncoded), held as its restored bytes and run by the twin
+ * alone (stored != 0).
+ * Records of coded matrices are kept as read (payload pointers are what the
+ * GPU uploads); a stored matrix's aux is the restored copy.
  */
 #ifndef WPACK_WPRUN_H
 #define WPACK_WPRUN_H
@@ -98,14 +100,16 @@ typedef struct {
  * pair; a rowmap before it sets rows_all), and each one stored fixed-width
  * or zstd'd (a tensor record of 2 or more dimensions, or a zstd of one) of a
  * type the twin takes (a ggml block type of the kernels, BF16, F16, F32),
- * restored with wp_restore (a rowmap before it expanded): stored
+ * restored with wp_restore (a rowmap before it expanded; the bytes must be
+ * what its type and shape need): stored
  * WR_STORED_FIXED or ZSTD, counted in md->n_fixed and n_zstd (those with
  * laneinterleave's stored=fixed), or WR_STORED_UNCODED, counted in
  * n_uncoded (the rest); one whose record does not restore (a corrupt zstd
- * payload under good checksums) is kept with load_err set, so that its
- * run fails alone. Every other record (metadata, 1-D tensors, shared
- * tensors, tensors of other types) is read once, its checksums checked,
- * its zstd payload (zstd, kvpack) undone once, the shared and other-typed
+ * payload under good checksums, or too few bytes) is kept with load_err
+ * set, so that its run fails alone. Every other record (metadata, 1-D
+ * tensors, shared tensors, tensors of other types) is read once, its
+ * checksums checked, its zstd payload (zstd, kvpack) undone once, the
+ * shared and other-typed
  * matrices counted in md->n_shared and n_other; they are not run. match: NULL or a
  * substring the name must contain (then only the tensors it matches are
  * read). path must outlive md (each matrix's src points to it). Returns 0,

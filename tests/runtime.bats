@@ -700,6 +700,25 @@ open('$T/name', 'w').write(r.name)"
     patch_bytes "$T/bm.bundle" $(($(offset_of "$T/bm.bundle" "output.weight") + 250)) '\xff\xff\xff\xff'
     reseal "$T/bm.bundle"
     fails_saying "wprun: $T/bm.bundle: record 'output.weight': corrupt zstd payload" "$BIN/wprun" --cpu "$T/bm.bundle"
+    # ... and a 1-D one (the load undid only the zstd of tensors it runs: a reviewer's find)
+    cp "$Q/s-Q8_0.bundle" "$T/bn.bundle"
+    patch_bytes "$T/bn.bundle" $(($(offset_of "$T/bn.bundle" "blk.0.attn_norm.weight") + 150)) '\xff\xff\xff\xff'
+    reseal "$T/bn.bundle"
+    fails_saying "wprun: $T/bn.bundle: record 'blk.0.attn_norm.weight': corrupt zstd payload" "$BIN/wprun" --cpu "$T/bn.bundle"
+    # a stored matrix whose zstd holds fewer bytes than its shape needs, z_len and checksums agreeing:
+    # its run fails (the GEMV read past the restored bytes, and said ok: a reviewer's find)
+    stream_edit "$Q/s-Q8_0.bundle" "$T/zs.bundle" "
+for r in recs:
+    if r.kind == 11 and r.name == 'blk.0.attn_q.weight':
+        full = subprocess.run(['zstd', '-q', '-d', '-c'], input=bytes(r.payload), capture_output=True, check=True).stdout
+        r.payload = bytearray(subprocess.run(['zstd', '-q', '-c', '--stream-size=2312'], input=full[:2312],
+                                             capture_output=True, check=True).stdout)
+        r.attrs['z_len'] = '2312'"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/zs.bundle"
+    [ "$status" -eq 1 ]
+    [ "$(echo "$output" | grep '^FAIL')" = "FAIL blk.0.attn_q.weight: restore: record 'blk.0.attn_q.weight': restored to 2312 bytes, but Q8_0 64x64 (rows x columns) needs 4352" ]
+    run "$BIN/verify" -q "$Q/s-Q8_0.gguf" "$T/zs.bundle"
+    [ "$status" -eq 1 ]   # as verify refuses it
     # --match reads only what it names
     run --separate-stderr "$BIN/wprun" --cpu --match ffn_up "$T/bad.bundle"
     [ "$status" -eq 0 ]
