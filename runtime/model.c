@@ -100,9 +100,9 @@ static int twin_takes(uint32_t type, int64_t rows, int64_t cols, wr_matrix *m)
     return 1;
 }
 
-/* m (from model_add) as a stored matrix whose record h (its header read)
- * did not restore: why, in m->load_err. Returns 0, or -1 (out of memory). */
-static int stored_failed(wr_matrix *m, int stored, const wp_record *h, const char *src, const char *why)
+/* m's fields from the header of h, a stored matrix's tensor record (name,
+ * type, shape; kind, dg and g by twin_takes, which the caller has checked). */
+static void stored_head(wr_matrix *m, int stored, const wp_record *h, const char *src)
 {
     snprintf(m->name, sizeof m->name, "%s", h->name ? h->name : "");
     m->src = src;
@@ -111,6 +111,13 @@ static int stored_failed(wr_matrix *m, int stored, const wp_record *h, const cha
     m->cols = h->ne[0];
     m->rows = wp_record_nelem(h) / h->ne[0];
     twin_takes(m->type, m->rows, m->cols, m);
+}
+
+/* m (from model_add) as a stored matrix whose record h (its header read)
+ * did not restore: why, in m->load_err. Returns 0, or -1 (out of memory). */
+static int stored_failed(wr_matrix *m, int stored, const wp_record *h, const char *src, const char *why)
+{
+    stored_head(m, stored, h, src);
     return (m->load_err = strdup(why)) ? 0 : -1;
 }
 
@@ -123,13 +130,7 @@ static int stored_set(wr_matrix *m, int stored, const wp_record *t, const char *
         matrix_free(m);
         return -1;
     }
-    snprintf(m->name, sizeof m->name, "%s", t->name ? t->name : "");
-    m->src = src;
-    m->stored = stored;
-    m->type = t->type;
-    m->cols = t->ne[0];
-    m->rows = wp_record_nelem(t) / t->ne[0];
-    twin_takes(m->type, m->rows, m->cols, m);
+    stored_head(m, stored, t, src);
     return 0;
 }
 
