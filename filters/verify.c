@@ -25,19 +25,11 @@ static const char usage[] =
     "-q prints the totals only; --tsv prints tab-separated columns for scripts\n"
     "(a header line, a line per matrix, then the file's line, named '*').\n";
 
+/* b a copy of a (wp_record_copy), or the run ends: out of memory. */
 static void copy_record(const wp_record *a, wp_record *b)
 {
-    b->kind = a->kind;
-    b->offset = a->offset;   /* a ref's tensor is an earlier one (resolve_ref) */
-    b->type = a->type;
-    b->n_dims = a->n_dims;
-    memcpy(b->ne, a->ne, sizeof a->ne);
-    free(b->attrs);
-    b->attrs = strdup(a->attrs ? a->attrs : "");
-    if (!b->attrs || wp_record_set_name(b, a->name) || !wp_record_alloc(b, a->payload_len))
+    if (wp_record_copy(b, a))   /* the offset too: a ref's tensor is an earlier one (resolve_ref) */
         wp_die("out of memory");
-    if (a->payload_len)
-        memcpy(b->payload, a->payload, (size_t)a->payload_len);
 }
 
 static int same_tensor(const wp_record *a, const wp_record *b)

@@ -81,6 +81,22 @@ uint8_t *wp_record_alloc(wp_record *r, uint64_t len)
     return r->payload;
 }
 
+int wp_record_copy(wp_record *d, const wp_record *s)
+{
+    d->kind = s->kind;
+    d->type = s->type;
+    d->n_dims = s->n_dims;
+    memcpy(d->ne, s->ne, sizeof d->ne);
+    d->offset = s->offset;
+    free(d->attrs);
+    d->attrs = strdup(s->attrs ? s->attrs : "");
+    if (!d->attrs || wp_record_set_name(d, s->name ? s->name : "") || !wp_record_alloc(d, s->payload_len))
+        return -1;
+    if (s->payload_len)
+        memcpy(d->payload, s->payload, (size_t)s->payload_len);
+    return 0;
+}
+
 int64_t wp_record_nelem(const wp_record *r)
 {
     int64_t n = 1;

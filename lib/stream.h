@@ -98,6 +98,10 @@ int  wp_record_set_name(wp_record *r, const char *name);
 /* Make room for `len` payload bytes and set payload_len; returns the buffer
  * or NULL when out of memory. Old contents are not kept. */
 uint8_t *wp_record_alloc(wp_record *r, uint64_t len);
+/* Make d (initialised) a copy of s: kind, type, shape, offset, name,
+ * attributes and payload, all copied. Returns 0, or -1 when out of memory
+ * (d then holds part of s: free it). */
+int wp_record_copy(wp_record *d, const wp_record *s);
 /* Number of elements ne[0]·…·ne[n_dims-1] (1 for n_dims 0). */
 int64_t wp_record_nelem(const wp_record *r);
 

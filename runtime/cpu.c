@@ -536,6 +536,11 @@ int wr_ref_gemv64(const wr_matrix *m, const uint8_t *data, const float *x, int b
 
 double wr_relerr(const float *y, const double *ref, size_t n) { return wr_relerr_abs(y, ref, NULL, n, 0); }
 
+int wr_relerr_overflow(float y, double ref, double yabs)
+{
+    return isfinite(ref) && !(yabs <= FLT_MAX) && !isfinite(y);   /* a float sum of such products may be Inf or NaN */
+}
+
 double wr_relerr_abs(const float *y, const double *ref, const double *yabs, size_t n, int64_t cols)
 {
     double num = 0, den = 0;
@@ -543,8 +548,8 @@ double wr_relerr_abs(const float *y, const double *ref, const double *yabs, size
         if (yabs[i] <= FLT_MAX && yabs[i] / sqrt((double)cols) > den)
             den = yabs[i] / sqrt((double)cols);
     for (size_t i = 0; i < n; i++) {
-        if (yabs && isfinite(ref[i]) && !(yabs[i] <= FLT_MAX) && !isfinite(y[i]))
-            continue;   /* finite products beyond float's range: a float sum may be Inf or NaN */
+        if (yabs && wr_relerr_overflow(y[i], ref[i], yabs[i]))
+            continue;
         if (!isfinite(ref[i])) {   /* an Inf or NaN weight: y must be the same Inf, or a NaN */
             const int same = isnan(ref[i]) ? isnan(y[i]) : (double)y[i] == ref[i];
             if (!same)

@@ -59,22 +59,6 @@ static void matrix_free(wr_matrix *m)
     free(m->vcnt);
 }
 
-static int record_copy(wp_record *d, const wp_record *s)
-{
-    wp_record_init(d);
-    d->kind = s->kind;
-    d->type = s->type;
-    d->n_dims = s->n_dims;
-    memcpy(d->ne, s->ne, sizeof d->ne);
-    free(d->attrs);
-    d->attrs = strdup(s->attrs ? s->attrs : "");
-    if (!d->attrs || wp_record_set_name(d, s->name) || !wp_record_alloc(d, s->payload_len))
-        return -1;
-    if (s->payload_len)
-        memcpy(d->payload, s->payload, (size_t)s->payload_len);
-    return 0;
-}
-
 /* Whether the twin runs a tensor of type and shape rows x cols: a ggml
  * block type of the kernels (wr_geom_of) with a code view (cols a multiple
  * of its block), or BF16, F16, F32. When so and m is not NULL, m's kind (and
@@ -113,20 +97,12 @@ static void stored_head(wr_matrix *m, int stored, const wp_record *h, const char
     twin_takes(m->type, m->rows, m->cols, m);
 }
 
-/* m (from model_add) as a stored matrix whose record h (its header read)
- * did not restore: why, in m->load_err. Returns 0, or -1 (out of memory). */
-static int stored_failed(wr_matrix *m, int stored, const wp_record *h, const char *src, const char *why)
-{
-    stored_head(m, stored, h, src);
-    return (m->load_err = strdup(why)) ? 0 : -1;
-}
-
 /* m (from model_add) as a matrix stored `stored` (WR_STORED_FIXED, ZSTD or UNCODED):
  * t, its restored TENSOR record, copied into m->aux. The caller has checked
  * twin_takes. Returns 0, or -1 (out of memory, m freed). */
 static int stored_set(wr_matrix *m, int stored, const wp_record *t, const char *src)
 {
-    if (record_copy(&m->aux, t)) {
+    if (wp_record_copy(&m->aux, t)) {
         matrix_free(m);
         return -1;
     }
@@ -248,13 +224,54 @@ static int zstd_undone(const wp_record *r, const char *path, char *err, size_t e
 {
     wp_restore *rs = wp_restore_new();
     wp_record c, *out = NULL;
-    int rc = !rs || record_copy(&c, r) ? fail(err, errlen, "out of memory") : 0;
+    wp_record_init(&c);
+    int rc = !rs || wp_record_copy(&c, r) ? fail(err, errlen, "out of memory") : 0;
     if (!rc && wp_restore_put(rs, &c, 0, &out) < 0)
         rc = fail(err, errlen, "%s: %s", path, wp_restore_error(rs));
-    if (rs)
-        wp_record_free(&c);
+    wp_record_free(&c);
     wp_restore_free(rs);
     return rc;
+}
+
+/* Add to md the matrix of tensor record t (or a zstd of one), stored
+ * `stored`, restored as verify restores it (a zstd unwrapped; map, the
+ * rowmap read last, expanding its rows when it is t's). One that does not
+ * restore, or not to the bytes its type and shape need (a zstd's z_len, a
+ * rowmap's rows, are the writer's word: a short one was read past its
+ * end), is added with load_err set: its run fails. t and map may be
+ * swapped with the restorer's records. Returns 0, or -1 (out of memory). */
+static int load_stored(wr_model *md, int stored, wp_record *t, wp_record *map, const char *path, char *err,
+                       size_t errlen)
+{
+    wp_restore *rs = wp_restore_new();
+    wr_matrix *m = rs ? model_add(md) : NULL;
+    if (!m) {
+        wp_restore_free(rs);
+        return fail(err, errlen, "out of memory");
+    }
+    stored_head(m, stored, t, path);   /* its name and shape, also when it does not restore */
+    const int mapped = map->name && !strcmp(map->name, m->name);
+    wp_record *out = NULL;
+    char why[WP_MAX_NAME + 200] = "";
+    if ((mapped && wp_restore_put(rs, map, 0, &out) != 0) || wp_restore_put(rs, t, 0, &out) != 1) {
+        snprintf(why, sizeof why, "%s", wp_restore_error(rs));
+    } else {
+        const int64_t oc = out->ne[0], orows = oc > 0 ? wp_record_nelem(out) / oc : 0;
+        const uint64_t need = oc > 0 ? (uint64_t)wp_ggml_row_size(out->type, oc) * (uint64_t)orows : 0;
+        if (out->n_dims < 2 || !twin_takes(out->type, orows, oc, NULL) || out->payload_len != need)
+            snprintf(why, sizeof why, "record '%s': restored to %" PRIu64 " bytes, but %s %" PRId64 "x%" PRId64
+                     " (rows x columns) needs %" PRIu64, m->name, out->payload_len,
+                     wp_ggml_type_name(out->type) ? wp_ggml_type_name(out->type) : "?", orows, oc, need);
+    }
+    const int rc = why[0] ? ((m->load_err = strdup(why)) ? 0 : -1) : stored_set(m, stored, out, path);
+    wp_restore_free(rs);
+    if (rc)
+        return fail(err, errlen, "out of memory");
+    md->n++;
+    md->n_fixed += stored == WR_STORED_FIXED;
+    md->n_zstd += stored == WR_STORED_ZSTD;
+    md->n_uncoded += stored == WR_STORED_UNCODED;
+    return 0;
 }
 
 int wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen)
@@ -347,48 +364,11 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
             } else if (of == WP_REC_TENSOR && other.n_dims >= 2 && !runs) {
                 md->n_other++;
             } else if (runs) {
-                /* restored as verify restores it: a zstd unwrapped, a rowmap's rows expanded */
-                wp_restore *rs = wp_restore_new();
-                wp_record *out = NULL;
-                wr_matrix *m = rs ? model_add(md) : NULL;
-                const int mapped = map.name && !strcmp(map.name, other.name);
                 char st[8] = "";   /* laneinterleave's mark: it chose fixed-width over coded */
                 const int chose = wp_attr_str(&other, "stored", st, sizeof st) && !strcmp(st, "fixed");
-                const int stored = !chose ? WR_STORED_UNCODED : e->kind == WP_REC_Z ? WR_STORED_ZSTD : WR_STORED_FIXED;
-                wp_record head;   /* the header, for a matrix that does not restore */
-                wp_record_init(&head);
-                head.type = other.type;
-                head.n_dims = other.n_dims;
-                memcpy(head.ne, other.ne, sizeof head.ne);
-                head.name = other.name ? strdup(other.name) : NULL;
-                int ok = 0;
-                if (!m || (other.name && !head.name))
-                    rc = fail(err, errlen, "out of memory");
-                else if ((mapped && wp_restore_put(rs, &map, 0, &out) != 0) || wp_restore_put(rs, &other, 0, &out) != 1)
-                    ok = stored_failed(m, stored, &head, path, wp_restore_error(rs)) == 0;   /* its run fails */
-                else {
-                    /* the restored bytes are what its type and shape say (a zstd's z_len, a rowmap's
-                       rows, are the writer's word: a short one was read past its end) */
-                    const int64_t oc = out->ne[0], orows = oc > 0 ? wp_record_nelem(out) / oc : 0;
-                    const uint64_t need = oc > 0 ? (uint64_t)wp_ggml_row_size(out->type, oc) * (uint64_t)orows : 0;
-                    char why[WP_MAX_NAME + 200];
-                    if (out->n_dims < 2 || !twin_takes(out->type, orows, oc, NULL) || out->payload_len != need) {
-                        snprintf(why, sizeof why, "record '%s': restored to %" PRIu64 " bytes, but %s %" PRId64
-                                 "x%" PRId64 " (rows x columns) needs %" PRIu64, head.name ? head.name : "",
-                                 out->payload_len, wp_ggml_type_name(out->type) ? wp_ggml_type_name(out->type) : "?",
-                                 orows, oc, need);
-                        ok = stored_failed(m, stored, &head, path, why) == 0;
-                    } else {
-                        ok = stored_set(m, stored, out, path) == 0;
-                    }
-                }
-                if (m && !ok && !rc)
-                    rc = fail(err, errlen, "out of memory");
-                if (ok)
-                    md->n++, md->n_fixed += stored == WR_STORED_FIXED, md->n_zstd += stored == WR_STORED_ZSTD,
-                    md->n_uncoded += stored == WR_STORED_UNCODED;
-                wp_record_free(&head);
-                wp_restore_free(rs);
+                if (load_stored(md, !chose ? WR_STORED_UNCODED : e->kind == WP_REC_Z ? WR_STORED_ZSTD : WR_STORED_FIXED,
+                                &other, &map, path, err, errlen))
+                    rc = -1;
             }
             continue;
         }
@@ -677,7 +657,7 @@ int wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, 
     int rc = -1;
     wp_record_init(&a);
     wp_record_init(&c);
-    if (!rs || record_copy(&a, &m->aux) || record_copy(&c, &m->coded)) {
+    if (!rs || wp_record_copy(&a, &m->aux) || wp_record_copy(&c, &m->coded)) {
         wp_record_free(&a);   /* a copy that failed half way holds its name or attributes */
         wp_record_free(&c);
         wp_restore_free(rs);

@@ -5,7 +5,6 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -436,7 +435,7 @@ static const char *relerr_str(double e, const float *y, const double *ref, const
 {
     int compared = 0;   /* an output wr_relerr_abs compared: a finite ref, not left out as an overflow */
     for (size_t i = 0; i < n && !compared; i++)
-        compared = isfinite(ref[i]) && (yabs[i] <= FLT_MAX || isfinite(y[i]));
+        compared = isfinite(ref[i]) && !wr_relerr_overflow(y[i], ref[i], yabs[i]);
     if (n == 0 || compared)
         snprintf(buf, len, "relerr %.2e", e);
     else if (any_finite(ref, n) && e == 0)   /* it said "relerr 0.00e+00" of no output (a fresh user's find) */

@@ -297,6 +297,9 @@ double wr_relerr(const float *y, const double *ref, size_t n);
  *    overflows (a BF16 matrix of its largest values); it is left out then,
  *    and compared when finite. (An Inf or NaN ref is as wr_relerr takes it.) */
 double wr_relerr_abs(const float *y, const double *ref, const double *yabs, size_t n, int64_t cols);
+/* Whether wr_relerr_abs leaves an output out as a float overflow: its ref
+ * finite, its sum of |w x| yabs beyond FLT_MAX, and y Inf or NaN. */
+int    wr_relerr_overflow(float y, double ref, double yabs);
 
 /* Inputs for benchmarks and checks: never zero (|v| in [0.25, 1.25]),
  * rounded to BF16 when bf16 (so a BF16 GEMM sees them exactly). */
