@@ -365,21 +365,22 @@ static const char *pipe_refusal(const wr_matrix *m, int p)
 static int pipe_applies(const wr_matrix *m, int p) { return !pipe_refusal(m, p); }
 
 /* Lanes of at most this many words take staged by default (pipe_default). */
-#define STAGED_MAX_DEPTH 64
+#define STAGED_MAX_DEPTH 48
 
 /* auto's choice where the tuning file has none for m and batch: the
- * fastest on the H200 run of 2026-12-04 (README, 4096 x 14336 synthetic
+ * fastest on the H100 run of 2026-12-05 (README, 4096 x 14336 synthetic
  * matrices, batch 1 and 8). A quantized type at batch <= 8: staged when
- * its deepest lane holds at most STAGED_MAX_DEPTH words (4 warps' staged
- * lanes in 33 KiB of shared memory or less; the 4-bit and smaller types
- * there, 24-58 words, ran 2-6 % faster than ring and 9-14 % faster than
- * fused at batch 1; at batch 8 ring won Q2_K and Q3_K by 1-4 %), else
- * ring (the 5- to 8-bit types, 74-109 words, where staged's shared memory
- * cut its occupancy: ring 2-27 % faster than staged, 10-20 % than fused).
- * Palette-pair BF16 at batch <= 16: palette (0.95x cuBLAS at batch 1,
- * where the exponent-only fused took 6x). Else fused up to batch 8, full
- * above. Before 2026-12-04: fused for every matrix at batch <= 8. A
- * matrix stored fixed-width or zstd'd: the twin, the one it takes. */
+ * its deepest lane holds at most STAGED_MAX_DEPTH words (Q2_K and Q3_K
+ * there, 24 and 41 words: staged 6 % faster than ring at batch 1, 1-4 %
+ * at batch 8), else ring (the 4-bit types, 58 words: ring 8-10 % faster
+ * than staged at batch 1, 2-7 % at batch 8; the 5- to 8-bit types, 74-109
+ * words: 6-34 %), the ring holding a round of tiles where staged's
+ * shared memory needs 1.4-2.3. Palette-pair BF16 at batch <= 16: palette
+ * (0.88x cuBLAS at batch 1, where the exponent-only fused took 4.7x).
+ * Else fused up to batch 8, full above. Before: staged up to 64 words (the
+ * H200 run of 2026-12-04, before the ring held one round); before that,
+ * fused for every matrix at batch <= 8. A matrix stored fixed-width or
+ * zstd'd: the twin, the one it takes. */
 static int pipe_default(const wr_matrix *m, int batch)
 {
     if (m->stored)

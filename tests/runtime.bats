@@ -281,13 +281,19 @@ cpu_verify() {
 }
 
 @test "wprun --pipeline auto without a tuning file: staged for shallow lanes, ring for deep ones, palette for palette BF16" {
-    # pipe_default: the fastest of the H200 run of 2026-12-04 (fused for everything up to batch 8 before)
-    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --batch 1,8,9 --tuning "$T/none.tun"
+    # pipe_default: the fastest of the H100 run of 2026-12-05 (staged up to 64 words, so for
+    # the 4-bit types too, after the H200 run of 2026-12-04; fused for everything before)
+    run "$BIN/wprun" --cpu --verify --synth Q3_K:64x512 --batch 1,8,9 --tuning "$T/none.tun"
     [ "$status" -eq 0 ]
-    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +staged relerr .* ok$'
-    echo "$output" | grep -qE '^gemv +Q4_K .* batch 8 +staged relerr .* ok$'
-    echo "$output" | grep -qE '^gemv +Q4_K .* batch 9 +full relerr .* ok$'
-    # Q8_0's lanes hold about 110 words, Q5_0's about 75: past STAGED_MAX_DEPTH (64)
+    echo "$output" | grep -qE '^gemv +Q3_K .* batch 1 +staged relerr .* ok$'
+    echo "$output" | grep -qE '^gemv +Q3_K .* batch 8 +staged relerr .* ok$'
+    echo "$output" | grep -qE '^gemv +Q3_K .* batch 9 +full relerr .* ok$'
+    # the 4-bit types' lanes hold about 58 words, Q5_0's about 75, Q8_0's about 110: past
+    # STAGED_MAX_DEPTH (48)
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --batch 1,8 --tuning "$T/none.tun"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +ring relerr .* ok$'
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 8 +ring relerr .* ok$'
     run "$BIN/wprun" --cpu --verify --synth Q8_0:64x512 --tuning "$T/none.tun"
     [ "$status" -eq 0 ]
     echo "$output" | grep -qE '^gemv +Q8_0 .* batch 1 +ring relerr .* ok$'
