@@ -66,24 +66,21 @@
  * The GEMV, transcode and BF16 restore kernels decode through a 2^L lookup
  * table in shared memory built on the host from the limits (wr_lut_build).
  *
- * Measured on an H200 (2026-12-04, README.md): every kernel bit-exact /
+ * Measured on an H100 (2026-12-05, README.md): every kernel bit-exact /
  * within 1e-4 of float64. At batch 1 (4096 x 14336) the palette GEMV takes
- * 0.95x cuBLAS BF16, and the fastest coded pipeline of each quantized type
- * 0.77-2.18x the twin (staged for codes of <= 4 bits, ring for 5-8; Q2_K
- * and Q3_K under 0.9x; Q4_K 1.37x); private, whose lookups have no bank
- * conflicts, ran within 5 % of fused, so the conflicts do not bound it.
- * Nsight Compute on k_fused_q (Q4_K): 10.6 cycles a warp between issues,
- * 4.5 of them long-scoreboard waits, 38 % occupancy (the 3,584 tiles are
- * one wave of 27 warps a SM). Since then, not timed: lane_word reads a
- * staged lane's zeroed slot W past its end (staged_depth); lane_open
- * handles the groups holding a word of every lane without a ballot each;
- * k_fused_q's table holds its codes' values (wr_lut_values), so code_val
- * is one AND a code; k_fused_q and k_fused_private skip the per-symbol
- * bad-flag check (lane_close catches it); staged and ring lanes are read by
- * position (lane_pair_at); ring and global lanes keep their groups in
- * dynamic shared memory as deep as the matrix's lanes, so a ring kernel
- * holds a 4096 x 14336 matrix's tiles in one round at batch 1
- * (fused_smem_bytes). README.md's list has the static counts. On the CPU,
+ * 0.88x cuBLAS BF16, and the fastest coded pipeline of each quantized type
+ * 0.62-1.42x the twin (ring for codes of 4 bits and more, staged for Q2_K
+ * and Q3_K; Q2_K, Q3_K and Q5_K under 0.9x; Q4_K 1.08x, 1.37x on the H200
+ * the day before); private, whose lookups have no bank conflicts, runs
+ * within 5 % of fused, so the conflicts do not bound it. The ring holds a
+ * matrix's tiles in one round at batch 1 (32 warps a SM; ring and global
+ * lanes keep their groups in dynamic shared memory as deep as the matrix's
+ * lanes, fused_smem_bytes). Nsight Compute's stall samples per SASS
+ * instruction of k_fused_q ring Q4_K: 12 % on the store of load_lut's
+ * one-word-at-a-time loop at the start; since then, not timed, the table
+ * and the x slice are copied asynchronously, all in flight with the
+ * tile's opening (load_lut_async, stage_x). README.md has the static
+ * counts of the changes before. On the CPU,
  * wr_dev_decode_tile runs the decode path and tests/runtime/test_emu.cpp
  * runs these kernels' source with one host thread per CUDA thread;
  * gpucheck.sh times them on a GPU.
@@ -866,11 +863,38 @@ __device__ __forceinline__ void load_plut(uint32_t *dst, const uint32_t *__restr
     }
 }
 
-/* Stage the lookup table (2^L words) into shared memory, block-wide. */
+/* Stage the decode table src (2^Lb words, global) into dst (shared, 16-byte
+ * aligned: its __align__(16)), block-wide, as asynchronous copies
+ * (cp.async) all in flight at once: 16 bytes each where the table holds a
+ * multiple of 4 words (src is cudaMalloc's, so aligned too), else 4;
+ * committed as one batch, which the caller waits for
+ * (__pipeline_wait_prior) before the __syncthreads after which any thread
+ * reads the table. Why: a loop of 4-byte loads, each stored before the next
+ * was issued, took 16 round trips to L2 at L = 11 (128 threads), and
+ * the store waiting on its load was the instruction the most warp stall
+ * samples fell on in k_fused_q (staged, ring and fused Q4_K, 4096 x 14336,
+ * batch 1: 12 % of ring's samples, H100, 2026-12-05): the kernels run
+ * about one wave, so every warp waited so at its start with nothing to
+ * issue. */
+__device__ __forceinline__ void load_lut_async(uint32_t *dst, const uint32_t *__restrict__ src, int Lb)
+{
+    const unsigned n = 1u << Lb;
+    if (n % 4 == 0) {
+        for (unsigned i = threadIdx.x; i < n / 4; i += blockDim.x)
+            __pipeline_memcpy_async(dst + 4 * i, src + 4 * i, 16);
+    } else {
+        for (unsigned i = threadIdx.x; i < n; i += blockDim.x)
+            __pipeline_memcpy_async(dst + i, src + i, 4);
+    }
+    __pipeline_commit();
+}
+
+/* load_lut_async, waited for (this thread's copies; the caller syncs the
+ * block). */
 __device__ __forceinline__ void load_lut(uint32_t *dst, const uint32_t *__restrict__ src, int Lb)
 {
-    for (unsigned i = threadIdx.x; i < (1u << Lb); i += blockDim.x)
-        dst[i] = __ldg(src + i);
+    load_lut_async(dst, src, Lb);
+    __pipeline_wait_prior(0);
 }
 
 /* Set bits of vmap in [lo, hi) (bit i = byte i / 8, LSB first). */
@@ -1013,14 +1037,22 @@ __device__ __forceinline__ bool fused_tile_open(const DevMat &M, const TilePos &
 }
 
 /* Stage the tile column's slice of the B input vectors in shared memory
- * (zeros past the row end), block-wide; the caller syncs. */
+ * (zeros past the row end), block-wide: asynchronous copies (cp.async, 4
+ * bytes: a row of x starts at any word) committed as one batch, which the
+ * caller waits for (__pipeline_wait_prior) before it syncs the block. Why
+ * asynchronous: as loads, each stored before the next, they were B * 2
+ * round trips at the kernel's start (load_lut_async). */
 template <int B>
 __device__ __forceinline__ void stage_x(float (*xs)[256], const DevMat &M, const float *x, const TilePos &p)
 {
     for (int i = threadIdx.x; i < B * 256; i += blockDim.x) {
         int b = i / 256, j = i % 256;
-        xs[b][j] = j < p.nw ? x[(long long)b * M.cols + p.c0w + j] : 0.0f;
+        if (j < p.nw)
+            __pipeline_memcpy_async(&xs[b][j], x + (long long)b * M.cols + p.c0w + j, 4);
+        else
+            xs[b][j] = 0.0f;
     }
+    __pipeline_commit();
 }
 
 /* End of a GEMV tile: check the lane, add thread k's sums of rows 2k, 2k+1
@@ -1292,16 +1324,24 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
 {
     constexpr int PD = fused_pd(ST, B);
     const wr_geom G = wr_geom_of(TYPE);
-    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ __align__(16) uint32_t lut[1 << WR_LUT_MAX_BITS];
     __shared__ float kv16[16];   /* the non-linear types' code values (code_val) */
     WR_DYN_SMEM(uint32_t, dyn);   /* lane words (ST 1, 2) and groups (ST 0, 2): fused_smem_bytes */
     __shared__ float xs[B][256];
     __shared__ float xsum[B][16];
     const TilePos P = tile_pos(M);
-    load_lut(lut, glut, M.L);
+    /* the table and the x slice copied while the warp opens its tile: their copies, the lane
+       words' and the lane counts' loads in flight together, one wait for all (a warp past the
+       last tile row opens none, and still joins the block's syncs) */
+    load_lut_async(lut, glut, M.L);
+    stage_x<B>(xs, M, x, P);
     if (threadIdx.x < 16)
         kv16[threadIdx.x] = wr_kv((int)threadIdx.x);
-    stage_x<B>(xs, M, x, P);
+    TileGeo tg;
+    unsigned bad = 0;
+    Lane L;
+    const bool open = fused_tile_open<ST, PD>(M, P, dyn, tg, L, bad);
+    __pipeline_wait_prior(0);
     __syncthreads();
     for (int i = threadIdx.x; i < B * 16; i += blockDim.x) {
         int b = i / 16, sb = i % 16;
@@ -1312,10 +1352,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 8 : 4) k_fused_q(De
         xsum[b][sb] = a;
     }
     __syncthreads();
-    TileGeo tg;
-    unsigned bad = 0;
-    Lane L;
-    if (!fused_tile_open<ST, PD>(M, P, dyn, tg, L, bad))
+    if (!open)
         return;
     fused_q_tile<TYPE, B, ST, PD, false>(M, L, tg, P.k, P.c0w, P.nw, xs, xsum, lut, kv16, bad, y);
 }
@@ -1480,20 +1517,23 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, B <= 2 ? 7 : 4) k_fused_exp(
                                                                 const float *__restrict__ x, float *__restrict__ y)
 {
     constexpr int WPS = PAL ? 2 : 1;
-    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ __align__(16) uint32_t lut[1 << WR_LUT_MAX_BITS];
     WR_DYN_SMEM(uint32_t, dyn);   /* lane words (ST) or groups: fused_smem_bytes */
     __shared__ float xs[B][256];
     const TilePos P = tile_pos(M);
     const unsigned k = P.k;
     const long long c0w = P.c0w;
     const int nw = P.nw;
-    load_lut(lut, glut, M.L);
+    /* as k_fused_q: the table's and x's copies in flight while the warp opens its tile */
+    load_lut_async(lut, glut, M.L);
     stage_x<B>(xs, M, x, P);
-    __syncthreads();
     TileGeo tg;
     unsigned bad = 0;
     Lane L;
-    if (!fused_tile_open<ST>(M, P, dyn, tg, L, bad))
+    const bool open = fused_tile_open<ST>(M, P, dyn, tg, L, bad);
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    if (!open)
         return;
     float acc[2][B] = {};
 #pragma unroll
@@ -1605,7 +1645,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 7) k_restore_exp(DevMat M, c
                                                                   uint16_t *__restrict__ out, unsigned long long tr0,
                                                                   unsigned long long tr1)
 {
-    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ __align__(16) uint32_t lut[1 << WR_LUT_MAX_BITS];
     __shared__ Groups g[FUSED_WARPS];
     const unsigned warp = threadIdx.x / 32;
     load_lut(lut, glut, M.L);
@@ -1627,7 +1667,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS, 7) k_restore_exp(DevMat M, c
 __global__ void __launch_bounds__(32 * FUSED_WARPS, 8) k_transcode(DevMat M, const uint32_t *__restrict__ glut,
                                                                 uint8_t *__restrict__ idx)
 {
-    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ __align__(16) uint32_t lut[1 << WR_LUT_MAX_BITS];
     __shared__ Groups g[FUSED_WARPS];
     const TilePos P = tile_pos(M);
     const unsigned k = P.k;
@@ -2202,7 +2242,7 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS) k_recon(DevMat M, const uint
 {
     using namespace nvcuda;
     constexpr int WPS = PAL ? 2 : 1;
-    __shared__ uint32_t lut[1 << WR_LUT_MAX_BITS];
+    __shared__ __align__(16) uint32_t lut[1 << WR_LUT_MAX_BITS];
     __shared__ Groups g[FUSED_WARPS];
     __shared__ __align__(32) __nv_bfloat16 xs[RECON_N][256];          /* B: x[n][c0w + j] at xs[n][j] */
     __shared__ __align__(32) __nv_bfloat16 as[FUSED_WARPS][32][16];   /* A: rows 2k + rr, 16 columns */

@@ -20,7 +20,8 @@
  *   - checks a launch reports in simt::stats: a barrier or collective reached
  *     at different source lines by threads of one block / warp (divergence),
  *     a full-mask collective with a lane already exited, an __ldg of a
- *     vector type at a misaligned address (a fault on the device), dynamic
+ *     vector type or an asynchronous copy of 8 or 16 bytes at a misaligned
+ *     address (a fault on the device), dynamic
  *     shared memory written past its size or a lane word (WR_SITE_SWORD) read
  *     outside it;
  *   - atomicAdd(float *), atomicAdd(unsigned *), atomicOr(int *) under one
@@ -143,7 +144,7 @@ namespace simt {
 struct Stats {
     std::atomic<long> divergent{0};    /* barrier / collective at different lines in a block or warp */
     std::atomic<long> partial{0};      /* a collective whose mask is not the lanes that took part (an exited lane) */
-    std::atomic<long> misaligned{0};   /* __ldg of a vector at a misaligned address */
+    std::atomic<long> misaligned{0};   /* __ldg of a vector, or a cp.async, at a misaligned address */
     std::atomic<long> smem_overrun{0}; /* dynamic shared memory written past the launch's size, or a
                                           lane word read outside it (WR_PROBE, WR_SITE_SWORD) */
     std::atomic<long> unwaited{0};     /* a thread that ended with asynchronous copies not waited for */
@@ -604,6 +605,8 @@ static inline int atomicOr(int *p, int v)
 
 static inline void __pipeline_memcpy_async(void *dst, const void *src, size_t n)
 {
+    if (((uintptr_t)dst | (uintptr_t)src) % n != 0)   /* cp.async of n bytes needs both n-aligned */
+        simt::stats.misaligned++;
     memset(dst, 0x5a, n);
     simt::copies.push_back({dst, src, n, simt::committed});
 }

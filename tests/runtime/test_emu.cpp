@@ -1362,6 +1362,28 @@ static void check_async_copies()
         ok &= out[k] == src[k];
     CHECK(ok, "simt cp.async: of two copies in flight to one word the older lands last (%#x, %#x); "
               "each thread ending with a copy in flight is counted (%ld, 32)", out[0], src[0], e_unw);
+
+    /* a 16-byte copy needs both ends 16-aligned (load_lut_async's): a source or a
+       destination one word off is counted, an aligned pair is not, a 4-byte copy never */
+    emu_reset();
+    go(dim3(1), dim3(32), 128 * 4, [&] {
+        WR_DYN_SMEM(uint32_t, sm);
+        const unsigned k = threadIdx.x;
+        if (k < 4)
+            __pipeline_memcpy_async(&sm[4 * k], &src[4 * k], 16);           /* aligned */
+        else if (k < 8)
+            __pipeline_memcpy_async(&sm[4 * k], &src[4 * k + 1], 16);       /* source off */
+        else if (k < 12)
+            __pipeline_memcpy_async(&sm[4 * k + 1], &src[4 * k], 16);       /* destination off */
+        else
+            __pipeline_memcpy_async(&sm[48 + k], &src[k + 1], 4);           /* 4 bytes: any word */
+        __pipeline_commit();
+        __pipeline_wait_prior(0);
+    });
+    const long mis = e_mis;
+    emu_reset();
+    CHECK(mis == 8, "simt cp.async: a 16-byte copy with its source or destination not 16-aligned is counted "
+                    "as misaligned (%ld, 8)", mis);
     dfree_all();
 }
 
