@@ -6,7 +6,8 @@
 # timeout; the bench is skipped when the budget is nearly spent); about 2
 # minutes on an H200 with the kit. GPUCHECK_MEMCHECK=1 adds a
 # compute-sanitizer memcheck run, GPUCHECK_SOURCE=1 the stall samples of the
-# Q4_K batch-1 GEMV per SASS instruction, GPUCHECK_PROFILE=1 Nsight Compute on one
+# Q4_K batch-1 GEMV per SASS instruction (and each launch's duration against
+# its SMs' active cycles, occupancy and waves), GPUCHECK_PROFILE=1 Nsight Compute on one
 # launch of each kernel (clocks left alone), the stall reasons of the
 # fused, private and twin GEMVs and the fused and private GEMVs' L1
 # traffic a tile (in the summary).
@@ -286,6 +287,9 @@ srctop() { # CSV N
 #      their SASS (cuobjdump), and Nsight Compute's stall samples per SASS instruction of
 #      k_fused_q staged, ring and fused (its source page as CSV, in the logs) with the ten
 #      instructions sampled most in the summary. The question the counts above leave open.
+#      With each, a "launch" line: on the H100 (2026-12-05) ring Q4_K's 5,876 warp
+#      instructions a tile at 9.9 cycles an issue came to about 29 us a warp, against
+#      52.9 us for the launch: what the rest was (a second round, a slow start) it says.
 if [ "${GPUCHECK_SOURCE:-0}" = 1 ] && command -v ncu > /dev/null; then
     if command -v cuobjdump > /dev/null; then
         cuobjdump -arch sm_90a --dump-sass "$W" 2> /dev/null |
@@ -295,10 +299,16 @@ if [ "${GPUCHECK_SOURCE:-0}" = 1 ] && command -v ncu > /dev/null; then
     fi
     for p in staged ring fused; do
         [ "$(elapsed)" -lt 420 ] || { note "SKIP source $p: $(elapsed)s spent"; break; }
-        timeout 60 ncu --clock-control none --section SourceCounters --section WarpStateStats -k regex:k_fused_q \
+        timeout 60 ncu --clock-control none --section SourceCounters --section WarpStateStats --section SpeedOfLight \
+            --section Occupancy --section LaunchStats -k regex:k_fused_q \
             -c 1 -f -o "$O/src-$p" "$W" --verify --pipeline "$p" --synth Q4_K:4096x14336 --batch 1 > "$O/src-$p.log" 2>&1
         timeout 30 ncu --import "$O/src-$p.ncu-rep" --page source --csv --print-source sass > "$O/src-$p.csv" 2>> "$O/src-$p.log"
+        timeout 30 ncu --import "$O/src-$p.ncu-rep" --page details > "$O/src-$p.details" 2>> "$O/src-$p.log"
         rm -f "$O/src-$p.ncu-rep"
+        # the kernel's time against its warps' own: were the SMs busy all along (SM active
+        # cycles against elapsed), how many warps stayed resident, in how many waves
+        note "launch $p: $(grep -E '^ +(Duration|Elapsed Cycles|SM Active Cycles|SM Frequency|Achieved Active Warps Per SM|Achieved Occupancy|Waves Per SM|Registers Per Thread|Warp Cycles Per Issued Instruction) ' \
+            "$O/src-$p.details" | tr -s ' ' | sed 's/^ //' | tr '\n' ';')"
         note "source $p: the SASS instructions sampled most (samples, address, instruction):"
         srctop "$O/src-$p.csv" 10 2>&1 | tee -a "$summary"
     done
