@@ -110,11 +110,22 @@ static int stored_set(wr_matrix *m, int stored, const wp_record *t, const char *
     return 0;
 }
 
-void wr_model_keep(wr_model *md, const char *match)
+/* Whether name contains one of match's substrings (NULL: every name does). */
+static int name_matches(const char *name, const char *const *match)
+{
+    if (!match)
+        return 1;
+    for (; *match; match++)
+        if (strstr(name, *match))
+            return 1;
+    return 0;
+}
+
+void wr_model_keep(wr_model *md, const char *const *match)
 {
     int k = 0;
     for (int i = 0; i < md->n; i++) {
-        if (!match || strstr(md->m[i].name, match))
+        if (name_matches(md->m[i].name, match))
             md->m[k++] = md->m[i];
         else
             matrix_free(&md->m[i]);
@@ -274,7 +285,7 @@ static int load_stored(wr_model *md, int stored, wp_record *t, wp_record *map, c
     return 0;
 }
 
-int wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen)
+int wr_model_load(wr_model *md, const char *path, const char *const *match, char *err, size_t errlen)
 {
     if (!strcmp(path, "-"))   /* it said "-: No such file or directory" */
         return fail(err, errlen, "-: wprun reads a bundle from its index at the end, so not standard input: "
@@ -333,7 +344,7 @@ int wr_model_load(wr_model *md, const char *path, const char *match, char *err, 
     for (uint64_t i = 0; i < ix.count && rc == 0; i++) {
         const wp_index_entry *e = &ix.e[i];
         const int coded_next = i + 1 < ix.count && ix.e[i + 1].kind == WP_REC_CODED;
-        if (match && !strstr(e->name, match))
+        if (!name_matches(e->name, match))
             continue;
         /* the rest read for their checksums (a corrupt zstd'd matrix passed "wprun --verify: ok",
            a fresh user's find); tensors stored fixed-width or zstd'd are run by the twin, the

@@ -24,7 +24,7 @@
 #endif
 
 static const char usage[] =
-    "usage: wprun ([--bundle] FILE | --synth TYPE:ROWSxCOLS)... [--match STR] [--cpu]\n"
+    "usage: wprun ([--bundle] FILE | --synth TYPE:ROWSxCOLS)... [--match STR]... [--cpu]\n"
     "             [--verify] [--bench] [--tune] [--batch 1,16,256]\n"
     "             [--pipeline auto|fused|exp|staged|ring|private|recon|split2|\n"
     "                         split4|split8|full|twin|transcode|palette]\n"
@@ -38,7 +38,7 @@ static const char usage[] =
     "  --synth SPEC    add a synthetic coded matrix: TYPE (Q4_0 ... IQ4_XS, BF16,\n"
     "                  F16, F32, or 'all') and shape, e.g. Q4_K:4096x14336;\n"
     "                  repeatable\n"
-    "  --match STR     only matrices whose name contains STR\n"
+    "  --match STR     only matrices whose name contains STR (again: or that one)\n"
     "  --cpu           the CPU reference instead of the GPU (any machine)\n"
     "  --verify        decode and compare with verify's restore bit for bit; GEMV\n"
     "                  outputs against a float64 reference (relative error); the\n"
@@ -88,7 +88,9 @@ static struct {
     int cpu, verify, bench, tune, graph, runs, pipe, tuning_given;
     int batch[32], nbatch;
     double tol;
-    const char *tuning, *match;
+    const char *tuning;
+    const char *match[65];   /* --match's substrings, NULL-terminated (a name matches one of them) */
+    int nmatch;
 } opt = {.pipe = P_AUTO, .tuning = "wprun.tuning"};
 
 /* `wprun --tune ... | head`: the reader of the report went away. The rest of
@@ -1106,7 +1108,9 @@ int main(int argc, char **argv)
             synth_parse(v, NULL, NULL, NULL);   /* a bad spec is a usage error before anything runs */
             synths[ns++] = v, i++;
         } else if (!strcmp(a, "--match")) {
-            opt.match = v, i++;
+            if (opt.nmatch == 64)
+                die(WR_EXIT_USAGE, "%s", "--match: at most 64 substrings");
+            opt.match[opt.nmatch++] = v, i++;   /* one more: a name may match any (a second replaced the first) */
         } else if (!strcmp(a, "--tuning")) {
             if (!*v)
                 die(WR_EXIT_USAGE, "%s", "--tuning: empty file name");
@@ -1194,7 +1198,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < nb; i++)
         wp_cli_input(bundles[i]);   /* --tuning onto one of them is refused (wp_out_open) */
     for (int i = 0; i < nb; i++)
-        if (wr_model_load(&md, bundles[i], opt.match, err, sizeof err)) {
+        if (wr_model_load(&md, bundles[i], opt.nmatch ? opt.match : NULL, err, sizeof err)) {
             char msg[1100];
             size_t pl = strlen(bundles[i]);
             /* one line naming the file, whichever layer wrote the message */
@@ -1206,19 +1210,22 @@ int main(int argc, char **argv)
         }
     for (int i = 0; i < ns; i++)
         add_synth(&md, synths[i]);
-    wr_model_keep(&md, opt.match);   /* --match: the synthetic matrices too */
+    wr_model_keep(&md, opt.nmatch ? opt.match : NULL);   /* --match: the synthetic matrices too */
     if (md.n == 0) {   /* (a bundle with nothing lane-coded: wr_model_load refuses it) */
         char kinds[200];   /* what it matched that is not run, said (it was "no coded matrix" alone) */
+        char pats[400] = "";   /* the substrings: 'a' or 'a' or 'b' ... */
+        for (int i = 0; i < opt.nmatch && strlen(pats) + 8 < sizeof pats; i++)
+            snprintf(pats + strlen(pats), sizeof pats - strlen(pats), "%s'%.100s'", i ? " or " : "", opt.match[i]);
         const int n = md.n_shared + md.n_other;
-        if (opt.match && n) {
-            char msg[600];
+        if (opt.nmatch && n) {
+            char msg[800];
             not_run_kinds(&md, kinds, sizeof kinds);
-            snprintf(msg, sizeof msg, "no matrix wprun runs matches --match '%%s': %s not run (%s)",
+            snprintf(msg, sizeof msg, "no matrix wprun runs matches --match %s: %s not run (%s)", pats,
                      n > 1 ? "the ones it matches are" : "the matrix it matches is", kinds);
-            die(WR_EXIT_FAIL, msg, opt.match);
+            die(WR_EXIT_FAIL, "%s", msg);
         }
-        if (opt.match)
-            die(WR_EXIT_FAIL, "no matrix matches --match '%s'", opt.match);
+        if (opt.nmatch)
+            die(WR_EXIT_FAIL, "no matrix matches --match %s", pats);
         die(WR_EXIT_FAIL, "%s", "no matrices in the input");
     }
     /* auto picks the pipeline of the CPU's --verify GEMV checks and of the GPU's --graph pass (the

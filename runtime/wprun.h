@@ -111,11 +111,11 @@ typedef struct {
  * checksums checked, its zstd payload (zstd, kvpack) undone once, the
  * shared and other-typed
  * matrices counted in md->n_shared and n_other; they are not run. match: NULL or a
- * substring the name must contain (then only the tensors it matches are
- * read). path must outlive md (each matrix's src points to it). Returns 0,
+ * NULL-terminated list of substrings, one of which the name must contain
+ * (then only the tensors it matches are read; an empty list matches none). path must outlive md (each matrix's src points to it). Returns 0,
  * or -1 with a one-line message in err (also for a bundle with no coded
  * matrix: nothing for the runner to decode). */
-int  wr_model_load(wr_model *md, const char *path, const char *match, char *err, size_t errlen);
+int  wr_model_load(wr_model *md, const char *path, const char *const *match, char *err, size_t errlen);
 
 /* Append a synthetic coded matrix of type (a block type of blocks.h, or
  * WP_BF16, WP_F16, WP_F32) and shape rows x cols (cols a multiple of the
@@ -136,10 +136,11 @@ int  wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uin
  * it. Returns 0 or -1 with a message. */
 int  wr_model_add_blocks(wr_model *md, uint32_t type, const char *name, int64_t rows, int64_t cols,
                          const uint8_t *blocks, char *err, size_t errlen);
-/* Drop (and free) the matrices whose name does not contain match (NULL:
- * keep all); wr_model_load's --match filter, for matrices added otherwise
+/* Drop (and free) the matrices whose name contains none of the substrings
+ * of match (a NULL-terminated list; NULL: keep all); wr_model_load's
+ * --match filter, for matrices added otherwise
  * (wr_model_synth). */
-void wr_model_keep(wr_model *md, const char *match);
+void wr_model_keep(wr_model *md, const char *const *match);
 void wr_model_free(wr_model *md);
 
 /* Append a matrix stored fixed-width (stored WR_STORED_FIXED): type a ggml

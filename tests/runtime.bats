@@ -361,6 +361,25 @@ cpu_verify() {
     [[ "$output" == "wprun: $T/missing.bundle: "* ]]
 }
 
+@test "wprun: --match again adds a substring (a name matching any runs); naming nothing lists them all" {
+    # a second --match replaced the first, silently (a fresh user's find)
+    run "$BIN/wprun" --cpu --synth all:64x256 --match BF16 --match Q8_0
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '^gemv ')" -eq 2 ]
+    echo "$output" | grep -qE '^gemv +BF16 +synth\.BF16\.64x256 '
+    echo "$output" | grep -qE '^gemv +Q8_0 +synth\.Q8_0\.64x256 '
+    [ "${lines[-1]}" = "wprun: 2 matrices (cpu): ok" ]
+    # bundles too: only the records of either are read
+    run "$BIN/wprun" --cpu --verify --bundle "$Q/f16.bundle" --match blk.0.ffn_up --match blk.1.attn_k
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '^verify ')" -eq 2 ]
+    echo "$output" | grep -q '^verify .*blk\.0\.ffn_up'
+    echo "$output" | grep -q '^verify .*blk\.1\.attn_k'
+    run "$BIN/wprun" --cpu --synth Q4_K:64x256 --match nothing --match none
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: no matrix matches --match 'nothing' or 'none'" ]
+}
+
 @test "wprun: a matrix whose records disagree (code lengths past max_len, checksums resealed) stops the load: one line, exit 1, no matrix run" {
     # wprun(1) said the other matrices still run; that holds for restore failures, not for load ones (a review)
     bundle "$MODELS/stories260K-f32.gguf" "$T/b.bundle"
