@@ -95,6 +95,7 @@ int main(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL;
     int report = 0, float_palette = WP_BF16_PALETTE_MAX, split_float = 1, rowdedupe = 1;
+    uint64_t presplit = 0, kept = 0;   /* --no-float: matrices bf16split split before; floats kept */
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -188,7 +189,9 @@ int main(int argc, char **argv)
             continue;
         }
         int eb, rb;
-        if (split_float && r.kind == WP_REC_TENSOR && r.n_dims >= 2 && wp_bf16_fields(r.type, &eb, &rb) > 0) {
+        const int is_float = r.kind == WP_REC_TENSOR && r.n_dims >= 2 && wp_bf16_fields(r.type, &eb, &rb) > 0;
+        kept += !split_float && is_float;
+        if (split_float && is_float) {
             /* An unquantized matrix: exponent symbols + raw bits (bf16split). */
             struct wp_bf16_split s;
             int rc = wp_bf16_split(&s, r.type, r.payload, (int64_t)rows, r.ne[0], float_palette,
@@ -204,6 +207,8 @@ int main(int argc, char **argv)
             sym = t;
         }
         if (r.kind == WP_REC_SYMBOLS) {
+            if (!split_float)   /* bf16split's, from the input: --no-float leaves them coded */
+                presplit++;
             count(r.payload, r.payload_len, hist);
             int64_t nw = wp_attr_i64(&r, "n_weights", wp_record_nelem(&r));
             put_hist(w, &r, hist, r.payload_len, nw);
@@ -227,6 +232,10 @@ int main(int argc, char **argv)
     if (report)   /* a stream with no matrix: the header alone, as before */
         report_header();
     wp_cli_writer_close(w);
+    if (presplit && !kept)   /* it did nothing, silently (a fresh user's find) */
+        wp_warn("--no-float has no effect: the input's %" PRIu64 " float matri%s split by bf16split already, "
+                "and coded as it split %s (--no-float keeps the float matrices histogram would split itself)",
+                presplit, presplit == 1 ? "x was" : "ces were", presplit == 1 ? "it" : "them");
     if (report && tot.exp_weights > 0)
         fprintf(stderr, "total exponent-coded: %.0f weights; exponent H %.4f b/w, limit (raw + H) %.4f b/w,"
                         " verbatim %.4f%% (means weighted by weights)\n",

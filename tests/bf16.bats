@@ -67,6 +67,17 @@ lossless() { # GGUF BUNDLE [bf16split options]
     "$BIN/unbundle" "$T/mlp.bundle" | cmp - "$MODELS/stories260K-bf16.gguf"
 }
 
+@test "histogram --no-float after bf16split of every matrix warns that it does nothing; after bf16split --match it does not" {
+    # it had no effect, silently (a fresh user's find)
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" | "$BIN/histogram" --no-float \
+        > "$T/all.ts" 2> "$T/all.err"
+    [ "$(cat "$T/all.err")" = "histogram: warning: --no-float has no effect: the input's 37 float matrices were split by bf16split already, and coded as it split them (--no-float keeps the float matrices histogram would split itself)" ]
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" --match 'ffn_(gate|up|down)' |
+        "$BIN/histogram" --no-float > "$T/mlp.ts" 2> "$T/mlp.err"
+    [ ! -s "$T/mlp.err" ]
+    [ -s "$T/mlp.ts" ]
+}
+
 @test "bad options: palette above 16, a bad regex" {
     run "$BIN/bf16split" --palette 17
     one_line_error "^bf16split: --palette: expected an integer from 0 to 16, got '17'$"
