@@ -828,9 +828,13 @@ __device__ __forceinline__ uint32_t lane_pair_at(const Lane &L, int i, const uin
     const uint32_t s = w.s + w.e0 + e;
     /* the next pair's words: np moves on by 0 or 1 (a pair reads <= 22 bits); the word
        after them loaded now, for the pair after this one */
-    const bool adv = ((s ^ w.s) & 32u) != 0;
+    /* adv is the flipped bit itself (32 or 0): as a bool, ptxas made (x >> 5) & 1 and a
+       compare of it, two instructions a pair more (sub-block loops, sm_90a, sassloops.py:
+       staged Q4_K 270 -> 254, ring Q4_K 395 -> 379, staged Q8_0 397 -> 365; every
+       k_fused_q<T, 1 or 8, staged or ring> 4 to 32 fewer) */
+    const uint32_t adv = (s ^ w.s) & 32u;
     w.s = s;
-    w.np += adv;
+    w.np += adv >> 5;
     w.a = adv ? w.b : w.a;
     w.b = adv ? w.c : w.b;
     w.c = pair_word<ST>(L, w.np + 2);
