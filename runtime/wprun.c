@@ -1108,6 +1108,8 @@ int main(int argc, char **argv)
             synth_parse(v, NULL, NULL, NULL);   /* a bad spec is a usage error before anything runs */
             synths[ns++] = v, i++;
         } else if (!strcmp(a, "--match")) {
+            if (!*v)   /* as --match=: an empty substring matches every name */
+                die(WR_EXIT_USAGE, "%s", "--match: needs a value (see --help)");
             if (opt.nmatch == 64)
                 die(WR_EXIT_USAGE, "%s", "--match: at most 64 substrings");
             opt.match[opt.nmatch++] = v, i++;   /* one more: a name may match any (a second replaced the first) */
@@ -1213,9 +1215,18 @@ int main(int argc, char **argv)
     wr_model_keep(&md, opt.nmatch ? opt.match : NULL);   /* --match: the synthetic matrices too */
     if (md.n == 0) {   /* (a bundle with nothing lane-coded: wr_model_load refuses it) */
         char kinds[200];   /* what it matched that is not run, said (it was "no coded matrix" alone) */
-        char pats[400] = "";   /* the substrings: 'a' or 'a' or 'b' ... */
-        for (int i = 0; i < opt.nmatch && strlen(pats) + 8 < sizeof pats; i++)
-            snprintf(pats + strlen(pats), sizeof pats - strlen(pats), "%s'%.100s'", i ? " or " : "", opt.match[i]);
+        char pats[600] = "";   /* the substrings, whole: 'a' or 'a' or 'b' ... or N more (the
+                                  first cut at 400 bytes, marked ...) */
+        if (opt.nmatch)
+            snprintf(pats, sizeof pats, "'%.400s%s'", opt.match[0], strlen(opt.match[0]) > 400 ? "..." : "");
+        for (int i = 1; i < opt.nmatch; i++) {
+            const size_t at = strlen(pats);
+            if (at + strlen(opt.match[i]) + 6 + 16 >= sizeof pats) {   /* room for it and " or N more" */
+                snprintf(pats + at, sizeof pats - at, " or %d more", opt.nmatch - i);
+                break;
+            }
+            snprintf(pats + at, sizeof pats - at, " or '%s'", opt.match[i]);
+        }
         const int n = md.n_shared + md.n_other;
         if (opt.nmatch && n) {
             char msg[800];

@@ -378,6 +378,16 @@ cpu_verify() {
     run "$BIN/wprun" --cpu --synth Q4_K:64x256 --match nothing --match none
     [ "$status" -eq 1 ]
     [ "$output" = "wprun: no matrix matches --match 'nothing' or 'none'" ]
+    # each substring whole, as many as fit, then how many more (a review: cut to 100 bytes, the
+    # last one without its quote, the rest dropped unsaid)
+    long=$(printf 'x%.0s' $(seq 150))
+    run "$BIN/wprun" --cpu --synth Q4_K:64x256 --match "$long" --match "$long" --match "$long" --match "$long" --match "$long"
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: no matrix matches --match '$long' or '$long' or '$long' or 2 more" ]
+    # an empty substring would match every name, as --match= would: refused alike
+    run "$BIN/wprun" --cpu --synth Q4_K:64x256 --match ''
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: --match: needs a value (see --help)" ]
 }
 
 @test "wprun: a matrix whose records disagree (code lengths past max_len, checksums resealed) stops the load: one line, exit 1, no matrix run" {
