@@ -1,10 +1,10 @@
 #!/bin/sh
-# runtime/gpucheck.sh - the one prepared check for a lent GPU (an H200):
+# runtime/gpucheck.sh - the one prepared check for a lent GPU (an H100 or H200):
 # build, wprun --verify on the stories260K bundles and on synthetic matrices
 # (a 4096 x 14336 matrix of every coded type and BF16), then --bench, the
 # palette GEMV loading 1 and 2 steps ahead, --tune, and a short table last. Budget: 8 minutes in all (each step has a
-# timeout; the bench is skipped when the budget is nearly spent); about 2
-# minutes on an H200 with the kit. GPUCHECK_MEMCHECK=1 adds a
+# timeout; the bench is skipped when the budget is nearly spent); about 100
+# s on an H100 or H200 with the kit. GPUCHECK_MEMCHECK=1 adds a
 # compute-sanitizer memcheck run, GPUCHECK_SOURCE=1 the stall samples of the
 # Q4_K batch-1 GEMV per SASS instruction (and each launch's duration against
 # its SMs' active cycles, occupancy and waves), GPUCHECK_PROFILE=1 Nsight Compute on one
@@ -299,7 +299,7 @@ if [ "${GPUCHECK_SOURCE:-0}" = 1 ] && command -v ncu > /dev/null; then
     fi
     for p in staged ring fused; do
         [ "$(elapsed)" -lt 420 ] || { note "SKIP source $p: $(elapsed)s spent"; break; }
-        timeout 60 ncu --clock-control none --section SourceCounters --section WarpStateStats --section SpeedOfLight \
+        timeout 90 ncu --clock-control none --section SourceCounters --section WarpStateStats --section SpeedOfLight \
             --section Occupancy --section LaunchStats -k regex:k_fused_q \
             -c 1 -f -o "$O/src-$p" "$W" --verify --pipeline "$p" --synth Q4_K:4096x14336 --batch 1 > "$O/src-$p.log" 2>&1
         timeout 30 ncu --import "$O/src-$p.ncu-rep" --page source --csv --print-source sass > "$O/src-$p.csv" 2>> "$O/src-$p.log"

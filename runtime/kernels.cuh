@@ -72,7 +72,7 @@
  * 0.62-1.42x the twin (ring for codes of 4 bits and more, staged for Q2_K
  * and Q3_K; Q2_K, Q3_K and Q5_K under 0.9x; Q4_K 1.08x, 1.37x on the H200
  * the day before); private, whose lookups have no bank conflicts, runs
- * within 5 % of fused, so the conflicts do not bound it. The ring holds a
+ * within 6 % of fused, so the conflicts do not bound it. The ring holds a
  * matrix's tiles in one round at batch 1 (32 warps a SM; ring and global
  * lanes keep their groups in dynamic shared memory as deep as the matrix's
  * lanes, fused_smem_bytes). Nsight Compute's stall samples per SASS
