@@ -120,12 +120,12 @@ cpu_verify() {
 @test "wprun --verify: a GEMV line over --tol says which error is not below which limit (it said FAIL alone)" {
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tol 1e-30
     [ "$status" -eq 1 ]
-    echo "$output" | grep -qE '^gemv +Q4_K +synth.Q4_K.64x512 +batch 1 +staged relerr [0-9.e+-]+  twin relerr [0-9.e+-]+  \(bit-equal\) FAIL \(relerr [0-9]\.[0-9]{4}e-[0-9]+, not below --tol 1e-30\)$'
+    echo "$output" | grep -qE '^gemv +Q4_K +synth.Q4_K.64x512 +batch 1 +ring relerr [0-9.e+-]+  twin relerr [0-9.e+-]+  \(bit-equal\) FAIL \(relerr [0-9]\.[0-9]{4}e-[0-9]+, not below --tol 1e-30\)$'
     # the error with more digits than its column, where the limit equals the column's three
     # digits (it read "relerr 2.28e-07 ... FAIL (tol 2.28e-07)")
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tol 2.28e-7
     [ "$status" -eq 1 ]
-    echo "$output" | grep -qF "staged relerr 2.28e-07  twin relerr 2.28e-07  (bit-equal) FAIL (relerr 2.2804e-07, not below --tol 2.28e-07)"
+    echo "$output" | grep -qF "ring relerr 2.28e-07  twin relerr 2.28e-07  (bit-equal) FAIL (relerr 2.2804e-07, not below --tol 2.28e-07)"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tol 0.5
     [ "$status" -eq 0 ]
     echo "$output" | grep -qE '^gemv +Q4_K .* \(bit-equal\) ok$'
@@ -215,7 +215,7 @@ cpu_verify() {
     [ "$(echo "$output" | grep -c "^wprun: warning: $T/n.tun:[2-6]: not 'MATRIX TYPE")" -eq 5 ]
     [[ "$output" == *"wprun: warning: $T/n.tun: 1 more such lines skipped"* ]]
     ! echo "$output" | grep -q "n.tun:8" || false
-    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +staged relerr'   # no line counted: the default
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +ring relerr'   # no line counted: the default
 }
 
 @test "wprun --tuning /dev/zero: a first line that never ends is not a tuning file (getline grew it until memory ran out)" {
@@ -316,12 +316,12 @@ cpu_verify() {
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/v1.tun"
     [ "$status" -eq 0 ]
     [[ "$output" == *"wprun: warning: $T/v1.tun: another version's tuning file (v2 keys matrices by name, type and shape; run --tune again): none of it is used"* ]]
-    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +staged relerr'
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +ring relerr'
     printf 'synth.Q4_K.64x512\tQ4_K\t64x512\t1\tfull\t0.5\n' > "$T/nohead.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/nohead.tun"
     [ "$status" -eq 0 ]
     [[ "$output" == *"wprun: warning: $T/nohead.tun: not a wprun tuning file (its first line is not '# wprun tuning v2 (...'): none of it is used"* ]]
-    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +staged relerr'
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +ring relerr'
     : > "$T/empty.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/empty.tun"
     [ "$status" -eq 0 ]
@@ -820,8 +820,8 @@ for r in recs:
     # and at batch 1 the floor moves the error from 4.59e-07 to 4.42e-07 (S a little larger)
     run --separate-stderr "$BIN/wprun" --cpu --synth Q4_K:64x256 --batch 1,3
     [ "$status" -eq 0 ]
-    [[ "${lines[1]}" == *" batch 1    staged relerr 4.42e-07  twin relerr 4.42e-07  (bit-equal) ok" ]]
-    [[ "${lines[2]}" == *" batch 3    staged relerr 5.81e-07  twin relerr 5.81e-07  (bit-equal) ok" ]]
+    [[ "${lines[1]}" == *" batch 1    ring relerr 4.42e-07  twin relerr 4.42e-07  (bit-equal) ok" ]]
+    [[ "${lines[2]}" == *" batch 3    ring relerr 5.81e-07  twin relerr 5.81e-07  (bit-equal) ok" ]]
 }
 
 @test "a corrupt bundle fails wprun --cpu --verify (status 1)" {
