@@ -282,33 +282,26 @@ cpu_verify() {
 
 @test "wprun --pipeline auto without a tuning file: staged for shallow lanes, ring for deep ones, palette for palette BF16" {
     # pipe_default: the fastest of the H100 run of 2026-12-05 (staged up to 64 words, so for
-    # the 4-bit types too, after the H200 run of 2026-12-04; fused for everything before)
-    run "$BIN/wprun" --cpu --verify --synth Q3_K:64x512 --batch 1,8,9 --tuning "$T/none.tun"
-    [ "$status" -eq 0 ]
-    echo "$output" | grep -qE '^gemv +Q3_K .* batch 1 +staged relerr .* ok$'
-    echo "$output" | grep -qE '^gemv +Q3_K .* batch 8 +staged relerr .* ok$'
-    echo "$output" | grep -qE '^gemv +Q3_K .* batch 9 +full relerr .* ok$'
+    # the 4-bit types too, after the H200 run of 2026-12-04; fused for everything before).
+    # picks SPEC BATCH=PIPELINE...: each batch's GEMV line names that pipeline
+    picks() {
+        local spec=$1 bp list=""
+        shift
+        for bp in "$@"; do list="$list,${bp%%=*}"; done
+        run "$BIN/wprun" --cpu --verify --synth "$spec" --batch "${list#,}" --tuning "$T/none.tun"
+        [ "$status" -eq 0 ]
+        for bp in "$@"; do
+            echo "$output" | grep -qE "^gemv +${spec%%:*} .* batch ${bp%%=*} +${bp#*=} relerr .* ok\$"
+        done
+    }
+    picks Q3_K:64x512 1=staged 8=staged 9=full
     # the 4-bit types' lanes hold about 58 words, Q5_0's about 75, Q8_0's about 110: past
     # STAGED_MAX_DEPTH (48)
-    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --batch 1,8 --tuning "$T/none.tun"
-    [ "$status" -eq 0 ]
-    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +ring relerr .* ok$'
-    echo "$output" | grep -qE '^gemv +Q4_K .* batch 8 +ring relerr .* ok$'
-    run "$BIN/wprun" --cpu --verify --synth Q8_0:64x512 --tuning "$T/none.tun"
-    [ "$status" -eq 0 ]
-    echo "$output" | grep -qE '^gemv +Q8_0 .* batch 1 +ring relerr .* ok$'
-    run "$BIN/wprun" --cpu --verify --synth Q5_0:64x512 --tuning "$T/none.tun"
-    [ "$status" -eq 0 ]
-    echo "$output" | grep -qE '^gemv +Q5_0 .* batch 1 +ring relerr .* ok$'
-    run "$BIN/wprun" --cpu --verify --synth BF16:64x512 --batch 1,16,17 --tuning "$T/none.tun"
-    [ "$status" -eq 0 ]
-    echo "$output" | grep -qE '^gemv +BF16 .* batch 1 +palette relerr .* ok$'
-    echo "$output" | grep -qE '^gemv +BF16 .* batch 16 +palette relerr .* ok$'
-    echo "$output" | grep -qE '^gemv +BF16 .* batch 17 +full relerr .* ok$'
-    run "$BIN/wprun" --cpu --verify --synth F32:64x512 --batch 1,9 --tuning "$T/none.tun"
-    [ "$status" -eq 0 ]
-    echo "$output" | grep -qE '^gemv +F32 .* batch 1 +fused relerr .* ok$'
-    echo "$output" | grep -qE '^gemv +F32 .* batch 9 +full relerr .* ok$'
+    picks Q4_K:64x512 1=ring 8=ring
+    picks Q8_0:64x512 1=ring
+    picks Q5_0:64x512 1=ring
+    picks BF16:64x512 1=palette 16=palette 17=full
+    picks F32:64x512 1=fused 9=full
 }
 
 @test "wprun --tuning: a file without the v2 first line is not used, with the reason" {
