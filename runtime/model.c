@@ -528,10 +528,7 @@ int wr_model_add_stored(wr_model *md, uint32_t type, const char *name, int64_t r
         return fail(err, errlen, "%s: the twin does not take %s %" PRId64 "x%" PRId64 " (a block type of the kernels "
                                  "in whole blocks, BF16, F16 or F32)", name,
                     wp_ggml_type_name(type) ? wp_ggml_type_name(type) : "this type", rows, cols);
-    const int esize = wp_bf16_fields(type, NULL, NULL);
-    wr_matrix probe;
-    twin_takes(type, rows, cols, &probe);
-    const uint64_t len = esize > 0 ? (uint64_t)(rows * cols) * (uint64_t)esize : probe.g.block_len;
+    const uint64_t len = (uint64_t)wp_ggml_row_size(type, cols) * (uint64_t)rows;   /* as load_stored's need */
     wp_record t;
     wp_record_init(&t);
     set_shape(&t, WP_REC_TENSOR, type, name, rows, cols);
