@@ -1239,6 +1239,17 @@ int main(int argc, char **argv)
             die(WR_EXIT_FAIL, "no matrix matches --match %s", pats);
         die(WR_EXIT_FAIL, "%s", "no matrices in the input");
     }
+    for (int i = 0; i < opt.nmatch; i++) {   /* each --match names a matrix it runs, as one alone must */
+        int hit = 0;
+        for (int j = 0; j < md.n && !hit; j++)
+            hit = strstr(md.m[j].name, opt.match[i]) != NULL;
+        if (!hit) {   /* a typo beside a --match that matched went unnoticed (a fresh user's find) */
+            char msg[600];
+            snprintf(msg, sizeof msg, "no matrix wprun runs matches --match '%.400s%s' (the others match %d)",
+                     opt.match[i], strlen(opt.match[i]) > 400 ? "..." : "", md.n);
+            die(WR_EXIT_FAIL, "%s", msg);
+        }
+    }
     /* auto picks the pipeline of the CPU's --verify GEMV checks and of the GPU's --graph pass (the
        GPU's --verify checks every pipeline) */
     if (opt.pipe == P_AUTO && !opt.tune && (opt.cpu ? opt.verify : opt.graph))

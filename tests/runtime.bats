@@ -377,6 +377,10 @@ cpu_verify() {
     run "$BIN/wprun" --cpu --synth Q4_K:64x256 --match "$long" --match "$long" --match "$long" --match "$long" --match "$long"
     [ "$status" -eq 1 ]
     [ "$output" = "wprun: no matrix matches --match '$long' or '$long' or '$long' or 2 more" ]
+    # each must match: a typo beside one that matched went unnoticed (a fresh user's find)
+    run "$BIN/wprun" --cpu --synth all:64x256 --match nothere --match Q8_0
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: no matrix wprun runs matches --match 'nothere' (the others match 1)" ]
     # an empty substring would match every name, as --match= would: refused alike
     run "$BIN/wprun" --cpu --synth Q4_K:64x256 --match ''
     [ "$status" -eq 64 ]
