@@ -1181,20 +1181,6 @@ int main(int argc, char **argv)
         opt.runs = opt.cpu ? 3 : 20;
     if (!(opt.tol > 0))
         opt.tol = opt.cpu ? 1e-5 : 1e-4;
-#ifdef WPACK_NO_CUDA
-    /* (it said "no CUDA device found" on a machine that may well have one) */
-    if (!opt.cpu) {
-        fprintf(stderr, "wprun: built without CUDA (no nvcc, or WPACK_NO_CUDA=1): use --cpu for the CPU reference\n");
-        return WR_EXIT_NODEV;
-    }
-    int ndev = 0;
-#else
-    int ndev = opt.cpu ? 0 : wr_gpu_count();
-#endif
-    if (!opt.cpu && ndev == 0) {
-        fprintf(stderr, "wprun: no CUDA device found (use --cpu for the CPU reference)\n");
-        return WR_EXIT_NODEV;
-    }
     char err[512];
     many_bundles = nb > 1;
     for (int i = 0; i < nb; i++)
@@ -1210,6 +1196,23 @@ int main(int argc, char **argv)
                 snprintf(msg, sizeof msg, "%s", err);
             die(WR_EXIT_FAIL, "%s", msg);
         }
+    /* the device asked for after the bundles are read, so a bundle's fault is said first (a missing
+       bundle read "no CUDA device found" on a machine without one: a fresh user's find), and before
+       the synthetic matrices are made (a 4096x14336 one takes seconds) */
+#ifdef WPACK_NO_CUDA
+    /* (it said "no CUDA device found" on a machine that may well have one) */
+    if (!opt.cpu) {
+        fprintf(stderr, "wprun: built without CUDA (no nvcc, or WPACK_NO_CUDA=1): use --cpu for the CPU reference\n");
+        return WR_EXIT_NODEV;
+    }
+    int ndev = 0;
+#else
+    int ndev = opt.cpu ? 0 : wr_gpu_count();
+#endif
+    if (!opt.cpu && ndev == 0) {
+        fprintf(stderr, "wprun: no CUDA device found (use --cpu for the CPU reference)\n");
+        return WR_EXIT_NODEV;
+    }
     for (int i = 0; i < ns; i++)
         add_synth(&md, synths[i]);
     wr_model_keep(&md, opt.nmatch ? opt.match : NULL);   /* --match: the synthetic matrices too */

@@ -521,6 +521,16 @@ open('$T/name', 'w').write(r.name)"
     [ "$status" -eq 3 ]
     [ "${#lines[@]}" -eq 1 ]
     [ "$output" = "wprun: no CUDA device found (use --cpu for the CPU reference)" ]
+    # a bundle's fault is said before the device's (a missing bundle read "no CUDA device
+    # found": a fresh user's find)
+    run "$BIN/wprun" --verify --bundle "$T/missing.bundle"
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: $T/missing.bundle: No such file or directory" ]
+    head -c 100 "$Q/bf16.bundle" > "$T/cut.bundle"
+    run "$BIN/wprun" --verify "$T/cut.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$output" == "wprun: $T/cut.bundle: "* ]]
+    [[ "$output" != *"CUDA"* ]]
 }
 
 @test "wprun --cpu --verify: stories260K quantized bundles (llama-quantize Q4_0 Q8_0 Q4_K_M IQ4_XS)" {
@@ -1076,6 +1086,9 @@ for r in recs:
     run "$T/wprun-cpu" --verify --bundle "$Q/bf16.bundle"
     [ "$status" -eq 3 ]
     [ "$output" = "wprun: built without CUDA (no nvcc, or WPACK_NO_CUDA=1): use --cpu for the CPU reference" ]
+    run "$T/wprun-cpu" --verify --bundle "$T/missing.bundle"   # the bundle's fault first
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: $T/missing.bundle: No such file or directory" ]
     run "$T/wprun-cpu" --cpu --verify --bundle "$Q/bf16.bundle"
     [ "$status" -eq 0 ]
     [ "${lines[-1]}" = "$("$BIN/wprun" --cpu --verify --bundle "$Q/bf16.bundle" | tail -n 1)" ]
