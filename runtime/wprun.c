@@ -179,6 +179,7 @@ typedef struct {
     long long rows, cols;
     int batch;
     double us[P_COUNT];   /* NAN: not measured */
+    int used;             /* auto took its pick from it (pipe_for) */
 } tune_ent;
 static tune_ent *tunes;
 static int ntunes;
@@ -203,6 +204,7 @@ static tune_ent *tune_find(const char *name, const char *type, long long rows, l
     t->batch = batch;
     for (int p = 0; p < P_COUNT; p++)
         t->us[p] = NAN;
+    t->used = 0;
     return t;
 }
 
@@ -398,13 +400,15 @@ static int pipe_for(const wr_matrix *m, int batch)
 {
     if (opt.pipe != P_AUTO)
         return opt.pipe;
-    const tune_ent *t = tune_find(m->name, type_name(m), m->rows, m->cols, batch, 0);
+    tune_ent *t = tune_find(m->name, type_name(m), m->rows, m->cols, batch, 0);
     int best = -1;
     for (int p = 0; t && p < P_COUNT; p++)
         if (t->us[p] >= 0 && pipe_applies(m, p) && (best < 0 || t->us[p] < t->us[best]))
             best = p;
-    if (best >= 0)
+    if (best >= 0) {
+        t->used = 1;
         return best;
+    }
     return pipe_default(m, batch);
 }
 
@@ -1290,6 +1294,12 @@ int main(int argc, char **argv)
     } else if (tf) {
         wp_out_commit();   /* dies, the temporary file removed, on a write error */
     }
+    int n_used = 0;
+    for (int i = 0; i < ntunes; i++)
+        n_used += tunes[i].used;
+    if (n_used && !opt.tuning_given)   /* the current folder's file steered auto unsaid (a fresh user's find) */
+        fprintf(stderr, "wprun: auto took %d %s from %s, the default tuning file, in the current folder (--pipeline "
+                        "overrides it)\n", n_used, n_used == 1 ? "pick" : "picks", opt.tuning);
     if (n_long_codes)   /* the CPU checks pass them; a GPU run refuses them at upload */
         fprintf(stderr, "wprun: warning: %d of %d %s codes over %d bits, which the GPU decoder does not "
                         "take (huffbuild --max-len %d)\n", n_long_codes, md.n,

@@ -613,6 +613,31 @@ open('$T/name', 'w').write(r.name)"
     [ -z "$(ls "$T" | grep 'tdir.tmp')" ]
 }
 
+@test "wprun: auto's picks from the current folder's wprun.tuning are said on stderr, and only those" {
+    # the default file steered auto without a word (a fresh user's find)
+    mkdir "$T/cwd" && cd "$T/cwd"
+    run --separate-stderr "$BIN/wprun" --cpu --verify --synth Q4_0:64x256 --synth Q8_0:64x256
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]   # no file: nothing said
+    printf '# wprun tuning v2 (cpu)\nsynth.Q4_0.64x256\tQ4_0\t64x256\t1\tfull\t1.0\nother\tQ4_0\t64x256\t1\tfull\t1.0\n' > wprun.tuning
+    run --separate-stderr "$BIN/wprun" --cpu --verify --synth Q4_0:64x256 --synth Q8_0:64x256 --batch 1,2
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: auto took 1 pick from wprun.tuning, the default tuning file, in the current folder (--pipeline overrides it)" ]
+    echo "$output" | grep -qE '^gemv +Q4_0 .* batch 1 +full relerr'
+    printf 'synth.Q8_0.64x256\tQ8_0\t64x256\t2\tfused\t1.0\n' >> wprun.tuning
+    run --separate-stderr "$BIN/wprun" --cpu --verify --synth Q4_0:64x256 --synth Q8_0:64x256 --batch 1,2
+    [ "$stderr" = "wprun: auto took 2 picks from wprun.tuning, the default tuning file, in the current folder (--pipeline overrides it)" ]
+    # named with --tuning, or overridden, or matching none of the run: nothing said
+    run --separate-stderr "$BIN/wprun" --cpu --verify --synth Q4_0:64x256 --tuning wprun.tuning
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    run --separate-stderr "$BIN/wprun" --cpu --verify --synth Q4_0:64x256 --pipeline ring
+    [ -z "$stderr" ]
+    run --separate-stderr "$BIN/wprun" --cpu --verify --synth Q4_K:64x256
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+}
+
 @test "wprun --pipeline auto takes the fastest pipeline of the tuning file, not the last line" {
     local m='synth.BF16.64x512\tBF16\t64x512'
     printf '# wprun tuning v2 (cpu): matrix type shape batch pipeline microseconds\n' > "$T/a.tun"
