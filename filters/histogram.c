@@ -189,6 +189,7 @@ int main(int argc, char **argv)
             continue;
         }
         int eb, rb;
+        const int from_bf16split = r.kind == WP_REC_SYMBOLS;   /* split before histogram, not by it */
         const int is_float = r.kind == WP_REC_TENSOR && r.n_dims >= 2 && wp_bf16_fields(r.type, &eb, &rb) > 0;
         kept += !split_float && is_float;
         if (split_float && is_float) {
@@ -212,6 +213,11 @@ int main(int argc, char **argv)
             count(r.payload, r.payload_len, hist);
             int64_t nw = wp_attr_i64(&r, "n_weights", wp_record_nelem(&r));
             put_hist(w, &r, hist, r.payload_len, nw);
+            if (from_bf16split) {   /* its tensor never came by as one: counted here (the total
+                                       left bf16split's matrices out, a fresh user's find) */
+                tot.weights += (double)nw;
+                tot.tensor_bytes += (double)nw * wp_ggml_type_size(r.type);
+            }
             if (report) {
                 report_header();
                 double h = wp_huf_entropy(hist, 256);
@@ -241,12 +247,16 @@ int main(int argc, char **argv)
                         " verbatim %.4f%% (means weighted by weights)\n",
                 tot.exp_weights, tot.exp_h / tot.exp_weights, tot.exp_limit / tot.exp_weights,
                 100 * tot.exp_verbatim / tot.exp_weights);
-    if (report && tot.weights > 0 && tot.coded_weights > 0) {
+    /* (a model of floats alone, no coded matrix, had no total line) */
+    if (report && tot.weights > 0 && (tot.coded_weights > 0 || tot.exp_weights > 0)) {
         double uncoded = tot.tensor_bytes - tot.rowmap_saved - tot.coded_fixed_bytes - tot.exp_fixed_bytes;
-        fprintf(stderr, "total: %.0f weights, %.0f in coded matrices; tensors %.4f b/w as stored;"
+        char expc[64] = "";
+        if (tot.exp_weights > 0)
+            snprintf(expc, sizeof expc, ", %.0f exponent-coded", tot.exp_weights);
+        fprintf(stderr, "total: %.0f weights, %.0f in coded matrices%s; tensors %.4f b/w as stored;"
                         " entropy bound %.4f b/w (distinct rows only; codes at H, exponents at raw bits + H,"
                         " side data and other tensors as stored)\n",
-                tot.weights, tot.coded_weights, 8.0 * tot.tensor_bytes / tot.weights,
+                tot.weights, tot.coded_weights, expc, 8.0 * tot.tensor_bytes / tot.weights,
                 (tot.entropy_bits + tot.exp_limit + 8.0 * (tot.side_bytes + uncoded)) / tot.weights);
     }
     wp_record_free(&r);
