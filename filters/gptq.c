@@ -31,6 +31,7 @@
  * (see "one Hessian factor kept" below).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <regex.h>
 #include <stdlib.h>
@@ -419,11 +420,18 @@ static size_t n_kvs;
 static uint32_t alignment = WP_GGUF_DEFAULT_ALIGNMENT;
 static struct tensor_info *tl;
 static size_t n_t;
+static int64_t want_tensors = -1, want_kv = -1;   /* the gguf record's counts (-1: not given) */
+static uint64_t n_kv_in;                          /* key/value records read */
 
 /* Note a record's part in the plan (a KV's value, a tensor's name, shape and type); the
  * payload of a tensor is not looked at. */
 static void model_note(const wp_record *r)
 {
+    if (r->kind == WP_REC_GGUF) {
+        want_tensors = wp_attr_i64(r, "n_tensors", -1);
+        want_kv = wp_attr_i64(r, "n_kv", -1);
+    }
+    n_kv_in += r->kind == WP_REC_KV;
     if (r->kind == WP_REC_KV) {
         if (!strcmp(r->name, "general.architecture") && r->type == WP_GGUF_STRING && r->payload_len >= 8) {
             uint64_t l = rd64(r->payload);
@@ -868,6 +876,14 @@ int main(int argc, char **argv)
     wp_record_free(&r);
     if (wp_writer_close(sw, err, sizeof err))
         wp_die("temporary file: %s", err);
+    /* the output's gguf record gets gptq's own counts, so a record lost before gptq went
+       unseen past ggufpack's check of them (a breaker's find: a GGUF short of a tensor, exit 0) */
+    if (want_tensors >= 0 && (uint64_t)want_tensors != n_t)
+        wp_die("%s: the gguf record says %" PRId64 " tensors, the stream holds %zu (a tensor record lost or "
+               "added on the way)", in && strcmp(in, "-") ? in : "stdin", want_tensors, n_t);
+    if (want_kv >= 0 && (uint64_t)want_kv != n_kv_in)
+        wp_die("%s: the gguf record says %" PRId64 " key/values, the stream holds %" PRIu64 " (a key/value "
+               "record lost or added on the way)", in && strcmp(in, "-") ? in : "stdin", want_kv, n_kv_in);
 
     /* ---- plan, and what in it gptq cannot do: refused before any output */
     wp_ftype_plan *plan = model_plan(ftype, pure, strict, overrides, n_over, in);

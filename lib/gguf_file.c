@@ -616,6 +616,7 @@ struct wp_gguf_out {
     uint64_t alignment;
     uint64_t file_size;       /* of the source file, when known */
     int64_t  want_tensors;    /* the gguf record's n_tensors, -1 when not given */
+    int64_t  want_kv;         /* its n_kv, -1 when not given */
     struct tinfo *ti;
     uint64_t n_tensors, cap;
     uint64_t data_end;
@@ -660,6 +661,7 @@ wp_gguf_out *wp_gguf_out_new(char *err, size_t errlen)
     }
     o->version = 3;
     o->want_tensors = -1;
+    o->want_kv = -1;
     o->alignment = WP_GGUF_DEFAULT_ALIGNMENT;
     return o;
 }
@@ -787,6 +789,7 @@ int wp_gguf_out_add(wp_gguf_out *o, const wp_record *r)
         o->version = (uint32_t)v;
         o->file_size = (uint64_t)wp_attr_i64(r, "file_size", 0);
         o->want_tensors = wp_attr_i64(r, "n_tensors", -1);
+        o->want_kv = wp_attr_i64(r, "n_kv", -1);
         return 1;
     }
     case WP_REC_KV: return add_kv(o, r);
@@ -800,6 +803,9 @@ int wp_gguf_out_complete(wp_gguf_out *o)
     if (o->want_tensors >= 0 && (uint64_t)o->want_tensors != o->n_tensors)
         return ofail(o, "the gguf record says %" PRId64 " tensors, the stream holds %" PRIu64
                      " (a tensor record lost or added on the way)", o->want_tensors, o->n_tensors);
+    if (o->want_kv >= 0 && (uint64_t)o->want_kv != o->n_kv)
+        return ofail(o, "the gguf record says %" PRId64 " key/values, the stream holds %" PRIu64
+                     " (a key/value record lost or added on the way)", o->want_kv, o->n_kv);
     return 0;
 }
 

@@ -99,11 +99,12 @@ wp_gguf_out *wp_gguf_out_new(char *err, size_t errlen);
  * not matching type and shape, row length not a multiple of the block). */
 int wp_gguf_out_add(wp_gguf_out *o, const wp_record *r);
 
-/* Whether the tensors taken are as many as the stream's WP_REC_GGUF record
- * says (its n_tensors, from wp_gguf_in). Returns 0 (also when there was no
- * such record or attribute) or -1 (message: wp_gguf_out_error). Call it
- * before writing, so that a stream that lost a tensor on the way does not
- * become a GGUF that llama.cpp refuses. */
+/* Whether the tensors and key/values taken are as many as the stream's
+ * WP_REC_GGUF record says (its n_tensors and n_kv, from wp_gguf_in, or
+ * gptq's counts). Returns 0 (also when there was no such record or
+ * attribute) or -1 (message: wp_gguf_out_error). Call it before writing, so
+ * that a stream that lost a tensor or a key/value on the way does not become
+ * a GGUF that llama.cpp refuses or misreads. */
 int wp_gguf_out_complete(wp_gguf_out *o);
 
 /* Write the whole GGUF file to out. Returns 0 or -1. */

@@ -591,6 +591,12 @@ static int read_header(wp_reader *rd, wp_record *r)
     if (r->kind == WP_REC_GGUF && (r->payload_len || rd->n_gguf++))
         return rfail(rd, "corrupt stream: %s gguf record at byte %" PRIu64,
                      r->payload_len ? "a payload in the" : "a second", start);
+    /* a tensor of a type ggml does not have, or of no name, went through every filter to
+       ggufpack, the last to refuse it (a breaker's find); ggufcat refuses both in a GGUF */
+    if (r->kind == WP_REC_TENSOR && !wp_ggml_blck_size(r->type))
+        return rfail(rd, "%s: unknown ggml type %" PRIu32, rl, r->type);
+    if (r->kind == WP_REC_TENSOR && !nl)
+        return rfail(rd, "%s at byte %" PRIu64 ": a tensor needs a name", rl, start);
     if (r->kind == WP_REC_TENSOR && wp_ggml_blck_size(r->type) && r->n_dims >= 1) {
         /* a tensor's bytes are what its type and shape say */
         uint64_t rs = wp_ggml_row_size(r->type, r->ne[0]), need = r->ne[0] ? rs * (nelem / (uint64_t)r->ne[0]) : 0;

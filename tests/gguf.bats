@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # ggufcat, ggufpack, tsinfo: the byte-identical GGUF round trip and bad input.
+bats_require_minimum_version 1.5.0
 load helpers
 
 setup() {
@@ -620,4 +621,23 @@ info_field() { # FILE NAME FIELD(type|offset)
     one_line_error "^ggufpack: $T/s.wps: cannot create a temporary file in $T/nowhere \(TMPDIR\): No such file or directory$"
     TMPDIR="$T/nowhere" run "$BIN/gptq" --type Q8_0 "$T/s.wps"
     one_line_error "^gptq: $T/s.wps: cannot create a temporary file in $T/nowhere \(TMPDIR\): No such file or directory$"
+}
+
+@test "a stream's tensor of a type ggml lacks, or of no name, is refused by the first program that reads it" {
+    # both went through tsinfo, bf16split, histogram and gptq, exit 0, to ggufpack, the first to
+    # refuse (an empty name not even there: a GGUF with a nameless tensor); a breaker's find
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" > "$T/m.wts"
+    stream_edit "$T/m.wts" "$T/t99.wts" "[setattr(r, 'type', 99) for r in recs if r.name == 'output_norm.weight']"
+    stream_edit "$T/m.wts" "$T/noname.wts" "[setattr(r, 'name', '') for r in recs if r.name == 'output_norm.weight']"
+    for p in tsinfo bf16split histogram ggufpack; do
+        run --separate-stderr "$BIN/$p" "$T/t99.wts"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "$p: $T/t99.wts: record 'output_norm.weight': unknown ggml type 99" ]
+        run --separate-stderr "$BIN/$p" "$T/noname.wts"
+        [ "$status" -eq 1 ]
+        [[ "$stderr" =~ ^$p:\ $T/noname.wts:\ an\ unnamed\ tensor\ record\ at\ byte\ [0-9]+:\ a\ tensor\ needs\ a\ name$ ]]
+    done
+    run --separate-stderr "$BIN/gptq" --type Q8_0 --rtn --quiet "$T/t99.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $T/t99.wts: record 'output_norm.weight': unknown ggml type 99" ]
 }

@@ -859,3 +859,26 @@ PY
     one_line_error "^gptq: s.wps: tensor token_embd.weight: type IQ3_S is not supported by gptq$"
     [ "$(ls -A | sort | tr '\n' ' ')" = "q8.gguf s.wps synth.gguf " ]
 }
+
+@test "gptq and ggufpack refuse a stream that lost a tensor or key/value record on the way (the gguf record's counts)" {
+    # gptq wrote its own counts into the gguf record, so a record lost before it passed
+    # ggufpack's check: a GGUF short of output_norm.weight, exit 0 (a breaker's find)
+    "$BIN/ggufcat" "$F32" > "$T/m.wts"
+    stream_edit "$T/m.wts" "$T/nt.wts" "recs = [r for r in recs if r.name != 'output_norm.weight']"
+    run --separate-stderr "$BIN/gptq" --type Q8_0 --rtn --quiet -o "$T/o.wts" "$T/nt.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $T/nt.wts: the gguf record says 48 tensors, the stream holds 47 (a tensor record lost or added on the way)" ]
+    [ ! -e "$T/o.wts" ]
+    stream_edit "$T/m.wts" "$T/nk.wts" "recs = [r for r in recs if r.name != 'general.name']"
+    run --separate-stderr "$BIN/gptq" --type Q8_0 --rtn --quiet "$T/nk.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $T/nk.wts: the gguf record says 17 key/values, the stream holds 16 (a key/value record lost or added on the way)" ]
+    # ggufpack checked the tensors' count alone
+    run --separate-stderr "$BIN/ggufpack" -o "$T/o.gguf" "$T/nk.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "ggufpack: $T/nk.wts: the gguf record says 17 key/values, the stream holds 16 (a key/value record lost or added on the way)" ]
+    [ ! -e "$T/o.gguf" ]
+    # the whole stream passes, and gptq's output (its own counts) packs
+    "$BIN/gptq" --type Q8_0 --rtn --quiet "$T/m.wts" | "$BIN/ggufpack" > "$T/ok.gguf"
+    [ -s "$T/ok.gguf" ]
+}
