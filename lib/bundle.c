@@ -566,7 +566,9 @@ int64_t wp_weight_tally_add(wp_weight_tally *t, const wp_record *r)
 static int unwrap_z(wp_restore *rs, wp_record *in)
 {
     int64_t of = wp_attr_i64(in, "z_of", -1), len = wp_attr_i64(in, "z_len", -1);
-    int64_t g = wp_attr_i64(in, "z_group", 1);
+    /* absent: 1; present, it must be a count (z_group=x was read as 1 and unbundle wrote wrong
+       bytes, exit 0: a breaker's find) */
+    int64_t g = wp_attr_find(in, "z_group", NULL) ? wp_attr_i64(in, "z_group", 0) : 1;
     /* only a record with a payload is wrapped: never gguf, ref, zstd or end (a gguf record
      * made of a wrapped one rewrote the GGUF silently), and a kind the stream format knows as
      * it stands (the u16 kind made 65537 a gguf record and 131071 an end record, and a kind

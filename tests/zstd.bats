@@ -115,6 +115,23 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
     echo "$output" | grep -q "tsinfo: $B/junk.bundle: corrupt stream: bytes after the zstd frame$"
 }
 
+@test "a zstd record whose z_group is not a count is refused (it was read as 1: unbundle wrote wrong bytes, exit 0)" {
+    # a breaker's find, with checksums resealed: z_group=x, =, =nan gave 1
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" | "$BIN/histogram" | "$BIN/huffbuild" \
+        | "$BIN/laneinterleave" > "$T/b.bundle"
+    for g in x '' nan 4.0; do
+        stream_edit "$T/b.bundle" "$T/zg.bundle" \
+            "z = [r for r in recs if r.kind == 11 and r.name == 'blk.0.attn_norm.weight']; z[0].attrs['z_group'] = '$g'"
+        run "$BIN/unbundle" -o "$T/o.gguf" "$T/zg.bundle"
+        [ "$status" -eq 1 ]
+        [ "$output" = "unbundle: $T/zg.bundle: record 'blk.0.attn_norm.weight': bad zstd record attributes" ]
+        [ ! -e "$T/o.gguf" ]
+    done
+    # the record as laneinterleave wrote it (z_group=4) restores
+    stream_edit "$T/b.bundle" "$T/same.bundle" ""
+    "$BIN/unbundle" "$T/same.bundle" | cmp - "$MODELS/stories260K-bf16.gguf"
+}
+
 @test "a tensor equal to an earlier one is stored as a reference (tied embeddings)" {
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$BATS_TEST_TMPDIR/f.bundle"
     run "$BIN/tsinfo" -a "$BATS_TEST_TMPDIR/f.bundle"
