@@ -601,6 +601,12 @@ int main(int argc, char **argv)
                n_tokens == 1 ? "" : "s", n_ctx, n_ctx);
     const int n_chunk_max = n_tokens / n_ctx;
     const int n_chunk = chunks_arg < 0 ? n_chunk_max : (int)(chunks_arg < n_chunk_max ? chunks_arg : n_chunk_max);
+    /* fewer than asked, said (make model cached 255 chunks as HESSIAN_CHUNKS=300's, unsaid:
+       a fresh user's find) */
+    if (chunks_arg > n_chunk_max)
+        wp_warn("%s: --chunks %lld: the text holds %d chunk%s of %d tokens (%d tokens); using %s", text_name,
+                chunks_arg, n_chunk_max, n_chunk_max == 1 ? "" : "s", n_ctx, n_tokens,
+                n_chunk_max == 1 ? "it" : "them all");
 
     /* llama-imatrix's layout: n_seq = batch/ctx chunks in parallel, or a chunk
      * in several batches when batch < ctx */

@@ -219,6 +219,22 @@ close() {
     [ "$(echo "$output" | grep -c '^ *ctx=128$')" -eq 36 ]
 }
 
+@test "--chunks above the text's chunk count warns and uses them all; --chunks within it says nothing" {
+    # make model cached the 255 chunks of groups_merged.txt as HESSIAN_CHUNKS=300's, unsaid (a
+    # fresh user's find)
+    local L="$BATS_TEST_TMPDIR"
+    head -c 3000 "$CAL" > "$L/s.txt"
+    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$L/s.txt" --ctx 128 --chunks 300 -o "$L/a.hess"
+    [ "$status" -eq 0 ]
+    [ "${stderr_lines[0]}" = "hessian: warning: $L/s.txt: --chunks 300: the text holds 15 chunks of 128 tokens (1985 tokens); using them all" ]
+    [ "$(echo "$stderr" | grep -c warning)" -eq 1 ]
+    [ "$("$BIN/tsinfo" -a "$L/a.hess" | grep -c '^ *chunks=15$')" -eq 36 ]
+    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$L/s.txt" --ctx 128 --chunks 15 -o "$L/b.hess"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$stderr" | grep -c warning)" -eq 0 ]
+    cmp "$L/a.hess" "$L/b.hess"
+}
+
 @test "a quantized model: one warning naming a quantized weight and its type; F32 and F16 none" {
     # hessian(1) says to calibrate the unquantized model; a Q8_0 GGUF ran without a word
     local L="$BATS_TEST_TMPDIR"
