@@ -141,6 +141,38 @@ fake_bins() {
     [ $((SECONDS - t0)) -lt 30 ]   # it ran on to the step's end, 60 s
     ! kill -0 "$(cat "$w/hessian.pid")" 2> /dev/null || false   # the step ended with it
     [ ! -e "$out" ]   # the OUTDIR it made, and the Hessians' .id, removed
+    # a pipeline step: each of its processes ends (ggufcat, blocked on the pipe gptq does not
+    # read, was left running when only the job's last process was ended)
+    cp "$F32" "$w/u.gguf"   # a path no other test's ggufcat has
+    rm -rf "$bins" && fake_bins "$bins" gptq \
+        "for a; do [ \"\$a\" != --check ] || exec '$ROOT/bin/gptq' \"\$@\"; done; echo \$\$ > '$w/gptq.pid'; exec sleep 60"
+    WPACK_BIN="$bins" "$ROOT/pipelines/lazyweights" "$w/u.gguf" Q8_0_g0_lam0_c1 "$out" > /dev/null 2>&1 3>&- &
+    pid=$!
+    for i in $(seq 600); do [ -s "$w/gptq.pid" ] && break; sleep 0.1; done
+    [ -s "$w/gptq.pid" ]
+    pgrep -f "ggufcat $w/u.gguf"   # running, blocked on the pipe
+    rc=0
+    kill -TERM "$pid"
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 143 ]
+    ! kill -0 "$(cat "$w/gptq.pid")" 2> /dev/null || false
+    ! pgrep -f "ggufcat $w/u.gguf" || false
+    [ -z "$(ls -A "$out")" ] || { ls -A "$out"; false; }
+}
+
+@test "lazyweights: CALIB /dev/stdin reads the script's standard input, and a run says nothing of its jobs" {
+    # its steps are background jobs, which bash gives /dev/null without job control: hessian
+    # read an empty text (a reviewer's find)
+    local out="$BATS_TEST_TMPDIR/o"
+    head -c 20000 "$CALIB" > "$BATS_TEST_TMPDIR/c.txt"
+    HESSIAN_CHUNKS=2 run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" /dev/stdin \
+        < "$BATS_TEST_TMPDIR/c.txt"
+    [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+    [ -s "$out/stories260K-f32-Q8_0_g0_lam0_c1.bundle" ]
+    [ "$(cat "$out/stories260K-f32-stdin-k2.hess.id")" = "model $F32 text /dev/stdin chunks 2" ]
+    [[ "${stderr_lines[-1]}" == "lazyweights: $out/stories260K-f32-Q8_0_g0_lam0_c1.gguf and .bundle: GGUF "* ]]
+    [[ "$stderr" != *"Done"* ]]
+    [[ "$stderr" != *"[1]"* ]]
 }
 
 @test "lazyweights: histogram's error reaches stderr (it went into the report, which was then deleted)" {

@@ -117,6 +117,7 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
 
 @test "a zstd record whose z_group is not a count is refused (it was read as 1: unbundle wrote wrong bytes, exit 0)" {
     # a breaker's find, with checksums resealed: z_group=x, =, =nan gave 1
+    local T=$BATS_TEST_TMPDIR   # (this file's setup sets no T: unset, it wrote under /)
     "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" | "$BIN/histogram" | "$BIN/huffbuild" \
         | "$BIN/laneinterleave" > "$T/b.bundle"
     for g in x '' nan 4.0; do
