@@ -592,6 +592,12 @@ static int unwrap_z(wp_restore *rs, wp_record *in)
     wp_attr_del(in, "z_of");
     wp_attr_del(in, "z_len");
     wp_attr_del(in, "z_group");
+    /* what a reader refuses of a plain tensor record, refused of a restored one (a zstd'd
+       tensor of type 99 or of no name came out of unbundle --stream, exit 0: a reviewer's find) */
+    if (of == WP_REC_TENSOR && !wp_ggml_blck_size(in->type))
+        return rfail(rs, "record '%s': unknown ggml type %" PRIu32, in->name, in->type);
+    if (of == WP_REC_TENSOR && !(in->name && in->name[0]))
+        return rfail(rs, "an unnamed zstd record: a tensor needs a name");
     return 0;
 }
 

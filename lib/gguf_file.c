@@ -442,6 +442,8 @@ static int read_tensor_infos(wp_gguf_in *g)
             return -1;
         if (strlen(t->name) > WP_MAX_NAME)
             return gfail(g, "tensor name of %zu bytes is longer than %u", strlen(t->name), WP_MAX_NAME);
+        if (!t->name[0])   /* (ggufcat passed it, and every stream reader refuses it) */
+            return gfail(g, "tensor %" PRIu64 ": an empty name", i);
         if (nd < 1 || nd > WP_MAX_DIMS)
             return gfail(g, "tensor '%s': %" PRIu32 " dimensions (1 to 4 allowed)", t->name, nd);
         t->n_dims = (int)nd;

@@ -640,4 +640,32 @@ info_field() { # FILE NAME FIELD(type|offset)
     run --separate-stderr "$BIN/gptq" --type Q8_0 --rtn --quiet "$T/t99.wts"
     [ "$status" -eq 1 ]
     [ "$stderr" = "gptq: $T/t99.wts: record 'output_norm.weight': unknown ggml type 99" ]
+    # a GGUF's nameless tensor (ggufcat passed it; every stream reader then refused it): the
+    # name's 18 bytes moved into general.name's value, so the data stays where it was
+    python3 - "$MODELS/stories260K-f32.gguf" "$T/noname.gguf" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+n = b"output_norm.weight"; t = struct.pack("<Q", len(n)) + n
+i = b.index(t); k = b"general.name"; j = b.index(struct.pack("<Q", len(k)) + k) + 8 + len(k)
+assert b.count(t) == 1 and struct.unpack_from("<I", b, j)[0] == 8 and j < i
+l = struct.unpack_from("<Q", b, j + 4)[0]
+b[i:i + len(t)] = struct.pack("<Q", 0)
+b[j + 4:j + 12] = struct.pack("<Q", l + len(n)); b[j + 12 + l:j + 12 + l] = b"x" * len(n)
+open(sys.argv[2], "wb").write(b)
+PY
+    run --separate-stderr "$BIN/ggufcat" -o "$T/nn.wts" "$T/noname.gguf"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "ggufcat: $T/noname.gguf: tensor 1: an empty name" ]
+    [ ! -e "$T/nn.wts" ]
+    # and a zstd'd tensor record of either kind, restored by unbundle (it came out, exit 0)
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/laneinterleave" > "$T/z.bundle" 2> /dev/null
+    stream_edit "$T/z.bundle" "$T/z99.bundle" "[setattr(r, 'type', 99) for r in recs if r.kind == 11 and r.name == 'blk.0.attn_q.weight']"
+    stream_edit "$T/z.bundle" "$T/zn.bundle" "[setattr(r, 'name', '') for r in recs if r.kind == 11 and r.name == 'blk.0.attn_q.weight']"
+    run --separate-stderr "$BIN/unbundle" --stream -o "$T/o.wts" "$T/z99.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "unbundle: $T/z99.bundle: record 'blk.0.attn_q.weight': unknown ggml type 99" ]
+    run --separate-stderr "$BIN/unbundle" --stream -o "$T/o.wts" "$T/zn.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "unbundle: $T/zn.bundle: an unnamed zstd record: a tensor needs a name" ]
+    [ ! -e "$T/o.wts" ]
 }
