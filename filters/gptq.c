@@ -640,6 +640,21 @@ static uint64_t work_bytes(const struct tensor_info *t, const wp_ftype_plan *pla
     return b;
 }
 
+/* The stream read (model_note) holds as many tensor and kv records as its gguf record
+ * says (its n_tensors and n_kv, where given), or gptq dies naming in. The output's gguf
+ * record gets gptq's own counts, so a record lost before gptq went unseen past ggufpack's
+ * check of them (a breaker's find: a GGUF short of a tensor, exit 0). */
+static void counts_check(const char *in)
+{
+    const char *name = in && strcmp(in, "-") ? in : "stdin";
+    if (want_tensors >= 0 && (uint64_t)want_tensors != n_t)
+        wp_die("%s: the gguf record says %" PRId64 " tensors, the stream holds %zu (a tensor record lost or "
+               "added on the way)", name, want_tensors, n_t);
+    if (want_kv >= 0 && (uint64_t)want_kv != n_kv_in)
+        wp_die("%s: the gguf record says %" PRId64 " key/values, the stream holds %" PRIu64 " (a key/value "
+               "record lost or added on the way)", name, want_kv, n_kv_in);
+}
+
 /* gptq --check with an input: the model's metadata and tensor shapes (a GGUF file read
  * without its tensor data, or a stream's record headers), planned and checked. */
 static void check_model(const char *in, int ftype, int pure, int strict, const char **overrides, int n_over)
@@ -682,6 +697,7 @@ static void check_model(const char *in, int ftype, int pure, int strict, const c
         if (k < 0)
             wp_die("%s", wp_reader_error(rd));
         wp_reader_close(rd);
+        counts_check(in);   /* (--check passed a stream that lost a record: a reviewer's find) */
     }
     wp_record_free(&r);
     wp_ftype_plan *plan = model_plan(ftype, pure, strict, overrides, n_over, in);
@@ -876,14 +892,7 @@ int main(int argc, char **argv)
     wp_record_free(&r);
     if (wp_writer_close(sw, err, sizeof err))
         wp_die("temporary file: %s", err);
-    /* the output's gguf record gets gptq's own counts, so a record lost before gptq went
-       unseen past ggufpack's check of them (a breaker's find: a GGUF short of a tensor, exit 0) */
-    if (want_tensors >= 0 && (uint64_t)want_tensors != n_t)
-        wp_die("%s: the gguf record says %" PRId64 " tensors, the stream holds %zu (a tensor record lost or "
-               "added on the way)", in && strcmp(in, "-") ? in : "stdin", want_tensors, n_t);
-    if (want_kv >= 0 && (uint64_t)want_kv != n_kv_in)
-        wp_die("%s: the gguf record says %" PRId64 " key/values, the stream holds %" PRIu64 " (a key/value "
-               "record lost or added on the way)", in && strcmp(in, "-") ? in : "stdin", want_kv, n_kv_in);
+    counts_check(in);
 
     /* ---- plan, and what in it gptq cannot do: refused before any output */
     wp_ftype_plan *plan = model_plan(ftype, pure, strict, overrides, n_over, in);

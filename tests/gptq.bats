@@ -869,6 +869,9 @@ PY
     [ "$status" -eq 1 ]
     [ "$stderr" = "gptq: $T/nt.wts: the gguf record says 48 tensors, the stream holds 47 (a tensor record lost or added on the way)" ]
     [ ! -e "$T/o.wts" ]
+    run --separate-stderr "$BIN/gptq" --check --type Q8_0 --rtn "$T/nt.wts"   # (--check passed it)
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $T/nt.wts: the gguf record says 48 tensors, the stream holds 47 (a tensor record lost or added on the way)" ]
     stream_edit "$T/m.wts" "$T/nk.wts" "recs = [r for r in recs if r.name != 'general.name']"
     run --separate-stderr "$BIN/gptq" --type Q8_0 --rtn --quiet "$T/nk.wts"
     [ "$status" -eq 1 ]
