@@ -175,3 +175,33 @@ stories260K-bf16-p16.report" ]
     [ "$(ls -A ./-o | tr '\n' ' ')" = "-m-p16.bundle -m-p16.report " ]
     "$BIN/unbundle" ./-o/-m-p16.bundle | cmp - ./-m.gguf
 }
+
+@test "pipelines/unweight: a TERM to the script alone ends every process of its pipeline at once, and its cleanup runs" {
+    # bash ran the trap only after the foreground pipeline ended (as lazyweights did for hessian:
+    # a fresh user's find); each stage's status still reaches the report of a failure
+    local bins="$T/bins" w="$T"
+    mkdir "$bins"
+    for p in ggufcat histogram huffbuild laneinterleave unbundle verify; do ln -s "$BIN/$p" "$bins/$p"; done
+    printf '#!/bin/sh\necho $$ > %s/b.pid; exec sleep 60\n' "$w" > "$bins/bf16split"
+    chmod +x "$bins/bf16split"
+    cp "$MODELS/stories260K-bf16.gguf" "$w/u.gguf"   # a path no other test's ggufcat has
+    WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$w/u.gguf" "$w/new/out" > /dev/null 2>&1 3>&- &
+    local pid=$! rc=0 t0
+    for i in $(seq 600); do [ -s "$w/b.pid" ] && break; sleep 0.1; done
+    [ -s "$w/b.pid" ]
+    pgrep -f "ggufcat $w/u.gguf"   # blocked on the pipe the fake bf16split does not read
+    t0=$SECONDS
+    kill -TERM "$pid"
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 143 ]
+    [ $((SECONDS - t0)) -lt 30 ]   # it waited for the pipeline, 60 s
+    ! kill -0 "$(cat "$w/b.pid")" 2> /dev/null || false
+    ! pgrep -f "ggufcat $w/u.gguf" || false
+    [ ! -e "$w/new" ]   # the OUTDIR it made, removed
+    # a stage that fails is still the one named, with its status
+    printf '#!/bin/sh\necho "bf16split: stdin: it broke" >&2; exit 7\n' > "$bins/bf16split"
+    run env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$w/u.gguf" "$w/new/out"
+    [ "$status" -eq 7 ]
+    [ "$output" = "bf16split: stdin: it broke" ]
+    [ ! -e "$w/new" ]
+}
