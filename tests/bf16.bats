@@ -195,8 +195,8 @@ stories260K-bf16-p16.report" ]
     wait "$pid" || rc=$?
     [ "$rc" -eq 143 ]
     [ $((SECONDS - t0)) -lt 30 ]   # it waited for the pipeline, 60 s
-    ! kill -0 "$(cat "$w/b.pid")" 2> /dev/null || false
-    ! pgrep -f "ggufcat $w/u.gguf" || false
+    gone "$(cat "$w/b.pid")"
+    gone "$(pgrep -f "ggufcat $w/u.gguf" || echo 0)"
     [ ! -e "$w/new" ]   # the OUTDIR it made, removed
     # a stage that fails is still the one named, with its status
     printf '#!/bin/sh\necho "bf16split: stdin: it broke" >&2; exit 7\n' > "$bins/bf16split"

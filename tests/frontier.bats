@@ -139,7 +139,7 @@ fake_bins() {
     wait "$pid" || rc=$?
     [ "$rc" -eq 143 ]
     [ $((SECONDS - t0)) -lt 30 ]   # it ran on to the step's end, 60 s
-    ! kill -0 "$(cat "$w/hessian.pid")" 2> /dev/null || false   # the step ended with it
+    gone "$(cat "$w/hessian.pid")"   # the step ended with it
     [ ! -e "$out" ]   # the OUTDIR it made, and the Hessians' .id, removed
     # a pipeline step: each of its processes ends (ggufcat, blocked on the pipe gptq does not
     # read, was left running when only the job's last process was ended)
@@ -155,8 +155,8 @@ fake_bins() {
     kill -TERM "$pid"
     wait "$pid" || rc=$?
     [ "$rc" -eq 143 ]
-    ! kill -0 "$(cat "$w/gptq.pid")" 2> /dev/null || false
-    ! pgrep -f "ggufcat $w/u.gguf" || false
+    gone "$(cat "$w/gptq.pid")"
+    gone "$(pgrep -f "ggufcat $w/u.gguf" || echo 0)"
     [ -z "$(ls -A "$out")" ] || { ls -A "$out"; false; }
 }
 

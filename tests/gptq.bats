@@ -863,23 +863,20 @@ PY
 @test "gptq and ggufpack refuse a stream that lost a tensor or key/value record on the way (the gguf record's counts)" {
     # gptq wrote its own counts into the gguf record, so a record lost before it passed
     # ggufpack's check: a GGUF short of output_norm.weight, exit 0 (a breaker's find)
+    local lost="(a tensor record lost or added on the way)" kvlost="(a key/value record lost or added on the way)"
     "$BIN/ggufcat" "$F32" > "$T/m.wts"
     stream_edit "$T/m.wts" "$T/nt.wts" "recs = [r for r in recs if r.name != 'output_norm.weight']"
-    run --separate-stderr "$BIN/gptq" --type Q8_0 --rtn --quiet -o "$T/o.wts" "$T/nt.wts"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "gptq: $T/nt.wts: the gguf record says 48 tensors, the stream holds 47 (a tensor record lost or added on the way)" ]
+    fails_saying "gptq: $T/nt.wts: the gguf record says 48 tensors, the stream holds 47 $lost" \
+        "$BIN/gptq" --type Q8_0 --rtn --quiet -o "$T/o.wts" "$T/nt.wts"
     [ ! -e "$T/o.wts" ]
-    run --separate-stderr "$BIN/gptq" --check --type Q8_0 --rtn "$T/nt.wts"   # (--check passed it)
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "gptq: $T/nt.wts: the gguf record says 48 tensors, the stream holds 47 (a tensor record lost or added on the way)" ]
+    fails_saying "gptq: $T/nt.wts: the gguf record says 48 tensors, the stream holds 47 $lost" \
+        "$BIN/gptq" --check --type Q8_0 --rtn "$T/nt.wts"   # (--check passed it)
     stream_edit "$T/m.wts" "$T/nk.wts" "recs = [r for r in recs if r.name != 'general.name']"
-    run --separate-stderr "$BIN/gptq" --type Q8_0 --rtn --quiet "$T/nk.wts"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "gptq: $T/nk.wts: the gguf record says 17 key/values, the stream holds 16 (a key/value record lost or added on the way)" ]
+    fails_saying "gptq: $T/nk.wts: the gguf record says 17 key/values, the stream holds 16 $kvlost" \
+        "$BIN/gptq" --type Q8_0 --rtn --quiet -o "$T/o.wts" "$T/nk.wts"
     # ggufpack checked the tensors' count alone
-    run --separate-stderr "$BIN/ggufpack" -o "$T/o.gguf" "$T/nk.wts"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "ggufpack: $T/nk.wts: the gguf record says 17 key/values, the stream holds 16 (a key/value record lost or added on the way)" ]
+    fails_saying "ggufpack: $T/nk.wts: the gguf record says 17 key/values, the stream holds 16 $kvlost" \
+        "$BIN/ggufpack" -o "$T/o.gguf" "$T/nk.wts"
     [ ! -e "$T/o.gguf" ]
     # the whole stream passes, and gptq's output (its own counts) packs
     "$BIN/gptq" --type Q8_0 --rtn --quiet "$T/m.wts" | "$BIN/ggufpack" > "$T/ok.gguf"

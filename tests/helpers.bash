@@ -62,6 +62,19 @@ fails_saying() {
     [ "$output" = "$line" ] || { echo "expected: $line"; echo "got:      $output"; return 1; }
 }
 
+# gone PID: PID ends (or is a zombie, dead but not yet reaped: a process whose parent died is
+# reaped by init, late on a loaded machine) within 10 s.
+gone() {
+    local i s
+    for i in $(seq 100); do
+        s=$(ps -o stat= -p "$1" 2> /dev/null) || return 0
+        [[ $s != Z* ]] || return 0
+        sleep 0.1
+    done
+    echo "process $1 still running: $(ps -o stat=,args= -p "$1")"
+    return 1
+}
+
 # one_line_error PATTERN: the run failed with exactly one line matching PATTERN.
 one_line_error() {
     [ "$status" -ne 0 ] || { echo "expected failure, got status 0"; return 1; }
