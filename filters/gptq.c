@@ -31,7 +31,6 @@
  * (see "one Hessian factor kept" below).
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <regex.h>
 #include <stdlib.h>
@@ -646,13 +645,9 @@ static uint64_t work_bytes(const struct tensor_info *t, const wp_ftype_plan *pla
  * check of them (a breaker's find: a GGUF short of a tensor, exit 0). */
 static void counts_check(const char *in)
 {
-    const char *name = in && strcmp(in, "-") ? in : "stdin";
-    if (want_tensors >= 0 && (uint64_t)want_tensors != n_t)
-        wp_die("%s: the gguf record says %" PRId64 " tensors, the stream holds %zu (a tensor record lost or "
-               "added on the way)", name, want_tensors, n_t);
-    if (want_kv >= 0 && (uint64_t)want_kv != n_kv_in)
-        wp_die("%s: the gguf record says %" PRId64 " key/values, the stream holds %" PRIu64 " (a key/value "
-               "record lost or added on the way)", name, want_kv, n_kv_in);
+    char err[256];
+    if (wp_gguf_counts_check(want_tensors, n_t, want_kv, n_kv_in, err, sizeof err))
+        wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
 }
 
 /* gptq --check with an input: the model's metadata and tensor shapes (a GGUF file read

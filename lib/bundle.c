@@ -594,10 +594,12 @@ static int unwrap_z(wp_restore *rs, wp_record *in)
     wp_attr_del(in, "z_group");
     /* what a reader refuses of a plain tensor record, refused of a restored one (a zstd'd
        tensor of type 99 or of no name came out of unbundle --stream, exit 0: a reviewer's find) */
-    if (of == WP_REC_TENSOR && !wp_ggml_blck_size(in->type))
-        return rfail(rs, "record '%s': unknown ggml type %" PRIu32, in->name, in->type);
-    if (of == WP_REC_TENSOR && !(in->name && in->name[0]))
-        return rfail(rs, "an unnamed zstd record: a tensor needs a name");
+    char tb[48];
+    const char *tp = wp_tensor_head_problem(in, tb, sizeof tb);
+    if (tp && in->name && in->name[0])
+        return rfail(rs, "record '%s': %s", in->name, tp);
+    if (tp)
+        return rfail(rs, "an unnamed zstd record: %s", tp);
     return 0;
 }
 

@@ -800,15 +800,25 @@ int wp_gguf_out_add(wp_gguf_out *o, const wp_record *r)
     }
 }
 
+int wp_gguf_counts_check(int64_t want_tensors, uint64_t n_tensors, int64_t want_kv, uint64_t n_kv, char *err,
+                         size_t errlen)
+{
+    if (want_tensors >= 0 && (uint64_t)want_tensors != n_tensors) {
+        snprintf(err, errlen, "the gguf record says %" PRId64 " tensors, the stream holds %" PRIu64
+                 " (a tensor record lost or added on the way)", want_tensors, n_tensors);
+        return -1;
+    }
+    if (want_kv >= 0 && (uint64_t)want_kv != n_kv) {
+        snprintf(err, errlen, "the gguf record says %" PRId64 " key/values, the stream holds %" PRIu64
+                 " (a key/value record lost or added on the way)", want_kv, n_kv);
+        return -1;
+    }
+    return 0;
+}
+
 int wp_gguf_out_complete(wp_gguf_out *o)
 {
-    if (o->want_tensors >= 0 && (uint64_t)o->want_tensors != o->n_tensors)
-        return ofail(o, "the gguf record says %" PRId64 " tensors, the stream holds %" PRIu64
-                     " (a tensor record lost or added on the way)", o->want_tensors, o->n_tensors);
-    if (o->want_kv >= 0 && (uint64_t)o->want_kv != o->n_kv)
-        return ofail(o, "the gguf record says %" PRId64 " key/values, the stream holds %" PRIu64
-                     " (a key/value record lost or added on the way)", o->want_kv, o->n_kv);
-    return 0;
+    return wp_gguf_counts_check(o->want_tensors, o->n_tensors, o->want_kv, o->n_kv, o->err, sizeof o->err);
 }
 
 static int copy_file(FILE *from, FILE *to, uint64_t n)

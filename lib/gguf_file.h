@@ -107,6 +107,14 @@ int wp_gguf_out_add(wp_gguf_out *o, const wp_record *r);
  * a GGUF that llama.cpp refuses or misreads. */
 int wp_gguf_out_complete(wp_gguf_out *o);
 
+/* Whether n_tensors tensor and n_kv key/value records are as many as a
+ * WP_REC_GGUF record's n_tensors and n_kv say (want_*, -1 when not given):
+ * 0, or -1 with "the gguf record says 48 tensors, the stream holds 47 (a
+ * tensor record lost or added on the way)" (or of key/values) in err.
+ * wp_gguf_out_complete's check, and gptq's of its input. */
+int wp_gguf_counts_check(int64_t want_tensors, uint64_t n_tensors, int64_t want_kv, uint64_t n_kv, char *err,
+                         size_t errlen);
+
 /* Write the whole GGUF file to out. Returns 0 or -1. */
 int wp_gguf_out_finish(wp_gguf_out *o, FILE *out);
 

@@ -81,6 +81,17 @@ uint8_t *wp_record_alloc(wp_record *r, uint64_t len)
     return r->payload;
 }
 
+const char *wp_tensor_head_problem(const wp_record *r, char *buf, size_t n)
+{
+    if (r->kind != WP_REC_TENSOR)
+        return NULL;
+    if (!wp_ggml_blck_size(r->type)) {
+        snprintf(buf, n, "unknown ggml type %" PRIu32, r->type);
+        return buf;
+    }
+    return r->name && r->name[0] ? NULL : "a tensor needs a name";
+}
+
 int wp_record_copy(wp_record *d, const wp_record *s)
 {
     d->kind = s->kind;
@@ -593,11 +604,13 @@ static int read_header(wp_reader *rd, wp_record *r)
                      r->payload_len ? "a payload in the" : "a second", start);
     /* a tensor of a type ggml does not have, or of no name, went through every filter to
        ggufpack, the last to refuse it (a breaker's find); ggufcat refuses both in a GGUF */
-    if (r->kind == WP_REC_TENSOR && !wp_ggml_blck_size(r->type))
-        return rfail(rd, "%s: unknown ggml type %" PRIu32, rl, r->type);
-    if (r->kind == WP_REC_TENSOR && !nl)
-        return rfail(rd, "%s at byte %" PRIu64 ": a tensor needs a name", rl, start);
-    if (r->kind == WP_REC_TENSOR && wp_ggml_blck_size(r->type) && r->n_dims >= 1) {
+    char tb[48];
+    const char *tp = wp_tensor_head_problem(r, tb, sizeof tb);
+    if (tp && nl)
+        return rfail(rd, "%s: %s", rl, tp);
+    if (tp)   /* a record of no name, placed */
+        return rfail(rd, "%s at byte %" PRIu64 ": %s", rl, start, tp);
+    if (r->kind == WP_REC_TENSOR && r->n_dims >= 1) {
         /* a tensor's bytes are what its type and shape say */
         uint64_t rs = wp_ggml_row_size(r->type, r->ne[0]), need = r->ne[0] ? rs * (nelem / (uint64_t)r->ne[0]) : 0;
         if ((r->ne[0] && !rs) || need != r->payload_len)
