@@ -173,6 +173,15 @@ fake_bins() {
     [[ "${stderr_lines[-1]}" == "lazyweights: $out/stories260K-f32-Q8_0_g0_lam0_c1.gguf and .bundle: GGUF "* ]]
     [[ "$stderr" != *"Done"* ]]
     [[ "$stderr" != *"[1]"* ]]
+    # another text through /dev/stdin: Hessians of its own (the cache, keyed by the text's name,
+    # gave the first text's: a fresh user's find)
+    cp "$out/stories260K-f32-stdin-k2.hess" "$BATS_TEST_TMPDIR/first.hess"
+    tail -c 20000 "$CALIB" > "$BATS_TEST_TMPDIR/d.txt"
+    touch -d 2000-01-01 "$BATS_TEST_TMPDIR/d.txt"   # older than the Hessians, as a kept text is
+    HESSIAN_CHUNKS=2 run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" /dev/stdin \
+        < "$BATS_TEST_TMPDIR/d.txt"
+    [ "$status" -eq 0 ] || { echo "$stderr"; false; }
+    ! cmp -s "$out/stories260K-f32-stdin-k2.hess" "$BATS_TEST_TMPDIR/first.hess" || false
 }
 
 @test "lazyweights: histogram's error reaches stderr (it went into the report, which was then deleted)" {
