@@ -323,20 +323,11 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
         fclose(f);
         return fail(err, errlen, "%s: %s", path, why);
     }
-    /* nothing lane-coded: not an inference bundle (the twin alone would run it) */
-    uint64_t n_coded = 0;
-    for (uint64_t i = 0; i < ix.count; i++)
-        n_coded += ix.e[i].kind == WP_REC_CODED;
-    if (!n_coded) {
-        wp_index_free(&ix);
-        fclose(f);
-        return fail(err, errlen, "%s: no coded matrices (every matrix is stored fixed-width or zstd'd, as "
-                                 "laneinterleave --dist may choose, also after zstd -d, or left uncoded: "
-                                 "histogram --no-float leaves floats so, and a stream that histogram | huffbuild "
-                                 "did not code has no codes; laneinterleave without --dist makes the inference "
-                                 "bundle, unless no matrix codes smaller than fixed-width, as in a tiny model: "
-                                 "then there is nothing to decode)", path);
-    }
+    /* A bundle with nothing lane-coded (a --dist bundle after zstd -d, floats through histogram
+       --no-float, a stream laneinterleave took without huffbuild, a model none of whose matrices
+       codes smaller) is loaded as any other: the twin runs its stored matrices, and wprun's
+       summary says none is lane-coded, and why. It was refused ("no coded matrices (...)",
+       every cause in one line), where a bundle with one coded matrix beside 35 stored ran. */
     int rc = 0;
     wp_record other, map;   /* a record read; the last rowmap read, for the tensor after it */
     wp_record_init(&other);
@@ -356,6 +347,16 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                 break;
             }
             const int of = wp_record_kind_of(&other);
+            if (of == WP_REC_CODED || of == WP_REC_SIDE || of == WP_REC_RAW || of == WP_REC_SYMBOLS) {
+                /* a lane-coded matrix zstd'd whole has no lanes to read in place (it said "symbols
+                   without their side or raw data" once bundles with nothing lane-coded ran) */
+                rc = fail(err, errlen,
+                          "%s: record '%s': a lane-coded matrix zstd'd, as in laneinterleave --dist's "
+                          "distribution bundle (also after zstd -d); wprun needs an inference bundle: "
+                          "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE",
+                          path, e->name, path);
+                break;
+            }
             const int64_t cols = other.ne[0], rows = cols ? wp_record_nelem(&other) / cols : 0;
             const int runs = of == WP_REC_TENSOR && other.n_dims >= 2 && twin_takes(other.type, rows, cols, NULL);
             /* every zstd payload not restored below (1-D and other-typed tensors too) undone here */

@@ -902,6 +902,9 @@ static int gpu_run(wr_model *md, FILE *tf)
         if (!gp) {
             printf("FAIL graph pass: out of memory\n");
             bad++;
+        } else if (nd == 0) {   /* (an empty graph was captured, never launched on a device: not tried) */
+            printf("graph  whole-model pass: nothing to capture (%d stored float %s, whose twin is cuBLAS)\n", nout,
+                   nout == 1 ? "matrix" : "matrices");
         } else if (wr_gpu_graph_pass(g, dm, gp, nd, opt.runs, &tg, &ts, err, sizeof err)) {
             printf("FAIL graph pass: %s\n", err);
             bad++;
@@ -1220,7 +1223,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < ns; i++)
         add_synth(&md, synths[i]);
     wr_model_keep(&md, opt.nmatch ? opt.match : NULL);   /* --match: the synthetic matrices too */
-    if (md.n == 0) {   /* (a bundle with nothing lane-coded: wr_model_load refuses it) */
+    if (md.n == 0) {   /* (nothing run: no matrix, or --match named none that runs) */
         char kinds[200];   /* what it matched that is not run, said (it was "no coded matrix" alone) */
         char pats[600] = "";   /* the substrings, whole: 'a' or 'a' or 'b' ... or N more (the
                                   first cut at 400 bytes, marked ...) */
