@@ -234,6 +234,32 @@ static void write_full(FILE *f, const void *p, size_t n, const char *path)
         die(path, strerror(errno ? errno : EIO));
 }
 
+/* Read the rest of a --kl-base stream that has no size to check beforehand
+ * (standard input, a pipe: a regular file's size is compared with the header's
+ * before anything is read) to its end, after the chunks scored: `left` bytes
+ * of it (the rows of chunks --chunks skipped; 0 when all were scored) must
+ * remain, no more, of the `want` bytes its header implies. Dies naming `name`
+ * as the regular file's check does: "truncated: N bytes, its header implies
+ * WANT" or "data after its end: N bytes, its header implies WANT", N the bytes
+ * the stream held in all; a read error by its reason. */
+static void kl_check_end(FILE *f, const char *name, uint64_t left, uint64_t want)
+{
+    static char buf[1 << 16];
+    uint64_t got = 0;
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0)
+        got += k;
+    if (ferror(f))
+        die(name, strerror(errno ? errno : EIO));
+    if (got != left) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "%s: %llu bytes, its header implies %llu",
+                 got < left ? "truncated" : "data after its end", (unsigned long long)(want - left + got),
+                 (unsigned long long)want);
+        die(name, msg);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *model_path = NULL, *text_path = NULL, *kl_path = NULL, *save_path = NULL;
@@ -295,6 +321,8 @@ int main(int argc, char **argv)
     int n_ctx = (int)ctx_arg, base_vocab = 0, base_chunks = 0;
     llama_token *tokens = NULL;
     int n_tokens = 0;
+    uint64_t kl_want = 0;   /* the base file's size by its header */
+    int kl_sized = 0;       /* whether that size was checked (a regular file) */
     if (kl_path) {
         kl_f = kl_stdin ? stdin : fopen(kl_path, "rb");
         if (!kl_f)
@@ -325,7 +353,9 @@ int main(int argc, char **argv)
         struct stat st;
         const uint64_t nv = 2 * (((uint64_t)nvoc + 1) / 2) + 4;
         const uint64_t want = 20 + 4 * (uint64_t)n_tokens + (uint64_t)nch * (c - 1 - c / 2) * nv * 2;
-        if (fstat(fileno(kl_f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size != want) {
+        kl_want = want;
+        kl_sized = fstat(fileno(kl_f), &st) == 0 && S_ISREG(st.st_mode);
+        if (kl_sized && (uint64_t)st.st_size != want) {
             char msg[128];
             /* (it said "its header needs N": N is the file's size, not the header's) */
             snprintf(msg, sizeof msg, "%s: %lld bytes, its header implies %llu",
@@ -549,8 +579,16 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "\n");
 
-    if (save_f)
-        wp_out_commit();
+    /* A base read from a pipe ends where its header says, as a file must
+       (trailing data was accepted from standard input, refused from the file). */
+    if (kl_path && !kl_sized)
+        kl_check_end(kl_f, kl_path, (uint64_t)(base_chunks - n_chunk) * n_score * nv * sizeof *rows, kl_want);
+    /* The logits written out before the report, which is printed and flushed
+       before they are published: a write error on either, or a closed pipe
+       (SIGPIPE, wp_cli_init's handler), removes the temporary file (it was
+       renamed first, and left behind by a failed run). */
+    if (save_f && (fflush(save_f) || ferror(save_f)))
+        wp_die("%s: write error: %s", save_path, strerror(errno ? errno : EIO));
 
     if (kl_path) {
         double lp, lpu, lb, lbu, kl, klu;
@@ -567,7 +605,6 @@ int main(int argc, char **argv)
         printf("KLD = %.8f +/- %.8f\n", kl, klu);
         printf("same top = %.3f +/- %.3f %%\n", 100.0 * top, 100.0 * top_unc);
         printf("chunks=%d tokens=%ld scored=%zu\n", n_chunk, (long)n_chunk * n_ctx, ks.count);
-        fclose(kl_f);
     } else {
         const double mean = nll / count, ppl = exp(mean);
         double var = nll2 / count - mean * mean;
@@ -577,6 +614,12 @@ int main(int argc, char **argv)
         printf("PPL = %.4f +/- %.5f\n", ppl, err);
         printf("chunks=%d tokens=%ld scored=%ld\n", n_chunk, (long)n_chunk * n_ctx, count);
     }
+    if (fflush(stdout) || ferror(stdout))
+        die("stdout", strerror(errno ? errno : EIO));
+    if (save_f)
+        wp_out_commit();   /* last: published only after a complete run */
+    if (kl_f)
+        fclose(kl_f);
 
     llama_batch_free(batch);
     llama_free(ctx);
@@ -585,7 +628,5 @@ int main(int argc, char **argv)
     free(acc);
     free(rows);
     free(tokens);
-    if (fflush(stdout) || ferror(stdout))
-        die("stdout", strerror(errno ? errno : EIO));
     return 0;
 }

@@ -246,6 +246,23 @@ same_ppl() {
     [ "$output" = "ppl: --save-logits: needs a file name (stdout carries the report)" ]
 }
 
+@test "--save-logits: a report that cannot be written (a full disk, a closed pipe) leaves no logits file" {
+    # the file was renamed into place before the report was printed: exit 1 or 141
+    # and a whole logits file beside it (a tester's find)
+    [ -w /dev/full ] || skip "no /dev/full"
+    local L="$BATS_TEST_TMPDIR"
+    run --separate-stderr bash -c "'$PPL' --threads 1 --model '$M/stories260K-f32.gguf' --text '$SAMPLE' \
+        --save-logits '$L/full.logits' > /dev/full"
+    [ "$status" -eq 1 ]
+    [ "${stderr##*$'\n'}" = "ppl: stdout: No space left on device" ]
+    [ -z "$(ls "$L" | grep logits)" ]
+    run bash -c "'$PPL' --threads 1 --model '$M/stories260K-f32.gguf' --text '$SAMPLE' \
+        --save-logits '$L/pipe.logits' 2> /dev/null | true; echo \"\${PIPESTATUS[0]}\""
+    [ "$status" -eq 0 ]
+    [ "$output" = "141" ]
+    [ -z "$(ls "$L" | grep logits)" ]
+}
+
 @test "--kl-base: F32 against its own logits has KLD ~ 0 and the same PPL" {
     ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
         --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
@@ -397,6 +414,29 @@ dup_vocab() {
     bad "stdin: truncated" --model "$M/stories260K-f32.gguf" --kl-base - < "$BATS_TEST_TMPDIR/cut.logits"
     bad "-: llama.cpp loads a model from a file by name, not from standard input: give the file's name" \
         --model - --text "$VALID" < "$M/stories260K-f32.gguf"
+}
+
+@test "--kl-base -: a pipe with data after the base's end is refused as the file is (it was scored, exit 0)" {
+    # a tester's find: cat f f | ppl --kl-base - printed the report; the rest of the
+    # stream is read after the chunks scored, --chunks or not
+    ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
+        --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
+    local F="$BATS_FILE_TMPDIR/f32.logits" size
+    size=$(stat -c %s "$F")
+    # SOURCE (a command line whose output is piped to ppl), the error's tail, ppl's options
+    piped() {
+        run --separate-stderr bash -c "$1 | '$PPL' --threads 1 --model '$M/stories260K-f32.gguf' --kl-base - $3"
+        [ "$status" -eq 1 ] || { echo "exit $status for: $1" >&2; return 1; }
+        [ -z "$output" ] || { echo "stdout: $output" >&2; return 1; }
+        [ "${stderr##*$'\n'}" = "ppl: stdin: $2, its header implies $size" ] || { echo "stderr: $stderr" >&2; return 1; }
+    }
+    piped "cat '$F' '$F'" "data after its end: $(( 2 * size )) bytes"
+    piped "(cat '$F'; echo garbage)" "data after its end: $(( size + 8 )) bytes"
+    piped "(cat '$F'; printf x)" "data after its end: $(( size + 1 )) bytes" "--chunks 2"
+    piped "head -c 1000000 '$F'" "truncated: 1000000 bytes" "--chunks 1"
+    run --separate-stderr bash -c "cat '$F' | '$PPL' --threads 1 --model '$M/stories260K-f32.gguf' --kl-base - --chunks 2"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"chunks=2 "* ]]
 }
 
 @test "bad input: bad --kl-base files" {
