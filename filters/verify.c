@@ -165,6 +165,7 @@ int main(int argc, char **argv)
     if (!strcmp(orig, "-") || !strcmp(bpath, "-"))   /* it said "-: No such file or directory" */
         wp_die("-: verify reads both files twice, so not standard input: give file names");
 
+    wp_cli_input(orig);   /* verify x.gguf x.bundle >> x.gguf is refused */
     wp_gguf_in *g = wp_gguf_open(orig, err, sizeof err);
     if (!g)
         wp_die("%s", err);

@@ -135,7 +135,17 @@ void wp_cli_input(const char *path)
     struct stat st;
     /* standard input: the file it was opened from, when it is one */
     const char *p = !path || !strcmp(path, "-") ? "/proc/self/fd/0" : path;
-    if (stat(p, &st) || !S_ISREG(st.st_mode) || !realpath(p, real))
+    if (stat(p, &st) || !S_ISREG(st.st_mode))
+        return;
+    /* standard output onto the input (`ggufcat x.gguf >> x.gguf`, `1<>`): what the program
+       writes would grow or overwrite what it reads, as cat refuses ("input file is output
+       file"); it exited 0 with the input damaged (a tester's find). Inodes compared: the shell
+       opened standard output, there is no name. */
+    struct stat so;
+    if (fstat(STDOUT_FILENO, &so) == 0 && S_ISREG(so.st_mode) && so.st_dev == st.st_dev && so.st_ino == st.st_ino)
+        wp_die("%s: is also standard output: what this run writes would overwrite or grow it (write elsewhere)",
+               p == path ? path : "stdin");
+    if (!realpath(p, real))
         return;
     char **grown = realloc(inputs, (size_t)(n_inputs + 1) * sizeof *inputs);
     if (!grown || !(grown[n_inputs] = strdup(real)))

@@ -55,7 +55,9 @@ void wp_cli_refuse_coded(const char *in, const wp_record *r, const char *takes) 
 /* Note that the program reads file `path` (NULL or "-": standard input): an
  * output that would replace it is refused (wp_out_open, wp_out_commit).
  * wp_in_open does this itself; call it for files opened otherwise (a GGUF,
- * a model, a Hessian file). */
+ * a model, a Hessian file). Dies at once ("PATH: is also standard output:
+ * ...", or "stdin: ...") when standard output is that same regular file
+ * (`prog x >> x`), as cat does. */
 void wp_cli_input(const char *path);
 
 /* Open input: NULL or "-" means stdin (refused when it is a terminal:

@@ -405,6 +405,39 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ -z "$(ls -A | grep tmp)" ]
 }
 
+@test "standard output onto an input is refused and the input kept, as cat refuses it" {
+    # ggufcat x.gguf >> x.gguf exited 0 and grew the model into a GGUF with a stream glued on;
+    # every stream filter did the same, and 1<> overwrote the input in place (a tester's find)
+    cd "$T"
+    cp "$F32" m.gguf
+    "$BIN/ggufcat" -o s.wps m.gguf
+    "$BIN/histogram" s.wps | "$BIN/huffbuild" | "$BIN/laneinterleave" > m.bundle
+    cp s.wps s0.wps && cp m.bundle m0.bundle
+    for c in "ggufcat m.gguf" "bf16split s.wps" "histogram s.wps" "huffbuild s.wps" "laneinterleave s.wps" \
+             "ggufpack s.wps" "tsinfo s.wps" "unbundle m.bundle" "unbundle --stream m.bundle" \
+             "verify m.gguf m.bundle" "wprun --cpu m.bundle"; do
+        f=$(echo "$c" | awk '{ print $NF }')
+        [ "$c" = "verify m.gguf m.bundle" ] && f=m.gguf
+        run sh -c "'$BIN/'$c >> $f"
+        one_line_error "^${c%% *}: $f: is also standard output: what this run writes would overwrite or grow it \(write elsewhere\)$"
+        run sh -c "'$BIN/'$c 1<> $f"
+        one_line_error "^${c%% *}: $f: is also standard output"
+    done
+    # the second file of verify, and standard input
+    run sh -c "'$BIN/verify' m.gguf m.bundle >> m.bundle"
+    one_line_error "^verify: m.bundle: is also standard output"
+    run sh -c "'$BIN/tsinfo' < s.wps >> s.wps"
+    one_line_error "^tsinfo: stdin: is also standard output"
+    cmp m.gguf "$F32"
+    cmp s.wps s0.wps
+    cmp m.bundle m0.bundle
+    # another file, a pipe or /dev/null as standard output is fine
+    "$BIN/tsinfo" s.wps >> list.txt
+    grep -q '^tensor ' list.txt
+    "$BIN/ggufcat" m.gguf | cmp - s.wps
+    "$BIN/tsinfo" s.wps > /dev/null
+}
+
 @test "ggufpack of a stream without GGUF content (Hessians) is an error, not an empty GGUF" {
     "$BIN/hessian" --model "$F32" --text "$DATA/text/groups_merged.txt" --chunks 1 -o "$T/h.hess" 2> /dev/null
     run "$BIN/ggufpack" -o "$T/x.gguf" "$T/h.hess"
