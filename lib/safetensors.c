@@ -3,6 +3,7 @@
  * reader (safetensors/src/tensor.rs, Metadata::validate). */
 #include "safetensors.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -19,6 +20,8 @@
 /* Integers in the header are JSON numbers, which cJSON holds as doubles:
  * anything above 2^53 could not be represented exactly. */
 #define MAX_JSON_INT 9007199254740992.0
+/* JSON whitespace (RFC 8259); cJSON also skips every other byte below 0x20. */
+#define JSON_SPACE(c) ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r')
 
 struct st_tensor {
     char    *name;
@@ -89,14 +92,20 @@ int wp_st_magic(const uint8_t h[9])
     return n > 1 && n <= WP_ST_MAX_HEADER && h[8] == '{';
 }
 
-/* A JSON number that is a non-negative integer representable exactly. */
+/* A JSON number that is a non-negative integer below 2^53, which a double
+ * holds exactly: 0 with *v set; 1 for an integer of 2^53 or more (a larger
+ * one may have been rounded to its neighbour, 2^53 + 1 to 2^53, so 2^53
+ * itself is refused too); -1 for anything else (negative, a fraction, a
+ * number mark_fractions found written with '.' or an exponent, not a number). */
 static int json_uint(const cJSON *j, uint64_t *v)
 {
     if (!cJSON_IsNumber(j))
         return -1;
     double d = j->valuedouble;
-    if (!isfinite(d) || d < 0 || d > MAX_JSON_INT || d != floor(d))
+    if (!isfinite(d) || d < 0 || d != floor(d))
         return -1;
+    if (d >= MAX_JSON_INT)
+        return 1;
     *v = (uint64_t)d;
     return 0;
 }
@@ -157,9 +166,13 @@ static int parse_tensor(wp_st_in *s, const cJSON *e, struct st_tensor *t)
     /* Reverse: safetensors lists the outermost dimension first. */
     uint64_t dims[WP_MAX_DIMS];
     int d = 0;
-    for (const cJSON *x = sh->child; x; x = x->next, d++)
-        if (json_uint(x, &dims[d]))
+    for (const cJSON *x = sh->child; x; x = x->next, d++) {
+        const int rc = json_uint(x, &dims[d]);
+        if (rc > 0)
+            return sfail(s, "tensor '%s': shape too large", name);
+        if (rc)
             return sfail(s, "tensor '%s': shape is not a list of non-negative integers", name);
+    }
     for (int i = 0; i < WP_MAX_DIMS; i++)
         t->ne[i] = 1;
     t->n_dims = nd ? nd : 1;
@@ -236,29 +249,153 @@ static const char *find_duplicate(wp_st_in *s, const cJSON *obj, int *oom)
     return dup;
 }
 
+/* Length of the well-formed UTF-8 sequence at p (RFC 3629, table 3-7 of
+ * the Unicode standard: no overlong forms, no surrogates U+D800..DFFF,
+ * nothing past U+10FFFF), left bytes available; 0 if it is not one. */
+static size_t utf8_len(const unsigned char *p, size_t left)
+{
+    unsigned char lo = 0x80, hi = 0xBF;   /* the second byte's range */
+    size_t len;
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF)
+        len = 2;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF)
+        len = 3, lo = p[0] == 0xE0 ? 0xA0 : 0x80, hi = p[0] == 0xED ? 0x9F : 0xBF;
+    else if (p[0] >= 0xF0 && p[0] <= 0xF4)
+        len = 4, lo = p[0] == 0xF0 ? 0x90 : 0x80, hi = p[0] == 0xF4 ? 0x8F : 0xBF;
+    else
+        return 0;   /* a continuation byte, C0/C1 (overlong) or F5..FF */
+    if (left < len || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    return len;
+}
+
+/* Whether c may continue a JSON number token (cJSON's own set). */
+static int number_byte(unsigned char c)
+{
+    return c && strchr("0123456789+-.eE", c);
+}
+
+/* What cJSON lets through but JSON (RFC 8259) and the safetensors reader
+ * (serde_json) refuse, checked on the n header bytes before parsing: a NUL
+ * byte anywhere; inside strings a raw byte below 0x20, bytes that are not
+ * UTF-8, an escape other than \" \\ \/ \b \f \n \r \t \uXXXX (cJSON
+ * reads \uZZZZ as a NUL) and \u0000, which a C string cannot carry (cJSON
+ * refuses lone surrogates itself); outside them a byte below 0x20 that is
+ * not whitespace and a number with a leading zero (02). 0, or -1 with the
+ * message in s->err naming the byte offset in the header. */
+static int check_lexical(wp_st_in *s, const char *json, size_t n)
+{
+    const unsigned char *b = (const unsigned char *)json;
+    int in_string = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (b[i] == 0)
+            return sfail(s, "header holds a NUL byte at byte %zu", i);
+        if (!in_string) {
+            if (b[i] == '"')
+                in_string = 1;
+            else if (b[i] < 0x20 && !JSON_SPACE(b[i]))
+                return sfail(s, "malformed JSON header (control byte 0x%02x at byte %zu)", b[i], i);
+            else if (b[i] == '-' || isdigit(b[i])) {   /* a number: skip it whole */
+                const size_t d = i + (b[i] == '-');
+                if (d + 1 < n && b[d] == '0' && isdigit(b[d + 1]))
+                    return sfail(s, "malformed JSON header (number with a leading zero at byte %zu)", d);
+                while (i + 1 < n && number_byte(b[i + 1]))
+                    i++;
+            }
+            continue;
+        }
+        if (b[i] == '"') {
+            in_string = 0;
+        } else if (b[i] < 0x20) {
+            return sfail(s, "malformed JSON header (raw control byte 0x%02x in a string at byte %zu: "
+                         "JSON needs it escaped)", b[i], i);
+        } else if (b[i] >= 0x80) {
+            const size_t len = utf8_len(b + i, n - i);
+            if (!len)
+                return sfail(s, "malformed JSON header (a string is not UTF-8 at byte %zu)", i);
+            i += len - 1;
+        } else if (b[i] == '\\') {
+            const char *e = i + 1 < n ? strchr("\"\\/bfnrtu", b[i + 1]) : NULL;
+            if (!e || !*e)
+                return sfail(s, "malformed JSON header (bad escape at byte %zu)", i);
+            if (*e == 'u') {
+                size_t k = 0;
+                while (k < 4 && i + 2 + k < n && isxdigit(b[i + 2 + k]))
+                    k++;
+                if (k < 4)
+                    return sfail(s, "malformed JSON header (bad escape at byte %zu: \\u takes 4 hex digits)", i);
+                if (!strncmp(json + i + 2, "0000", 4))
+                    return sfail(s, "header holds the escape \\u0000 at byte %zu (a name or value with a NUL)", i);
+                i += 4;
+            }
+            i++;   /* the escaped character */
+        }
+    }
+    return 0;
+}
+
+/* The number token that starts at or after *pos in the n header bytes,
+ * outside strings (the header passed check_lexical and cJSON): its start,
+ * with *len its length and *pos moved past it; NULL when none is left. */
+static const char *next_number(const char *json, size_t n, size_t *pos, size_t *len)
+{
+    for (size_t i = *pos; i < n; i++) {
+        if (json[i] == '"') {
+            while (++i < n && json[i] != '"')
+                if (json[i] == '\\')
+                    i++;
+        } else if (json[i] == '-' || (json[i] >= '0' && json[i] <= '9')) {
+            size_t k = i;
+            while (k < n && number_byte((unsigned char)json[k]))
+                k++;
+            *len = k - i;
+            *pos = k;
+            return json + i;
+        }
+    }
+    return NULL;
+}
+
+/* cJSON reads 2.0, 2e0 and 20e-1 as the double 2, which then passes for the
+ * integer serde_json refuses in a shape or data_offsets (usize): mark every
+ * number written with a fraction or an exponent NaN, for json_uint to refuse
+ * where an integer is due (elsewhere, as in a key the format does not know,
+ * it stays harmless). cJSON's tree in document order holds the header's
+ * number tokens in text order, one node each; *pos walks the text. */
+static void mark_fractions(cJSON *j, const char *json, size_t n, size_t *pos)
+{
+    for (; j; j = j->next) {
+        size_t len = 0;
+        const char *t;
+        if (!cJSON_IsNumber(j))
+            mark_fractions(j->child, json, n, pos);
+        else if ((t = next_number(json, n, pos, &len)) &&
+                 (memchr(t, '.', len) || memchr(t, 'e', len) || memchr(t, 'E', len)))
+            j->valuedouble = NAN;
+    }
+}
+
 static int parse_header(wp_st_in *s, const char *json, size_t n)
 {
     const char *end = NULL;
     int oom, rc = -1;
     if (n == 0 || json[0] != '{')
         return sfail(s, "header is not a JSON object (it must start with '{')");
-    /* A NUL inside a name or value (a raw byte, or the escape \u0000) cannot
-     * travel in a C string: refuse it rather than cut the name short. */
-    for (size_t i = 0; i < n; i++) {
-        if (json[i] == 0)
-            return sfail(s, "header holds a NUL byte at byte %zu", i);
-        if (json[i] == '\\' && i + 1 < n) {
-            if (json[i + 1] == 'u' && i + 5 < n && !strncmp(json + i + 2, "0000", 4))
-                return sfail(s, "header holds the escape \\u0000 at byte %zu (a name or value with a NUL)", i);
-            i++;   /* the escaped character */
-        }
-    }
+    if (check_lexical(s, json, n))
+        return -1;
     cJSON *root = cJSON_ParseWithLengthOpts(json, n, &end, 0);
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
         size_t off = at && at >= json && at <= json + n ? (size_t)(at - json) : 0;
         return sfail(s, "malformed JSON header (near byte %zu of %zu)", off, n);
     }
+    size_t text_pos = 0;
+    mark_fractions(root, json, n, &text_pos);
     for (; end && end < json + n; end++)
         if (*end != ' ' && *end != '\t' && *end != '\n' && *end != '\r') {
             sfail(s, "malformed JSON header (trailing bytes after the object at byte %zu)",

@@ -52,9 +52,13 @@ typedef struct wp_st_in wp_st_in;
 int wp_st_dtype_type(const char *dtype);
 
 /* Open a .safetensors file and check its whole header before any tensor is
- * read: header length against the file size, the JSON (well-formed, an
- * object, __metadata__ a string->string map), each tensor's dtype, shape
- * (non-negative integers, at most 4 dims) and data_offsets (begin <= end,
+ * read: header length against the file size, the JSON (well-formed as RFC
+ * 8259 and serde_json, the safetensors reader, require, where cJSON is
+ * lenient: strings UTF-8 with no raw control byte, no NUL or \u0000, no
+ * unknown escape; numbers without leading zeros; an object,
+ * __metadata__ a string->string map), each tensor's dtype, shape
+ * (non-negative integers below 2^53 written without fraction or exponent,
+ * at most 4 dims) and data_offsets (the same integers; begin <= end,
  * end - begin = bytes of dtype x shape, end within the data section, so a
  * truncated file is caught here), no two tensors overlapping, no duplicate
  * names or metadata keys.

@@ -301,3 +301,92 @@ bad() {
     [ "$(printf '%s\n' "${lines[@]}" | awk -F'\t' 'NF != 10' | wc -l)" -eq 0 ]
     printf '%s\n' "${lines[@]}" | grep -q '^a\\x0ab	F16	'
 }
+
+# ---- headers that are not well-formed JSON (cJSON took them; serde_json, the
+# safetensors library's reader, and RFC 8259 do not): a tester's find --------
+
+# mkst_raw OUT JSON NBYTES: mkst for a header with any bytes but NUL (raw
+# control bytes, UTF-8 or not): its length counted in bytes, not characters.
+mkst_raw() {
+    local n; n=$(printf '%s' "$2" | LC_ALL=C wc -c)
+    { printf "$(le64 "$n")"; printf '%s' "$2"; head -c "$3" /dev/zero; } > "$1"
+}
+
+@test "bad safetensors: a raw control byte in a string, or one outside strings that is not whitespace" {
+    mkst_raw "$T/nl.safetensors" $'{"a\n":{"dtype":"F16","shape":[2,3],"data_offsets":[0,12]}}' 12
+    bad "^safetensorscat: $T/nl.safetensors: malformed JSON header \(raw control byte 0x0a in a string at byte 3: JSON needs it escaped\)$" "$T/nl.safetensors"
+    mkst_raw "$T/tab.safetensors" $'{"__metadata__":{"k":"a\tb"},"a":{"dtype":"F16","shape":[2,3],"data_offsets":[0,12]}}' 12
+    bad "^safetensorscat: $T/tab.safetensors: malformed JSON header \(raw control byte 0x09 in a string at byte 23: JSON needs it escaped\)$" "$T/tab.safetensors"
+    mkst_raw "$T/ws.safetensors" $'{"a":{"dtype":"F16",\x01"shape":[2,3],"data_offsets":[0,12]}}' 12
+    bad "^safetensorscat: $T/ws.safetensors: malformed JSON header \(control byte 0x01 at byte 20\)$" "$T/ws.safetensors"
+}
+
+@test "bad safetensors: a name or value that is not UTF-8 (invalid, truncated, overlong, a surrogate, past U+10FFFF)" {
+    local seq i=0
+    for seq in '\xff' '\xc3' '\xc0\xaf' '\xe0\x80\xaf' '\xed\xa0\x80' '\xf4\x90\x80\x80' '\xe2\x82'; do
+        i=$((i + 1))
+        mkst_raw "$T/u$i.safetensors" "$(printf "{\"a$seq\":{\"dtype\":\"F16\",\"shape\":[2,3],\"data_offsets\":[0,12]}}")" 12
+        bad "^safetensorscat: $T/u$i.safetensors: malformed JSON header \(a string is not UTF-8 at byte 3\)$" "$T/u$i.safetensors"
+    done
+    mkst_raw "$T/m.safetensors" $'{"__metadata__":{"k":"\xfe"}}' 0
+    bad "^safetensorscat: $T/m.safetensors: malformed JSON header \(a string is not UTF-8 at byte 22\)$" "$T/m.safetensors"
+}
+
+@test "bad safetensors: a shape or data_offsets written with a fraction or an exponent ([2.0] as [2.5] was)" {
+    mkst "$T/f1.safetensors" '{"a":{"dtype":"F16","shape":[2.0,3],"data_offsets":[0,12]}}' 12
+    bad "^safetensorscat: $T/f1.safetensors: tensor 'a': shape is not a list of non-negative integers$" "$T/f1.safetensors"
+    mkst "$T/f2.safetensors" '{"a":{"dtype":"F16","shape":[2e0,3],"data_offsets":[0,12]}}' 12
+    bad "^safetensorscat: $T/f2.safetensors: tensor 'a': shape is not a list of non-negative integers$" "$T/f2.safetensors"
+    mkst "$T/f3.safetensors" '{"a":{"dtype":"F16","shape":[2,3],"data_offsets":[0,12.0]}}' 12
+    bad "^safetensorscat: $T/f3.safetensors: tensor 'a': \"data_offsets\" is not two non-negative integers$" "$T/f3.safetensors"
+    mkst "$T/f4.safetensors" '{"a":{"dtype":"F16","shape":[2,3],"data_offsets":[0,1200E-2]}}' 12
+    bad "^safetensorscat: $T/f4.safetensors: tensor 'a': \"data_offsets\" is not two non-negative integers$" "$T/f4.safetensors"
+    # a leading zero is no JSON number at all
+    mkst "$T/z.safetensors" '{"a":{"dtype":"F16","shape":[02,3],"data_offsets":[0,12]}}' 12
+    bad "^safetensorscat: $T/z.safetensors: malformed JSON header \(number with a leading zero at byte 29\)$" "$T/z.safetensors"
+    # a number in a key the format does not know stays harmless, as serde_json ignores it
+    mkst "$T/x.safetensors" '{"a":{"dtype":"F16","shape":[2,3],"data_offsets":[0,12],"x":1.5e0}}' 12
+    run "$BIN/safetensorscat" -o "$T/x.wps" "$T/x.safetensors"
+    [ "$status" -eq 0 ]
+}
+
+@test "bad safetensors: an escape JSON does not know (\\uZZZZ cut the name short at a NUL)" {
+    mkst "$T/h.safetensors" '{"a\uZZZZb":{"dtype":"F16","shape":[2,3],"data_offsets":[0,12]}}' 12
+    bad "^safetensorscat: $T/h.safetensors: malformed JSON header \(bad escape at byte 3: \\\\u takes 4 hex digits\)$" "$T/h.safetensors"
+    mkst "$T/x.safetensors" '{"a\x41":{"dtype":"F16","shape":[2,3],"data_offsets":[0,12]}}' 12
+    bad "^safetensorscat: $T/x.safetensors: malformed JSON header \(bad escape at byte 3\)$" "$T/x.safetensors"
+}
+
+@test "bad safetensors: a shape dimension of 2^53 or more is too large, as [2^32, 2^32, 0] was (not 'not ... integers')" {
+    local sh i=0
+    for sh in '0,4611686018427387904' '9223372036854775807,0' '4294967296,4294967296,0' '0,9007199254740993'; do
+        i=$((i + 1))
+        mkst "$T/b$i.safetensors" "{\"a\":{\"dtype\":\"F16\",\"shape\":[$sh],\"data_offsets\":[0,0]}}" 0
+        bad "^safetensorscat: $T/b$i.safetensors: tensor 'a': shape too large$" "$T/b$i.safetensors"
+    done
+    # (2^53 + 1 was read as 2^53); below 2^53, with a zero dimension, still taken
+    mkst "$T/ok.safetensors" '{"a":{"dtype":"F16","shape":[1099511627776,0],"data_offsets":[0,0]},"b":{"dtype":"F16","shape":[0,9007199254740991],"data_offsets":[0,0]}}' 0
+    run sh -c "'$BIN/safetensorscat' '$T/ok.safetensors' | '$BIN/tsinfo' -"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^tensor +a +F16 +0x1099511627776 +0 '
+    echo "$output" | grep -E '^tensor +b +F16 +9007199254740991x0 +0 '
+}
+
+@test "well-formed names still pass: escapes, UTF-8 (é, ünïcødé, 😀), \\u escapes of them, round trip byte for byte" {
+    mkst_raw "$T/u.safetensors" '{"__metadata__":{"k":"v\n\u00fc 1.5"},"é":{"dtype":"F16","shape":[2,3],"data_offsets":[0,12]},"ünïcødé😀":{"dtype":"F16","shape":[0],"data_offsets":[12,12]},"x\u00e9\ud83d\ude00\"\\\/\b\f\r\t":{"dtype":"F16","shape":[1],"data_offsets":[12,14]}}' 14
+    "$BIN/safetensorscat" -o "$T/u.wps" "$T/u.safetensors"
+    local name w at
+    for name in 'é' 'ünïcødé😀' $'xé😀"\\/\b\f\r\t' 'safetensors.metadata.k'; do
+        at=$(( $(offset_of "$T/u.wps" "$name") - 72 ))
+        w=($(rec_words "$T/u.wps" "$at"))
+        [ "${w[0]}" -eq 1128616535 ]   # "WREC": the name is a record's, whole
+        [ "${w[3]}" -eq "$(printf '%s' "$name" | LC_ALL=C wc -c)" ]
+    done
+    run "$BIN/tsinfo" "$T/u.wps"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '^tensor ')" -eq 3 ]
+    # the value's bytes after its u64 length: v, a newline, ü in UTF-8
+    read -r p len <<< "$(payload_of "$T/u.wps" safetensors.metadata.k)"
+    [ "$len" -eq 16 ]
+    [ "$(tail -c +$((p + 9)) "$T/u.wps" | head -c 8 | od -An -tx1 | tr -d ' ')" = 760ac3bc20312e35 ]
+}
