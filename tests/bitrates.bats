@@ -49,10 +49,10 @@ load helpers
     run "$ROOT/pipelines/bitcheck" base.tsv missing.tsv
     [ "$status" -eq 2 ]
     [ "$output" = "bitcheck: missing.tsv: not a readable file" ]
-    for t in 2% 5 1 1e-3 .5; do
+    for t in 5 1 1e-3 100% 2.% 1e-1% %; do
         run "$ROOT/pipelines/bitcheck" base.tsv fall.tsv "$t"
         [ "$status" -eq 2 ]
-        [ "$output" = "bitcheck: tolerance '$t': expected a fraction below 1 such as 0.002 (0.2 %)" ]
+        [ "$output" = "bitcheck: tolerance '$t': expected a fraction below 1 such as 0.002 or .002, or a percentage below 100 such as 0.2%" ]
     done
     # an empty baseline blamed NOW for every row, two empty files passed, a key twice in the
     # baseline was overwritten by the last (a new user's trial)
@@ -112,6 +112,25 @@ load helpers
         run "$ROOT/pipelines/bitcheck" base.tsv base.tsv "$t"
         [ "$status" -eq 2 ]
     done
+}
+
+@test "bitcheck: a tolerance written .N or as a percentage is the same fraction" {
+    # .001 and 1% were refused, while wprun --tol takes .001 (a fresh user's find)
+    cd "$BATS_TEST_TMPDIR"
+    printf 'm\tQ8_0\t8.0\n' > base.tsv
+    printf 'm\tQ8_0\t8.1\n' > rise.tsv   # 1.25 % above
+    for t in .02 0.02 2% 2.0% 1.3%; do
+        run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv "$t"
+        [ "$status" -eq 0 ]
+    done
+    for t in .01 0.01 1% 1.2% .5%; do
+        run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv "$t"
+        [ "$status" -eq 1 ]
+    done
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv 1%
+    [ "$output" = "$(printf 'm\tQ8_0: 8.1 b/w, more than 1 %% above the baseline 8.0 (at most 8.0800)')" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv .01
+    [ "$output" = "$(printf 'm\tQ8_0: 8.1 b/w, more than 1 %% above the baseline 8.0 (at most 8.0800)')" ]
 }
 
 @test "bitcheck: - (one of the two) is standard input, and a pipe such as /dev/stdin is read" {
