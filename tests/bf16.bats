@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # bf16split | histogram | huffbuild | laneinterleave: lossless exponent coding.
 load helpers
+bats_require_minimum_version 1.5.0
 
 setup() {
     T="$BATS_TEST_TMPDIR"
@@ -204,6 +205,39 @@ stories260K-bf16-p16.report" ]
     [ "$status" -eq 7 ]
     [ "$output" = "bf16split: stdin: it broke" ]
     [ ! -e "$w/new" ]
+}
+
+@test "pipelines/unweight: a run that works says what it made in one line; unbundle's warnings of MODEL only when its check fails" {
+    # it said nothing, or, for a GGUF with long tensor names, only "unbundle: warning: ..." from a
+    # step the user never ran (a fresh user's find)
+    run --separate-stderr "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" 0
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    [ "$stderr" = "unweight: $T/u/stories260K-bf16-p0.bundle: GGUF 16.4232 b/w, bundle 10.3008 b/w, lossless (palette 0)" ]
+    local bins="$T/bins"
+    mkdir "$bins"
+    for p in ggufcat bf16split histogram huffbuild laneinterleave verify; do ln -s "$BIN/$p" "$bins/$p"; done
+    printf '#!/bin/sh
+echo "unbundle: warning: names" >&2; exec %s "$@"
+' "$BIN/unbundle" > "$bins/unbundle"
+    chmod +x "$bins/unbundle"
+    run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/v"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "unweight: $T/v/stories260K-bf16-p16.bundle: GGUF 16.4232 b/w, bundle 10.3117 b/w, lossless (palette 16)" ]
+    # a check that fails shows them, and fails (the status was the last command's, 0, where tested)
+    printf '#!/bin/sh
+echo "unbundle: warning: names" >&2; echo "unbundle: it broke" >&2; exit 3
+' > "$bins/unbundle"
+    run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/w"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "$(printf 'unbundle: warning: names\nunbundle: it broke')" ]
+    [ ! -e "$T/w" ]
+    # and a bundle that restores other bytes is named so (cmp's line given)
+    printf '#!/bin/sh\n%s "$@" | head -c 1000\n' "$BIN/unbundle" > "$bins/unbundle"
+    run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/w"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "unweight: the bundle does not restore $MODELS/stories260K-bf16.gguf byte for byte (cmp: EOF on - after byte 1000, in line 1)" ]
+    [ ! -e "$T/w" ]
 }
 
 @test "pipelines/unweight: a TERM at any moment of its start ends it (it hung for good when one came while bash was starting the pipeline)" {
