@@ -302,9 +302,19 @@ static void tuning_read(const char *path)
                               "again)");
                 break;
             }
-            if (strncmp(line + hl, opt.cpu ? "cpu" : "gpu", 3))
+            if (strncmp(line + hl, opt.cpu ? "cpu" : "gpu", 3)) {
+                /* the current folder's file, tuned on the other kind of machine, is not used: a
+                   --cpu --tune run once in a folder steered every later GPU run there (a fresh
+                   user's find); one named with --tuning is, as asked */
+                if (!opt.tuning_given) {
+                    fprintf(stderr, "wprun: warning: %s, the default tuning file, was tuned on the %.3s, this run "
+                                    "is on the %s: not used (auto takes its defaults; name it with --tuning to use "
+                                    "it)\n", path, line + hl, opt.cpu ? "cpu" : "gpu");
+                    break;
+                }
                 fprintf(stderr, "wprun: warning: %s was tuned on the %.3s, this run is on the %s: its times steer auto "
                                 "anyway\n", path, line + hl, opt.cpu ? "cpu" : "gpu");
+            }
             continue;
         }
         if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)

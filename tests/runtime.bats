@@ -608,6 +608,20 @@ open('$T/name', 'w').write(r.name)"
     run "$BIN/wprun" --cpu --verify --synth Q4_0:128x512 --tuning "$T/g.tun"
     [ "$status" -eq 0 ]
     [[ "$output" == *"wprun: warning: $T/g.tun was tuned on the gpu, this run is on the cpu"* ]]
+    echo "$output" | grep -qE '^gemv .* batch 1 +full relerr'
+    # the default file (wprun.tuning in the current folder, not named) so is not used: a --cpu
+    # --tune run in a folder steered every later GPU run there (a fresh user's find)
+    mkdir "$T/here"
+    cp "$T/g.tun" "$T/here/wprun.tuning"
+    run --separate-stderr bash -c "cd '$T/here' && '$BIN/wprun' --cpu --verify --synth Q4_0:128x512"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: wprun.tuning, the default tuning file, was tuned on the gpu, this run is on the cpu: not used (auto takes its defaults; name it with --tuning to use it)" ]
+    echo "$output" | grep -qE '^gemv .* batch 1 +ring relerr'   # auto's default, not the file's full
+    cp "$T/t.tun" "$T/here/wprun.tuning"   # tuned here: used, and said so
+    run --separate-stderr bash -c "cd '$T/here' && '$BIN/wprun' --cpu --verify --synth Q4_0:128x512"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -qE '^gemv .* batch 1 +full relerr'
+    [[ "$stderr" == "wprun: auto took 1 pick from wprun.tuning, the default tuning file,"* ]]
     # a directory: refused before any tuning, with the reason, nothing left behind
     mkdir "$T/tdir"
     run "$BIN/wprun" --cpu --tune --synth Q4_0:128x512 --tuning "$T/tdir" --runs 1
