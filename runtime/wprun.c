@@ -631,6 +631,11 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
             if (opt.verify && wr_ref_gemv64(m, ref, x, batch, y64, yabs)) {
                 printf("FAIL %s: out of memory (float64 reference)\n", mlabel(m));
                 bad++;
+            } else if (opt.verify && !m->stored && opt.pipe != P_AUTO && !pipe_applies(m, opt.pipe)) {
+                /* a pipeline named that the matrix does not take: said, as the device says it (it
+                   ran fused unsaid, the pipeline column alone telling: a fresh user's find) */
+                printf("gemv   %-6s %-40s batch %-4d %-5s skipped (%s)\n", type_name(m), m->name, batch,
+                       pipe_name[opt.pipe], pipe_refusal(m, opt.pipe));
             } else if (opt.verify) {
                 const int pf = cpu_pipe(m, pipe_for(m, batch));   /* one that applies, else fused */
                 if (cpu_gemv(m, ref, NULL, pf, x, batch, yf, err, sizeof err)) {
@@ -689,11 +694,19 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                 if (opt.bench && m->stored)
                     printf("bench  %-6s %-40s batch %-4d cpu twin %10.1f us  %s(the one pipeline it takes)\n",
                            type_name(m), m->name, batch, t[P_TWIN], stored_tag(m));
-                else if (opt.bench)
-                    printf("bench  %-6s %-40s batch %-4d cpu fused %10.1f us  full %10.1f us  transcode %10.1f us  "
-                           "palette %10.1f us  best %s\n",
-                           type_name(m), m->name, batch, t[P_FUSED], t[P_FULL], t[P_TRANSCODE], t[P_PALETTE],
-                           pipe_name[bestp]);
+                else if (opt.bench) {
+                    /* "-" for a pipeline the matrix does not take (it read "nan us", as a failure would) */
+                    char ts[4][16];
+                    const int tp[4] = {P_FUSED, P_FULL, P_TRANSCODE, P_PALETTE};
+                    for (int k = 0; k < 4; k++) {
+                        if (isnan(t[tp[k]]))
+                            snprintf(ts[k], sizeof ts[k], "%10s   ", "-");
+                        else
+                            snprintf(ts[k], sizeof ts[k], "%10.1f us", t[tp[k]]);
+                    }
+                    printf("bench  %-6s %-40s batch %-4d cpu fused %s  full %s  transcode %s  palette %s  best %s\n",
+                           type_name(m), m->name, batch, ts[0], ts[1], ts[2], ts[3], pipe_name[bestp]);
+                }
                 if (opt.tune)
                     printf("tune   %-40s batch %-4d -> %s%s\n", m->name, batch, pipe_name[bestp],
                            m->stored ? "  (its one pipeline: not in the tuning file)" : "");
