@@ -41,6 +41,15 @@ lossless() { # GGUF BUNDLE [bf16split options]
     run sh -c "'$BIN/ggufcat' '$MODELS/stories260K-bf16.gguf' | '$BIN/histogram' --report 2>&1 >/dev/null"
     [ "$status" -eq 0 ]
     [ "${lines[-1]}" = "$total" ]
+    # a report that cannot be written fails the run, and -o's file is not made (it exited 0, the
+    # report lost unsaid: a tester's find)
+    "$BIN/ggufcat" -o "$T/m.wps" "$MODELS/stories260K-bf16.gguf"
+    run sh -c "'$BIN/histogram' --report -o '$T/h.wps' '$T/m.wps' 2> /dev/full"
+    [ "$status" -eq 1 ]
+    [ ! -e "$T/h.wps" ]
+    [ -z "$(ls "$T" | grep tmp)" ]
+    "$BIN/histogram" -o "$T/h.wps" "$T/m.wps" 2> /dev/full   # no report asked for: no matter
+    [ -s "$T/h.wps" ]
 }
 
 @test "the BF16 bundle is far smaller than the GGUF (below 12.2 b/w against 16.42)" {
