@@ -275,10 +275,13 @@ override HESSIAN_CHUNKS := $(call strip0,$(HESSIAN_CHUNKS))
 endif
 # what is wrong with MODEL, TEXT or POINT is said before any stamp is written (a missing
 # default text was "No rule to make target", a bad POINT left its .calib behind)
-$(if $(wildcard $(MODEL)),,$(error MODEL=$(MODEL): no such file$(if $(filter $(WPACK_DATA)/%,$(MODEL)), (the default; set MODEL=FILE$(comma) or WPACK_DATA=dir))))
+# (a relative path is read from the source tree, where make -C runs: said, as a path given
+# from another folder said "no such file" alone, a fresh user's find)
+rel_note = $(if $(filter /%,$(1)),, (read from $(CURDIR)$(comma) where make runs: with make -C$(comma) give a path from there or an absolute one))
+$(if $(wildcard $(MODEL)),,$(error MODEL=$(MODEL): no such file$(if $(filter $(WPACK_DATA)/%,$(MODEL)), (the default; set MODEL=FILE$(comma) or WPACK_DATA=dir),$(call rel_note,$(MODEL)))))
 $(if $(wildcard $(MODEL)/.),$(error MODEL=$(MODEL): is a directory))
 $(if $(strip $(POINT)),,$(error POINT= names no operating point (such as Q4_K_M_g1_lam0_c1.25)))
-$(if $(TEXT),$(if $(wildcard $(TEXT)),,$(error TEXT=$(TEXT): no such file (TEXT= builds by RTN$(if $(filter $(WPACK_DATA)/%,$(TEXT)),; this is the default: set TEXT=FILE$(comma) or WPACK_DATA=dir)))))
+$(if $(TEXT),$(if $(wildcard $(TEXT)),,$(error TEXT=$(TEXT): no such file (TEXT= builds by RTN$(if $(filter $(WPACK_DATA)/%,$(TEXT)),; this is the default: set TEXT=FILE$(comma) or WPACK_DATA=dir))$(call rel_note,$(TEXT)))))
 # lazyweights knows what a point is, and asks gptq --check whether it takes the point on
 # MODEL (its metadata and tensor shapes: a type gptq lacks, a model already quantized or no
 # GGUF): what is wrong, or nothing; so gptq is built first, before the Hessians

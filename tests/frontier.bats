@@ -250,6 +250,15 @@ fake_bins() {
     [[ "$output" == *"*** TEXT=$BATS_TEST_TMPDIR/nodata/text/groups_merged.txt: no such file (TEXT= builds by RTN; this is the default: set TEXT=FILE, or WPACK_DATA=dir).  Stop." ]]
     run make "${a[@]}" MODEL="$F32" TEXT="$BATS_TEST_TMPDIR/none.txt"
     [[ "$output" == *"*** TEXT=$BATS_TEST_TMPDIR/none.txt: no such file (TEXT= builds by RTN).  Stop." ]]
+    # a relative path is read where make runs, the source tree under make -C: said (from another
+    # folder it said "no such file" alone, a fresh user's find)
+    local here
+    here=$(cd "$ROOT" && pwd -P)   # make's CURDIR: links resolved
+    run make "${a[@]}" MODEL=m.gguf TEXT=
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"*** MODEL=m.gguf: no such file (read from $here, where make runs: with make -C, give a path from there or an absolute one).  Stop." ]]
+    run make "${a[@]}" MODEL="$F32" TEXT=none.txt
+    [[ "$output" == *"*** TEXT=none.txt: no such file (TEXT= builds by RTN) (read from $here, where make runs: with make -C, give a path from there or an absolute one).  Stop." ]]
     run make "${a[@]}" MODEL="$F32" TEXT= POINT="Q8_0_g0_lam0_c1 Q4_K_M"
     [ "$status" -ne 0 ]
     [[ "$output" == *"*** POINT=Q4_K_M: an operating point is TYPE_g{0,1}_lam{L}_c{C}, such as Q4_K_M_g1_lam0_c1.25.  Stop." ]]
