@@ -50,7 +50,8 @@ void wp_record_free(wp_record *r)
 {
     free(r->name);
     free(r->attrs);
-    free(r->payload);
+    if (!r->borrowed)
+        free(r->payload);
     wp_record_init(r);
 }
 
@@ -69,6 +70,11 @@ int wp_record_set_name(wp_record *r, const char *name)
 
 uint8_t *wp_record_alloc(wp_record *r, uint64_t len)
 {
+    if (r->borrowed) {   /* a mapping's bytes: a buffer of its own instead */
+        r->payload = NULL;
+        r->payload_cap = 0;
+        r->borrowed = 0;
+    }
     if (len > r->payload_cap || !r->payload) {
         uint64_t cap = len ? len : 1;
         uint8_t *p = realloc(r->payload, (size_t)cap);
@@ -635,6 +641,17 @@ static int read_header(wp_reader *rd, wp_record *r)
     return 0;
 }
 
+/* r's payload (all of it) against the checksum its header gave (rd->pending_sum). */
+static int payload_sum_check(wp_reader *rd, const wp_record *r)
+{
+    char lb[WP_MAX_NAME + 32];
+    if (XXH64(r->payload, (size_t)r->payload_len, 0) == rd->pending_sum)
+        return 0;
+    if (r->kind == WP_REC_END)
+        return rfail(rd, "the index (end record): payload checksum mismatch (corrupt data)");
+    return rfail(rd, "%s: payload checksum mismatch (corrupt data)", rec_label(r, lb, sizeof lb));
+}
+
 int wp_reader_payload(wp_reader *rd, wp_record *r)
 {
     /* From a pipe or a zstd frame the length is unchecked: the buffer grows with what
@@ -653,14 +670,34 @@ int wp_reader_payload(wp_reader *rd, wp_record *r)
             return -1;
         have = next;
     } while (have < want);
-    if (XXH64(r->payload, (size_t)r->payload_len, 0) != rd->pending_sum) {
-        if (r->kind == WP_REC_END)
-            return rfail(rd, "the index (end record): payload checksum mismatch (corrupt data)");
-        return rfail(rd, "%s: payload checksum mismatch (corrupt data)", rec_label(r, lb, sizeof lb));
-    }
+    if (payload_sum_check(rd, r))
+        return -1;
     uint64_t pad = pad_to(r->payload_len, rd->align);
     rd->pending = 0;
     return rskip(rd, pad, "payload padding");
+}
+
+/* wp_reader_payload for a record whose payload is left in map (size bytes,
+ * the whole stream file): r->payload borrowed from it, checked as a copy is,
+ * its padding read through rd as a copy's is (wp_record_map_at). */
+static int payload_map(wp_reader *rd, wp_record *r, const uint8_t *map, uint64_t size)
+{
+    const uint64_t at = rd->off, len = r->payload_len;
+    if (at > size || len > size - at)
+        return rfail(rd, "truncated stream: payload ends at byte %" PRIu64 " (upstream failed or file cut short)",
+                     size);
+    if (!r->borrowed)
+        free(r->payload);
+    r->payload = (uint8_t *)(uintptr_t)(map + at);   /* (const in the mapping: never written) */
+    r->payload_cap = 0;
+    r->borrowed = 1;
+    if (payload_sum_check(rd, r))
+        return -1;
+    rd->pending = 0;
+    if (fseeko(rd->f, (off_t)(at + len), SEEK_SET))
+        return rfail(rd, "cannot seek to byte %" PRIu64 ": %s", at + len, strerror(errno));
+    rd->off = at + len;
+    return rskip(rd, pad_to(len, rd->align), "payload padding");
 }
 
 static int index_parse(const uint8_t *pl, uint64_t len, uint64_t end_offset, wp_index *ix);
@@ -996,6 +1033,20 @@ static int record_read_at(FILE *f, const char *path, int copy, uint64_t offset, 
     if (rc)
         snprintf(err, errlen, "%s", rd.err);
     *end = rd.off;
+    wp_zsrc_free(rd.src);
+    free(rd.seen);
+    return rc;
+}
+
+int wp_record_map_at(FILE *f, const uint8_t *map, uint64_t size, const char *path, uint64_t offset, wp_record *r,
+                     char *err, size_t errlen)
+{
+    wp_reader rd;
+    if (reader_at(f, path, 0, offset, &rd, err, errlen))
+        return -1;
+    int rc = read_header(&rd, r) || payload_map(&rd, r, map, size) ? -1 : 0;
+    if (rc)
+        snprintf(err, errlen, "%s", rd.err);
     wp_zsrc_free(rd.src);
     free(rd.seen);
     return rc;

@@ -85,7 +85,10 @@ typedef struct wp_record {
     char    *attrs;       /* "key=value\n"..., NUL-terminated, may be "" */
     uint8_t *payload;
     uint64_t payload_len;
-    uint64_t payload_cap; /* bytes allocated for payload */
+    uint64_t payload_cap; /* bytes allocated for payload (0 when borrowed) */
+    int      borrowed;    /* payload points into memory the record does not own (a file
+                             mapping, wp_record_map_at): wp_record_free leaves it, and
+                             wp_record_alloc replaces it with a buffer of its own */
     uint64_t offset;      /* where the record starts in its stream (readers) */
 } wp_record;
 
@@ -228,6 +231,18 @@ int wp_rec_not_bundle(unsigned kind, const char *name, char *why, size_t len);
  * wp_reader_next does. Returns 0, or -1 with a message in err. */
 int  wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r,
                        char *err, size_t errlen);
+/* wp_record_read_at of a plain stream file f that is also mapped whole at
+ * map (size bytes: mmap of f, read-only or private), with the payload left
+ * in the mapping: r->payload points at its bytes there (r->borrowed set,
+ * payload_cap 0), checked against the header's checksum as
+ * wp_record_read_at checks a copy, and its padding checked to be zero; the
+ * header is read through f. No copy of the payload is made, so the mapping
+ * must outlive every use of it (wprun's load: the coded lanes of a bundle,
+ * uploaded or decoded from the page cache). Errors as wp_record_read_at
+ * ("truncated stream: payload ends at byte N ...", "payload checksum
+ * mismatch"). Returns 0, or -1 with a message in err. */
+int  wp_record_map_at(FILE *f, const uint8_t *map, uint64_t size, const char *path, uint64_t offset,
+                      wp_record *r, char *err, size_t errlen);
 /* The same two for f, a zstd-framed bundle's content decompressed to a file
  * (wp_zframe_plain) of the bundle named path: messages say that their offsets
  * and sizes are "of the decompressed stream", as readers in order say it. */

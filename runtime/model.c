@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -138,6 +139,9 @@ void wr_model_free(wr_model *md)
     for (int i = 0; i < md->n; i++)
         matrix_free(&md->m[i]);
     free(md->m);
+    for (int i = 0; i < md->n_maps; i++)   /* after the records that borrowed from them */
+        munmap(md->maps[i].p, md->maps[i].n);
+    free(md->maps);
     memset(md, 0, sizeof *md);
 }
 
@@ -328,6 +332,17 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
        codes smaller) is loaded as any other: the twin runs its stored matrices, and wprun's
        summary says none is lane-coded, and why. It was refused ("no coded matrices (...)",
        every cause in one line), where a bundle with one coded matrix beside 35 stored ran. */
+    /* the file mapped whole: the coded pairs' payloads are read in place (wp_record_map_at), not
+       copied; where it cannot be mapped, read as before */
+    const uint64_t fsize = (uint64_t)st.st_size;
+    void *mp = fsize && fsize <= SIZE_MAX ? mmap(NULL, (size_t)fsize, PROT_READ, MAP_PRIVATE, fileno(f), 0) : MAP_FAILED;
+    struct wr_map *slot = mp == MAP_FAILED ? NULL : realloc(md->maps, (size_t)(md->n_maps + 1) * sizeof *slot);
+    if (slot)
+        md->maps = slot;   /* room for it, made before anything borrows from it */
+    else if (mp != MAP_FAILED)
+        munmap(mp, (size_t)fsize);
+    const uint8_t *fmap = slot ? mp : NULL;
+    int mapped_used = 0;
     int rc = 0;
     wp_record other, map;   /* a record read; the last rowmap read, for the tensor after it */
     wp_record_init(&other);
@@ -397,8 +412,12 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
             break;
         }
         m->src = path;
-        if (wp_record_read_at(f, path, p->offset, &m->aux, err, errlen) ||
-            wp_record_read_at(f, path, e->offset, &m->coded, err, errlen) || matrix_setup(m, err, errlen)) {
+        mapped_used |= fmap != NULL;
+        if ((fmap ? wp_record_map_at(f, fmap, fsize, path, p->offset, &m->aux, err, errlen)
+                  : wp_record_read_at(f, path, p->offset, &m->aux, err, errlen)) ||
+            (fmap ? wp_record_map_at(f, fmap, fsize, path, e->offset, &m->coded, err, errlen)
+                  : wp_record_read_at(f, path, e->offset, &m->coded, err, errlen)) ||
+            matrix_setup(m, err, errlen)) {
             matrix_free(m);
             rc = -1;
             break;
@@ -411,6 +430,14 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
     wp_record_free(&other);
     wp_index_free(&ix);
     fclose(f);
+    if (fmap && mapped_used) {   /* kept while md's matrices point into it (also after a failure:
+                                    those loaded before it stay md's, freed by wr_model_free) */
+        md->maps[md->n_maps].p = mp;
+        md->maps[md->n_maps].n = (size_t)fsize;
+        md->n_maps++;
+    } else if (fmap) {
+        munmap(mp, (size_t)fsize);
+    }
     return rc;
 }
 

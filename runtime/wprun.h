@@ -91,6 +91,10 @@ typedef struct {
        and those the filters left uncoded (n_uncoded: histogram --no-float's floats, say); not
        run, those shared with an earlier tensor (ref) or of a type without a kernel (n_other) */
     int        n_fixed, n_zstd, n_uncoded, n_shared, n_other;
+    /* the bundle files mapped whole (wr_model_load), whose pages the coded matrices' aux and
+       coded payloads point into (borrowed: no copy); unmapped by wr_model_free */
+    struct wr_map { void *p; size_t n; } *maps;
+    int        n_maps;
 } wr_model;
 
 /* ---- model (runtime/model.c) ---- */
@@ -112,9 +116,15 @@ typedef struct {
  * shared and other-typed
  * matrices counted in md->n_shared and n_other; they are not run. match: NULL or a
  * NULL-terminated list of substrings, one of which the name must contain
- * (then only the tensors it matches are read; an empty list matches none). path must outlive md (each matrix's src points to it). Returns 0,
- * or -1 with a one-line message in err (also for a bundle with no coded
- * matrix: nothing for the runner to decode). */
+ * (then only the tensors it matches are read; an empty list matches none). path must outlive md (each matrix's src points to it).
+ * The file is mapped (mmap, private): the coded matrices' lanes, tables
+ * and side data stay in the mapping, the page cache's pages, not copied
+ * (wp_record_map_at; read into memory where the file cannot be mapped),
+ * until wr_model_free; so the file must not be cut short meanwhile (a
+ * page past its new end is a SIGBUS). A bundle with nothing lane-coded
+ * loads as any other (the twin runs its matrices); a lane-coded matrix
+ * zstd'd whole (a --dist bundle after zstd -d) is refused by name.
+ * Returns 0, or -1 with a one-line message in err. */
 int  wr_model_load(wr_model *md, const char *path, const char *const *match, char *err, size_t errlen);
 
 /* Append a synthetic coded matrix of type (a block type of blocks.h, or

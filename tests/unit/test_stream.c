@@ -2,6 +2,7 @@
  * round-trips what the writer writes. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <xxhash.h>
 #include <zstd.h>
@@ -385,6 +386,60 @@ int main(void)
         }
         CHECK(right == 6, "reserved not 0, and attributes that are not key=value lines, are refused; "
                           "the writer's own lines resealed are read (%d of 6)", right);
+    }
+    {
+        /* wp_record_map_at (wprun's load): the payload left in the mapping, checked as a copy is */
+        const char *names[] = {"a", "b"};
+        const int fill[] = {3, 5};
+        size_t n;
+        char *buf = records(names, fill, 2, 1000, &n);
+        FILE *f = tmpfile();
+        fwrite(buf, 1, n, f);
+        fflush(f);
+        const uint8_t *map = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+        wp_index ix;
+        wp_record r, c;
+        wp_record_init(&r);
+        wp_record_init(&c);
+        int good = map != MAP_FAILED && wp_index_read(f, "mem", &ix, msg, sizeof msg) == 0 && ix.count == 2;
+        for (uint64_t i = 0; good && i < 2; i++) {
+            good &= wp_record_map_at(f, map, n, "mem", ix.e[i].offset, &r, msg, sizeof msg) == 0 &&
+                    wp_record_read_at(f, "mem", ix.e[i].offset, &c, msg, sizeof msg) == 0;
+            good &= r.borrowed && r.payload_cap == 0 && r.payload >= map && r.payload + 1000 <= map + n &&
+                    r.payload_len == 1000 && !memcmp(r.payload, c.payload, 1000) && r.payload[0] == fill[i] &&
+                    !strcmp(r.name, names[i]) && r.kind == c.kind && r.ne[0] == c.ne[0];
+        }
+        CHECK(good, "wp_record_map_at: each record as wp_record_read_at reads it, its payload in the mapping");
+        /* the mapping left alone by wp_record_free and by wp_record_alloc, which gives the record
+           a buffer of its own */
+        uint8_t *p = good ? wp_record_alloc(&r, 16) : NULL;
+        CHECK(p && !r.borrowed && r.payload_cap >= 16 && (p < map || p >= map + n),
+              "wp_record_alloc on a borrowed payload allocates its own");
+        wp_record_free(&r);
+        if (good && wp_record_map_at(f, map, n, "mem", ix.e[1].offset, &r, msg, sizeof msg) == 0)
+            wp_record_free(&r);   /* borrowed: not freed (a free() of the mapping would abort) */
+        /* a mapping shorter than the payload (the file cut after it was mapped): said as a cut
+           file is, nothing read past it; a changed byte under the checksum: said */
+        const int cut = good && wp_record_map_at(f, map, ix.e[1].offset + 200, "mem", ix.e[1].offset, &r, msg,
+                                                 sizeof msg) < 0;
+        CHECK(cut && strstr(msg, "mem: truncated stream: payload ends at byte") == msg, "a short mapping: %s", msg);
+        char *bad = malloc(n);
+        const uint64_t pl = ix.e[1].offset - 1000;   /* a's payload ends where b starts (1000 is 8-aligned) */
+        memcpy(bad, buf, n);
+        bad[pl + 17] ^= 1;
+        const int sum = good && wp_record_map_at(f, (const uint8_t *)bad, n, "mem", ix.e[0].offset, &r, msg,
+                                                 sizeof msg) < 0;
+        CHECK(sum && !strcmp(msg, "mem: record 'a': payload checksum mismatch (corrupt data)"),
+              "a changed payload byte: %s", msg);
+        wp_record_free(&r);
+        wp_record_free(&c);
+        free(bad);
+        if (good)
+            wp_index_free(&ix);
+        if (map != MAP_FAILED)
+            munmap((void *)map, n);
+        fclose(f);
+        free(buf);
     }
     return tap_done();
 }
