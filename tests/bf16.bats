@@ -241,11 +241,25 @@ echo "unbundle: warning: names" >&2; echo "unbundle: it broke" >&2; exit 3
     [ "$status" -eq 1 ]
     [ "$stderr" = "$(printf 'unbundle: warning: names\nunbundle: it broke')" ]
     [ ! -e "$T/w" ]
-    # and a bundle that restores other bytes is named so (cmp's line given)
+    # and a bundle that restores other bytes is named so (cmp's line given): fewer bytes, or as
+    # many with one changed, where cmp stops at it and unbundle dies of SIGPIPE, silent (that
+    # exited 1 with no line at all: a review)
     printf '#!/bin/sh\n%s "$@" | head -c 1000\n' "$BIN/unbundle" > "$bins/unbundle"
     run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/w"
     [ "$status" -eq 1 ]
     [ "$stderr" = "unweight: the bundle does not restore $MODELS/stories260K-bf16.gguf byte for byte (cmp: EOF on - after byte 1000, in line 1)" ]
+    [ ! -e "$T/w" ]
+    printf '#!/bin/sh\n%s "$@" > %s/full\nhead -c 100 %s/full; printf "~"; tail -c +102 %s/full\n' "$BIN/unbundle" "$T" "$T" "$T" > "$bins/unbundle"
+    run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/w"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "unweight: the bundle does not restore $MODELS/stories260K-bf16.gguf byte for byte (- $MODELS/stories260K-bf16.gguf differ: byte 101, line "*")" ]]
+    [ ! -e "$T/w" ]
+    # an unbundle that fails after its last byte fails the check (its status was lost: pipefail
+    # took cmp's, 0)
+    printf '#!/bin/sh\n%s "$@"\necho "unbundle: late" >&2\nexit 4\n' "$BIN/unbundle" > "$bins/unbundle"
+    run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/w"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "unbundle: late" ]
     [ ! -e "$T/w" ]
 }
 
