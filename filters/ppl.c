@@ -308,8 +308,15 @@ int main(int argc, char **argv)
         die("--kl-base", "-: --text is standard input already; give one of them as a file");
     if (kl_stdin)
         kl_path = "stdin";   /* its name in messages */
-    wp_cli_input(model_path);   /* --save-logits onto either is refused */
-    wp_cli_input(text_path);
+    /* --save-logits, or a standard output, onto any input is refused: the text only where
+       one is read (without --text, wp_cli_input(NULL) took standard input, which ppl then does
+       not read: a false refusal), and the --kl-base file too (its report appended to it
+       passed: a review) */
+    wp_cli_input(model_path);
+    if (text_path)
+        wp_cli_input(text_path);
+    if (kl_path)
+        wp_cli_input(kl_stdin ? "-" : kl_path);
     if (save_path && (!*save_path || !strcmp(save_path, "-")))
         die("--save-logits", "needs a file name (stdout carries the report)");
     if (threads == 0)

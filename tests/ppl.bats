@@ -273,6 +273,22 @@ same_ppl() {
     [[ "$out" == *"same top = 100.000"* ]]
 }
 
+@test "--kl-base: a standard output that is the base file is refused; one that is another file is not" {
+    # the report appended to the base passed, exit 0, and the next use refused the base (a review);
+    # with --kl-base and no --text, standard input's file was refused though never read
+    ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
+        --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
+    local b="$BATS_TEST_TMPDIR/b.logits"
+    cp "$BATS_FILE_TMPDIR/f32.logits" "$b"
+    run sh -c "'$PPL' --threads 1 --model '$M/stories260K-f32.gguf' --kl-base '$b' --chunks 1 >> '$b'"
+    one_line_error "^ppl: $b: is also standard output: what this run writes would overwrite or grow it \(write elsewhere\)$"
+    cmp "$b" "$BATS_FILE_TMPDIR/f32.logits"
+    : > "$BATS_TEST_TMPDIR/log"
+    run sh -c "'$PPL' --threads 1 --model '$M/stories260K-f32.gguf' --kl-base '$b' --chunks 1 < '$BATS_TEST_TMPDIR/log' >> '$BATS_TEST_TMPDIR/log' 2> /dev/null"
+    [ "$status" -eq 0 ]
+    grep -q '^KLD = ' "$BATS_TEST_TMPDIR/log"
+}
+
 @test "--kl-base: F16 against F32 matches llama-perplexity --kl-divergence" {
     # llama-perplexity: Mean PPL(Q) 7.413626, Mean PPL(base) 6.838224,
     # Mean ln(PPL(Q)/PPL(base)) 0.080792, Mean KLD 0.000026 +/- 0.000002
