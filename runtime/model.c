@@ -327,9 +327,9 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
         fclose(f);
         return fail(err, errlen, "%s: %s", path, why);
     }
-    /* A bundle with nothing lane-coded (a --dist bundle after zstd -d, floats through histogram
-       --no-float, a stream laneinterleave took without huffbuild, a model none of whose matrices
-       codes smaller) is loaded as any other: the twin runs its stored matrices, and wprun's
+    /* A bundle with nothing lane-coded (floats through histogram --no-float, a stream
+       laneinterleave took without huffbuild, a model none of whose matrices codes smaller, a
+       --dist bundle after zstd -d of such matrices) is loaded as any other: the twin runs its stored matrices, and wprun's
        summary says none is lane-coded, and why. It was refused ("no coded matrices (...)",
        every cause in one line), where a bundle with one coded matrix beside 35 stored ran. */
     /* the file mapped whole: the coded pairs' payloads are read in place (wp_record_map_at), not

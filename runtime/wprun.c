@@ -926,8 +926,11 @@ static int gpu_run(wr_model *md, FILE *tf)
             printf("FAIL graph pass: out of memory\n");
             bad++;
         } else if (nd == 0) {   /* (an empty graph was captured, never launched on a device: not tried) */
-            printf("graph  whole-model pass: nothing to capture (%d stored float %s, whose twin is cuBLAS)\n", nout,
-                   nout == 1 ? "matrix" : "matrices");
+            if (nout)
+                printf("graph  whole-model pass: nothing to capture (%d stored float %s, whose twin is cuBLAS)\n",
+                       nout, nout == 1 ? "matrix" : "matrices");
+            else   /* every upload failed, said above ("0 stored float matrices" said nothing: a review) */
+                printf("graph  whole-model pass: nothing to capture (no matrix reached the device)\n");
         } else if (wr_gpu_graph_pass(g, dm, gp, nd, opt.runs, &tg, &ts, err, sizeof err)) {
             printf("FAIL graph pass: %s\n", err);
             bad++;
