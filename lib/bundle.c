@@ -585,8 +585,10 @@ static int unwrap_z(wp_restore *rs, wp_record *in)
         free(p);
         return rfail(rs, "record '%s': corrupt zstd payload", in->name);
     }
-    free(in->payload);
+    if (!in->borrowed)
+        free(in->payload);
     in->payload = p;
+    in->borrowed = 0;
     in->payload_len = in->payload_cap = (uint64_t)len;
     in->kind = (uint16_t)of;
     wp_attr_del(in, "z_of");
@@ -721,6 +723,22 @@ static int resolve_ref(wp_restore *rs, const wp_record *in)
     wp_record_free(&r);
     wp_restore_free(sub);
     return rc;
+}
+
+int wp_record_unwrap(wp_record *r, char *err, size_t errlen)
+{
+    if (r->kind != WP_REC_Z)
+        return 0;
+    wp_restore *rs = wp_restore_new();
+    if (!rs) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    const int rc = unwrap_z(rs, r);
+    if (rc)
+        snprintf(err, errlen, "%s", wp_restore_error(rs));
+    wp_restore_free(rs);
+    return rc ? -1 : 0;
 }
 
 static int restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out);

@@ -138,6 +138,15 @@ int wp_ref_make(const wp_record *t, const char *same_as, wp_record *out);
  * (attribute z_of; -1 when it has none), else r->kind. Never fails. */
 int wp_record_kind_of(const wp_record *r);
 
+/* Undo a WP_REC_Z record in place: r becomes the record it wraps (kind z_of,
+ * payload the z_len bytes unpacked in z_group groups, the z_ attributes
+ * dropped), checked as wp_restore_put checks one ("record 'X': bad zstd
+ * record attributes", "corrupt zstd payload", and what a reader refuses of
+ * the record it wraps). Any other record is left as it is. Returns 0, or -1
+ * with a message in err (r then as it was, or partly unwrapped: free it).
+ * Format: wpack-bundle(5), laneinterleave --dist's zstd records. */
+int wp_record_unwrap(wp_record *r, char *err, size_t errlen);
+
 /* The weights of the tensors a bundle (or a stream) restores, counted
  * record by record from shapes and kinds, without decoding a payload.
  * Zero it before the first record. */

@@ -16,6 +16,7 @@
 #include "ggml_type.h"
 #include "half.h"
 #include "huffman.h"
+#include "rowmap.h"
 #include "zframe.h"
 
 static int fail(char *err, size_t n, const char *fmt, ...)
@@ -48,6 +49,7 @@ static wr_matrix *model_add(wr_model *md)
     memset(m, 0, sizeof *m);
     wp_record_init(&m->aux);
     wp_record_init(&m->coded);
+    wp_record_init(&m->rowmap);
     return m;
 }
 
@@ -56,6 +58,7 @@ static void matrix_free(wr_matrix *m)
     free(m->load_err);
     wp_record_free(&m->aux);
     wp_record_free(&m->coded);
+    wp_record_free(&m->rowmap);
     free(m->vrow);
     free(m->vcnt);
 }
@@ -289,6 +292,73 @@ static int load_stored(wr_model *md, int stored, wp_record *t, wp_record *map, c
     return 0;
 }
 
+/* The tensors of a bundle read so far (wr_model_load), by name, type and shape (a rowmap's
+ * tensor: its distinct rows', as a ref to it records them: unbundle's resolve_ref). */
+typedef struct {
+    struct seen_tensor {
+        char    *name;
+        uint32_t type;
+        int      n_dims;
+        int64_t  ne[WP_MAX_DIMS];
+    } *t;
+    size_t n;
+} seen_set;
+
+static const struct seen_tensor *seen_find(const seen_set *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->t[i].name, name))
+            return &s->t[i];
+    return NULL;
+}
+
+/* Note tensor `name` of the type and shape of record h. -1 with a message for a second tensor
+ * of that name, as a GGUF holds each once (a bundle with a tensor twice ran both, "ok", where
+ * unbundle refuses it: a breaker's find), or when out of memory. */
+static int seen_add(seen_set *s, const char *name, const wp_record *h, const char *path, char *err, size_t errlen)
+{
+    if (seen_find(s, name))
+        return fail(err, errlen, "%s: record '%s': a second tensor of this name (a bundle holds each tensor once)",
+                    path, name);
+    struct seen_tensor *g = realloc(s->t, (s->n + 1) * sizeof *g);
+    if (!g || !(g[s->n].name = strdup(name))) {
+        if (g)
+            s->t = g;
+        return fail(err, errlen, "out of memory");
+    }
+    s->t = g;
+    g[s->n].type = h->type;
+    g[s->n].n_dims = h->n_dims;
+    memcpy(g[s->n].ne, h->ne, sizeof h->ne);
+    s->n++;
+    return 0;
+}
+
+static void seen_free(seen_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->t[i].name);
+    free(s->t);
+}
+
+/* Whether ROWMAP record map (unwrapped) fits a lane-coded matrix of `rows` distinct rows of
+ * `cols`: its row length, one u32 a row, each the index of a distinct row (wp_rowmap_expand's
+ * checks, made at load: a map pointing past the distinct rows passed "ok", as wprun runs the
+ * distinct rows alone: a breaker's find). 0, or -1 with the message. */
+static int rowmap_fits(const wp_record *map, int64_t rows, int64_t cols, const char *path, char *err, size_t errlen)
+{
+    const uint64_t n = map->ne[0] > 0 ? (uint64_t)(wp_record_nelem(map) / map->ne[0]) : 0;
+    if (map->n_dims < 2 || map->ne[0] != cols || n > UINT32_MAX || map->payload_len != 4 * n || n < (uint64_t)rows)
+        return fail(err, errlen, "%s: record '%s': row map does not fit its tensor", path, map->name);
+    for (uint64_t r = 0; r < n; r++) {
+        uint32_t u;
+        memcpy(&u, map->payload + 4 * r, 4);   /* little-endian, as every host wpack runs on */
+        if (u >= (uint64_t)rows)
+            return fail(err, errlen, "%s: record '%s': row map points past the distinct rows", path, map->name);
+    }
+    return 0;
+}
+
 int wr_model_load(wr_model *md, const char *path, const char *const *match, char *err, size_t errlen)
 {
     if (!strcmp(path, "-"))   /* it said "-: No such file or directory" */
@@ -347,6 +417,11 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
     wp_record other, map;   /* a record read; the last rowmap read, for the tensor after it */
     wp_record_init(&other);
     wp_record_init(&map);
+    /* the tensors read, for the refs after them and to refuse a name twice; a rowmap must come
+       just before its tensor (one elsewhere was dropped unsaid, or taken by the wrong tensor:
+       a breaker's find) */
+    seen_set seen = {NULL, 0};
+    char stray[WP_MAX_NAME + 1] = "";   /* a rowmap read whose tensor has not come */
     for (uint64_t i = 0; i < ix.count && rc == 0; i++) {
         const wp_index_entry *e = &ix.e[i];
         const int coded_next = i + 1 < ix.count && ix.e[i + 1].kind == WP_REC_CODED;
@@ -362,14 +437,21 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                 break;
             }
             const int of = wp_record_kind_of(&other);
-            if (of == WP_REC_CODED || of == WP_REC_SIDE || of == WP_REC_RAW || of == WP_REC_SYMBOLS) {
-                /* a lane-coded matrix zstd'd whole has no lanes to read in place (it said "symbols
-                   without their side or raw data" once bundles with nothing lane-coded ran) */
+            if ((of == WP_REC_CODED || of == WP_REC_SIDE || of == WP_REC_RAW || of == WP_REC_SYMBOLS) &&
+                e->kind == WP_REC_Z) {
+                /* a lane-coded matrix zstd'd has no lanes or side data to read in place (it said
+                   "symbols without their side or raw data" once bundles with nothing lane-coded ran) */
                 rc = fail(err, errlen,
                           "%s: record '%s': a lane-coded matrix zstd'd, as in laneinterleave --dist's "
                           "distribution bundle (also after zstd -d); wprun needs an inference bundle: "
                           "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE",
                           path, e->name, path);
+                break;
+            }
+            if (of == WP_REC_SIDE || of == WP_REC_RAW || of == WP_REC_SYMBOLS) {
+                /* (a side record moved away from its lanes was called zstd'd: a breaker's find) */
+                rc = fail(err, errlen, "%s: record '%s': %s data without its coded record after it", path, e->name,
+                          of == WP_REC_SYMBOLS ? "symbols" : of == WP_REC_SIDE ? "side" : "raw");
                 break;
             }
             const int64_t cols = other.ne[0], rows = cols ? wp_record_nelem(&other) / cols : 0;
@@ -381,13 +463,48 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                 break;
             }
             if (of == WP_REC_ROWMAP) {
+                if (stray[0]) {
+                    rc = fail(err, errlen, "%s: record '%s': a row map without its tensor after it", path, stray);
+                    break;
+                }
+                if (wp_record_unwrap(&other, err, errlen)) {
+                    rc = -1;
+                    break;
+                }
+                snprintf(stray, sizeof stray, "%s", other.name);
                 wp_record t = map;
                 map = other;
                 other = t;
                 continue;
             }
+            if (of != WP_REC_TENSOR && of != WP_REC_REF)
+                continue;   /* metadata: read for its checksums */
+            if (stray[0] && strcmp(stray, e->name)) {   /* (a ref may have one: its rows shared) */
+                rc = fail(err, errlen, "%s: record '%s': a row map without its tensor after it", path, stray);
+                break;
+            }
+            if (of == WP_REC_REF) {   /* (a ref to nothing before it, or to a tensor of another type or shape,
+                                         passed "checksums ok": a breaker's find) */
+                char same[WP_MAX_NAME + 1] = "";
+                const struct seen_tensor *t = wp_attr_str(&other, "same_as", same, sizeof same) ? seen_find(&seen, same)
+                                                                                                 : NULL;
+                if (same[0] && !t && !name_matches(same, match))
+                    ;   /* its tensor not read (--match): what it shares is not known here */
+                else if (!t || t->type != other.type || t->n_dims != other.n_dims ||
+                         memcmp(t->ne, other.ne, sizeof other.ne)) {
+                    rc = fail(err, errlen, "%s: record '%s': the tensor it shares, '%s', is missing or differs in shape",
+                              path, e->name, same);
+                    break;
+                }
+            }
+            if (seen_add(&seen, e->name, &other, path, err, errlen)) {
+                rc = -1;
+                break;
+            }
             if (of == WP_REC_REF && other.n_dims >= 2) {
                 md->n_shared++;
+            } else if (of == WP_REC_TENSOR && other.n_dims >= 2 && !runs && (!rows || !cols)) {
+                md->n_empty++;   /* (counted as a type without a kernel: a breaker's find) */
             } else if (of == WP_REC_TENSOR && other.n_dims >= 2 && !runs) {
                 md->n_other++;
             } else if (runs) {
@@ -397,6 +514,7 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                                 &other, &map, path, err, errlen))
                     rc = -1;
             }
+            stray[0] = 0;   /* the rowmap, if any, was this tensor's */
             continue;
         }
         if (e->kind != WP_REC_CODED)
@@ -422,10 +540,30 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
             rc = -1;
             break;
         }
-        if (map.name && !strcmp(map.name, e->name) && map.ne[0] == m->cols)   /* the GEMV gives the distinct rows' outputs */
+        md->n++;   /* (counted now: freed with md whatever follows) */
+        if (stray[0] && strcmp(stray, e->name)) {
+            rc = fail(err, errlen, "%s: record '%s': a row map without its tensor after it", path, stray);
+            break;
+        }
+        if (stray[0]) {   /* the GEMV gives the distinct rows' outputs */
+            if (rowmap_fits(&map, m->rows, m->cols, path, err, errlen)) {
+                rc = -1;
+                break;
+            }
             m->rows_all = wp_record_nelem(&map) / map.ne[0];
-        md->n++;
+            wp_record t = m->rowmap;
+            m->rowmap = map;
+            map = t;
+        }
+        if (seen_add(&seen, e->name, &m->coded, path, err, errlen)) {
+            rc = -1;
+            break;
+        }
+        stray[0] = 0;
     }
+    if (rc == 0 && stray[0])
+        rc = fail(err, errlen, "%s: record '%s': a row map without its tensor after it", path, stray);
+    seen_free(&seen);
     wp_record_free(&map);
     wp_record_free(&other);
     wp_index_free(&ix);
@@ -675,6 +813,20 @@ int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint
 
 /* ---- restoring and accounting ---------------------------------------- */
 
+/* The tensor a lane-coded rowmap's matrix stands for, rebuilt from its restored distinct rows
+ * (reduced) and checked against the rowmap's recorded hash, as unbundle checks it (a map whose
+ * indices were changed within range passed "ok": a breaker's find). 0, or -1 with a message. */
+static int rowmap_hash_check(const wr_matrix *m, const wp_record *reduced, char *err, size_t errlen)
+{
+    wp_record full;
+    wp_record_init(&full);
+    int rc = wp_rowmap_expand(&m->rowmap, reduced, &full, err, errlen);
+    if (rc == 0 && wp_attr_check_hash(&m->rowmap, "xxh32", full.payload, full.payload_len))
+        rc = fail(err, errlen, "record '%s': the expanded tensor does not match its recorded hash", m->name);
+    wp_record_free(&full);
+    return rc;
+}
+
 int wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, size_t errlen)
 {
     wp_record a, c, *o = NULL;
@@ -701,6 +853,8 @@ int wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, 
     }
     if (wp_restore_put(rs, &a, 0, &o) != 0 || wp_restore_put(rs, &c, 0, &o) != 1) {
         fail(err, errlen, "%s", wp_restore_error(rs));   /* the reason names the record */
+    } else if (m->rowmap.kind && rowmap_hash_check(m, o, err, errlen)) {
+        ;   /* the distinct rows restore, but not the tensor they stand for */
     } else if ((*out = malloc(o->payload_len + 1)) == NULL) {
         fail(err, errlen, "out of memory");
     } else {

@@ -136,7 +136,9 @@ static void not_run_kinds(const wr_model *md, char *buf, size_t n)
     if (md->n_shared)
         k = snprintf(buf, n, "%d shared, %s of another tensor", md->n_shared, md->n_shared == 1 ? "a copy" : "copies");
     if (md->n_other)
-        snprintf(buf + k, n - (size_t)k, "%s%d of a type wprun has no kernel for", k ? "; " : "", md->n_other);
+        k += snprintf(buf + k, n - (size_t)k, "%s%d of a type wprun has no kernel for", k ? "; " : "", md->n_other);
+    if (md->n_empty)
+        snprintf(buf + k, n - (size_t)k, "%s%d empty (0 rows or columns)", k ? "; " : "", md->n_empty);
 }
 
 static void die(int status, const char *fmt, const char *a)
@@ -1263,7 +1265,7 @@ int main(int argc, char **argv)
             }
             snprintf(pats + at, sizeof pats - at, " or '%s'", opt.match[i]);
         }
-        const int n = md.n_shared + md.n_other;
+        const int n = md.n_shared + md.n_other + md.n_empty;
         if (opt.nmatch && n) {
             char msg[800];
             not_run_kinds(&md, kinds, sizeof kinds);
@@ -1336,7 +1338,7 @@ int main(int argc, char **argv)
                 WR_LUT_MAX_BITS);
     /* the matrices the twin alone ran, and those not run, said (they went unsaid, as if the run
        were the whole model) */
-    const int n_st = md.n_fixed + md.n_zstd + md.n_uncoded, n_not = md.n_shared + md.n_other;
+    const int n_st = md.n_fixed + md.n_zstd + md.n_uncoded, n_not = md.n_shared + md.n_other + md.n_empty;
     if (n_st) {   /* ("1 of the 1 matrix is", a fresh user's find) */
         char kinds[200], who[80];
         stored_kinds(&md, kinds, sizeof kinds);

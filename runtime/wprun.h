@@ -70,6 +70,9 @@ typedef struct {
     int64_t     rows_all;     /* a rowmap's tensor (rowmap.h): its rows, of which rows are the
                                  distinct ones that are coded; 0 without a rowmap (a stored
                                  matrix is held with its rows expanded: 0) */
+    wp_record   rowmap;       /* a lane-coded rowmap's tensor: its ROWMAP record (unwrapped, its
+                                 indices checked against rows at load, the expanded tensor's hash
+                                 by wr_restore_bytes); kind 0 without */
     wp_record   aux;          /* SIDE (WR_Q) or RAW (WR_EXP); the TENSOR when stored */
     wp_record   coded;        /* CODED */
     wp_coded_view v;          /* parsed coded, pointers into coded.payload */
@@ -91,6 +94,7 @@ typedef struct {
        and those the filters left uncoded (n_uncoded: histogram --no-float's floats, say); not
        run, those shared with an earlier tensor (ref) or of a type without a kernel (n_other) */
     int        n_fixed, n_zstd, n_uncoded, n_shared, n_other;
+    int        n_empty;      /* not run either: matrices of 0 rows or columns */
     /* the bundle files mapped whole (wr_model_load), whose pages the coded matrices' aux and
        coded payloads point into (borrowed: no copy); unmapped by wr_model_free */
     struct wr_map { void *p; size_t n; } *maps;

@@ -1173,3 +1173,82 @@ for r in recs:
     [ "$status" -eq 1 ]
     [ "$stderr" = "sassloops.py: $T/k.cubin: no kernel named *nosuchkernel* (a cubin's code is in .text.NAME sections)" ]
 }
+
+# rowmap_edit IN OUT NAME PYTHON: IN with the row indices of tensor NAME's (zstd'd, byte-grouped)
+# rowmap changed by PYTHON, which edits the list idx; re-sealed by stream_edit
+rowmap_edit() {
+    stream_edit "$1" "$2" "
+def unz(p):
+    return subprocess.run(['zstd', '-q', '-d', '-c'], input=bytes(p), capture_output=True, check=True).stdout
+rm = [r for r in recs if r.name == '$3' and r.attrs.get('z_of') == '14'][0]
+g = unz(rm.payload); n = len(g) // 4
+idx = list(struct.unpack('<%dI' % n, bytes(g[j * n + i] for i in range(n) for j in range(4))))
+$4
+u = struct.pack('<%dI' % n, *idx)
+gr = bytes(u[i * 4 + j] for j in range(4) for i in range(n))
+rm.payload = bytearray(subprocess.run(['zstd', '-q', '-c', '--stream-size=%d' % len(gr)], input=gr, capture_output=True, check=True).stdout)"
+}
+
+@test "wprun: a bundle's structure is checked as unbundle checks it: rowmaps, refs, names once, side data with its lanes" {
+    # each passed "ok", exit 0, where verify and unbundle refuse the bundle (a breaker's finds)
+    [ -s "$Q/s-Q4_K_M.bundle" ] || skip "llama-quantize not built (make reftools)"
+    local b="$Q/s-Q4_K_M.bundle"
+    # a lane-coded matrix's rowmap pointing past its distinct rows: refused at load
+    rowmap_edit "$b" "$T/past.bundle" token_embd.weight "idx[5] = 9999"
+    run --separate-stderr "$BIN/wprun" --cpu --match token_embd "$T/past.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/past.bundle: record 'token_embd.weight': row map points past the distinct rows" ]
+    # one changed within range: the tensor it expands to fails its recorded hash
+    rowmap_edit "$b" "$T/swap.bundle" token_embd.weight "idx[5] = (idx[5] + 1) % 345"
+    run --separate-stderr "$BIN/wprun" --cpu --match token_embd "$T/swap.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"record 'token_embd.weight': the expanded tensor does not match its recorded hash"* ]]
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): FAILED (1 failure above)" ]
+    # the bundle as made: ok, the rowmap said
+    run --separate-stderr "$BIN/wprun" --cpu --match token_embd "$b"
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "verify "*"token_embd.weight"*"345 of 512 rows distinct (rowmap)  restore(ref) ok"* ]]
+    # a rowmap moved after its tensor: said
+    stream_edit "$b" "$T/late.bundle" "
+c = [r for r in recs if r.name == 'token_embd.weight' and r.attrs.get('z_of') == '14'][0]; recs.remove(c)
+j = [k for k, r in enumerate(recs) if r.name == 'token_embd.weight' and r.kind == 7][0]; recs.insert(j + 1, c)"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/late.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/late.bundle: record 'token_embd.weight': a row map without its tensor after it" ]
+    # a tensor twice
+    stream_dup "$Q/s-Q8_0.bundle" "$T/dup.bundle" blk.0.attn_k.weight
+    run --separate-stderr "$BIN/wprun" --cpu "$T/dup.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/dup.bundle: record 'blk.0.attn_k.weight': a second tensor of this name (a bundle holds each tensor once)" ]
+    # a ref to nothing, to itself, to a tensor of another shape, or before its tensor
+    for c in "r.attrs['same_as'] = 'nonexistent'" "r.attrs['same_as'] = r.name" "r.attrs['same_as'] = 'blk.0.ffn_up.weight'"; do
+        stream_edit "$Q/s-Q8_0.bundle" "$T/ref.bundle" "
+for r in recs:
+    if r.kind == 13: $c"
+        run --separate-stderr "$BIN/wprun" --cpu "$T/ref.bundle"
+        [ "$status" -eq 1 ]
+        [[ "$stderr" == "wprun: $T/ref.bundle: record 'token_embd.weight': the tensor it shares, '"*"', is missing or differs in shape" ]]
+    done
+    stream_edit "$Q/s-Q8_0.bundle" "$T/early.bundle" "
+c = [r for r in recs if r.kind == 13][0]; recs.remove(c); recs.insert(1, c)"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/early.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/early.bundle: record 'token_embd.weight': the tensor it shares, 'output.weight', is missing or differs in shape" ]
+    # with --match naming the ref alone, its tensor is not read: not judged
+    run --separate-stderr "$BIN/wprun" --cpu --match token_embd "$Q/s-Q8_0.bundle"
+    [ "$stderr" = "wprun: no matrix wprun runs matches --match 'token_embd': the matrix it matches is not run (1 shared, a copy of another tensor)" ]
+    # side data moved away from its lanes: said so (it was called zstd'd)
+    stream_edit "$Q/s-Q8_0.bundle" "$T/side.bundle" "
+c = [r for r in recs if r.name == 'blk.0.ffn_up.weight' and r.kind == 8][0]; recs.remove(c); recs.insert(2, c)"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/side.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "wprun: $T/side.bundle: "* ]]
+    [[ "$stderr" != *"zstd"* ]]
+    # a matrix of 0 rows: counted as empty (it was "of a type wprun has no kernel for")
+    stream_edit "$Q/s-Q8_0.bundle" "$T/zero.bundle" "
+for r in recs:
+    if r.name == 'blk.0.attn_k.weight': r.ne = [64, 0, 1, 1]; r.payload = bytearray()"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/zero.bundle"
+    [ "$status" -eq 0 ]
+    [ "${lines[-2]}" = "wprun: 2 more matrices not run (1 shared, a copy of another tensor; 1 empty (0 rows or columns)); their checksums ok" ]
+}
