@@ -226,41 +226,33 @@ stories260K-bf16-p16.report" ]
     local bins="$T/bins"
     mkdir "$bins"
     for p in ggufcat bf16split histogram huffbuild laneinterleave verify; do ln -s "$BIN/$p" "$bins/$p"; done
-    printf '#!/bin/sh
-echo "unbundle: warning: names" >&2; exec %s "$@"
-' "$BIN/unbundle" > "$bins/unbundle"
+    printf '#!/bin/sh\necho "unbundle: warning: names" >&2; exec %s "$@"\n' "$BIN/unbundle" > "$bins/unbundle"
     chmod +x "$bins/unbundle"
     run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/v"
     [ "$status" -eq 0 ]
     [ "$stderr" = "unweight: $T/v/stories260K-bf16-p16.bundle: GGUF 16.4232 b/w, bundle 10.3117 b/w, lossless (palette 16)" ]
+    # unweight through a fake unbundle (its script's body, BODY) fails, exit 1, saying what
+    # matches the glob GLOB, and leaves no OUTDIR: with_unbundle BODY GLOB
+    with_unbundle() {
+        printf '#!/bin/sh\n%s\n' "$1" > "$bins/unbundle"
+        run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/w"
+        [ "$status" -eq 1 ]
+        [[ "$stderr" == $2 ]]
+        [ ! -e "$T/w" ]
+    }
     # a check that fails shows them, and fails (the status was the last command's, 0, where tested)
-    printf '#!/bin/sh
-echo "unbundle: warning: names" >&2; echo "unbundle: it broke" >&2; exit 3
-' > "$bins/unbundle"
-    run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/w"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "$(printf 'unbundle: warning: names\nunbundle: it broke')" ]
-    [ ! -e "$T/w" ]
+    with_unbundle 'echo "unbundle: warning: names" >&2; echo "unbundle: it broke" >&2; exit 3' \
+        "$(printf 'unbundle: warning: names\nunbundle: it broke')"
     # and a bundle that restores other bytes is named so (cmp's line given): fewer bytes, or as
     # many with one changed, where cmp stops at it and unbundle dies of SIGPIPE, silent (that
     # exited 1 with no line at all: a review)
-    printf '#!/bin/sh\n%s "$@" | head -c 1000\n' "$BIN/unbundle" > "$bins/unbundle"
-    run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/w"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "unweight: the bundle does not restore $MODELS/stories260K-bf16.gguf byte for byte (cmp: EOF on - after byte 1000, in line 1)" ]
-    [ ! -e "$T/w" ]
-    printf '#!/bin/sh\n%s "$@" > %s/full\nhead -c 100 %s/full; printf "~"; tail -c +102 %s/full\n' "$BIN/unbundle" "$T" "$T" "$T" > "$bins/unbundle"
-    run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/w"
-    [ "$status" -eq 1 ]
-    [[ "$stderr" == "unweight: the bundle does not restore $MODELS/stories260K-bf16.gguf byte for byte (- $MODELS/stories260K-bf16.gguf differ: byte 101, line "*")" ]]
-    [ ! -e "$T/w" ]
+    local no="unweight: the bundle does not restore $MODELS/stories260K-bf16.gguf byte for byte"
+    with_unbundle "$BIN/unbundle \"\$@\" | head -c 1000" "$no (cmp: EOF on - after byte 1000, in line 1)"
+    with_unbundle "$BIN/unbundle \"\$@\" > $T/full; head -c 100 $T/full; printf '~'; tail -c +102 $T/full" \
+        "$no (- $MODELS/stories260K-bf16.gguf differ: byte 101, line *)"
     # an unbundle that fails after its last byte fails the check (its status was lost: pipefail
     # took cmp's, 0)
-    printf '#!/bin/sh\n%s "$@"\necho "unbundle: late" >&2\nexit 4\n' "$BIN/unbundle" > "$bins/unbundle"
-    run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/w"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "unbundle: late" ]
-    [ ! -e "$T/w" ]
+    with_unbundle "$BIN/unbundle \"\$@\"; echo 'unbundle: late' >&2; exit 4" "unbundle: late"
 }
 
 @test "pipelines/unweight: a TERM at any moment of its start ends it (it hung for good when one came while bash was starting the pipeline)" {

@@ -363,14 +363,20 @@ info_field() { # FILE NAME FIELD(type|offset)
     one_line_error "ctx"
 }
 
-@test "-o onto an input is refused and the input kept, through a link or standard input too" {
-    # unbundle -o m.bundle m.bundle made the bundle a GGUF, hessian -o m.gguf replaced the model
-    # with Hessians (a breaker's find)
+# inputs_in_T: cd to $T and make there m.gguf (stories260K F32), its stream s.wps and bundle
+# m.bundle, and copies s0.wps and m0.bundle to compare them with after a refused run
+inputs_in_T() {
     cd "$T"
     cp "$F32" m.gguf
     "$BIN/ggufcat" -o s.wps m.gguf
     "$BIN/histogram" s.wps | "$BIN/huffbuild" | "$BIN/laneinterleave" > m.bundle
     cp s.wps s0.wps && cp m.bundle m0.bundle
+}
+
+@test "-o onto an input is refused and the input kept, through a link or standard input too" {
+    # unbundle -o m.bundle m.bundle made the bundle a GGUF, hessian -o m.gguf replaced the model
+    # with Hessians (a breaker's find)
+    inputs_in_T
     ln -s s.wps link.wps
     for c in "ggufcat -o m.gguf m.gguf" "ggufpack -o s.wps s.wps" "histogram -o link.wps s.wps" \
              "unbundle -o m.bundle m.bundle" "gptq --type Q8_0 --quiet -o s.wps s.wps" \
@@ -408,11 +414,7 @@ info_field() { # FILE NAME FIELD(type|offset)
 @test "standard output onto an input is refused and the input kept, as cat refuses it" {
     # ggufcat x.gguf >> x.gguf exited 0 and grew the model into a GGUF with a stream glued on;
     # every stream filter did the same, and 1<> overwrote the input in place (a tester's find)
-    cd "$T"
-    cp "$F32" m.gguf
-    "$BIN/ggufcat" -o s.wps m.gguf
-    "$BIN/histogram" s.wps | "$BIN/huffbuild" | "$BIN/laneinterleave" > m.bundle
-    cp s.wps s0.wps && cp m.bundle m0.bundle
+    inputs_in_T
     for c in "ggufcat m.gguf" "bf16split s.wps" "histogram s.wps" "huffbuild s.wps" "laneinterleave s.wps" \
              "ggufpack s.wps" "tsinfo s.wps" "unbundle m.bundle" "unbundle --stream m.bundle" \
              "verify m.gguf m.bundle" "wprun --cpu m.bundle"; do
