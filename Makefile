@@ -230,19 +230,22 @@ clean:
 # MODEL or TEXT file of the same name rebuilds them. A failed hessian leaves no
 # .id without Hessians, nor the .calib stamps (or OUT) this run made. A point's outputs are
 # rebuilt when its model or calibration changes (MODEL, TEXT, HESSIAN_CHUNKS,
-# or RTN against GPTQ): OUT/NAME-POINT.calib holds the one it was built with.
+# or RTN against GPTQ, IMATRIX): OUT/NAME-POINT.calib holds the one it was built with.
+# IMATRIX=FILE: llama-imatrix's importance matrix (GGUF or imatrix.dat) for gptq
+# --imatrix, beside GPTQ's Hessians or RTN (none by default); a newer one rebuilds.
 MODEL ?= $(WPACK_DATA)/models/stories260K/stories260K-f32.gguf
 POINT ?= Q4_0_g1_lam0_c1.25
 EVAL  ?= $(WPACK_DATA)/text/tinystories_valid_1000.txt
 TEXT  ?= $(WPACK_DATA)/text/groups_merged.txt
 OUT   ?= out/frontier
 HESSIAN_CHUNKS ?= 8
+IMATRIX ?=
 MODEL_NAME := $(basename $(notdir $(MODEL)))
 LAZY_BINS  := $(addprefix bin/,ggufcat gptq ggufpack histogram huffbuild laneinterleave verify unbundle)
 # (= not :=: HESSIAN_CHUNKS is checked and its leading zeros go below, for make model)
 HESS       = $(OUT)/$(MODEL_NAME)-$(basename $(notdir $(TEXT)))-k$(HESSIAN_CHUNKS).hess
 HESS_ID    = model $(abspath $(MODEL)) text $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS)
-CALIB_ID   = model $(abspath $(MODEL)) $(if $(TEXT),gptq $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS),rtn)
+CALIB_ID   = model $(abspath $(MODEL)) $(if $(TEXT),gptq $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS),rtn)$(if $(IMATRIX), imatrix $(abspath $(IMATRIX)))
 
 .PHONY: model frontier
 model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-$(p).bundle)
@@ -262,7 +265,7 @@ comma := ,
 # quote, space or backslash is refused first (a ' in MODEL skipped the check, in OUT it ran
 # what followed it as a shell command)
 path_bad = $(or $(word 2,$(1)),$(findstring ',$(1)),$(findstring ",$(1)),$(findstring \,$(1)))
-$(foreach v,MODEL TEXT OUT,$(if $(call path_bad,$($(v))),$(error $(v)=$($(v)): a space, quote or backslash in this path cannot go through make (link the file under a plain name))))
+$(foreach v,MODEL TEXT OUT IMATRIX,$(if $(call path_bad,$($(v))),$(error $(v)=$($(v)): a space, quote or backslash in this path cannot go through make (link the file under a plain name))))
 # HESSIAN_CHUNKS, with a TEXT (RTN uses none: TEXT= HESSIAN_CHUNKS=abc was refused), is a
 # count, 1 to 2147483647 as hessian --chunks takes it (0, -3 or abc wrote the stamps, then
 # hessian failed); without its leading zeros (08 named Hessians k08, apart from 8's k8)
@@ -282,12 +285,13 @@ $(if $(wildcard $(MODEL)),,$(error MODEL=$(MODEL): no such file$(if $(filter $(W
 $(if $(wildcard $(MODEL)/.),$(error MODEL=$(MODEL): is a directory))
 $(if $(strip $(POINT)),,$(error POINT= names no operating point (such as Q4_K_M_g1_lam0_c1.25)))
 $(if $(TEXT),$(if $(wildcard $(TEXT)),,$(error TEXT=$(TEXT): no such file (TEXT= builds by RTN$(if $(filter $(WPACK_DATA)/%,$(TEXT)),; this is the default: set TEXT=FILE$(comma) or WPACK_DATA=dir))$(call rel_note,$(TEXT)))))
+$(if $(IMATRIX),$(if $(wildcard $(IMATRIX)),,$(error IMATRIX=$(IMATRIX): no such file$(call rel_note,$(IMATRIX)))))
 # lazyweights knows what a point is, and asks gptq --check whether it takes the point on
 # MODEL (its metadata and tensor shapes: a type gptq lacks, a model already quantized or no
 # GGUF): what is wrong, or nothing; so gptq is built first, before the Hessians
 # (built when out of date too: an older gptq knows no --check)
 $(shell $(MAKE) -s --no-print-directory bin/gptq >&2)
-point_why = $(shell pipelines/lazyweights --check '$(1)' '$(MODEL)' $(if $(TEXT),'$(TEXT)'))
+point_why = $(shell $(if $(IMATRIX),IMATRIX='$(IMATRIX)' )pipelines/lazyweights --check '$(1)' '$(MODEL)' $(if $(TEXT),'$(TEXT)'))
 # $$(call ...): eval expands its text once more, and gptq's line can quote a tensor name
 # of the model, such as $(shell ...) (which ran)
 $(foreach p,$(POINT),$(eval why_ := $$(call point_why,$(p)))$(if $(why_),$(error POINT=$(p): $(why_))))
@@ -321,8 +325,8 @@ $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	    { rc=$$?; [ -s $@ ] || rm -f $@.id; rm -f $(new_calibs); $(if $(out_new),rmdir $(OUT) 2>/dev/null;) exit $$rc; }
 
 $(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle: $(MODEL) $(OUT)/$(MODEL_NAME)-%.calib \
-    $(if $(TEXT),$(HESS)) $(LAZY_BINS) pipelines/lazyweights
-	$(if $(TEXT),HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) )pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
+    $(if $(TEXT),$(HESS)) $(IMATRIX) $(LAZY_BINS) pipelines/lazyweights
+	$(if $(TEXT),HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) )IMATRIX=$(IMATRIX) pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
 
 frontier: deps reftools
 	$(MAKE) all

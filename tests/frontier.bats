@@ -31,6 +31,45 @@ CALIB="$DATA/text/groups_merged.txt"
     [ "$status" -ne 0 ]
 }
 
+@test "make model and lazyweights take IMATRIX: RTN with it is llama-quantize --imatrix's GGUF; a new one rebuilds; a missing or unfitting one is one line" {
+    # lazyweights, make model and frontier could not take a llama-imatrix file (a note's
+    # "left alone")
+    [ -x "$REF/bin/llama-quantize" ] && [ -x "$REF/bin/llama-imatrix" ] || skip "llama.cpp tools not built (make reftools)"
+    local d="$BATS_TEST_TMPDIR"
+    "$REF/bin/llama-imatrix" -m "$F32" -f "$CALIB" -c 128 --chunks 4 -t 1 -o "$d/imat.gguf" > /dev/null 2>&1
+    "$REF/bin/llama-quantize" --imatrix "$d/imat.gguf" "$F32" "$d/ref.gguf" Q4_K_M 1 > /dev/null 2>&1
+    local args=(-C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q4_K_M_g0_lam0_c1 TEXT= OUT="$d/m")
+    local g="$d/m/stories260K-f32-Q4_K_M_g0_lam0_c1.gguf"
+    run make "${args[@]}" IMATRIX="$d/imat.gguf"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    cmp "$g" "$d/ref.gguf"
+    "$BIN/verify" -q "$g" "${g%.gguf}.bundle" > /dev/null
+    run make "${args[@]}" IMATRIX="$d/imat.gguf"
+    [[ "$output" == *"Nothing to be done"* ]] || { echo "$output"; false; }
+    # a newer imatrix, or none, rebuilds (without it, llama-quantize's plain Q4_K_M: other bytes)
+    touch "$d/imat.gguf"
+    run make -q "${args[@]}" IMATRIX="$d/imat.gguf"
+    [ "$status" -ne 0 ]
+    run make "${args[@]}"
+    [ "$status" -eq 0 ]
+    ! cmp -s "$g" "$d/ref.gguf" || false
+    # lazyweights itself, with IMATRIX in the environment
+    IMATRIX="$d/imat.gguf" "$ROOT/pipelines/lazyweights" "$F32" Q4_K_M_g0_lam0_c1 "$d/l" 2> /dev/null
+    cmp "$d/l/stories260K-f32-Q4_K_M_g0_lam0_c1.gguf" "$d/ref.gguf"
+    # a missing one, or one that is no imatrix: one line, before any file
+    run env IMATRIX="$d/none.dat" "$ROOT/pipelines/lazyweights" "$F32" Q4_K_M_g0_lam0_c1 "$d/x"
+    [ "$status" -eq 2 ]
+    [ "$output" = "lazyweights: Q4_K_M_g0_lam0_c1: IMATRIX=$d/none.dat: no such file" ]
+    [ ! -e "$d/x" ]
+    echo junk > "$d/junk.dat"
+    run make "${args[@]}" OUT="$d/y" IMATRIX="$d/junk.dat"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"*** POINT=Q4_K_M_g0_lam0_c1: gptq: $d/junk.dat: not GGUF, so read as a legacy imatrix.dat: "*".  Stop." ]]
+    [ ! -e "$d/y" ]
+    run make "${args[@]}" OUT="$d/y" IMATRIX="$d/none.dat"
+    [[ "$output" == *"*** IMATRIX=$d/none.dat: no such file.  Stop." ]]
+}
+
 @test "frontier: CSV with every point, PNG, operating points; the reference has dPPL 0 and KLD 0" {
     [ -x "$REF/bin/llama-quantize" ] || skip "llama.cpp tools not built (make reftools)"
     out="$BATS_TEST_TMPDIR/f"
