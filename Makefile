@@ -326,7 +326,7 @@ $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 
 $(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle: $(MODEL) $(OUT)/$(MODEL_NAME)-%.calib \
     $(if $(TEXT),$(HESS)) $(IMATRIX) $(LAZY_BINS) pipelines/lazyweights
-	$(if $(TEXT),HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) )IMATRIX=$(IMATRIX) pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
+	$(if $(TEXT),HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) )$(if $(IMATRIX),IMATRIX=$(IMATRIX) )pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
 
 frontier: deps reftools
 	$(MAKE) all
