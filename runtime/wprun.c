@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "ggml_type.h"
+#include "rowmap.h"
 #include "wprun.h"
 #ifndef WPACK_NO_CUDA
 #include "gpu.h"
@@ -571,6 +572,17 @@ static const char *stored_tag(const wr_matrix *m)
                                             : "";
 }
 
+/* A rowmap's matrix on a gemv line: "(512 rows gathered) ", its distinct rows' outputs
+   gathered (gather_rows) and checked as the whole tensor's, else "". */
+static const char *gathered_tag(const wr_matrix *m)
+{
+    static char buf[64];
+    if (!m->rows_all)
+        return "";
+    snprintf(buf, sizeof buf, "(%lld rows gathered) ", (long long)m->rows_all);
+    return buf;
+}
+
 /* A rowmap's matrix on a verify line: "348 of 512 rows distinct (rowmap)  ", else "". */
 static const char *rows_note(const wr_matrix *m)
 {
@@ -579,6 +591,61 @@ static const char *rows_note(const wr_matrix *m)
         return "";
     snprintf(buf, sizeof buf, "%lld of %lld rows distinct (rowmap)  ", (long long)m->rows, (long long)m->rows_all);
     return buf;
+}
+
+/* The rows a matrix's GEMV output stands for: a rowmap's all (rows_all), else its rows. */
+static int64_t rows_out(const wr_matrix *m) { return m->rows_all ? m->rows_all : m->rows; }
+
+/* The float64 reference GEMV (wr_ref_gemv64) over every row m stands for, y and yabs batch x
+ * rows_out(m): a rowmap's over its tensor expanded from the restored distinct rows ref (len
+ * bytes) through its rowmap (wp_rowmap_expand, as unbundle expands it), else over ref. So the
+ * distinct rows' GEMV, gathered (gather_rows), is checked against the whole tensor's. 0, or -1
+ * with a message in err. */
+static int ref_gemv_all(const wr_matrix *m, const uint8_t *ref, size_t len, const float *x, int batch, double *y,
+                        double *yabs, char *err, size_t n)
+{
+    if (!m->rows_all) {
+        if (!wr_ref_gemv64(m, ref, x, batch, y, yabs))
+            return 0;
+        snprintf(err, n, "out of memory (float64 reference)");
+        return -1;
+    }
+    wp_record red, full;
+    wp_record_init(&red);
+    wp_record_init(&full);
+    red.kind = WP_REC_TENSOR;
+    red.type = m->type;
+    red.n_dims = 2;
+    red.ne[0] = m->cols;
+    red.ne[1] = m->rows;
+    red.payload = (uint8_t *)(uintptr_t)ref;   /* borrowed: not freed */
+    red.payload_len = len;
+    red.borrowed = 1;
+    int rc = wp_rowmap_expand(&m->rowmap, &red, &full, err, n);
+    wr_matrix all = *m;   /* the same matrix over the expanded rows (wr_ref_gemv64 reads its shape and type) */
+    all.rows = m->rows_all;
+    if (rc == 0 && wr_ref_gemv64(&all, full.payload, x, batch, y, yabs)) {
+        snprintf(err, n, "out of memory (float64 reference)");
+        rc = -1;
+    }
+    wp_record_free(&red);
+    wp_record_free(&full);
+    return rc;
+}
+
+/* The output of every row a rowmap's matrix stands for, from its distinct rows' y (batch x
+ * rows): y_all[b][r] = y[b][map[r]] (rowmap.h: a GEMV over X is one over the distinct rows
+ * followed by that gather), batch x rows_all, on the host after the GEMV (the device holds
+ * and runs the distinct rows; the outputs were not gathered at all). The map's indices were
+ * checked at load (wr_model_load). */
+static void gather_rows(const wr_matrix *m, const float *y, int batch, float *y_all)
+{
+    for (int b = 0; b < batch; b++)
+        for (int64_t r = 0; r < m->rows_all; r++) {
+            uint32_t u;
+            memcpy(&u, m->rowmap.payload + 4 * r, 4);
+            y_all[(size_t)b * (size_t)m->rows_all + (size_t)r] = y[(size_t)b * (size_t)m->rows + u];
+        }
 }
 
 /* One matrix on the CPU: its checks (--verify), timings (--bench, --tune).
@@ -622,16 +689,19 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
     }
     for (int bi = 0; bi < opt.nbatch; bi++) {
         int batch = opt.batch[bi];
-        size_t nx = (size_t)batch * (size_t)m->cols, ny = (size_t)batch * (size_t)m->rows;
+        /* ny: the distinct rows' outputs the pipelines write; na: every row's, gathered (a rowmap's) */
+        size_t nx = (size_t)batch * (size_t)m->cols, ny = (size_t)batch * (size_t)m->rows,
+               na = (size_t)batch * (size_t)rows_out(m);
         float *x = malloc(nx * sizeof *x), *yf = malloc(ny * sizeof *yf), *yt = malloc(ny * sizeof *yt);
-        double *y64 = malloc(ny * sizeof *y64), *yabs = malloc(ny * sizeof *yabs);
-        if (!x || !yf || !yt || !y64 || !yabs) {
+        float *ga = m->rows_all ? malloc(2 * na * sizeof *ga) : NULL;   /* yf and yt gathered */
+        double *y64 = malloc(na * sizeof *y64), *yabs = malloc(na * sizeof *yabs);
+        if (!x || !yf || !yt || !y64 || !yabs || (m->rows_all && !ga)) {
             printf("FAIL %s: out of memory\n", mlabel(m));
             bad++;
         } else {
             wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
-            if (opt.verify && wr_ref_gemv64(m, ref, x, batch, y64, yabs)) {
-                printf("FAIL %s: out of memory (float64 reference)\n", mlabel(m));
+            if (opt.verify && ref_gemv_all(m, ref, len, x, batch, y64, yabs, err, sizeof err)) {
+                printf("FAIL %s: %s\n", mlabel(m), err);
                 bad++;
             } else if (opt.verify && !m->stored && opt.pipe != P_AUTO && !pipe_applies(m, opt.pipe)) {
                 /* a pipeline named that the matrix does not take: said, as the device says it (it
@@ -645,16 +715,23 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     bad++;
                 } else {
                     wr_cpu_gemv_fixed(m, ref, x, batch, yt);
-                    double ef = wr_relerr_abs(yf, y64, yabs, ny, m->cols), et = wr_relerr_abs(yt, y64, yabs, ny, m->cols);
                     /* bit-equal: a coded pipeline against the twin (not the twin against itself) */
                     int same = pf != P_TWIN && memcmp(yf, yt, ny * sizeof *yf) == 0;
+                    const float *of = yf, *ot = yt;   /* every row's outputs */
+                    if (m->rows_all) {
+                        gather_rows(m, yf, batch, ga);
+                        gather_rows(m, yt, batch, ga + na);
+                        of = ga;
+                        ot = ga + na;
+                    }
+                    double ef = wr_relerr_abs(of, y64, yabs, na, m->cols), et = wr_relerr_abs(ot, y64, yabs, na, m->cols);
                     int ok = ef < opt.tol && et < opt.tol;
                     char tw[160] = "", rf[128], rt[128];   /* the twin beside a coded pipeline, not twice */
                     if (pf != P_TWIN)
-                        snprintf(tw, sizeof tw, "twin %s  ", relerr_str(et, yt, y64, yabs, ny, rt, sizeof rt));
-                    printf("gemv   %-6s %-40s batch %-4d %s %s  %s%s%s\n", type_name(m), m->name, batch, pipe_name[pf],
-                           relerr_str(ef, yf, y64, yabs, ny, rf, sizeof rf), tw, same ? "(bit-equal) " : stored_tag(m),
-                           ef < opt.tol ? verdict(et, y64, ny, "twin ") : verdict(ef, y64, ny, ""));
+                        snprintf(tw, sizeof tw, "twin %s  ", relerr_str(et, ot, y64, yabs, na, rt, sizeof rt));
+                    printf("gemv   %-6s %-40s batch %-4d %s %s  %s%s%s%s\n", type_name(m), m->name, batch, pipe_name[pf],
+                           relerr_str(ef, of, y64, yabs, na, rf, sizeof rf), tw, same ? "(bit-equal) " : stored_tag(m),
+                           gathered_tag(m), ef < opt.tol ? verdict(et, y64, na, "twin ") : verdict(ef, y64, na, ""));
                     bad += !ok;
                 }
             }
@@ -718,6 +795,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
         free(x);
         free(yf);
         free(yt);
+        free(ga);
         free(y64);
         free(yabs);
     }
@@ -811,21 +889,25 @@ static int gpu_run(wr_model *md, FILE *tf)
         }
         for (int bi = 0; bi < opt.nbatch; bi++) {
             int batch = opt.batch[bi];
-            size_t nx = (size_t)batch * (size_t)m->cols, ny = (size_t)batch * (size_t)m->rows;
+            /* ny: the distinct rows' outputs the device writes; na: every row's (gather_rows) */
+            size_t nx = (size_t)batch * (size_t)m->cols, ny = (size_t)batch * (size_t)m->rows,
+                   na = (size_t)batch * (size_t)rows_out(m);
             float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
-            double *y64 = malloc(ny * sizeof *y64), *yabs = malloc(ny * sizeof *yabs);
-            if (!x || !y || !y64 || !yabs) {
+            float *ga = m->rows_all ? malloc(na * sizeof *ga) : NULL;
+            double *y64 = malloc(na * sizeof *y64), *yabs = malloc(na * sizeof *yabs);
+            if (!x || !y || !y64 || !yabs || (m->rows_all && !ga)) {
                 printf("FAIL %s: out of memory\n", mlabel(m));
                 bad++;
                 free(x);
                 free(y);
+                free(ga);
                 free(y64);
                 free(yabs);
                 continue;
             }
             wr_make_x(x, nx, (uint64_t)bi + 1, m->kind == WR_EXP);
-            if (opt.verify && wr_ref_gemv64(m, ref, x, batch, y64, yabs)) {
-                printf("FAIL %s: out of memory (float64 reference)\n", mlabel(m));
+            if (opt.verify && ref_gemv_all(m, ref, len, x, batch, y64, yabs, err, sizeof err)) {
+                printf("FAIL %s: %s\n", mlabel(m), err);
                 bad++;
             } else if (opt.verify) {
                 const int want = m->stored ? P_TWIN : opt.pipe;   /* a stored matrix: its one pipeline */
@@ -847,10 +929,16 @@ static int gpu_run(wr_model *md, FILE *tf)
                         bad++;
                         continue;
                     }
-                    double e = wr_relerr_abs(y, y64, yabs, ny, m->cols);
+                    const float *o = y;   /* every row's outputs */
+                    if (m->rows_all) {
+                        gather_rows(m, y, batch, ga);
+                        o = ga;
+                    }
+                    double e = wr_relerr_abs(o, y64, yabs, na, m->cols);
                     char rs[128];
-                    printf("gemv   %-6s %-40s batch %-4d %-5s %s  %s%s\n", type_name(m), m->name, batch, pipe_name[p],
-                           relerr_str(e, y, y64, yabs, ny, rs, sizeof rs), stored_tag(m), verdict(e, y64, ny, ""));
+                    printf("gemv   %-6s %-40s batch %-4d %-5s %s  %s%s%s\n", type_name(m), m->name, batch, pipe_name[p],
+                           relerr_str(e, o, y64, yabs, na, rs, sizeof rs), stored_tag(m), gathered_tag(m),
+                           verdict(e, y64, na, ""));
                     bad += !(e < opt.tol);
                 }
             }
@@ -898,6 +986,7 @@ static int gpu_run(wr_model *md, FILE *tf)
             }
             free(x);
             free(y);
+            free(ga);
             free(y64);
             free(yabs);
         }

@@ -1208,6 +1208,11 @@ rm.payload = bytearray(subprocess.run(['zstd', '-q', '-c', '--stream-size=%d' % 
     run --separate-stderr "$BIN/wprun" --cpu --match token_embd "$b"
     [ "$status" -eq 0 ]
     [[ "${lines[0]}" == "verify "*"token_embd.weight"*"345 of 512 rows distinct (rowmap)  restore(ref) ok"* ]]
+    # its GEMV's outputs gathered for all 512 rows and checked against the whole tensor's float64
+    # GEMV (they were the 345 distinct rows' alone)
+    run --separate-stderr "$BIN/wprun" --cpu --match token_embd --batch 1,3 "$b"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -cE '^gemv +Q5_0 +token_embd.weight +batch [13] +[a-z]+ relerr [0-9.e-]+  twin relerr [0-9.e-]+  \(bit-equal\) \(512 rows gathered\) ok$')" -eq 2 ]
     # a rowmap moved after its tensor: said
     stream_edit "$b" "$T/late.bundle" "
 c = [r for r in recs if r.name == 'token_embd.weight' and r.attrs.get('z_of') == '14'][0]; recs.remove(c)
