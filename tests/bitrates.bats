@@ -131,6 +131,24 @@ load helpers
     [ "$output" = "$(printf 'm\tQ8_0: 8.1 b/w, more than 1 %% above the baseline 8.0 (at most 8.0800)')" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv .01
     [ "$output" = "$(printf 'm\tQ8_0: 8.1 b/w, more than 1 %% above the baseline 8.0 (at most 8.0800)')" ]
+    # a rise of exactly the tolerance passes (10.05 on 10.0 at 0.5 % failed, "at most 10.0500":
+    # 10.0 x 1.005 is a hair under 10.05 in binary; a fresh user's find)
+    printf 'a\t10.0\n' > b.tsv
+    printf 'a\t10.05\n' > n.tsv
+    for t in .005 0.5%; do
+        run --separate-stderr "$ROOT/pipelines/bitcheck" b.tsv n.tsv "$t"
+        [ "$status" -eq 0 ]
+    done
+    run --separate-stderr "$ROOT/pipelines/bitcheck" b.tsv n.tsv .004
+    [ "$status" -eq 1 ]
+    # an empty tolerance, or one of two lines, is refused (the first took the default, the second
+    # passed when a line of it was a number: a review)
+    run "$ROOT/pipelines/bitcheck" b.tsv n.tsv ''
+    [ "$status" -eq 2 ]
+    [ "$output" = "bitcheck: tolerance '': expected a fraction below 1 such as 0.002 or .002, or a percentage below 100 such as 0.2%" ]
+    run "$ROOT/pipelines/bitcheck" b.tsv n.tsv "$(printf '0.1\nx')"
+    [ "$status" -eq 2 ]
+    [ "$output" = "bitcheck: tolerance '0.1 x': expected a fraction below 1 such as 0.002 or .002, or a percentage below 100 such as 0.2%" ]
 }
 
 @test "bitcheck: - (one of the two) is standard input, and a pipe such as /dev/stdin is read" {
