@@ -324,15 +324,22 @@ static const wp_imatrix_entry *imatrix_entry(const char *name, int64_t ne0, int6
     if (imatrix.legacy ? e->cols * e->n_mat != ne0 * n_mat : (e->cols != ne0 || e->n_mat != n_mat)) {
         /* llama-quantize quantizes the token embedding without an entry that does not fit
            (it always misfits, llama-quant.cpp says); gptq stopped there */
+        /* said as columns (and experts): "(64 x 1) does not fit the tensor (512 x 1)" read as a
+           tensor of 512 x 1 for a 512 x 512 matrix (a fresh user's find) */
+        char ent[64], ten[64];
+        snprintf(ten, sizeof ten, "%lld long%s", (long long)ne0, n_mat > 1 ? " x " : "");
+        if (n_mat > 1)
+            snprintf(ten + strlen(ten), sizeof ten - strlen(ten), "%lld experts", (long long)n_mat);
         if (wp_ftype_is_token_embd(name)) {
             if (warn)
-                wp_warn("%s: imatrix entry %s (%lld values) does not fit the tensor (%lld x %lld): quantized without it, "
-                    "as llama-quantize does", imat_path, name, (long long)(e->cols * e->n_mat), (long long)ne0,
-                    (long long)n_mat);
+                wp_warn("%s: imatrix entry %s does not fit the tensor: %lld values, its rows %s: quantized without it, "
+                        "as llama-quantize does", imat_path, name, (long long)(e->cols * e->n_mat), ten);
             return NULL;
         }
-        wp_die("%s: imatrix entry %s (%lld x %lld) does not fit the tensor (%lld x %lld)", imat_path, name,
-               (long long)e->cols, (long long)e->n_mat, (long long)ne0, (long long)n_mat);
+        snprintf(ent, sizeof ent, "%lld columns%s", (long long)e->cols, e->n_mat > 1 ? " x " : "");
+        if (e->n_mat > 1)
+            snprintf(ent + strlen(ent), sizeof ent - strlen(ent), "%lld experts", (long long)e->n_mat);
+        wp_die("%s: imatrix entry %s does not fit the tensor: %s, its rows %s", imat_path, name, ent, ten);
     }
     return e;
 }
