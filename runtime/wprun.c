@@ -350,6 +350,7 @@ static int is_palette_bf16(const wr_matrix *m);
 static const char *type_name(const wr_matrix *m);
 
 static int n_tuned;   /* lines tuning_put wrote */
+static int n_skipped;   /* GEMV checks skipped: the pipeline --pipeline named does not apply */
 
 /* One measurement line of the tuning file (the form tuning_line reads),
  * the time with `digits` decimals. */
@@ -708,6 +709,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                    ran fused unsaid, the pipeline column alone telling: a fresh user's find) */
                 printf("gemv   %-6s %-40s batch %-4d %-5s skipped (%s)\n", type_name(m), m->name, batch,
                        pipe_name[opt.pipe], pipe_refusal(m, opt.pipe));
+                n_skipped++;
             } else if (opt.verify) {
                 const int pf = cpu_pipe(m, pipe_for(m, batch));   /* one that applies, else fused */
                 if (cpu_gemv(m, ref, NULL, pf, x, batch, yf, err, sizeof err)) {
@@ -922,6 +924,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                                    : p == P_TWIN      ? "no original data for the twin"
                                    : p == P_PRIVATE   ? "the device's shared memory per block is too small"
                                                       : "not on this device");
+                        n_skipped += opt.pipe != P_AUTO;
                         continue;
                     }
                     if (wr_gpu_gemv(g, dm[i], p, x, batch, y, err, sizeof err)) {
@@ -1185,6 +1188,60 @@ static char **split_eq(int *argc, char **argv)
     return av;
 }
 
+/* The summary line's note of n GEMV checks skipped (pipeline p named, not run): " (2 GEMV
+ * checks of recon skipped: the skipped lines above say why)". */
+static const char *skipped_note(int n, int p)
+{
+    static char buf[160];
+    snprintf(buf, sizeof buf, " (%d GEMV %s of %s skipped: the skipped lines above say why)", n,
+             n == 1 ? "check" : "checks", pipe_name[p]);
+    return buf;
+}
+
+/* The matrices md keeps after --match (wr_model_keep), checked: none (no matrix in the input, or
+ * --match named none that runs: what it named said) or a --match that names none of them dies
+ * with the reason, exit 1. */
+static void match_check(const wr_model *md)
+{
+    if (md->n == 0) {   /* (nothing run: no matrix, or --match named none that runs) */
+        char kinds[200];   /* what it matched that is not run, said (it was "no coded matrix" alone) */
+        char pats[600] = "";   /* the substrings, whole: 'a' or 'a' or 'b' ... or N more (the
+                                  first cut at 400 bytes, marked ...) */
+        if (opt.nmatch)
+            snprintf(pats, sizeof pats, "'%.400s%s'", opt.match[0], strlen(opt.match[0]) > 400 ? "..." : "");
+        for (int i = 1; i < opt.nmatch; i++) {
+            const size_t at = strlen(pats);
+            if (at + strlen(opt.match[i]) + 6 + 16 >= sizeof pats) {   /* room for it and " or N more" */
+                snprintf(pats + at, sizeof pats - at, " or %d more", opt.nmatch - i);
+                break;
+            }
+            snprintf(pats + at, sizeof pats - at, " or '%s'", opt.match[i]);
+        }
+        const int n = md->n_shared + md->n_other + md->n_empty;
+        if (opt.nmatch && n) {
+            char msg[800];
+            not_run_kinds(md, kinds, sizeof kinds);
+            snprintf(msg, sizeof msg, "no matrix wprun runs matches --match %s: %s not run (%s)", pats,
+                     n > 1 ? "the ones it matches are" : "the matrix it matches is", kinds);
+            die(WR_EXIT_FAIL, "%s", msg);
+        }
+        if (opt.nmatch)
+            die(WR_EXIT_FAIL, "no matrix matches --match %s", pats);
+        die(WR_EXIT_FAIL, "%s", "no matrices in the input");
+    }
+    for (int i = 0; i < opt.nmatch; i++) {   /* each --match names a matrix it runs, as one alone must */
+        int hit = 0;
+        for (int j = 0; j < md->n && !hit; j++)
+            hit = strstr(md->m[j].name, opt.match[i]) != NULL;
+        if (!hit) {   /* a typo beside a --match that matched went unnoticed (a fresh user's find) */
+            char msg[600];
+            snprintf(msg, sizeof msg, "no matrix wprun runs matches --match '%.400s%s' (the others match %d)",
+                     opt.match[i], strlen(opt.match[i]) > 400 ? "..." : "", md->n);
+            die(WR_EXIT_FAIL, "%s", msg);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     /* line by line: a run killed by a timeout (gpucheck.sh's steps) keeps what it printed, and
@@ -1320,6 +1377,13 @@ int main(int argc, char **argv)
                 snprintf(msg, sizeof msg, "%s", err);
             die(WR_EXIT_FAIL, "%s", msg);
         }
+    /* --match checked here when the bundles hold every matrix of the run: before the device is
+       asked for (a typo on a machine without a GPU got exit 3, "no CUDA device found": a note's
+       left alone) */
+    if (ns == 0) {
+        wr_model_keep(&md, opt.nmatch ? opt.match : NULL);
+        match_check(&md);
+    }
     /* the device asked for after the bundles are read, so a bundle's fault is said first (a missing
        bundle read "no CUDA device found" on a machine without one: a fresh user's find), and before
        the synthetic matrices are made (a 4096x14336 one takes seconds) */
@@ -1337,45 +1401,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "wprun: no CUDA device found (use --cpu for the CPU reference)\n");
         return WR_EXIT_NODEV;
     }
-    for (int i = 0; i < ns; i++)
-        add_synth(&md, synths[i]);
-    wr_model_keep(&md, opt.nmatch ? opt.match : NULL);   /* --match: the synthetic matrices too */
-    if (md.n == 0) {   /* (nothing run: no matrix, or --match named none that runs) */
-        char kinds[200];   /* what it matched that is not run, said (it was "no coded matrix" alone) */
-        char pats[600] = "";   /* the substrings, whole: 'a' or 'a' or 'b' ... or N more (the
-                                  first cut at 400 bytes, marked ...) */
-        if (opt.nmatch)
-            snprintf(pats, sizeof pats, "'%.400s%s'", opt.match[0], strlen(opt.match[0]) > 400 ? "..." : "");
-        for (int i = 1; i < opt.nmatch; i++) {
-            const size_t at = strlen(pats);
-            if (at + strlen(opt.match[i]) + 6 + 16 >= sizeof pats) {   /* room for it and " or N more" */
-                snprintf(pats + at, sizeof pats - at, " or %d more", opt.nmatch - i);
-                break;
-            }
-            snprintf(pats + at, sizeof pats - at, " or '%s'", opt.match[i]);
-        }
-        const int n = md.n_shared + md.n_other + md.n_empty;
-        if (opt.nmatch && n) {
-            char msg[800];
-            not_run_kinds(&md, kinds, sizeof kinds);
-            snprintf(msg, sizeof msg, "no matrix wprun runs matches --match %s: %s not run (%s)", pats,
-                     n > 1 ? "the ones it matches are" : "the matrix it matches is", kinds);
-            die(WR_EXIT_FAIL, "%s", msg);
-        }
-        if (opt.nmatch)
-            die(WR_EXIT_FAIL, "no matrix matches --match %s", pats);
-        die(WR_EXIT_FAIL, "%s", "no matrices in the input");
-    }
-    for (int i = 0; i < opt.nmatch; i++) {   /* each --match names a matrix it runs, as one alone must */
-        int hit = 0;
-        for (int j = 0; j < md.n && !hit; j++)
-            hit = strstr(md.m[j].name, opt.match[i]) != NULL;
-        if (!hit) {   /* a typo beside a --match that matched went unnoticed (a fresh user's find) */
-            char msg[600];
-            snprintf(msg, sizeof msg, "no matrix wprun runs matches --match '%.400s%s' (the others match %d)",
-                     opt.match[i], strlen(opt.match[i]) > 400 ? "..." : "", md.n);
-            die(WR_EXIT_FAIL, "%s", msg);
-        }
+    if (ns) {
+        for (int i = 0; i < ns; i++)
+            add_synth(&md, synths[i]);
+        wr_model_keep(&md, opt.nmatch ? opt.match : NULL);   /* --match: the synthetic matrices too */
+        match_check(&md);
     }
     /* auto picks the pipeline of the CPU's --verify GEMV checks and of the GPU's --graph pass (the
        GPU's --verify checks every pipeline) */
@@ -1450,8 +1480,9 @@ int main(int argc, char **argv)
     if (bad)
         printf("wprun: %d %s (%s): FAILED (%d %s above)\n", md.n, md.n == 1 ? "matrix" : "matrices",
                opt.cpu ? "cpu" : "gpu", bad, bad == 1 ? "failure" : "failures");
-    else
-        printf("wprun: %d %s (%s): ok\n", md.n, md.n == 1 ? "matrix" : "matrices", opt.cpu ? "cpu" : "gpu");
+    else   /* (a run whose every GEMV check was skipped said "ok" alone: a fresh user's find) */
+        printf("wprun: %d %s (%s): ok%s\n", md.n, md.n == 1 ? "matrix" : "matrices", opt.cpu ? "cpu" : "gpu",
+               n_skipped ? skipped_note(n_skipped, opt.pipe) : "");
     wr_model_free(&md);
     free(tunes);
     stdout_close();

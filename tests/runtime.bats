@@ -76,6 +76,8 @@ cpu_verify() {
         [ "$(echo "$output" | grep -cE "^gemv +BF16 .* batch [13] +$p relerr .* ok$")" -eq 2 ]
         # (they ran fused, unsaid but for the line's pipeline name: a fresh user's find)
         [ "$(echo "$output" | grep -cE "^gemv +Q4_K +synth.Q4_K.64x512 +batch [13] +$p skipped \(not a palette-pair BF16 matrix, or its palette entry 0 is exponent 255\)$")" -eq 2 ]
+        # and counted on the last line (a run whose every check was skipped said "ok" alone)
+        [ "${lines[-1]}" = "wprun: 2 matrices (cpu): ok (2 GEMV checks of $p skipped: the skipped lines above say why)" ]
         [ "$(echo "$output" | grep -c 'palette indices: transcode = load-time ok')" -eq 1 ]
     done
 }
@@ -532,6 +534,13 @@ open('$T/name', 'w').write(r.name)"
     run "$BIN/wprun" --verify --bundle "$T/missing.bundle"
     [ "$status" -eq 1 ]
     [ "$output" = "wprun: $T/missing.bundle: No such file or directory" ]
+    # and a --match that names no matrix of the bundles (it got exit 3, "no CUDA device found")
+    run "$BIN/wprun" --verify --match nope --bundle "$Q/bf16.bundle"
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: no matrix matches --match 'nope'" ]
+    run "$BIN/wprun" --verify --match blk.0 --match nope --bundle "$Q/bf16.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$output" == "wprun: no matrix wprun runs matches --match 'nope' (the others match "*")" ]]
     head -c 100 "$Q/bf16.bundle" > "$T/cut.bundle"
     run "$BIN/wprun" --verify "$T/cut.bundle"
     [ "$status" -eq 1 ]
