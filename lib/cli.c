@@ -32,6 +32,8 @@ static void out_abort_raw(void)
         lseek(STDOUT_FILENO, out_start, SEEK_SET);   /* shared with a `2>&1` stderr: no hole before its line */
 }
 
+void wp_out_abort_now(void) { out_abort_raw(); }
+
 /* Interrupted (Ctrl-C, kill, a closed pipe): remove the temporary output,
  * then die of the same signal. */
 static void on_signal(int sig)

@@ -77,6 +77,10 @@ void wp_out_commit(void);
  * otherwise than by wp_die (its own exit status) or that drops its output
  * and goes on (a failed check: no new tuning file). No-op without one. */
 void wp_out_abort(void);
+/* wp_out_abort for a signal handler (a program's own, as wprun's for SIGBUS): the temporary
+ * output unlinked, or a standard output redirected to a file cut back, with async-signal-safe
+ * calls alone (no stdio); the caller then exits with _exit. */
+void wp_out_abort_now(void);
 /* Die "refusing to write WHAT to a terminal (redirect it, pipe it, or use -o
  * FILE)" when path is standard output (NULL or "-") and that is a terminal:
  * the binary outputs (WHAT "a binary wpack stream", "a GGUF file"), as zstd

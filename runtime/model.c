@@ -297,6 +297,7 @@ static int load_stored(wr_model *md, int stored, wp_record *t, wp_record *map, c
 typedef struct {
     struct seen_tensor {
         char    *name;
+        int      ref;       /* a ref itself: no tensor a ref may share (unbundle's resolve_ref) */
         uint32_t type;
         int      n_dims;
         int64_t  ne[WP_MAX_DIMS];
@@ -310,6 +311,13 @@ static const struct seen_tensor *seen_find(const seen_set *s, const char *name)
         if (!strcmp(s->t[i].name, name))
             return &s->t[i];
     return NULL;
+}
+
+/* The tensor a ref may share: an earlier one of that name that is no ref itself. */
+static const struct seen_tensor *seen_target(const seen_set *s, const char *name)
+{
+    const struct seen_tensor *t = seen_find(s, name);
+    return t && !t->ref ? t : NULL;
 }
 
 /* Note tensor `name` of the type and shape of record h. -1 with a message for a second tensor
@@ -327,6 +335,7 @@ static int seen_add(seen_set *s, const char *name, const wp_record *h, const cha
         return fail(err, errlen, "out of memory");
     }
     s->t = g;
+    g[s->n].ref = h->kind == WP_REC_REF;
     g[s->n].type = h->type;
     g[s->n].n_dims = h->n_dims;
     memcpy(g[s->n].ne, h->ne, sizeof h->ne);
@@ -341,14 +350,16 @@ static void seen_free(seen_set *s)
     free(s->t);
 }
 
-/* Whether ROWMAP record map (unwrapped) fits a lane-coded matrix of `rows` distinct rows of
- * `cols`: its row length, one u32 a row, each the index of a distinct row (wp_rowmap_expand's
+/* Whether ROWMAP record map (unwrapped) fits a lane-coded matrix of type `type` (a map of another
+ * type loaded, and failed only at a restore: a review), `rows` distinct rows of `cols`: its row length, one u32 a row, each the index of a distinct row (wp_rowmap_expand's
  * checks, made at load: a map pointing past the distinct rows passed "ok", as wprun runs the
  * distinct rows alone: a breaker's find). 0, or -1 with the message. */
-static int rowmap_fits(const wp_record *map, int64_t rows, int64_t cols, const char *path, char *err, size_t errlen)
+static int rowmap_fits(const wp_record *map, uint32_t type, int64_t rows, int64_t cols, const char *path, char *err,
+                       size_t errlen)
 {
     const uint64_t n = map->ne[0] > 0 ? (uint64_t)(wp_record_nelem(map) / map->ne[0]) : 0;
-    if (map->n_dims < 2 || map->ne[0] != cols || n > UINT32_MAX || map->payload_len != 4 * n || n < (uint64_t)rows)
+    if (map->n_dims < 2 || map->ne[0] != cols || map->type != type || n > UINT32_MAX || map->payload_len != 4 * n ||
+        n < (uint64_t)rows)
         return fail(err, errlen, "%s: record '%s': row map does not fit its tensor", path, map->name);
     for (uint64_t r = 0; r < n; r++) {
         uint32_t u;
@@ -486,7 +497,8 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
             if (of == WP_REC_REF) {   /* (a ref to nothing before it, or to a tensor of another type or shape,
                                          passed "checksums ok": a breaker's find) */
                 char same[WP_MAX_NAME + 1] = "";
-                const struct seen_tensor *t = wp_attr_str(&other, "same_as", same, sizeof same) ? seen_find(&seen, same)
+                /* (a ref to a ref passed: a review) */
+                const struct seen_tensor *t = wp_attr_str(&other, "same_as", same, sizeof same) ? seen_target(&seen, same)
                                                                                                  : NULL;
                 if (same[0] && !t && !name_matches(same, match))
                     ;   /* its tensor not read (--match): what it shares is not known here */
@@ -546,7 +558,7 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
             break;
         }
         if (stray[0]) {   /* the GEMV gives the distinct rows' outputs */
-            if (rowmap_fits(&map, m->rows, m->cols, path, err, errlen)) {
+            if (rowmap_fits(&map, m->type, m->rows, m->cols, path, err, errlen)) {
                 rc = -1;
                 break;
             }

@@ -924,7 +924,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                                    : p == P_TWIN      ? "no original data for the twin"
                                    : p == P_PRIVATE   ? "the device's shared memory per block is too small"
                                                       : "not on this device");
-                        n_skipped += opt.pipe != P_AUTO;
+                        n_skipped += opt.pipe != P_AUTO && !m->stored;   /* (a stored one's is the twin's) */
                         continue;
                     }
                     if (wr_gpu_gemv(g, dm[i], p, x, batch, y, err, sizeof err)) {
@@ -1188,6 +1188,19 @@ static char **split_eq(int *argc, char **argv)
     return av;
 }
 
+/* A bundle cut short while it is mapped (wr_model_load): its pages past the new end are a
+ * SIGBUS, which ended wprun with no word, exit 135 (a review). One line, exit 1; --tune's
+ * temporary file removed as on any failure. */
+static void on_sigbus(int sig)
+{
+    (void)sig;
+    static const char msg[] = "wprun: a bundle was cut short while wprun ran (it reads its bundles in place, "
+                              "mapped): run it again on the whole bundle\n";
+    wp_out_abort_now();
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(WR_EXIT_FAIL);
+}
+
 /* The summary line's note of n GEMV checks skipped (pipeline p named, not run): " (2 GEMV
  * checks of recon skipped: the skipped lines above say why)". */
 static const char *skipped_note(int n, int p)
@@ -1248,6 +1261,7 @@ int main(int argc, char **argv)
        stderr's warnings fall between lines, not inside them */
     setvbuf(stdout, NULL, _IOLBF, 0);
     wp_cli_init("wprun");   /* INT, TERM, HUP and PIPE remove --tune's temporary file (lib/cli.h) */
+    signal(SIGBUS, on_sigbus);
     wr_model md;
     memset(&md, 0, sizeof md);
     const char *bundles[64], *synths[64];
