@@ -240,6 +240,7 @@ TEXT  ?= $(WPACK_DATA)/text/groups_merged.txt
 OUT   ?= out/frontier
 HESSIAN_CHUNKS ?= 8
 IMATRIX ?=
+unexport IMATRIX   # given to lazyweights by make model's recipe alone (frontier and bitrates took it)
 MODEL_NAME := $(basename $(notdir $(MODEL)))
 LAZY_BINS  := $(addprefix bin/,ggufcat gptq ggufpack histogram huffbuild laneinterleave verify unbundle)
 # (= not :=: HESSIAN_CHUNKS is checked and its leading zeros go below, for make model)
@@ -264,8 +265,9 @@ comma := ,
 # paths go to the shell in single quotes, and make cannot carry a space in a file name: a
 # quote, space or backslash is refused first (a ' in MODEL skipped the check, in OUT it ran
 # what followed it as a shell command)
-path_bad = $(or $(word 2,$(1)),$(findstring ',$(1)),$(findstring ",$(1)),$(findstring \,$(1)))
-$(foreach v,MODEL TEXT OUT IMATRIX,$(if $(call path_bad,$($(v))),$(error $(v)=$($(v)): a space, quote or backslash in this path cannot go through make (link the file under a plain name))))
+path_bad = $(or $(word 2,$(1)),$(findstring ',$(1)),$(findstring ",$(1)),$(findstring \,$(1)),$(findstring ;,$(1)),$(findstring %,$(1)),$(findstring :,$(1)),$(findstring $(hash),$(1)))
+hash := \#
+$(foreach v,MODEL TEXT OUT IMATRIX,$(if $(call path_bad,$($(v))),$(error $(v)=$($(v)): a space, quote, backslash, ;, %, : or # in this path cannot go through make (link the file under a plain name))))
 # HESSIAN_CHUNKS, with a TEXT (RTN uses none: TEXT= HESSIAN_CHUNKS=abc was refused), is a
 # count, 1 to 2147483647 as hessian --chunks takes it (0, -3 or abc wrote the stamps, then
 # hessian failed); without its leading zeros (08 named Hessians k08, apart from 8's k8)
