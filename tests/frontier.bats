@@ -402,6 +402,15 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [[ $output == *"*** OUT=$out';touch $BATS_TEST_TMPDIR/INJ;': a space, quote, backslash, ;, %, : or # in this path cannot go through make (link the file under a plain name).  Stop." ]]
     [ ! -e "$BATS_TEST_TMPDIR/INJ" ]
     [ -z "$(ls "$BATS_TEST_TMPDIR" | grep '^o')" ]
+    # so is a ;, %, : or # (an IMATRIX a;b.gguf was "No rule to make target", c:d.gguf "multiple
+    # target patterns": a review), whatever the file holds
+    for f in 'a;b' 'p%q' 'c:d' 'h#i'; do
+        : > "$BATS_TEST_TMPDIR/$f.gguf"
+        run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out" IMATRIX="$BATS_TEST_TMPDIR/$f.gguf"
+        [ "$status" -ne 0 ]
+        [[ $output == *"*** IMATRIX=$BATS_TEST_TMPDIR/$f.gguf: a space, quote, backslash, ;, %, : or # in this path cannot go through make (link the file under a plain name).  Stop." ]]
+    done
+    [ ! -e "$out" ]
 }
 
 @test "make model and lazyweights: a quantized MODEL, or one that is no GGUF, is refused before the Hessians" {
