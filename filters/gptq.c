@@ -332,14 +332,20 @@ static const wp_imatrix_entry *imatrix_entry(const char *name, int64_t ne0, int6
             snprintf(ten + strlen(ten), sizeof ten - strlen(ten), "%lld experts", (long long)n_mat);
         if (wp_ftype_is_token_embd(name)) {
             if (warn)
-                wp_warn("%s: imatrix entry %s does not fit the tensor: %lld values, its rows %s: quantized without it, "
-                        "as llama-quantize does", imat_path, name, (long long)(e->cols * e->n_mat), ten);
+                wp_warn("%s: imatrix entry %s does not fit the tensor: the entry has %lld values, the tensor's rows "
+                        "are %s: quantized without it, as llama-quantize does", imat_path, name,
+                        (long long)(e->cols * e->n_mat), ten);
             return NULL;
         }
-        snprintf(ent, sizeof ent, "%lld columns%s", (long long)e->cols, e->n_mat > 1 ? " x " : "");
-        if (e->n_mat > 1)
+        /* (an imatrix.dat holds a count of values alone, read as columns: a review) */
+        if (imatrix.legacy)
+            snprintf(ent, sizeof ent, "%lld values", (long long)(e->cols * e->n_mat));
+        else
+            snprintf(ent, sizeof ent, "%lld columns%s", (long long)e->cols, e->n_mat > 1 ? " x " : "");
+        if (!imatrix.legacy && e->n_mat > 1)
             snprintf(ent + strlen(ent), sizeof ent - strlen(ent), "%lld experts", (long long)e->n_mat);
-        wp_die("%s: imatrix entry %s does not fit the tensor: %s, its rows %s", imat_path, name, ent, ten);
+        wp_die("%s: imatrix entry %s does not fit the tensor: the entry has %s, the tensor's rows are %s", imat_path,
+               name, ent, ten);
     }
     return e;
 }

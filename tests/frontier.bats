@@ -64,7 +64,14 @@ CALIB="$DATA/text/groups_merged.txt"
     echo junk > "$d/junk.dat"
     run make "${args[@]}" OUT="$d/y" IMATRIX="$d/junk.dat"
     [ "$status" -ne 0 ]
-    [[ "$output" == *"*** POINT=Q4_K_M_g0_lam0_c1: gptq: $d/junk.dat: not GGUF, so read as a legacy imatrix.dat: "*".  Stop." ]]
+    [[ "$output" == *"*** IMATRIX=$d/junk.dat (for POINT=Q4_K_M_g0_lam0_c1): gptq: $d/junk.dat: not GGUF, so read as a legacy imatrix.dat: "*".  Stop." ]]
+    [ ! -e "$d/y" ]
+    # another model's imatrix: said of IMATRIX, in columns (it was blamed on POINT, "(64 x 1) does
+    # not fit the tensor (512 x 1)": a fresh user's find)
+    "$TOOLS/mkllama" "$F32" "$d/syn.gguf" F16 512,1536,1,8,4,512 > /dev/null
+    run make -C "$ROOT" --no-print-directory model MODEL="$d/syn.gguf" POINT=Q4_K_g0_lam0_c1 TEXT= OUT="$d/y" IMATRIX="$d/imat.gguf"
+    [ "$status" -ne 0 ]
+    [[ "$output" == *"*** IMATRIX=$d/imat.gguf (for POINT=Q4_K_g0_lam0_c1): gptq: $d/imat.gguf: imatrix entry blk.0.attn_q.weight does not fit the tensor: the entry has 64 columns, the tensor's rows are 512 long.  Stop." ]]
     [ ! -e "$d/y" ]
     run make "${args[@]}" OUT="$d/y" IMATRIX="$d/none.dat"
     [[ "$output" == *"*** IMATRIX=$d/none.dat: no such file.  Stop." ]]

@@ -613,13 +613,13 @@ PY
         run "$BIN/gptq" --rtn --ftype Q2_K_S --imatrix missing.dat $a
         one_line_error '^gptq: missing\.dat: no entry for tensor blk\.0\.attn_k\.weight, which type Q2_K needs \(llama-quantize: missing importance matrix in a very low-bit quantization\)$'
         run "$BIN/gptq" --rtn --ftype Q4_K_M --imatrix wrong.dat $a
-        one_line_error '^gptq: wrong\.dat: imatrix entry blk\.0\.attn_k\.weight does not fit the tensor: 128 columns, its rows 256 long$'
+        one_line_error '^gptq: wrong\.dat: imatrix entry blk\.0\.attn_k\.weight does not fit the tensor: the entry has 128 values, the tensor.s rows are 256 long$'
     done
     [ ! -e out.wts ]
     "$R/llama-quantize" --imatrix embd.dat synth.gguf ref.gguf Q4_K_M 1 > /dev/null 2>&1
     "$BIN/gptq" --rtn --ftype Q4_K_M --imatrix embd.dat --quiet synth.wts 2> err | "$BIN/ggufpack" > ours.gguf
     cmp ref.gguf ours.gguf
-    [ "$(cat err)" = "gptq: warning: embd.dat: imatrix entry token_embd.weight does not fit the tensor: 3 values, its rows 256 long: quantized without it, as llama-quantize does" ]
+    [ "$(cat err)" = "gptq: warning: embd.dat: imatrix entry token_embd.weight does not fit the tensor: the entry has 3 values, the tensor's rows are 256 long: quantized without it, as llama-quantize does" ]
 }
 
 @test "gptq: a tensor with a dimension of 0 is one line in --check and in a run (it died of SIGFPE)" {
