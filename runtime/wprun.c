@@ -1339,6 +1339,12 @@ int main(int argc, char **argv)
                 const long b = count_at(q, &e);
                 if (e == q || (*e && *e != ',') || b < 1 || b > 65536 || opt.nbatch == 32)
                     die(WR_EXIT_USAGE, "--batch: expected sizes 1..65536 separated by commas (at most 32), got '%s'", v);
+                for (int k = 0; k < opt.nbatch; k++)   /* (1,1 ran and tuned batch 1 twice: a fresh user's find) */
+                    if (opt.batch[k] == (int)b) {
+                        char msg[160];
+                        snprintf(msg, sizeof msg, "--batch: size %ld given twice in '%.100s'", b, v);
+                        die(WR_EXIT_USAGE, "%s", msg);
+                    }
                 opt.batch[opt.nbatch++] = (int)b;
                 if (!*e)
                     break;

@@ -182,6 +182,10 @@ cpu_verify() {
         run "$BIN/wprun" --cpu --synth Q4_0:4x32 --batch "$b"
         [ "$status" -eq 64 ] || { echo "batch '$b': status $status"; false; }
     done
+    # a size twice (1,1 ran and tuned batch 1 twice: a fresh user's find)
+    run "$BIN/wprun" --cpu --synth Q4_0:4x32 --batch 1,3,1
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: --batch: size 1 given twice in '1,3,1'" ]
     # --runs: 4294967297 wrapped to 1 in an int; a blank or a sign passed strtol
     for r in 4294967297 " 5" +5 0 100001 ""; do
         run "$BIN/wprun" --cpu --synth Q4_0:4x32 --runs "$r"
