@@ -85,6 +85,24 @@ int wp_rowmap_make(const wp_record *t, wp_record *map, wp_record *reduced)
     return rc;
 }
 
+int wp_rowmap_check(const wp_record *map, uint32_t type, int64_t rows, int64_t cols, char *err, size_t errlen)
+{
+    const uint64_t n = map->ne[0] > 0 ? (uint64_t)(wp_record_nelem(map) / map->ne[0]) : 0;
+    if (map->n_dims < 2 || map->ne[0] != cols || map->type != type || n > UINT32_MAX || map->payload_len != 4 * n ||
+        n < (uint64_t)rows) {
+        snprintf(err, errlen, "record '%s': row map does not fit its tensor", map->name);
+        return -1;
+    }
+    for (uint64_t r = 0; r < n; r++)
+        if (get32(map->payload + 4 * r) >= (uint64_t)rows) {
+            snprintf(err, errlen, "record '%s': row map points past the distinct rows", map->name);
+            return -1;
+        }
+    return 0;
+}
+
+uint32_t wp_rowmap_row(const wp_record *map, uint64_t r) { return get32(map->payload + 4 * r); }
+
 int wp_rowmap_expand(const wp_record *map, const wp_record *reduced, wp_record *full, char *err, size_t errlen)
 {
     uint64_t rows = map->ne[0] > 0 ? (uint64_t)(wp_record_nelem(map) / map->ne[0]) : 0;

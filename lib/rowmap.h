@@ -31,6 +31,17 @@ int wp_rowmap_make(const wp_record *t, wp_record *map, wp_record *reduced);
  * (message in err). */
 int wp_rowmap_expand(const wp_record *map, const wp_record *reduced, wp_record *full, char *err, size_t errlen);
 
+/* Whether ROWMAP record map fits a reduced tensor of type `type`, `rows`
+ * distinct rows of `cols` weights, without expanding it (a reader that runs
+ * the distinct rows, as wprun): 2 or more dimensions, that row length and
+ * type, one u32 a row, at least `rows` rows, each index below `rows`.
+ * Returns 0, or -1 with "record 'X': row map does not fit its tensor" or
+ * "record 'X': row map points past the distinct rows" in err. */
+int wp_rowmap_check(const wp_record *map, uint32_t type, int64_t rows, int64_t cols, char *err, size_t errlen);
+
+/* Row r's index among the distinct rows, of a map wp_rowmap_check passed. */
+uint32_t wp_rowmap_row(const wp_record *map, uint64_t r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -350,24 +350,16 @@ static void seen_free(seen_set *s)
     free(s->t);
 }
 
-/* Whether ROWMAP record map (unwrapped) fits a lane-coded matrix of type `type` (a map of another
- * type loaded, and failed only at a restore: a review), `rows` distinct rows of `cols`: its row length, one u32 a row, each the index of a distinct row (wp_rowmap_expand's
- * checks, made at load: a map pointing past the distinct rows passed "ok", as wprun runs the
- * distinct rows alone: a breaker's find). 0, or -1 with the message. */
-static int rowmap_fits(const wp_record *map, uint32_t type, int64_t rows, int64_t cols, const char *path, char *err,
-                       size_t errlen)
+/* Whether ROWMAP record map (unwrapped) fits lane-coded matrix m, checked at load
+ * (wp_rowmap_check: a map pointing past the distinct rows, or of another type, passed "ok",
+ * as wprun runs the distinct rows alone: a breaker's and a reviewer's finds). 0, or -1 with
+ * the message, naming path. */
+static int rowmap_fits(const wp_record *map, const wr_matrix *m, const char *path, char *err, size_t errlen)
 {
-    const uint64_t n = map->ne[0] > 0 ? (uint64_t)(wp_record_nelem(map) / map->ne[0]) : 0;
-    if (map->n_dims < 2 || map->ne[0] != cols || map->type != type || n > UINT32_MAX || map->payload_len != 4 * n ||
-        n < (uint64_t)rows)
-        return fail(err, errlen, "%s: record '%s': row map does not fit its tensor", path, map->name);
-    for (uint64_t r = 0; r < n; r++) {
-        uint32_t u;
-        memcpy(&u, map->payload + 4 * r, 4);   /* little-endian, as every host wpack runs on */
-        if (u >= (uint64_t)rows)
-            return fail(err, errlen, "%s: record '%s': row map points past the distinct rows", path, map->name);
-    }
-    return 0;
+    char why[WP_MAX_NAME + 100];
+    if (wp_rowmap_check(map, m->type, m->rows, m->cols, why, sizeof why) == 0)
+        return 0;
+    return fail(err, errlen, "%s: %s", path, why);
 }
 
 int wr_model_load(wr_model *md, const char *path, const char *const *match, char *err, size_t errlen)
@@ -558,7 +550,7 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
             break;
         }
         if (stray[0]) {   /* the GEMV gives the distinct rows' outputs */
-            if (rowmap_fits(&map, m->type, m->rows, m->cols, path, err, errlen)) {
+            if (rowmap_fits(&map, m, path, err, errlen)) {
                 rc = -1;
                 break;
             }

@@ -642,11 +642,9 @@ static int ref_gemv_all(const wr_matrix *m, const uint8_t *ref, size_t len, cons
 static void gather_rows(const wr_matrix *m, const float *y, int batch, float *y_all)
 {
     for (int b = 0; b < batch; b++)
-        for (int64_t r = 0; r < m->rows_all; r++) {
-            uint32_t u;
-            memcpy(&u, m->rowmap.payload + 4 * r, 4);
-            y_all[(size_t)b * (size_t)m->rows_all + (size_t)r] = y[(size_t)b * (size_t)m->rows + u];
-        }
+        for (int64_t r = 0; r < m->rows_all; r++)
+            y_all[(size_t)b * (size_t)m->rows_all + (size_t)r] =
+                y[(size_t)b * (size_t)m->rows + wp_rowmap_row(&m->rowmap, (uint64_t)r)];
 }
 
 /* One matrix on the CPU: its checks (--verify), timings (--bench, --tune).
