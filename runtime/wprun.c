@@ -47,7 +47,7 @@ static const char usage[] =
     "  --bench         time every pipeline the matrix takes (medians; on the GPU\n"
     "                  device events, with the twin and cuBLAS beside them)\n"
     "  --tune          time every pipeline per matrix and batch; write --tuning\n"
-    "                  (the whole file: matrices not tuned now drop out)\n"
+    "                  (the lines of matrices not tuned now kept)\n"
     "  --batch LIST    batch sizes (default 1)\n"
     "  --pipeline P    GEMV pipeline for --verify and --graph: auto (tuning file, else\n"
     "                  staged or ring for quantized types up to batch 8, palette\n"
@@ -177,6 +177,24 @@ static void stdout_close(void)
 
 #define TUNING_HEAD "# wprun tuning v2 ("
 
+/* What a tuning file's first line says it is: 'c' or 'g' for this version's
+ * file tuned on the cpu or the gpu (TUNING_HEAD, then "cpu)" or "gpu)"),
+ * 'v' for another version's ("# wprun tuning vN " with N not 2), 0 for no
+ * tuning file at all ("(CPU)", "(cpuish)" and "vvv" were taken: a
+ * breaker's find). */
+static int tuning_head_kind(const char *line)
+{
+    const size_t hl = strlen(TUNING_HEAD);
+    if (!strncmp(line, TUNING_HEAD, hl))
+        return !strncmp(line + hl, "cpu)", 4) ? 'c' : !strncmp(line + hl, "gpu)", 4) ? 'g' : 0;
+    const char *v = line + 16;
+    if (strncmp(line, "# wprun tuning v", 16) || !isdigit((unsigned char)*v))
+        return 0;
+    while (isdigit((unsigned char)*v))
+        v++;
+    return *v == ' ' || *v == ':' || *v == '\n' || *v == '\r' || !*v ? 'v' : 0;
+}
+
 typedef struct {
     char name[256], type[16];
     long long rows, cols;
@@ -293,19 +311,20 @@ static void tuning_read(const char *path)
         return;
     }
     int long_line;
-    while (tuning_getline(line, f, ln == 0, &long_line) >= 0) {
+    long n;
+    while ((n = tuning_getline(line, f, ln == 0, &long_line)) >= 0) {
         ln++;
         if (ln == 1) {
-            const size_t hl = strlen(TUNING_HEAD);
-            if (long_line || strncmp(line, TUNING_HEAD, hl)) {
+            const int kind = long_line || memchr(line, 0, (size_t)n) ? 0 : tuning_head_kind(line);
+            if (kind != 'c' && kind != 'g') {
                 fprintf(stderr, "wprun: warning: %s: %s: none of it is used (auto takes its defaults)\n", path,
-                        strncmp(line, "# wprun tuning v", 16)
-                            ? "not a wprun tuning file (its first line is not '" TUNING_HEAD "...')"
-                            : "another version's tuning file (v2 keys matrices by name, type and shape; run --tune "
-                              "again)");
+                        kind != 'v' ? "not a wprun tuning file (its first line is not '" TUNING_HEAD "cpu|gpu)...')"
+                                    : "another version's tuning file (v2 keys matrices by name, type and shape; run "
+                                      "--tune again)");
                 break;
             }
-            if (strncmp(line + hl, opt.cpu ? "cpu" : "gpu", 3)) {
+            const size_t hl = strlen(TUNING_HEAD);
+            if ((kind == 'c') != !!opt.cpu) {
                 /* the current folder's file, tuned on the other kind of machine, is not used: a
                    --cpu --tune run once in a folder steered every later GPU run there (a fresh
                    user's find); one named with --tuning is, as asked */
@@ -325,7 +344,7 @@ static void tuning_read(const char *path)
         tune_ent e;
         int p;
         double us;
-        if (long_line || !tuning_line(line, &e, &p, &us)) {
+        if (long_line || memchr(line, 0, (size_t)n) || !tuning_line(line, &e, &p, &us)) {
             if (warned++ < 5)
                 fprintf(stderr, "wprun: warning: %s:%d: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with "
                                 "a coded pipeline; skipped\n", path, ln);
@@ -346,6 +365,117 @@ static void tuning_read(const char *path)
     fclose(f);
 }
 
+/* --tune keeps the old file's lines of the matrices and batches it does not
+ * time (a run on part of a model dropped the rest's lines: a fresh user's
+ * find): each measurement line as it was, with its key, in file order. */
+typedef struct {
+    tune_ent key;   /* name, type, shape and batch (us unused) */
+    char *text;     /* the line, newline included */
+} kept_line;
+static kept_line *kept;
+static int nkept;
+
+/* Before --tune writes path: read its measurement lines into kept. A path
+ * that is absent, empty, not a regular file (a FIFO or device, written in
+ * place), or a tuning file of another version keeps nothing; lines that are
+ * not measurements are dropped with a warning (file:line, as tuning_read).
+ * Dies (nothing timed, nothing written) when the file is not a tuning file
+ * at all (a --tuning naming another file overwrote it), or was tuned on the
+ * other kind of machine (a --cpu --tune in a folder replaced the GPU's
+ * tuning): the way on is to remove it or name another file. */
+static void tuning_keep(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode) || st.st_size == 0)
+        return;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%%s: cannot read it (%s): --tune keeps its other lines, so it reads it first",
+                 strerror(errno));
+        die(WR_EXIT_FAIL, msg, path);
+    }
+    char line[TUNING_LINE_MAX + 1];
+    int ln = 0, warned = 0, long_line;
+    long n;
+    /* (a regular file: a long first line is read through, its first bytes judged) */
+    while ((n = tuning_getline(line, f, 0, &long_line)) >= 0) {
+        ln++;
+        if (ln == 1) {
+            const int kind = memchr(line, 0, (size_t)n) ? 0 : tuning_head_kind(line);
+            if (!kind) {
+                fclose(f);
+                die(WR_EXIT_FAIL, "%s: not a wprun tuning file (its first line is not '" TUNING_HEAD
+                                  "cpu|gpu)...'): --tune does not overwrite it (remove it, or name another file with "
+                                  "--tuning)", path);
+            }
+            if (kind == 'v') {   /* a v1 file: its lines are keyed otherwise */
+                fprintf(stderr, "wprun: warning: %s: another version's tuning file: none of its lines kept\n", path);
+                break;
+            }
+            if ((kind == 'c') != !!opt.cpu) {
+                char msg[512];
+                snprintf(msg, sizeof msg, "%%s: tuned on the %s, this run is on the %s: --tune does not overwrite "
+                         "it (remove it, or name another file with --tuning)", kind == 'c' ? "cpu" : "gpu",
+                         opt.cpu ? "cpu" : "gpu");
+                fclose(f);
+                die(WR_EXIT_FAIL, msg, path);
+            }
+            continue;
+        }
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
+            continue;
+        char copy[TUNING_LINE_MAX + 1];
+        memcpy(copy, line, sizeof copy);
+        tune_ent e;
+        int p;
+        double us;
+        if (long_line || memchr(line, 0, (size_t)n) || !tuning_line(copy, &e, &p, &us)) {
+            if (warned++ < 5)
+                fprintf(stderr, "wprun: warning: %s:%d: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with "
+                                "a coded pipeline; dropped\n", path, ln);
+            continue;
+        }
+        kept_line *k = realloc(kept, (size_t)(nkept + 1) * sizeof *k);
+        const size_t len = strlen(line);
+        char *text = malloc(len + 2);
+        if (!k || !text)
+            die(WR_EXIT_FAIL, "%s", "out of memory");
+        kept = k;
+        memcpy(text, line, len + 1);
+        if (len == 0 || text[len - 1] != '\n')   /* a last line without its newline */
+            memcpy(text + len, "\n", 2);
+        kept[nkept].key = e;
+        kept[nkept++].text = text;
+    }
+    if (warned > 5)
+        fprintf(stderr, "wprun: warning: %s: %d more such lines dropped\n", path, warned - 5);
+    const int err = ferror(f);
+    fclose(f);
+    if (err)
+        die(WR_EXIT_FAIL, "%s: read error: --tune does not overwrite it", path);
+}
+
+/* After the run's own lines: the kept lines whose matrix and batch this run
+ * did not time (tuning_put recorded those in tunes); returns their count.
+ * With tf NULL (the file left as it was), only frees them. */
+static int tuning_put_kept(FILE *tf)
+{
+    int n = 0;
+    for (int i = 0; i < nkept; i++) {
+        const tune_ent *e = &kept[i].key;
+        if (tf && !tune_find(e->name, e->type, e->rows, e->cols, e->batch, 0)) {
+            fputs(kept[i].text, tf);
+            n++;
+        }
+        free(kept[i].text);
+    }
+    free(kept);
+    kept = NULL;
+    nkept = 0;
+    return n;
+}
+
 static int is_palette_bf16(const wr_matrix *m);
 static const char *type_name(const wr_matrix *m);
 
@@ -357,6 +487,7 @@ static int n_skipped;   /* GEMV checks skipped: the pipeline --pipeline named do
 static void tuning_put(FILE *tf, const wr_matrix *m, int batch, int pipe, double us, int digits)
 {
     n_tuned++;
+    tune_find(m->name, type_name(m), m->rows, m->cols, batch, 1);   /* timed now: its kept lines go (tuning_put_kept) */
     fprintf(tf, "%s\t%s\t%lldx%lld\t%d\t%s\t%.*f\n", m->name, type_name(m), (long long)m->rows,
             (long long)m->cols, batch, pipe_name[pipe], digits, us);
 }
@@ -1435,6 +1566,7 @@ int main(int argc, char **argv)
            when complete; a link's file replaced, the link kept; its permission bits kept; a
            FIFO or device written in place; one of the run's bundles refused. "-" is a file. */
         tf = wp_out_open(strcmp(opt.tuning, "-") ? opt.tuning : "./-");
+        tuning_keep(strcmp(opt.tuning, "-") ? opt.tuning : "./-");   /* after wp_out_open's refusals */
         signal(SIGPIPE, tune_sigpipe);   /* `wprun --tune ... | head` */
         fprintf(tf, TUNING_HEAD "%s): matrix type shape batch pipeline microseconds\n", opt.cpu ? "cpu" : "gpu");
     }
@@ -1449,6 +1581,7 @@ int main(int argc, char **argv)
     }
     if (tf && (bad || !n_tuned)) {   /* a failed check, or nothing tuned: the old tuning file stays as it was */
         wp_out_abort();
+        tuning_put_kept(NULL);
         struct stat st;
         const int kept = stat(opt.tuning, &st) == 0;
         if (bad)
@@ -1460,7 +1593,11 @@ int main(int argc, char **argv)
                     md.n == 1 ? "is" : "are", md.n == 1 ? "its" : "their", opt.tuning,
                     kept ? "left as it was" : "not written");
     } else if (tf) {
+        const int nk = tuning_put_kept(tf);
         wp_out_commit();   /* dies, the temporary file removed, on a write error */
+        if (nk)
+            fprintf(stderr, "wprun: %s: %d %s of matrices or batches not tuned in this run kept\n", opt.tuning, nk,
+                    nk == 1 ? "line" : "lines");
     }
     int n_used = 0;
     for (int i = 0; i < ntunes; i++)

@@ -229,7 +229,7 @@ cpu_verify() {
     # under a 2 GB address-space limit getline failed and the file was called empty; without one it took all memory
     run --separate-stderr bash -c "ulimit -v 2000000; timeout 60 '$BIN/wprun' --cpu --verify --synth Q4_0:64x256 --tuning /dev/zero"
     [ "$status" -eq 0 ]
-    [ "$stderr" = "wprun: warning: /dev/zero: not a wprun tuning file (its first line is not '# wprun tuning v2 (...'): none of it is used (auto takes its defaults)" ] || { echo "$stderr"; false; }
+    [ "$stderr" = "wprun: warning: /dev/zero: not a wprun tuning file (its first line is not '# wprun tuning v2 (cpu|gpu)...'): none of it is used (auto takes its defaults)" ] || { echo "$stderr"; false; }
     # a line past 4096 bytes is skipped as one line, the rest of it read and dropped: a
     # measurement padded with blanks (taken whole before) does not count, the next line does
     local m='synth.Q4_K.64x512\tQ4_K\t64x512\t1'
@@ -322,7 +322,7 @@ cpu_verify() {
     printf 'synth.Q4_K.64x512\tQ4_K\t64x512\t1\tfull\t0.5\n' > "$T/nohead.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/nohead.tun"
     [ "$status" -eq 0 ]
-    [[ "$output" == *"wprun: warning: $T/nohead.tun: not a wprun tuning file (its first line is not '# wprun tuning v2 (...'): none of it is used"* ]]
+    [[ "$output" == *"wprun: warning: $T/nohead.tun: not a wprun tuning file (its first line is not '# wprun tuning v2 (cpu|gpu)...'): none of it is used"* ]]
     echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +ring relerr'
     : > "$T/empty.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/empty.tun"
@@ -644,6 +644,72 @@ open('$T/name', 'w').write(r.name)"
     [ "$status" -eq 1 ]
     [ "$output" = "wprun: $T/tdir: is a directory" ]
     [ -z "$(ls "$T" | grep 'tdir.tmp')" ]
+}
+
+@test "wprun --tune keeps the old file's lines of matrices and batches it does not time, and overwrites no other file" {
+    # a tuning run on part of a model dropped the rest's lines (a fresh user's find)
+    "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --synth Q8_0:64x256 --batch 1,2 --tuning "$T/a.tun" --runs 1 > /dev/null
+    grep -E '^synth.Q8_0' "$T/a.tun" > "$T/q8.lines"
+    grep -E '^synth.Q4_0.*	1	(fused|full)	' "$T/a.tun" > "$T/q4b1.lines"
+    [ "$(wc -l < "$T/q8.lines")" -eq 4 ]
+    [ "$(wc -l < "$T/q4b1.lines")" -eq 2 ]
+    printf '# a comment\nnot a measurement\n' >> "$T/a.tun"
+    run --separate-stderr "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --batch 2,4 --tuning "$T/a.tun" --runs 1
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: $T/a.tun:11: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with a coded pipeline; dropped
+wprun: $T/a.tun: 6 lines of matrices or batches not tuned in this run kept" ]
+    # the run's own lines first (Q4_0 at batches 2 and 4), then the kept ones as they were, in order
+    [ "$(sed -n '2,5p' "$T/a.tun" | cut -f1,4,5 | tr '\t' ' ')" = "synth.Q4_0.64x256 2 fused
+synth.Q4_0.64x256 2 full
+synth.Q4_0.64x256 4 fused
+synth.Q4_0.64x256 4 full" ]
+    [ "$(sed -n '6,7p' "$T/a.tun")" = "$(cat "$T/q4b1.lines")" ]
+    [ "$(sed -n '8,$p' "$T/a.tun")" = "$(cat "$T/q8.lines")" ]
+    # a file that is not a tuning file, or one tuned on the other kind of machine: refused,
+    # before any timing, and left as it was (--tuning notes.txt overwrote the notes)
+    echo "my notes" > "$T/notes.txt"
+    run "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning "$T/notes.txt" --runs 1
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: $T/notes.txt: not a wprun tuning file (its first line is not '# wprun tuning v2 (cpu|gpu)...'): --tune does not overwrite it (remove it, or name another file with --tuning)" ]
+    [ "$(cat "$T/notes.txt")" = "my notes" ]
+    sed '1s/(cpu)/(gpu)/' "$T/a.tun" > "$T/g.tun"
+    cp "$T/g.tun" "$T/g.before"
+    run "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning "$T/g.tun" --runs 1
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: $T/g.tun: tuned on the gpu, this run is on the cpu: --tune does not overwrite it (remove it, or name another file with --tuning)" ]
+    cmp "$T/g.tun" "$T/g.before"
+    [ -z "$(ls "$T" | grep '\.tmp')" ]
+    # a first line like a tuning file's but not one: refused, as any other file ("(CPU)" was
+    # "tuned on the CPU, this run is on the cpu", "(cpuish)" a cpu file, "vvv" another version's,
+    # overwritten: a breaker's finds)
+    for head in '# wprun tuning v2 (CPU): x' '# wprun tuning v2 (cpuish): x' '# wprun tuning vvv not really' '# wprun tuning v2 ('; do
+        printf '%s\nimportant\n' "$head" > "$T/h.tun"
+        run "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning "$T/h.tun" --runs 1
+        [ "$status" -eq 1 ]
+        [ "$output" = "wprun: $T/h.tun: not a wprun tuning file (its first line is not '# wprun tuning v2 (cpu|gpu)...'): --tune does not overwrite it (remove it, or name another file with --tuning)" ]
+        [ "$(sed -n 2p "$T/h.tun")" = important ]
+        run --separate-stderr "$BIN/wprun" --cpu --verify --synth Q4_0:64x256 --tuning "$T/h.tun"
+        [ "$stderr" = "wprun: warning: $T/h.tun: not a wprun tuning file (its first line is not '# wprun tuning v2 (cpu|gpu)...'): none of it is used (auto takes its defaults)" ]
+    done
+    # a line with a NUL byte: dropped with a warning (it was kept cut at the NUL, unsaid)
+    printf '# wprun tuning v2 (cpu): x\nm2\tQ4_0\t64x256\t1\tfused\t1.0\0junk\nm3\tQ4_0\t64x256\t1\tfused\t2.0\n' > "$T/nul.tun"
+    run --separate-stderr "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning "$T/nul.tun" --runs 1
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: $T/nul.tun:2: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with a coded pipeline; dropped
+wprun: $T/nul.tun: 1 line of matrices or batches not tuned in this run kept" ]
+    [ "$(grep -ac '^m2' "$T/nul.tun")" -eq 0 ]
+    [ "$(tail -n 1 "$T/nul.tun")" = "$(printf 'm3\tQ4_0\t64x256\t1\tfused\t2.0')" ]
+    # another version's file: replaced whole, with a warning; an empty one is a new file
+    printf '# wprun tuning v1: name batch pipeline us\nx 1 fused 1.0\n' > "$T/v1.tun"
+    run --separate-stderr "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning "$T/v1.tun" --runs 1
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: $T/v1.tun: another version's tuning file: none of its lines kept" ]
+    [ "$(grep -vc '^#' "$T/v1.tun")" -eq 2 ]
+    : > "$T/empty.tun"
+    run --separate-stderr "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning "$T/empty.tun" --runs 1
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    [ "$(grep -vc '^#' "$T/empty.tun")" -eq 2 ]
 }
 
 @test "wprun: auto's picks from the current folder's wprun.tuning are said on stderr, and only those" {
