@@ -509,14 +509,16 @@ int wp_reader_close(wp_reader *rd)
 
 /* A record as messages name it: "record 'NAME'", or for a record without a
  * name "the gguf record" or "the kvpack record" (a stream's one of each: the
- * GGUF's header and metadata), else "an unnamed KIND record" ("record ''"
- * told a user nothing). Returns buf (n bytes). */
+ * GGUF's header and metadata), "the index (end record)", else "an unnamed
+ * KIND record" ("record ''" told a user nothing). Returns buf (n bytes). */
 static const char *rec_label(const wp_record *r, char *buf, size_t n)
 {
     if (r->name && r->name[0])
         snprintf(buf, n, "record '%s'", r->name);
     else if (r->kind == WP_REC_GGUF || r->kind == WP_REC_KVPACK)
         snprintf(buf, n, "the %s record", wp_rec_kind_name(r->kind));
+    else if (r->kind == WP_REC_END)   /* as wpack-stream(5) names it (it was "an unnamed end record") */
+        snprintf(buf, n, "the index (end record)");
     else if (wp_rec_kind_known(r->kind))
         snprintf(buf, n, "an unnamed %s record", wp_rec_kind_name(r->kind));
     else
@@ -841,6 +843,90 @@ static void frame_holds(FILE *f, const char *path, char *err, size_t errlen)
     rewind(f);
 }
 
+/* Why stream file f (size bytes), whose last 8 bytes are not the trailer's
+ * magic, ends as it does, into err: its records walked from the start by
+ * their headers alone (seeking past payloads), so a file cut short, or one
+ * with bytes after its trailer, is named as a reader in order names it
+ * (the index reader called both a "damaged or missing index trailer": a
+ * note's left alone):
+ *   "truncated stream: record 'X' at byte N claims P payload bytes, the file
+ *    has Q after its header"; "... record header at byte N ends at byte S";
+ *   "truncated stream: it ends at byte S after record 'X', before the index";
+ *   "corrupt stream: data after its end (N bytes after the trailer)".
+ * Where the walk meets no record, or the trailer's place holds 16 bytes,
+ * the trailer itself is what is damaged: the message says so. of: "" or
+ * " of the decompressed stream". */
+static void trailer_missing(FILE *f, uint64_t size, const char *path, const char *of, char *err, size_t errlen)
+{
+    const char *upstream = " (upstream failed or file cut short)";
+    uint8_t h[16];
+    char lb[WP_MAX_NAME + 32];
+    uint64_t o = 16;
+    const unsigned align = !fseeko(f, 0, SEEK_SET) && fread(h, 1, 16, f) == 16 ? get32(h + 12) : 0;
+    if (!align || align > 4096 || (align & (align - 1))) {   /* as the stream header's reader says it */
+        snprintf(err, errlen, "%s: bad stream alignment %u", path, align);
+        return;
+    }
+    for (;;) {
+        uint8_t fx[REC_FIXED];
+        const size_t want = size - o < REC_FIXED ? (size_t)(size - o) : REC_FIXED;
+        if (fseeko(f, (off_t)o, SEEK_SET) || fread(fx, 1, want, f) != want || (want >= 4 && get32(fx) != REC_TAG))
+            break;   /* no record here: the trailer (or what came before it) is damaged */
+        const char *cut = NULL;   /* the part the file ends in */
+        const uint32_t nl = want < REC_FIXED ? 0 : get32(fx + 12), al = want < REC_FIXED ? 0 : get32(fx + 48);
+        if (want == REC_FIXED && (nl > WP_MAX_NAME || al > MAX_ATTRS)) {
+            snprintf(err, errlen, "%s: corrupt record header at byte %" PRIu64, path, o);
+            return;
+        }
+        const uint64_t hl = header_len(nl, al);
+        if (want < REC_FIXED || hl > size - o) {   /* (o == size too: cut where a record starts) */
+            snprintf(err, errlen, "%s: truncated stream: record header ends at byte %" PRIu64 "%s%s", path, size, of,
+                     upstream);
+            return;
+        }
+        uint8_t *hd = malloc(hl);   /* the whole header, for its checksum and name */
+        if (!hd || fseeko(f, (off_t)o, SEEK_SET) || fread(hd, 1, hl, f) != hl) {
+            free(hd);
+            break;
+        }
+        const int sum_ok = XXH64(hd, hl - 8, 0) == get64(hd + hl - 8);
+        char name[WP_MAX_NAME + 1];
+        memcpy(name, hd + REC_FIXED, nl);
+        name[nl] = 0;
+        free(hd);
+        if (!sum_ok) {
+            snprintf(err, errlen, "%s: corrupt record header at byte %" PRIu64 " (checksum mismatch)", path, o);
+            return;
+        }
+        wp_record r = {.name = name, .kind = get16(fx + 4)};
+        rec_label(&r, lb, sizeof lb);
+        const uint64_t len = get64(fx + 56), after = size - o - hl;
+        const uint64_t pl = o + hl + pad_to(o + hl, align), next = pl + len + pad_to(len, align);
+        if (len > after)   /* the in-order reader's check, before its record padding */
+            snprintf(err, errlen, "%s: truncated stream: %s at byte %" PRIu64 " claims %" PRIu64 " payload bytes, the "
+                     "%s has %" PRIu64 " after its header", path, lb, o, len, of[0] ? "decompressed stream" : "file",
+                     after);
+        else if ((cut = pl > size ? "record padding" : pl + len > size ? "payload" : next > size ? "payload padding" : NULL))
+            snprintf(err, errlen, "%s: truncated stream: %s ends at byte %" PRIu64 "%s%s", path, cut, size, of,
+                     upstream);
+        else if (r.kind == WP_REC_END && size - next > 16)
+            snprintf(err, errlen, "%s: corrupt stream: data after its end (%" PRIu64 " %s after the trailer at byte %"
+                     PRIu64 "%s)", path, size - next - 16, size - next - 16 == 1 ? "byte" : "bytes", next, of);
+        else if (r.kind == WP_REC_END && size - next < 16)
+            snprintf(err, errlen, "%s: truncated stream: trailer ends at byte %" PRIu64 "%s%s", path, size, of,
+                     upstream);
+        else if (r.kind == WP_REC_END)
+            break;   /* a whole trailer in its place: its magic is what is damaged */
+        else {
+            o = next;
+            continue;
+        }
+        return;
+    }
+    snprintf(err, errlen, "%s: damaged or missing index trailer: the last 8 bytes%s are not \"%s\"", path, of,
+             WP_TRAILER_MAGIC);
+}
+
 /* copy: f is a zstd frame's content decompressed to a file (wp_zframe_plain), named by path,
  * so offsets and sizes in messages are said to be "of the decompressed stream". */
 static int index_read(FILE *f, const char *path, int copy, wp_index *ix, char *err, size_t errlen)
@@ -882,8 +968,7 @@ static int index_read(FILE *f, const char *path, int copy, wp_index *ix, char *e
     /* cut short, bytes appended or its end damaged: read in order, only the last is left (the
        others are a truncated stream, data after its end), and it is said alike */
     if (memcmp(t + 8, WP_TRAILER_MAGIC, 8)) {
-        snprintf(err, errlen, "%s: damaged or missing index trailer: the last 8 bytes%s are not \"%s\"", path, of,
-                 WP_TRAILER_MAGIC);
+        trailer_missing(f, (uint64_t)size, path, of, err, errlen);
         return -1;
     }
     /* the trailer's offset: a record's tag there, or the trailer is what is damaged (it was

@@ -331,6 +331,51 @@ info_field() { # FILE NAME FIELD(type|offset)
     one_line_error "^tsinfo: $T/off.wps.zst: damaged index trailer: it points at byte $to, the index \(end record\) is at byte $at of the decompressed stream$"
 }
 
+@test "a stream file cut short, or grown, read by index: said where it ends, as read in order (not a damaged trailer)" {
+    # both were "damaged or missing index trailer: the last 8 bytes are not ..." (a note's left alone)
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    local n c want emb
+    n=$(stat -c %s "$T/s.wps")
+    emb=$(( $(offset_of "$T/s.wps" token_embd.weight) - 72 ))   # its record (a 72-byte fixed header before the name)
+    # the record header, its padding, the payload, its padding, the index, the trailer: each cut
+    # said by wprun (which reads its files by index) as tsinfo reading a pipe (in order) says it,
+    # naming the place (unbundle reads a plain stream in order)
+    for c in 40 $((emb - 3)) $((emb + 30)) $((emb + 200)) $((n / 2)) $((n - 700)) $((n - 100)) $((n - 17)) $((n - 16)) $((n - 5)); do
+        head -c "$c" "$T/s.wps" > "$T/cut.wps"
+        want=$("$BIN/tsinfo" < "$T/cut.wps" 2>&1 > /dev/null || true)
+        [[ "$want" == "tsinfo: stdin: truncated stream: "* ]]
+        run --separate-stderr "$BIN/wprun" --cpu "$T/cut.wps"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "wprun: $T/cut.wps: ${want#tsinfo: stdin: }" ] || { echo "cut $c: $stderr / $want"; false; }
+    done
+    head -c $((emb + 200)) "$T/s.wps" > "$T/cut.wps"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/cut.wps"
+    [ "$stderr" = "wprun: $T/cut.wps: truncated stream: record 'token_embd.weight' at byte $emb claims 131072 payload bytes, the file has $((200 - 72 - 17 - 8)) after its header" ]
+    head -c $((n - 5)) "$T/s.wps" > "$T/cut.wps"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/cut.wps"
+    [ "$stderr" = "wprun: $T/cut.wps: truncated stream: trailer ends at byte $((n - 5)) (upstream failed or file cut short)" ]
+    # the index is "the index (end record)", as wpack-stream(5) names it (it was "an unnamed end record")
+    head -c $((n - 100)) "$T/s.wps" > "$T/cut.wps"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/cut.wps"
+    [[ "$stderr" == "wprun: $T/cut.wps: truncated stream: the index (end record) at byte "*" claims "* ]]
+    # bytes after the trailer: counted
+    { cat "$T/s.wps"; printf 'abc'; } > "$T/more.wps"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/more.wps"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/more.wps: corrupt stream: data after its end (3 bytes after the trailer at byte $((n - 16)))" ]
+    # a record header damaged before the cut: its checksum, not a length it never had
+    cp "$T/s.wps" "$T/forged.wps"
+    patch_bytes "$T/forged.wps" $((emb + 56)) '\xff\xff\xff\xff\xff\xff\xff\xff'
+    head -c $((n / 2)) "$T/forged.wps" > "$T/cut.wps"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/cut.wps"
+    [ "$stderr" = "wprun: $T/cut.wps: corrupt record header at byte $emb (checksum mismatch)" ]
+    # a stream header whose alignment is bad: said so
+    head -c $((n / 2)) "$T/s.wps" > "$T/cut.wps"
+    patch_bytes "$T/cut.wps" 12 '\x03'
+    run --separate-stderr "$BIN/wprun" --cpu "$T/cut.wps"
+    [ "$stderr" = "wprun: $T/cut.wps: bad stream alignment 3" ]
+}
+
 @test "two streams in one pipe, or bytes after a stream: refused, not read as the first alone" {
     # every reader stopped at the first end record, so cat a.wps b.wps | gptq dropped b
     # without a word (a new user's trial)

@@ -411,7 +411,8 @@ open('$T/name', 'w').write(r.name)"
 @test "wprun: what a file is when it is not a bundle: empty, short, GGUF, other bytes, a zstd frame of something else" {
     : > "$T/empty"
     head -c 20 "$Q/syn.bundle" > "$T/short"
-    head -c 4000 "$Q/syn.bundle" > "$T/cut"
+    head -c 4000 "$Q/syn.bundle" > "$T/cut"   # cut short: said as readers in order say it (it was a
+                                               # "damaged or missing index trailer", as "more" was)
     cp "$Q/syn.bundle" "$T/trail"   # whole, the trailer's magic damaged: not called truncated alone
     patch_bytes "$T/trail" $(( $(stat -c %s "$T/trail") - 1 )) 'X'
     { cat "$Q/syn.bundle"; echo; } > "$T/more"   # a byte appended (it was called cut short)
@@ -429,9 +430,9 @@ open('$T/name', 'w').write(r.name)"
     cp "$DATA/safetensors/sd15-lora-r4-f16.safetensors" "$T/st"
     for c in "empty:empty file, not a wpack stream" \
              "short:truncated wpack stream (shorter than a header and a trailer)" \
-             "cut:damaged or missing index trailer: the last 8 bytes are not \"WPACKEND\"" \
+             "cut:truncated stream: record 'Q4_0.r63x256' at byte 3392 claims 6876 payload bytes, the file has 411 after its header" \
              "trail:damaged or missing index trailer: the last 8 bytes are not \"WPACKEND\"" \
-             "more:damaged or missing index trailer: the last 8 bytes are not \"WPACKEND\"" \
+             "more:corrupt stream: data after its end (1 byte after the trailer at byte $(( $(stat -c %s "$Q/syn.bundle") - 16 )))" \
              "text:not a wpack stream (bad magic)" \
              "hi:not a wpack stream (bad magic)" \
              "gguf.zst:not a wpack stream (a zstd-compressed GGUF file: zstd -d it, then read it with ggufcat)" \
