@@ -11,6 +11,7 @@
 #include "blocks.h"
 #include "half.h"
 #include "huffman.h"
+#include "rowmap.h"
 
 static int fail(char *err, size_t n, const char *fmt, ...)
 {
@@ -578,4 +579,12 @@ void wr_make_x(float *x, size_t n, uint64_t seed, int bf16)
         float v = (float)((0.25 + u) * ((s >> 3) & 1 ? -1 : 1));
         x[i] = bf16 ? wp_bf16_to_f32(wp_f32_to_bf16(v)) : v;
     }
+}
+
+void wr_cpu_gather(const wr_matrix *m, const float *y, int batch, float *y_all)
+{
+    for (int b = 0; b < batch; b++)
+        for (int64_t r = 0; r < m->rows_all; r++)
+            y_all[(size_t)b * (size_t)m->rows_all + (size_t)r] =
+                y[(size_t)b * (size_t)m->rows + wp_rowmap_row(&m->rowmap, (uint64_t)r)];
 }

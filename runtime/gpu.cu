@@ -18,6 +18,7 @@
 
 #include "gpu.h"
 #include "kernels.cuh"
+#include "rowmap.h"
 
 /* ---- host error plumbing ------------------------------------------------------- */
 
@@ -66,7 +67,9 @@ struct wr_dmat {
     uint8_t *idx;           /* palette pipeline: 4-bit indices transcoded at load */
     uint8_t *idx_tc;        /* transcode pipeline: indices transcoded at run time */
     int *err;
-    float *x[4], *y;        /* rotated inputs, output */
+    uint32_t *map;          /* a row map's (m->rows_all > 0): its rows_all indices into the distinct rows */
+    float *x[4], *y;        /* rotated inputs, output (batch x the distinct rows) */
+    float *y_all;           /* a row map's: the output gathered for every row (k_gather), batch x rows_all */
     uint16_t *xb;           /* BF16 or F16 copy of x for cuBLAS (the matrix's type) */
     int io_batch;
 };
@@ -163,6 +166,7 @@ extern "C" void wr_gpu_free(wr_dmat *d)
     for (int i = 0; i < 4; i++)
         cudaFree(d->x[i]);
     cudaFree(d->y);
+    cudaFree(d->y_all);
     cudaFree(d->xb);
     free(d);
 }
@@ -224,6 +228,14 @@ extern "C" wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *
     }
     if (devmat_fill(M, m, err, errlen))
         goto fail;
+    if (m->rows_all) {   /* the row map's indices, for k_gather (wr_model_load checked them) */
+        std::vector<uint32_t> map((size_t)m->rows_all);
+        for (size_t r = 0; r < map.size(); r++)
+            map[r] = wp_rowmap_row(&m->rowmap, r);
+        if (dalloc(d, &p, 4 * map.size(), map.data(), err, errlen))
+            goto fail;
+        d->map = (uint32_t *)p;
+    }
 twin_buffers:
     /* k_twin's and k_palette's column splits: their sums and done-counters (zero) */
     if (dalloc(d, &p, 4 * (size_t)gemv_max_splits(g->sms, M) * 8 * (size_t)M.rows, NULL, err, errlen))
@@ -302,7 +314,7 @@ fail:
     return NULL;
 }
 
-/* Device buffers for a batch: 4 rotated nonzero inputs, y, a BF16 x. */
+/* Device buffers for a batch: 4 rotated nonzero inputs, y, a BF16 x; a row map's y_all. */
 static int ensure_io(wr_dmat *d, int batch, char *err, size_t errlen)
 {
     if (d->io_batch >= batch)
@@ -310,7 +322,9 @@ static int ensure_io(wr_dmat *d, int batch, char *err, size_t errlen)
     for (int i = 0; i < 4; i++)
         cudaFree(d->x[i]);
     cudaFree(d->y);
+    cudaFree(d->y_all);
     cudaFree(d->xb);
+    d->y_all = NULL;
     d->io_batch = 0;
     size_t nx = (size_t)batch * (size_t)d->M.cols, ny = (size_t)batch * (size_t)d->M.rows;
     std::vector<float> hx(nx);
@@ -320,6 +334,8 @@ static int ensure_io(wr_dmat *d, int batch, char *err, size_t errlen)
         CK(cudaMemcpy(d->x[i], hx.data(), nx * 4, cudaMemcpyHostToDevice));
     }
     CK(cudaMalloc(&d->y, ny * 4));
+    if (d->map)
+        CK(cudaMalloc(&d->y_all, (size_t)batch * (size_t)d->m->rows_all * 4));
     CK(cudaMalloc(&d->xb, nx * 2));
     d->io_batch = batch;
     return 0;
@@ -718,7 +734,9 @@ extern "C" int wr_gpu_has_pipe(const wr_dmat *d, int pipe)
     }
 }
 
-/* Enqueue one pipeline run on device buffers (no synchronisation). */
+/* Enqueue one pipeline run on device buffers (no synchronisation): y (batch x the distinct
+ * rows) = W x; for a matrix with a row map, then k_gather into d->y_all (batch x rows_all), so
+ * every timing and the graph pass include it. */
 static int launch(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int batch, float *y, char *err, size_t errlen)
 {
     const DevMat &M = d->M;
@@ -775,6 +793,11 @@ static int launch(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int batch, fl
             CHUNKED(twin_b, batch, x, y, data, )
         }
     }
+    if (d->map) {   /* y_all[b][r] = y[b][map[r]] (rowmap.h) */
+        const long long n = (long long)batch * d->m->rows_all;
+        k_gather<<<(unsigned)std::min<long long>((n + 255) / 256, 65535), 256, 0, g->st>>>(y, d->map, M.rows,
+                                                                                         d->m->rows_all, batch, d->y_all);
+    }
     CK(cudaGetLastError());
     return 0;
 }
@@ -816,7 +839,10 @@ extern "C" int wr_gpu_gemv(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int 
     if (launch(g, d, pipe, d->x[0], batch, d->y, err, errlen))
         return -1;
     CK(cudaStreamSynchronize(g->st));
-    CK(cudaMemcpy(y, d->y, ny * 4, cudaMemcpyDeviceToHost));
+    if (d->map)   /* every row's outputs, gathered on the device */
+        CK(cudaMemcpy(y, d->y_all, (size_t)batch * (size_t)d->m->rows_all * 4, cudaMemcpyDeviceToHost));
+    else
+        CK(cudaMemcpy(y, d->y, ny * 4, cudaMemcpyDeviceToHost));
     /* ensure_io's rotated input 0 is restored for timing */
     std::vector<float> hx(nx);
     wr_make_x(hx.data(), nx, 100, d->m->kind == WR_EXP);

@@ -106,7 +106,10 @@ int wr_gpu_restore(wr_gpu *g, wr_dmat *d, int lut, uint8_t *out, char *err, size
 int wr_gpu_sm_warps(wr_gpu *g, wr_dmat *d, int pipe, int batch, double *waves);
 
 /* y = W x through a pipeline, any batch >= 1 (the fused kernels take 8
- * vectors at a time). Host x and y. */
+ * vectors at a time). Host x and y; y is batch x m->rows_all for a matrix
+ * with a row map (the distinct rows' outputs gathered on the device by
+ * k_gather, as wr_gpu_time and the graph pass run it too), else batch x
+ * rows. */
 int wr_gpu_gemv(wr_gpu *g, wr_dmat *d, int pipe, const float *x, int batch, float *y, char *err, size_t errlen);
 
 /* Time a pipeline: device events around each run, `warmup` untimed runs,

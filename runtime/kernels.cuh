@@ -2333,6 +2333,21 @@ __global__ void __launch_bounds__(32 * FUSED_WARPS) k_recon(DevMat M, const uint
         atomicOr(M.err, 1);
 }
 
+/* A row map's gather (rowmap.h): y_all[b][r] = y[b][map[r]], batch x rows_all outputs from the
+ * distinct rows' batch x rows (vector b at b * rows_all, b * rows), map the rows_all indices
+ * (each below rows: wp_rowmap_check). One thread an output, grid-stride, so any grid covers
+ * it. Every pipeline's GEMV of a matrix with a row map ends with it (gpu.cu's launch). CPU
+ * reference: wr_cpu_gather. */
+__global__ void k_gather(const float *__restrict__ y, const uint32_t *__restrict__ map, long long rows,
+                         long long rows_all, int batch, float *__restrict__ y_all)
+{
+    const long long n = rows_all * batch, step = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        const long long b = i / rows_all;
+        y_all[i] = y[b * rows + map[i - b * rows_all]];
+    }
+}
+
 /* x (floats) to the GEMM's 16-bit input type, rounding to nearest even: BF16, or F16 when f16. */
 __global__ void k_to_16(const float *x, uint16_t *o, long long n, int f16)
 {

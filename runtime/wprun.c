@@ -705,7 +705,7 @@ static const char *stored_tag(const wr_matrix *m)
 }
 
 /* A rowmap's matrix on a gemv line: "(512 rows gathered) ", its distinct rows' outputs
-   gathered (gather_rows) and checked as the whole tensor's, else "". */
+   gathered (wr_cpu_gather; on the GPU k_gather) and checked as the whole tensor's, else "". */
 static const char *gathered_tag(const wr_matrix *m)
 {
     static char buf[64];
@@ -731,7 +731,7 @@ static int64_t rows_out(const wr_matrix *m) { return m->rows_all ? m->rows_all :
 /* The float64 reference GEMV (wr_ref_gemv64) over every row m stands for, y and yabs batch x
  * rows_out(m): a rowmap's over its tensor expanded from the restored distinct rows ref (len
  * bytes) through its rowmap (wp_rowmap_expand, as unbundle expands it), else over ref. So the
- * distinct rows' GEMV, gathered (gather_rows), is checked against the whole tensor's. 0, or -1
+ * distinct rows' GEMV, gathered (wr_cpu_gather, k_gather), is checked against the whole tensor's. 0, or -1
  * with a message in err. */
 static int ref_gemv_all(const wr_matrix *m, const uint8_t *ref, size_t len, const float *x, int batch, double *y,
                         double *yabs, char *err, size_t n)
@@ -763,19 +763,6 @@ static int ref_gemv_all(const wr_matrix *m, const uint8_t *ref, size_t len, cons
     wp_record_free(&red);
     wp_record_free(&full);
     return rc;
-}
-
-/* The output of every row a rowmap's matrix stands for, from its distinct rows' y (batch x
- * rows): y_all[b][r] = y[b][map[r]] (rowmap.h: a GEMV over X is one over the distinct rows
- * followed by that gather), batch x rows_all, on the host after the GEMV (the device holds
- * and runs the distinct rows; the outputs were not gathered at all). The map's indices were
- * checked at load (wr_model_load). */
-static void gather_rows(const wr_matrix *m, const float *y, int batch, float *y_all)
-{
-    for (int b = 0; b < batch; b++)
-        for (int64_t r = 0; r < m->rows_all; r++)
-            y_all[(size_t)b * (size_t)m->rows_all + (size_t)r] =
-                y[(size_t)b * (size_t)m->rows + wp_rowmap_row(&m->rowmap, (uint64_t)r)];
 }
 
 /* One matrix on the CPU: its checks (--verify), timings (--bench, --tune).
@@ -850,8 +837,8 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     int same = pf != P_TWIN && memcmp(yf, yt, ny * sizeof *yf) == 0;
                     const float *of = yf, *ot = yt;   /* every row's outputs */
                     if (m->rows_all) {
-                        gather_rows(m, yf, batch, ga);
-                        gather_rows(m, yt, batch, ga + na);
+                        wr_cpu_gather(m, yf, batch, ga);
+                        wr_cpu_gather(m, yt, batch, ga + na);
                         of = ga;
                         ot = ga + na;
                     }
@@ -889,6 +876,8 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     for (int r = 0; r < opt.runs && s; r++) {
                         double t0 = wr_now();
                         cpu_gemv(m, ref, pidx, p, x, batch, yf, err, sizeof err);
+                        if (m->rows_all)   /* every row's outputs, as on the GPU (k_gather) */
+                            wr_cpu_gather(m, yf, batch, ga);
                         s[r] = 1e6 * (wr_now() - t0);
                     }
                     if (s) {
@@ -1020,18 +1009,15 @@ static int gpu_run(wr_model *md, FILE *tf)
         }
         for (int bi = 0; bi < opt.nbatch; bi++) {
             int batch = opt.batch[bi];
-            /* ny: the distinct rows' outputs the device writes; na: every row's (gather_rows) */
-            size_t nx = (size_t)batch * (size_t)m->cols, ny = (size_t)batch * (size_t)m->rows,
-                   na = (size_t)batch * (size_t)rows_out(m);
-            float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
-            float *ga = m->rows_all ? malloc(na * sizeof *ga) : NULL;
+            /* na: every row's outputs, as the device gives them (a rowmap's gathered by k_gather) */
+            size_t nx = (size_t)batch * (size_t)m->cols, na = (size_t)batch * (size_t)rows_out(m);
+            float *x = malloc(nx * sizeof *x), *y = malloc(na * sizeof *y);
             double *y64 = malloc(na * sizeof *y64), *yabs = malloc(na * sizeof *yabs);
-            if (!x || !y || !y64 || !yabs || (m->rows_all && !ga)) {
+            if (!x || !y || !y64 || !yabs) {
                 printf("FAIL %s: out of memory\n", mlabel(m));
                 bad++;
                 free(x);
                 free(y);
-                free(ga);
                 free(y64);
                 free(yabs);
                 continue;
@@ -1062,10 +1048,6 @@ static int gpu_run(wr_model *md, FILE *tf)
                         continue;
                     }
                     const float *o = y;   /* every row's outputs */
-                    if (m->rows_all) {
-                        gather_rows(m, y, batch, ga);
-                        o = ga;
-                    }
                     double e = wr_relerr_abs(o, y64, yabs, na, m->cols);
                     char rs[128];
                     printf("gemv   %-6s %-40s batch %-4d %-5s %s  %s%s%s\n", type_name(m), m->name, batch, pipe_name[p],
@@ -1118,7 +1100,6 @@ static int gpu_run(wr_model *md, FILE *tf)
             }
             free(x);
             free(y);
-            free(ga);
             free(y64);
             free(yabs);
         }

@@ -233,6 +233,15 @@ int  wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, 
  * Returns 0, or -1 (out of memory: batch > 64 takes a buffer). */
 int  wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, int batch, float *y);
 
+/* A row map's gather (rowmap.h: a GEMV over a tensor with repeated rows is
+ * one over its distinct rows followed by y[r] = y'[map[r]]): y_all, batch x
+ * m->rows_all floats (vector b at b * rows_all), from y, the distinct rows'
+ * outputs, batch x m->rows (vector b at b * rows). m has a row map
+ * (m->rows_all > 0) that wr_model_load checked (wp_rowmap_check: every
+ * index below m->rows). The CPU reference of k_gather, which every
+ * pipeline's GEMV ends with on the GPU. */
+void wr_cpu_gather(const wr_matrix *m, const float *y, int batch, float *y_all);
+
 /* The palette pipelines' 4-bit index array of a palette-pair BF16 matrix:
  * rows x wr_palette_stride(m) bytes (a multiple of 4), weight (r, c) at
  * nibble c % 2 (low first) of byte r * stride + c / 2, i.e. the pair

@@ -30,6 +30,8 @@
  *   - k_recon<PAL> (BF16), batches 1, 17, 32 and 40 (32 + 8: RECON_N
  *     vectors a launch): within 1e-5 of wr_ref_gemv64 and wr_cpu_gemv_fused;
  *   - k_to_16: BF16 and F16 of x = wp_f32_to_bf16 / wp_f32_to_fp16;
+ *   - k_gather (a row map's gather), batches 1 and 3, on a full grid and on
+ *     2 blocks: = wr_cpu_gather bit for bit;
  *   - a corrupt lane count and an offset past the lane words set the error
  *     flag in every lane-decoding kernel (k_restore, k_fused_q and
  *     k_fused_exp global and staged, k_restore_exp, k_transcode, k_recon),
@@ -50,6 +52,7 @@
 
 #include "kernels.cuh"
 #include "codes.h"
+#include "rowmap.h"
 
 #include <chrono>
 #include <string>
@@ -1413,6 +1416,45 @@ static void check_to_16()
     dfree_all();
 }
 
+/* k_gather: a row map's gather, y_all[b][r] = y[b][map[r]], batches 1 and 3, 300 distinct rows
+   standing for 1000 (indices at random, the last distinct row among them), on a grid that
+   covers every output and on one of 2 blocks (its grid-stride walk): = wr_cpu_gather bit for bit. */
+static void check_gather()
+{
+    const long long rows = 300, rows_all = 1000;
+    std::vector<uint8_t> mapb(4 * (size_t)rows_all);
+    for (long long r = 0; r < rows_all; r++) {
+        const uint32_t v = r == 7 ? (uint32_t)rows - 1 : rnd() % (uint32_t)rows;
+        for (int k = 0; k < 4; k++)
+            mapb[4 * (size_t)r + (size_t)k] = (uint8_t)(v >> 8 * k);
+    }
+    wr_matrix m;
+    memset(&m, 0, sizeof m);
+    m.rows = rows;
+    m.rows_all = rows_all;
+    m.rowmap.kind = WP_REC_ROWMAP;
+    m.rowmap.payload = mapb.data();
+    m.rowmap.payload_len = mapb.size();
+    uint32_t *map = dnew<uint32_t>((size_t)rows_all);
+    for (long long r = 0; r < rows_all; r++)   /* as wr_gpu_upload fills it */
+        map[r] = wp_rowmap_row(&m.rowmap, (uint64_t)r);
+    for (int batch : {1, 3}) {
+        float *y = dnew<float>((size_t)(batch * rows)), *y_all = dnew<float>((size_t)(batch * rows_all));
+        wr_make_x(y, (size_t)(batch * rows), 9, 0);
+        std::vector<float> want((size_t)(batch * rows_all));
+        wr_cpu_gather(&m, y, batch, want.data());
+        for (unsigned blocks : {(unsigned)((batch * rows_all + 255) / 256), 2u}) {
+            memset(y_all, 0xcd, sizeof(float) * (size_t)(batch * rows_all));
+            emu_reset();
+            go(dim3(blocks), dim3(256), 0, [&] { k_gather(y, map, rows, rows_all, batch, y_all); });
+            const bool same = !memcmp(y_all, want.data(), want.size() * sizeof(float));
+            CHECK(same && emu_ok() && want[7] == y[rows - 1], "k_gather (batch %d, %lld of %lld rows, %u blocks of 256): "
+                  "= wr_cpu_gather%s", batch, rows, rows_all, blocks, emu_why().c_str());
+        }
+    }
+    dfree_all();
+}
+
 /* private_block_warps: the warps a block of k_fused_private gets at L = 11 on an H200 or
    H100 (227 KiB a block) and an A100 or Orin (163 KiB), its static shared memory 64
    bytes, with the deepest lanes (dmax 240 words) and the synthetic Q4_K's (57); fewer tiles than
@@ -1505,6 +1547,7 @@ int main(void)
     check_private_plan();
     check_fused_plan();
     check_to_16();
+    check_gather();
     check_async_copies();
     check_long_lane();
     check_ring_edges();
