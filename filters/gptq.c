@@ -56,11 +56,12 @@ static const char usage[] =
     "            [--hessian FILE] [--imatrix FILE] [--damp F] [--act-order]\n"
     "            [--gamma] [--widen C] [--lambda L] [--keep-order] [--strict]\n"
     "            [--threads N] [--quiet] [-o OUT] [STREAM]\n"
-    "       gptq --check (--type T | --ftype PRESET) [options] [MODEL.gguf | STREAM]\n"
+    "       gptq --check (--type T | --ftype PRESET) [--hessian-later] [options] [MODEL.gguf | STREAM]\n"
     "Quantize the weight matrices of a wpack tensor stream into ggml blocks:\n"
     "byte-exact llama.cpp RTN, GPTQ with the Hessians of --hessian, and the\n"
     "LazyWeights options (--gamma shared step, --widen C, --lambda L). See gptq(1).\n"
-    "--check: say what gptq would refuse (options, type, the model's tensors) and exit.\n";
+    "--check: say what gptq would refuse (options, type, the model's tensors) and exit;\n"
+    "--hessian-later: checked as a run with --hessian, before its Hessians exist.\n";
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -720,7 +721,7 @@ int main(int argc, char **argv)
     const char *in = NULL, *out = NULL, *type_name = NULL, *ftype_name = NULL;
     const char *hess_path = NULL;
     const char **overrides = NULL;
-    int n_over = 0, rtn = 0, quiet = 0, strict = 0, keep_order = 0, damp_given = 0, check = 0;
+    int n_over = 0, rtn = 0, quiet = 0, strict = 0, keep_order = 0, damp_given = 0, check = 0, hess_later = 0;
     wp_gptq_opts go;
     char err[1024];
     wp_cli_init(argv[0]);
@@ -742,6 +743,8 @@ int main(int argc, char **argv)
             rtn = 1;
         } else if (wp_cli_flag(a, "--check")) {
             check = 1;
+        } else if (wp_cli_flag(a, "--hessian-later")) {
+            hess_later = 1;
         } else if ((v = wp_cli_arg(argc, argv, &i, "--hessian"))) {
             hess_path = v;
         } else if ((v = wp_cli_arg(argc, argv, &i, "--imatrix"))) {
@@ -804,6 +807,9 @@ int main(int argc, char **argv)
     }
     if (rtn && hess_path)
         wp_die("--rtn and --hessian exclude each other");
+    if (hess_later && (!check || rtn || hess_path))
+        wp_die(!check ? "--hessian-later is for --check (a run takes --hessian FILE)"
+                      : "--hessian-later excludes --rtn and --hessian (it stands for a --hessian to come)");
     if (check && out)
         wp_die("--check writes nothing (no -o)");
     if (!check)   /* before any work (wp_cli_writer would refuse it after the model is read) */
@@ -813,15 +819,16 @@ int main(int argc, char **argv)
         const struct wp_ftype_model none = {"", 0, 0, 0, 0, -1};
         wp_ftype_plan_free(plan_new(&none, ftype, pure, strict, overrides, n_over));
     }
-    if (!hess_path && go.act_order && damp_given)
+    if (!hess_path && !hess_later && go.act_order && damp_given)
         fprintf(stderr, "gptq: warning: --act-order and --damp act on GPTQ's Hessians: without --hessian (RTN) "
                         "they do nothing\n");
-    else if (!hess_path && (go.act_order || damp_given))
+    else if (!hess_path && !hess_later && (go.act_order || damp_given))
         fprintf(stderr, "gptq: warning: %s acts on GPTQ's Hessians: without --hessian (RTN) it does nothing\n",
                 go.act_order ? "--act-order" : "--damp");
     const int lazy = go.gamma || go.widen > 1 || go.lambda > 0;
     snprintf(quant_opts, sizeof quant_opts, "%s%s%s%s%s", go.gamma ? ", --gamma" : "", go.widen > 1 ? ", --widen" : "",
-             go.lambda > 0 ? ", --lambda" : "", hess_path ? ", --hessian" : "", imat_path ? ", --imatrix" : "");
+             go.lambda > 0 ? ", --lambda" : "", hess_path || hess_later ? ", --hessian" : "",
+             imat_path ? ", --imatrix" : "");
     if (quant_opts[0])
         memmove(quant_opts, quant_opts + 2, strlen(quant_opts + 2) + 1);   /* the leading ", " */
     checking = check;

@@ -441,7 +441,25 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     # the point's name (lazyweights and frontier built such points: a fresh user's find)
     run "$ROOT/pipelines/lazyweights" --check Q8_0_g1_lam0.1_c1.5 "$q8" "$CALIB"
     [ "$status" -eq 2 ]
-    [ "$output" = "gptq: $q8: an already quantized model: tensor output.weight is Q8_0 already, copied as it is, so --gamma, --widen, --lambda would do nothing (quantize the F32, F16 or BF16 model)" ]
+    [ "$output" = "gptq: $q8: an already quantized model: tensor output.weight is Q8_0 already, copied as it is, so --gamma, --widen, --lambda, --hessian would do nothing (quantize the F32, F16 or BF16 model)" ]
+    # GPTQ at plain g0_lam0_c1 too: the check is a GPTQ run's (it passed, the Hessians were
+    # computed, and the model came out as itself: a fresh user's find); RTN copies it, as
+    # llama-quantize copies a tensor already of its type
+    run "$ROOT/pipelines/lazyweights" --check Q8_0_g0_lam0_c1 "$q8" "$CALIB"
+    [ "$status" -eq 2 ]
+    [ "$output" = "gptq: $q8: an already quantized model: tensor output.weight is Q8_0 already, copied as it is, so --hessian would do nothing (quantize the F32, F16 or BF16 model)" ]
+    run make -C "$ROOT" --no-print-directory model MODEL="$q8" POINT=Q8_0_g0_lam0_c1 TEXT="$CALIB" OUT="$out"
+    [ "$status" -ne 0 ]
+    [[ $output == *"*** POINT=Q8_0_g0_lam0_c1: gptq: $q8: an already quantized model: tensor output.weight is Q8_0 already, "*"so --hessian would do nothing "*".  Stop." ]]
+    [ ! -e "$out" ]
+    run "$ROOT/pipelines/lazyweights" --check Q8_0_g0_lam0_c1 "$q8"
+    [ "$status" -eq 0 ]
+    # --hessian-later is the check's alone
+    run "$ROOT/bin/gptq" --ftype Q8_0 --hessian-later -q "$q8"
+    [ "$status" -eq 1 ]
+    [ "$output" = "gptq: --hessian-later is for --check (a run takes --hessian FILE)" ]
+    run "$ROOT/bin/gptq" --check --ftype Q8_0 --hessian-later --rtn "$q8"
+    [ "$output" = "gptq: --hessian-later excludes --rtn and --hessian (it stands for a --hessian to come)" ]
     run --separate-stderr sh -c "'$ROOT/bin/ggufcat' '$q8' | '$ROOT/bin/gptq' --ftype Q8_0 --widen 1.5 -q | '$ROOT/bin/ggufpack' | cmp - '$q8'"
     [ "$status" -eq 0 ]
     [ "$stderr" = "gptq: warning: stdin: 32 tensors are of their type already (the first: output.weight, Q8_0): copied as they are, --widen acting on none of them (quantize the F32, F16 or BF16 model)" ]
