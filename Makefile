@@ -9,6 +9,14 @@
 #   make fuzz       the fuzz targets, longer than in make check
 #   make install PREFIX=/usr/local   (DESTDIR too; make uninstall with the same)
 
+# Its paths are relative to its own folder: `make -f DIR/Makefile` from elsewhere found no
+# pipelines/lazyweights and no rule for bin/gptq, after writing a point's stamp (a fresh
+# user's find). Said at once, with the way that works.
+WPACK_HOME := $(realpath $(dir $(firstword $(MAKEFILE_LIST))))
+ifneq ($(WPACK_HOME),$(realpath $(CURDIR)))
+$(error run make in $(WPACK_HOME), as make -C $(WPACK_HOME) ...: its paths are relative to its folder)
+endif
+
 PREFIX   ?= /usr/local
 CC       ?= cc
 CFLAGS   ?= -O2 -g

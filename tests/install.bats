@@ -55,6 +55,20 @@ C
     done
 }
 
+@test "make -f DIR/Makefile from another folder: one line, the way on, nothing written; from its own folder, through a link, it runs" {
+    # it found no pipelines/lazyweights and no rule for bin/gptq, after writing a point's
+    # stamp (a fresh user's find)
+    cd "$T"
+    run make --no-print-directory -f "$ROOT/Makefile" model MODEL="$MODELS/stories260K-f32.gguf" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$T/out"
+    [ "$status" -eq 2 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ $output == "$ROOT/Makefile:"[0-9]*": *** run make in $(realpath "$ROOT"), as make -C $(realpath "$ROOT") ...: its paths are relative to its folder.  Stop." ]]
+    [ ! -e "$T/out" ]
+    ln -s "$ROOT" "$T/link"
+    run make -C "$ROOT" -f "$T/link/Makefile" -n all
+    [ "$status" -eq 0 ]
+}
+
 @test "make install: every program and man page, libwpack.a, headers, wpack.pc" {
     for p in bf16split ggufcat ggufpack gptq hessian histogram huffbuild laneinterleave ppl safetensorscat tsinfo unbundle verify; do
         [ -x "$P/bin/$p" ] || { echo "missing $p"; false; }
