@@ -682,6 +682,22 @@ static const char *mlabel(const wr_matrix *m)
     return buf;
 }
 
+/* With several bundles, a line "bundle FILE" before the first line of each bundle's
+ * matrices, and "synthetic matrices (--synth)" before those: the lines name a matrix alone,
+ * and two bundles of one model (a Q4_K_M and a Q8_0 one, compared) hold the same names (a
+ * note's left alone). Matrices come bundle by bundle (wr_model_load appends them). */
+static void bundle_heading(const wr_matrix *m)
+{
+    static const char *last = "";
+    if (!many_bundles || m->src == last)
+        return;
+    last = m->src;
+    if (m->src)
+        printf("bundle %s\n", m->src);
+    else
+        printf("synthetic matrices (--synth)\n");
+}
+
 /* A matrix the library cannot restore from its bundle: the bundle is
  * corrupt. The report says FAIL, and stderr says which file (the report
  * alone left stderr empty and the file unnamed). */
@@ -773,6 +789,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
     uint8_t *ref = NULL, *mine = NULL;
     size_t len;
     int bad = 0;
+    bundle_heading(m);
     if (wr_restore_bytes(m, &ref, &len, err, sizeof err)) {
         restore_failed(m, err);
         return 1;
@@ -929,6 +946,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
 typedef struct {
     char name[64];
     char type[8];
+    const char *src;   /* its bundle (wr_matrix.src), for the table's "# FILE" lines */
     int batch;
     double t[P_COUNT];
     double wps, bound;
@@ -979,6 +997,7 @@ static int gpu_run(wr_model *md, FILE *tf)
         const wr_matrix *m = &md->m[i];
         uint8_t *ref = NULL, *mine = NULL;
         size_t len;
+        bundle_heading(m);
         if (wr_restore_bytes(m, &ref, &len, err, sizeof err)) {
             restore_failed(m, err);
             bad++;
@@ -1059,6 +1078,7 @@ static int gpu_run(wr_model *md, FILE *tf)
             if (opt.bench || opt.tune) {
                 bench_row *br = &rows[nrows++];
                 memcpy(br->name, m->name, sizeof br->name - 1);
+                br->src = m->src;
                 strncpy(br->type, type_name(m), sizeof br->type - 1);
                 br->batch = batch;
                 int bestp = m->stored ? P_TWIN : P_FUSED;
@@ -1161,6 +1181,8 @@ static int gpu_run(wr_model *md, FILE *tf)
                "best/tw", "Gw/s", "HBM_Gw/s");
         for (int i = 0; i < nrows; i++) {
             const bench_row *r = &rows[i];
+            if (many_bundles && (i == 0 || r->src != rows[i - 1].src))   /* as bundle_heading */
+                printf("# %s\n", r->src ? r->src : "synthetic matrices (--synth)");
             double best = r->t[P_FUSED], split = NAN;
             for (int p = 0; p < P_COUNT; p++) {
                 if (p != P_TWIN && r->t[p] < best)

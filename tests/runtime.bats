@@ -821,10 +821,21 @@ wprun: $T/nul.tun: 1 line of matrices or batches not tuned in this run kept" ]
     [[ "$stderr" == "wprun: $T/bad.bundle: record 'Q8_0.r65x4096': "[a-z]* ]]
     [ "$(printf '%s\n' "$stderr" | wc -l)" -eq 1 ]
     echo "$output" | grep -qE '^verify +Q8_0 +Q8_0.r65x4096 .* restore\(ref\) ok'   # syn.bundle's copy
-    # one bundle: the name alone
+    # each bundle's lines after a line naming it (lines of two bundles with one name could not
+    # be told apart: a note's left alone), and the synthetic matrices' after theirs
+    [ "${lines[0]}" = "bundle $T/bad.bundle" ]
+    [ "${lines[2]}" = "bundle $Q/syn.bundle" ]
+    [[ "${lines[3]}" == "verify "*"Q8_0.r65x4096 "* ]]
+    run "$BIN/wprun" --cpu "$Q/syn.bundle" "$Q/f16.bundle" --synth Q8_0:65x256 --match Q8_0.r65 --match blk.0.ffn_down --match synth
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -E '^(bundle|synthetic)')" = "bundle $Q/syn.bundle
+bundle $Q/f16.bundle
+synthetic matrices (--synth)" ]
+    # one bundle: the name alone, and no such line
     run "$BIN/wprun" --cpu --match Q8_0.r65x4096 "$T/bad.bundle"
     [ "$status" -eq 1 ]
     echo "$output" | grep -q "^FAIL Q8_0.r65x4096: restore: record 'Q8_0.r65x4096': [a-z]"
+    [ "$(echo "$output" | grep -c '^bundle ')" -eq 0 ]
 }
 
 @test "wprun runs the matrices a bundle stores fixed-width or zstd'd with the twin, says so, and checks their records" {
