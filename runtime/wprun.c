@@ -493,22 +493,29 @@ static void tuning_put(FILE *tf, const wr_matrix *m, int batch, int pipe, double
 }
 
 /* NULL when pipeline p applies to m (as wr_gpu_has_pipe decides on the
- * GPU), else why not, for the skip line: ring for ggml-block (quantized)
+ * GPU), else why not, for the skip line, each worded "P takes ... only"
+ * (they read "BF16 only" beside "ring takes quantized types only": a
+ * note's left alone): ring and private for ggml-block (quantized)
  * matrices, transcode and palette for palette-pair BF16, recon and split
  * for BF16. */
 static const char *pipe_refusal(const wr_matrix *m, int p)
 {
+    static char buf[160];
     if (m->stored && p != P_TWIN)
         return m->stored == WR_STORED_ZSTD      ? "stored zstd'd, not lane-coded: the twin alone runs it"
                : m->stored == WR_STORED_FIXED ? "stored fixed-width, not lane-coded: the twin alone runs it"
                                               : "left uncoded by the filters: the twin alone runs it";
+    const char *what = NULL, *note = "";
     if ((p == P_RING || p == P_PRIVATE) && m->kind != WR_Q)
-        return p == P_RING ? "ring takes quantized types only" : "private takes quantized types only";
-    if ((p == P_TRANSCODE || p == P_PALETTE) && !wr_palette_ok(m))
-        return "not a palette-pair BF16 matrix, or its palette entry 0 is exponent 255";
-    if ((p == P_RECON || is_split(p)) && !(m->kind == WR_EXP && m->type == WP_BF16))
-        return "BF16 only";
-    return NULL;
+        what = "quantized types";
+    else if ((p == P_TRANSCODE || p == P_PALETTE) && !wr_palette_ok(m))
+        what = "palette-pair BF16", note = " (its palette entry 0 not exponent 255)";
+    else if ((p == P_RECON || is_split(p)) && !(m->kind == WR_EXP && m->type == WP_BF16))
+        what = "BF16";
+    if (!what)
+        return NULL;
+    snprintf(buf, sizeof buf, "%s takes %s only%s", pipe_name[p], what, note);
+    return buf;
 }
 
 static int pipe_applies(const wr_matrix *m, int p) { return !pipe_refusal(m, p); }

@@ -75,7 +75,7 @@ cpu_verify() {
         [ "$status" -eq 0 ]
         [ "$(echo "$output" | grep -cE "^gemv +BF16 .* batch [13] +$p relerr .* ok$")" -eq 2 ]
         # (they ran fused, unsaid but for the line's pipeline name: a fresh user's find)
-        [ "$(echo "$output" | grep -cE "^gemv +Q4_K +synth.Q4_K.64x512 +batch [13] +$p skipped \(not a palette-pair BF16 matrix, or its palette entry 0 is exponent 255\)$")" -eq 2 ]
+        [ "$(echo "$output" | grep -cE "^gemv +Q4_K +synth.Q4_K.64x512 +batch [13] +$p skipped \($p takes palette-pair BF16 only \(its palette entry 0 not exponent 255\)\)$")" -eq 2 ]
         # and counted on the last line (a run whose every check was skipped said "ok" alone)
         [ "${lines[-1]}" = "wprun: 2 matrices (cpu): ok (2 GEMV checks of $p skipped: the skipped lines above say why)" ]
         [ "$(echo "$output" | grep -c 'palette indices: transcode = load-time ok')" -eq 1 ]
@@ -90,7 +90,7 @@ cpu_verify() {
         run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline $p
         [ "$status" -eq 0 ]
         [ "$(echo "$output" | grep -cE "^gemv +BF16 .* batch (1|33) +$p relerr .* ok$")" -eq 2 ]
-        [ "$(echo "$output" | grep -cE "^gemv +Q4_K .* batch (1|33) +$p +skipped \(BF16 only\)$")" -eq 2 ]
+        [ "$(echo "$output" | grep -cE "^gemv +Q4_K .* batch (1|33) +$p +skipped \($p takes BF16 only\)$")" -eq 2 ]
     done
     # ring is for quantized types only: Q4_K says ring, BF16 is skipped
     run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline ring
