@@ -223,6 +223,16 @@ stories260K-bf16-p16.report" ]
     [ "$status" -eq 0 ]
     [ -z "$output" ]
     [ "$stderr" = "unweight: $T/u/stories260K-bf16-p0.bundle: GGUF 16.4232 b/w, bundle 10.3008 b/w, lossless (palette 0)" ]
+    # through a link in another folder, as a user's ~/bin holds one (it ran that folder's
+    # ../bin/ggufcat: exit 127, a bash line; a fresh user's find); lazyweights alike
+    mkdir "$T/lbin"
+    ln -s "$ROOT/pipelines/unweight" "$T/lbin/unweight"
+    ln -s "$ROOT/pipelines/lazyweights" "$T/lbin/lazyweights"
+    run --separate-stderr "$T/lbin/unweight" "$MODELS/stories260K-bf16.gguf" "$T/ul" 0
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "unweight: $T/ul/stories260K-bf16-p0.bundle: GGUF 16.4232 b/w, bundle 10.3008 b/w, lossless (palette 0)" ]
+    run "$T/lbin/lazyweights" --check Q8_0_g0_lam0_c1 "$MODELS/stories260K-f32.gguf"
+    [ "$status" -eq 0 ]
     local bins="$T/bins"
     mkdir "$bins"
     for p in ggufcat bf16split histogram huffbuild laneinterleave verify; do ln -s "$BIN/$p" "$bins/$p"; done
