@@ -102,6 +102,21 @@ lossless() { # GGUF BUNDLE [bf16split options]
     one_line_error "^bf16split: --match: '\(' is not a valid regular expression$"
 }
 
+@test "bf16split: a palette that leaves more than 5 % of the row groups verbatim is said, with the way on" {
+    # --palette 1 to 8 made stories260K's bundle with no matrix lane-coded, unsaid (a fresh user's find)
+    local m="$MODELS/stories260K-bf16.gguf" p
+    for p in 8 12; do
+        run --separate-stderr sh -c "'$BIN/ggufcat' '$m' | '$BIN/bf16split' --palette $p > '$T/s.wps'"
+        [ "$status" -eq 0 ]
+        [ "$stderr" = "bf16split: warning: stdin: $([ $p = 8 ] && echo 63.0 || echo 7.2)% of the row groups are stored verbatim (an exponent outside the $p-entry palette): --palette 16, or 0, codes them" ]
+    done
+    for p in 16 0; do   # 0.24 %, and none
+        run --separate-stderr sh -c "'$BIN/ggufcat' '$m' | '$BIN/bf16split' --palette $p > '$T/s.wps'"
+        [ "$status" -eq 0 ]
+        [ -z "$stderr" ]
+    done
+}
+
 @test "synthetic floats with every special value round-trip through the bundle (palette 16 and 0)" {
     "$TOOLS/mksynth" "$T/fl.gguf" floats
     for p in 16 0; do
