@@ -254,8 +254,9 @@ int main(int argc, char **argv)
         if (tot.exp_weights > 0)
             snprintf(expc, sizeof expc, ", %.0f exponent-coded", tot.exp_weights);
         fprintf(stderr, "total: %.0f weights, %.0f in coded matrices%s; tensors %.4f b/w as stored;"
-                        " entropy bound %.4f b/w (distinct rows only; codes at H, exponents at raw bits + H,"
-                        " side data and other tensors as stored)\n",
+                        " entropy bound %.4f b/w (order 0: codes at H, exponents one at a time at raw bits + H,"
+                        " side data and other tensors as stored; a tensor's repeated rows once, a tensor"
+                        " repeating another again)\n",
                 tot.weights, tot.coded_weights, expc, 8.0 * tot.tensor_bytes / tot.weights,
                 (tot.entropy_bits + tot.exp_limit + 8.0 * (tot.side_bytes + uncoded)) / tot.weights);
     }

@@ -85,7 +85,7 @@ bundle() { # GGUF BUNDLE [histogram options]
     [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
     # bf16split's matrices were left out of the total: 237760 weights, 6.0436 b/w as stored and a
     # bound of 4.6162 (a fresh user's find, through pipelines/unweight's report)
-    local total='total: 292800 weights, 215872 in coded matrices, 55040 exponent-coded; tensors 7.9152 b/w as stored; entropy bound 6.7561 b/w (distinct rows only; codes at H, exponents at raw bits + H, side data and other tensors as stored)'
+    local total='total: 292800 weights, 215872 in coded matrices, 55040 exponent-coded; tensors 7.9152 b/w as stored; entropy bound 6.7561 b/w (order 0: codes at H, exponents one at a time at raw bits + H, side data and other tensors as stored; a tensor'"'"'s repeated rows once, a tensor repeating another again)'
     run sh -c "'$BIN/ggufcat' '$Q/s-Q4_K_M.gguf' | '$BIN/histogram' --report 2>&1 >/dev/null"
     [ "$status" -eq 0 ]
     [ "${lines[-1]}" = "$total" ]
