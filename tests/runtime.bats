@@ -1366,7 +1366,16 @@ for r in recs:
     cp "$Q/syn.bundle" "$T/sb.bundle"
     timeout 60 "$BIN/wprun" --cpu --bench --runs 100000 "$T/sb.bundle" > "$T/sb.out" 2> "$T/sb.err" 3>&- &
     local pid=$! rc=0
-    sleep 1
+    # cut once wprun has it mapped (a fixed second was too short on a loaded machine: the
+    # load itself then read the cut file and said so)
+    local i wp=
+    for i in $(seq 300); do   # (pid is timeout's: wprun is its child)
+        wp=$(pgrep -P "$pid" | head -n 1)
+        [ -n "$wp" ] && grep -q sb.bundle "/proc/$wp/maps" 2>/dev/null && break
+        sleep 0.1
+    done
+    grep -q sb.bundle "/proc/$wp/maps"
+    sleep 0.5
     truncate -s 100 "$T/sb.bundle"
     wait "$pid" || rc=$?
     [ "$rc" -eq 1 ]
