@@ -520,6 +520,13 @@ static const char *pipe_refusal(const wr_matrix *m, int p)
 
 static int pipe_applies(const wr_matrix *m, int p) { return !pipe_refusal(m, p); }
 
+/* The gemv line of a check not run, the CPU's and the GPU's alike: "gemv TYPE NAME batch B P
+ * skipped (WHY)". */
+static void skip_line(const wr_matrix *m, int batch, int p, const char *why)
+{
+    printf("gemv   %-6s %-40s batch %-4d %-5s skipped (%s)\n", type_name(m), m->name, batch, pipe_name[p], why);
+}
+
 /* Lanes of at most this many words take staged by default (pipe_default). */
 #define STAGED_MAX_DEPTH 48
 
@@ -847,8 +854,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
             } else if (opt.verify && !m->stored && opt.pipe != P_AUTO && !pipe_applies(m, opt.pipe)) {
                 /* a pipeline named that the matrix does not take: said, as the device says it (it
                    ran fused unsaid, the pipeline column alone telling: a fresh user's find) */
-                printf("gemv   %-6s %-40s batch %-4d %-5s skipped (%s)\n", type_name(m), m->name, batch,
-                       pipe_name[opt.pipe], pipe_refusal(m, opt.pipe));
+                skip_line(m, batch, opt.pipe, pipe_refusal(m, opt.pipe));
                 n_skipped++;
             } else if (opt.verify) {
                 const int pf = cpu_pipe(m, pipe_for(m, batch));   /* one that applies, else fused */
@@ -1059,12 +1065,11 @@ static int gpu_run(wr_model *md, FILE *tf)
                         continue;
                     if (!wr_gpu_has_pipe(dm[i], p)) {
                         if (opt.pipe != P_AUTO)   /* asked for by name: say it did not run */
-                            printf("gemv   %-6s %-40s batch %-4d %-5s skipped (%s)\n", type_name(m), m->name, batch,
-                                   pipe_name[p],
-                                   pipe_refusal(m, p) ? pipe_refusal(m, p)
-                                   : p == P_TWIN      ? "no original data for the twin"
-                                   : p == P_PRIVATE   ? "the device's shared memory per block is too small"
-                                                      : "not on this device");
+                            skip_line(m, batch, p,
+                                      pipe_refusal(m, p) ? pipe_refusal(m, p)
+                                      : p == P_TWIN      ? "no original data for the twin"
+                                      : p == P_PRIVATE   ? "the device's shared memory per block is too small"
+                                                         : "not on this device");
                         n_skipped += opt.pipe != P_AUTO && !m->stored;   /* (a stored one's is the twin's) */
                         continue;
                     }
