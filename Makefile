@@ -267,7 +267,7 @@ model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-
 # runs (-n prints it, and what it rebuilds; -q says out of date)
 dry := $(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword -$(MAKEFLAGS)))
 stamp = $(shell f='$(1)' && { [ "$$(cat "$$f" 2>/dev/null)" = '$(2)' ] || \
-    { $(if $(dry),,mkdir -p '$(OUT)' && echo '$(2)' > "$$f" && )echo "$$f"; }; })
+    { $(if $(dry),,mkdir -p -- '$(OUT)' && echo '$(2)' > "$$f" && )echo "$$f"; }; })
 ifneq ($(filter model,$(MAKECMDGOALS)),)
 comma := ,
 # paths go to the shell in single quotes, and make cannot carry a space in a file name: a
@@ -311,6 +311,9 @@ $(foreach p,$(POINT),$(eval why_ := $$(call point_why,$(p)))$(if $(why_),$(error
 # (not made by make -n or -q)
 out_new := $(if $(wildcard $(OUT)/.),,1)
 out_why := $(if $(dry),,$(shell mkdir -p -- '$(OUT)' 2>&1 | sed -n '1s/^mkdir: //p'))
+# (an OUT it cannot write into gave the shell's "cannot create" twice and make's lines: a
+# breaker's find)
+out_why := $(or $(out_why),$(if $(dry),,$(shell [ -w '$(OUT)' ] && [ -x '$(OUT)' ] || echo 'cannot write into the directory')))
 $(if $(out_why),$(error OUT=$(OUT): $(out_why)))
 # the .calib stamps this run writes, which a failed hessian removes (with its .id)
 new_calibs := $(foreach p,$(POINT),$(call stamp,$(OUT)/$(MODEL_NAME)-$(p).calib,$(CALIB_ID)))
@@ -323,14 +326,14 @@ stamp-differs: ;
 endif
 endif
 $(OUT)/$(MODEL_NAME)-%.calib:
-	mkdir -p $(@D)
+	mkdir -p -- $(@D)
 	echo '$(CALIB_ID)' > $@
 $(HESS).id:
-	mkdir -p $(@D)
+	mkdir -p -- $(@D)
 	echo '$(HESS_ID)' > $@
 
 $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
-	mkdir -p $(@D)
+	mkdir -p -- $(@D)
 	@echo 'bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@'
 	@bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@ || \
 	    { rc=$$?; [ -s $@ ] || rm -f $@.id; rm -f $(new_calibs); $(if $(out_new),rmdir $(OUT) 2>/dev/null;) exit $$rc; }

@@ -572,13 +572,19 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
        shape a quantization do nothing to it. A point built on a quantized model was the
        model again under the point's name, gamma, c and lambda never applied (a fresh user's
        find): --check refuses it, a run warns. */
-    size_t n_copied = 0, first_copied = 0;
+    size_t n_copied = 0, first_copied = 0, n_quant = 0;
     for (size_t i = 0; i < n_t; i++) {
         struct wp_ftype_choice ch;
         wp_ftype_plan_get(plan, tl[i].name, &ch);
+        n_quant += ch.quantize != 0;
         if (ch.quantize && (uint32_t)ch.type == tl[i].type && !is_float(tl[i].type) && !n_copied++)
             first_copied = i;
     }
+    /* no tensor llama-quantize would quantize: not a model (llama-imatrix's GGUF went through
+       make model, "quantized" into a copy of itself, exit 0: a breaker's find) */
+    if (n_t && !n_quant)
+        wp_die("%s: no weight matrix to quantize among its %zu tensors (2-D *.weight tensors, as llama-quantize "
+               "takes them): not a model", src, n_t);
     if (n_copied && quant_opts[0]) {
         const char *ty = wp_ggml_type_name(tl[first_copied].type);
         if (checking)

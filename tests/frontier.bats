@@ -475,6 +475,22 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ "${#lines[@]}" -eq 1 ]
     [[ $output == *"*** POINT=Q8_0_g0_lam0_c1: gptq: $BATS_TEST_TMPDIR/m.txt: not a GGUF file (bad magic).  Stop." ]]
     [ ! -e "$out" ]
+    # a GGUF that holds no model (llama-imatrix's, here made of a model's norms): refused (it was
+    # "quantized" into a copy of itself, exit 0: a breaker's find)
+    local im="$BATS_TEST_TMPDIR/im.gguf"
+    "$REF/bin/llama-imatrix" -m "$F32" -f "$CALIB" -c 128 --chunks 1 -t 1 -o "$im" > /dev/null 2>&1
+    run make -C "$ROOT" --no-print-directory model MODEL="$im" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out"
+    [ "$status" -ne 0 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ $output == *"*** POINT=Q8_0_g0_lam0_c1: gptq: $im: no weight matrix to quantize among its "*" tensors (2-D *.weight tensors, as llama-quantize takes them): not a model.  Stop." ]]
+    [ ! -e "$out" ]
+    # an OUT that starts with - (mkdir took it for an option, four times, then make stopped;
+    # a breaker's find): built there (make runs in the source tree: OUT is under it)
+    local dash="-wpack-test-out-$$"
+    run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$dash"
+    [ -s "$ROOT/$dash/stories260K-f32-Q8_0_g0_lam0_c1.bundle" ] || { echo "$output"; rm -rf -- "${ROOT:?}/$dash"; false; }
+    rm -rf -- "${ROOT:?}/$dash"
+    [ "$status" -eq 0 ]
 }
 
 @test "lazyweights and make model: a missing CALIB, a failed hessian or an OUT under a file leave nothing" {
