@@ -253,8 +253,12 @@ MODEL_NAME := $(basename $(notdir $(MODEL)))
 LAZY_BINS  := $(addprefix bin/,ggufcat gptq ggufpack histogram huffbuild laneinterleave verify unbundle)
 # (= not :=: HESSIAN_CHUNKS is checked and its leading zeros go below, for make model)
 HESS       = $(OUT)/$(MODEL_NAME)-$(basename $(notdir $(TEXT)))-k$(HESSIAN_CHUNKS).hess
-HESS_ID    = model $(abspath $(MODEL)) text $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS)
-CALIB_ID   = model $(abspath $(MODEL)) $(if $(TEXT),gptq $(abspath $(TEXT)) chunks $(HESSIAN_CHUNKS),rtn)$(if $(IMATRIX), imatrix $(abspath $(IMATRIX)))
+# each file named with its size and modification time (lazyweights writes the Hessians' .id
+# alike): a link re-pointed at another file, or a file replaced by an older one (cp -p), has
+# another; by path alone such a change went unseen, the old Hessians reused (a breaker's find)
+fsig       = size $(shell stat -L -c '%s mtime %.9Y' -- '$(1)' 2>/dev/null || echo '? mtime ?')
+HESS_ID    = model $(abspath $(MODEL)) $(call fsig,$(MODEL)) text $(abspath $(TEXT)) $(call fsig,$(TEXT)) chunks $(HESSIAN_CHUNKS)
+CALIB_ID   = model $(abspath $(MODEL)) $(call fsig,$(MODEL)) $(if $(TEXT),gptq $(abspath $(TEXT)) $(call fsig,$(TEXT)) chunks $(HESSIAN_CHUNKS),rtn)$(if $(IMATRIX), imatrix $(abspath $(IMATRIX)) $(call fsig,$(IMATRIX)))
 
 .PHONY: model frontier
 model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-$(p).bundle)

@@ -4,6 +4,9 @@
 bats_require_minimum_version 1.5.0
 load helpers
 
+# sig FILE: a file as make model's stamps name it beside its path (size and modification time)
+sig() { stat -L -c 'size %s mtime %.9Y' -- "$1"; }
+
 REF="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}"
 F32="$MODELS/stories260K-f32.gguf"
 EVAL="$DATA/text/tinystories_valid_1000.txt"
@@ -215,7 +218,7 @@ fake_bins() {
         < "$BATS_TEST_TMPDIR/c.txt"
     [ "$status" -eq 0 ] || { echo "$stderr"; false; }
     [ -s "$out/stories260K-f32-Q8_0_g0_lam0_c1.bundle" ]
-    [ "$(cat "$out/stories260K-f32-stdin-k2.hess.id")" = "model $F32 text /dev/stdin chunks 2" ]
+    [[ "$(cat "$out/stories260K-f32-stdin-k2.hess.id")" == "model $F32 $(sig "$F32") text /dev/stdin size "*" chunks 2" ]]
     [[ "${stderr_lines[-1]}" == "lazyweights: $out/stories260K-f32-Q8_0_g0_lam0_c1.gguf and .bundle: GGUF "* ]]
     [[ "$stderr" != *"Done"* ]]
     [[ "$stderr" != *"[1]"* ]]
@@ -556,16 +559,16 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ ! -e "$BATS_TEST_TMPDIR/n" ]
     # a build, then another calibration: make -n shows the rebuild and leaves the stamp as it was
     make "${a[@]}" TEXT= HESSIAN_CHUNKS=abc > /dev/null 2>&1
-    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = "model $(realpath -s "$F32") rtn" ]
+    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = "model $(realpath -s "$F32") $(sig "$F32") rtn" ]
     make -q "${a[@]}" TEXT=
     run make -n "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=08
     [ "$status" -eq 0 ]
     [[ "$output" == *"HESSIAN_CHUNKS=8 pipelines/lazyweights $F32 Q8_0_g0_lam0_c1 $out $CALIB"* ]]
-    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = "model $(realpath -s "$F32") rtn" ]
+    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = "model $(realpath -s "$F32") $(sig "$F32") rtn" ]
     [ ! -e "$out/stories260K-f32-groups_merged-k8.hess.id" ]
     run make -q "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=08
     [ "$status" -eq 1 ]
-    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = "model $(realpath -s "$F32") rtn" ]
+    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = "model $(realpath -s "$F32") $(sig "$F32") rtn" ]
     make -q "${a[@]}" TEXT=
 }
 
@@ -575,7 +578,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     out="$BATS_TEST_TMPDIR/c"
     a=(-C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 OUT="$out")
     make "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=2 > /dev/null 2>&1
-    [[ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" == "model /"*"/stories260K-f32.gguf gptq /"*"/groups_merged.txt chunks 2" ]]
+    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = "model $(realpath -s "$F32") $(sig "$F32") gptq $(realpath -s "$CALIB") $(sig "$CALIB") chunks 2" ]
     [ -s "$out/stories260K-f32-groups_merged-k2.hess" ]
     make -q "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=2
     run make -q "${a[@]}" TEXT="$DATA/text/wiki.test.raw" HESSIAN_CHUNKS=2
@@ -590,7 +593,20 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     run make -q "${a[@]}" TEXT= HESSIAN_CHUNKS=2
     [ "$status" -ne 0 ]
     make "${a[@]}" TEXT= > /dev/null 2>&1
-    [[ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" == "model /"*"/stories260K-f32.gguf rtn" ]]
+    [ "$(cat "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib")" = "model $(realpath -s "$F32") $(sig "$F32") rtn" ]
+    # a TEXT link re-pointed at another file, older than the Hessians: the point and its Hessians
+    # rebuilt (by path alone the old Hessians served, exit 0: a breaker's find)
+    ln -s "$CALIB" "$BATS_TEST_TMPDIR/t.txt"
+    make "${a[@]}" TEXT="$BATS_TEST_TMPDIR/t.txt" HESSIAN_CHUNKS=2 > /dev/null 2>&1
+    local h
+    h=$(cksum < "$out/stories260K-f32-t-k2.hess")
+    ln -sfn "$DATA/text/wiki.test.raw" "$BATS_TEST_TMPDIR/t.txt"
+    run make -q "${a[@]}" TEXT="$BATS_TEST_TMPDIR/t.txt" HESSIAN_CHUNKS=2
+    [ "$status" -ne 0 ]
+    make "${a[@]}" TEXT="$BATS_TEST_TMPDIR/t.txt" HESSIAN_CHUNKS=2 > /dev/null 2>&1
+    [ "$(cksum < "$out/stories260K-f32-t-k2.hess")" != "$h" ]
+    cmp "$out/stories260K-f32-t-k2.hess" "$out/stories260K-f32-wiki.test-k2.hess"
+    make -q "${a[@]}" TEXT="$BATS_TEST_TMPDIR/t.txt" HESSIAN_CHUNKS=2
     # a text too short for one chunk: hessian's own line reaches the user
     head -c 300 "$CALIB" > "$BATS_TEST_TMPDIR/tiny.txt"
     run make "${a[@]}" TEXT="$BATS_TEST_TMPDIR/tiny.txt"
