@@ -189,6 +189,12 @@ stories260K-bf16-p16.report" ]
     [ "$output" = "ggufcat: $T/m.safetensors: not a GGUF file (a safetensors file: make the GGUF first, safetensorscat FILE | ggufpack > FILE.gguf, and unweight that)" ]
     [ -d "$T/had" ]
     [ -z "$(ls -A "$T/had")" ]
+    # an OUTDIR through .. : every folder it made removed (nx stayed: the walk up stopped at
+    # nx/.., which rmdir cannot remove; a breaker's find)
+    run "$ROOT/pipelines/unweight" "$T/m.safetensors" "$T/nx/../ny"
+    [ "$status" -eq 1 ]
+    [ ! -e "$T/nx" ]
+    [ ! -e "$T/ny" ]
 }
 
 @test "pipelines/unweight: a MODEL or OUTDIR whose name starts with - is a file, not an option" {
@@ -210,19 +216,25 @@ stories260K-bf16-p16.report" ]
     printf '#!/bin/sh\necho $$ > %s/b.pid; exec sleep 60\n' "$w" > "$bins/bf16split"
     chmod +x "$bins/bf16split"
     cp "$MODELS/stories260K-bf16.gguf" "$w/u.gguf"   # a path no other test's ggufcat has
-    WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$w/u.gguf" "$w/new/out" > /dev/null 2>&1 3>&- &
-    local pid=$! rc=0 t0
-    for i in $(seq 600); do [ -s "$w/b.pid" ] && break; sleep 0.1; done
-    [ -s "$w/b.pid" ]
-    pgrep -f "ggufcat $w/u.gguf"   # blocked on the pipe the fake bf16split does not read
-    t0=$SECONDS
-    kill -TERM "$pid"
-    wait "$pid" || rc=$?
-    [ "$rc" -eq 143 ]
-    [ $((SECONDS - t0)) -lt 30 ]   # it waited for the pipeline, 60 s
-    gone "$(cat "$w/b.pid")"
-    gone "$(pgrep -f "ggufcat $w/u.gguf" || echo 0)"
-    [ ! -e "$w/new" ]   # the OUTDIR it made, removed
+    # a HUP (a closed terminal) as a TERM: it ended the script alone, the pipeline ran on and
+    # left its temporary files (a breaker's find)
+    local sig pid rc t0
+    for sig in TERM:143 HUP:129; do
+        rm -f "$w/b.pid"
+        WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$w/u.gguf" "$w/new/out" > /dev/null 2>&1 3>&- &
+        pid=$! rc=0
+        for i in $(seq 600); do [ -s "$w/b.pid" ] && break; sleep 0.1; done
+        [ -s "$w/b.pid" ]
+        pgrep -f "ggufcat $w/u.gguf"   # blocked on the pipe the fake bf16split does not read
+        t0=$SECONDS
+        kill -"${sig%:*}" "$pid"
+        wait "$pid" || rc=$?
+        [ "$rc" -eq "${sig#*:}" ]
+        [ $((SECONDS - t0)) -lt 30 ]   # it waited for the pipeline, 60 s
+        gone "$(cat "$w/b.pid")"
+        gone "$(pgrep -f "ggufcat $w/u.gguf" || echo 0)"
+        [ ! -e "$w/new" ]   # the OUTDIR it made, removed
+    done
     # a stage that fails is still the one named, with its status
     printf '#!/bin/sh\necho "bf16split: stdin: it broke" >&2; exit 7\n' > "$bins/bf16split"
     run env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" "$w/u.gguf" "$w/new/out"
