@@ -304,6 +304,22 @@ fake_bins() {
     run "$ROOT/pipelines/lazyweights" --check qx_g0_lam0_c1
     [ "$status" -eq 2 ]
     [ "$output" = "gptq has no --ftype qx (gptq(1) lists the presets)" ]
+    # and its numbers have one spelling (c1.0 and lam0.0 built c1's files again under other
+    # names: a breaker's find)
+    local p
+    for p in Q4_0_g0_lam0_c1.0:Q4_0_g0_lam0_c1 Q4_0_g0_lam0.0_c1:Q4_0_g0_lam0_c1 Q4_0_g1_lam.1_c01.25:Q4_0_g1_lam0.1_c1.25 Q4_0_g0_lam0_c1.:Q4_0_g0_lam0_c1; do
+        run "$ROOT/pipelines/lazyweights" "$F32" "${p%:*}" "$out"
+        [ "$status" -eq 2 ]
+        [ "$output" = "lazyweights: ${p%:*}: a point's numbers are spelled without zeros that do not count: ${p#*:}" ]
+        [ ! -e "$out" ]
+    done
+    run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT="Q4_0_g0_lam0_c1 Q4_0_g0_lam0_c1.0" TEXT= OUT="$out"
+    [ "$status" -ne 0 ]
+    [[ $output == *"*** POINT=Q4_0_g0_lam0_c1.0: a point's numbers are spelled without zeros that do not count: Q4_0_g0_lam0_c1.  Stop." ]]
+    [ ! -e "$out" ]
+    run "$ROOT/pipelines/lazyweights" --check Q4_0_g0_lam0_c1.2.3
+    [ "$status" -eq 2 ]
+    [ "$output" = "an operating point's L and C are decimal numbers, such as Q4_K_M_g1_lam0.1_c1.25" ]
 }
 
 @test "make model: a missing MODEL or TEXT, or a bad POINT, is one clear line and writes nothing" {
