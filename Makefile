@@ -11,8 +11,9 @@
 
 # Its paths are relative to its own folder: `make -f DIR/Makefile` from elsewhere found no
 # pipelines/lazyweights and no rule for bin/gptq, after writing a point's stamp (a fresh
-# user's find). Said at once, with the way that works.
-WPACK_HOME := $(realpath $(dir $(firstword $(MAKEFILE_LIST))))
+# user's find). Said at once, with the way that works. (This Makefile is the last one read
+# so far: MAKEFILES's come first, a reviewer's find.)
+WPACK_HOME := $(realpath $(dir $(lastword $(MAKEFILE_LIST))))
 ifneq ($(WPACK_HOME),$(realpath $(CURDIR)))
 $(error run make in $(WPACK_HOME), as make -C $(WPACK_HOME) ...: its paths are relative to its folder)
 endif

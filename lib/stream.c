@@ -845,16 +845,20 @@ static void frame_holds(FILE *f, const char *path, char *err, size_t errlen)
 
 /* Why stream file f (size bytes), whose last 8 bytes are not the trailer's
  * magic, ends as it does, into err: its records walked from the start by
- * their headers alone (seeking past payloads), so a file cut short, or one
- * with bytes after its trailer, is named as a reader in order names it
- * (the index reader called both a "damaged or missing index trailer": a
- * note's left alone):
+ * their headers alone (each header's checksum checked, payloads skipped by
+ * seeking), so a file cut short, or one with bytes after its trailer, is
+ * named as a reader in order names it, in the same words (the index reader
+ * called both a "damaged or missing index trailer": a note's left alone):
  *   "truncated stream: record 'X' at byte N claims P payload bytes, the file
- *    has Q after its header"; "... record header at byte N ends at byte S";
- *   "truncated stream: it ends at byte S after record 'X', before the index";
- *   "corrupt stream: data after its end (N bytes after the trailer)".
- * Where the walk meets no record, or the trailer's place holds 16 bytes,
- * the trailer itself is what is damaged: the message says so. of: "" or
+ *    has Q after its header";
+ *   "truncated stream: record header ends at byte S (upstream failed or file
+ *    cut short)", also for a file cut where a record starts, and alike for
+ *    "record padding", "payload", "payload padding" and "trailer";
+ *   "corrupt record header at byte N (checksum mismatch)";
+ *   "corrupt stream: data after its end (N bytes after the trailer at byte T)";
+ *   "bad stream alignment A".
+ * Where the walk meets no record, or a whole trailer in its place, the
+ * trailer itself is what is damaged: the message says so. of: "" or
  * " of the decompressed stream". */
 static void trailer_missing(FILE *f, uint64_t size, const char *path, const char *of, char *err, size_t errlen)
 {
@@ -886,8 +890,9 @@ static void trailer_missing(FILE *f, uint64_t size, const char *path, const char
         }
         uint8_t *hd = malloc(hl);   /* the whole header, for its checksum and name */
         if (!hd || fseeko(f, (off_t)o, SEEK_SET) || fread(hd, 1, hl, f) != hl) {
+            snprintf(err, errlen, "%s: %s at byte %" PRIu64, path, hd ? "read error" : "out of memory", o);
             free(hd);
-            break;
+            return;
         }
         const int sum_ok = XXH64(hd, hl - 8, 0) == get64(hd + hl - 8);
         char name[WP_MAX_NAME + 1];

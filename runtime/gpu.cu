@@ -319,12 +319,17 @@ static int ensure_io(wr_dmat *d, int batch, char *err, size_t errlen)
 {
     if (d->io_batch >= batch)
         return 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 4; i++) {
         cudaFree(d->x[i]);
+        d->x[i] = NULL;
+    }
     cudaFree(d->y);
     cudaFree(d->y_all);
     cudaFree(d->xb);
-    d->y_all = NULL;
+    /* none left pointing at freed memory: a cudaMalloc below that fails leaves the rest NULL,
+       not freed again by the next call or by wr_gpu_free (a reviewer's find) */
+    d->y = d->y_all = NULL;
+    d->xb = NULL;
     d->io_batch = 0;
     size_t nx = (size_t)batch * (size_t)d->M.cols, ny = (size_t)batch * (size_t)d->M.rows;
     std::vector<float> hx(nx);

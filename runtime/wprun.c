@@ -181,7 +181,8 @@ static void stdout_close(void)
  * file tuned on the cpu or the gpu (TUNING_HEAD, then "cpu)" or "gpu)"),
  * 'v' for another version's ("# wprun tuning vN " with N not 2), 0 for no
  * tuning file at all ("(CPU)", "(cpuish)" and "vvv" were taken: a
- * breaker's find). */
+ * breaker's find; "v2 notes", a v2 line without its "(", was taken for
+ * another version's and overwritten: a reviewer's find). */
 static int tuning_head_kind(const char *line)
 {
     const size_t hl = strlen(TUNING_HEAD);
@@ -192,6 +193,8 @@ static int tuning_head_kind(const char *line)
         return 0;
     while (isdigit((unsigned char)*v))
         v++;
+    if (v - (line + 16) == 1 && line[16] == '2')   /* v2, but not TUNING_HEAD */
+        return 0;
     return *v == ' ' || *v == ':' || *v == '\n' || *v == '\r' || !*v ? 'v' : 0;
 }
 
@@ -294,6 +297,38 @@ static long tuning_getline(char line[TUNING_LINE_MAX + 1], FILE *f, int stop_lon
     return n == 0 && c == EOF ? -1 : (long)n;
 }
 
+/* A line of a tuning file after its first (line, n bytes read, long_line
+ * as tuning_getline set it): 0 blank, 1 a comment (#, however long), 2 a
+ * measurement (its fields in e, *pipe, *us), -1 neither (other fields, a
+ * NUL byte in it, longer than TUNING_LINE_MAX), which warn_bad says. line
+ * is left as it was. For tuning_read and tuning_keep alike. */
+static int tuning_body_line(const char *line, long n, int long_line, tune_ent *e, int *pipe, double *us)
+{
+    if (line[0] == '#')
+        return 1;
+    if (long_line || memchr(line, 0, (size_t)n))
+        return -1;
+    if (line[strspn(line, " \t\r\n")] == 0)
+        return 0;
+    char copy[TUNING_LINE_MAX + 1];
+    memcpy(copy, line, (size_t)n + 1);   /* (tuning_line cuts it into fields) */
+    return tuning_line(copy, e, pipe, us) ? 2 : -1;
+}
+
+/* Warn of a line tuning_body_line refused: the first five by file:line, then (warn_bad_end) one
+ * count of the rest; what: "skipped" or "dropped". */
+static void warn_bad(const char *path, int ln, int *warned, const char *what)
+{
+    if ((*warned)++ < 5)
+        fprintf(stderr, "wprun: warning: %s:%d: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with a "
+                        "coded pipeline; %s\n", path, ln, what);
+}
+static void warn_bad_end(const char *path, int warned, const char *what)
+{
+    if (warned > 5)
+        fprintf(stderr, "wprun: warning: %s: %d more such lines %s\n", path, warned - 5, what);
+}
+
 /* Read a tuning file. A file named with --tuning that cannot be read, a
  * file whose first line is not TUNING_HEAD (an older version, or not a
  * tuning file: then none of it is used), and lines that are not
@@ -339,26 +374,20 @@ static void tuning_read(const char *path)
             }
             continue;
         }
-        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
-            continue;
         tune_ent e;
         int p;
         double us;
-        if (long_line || memchr(line, 0, (size_t)n) || !tuning_line(line, &e, &p, &us)) {
-            if (warned++ < 5)
-                fprintf(stderr, "wprun: warning: %s:%d: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with "
-                                "a coded pipeline; skipped\n", path, ln);
-            continue;
-        }
-        tune_ent *t = tune_find(e.name, e.type, e.rows, e.cols, e.batch, 1);
+        const int k = tuning_body_line(line, n, long_line, &e, &p, &us);
+        if (k < 0)
+            warn_bad(path, ln, &warned, "skipped");
+        tune_ent *t = k == 2 ? tune_find(e.name, e.type, e.rows, e.cols, e.batch, 1) : NULL;
         if (t)
             t->us[p] = us;
     }
     if (ln == 0 && !ferror(f))
         fprintf(stderr, "wprun: warning: %s: an empty file, not a wprun tuning file (auto takes its defaults)\n",
                 path);
-    if (warned > 5)
-        fprintf(stderr, "wprun: warning: %s: %d more such lines skipped\n", path, warned - 5);
+    warn_bad_end(path, warned, "skipped");
     if (ferror(f))
         fprintf(stderr, "wprun: warning: read error on the tuning file %s: %s (auto takes its defaults where it "
                         "has no line)\n", path, strerror(errno));
@@ -367,9 +396,10 @@ static void tuning_read(const char *path)
 
 /* --tune keeps the old file's lines of the matrices and batches it does not
  * time (a run on part of a model dropped the rest's lines: a fresh user's
- * find): each measurement line as it was, with its key, in file order. */
+ * find): each measurement line as it was, with its key, and each comment
+ * line, in file order. */
 typedef struct {
-    tune_ent key;   /* name, type, shape and batch (us unused) */
+    tune_ent key;   /* name, type, shape and batch (us unused); name "" for a comment, always kept */
     char *text;     /* the line, newline included */
 } kept_line;
 static kept_line *kept;
@@ -398,11 +428,14 @@ static void tuning_keep(const char *path)
     char line[TUNING_LINE_MAX + 1];
     int ln = 0, warned = 0, long_line;
     long n;
-    /* (a regular file: a long first line is read through, its first bytes judged) */
-    while ((n = tuning_getline(line, f, 0, &long_line)) >= 0) {
+    while ((n = tuning_getline(line, f, ln == 0, &long_line)) >= 0) {
         ln++;
         if (ln == 1) {
+            /* judged by its first bytes (a file of gigabytes without a newline is not read
+               through); a long first line of a tuning file read to its end */
             const int kind = memchr(line, 0, (size_t)n) ? 0 : tuning_head_kind(line);
+            for (int c = 0; long_line && kind && (c = getc(f)) != EOF && c != '\n';)
+                ;
             if (!kind) {
                 fclose(f);
                 die(WR_EXIT_FAIL, "%s: not a wprun tuning file (its first line is not '" TUNING_HEAD
@@ -423,19 +456,16 @@ static void tuning_keep(const char *path)
             }
             continue;
         }
-        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
-            continue;
-        char copy[TUNING_LINE_MAX + 1];
-        memcpy(copy, line, sizeof copy);
-        tune_ent e;
+        tune_ent e = {.name = ""};   /* a comment's: kept as it was (it was dropped unsaid: a reviewer's find) */
         int p;
         double us;
-        if (long_line || memchr(line, 0, (size_t)n) || !tuning_line(copy, &e, &p, &us)) {
-            if (warned++ < 5)
-                fprintf(stderr, "wprun: warning: %s:%d: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with "
-                                "a coded pipeline; dropped\n", path, ln);
+        int kind = tuning_body_line(line, n, long_line, &e, &p, &us);
+        if (kind == 1 && (long_line || memchr(line, 0, (size_t)n)))
+            kind = -1;   /* a comment that cannot be kept as it was */
+        if (kind < 0)
+            warn_bad(path, ln, &warned, "dropped");
+        if (kind <= 0)
             continue;
-        }
         kept_line *k = realloc(kept, (size_t)(nkept + 1) * sizeof *k);
         const size_t len = strlen(line);
         char *text = malloc(len + 2);
@@ -448,8 +478,7 @@ static void tuning_keep(const char *path)
         kept[nkept].key = e;
         kept[nkept++].text = text;
     }
-    if (warned > 5)
-        fprintf(stderr, "wprun: warning: %s: %d more such lines dropped\n", path, warned - 5);
+    warn_bad_end(path, warned, "dropped");
     const int err = ferror(f);
     fclose(f);
     if (err)
@@ -457,16 +486,17 @@ static void tuning_keep(const char *path)
 }
 
 /* After the run's own lines: the kept lines whose matrix and batch this run
- * did not time (tuning_put recorded those in tunes); returns their count.
+ * did not time (tuning_put recorded those in tunes), and the comments;
+ * returns the count of measurement lines kept.
  * With tf NULL (the file left as it was), only frees them. */
 static int tuning_put_kept(FILE *tf)
 {
     int n = 0;
     for (int i = 0; i < nkept; i++) {
         const tune_ent *e = &kept[i].key;
-        if (tf && !tune_find(e->name, e->type, e->rows, e->cols, e->batch, 0)) {
+        if (tf && (!e->name[0] || !tune_find(e->name, e->type, e->rows, e->cols, e->batch, 0))) {
             fputs(kept[i].text, tf);
-            n++;
+            n += e->name[0] != 0;   /* (the measurements counted, not the comments) */
         }
         free(kept[i].text);
     }
@@ -1089,7 +1119,7 @@ static int gpu_run(wr_model *md, FILE *tf)
             }
             if (opt.bench || opt.tune) {
                 bench_row *br = &rows[nrows++];
-                memcpy(br->name, m->name, sizeof br->name - 1);
+                snprintf(br->name, sizeof br->name, "%.63s", m->name);   /* (memcpy read past a short name) */
                 br->src = m->src;
                 strncpy(br->type, type_name(m), sizeof br->type - 1);
                 br->batch = batch;

@@ -654,11 +654,14 @@ open('$T/name', 'w').write(r.name)"
     grep -E '^synth.Q4_0.*	1	(fused|full)	' "$T/a.tun" > "$T/q4b1.lines"
     [ "$(wc -l < "$T/q8.lines")" -eq 4 ]
     [ "$(wc -l < "$T/q4b1.lines")" -eq 2 ]
-    printf '# a comment\nnot a measurement\n' >> "$T/a.tun"
+    printf '# a comment\nnot a measurement\n\n' >> "$T/a.tun"
     run --separate-stderr "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --batch 2,4 --tuning "$T/a.tun" --runs 1
     [ "$status" -eq 0 ]
     [ "$stderr" = "wprun: warning: $T/a.tun:11: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with a coded pipeline; dropped
 wprun: $T/a.tun: 6 lines of matrices or batches not tuned in this run kept" ]
+    # the comment kept, last, where it was among the kept lines (it was dropped unsaid: a reviewer's find)
+    [ "$(tail -n 1 "$T/a.tun")" = "# a comment" ]
+    sed -i '$d' "$T/a.tun"
     # the run's own lines first (Q4_0 at batches 2 and 4), then the kept ones as they were, in order
     [ "$(sed -n '2,5p' "$T/a.tun" | cut -f1,4,5 | tr '\t' ' ')" = "synth.Q4_0.64x256 2 fused
 synth.Q4_0.64x256 2 full
@@ -683,7 +686,8 @@ synth.Q4_0.64x256 4 full" ]
     # a first line like a tuning file's but not one: refused, as any other file ("(CPU)" was
     # "tuned on the CPU, this run is on the cpu", "(cpuish)" a cpu file, "vvv" another version's,
     # overwritten: a breaker's finds)
-    for head in '# wprun tuning v2 (CPU): x' '# wprun tuning v2 (cpuish): x' '# wprun tuning vvv not really' '# wprun tuning v2 ('; do
+    for head in '# wprun tuning v2 (CPU): x' '# wprun tuning v2 (cpuish): x' '# wprun tuning vvv not really' '# wprun tuning v2 (' \
+                '# wprun tuning v2 notes: keep me'; do
         printf '%s\nimportant\n' "$head" > "$T/h.tun"
         run "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning "$T/h.tun" --runs 1
         [ "$status" -eq 1 ]

@@ -1423,8 +1423,10 @@ static void check_gather()
 {
     const long long rows = 300, rows_all = 1000;
     std::vector<uint8_t> mapb(4 * (size_t)rows_all);
+    std::vector<uint32_t> vals((size_t)rows_all);   /* the indices as written, for a check of their own */
     for (long long r = 0; r < rows_all; r++) {
         const uint32_t v = r == 7 ? (uint32_t)rows - 1 : rnd() % (uint32_t)rows;
+        vals[(size_t)r] = v;
         for (int k = 0; k < 4; k++)
             mapb[4 * (size_t)r + (size_t)k] = (uint8_t)(v >> 8 * k);
     }
@@ -1447,7 +1449,9 @@ static void check_gather()
             memset(y_all, 0xcd, sizeof(float) * (size_t)(batch * rows_all));
             emu_reset();
             go(dim3(blocks), dim3(256), 0, [&] { k_gather(y, map, rows, rows_all, batch, y_all); });
-            const bool same = !memcmp(y_all, want.data(), want.size() * sizeof(float));
+            bool same = !memcmp(y_all, want.data(), want.size() * sizeof(float));
+            for (long long i = 0; i < batch * rows_all; i++)   /* and each output from its row as written */
+                same &= y_all[i] == y[(i / rows_all) * rows + vals[(size_t)(i % rows_all)]];
             CHECK(same && emu_ok() && want[7] == y[rows - 1], "k_gather (batch %d, %lld of %lld rows, %u blocks of 256): "
                   "= wr_cpu_gather%s", batch, rows, rows_all, blocks, emu_why().c_str());
         }
