@@ -662,10 +662,10 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     hess="$out/stories260K-f32-calib-k2.hess"
     make "${a[@]}" TEXT="$t1/calib.txt" > /dev/null 2>&1
     f32=$(realpath -s "$F32")   # as make's abspath writes it
-    [ "$(cat "$hess.id")" = "model $f32 text $(realpath -s "$t1")/calib.txt chunks 2" ]
+    [ "$(cat "$hess.id")" = "model $f32 $(sig "$F32") text $(realpath -s "$t1")/calib.txt $(sig "$t1/calib.txt") chunks 2" ]
     h1=$(cksum < "$hess")
     make "${a[@]}" TEXT="$t2/calib.txt" > /dev/null 2>&1
-    [ "$(cat "$hess.id")" = "model $f32 text $(realpath -s "$t2")/calib.txt chunks 2" ]
+    [ "$(cat "$hess.id")" = "model $f32 $(sig "$F32") text $(realpath -s "$t2")/calib.txt $(sig "$t2/calib.txt") chunks 2" ]
     [ "$(cksum < "$hess")" != "$h1" ]
     # the Hessians of t2, as a fresh build computes them
     "$ROOT/bin/hessian" --model "$F32" --text "$t2/calib.txt" --chunks 2 -o "$BATS_TEST_TMPDIR/fresh.hess" 2> /dev/null
@@ -711,7 +711,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     "$ROOT/bin/unbundle" ./-o/-m-Q8_0_g0_lam0_c1.bundle | cmp - ./-o/-m-Q8_0_g0_lam0_c1.gguf
     HESSIAN_CHUNKS=1 run "$ROOT/pipelines/lazyweights" -m.gguf Q5_0_g0_lam0_c1 -o -c.txt
     [ "$status" -eq 0 ] || { echo "$output"; false; }
-    [ "$(cat ./-o/-m--c-k1.hess.id)" = "model $BATS_TEST_TMPDIR/-m.gguf text $BATS_TEST_TMPDIR/-c.txt chunks 1" ]
+    [ "$(cat ./-o/-m--c-k1.hess.id)" = "model $BATS_TEST_TMPDIR/-m.gguf $(sig ./-m.gguf) text $BATS_TEST_TMPDIR/-c.txt $(sig ./-c.txt) chunks 1" ]
     [ "$(ls -A ./-o | tr '\n' ' ')" = "-m--c-k1.hess -m--c-k1.hess.id -m-Q5_0_g0_lam0_c1.bundle -m-Q5_0_g0_lam0_c1.gguf -m-Q5_0_g0_lam0_c1.report -m-Q8_0_g0_lam0_c1.bundle -m-Q8_0_g0_lam0_c1.gguf -m-Q8_0_g0_lam0_c1.report " ]
 }
 

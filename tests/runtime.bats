@@ -1375,7 +1375,7 @@ for r in recs:
     local i wp=
     for i in $(seq 300); do   # (pid is timeout's: wprun is its child)
         wp=$(pgrep -P "$pid" | head -n 1)
-        [ -n "$wp" ] && grep -q sb.bundle "/proc/$wp/maps" 2>/dev/null && break
+        if [ -n "$wp" ] && grep -q sb.bundle "/proc/$wp/maps" 2> /dev/null; then break; fi
         sleep 0.1
     done
     grep -q sb.bundle "/proc/$wp/maps"
