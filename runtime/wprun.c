@@ -179,23 +179,19 @@ static void stdout_close(void)
 
 /* What a tuning file's first line says it is: 'c' or 'g' for this version's
  * file tuned on the cpu or the gpu (TUNING_HEAD, then "cpu)" or "gpu)"),
- * 'v' for another version's ("# wprun tuning vN " with N not 2), 0 for no
- * tuning file at all ("(CPU)", "(cpuish)" and "vvv" were taken: a
- * breaker's find; "v2 notes", a v2 line without its "(", was taken for
- * another version's and overwritten: a reviewer's find). */
+ * 'v' for a v1 file (what wprun wrote before: "# wprun tuning v1 (cpu): ..."
+ * or "(gpu)"), 0 for no tuning file at all ("(CPU)", "(cpuish)" and "vvv"
+ * were taken: a breaker's find; "v2 notes", "v1 notes", "v3 notes" and
+ * "v02" were taken for another version's and overwritten: a reviewer's and
+ * a re-tester's finds). */
 static int tuning_head_kind(const char *line)
 {
     const size_t hl = strlen(TUNING_HEAD);
     if (!strncmp(line, TUNING_HEAD, hl))
         return !strncmp(line + hl, "cpu)", 4) ? 'c' : !strncmp(line + hl, "gpu)", 4) ? 'g' : 0;
-    const char *v = line + 16;
-    if (strncmp(line, "# wprun tuning v", 16) || !isdigit((unsigned char)*v))
-        return 0;
-    while (isdigit((unsigned char)*v))
-        v++;
-    if (v - (line + 16) == 1 && line[16] == '2')   /* v2, but not TUNING_HEAD */
-        return 0;
-    return *v == ' ' || *v == ':' || *v == '\n' || *v == '\r' || !*v ? 'v' : 0;
+    if (!strncmp(line, "# wprun tuning v1 (cpu)", 23) || !strncmp(line, "# wprun tuning v1 (gpu)", 23))
+        return 'v';
+    return 0;
 }
 
 typedef struct {

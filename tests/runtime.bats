@@ -687,7 +687,7 @@ synth.Q4_0.64x256 4 full" ]
     # "tuned on the CPU, this run is on the cpu", "(cpuish)" a cpu file, "vvv" another version's,
     # overwritten: a breaker's finds)
     for head in '# wprun tuning v2 (CPU): x' '# wprun tuning v2 (cpuish): x' '# wprun tuning vvv not really' '# wprun tuning v2 (' \
-                '# wprun tuning v2 notes: keep me'; do
+                '# wprun tuning v2 notes: keep me' '# wprun tuning v1 notes' '# wprun tuning v3 notes' '# wprun tuning v02 (cpu): x'; do
         printf '%s\nimportant\n' "$head" > "$T/h.tun"
         run "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning "$T/h.tun" --runs 1
         [ "$status" -eq 1 ]
@@ -705,7 +705,7 @@ wprun: $T/nul.tun: 1 line of matrices or batches not tuned in this run kept" ]
     [ "$(grep -ac '^m2' "$T/nul.tun")" -eq 0 ]
     [ "$(tail -n 1 "$T/nul.tun")" = "$(printf 'm3\tQ4_0\t64x256\t1\tfused\t2.0')" ]
     # another version's file: replaced whole, with a warning; an empty one is a new file
-    printf '# wprun tuning v1: name batch pipeline us\nx 1 fused 1.0\n' > "$T/v1.tun"
+    printf '# wprun tuning v1 (cpu): matrix batch pipeline microseconds\nx 1 fused 1.0\n' > "$T/v1.tun"
     run --separate-stderr "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --tuning "$T/v1.tun" --runs 1
     [ "$status" -eq 0 ]
     [ "$stderr" = "wprun: warning: $T/v1.tun: another version's tuning file: none of its lines kept" ]
