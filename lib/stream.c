@@ -965,9 +965,24 @@ static int index_read(FILE *f, const char *path, int copy, wp_index *ix, char *e
         snprintf(err, errlen, "%s: not a seekable wpack stream file", path);
         return -1;
     }
-    if (size < 32 || fseeko(f, -16, SEEK_END) || fread(t, 1, 16, f) != 16) {
-        snprintf(err, errlen, "%s: %s", path, size ? "truncated wpack stream (shorter than a header and a trailer)"
-                                                   : "empty file, not a wpack stream");
+    /* shorter than a stream header and a trailer: said as read in order (it was "truncated wpack
+       stream (shorter than a header and a trailer)", where tsinfo < FILE said where: a
+       re-tester's find) */
+    if (size == 0) {
+        snprintf(err, errlen, "%s: empty file, not a wpack stream", path);
+        return -1;
+    }
+    if (size < 16) {
+        snprintf(err, errlen, "%s: truncated stream: stream header ends at byte %" PRIu64 "%s (upstream failed or "
+                 "file cut short)", path, (uint64_t)size, of);
+        return -1;
+    }
+    if (size < 32) {
+        trailer_missing(f, (uint64_t)size, path, of, err, errlen);
+        return -1;
+    }
+    if (fseeko(f, -16, SEEK_END) || fread(t, 1, 16, f) != 16) {
+        snprintf(err, errlen, "%s: cannot read its last 16 bytes: %s", path, strerror(errno ? errno : EIO));
         return -1;
     }
     /* cut short, bytes appended or its end damaged: read in order, only the last is left (the

@@ -410,7 +410,8 @@ open('$T/name', 'w').write(r.name)"
 
 @test "wprun: what a file is when it is not a bundle: empty, short, GGUF, other bytes, a zstd frame of something else" {
     : > "$T/empty"
-    head -c 20 "$Q/syn.bundle" > "$T/short"
+    head -c 20 "$Q/syn.bundle" > "$T/short"   # as read in order (it was "truncated wpack stream
+    head -c 9 "$Q/syn.bundle" > "$T/short9"   # (shorter than a header and a trailer)": a re-tester's find)
     head -c 4000 "$Q/syn.bundle" > "$T/cut"   # cut short: said as readers in order say it (it was a
                                                # "damaged or missing index trailer", as "more" was)
     cp "$Q/syn.bundle" "$T/trail"   # whole, the trailer's magic damaged: not called truncated alone
@@ -429,7 +430,8 @@ open('$T/name', 'w').write(r.name)"
     "$BIN/ggufcat" "$Q/syn.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist | zstd -q -c > "$T/twice.zst"
     cp "$DATA/safetensors/sd15-lora-r4-f16.safetensors" "$T/st"
     for c in "empty:empty file, not a wpack stream" \
-             "short:truncated wpack stream (shorter than a header and a trailer)" \
+             "short:truncated stream: record header ends at byte 20 (upstream failed or file cut short)" \
+             "short9:truncated stream: stream header ends at byte 9 (upstream failed or file cut short)" \
              "cut:truncated stream: record 'Q4_0.r63x256' at byte 3392 claims 6876 payload bytes, the file has 411 after its header" \
              "trail:damaged or missing index trailer: the last 8 bytes are not \"WPACKEND\"" \
              "more:corrupt stream: data after its end (1 byte after the trailer at byte $(( $(stat -c %s "$Q/syn.bundle") - 16 )))" \
