@@ -12,10 +12,13 @@
 # Its paths are relative to its own folder: `make -f DIR/Makefile` from elsewhere found no
 # pipelines/lazyweights and no rule for bin/gptq, after writing a point's stamp (a fresh
 # user's find). Said at once, with the way that works. (This Makefile is the last one read
-# so far: MAKEFILES's come first, a reviewer's find.)
+# so far: MAKEFILES's come first, a reviewer's find.) Named without a folder, it is this
+# folder's (a folder with a space in its path was refused: a re-tester's find).
+ifneq ($(findstring /,$(lastword $(MAKEFILE_LIST))),)
 WPACK_HOME := $(realpath $(dir $(lastword $(MAKEFILE_LIST))))
 ifneq ($(WPACK_HOME),$(realpath $(CURDIR)))
 $(error run make in $(WPACK_HOME), as make -C $(WPACK_HOME) ...: its paths are relative to its folder)
+endif
 endif
 
 PREFIX   ?= /usr/local
@@ -247,6 +250,10 @@ POINT ?= Q4_0_g1_lam0_c1.25
 EVAL  ?= $(WPACK_DATA)/text/tinystories_valid_1000.txt
 TEXT  ?= $(WPACK_DATA)/text/groups_merged.txt
 OUT   ?= out/frontier
+# an OUT that starts with - as an absolute path: the recipes and stamps pass it to mkdir, cat,
+# rm and hessian -o, which took it for an option (make drops a ./ before a target's name; a
+# breaker's and a re-tester's finds)
+override OUT := $(if $(filter -%,$(OUT)),$(abspath $(OUT)),$(OUT))
 HESSIAN_CHUNKS ?= 8
 IMATRIX ?=
 unexport IMATRIX   # given to lazyweights by make model's recipe alone (frontier and bitrates took it)

@@ -228,6 +228,29 @@ fake_bins() {
     [ -z "$(ls -A "$out")" ] || { ls -A "$out"; false; }
 }
 
+@test "lazyweights: a failed run removes the folders of OUTDIR it made, and only those" {
+    # a failed hessian removed OUTDIR alone (pa/b left pa), and an RTN run interrupted removed
+    # nothing; unweight took ny/../keep, keep there already, for a folder it made (a re-tester's finds)
+    local bins="$BATS_TEST_TMPDIR/bins" w="$BATS_TEST_TMPDIR"
+    fake_bins "$bins" hessian "exit 1"
+    run env WPACK_BIN="$bins" "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$w/pa/b" "$CALIB"
+    [ "$status" -eq 1 ]
+    [ ! -e "$w/pa" ]
+    rm -rf "$bins" && fake_bins "$bins" verify "exit 1"
+    mkdir "$w/keep"
+    run env WPACK_BIN="$bins" "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$w/ny/../keep"
+    [ "$status" -eq 1 ]
+    [ -d "$w/keep" ]
+    [ -z "$(ls -A "$w/keep")" ]
+    run env WPACK_BIN="$bins" "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$w/nx/../ny/z"
+    [ "$status" -eq 1 ]
+    [ -z "$(ls -A "$w" | grep -E '^(nx|ny)$')" ]
+    head -c 1000 "$F32" > "$w/bad.gguf"
+    run "$ROOT/pipelines/unweight" "$w/bad.gguf" "$w/ny/../keep"
+    [ "$status" -eq 1 ]
+    [ -d "$w/keep" ]
+}
+
 @test "lazyweights: CALIB /dev/stdin reads the script's standard input, and a run says nothing of its jobs" {
     # its steps are background jobs, which bash gives /dev/null without job control: hessian
     # read an empty text (a reviewer's find)
@@ -524,11 +547,16 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ ! -e "$out" ]
     # an OUT that starts with - (mkdir took it for an option, four times, then make stopped;
     # a breaker's find): built there (make runs in the source tree: OUT is under it)
+    # (with a TEXT too, whose hessian -o and cleanup took it for an option, and a stamp read with
+    # cat that took it so too, and never matched: a re-tester's finds)
     local dash="-wpack-test-out-$$"
-    run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$dash"
+    run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT="$CALIB" HESSIAN_CHUNKS=1 OUT="$dash"
+    local st=$status again
+    again=$(make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT="$CALIB" HESSIAN_CHUNKS=1 OUT="$dash" 2>&1)
     [ -s "$ROOT/$dash/stories260K-f32-Q8_0_g0_lam0_c1.bundle" ] || { echo "$output"; rm -rf -- "${ROOT:?}/$dash"; false; }
     rm -rf -- "${ROOT:?}/$dash"
-    [ "$status" -eq 0 ]
+    [ "$st" -eq 0 ]
+    [ "$again" = "make: Nothing to be done for 'model'." ]
 }
 
 @test "lazyweights and make model: a missing CALIB, a failed hessian or an OUT under a file leave nothing" {
