@@ -195,6 +195,15 @@ load helpers
     run --separate-stderr "$ROOT/pipelines/bitcheck" lf.tsv rise.tsv
     [ "$status" -eq 1 ]
     [ "$output" = "a: 1.1 b/w, more than 0.2 % above the baseline 1.0 (at most 1.0020)" ]
+    # a UTF-8 byte order mark before either file's first line is no part of its key (the key
+    # differed, unseen: "a: 1.0 (not in bom.tsv)" and "a: not in lf.tsv", a breaker's find)
+    printf '\357\273\277a\t1.0\r\n' > bom.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" bom.tsv lf.tsv
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "$(printf '# a: 1.0 b/w (baseline 1.0)')" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" lf.tsv bom.tsv
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "$(printf '# a: 1.0 b/w (baseline 1.0)')" ]
 }
 
 @test "bitcheck: a negative b/w is one line, and a row whose baseline is no b/w is not compared" {
