@@ -82,7 +82,8 @@ TOOL_BINS:= $(TOOLS:%=build/tools/%) $(PRELOADS:%=build/tools/%.so)
 FUZZ     := $(sort $(basename $(notdir $(wildcard tests/fuzz/*.c))))
 
 # the pipelines a user's build and CI call, installed beside the programs (they run
-# the programs of the folder they are in); bitrates, frontier and demo need the
+# the programs of the folder they are in; lazyweights and unweight source jobs.sh, from
+# PREFIX/lib/wpack); bitrates, frontier and demo need the
 # source tree (build/tools, .deps, the reference llama.cpp tools) and stay there
 INSTALL_PIPES := bitcheck lazyweights unweight
 
@@ -203,6 +204,7 @@ install: all $(INSTALL_LLAMA)
 	  $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 755 $(BINS) $(wildcard bin/wprun) $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(INSTALL_PIPES:%=pipelines/%) $(DESTDIR)$(PREFIX)/bin/
+	install -d $(DESTDIR)$(PREFIX)/lib/wpack && install -m 644 pipelines/jobs.sh $(DESTDIR)$(PREFIX)/lib/wpack/
 	$(if $(INSTALL_LLAMA),install -m 755 $(INSTALL_LLAMA) $(DESTDIR)$(PREFIX)/bin/)
 	install -m 644 lib/libwpack.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 lib/*.h $(DESTDIR)$(PREFIX)/include/wpack/
@@ -223,7 +225,7 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/wpack.pc \
 	  $(patsubst lib/%,$(DESTDIR)$(PREFIX)/include/wpack/%,$(wildcard lib/*.h)) \
 	  $(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/%,$(wildcard man/man1/*.1 man/man3/*.3 man/man5/*.5 man/man7/*.7))
-	rm -f $(DESTDIR)$(PREFIX)/lib/wpack/*.so*
+	rm -f $(DESTDIR)$(PREFIX)/lib/wpack/*.so* $(DESTDIR)$(PREFIX)/lib/wpack/jobs.sh
 	for d in $(DESTDIR)$(PREFIX)/include/wpack $(DESTDIR)$(PREFIX)/lib/wpack; do \
 	  [ ! -d $$d ] || rmdir $$d; done
 

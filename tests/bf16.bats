@@ -243,6 +243,27 @@ stories260K-bf16-p16.report" ]
     [ ! -e "$w/new" ]
 }
 
+@test "pipelines/jobs.sh: the signal traps run no command substitution, and both pipelines source it" {
+    # stop_jobs waited with $(seq 40): a HUP or TERM that came while the script was inside a
+    # $(...) of its own made bash 5.2 fail to parse the trap ("trap: line 2: unexpected EOF while
+    # looking for matching ')'", exit 2, in about 40 % of runs at 0.28-0.40 s: a re-tester's find)
+    local f body
+    for f in stop_jobs rm_made; do
+        body=$(bash -c '. "$1" && declare -f "$2"' _ "$ROOT/pipelines/jobs.sh" "$f")
+        [[ $body == "$f ()"* ]]
+        [[ $body != *'$('* ]] || { echo "$body"; false; }
+        [[ $body != *'`'* ]] || { echo "$body"; false; }
+    done
+    [ "$(bash -c '. "$1" && trap -p INT TERM HUP' _ "$ROOT/pipelines/jobs.sh")" = "trap -- 'stop_jobs; exit 130' SIGINT
+trap -- 'stop_jobs; exit 143' SIGTERM
+trap -- 'stop_jobs; exit 129' SIGHUP" ]
+    # the two pipelines carried a copy each: now one, sourced
+    for f in lazyweights unweight; do
+        grep -q '^\. "\$jobs_sh"$' "$ROOT/pipelines/$f"
+        if grep -qE '^(stop_jobs|wait_job|rm_made)\(\)' "$ROOT/pipelines/$f"; then false; fi
+    done
+}
+
 @test "pipelines/unweight: a run that works says what it made in one line; unbundle's warnings of MODEL only when its check fails" {
     # it said nothing, or, for a GGUF with long tensor names, only "unbundle: warning: ..." from a
     # step the user never ran (a fresh user's find)

@@ -1,0 +1,76 @@
+# pipelines/jobs.sh: sourced (not run) by lazyweights and unweight, bash with set -euo
+# pipefail; installed as PREFIX/lib/wpack/jobs.sh. Their steps as background jobs that a
+# signal ends, and the folders of OUTDIR's path they made, removed when they fail.
+#
+# Sourcing it turns on job control and sets the INT, TERM and HUP traps: a TERM or INT
+# ends every process of the running job (stop_jobs) and waits for them, so their own
+# cleanup is done before the script's EXIT trap, which then removes the rest; the script
+# exits 130, 143 or 129 (HUP: a closed terminal or a dropped ssh).
+#
+# The steps run as background jobs, waited for (STEP & wait_job): bash runs a trap only
+# after a foreground child ends, so a TERM waited for hessian to finish (hours on a 7B
+# model: a fresh user's find). With job control (set -m) each job is a process group of its
+# own that keeps the script's standard input (without it, a job reads /dev/null: CALIB
+# /dev/stdin, a reviewer's find) and takes INT as a foreground step did. A pipeline runs in a
+# subshell, ( a | b ) &: one fork here, so a trap never runs while this shell is still
+# starting its processes, holding pipe ends they wait on (exit then waited for them for good).
+#
+# The two scripts each carried their own copy of all this (a review).
+
+set -m
+job=
+
+# wait_job: waits for the job just started (STEP & wait_job), its $! kept in job meanwhile;
+# returns the job's status (the last command's, job=, was 0 where a caller tested it)
+wait_job() {
+    job=$!
+    local rc=0
+    wait "$job" || rc=$?
+    job=
+    return "$rc"
+}
+
+# stop_jobs: ends the running job's process group and waits for it: job, or $! when the signal
+# came between the fork and wait_job (the job ran on, orphaned, and wrote into the OUTDIR after
+# its cleanup: a fresh user's find); before any fork $! is an earlier job's, ended (the job table
+# read in the trap, $(jobs -p), hung for good while a pipeline was being started).
+# No command substitution in it: a signal that came while the script was inside one, $(...),
+# made bash 5.2 fail to parse the trap's, "trap: line 2: unexpected EOF while looking for
+# matching ')'", exit 2 (a re-tester saw it in about 40 % of runs; the loop was $(seq 40)).
+stop_jobs() {
+    local j=${job:-${!:-}} i
+    [ -n "$j" ] || return 0
+    kill -TERM -- "-$j" 2> /dev/null || true
+    wait "$j" 2> /dev/null || true
+    # and its group gone, up to 2 s: a stage of a pipeline, dying, created its stderr file after
+    # the cleanup had removed the rest (wait reaps the job's first process alone)
+    for ((i = 0; i < 40; i++)); do
+        kill -0 -- "-$j" 2> /dev/null || break
+        sleep 0.05
+    done
+}
+trap 'stop_jobs; exit 130' INT
+trap 'stop_jobs; exit 143' TERM
+# (HUP: the running step, in a process group of its own, ran on and wrote its Hessians, no .id
+# beside them, after the script had gone: a breaker's find)
+trap 'stop_jobs; exit 129' HUP
+
+# outdir_made OUT: sets the array made to the folders of OUT's path that mkdir -p OUT makes,
+# deepest first, each as it will be named and only where its path, .. taken as written, is not
+# there yet (of nx/../ny, nx/.. is not one; of ny/../keep, keep, already there, is not): a failed
+# or interrupted run removes them (unweight left nx of nx/../ny, and took keep of ny/../keep for
+# one it made; lazyweights left pa of pa/b: a breaker's and a re-tester's finds)
+outdir_made() {
+    local d=$1
+    made=()
+    while [ -n "$d" ] && [ ! -e "$d" ]; do
+        [ -e "$(realpath -s -m -- "$d")" ] || made+=("$d")
+        d=$(dirname -- "$d")
+    done
+}
+
+# rm_made: removes the folders outdir_made listed, those left empty; never fails
+rm_made() {
+    local m
+    for m in ${made[@]+"${made[@]}"}; do rmdir -- "$m" 2> /dev/null || true; done
+}
