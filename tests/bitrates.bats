@@ -27,13 +27,13 @@ load helpers
     printf 'm\tQ8_0\t8.6060\nm\tQ4_0\t6.4734\n' > rise.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv
     [ "$status" -eq 1 ]
-    [ "$output" = "$(printf 'm\tQ8_0: 8.6060 b/w, more than 0.2 %% above the baseline 8.5878 (at most 8.6050)')" ]
+    [ "$output" = "$(printf 'm\tQ8_0: 8.6060 b/w, more than 0.2 %% above the baseline 8.5878 (at most 8.6049)')" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv 0.01
     [ "$status" -eq 0 ]
     printf 'm\tQ8_0\t\nm\tQ4_0\t6.4734\n' > empty.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv empty.tsv
     [ "$status" -eq 1 ]
-    [ "$output" = "$(printf 'm\tQ8_0: b/w "" is not a number')" ]
+    [ "$output" = 'empty.tsv:1: b/w "" is not a number' ]
     printf 'm\tQ8_0\t8.5878\nm\tIQ4_XS\t4.1\n' > other.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv other.tsv
     [ "$status" -eq 1 ]
@@ -161,7 +161,7 @@ load helpers
     [ "$stderr" = "$(printf '# m\tQ8_0: 8.5878 b/w (baseline 8.5878)')" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv - < rise.tsv
     [ "$status" -eq 1 ]
-    [ "$output" = "$(printf 'm\tQ8_0: 8.7 b/w, more than 0.2 %% above the baseline 8.5878 (at most 8.6050)')" ]
+    [ "$output" = "$(printf 'm\tQ8_0: 8.7 b/w, more than 0.2 %% above the baseline 8.5878 (at most 8.6049)')" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" - rise.tsv < /dev/null
     [ "$status" -eq 1 ]
     [ "$output" = "$(printf 'm\tQ8_0: 8.7 (not in stdin)\nstdin: no rows')" ]
@@ -201,6 +201,49 @@ load helpers
     [ "$output" = "a: 1.1 b/w, more than 0.2 % above the baseline 1.0 (at most 1.0020)" ]
 }
 
+@test "bitcheck: the limit of a rise is rounded down, a bad NOW line is named FILE:LINE, verify --tsv's own table is said once" {
+    # "7.2545 b/w, more than 0.2 % above the baseline 7.2400 (at most 7.2545)": the limit, 7.25448,
+    # rounded to nearest; a NOW line that is no b/w said "b: b/w ..." without its file; verify --tsv's
+    # table given whole said 'b/w "ok" is not a number' once a matrix (a fresh user's finds)
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a\t7.2400\n' > base.tsv
+    printf 'a\t7.2545\n' > over.tsv
+    printf 'a\t7.2544\n' > under.tsv
+    printf 'a\t7.25449\n' > five.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv over.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "a: 7.2545 b/w, more than 0.2 % above the baseline 7.2400 (at most 7.2544)" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv under.tsv
+    [ "$status" -eq 0 ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv five.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "a: 7.25449 b/w, more than 0.2 % above the baseline 7.2400 (at most 7.25448)" ]
+    # a limit that is a round number is that number (10.2 x 1.002 is 10.220399... in binary)
+    printf 'a\t10.2\n' > b2.tsv
+    printf 'a\t10.2205\n' > n2.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" b2.tsv n2.tsv
+    [ "$output" = "a: 10.2205 b/w, more than 0.2 % above the baseline 10.2 (at most 10.2204)" ]
+    printf 'a\t1.0\nb\t2.0\n' > good.tsv
+    printf 'a\t1.0\nb\tok\n' > bad.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" good.tsv bad.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = 'bad.tsv:2: b/w "ok" is not a number' ]
+    "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" u 16 2> /dev/null
+    "$BIN/verify" --tsv "$MODELS/stories260K-bf16.gguf" u/stories260K-bf16-p16.bundle > v.tsv
+    [ "$(wc -l < v.tsv)" -gt 10 ]
+    local said="v.tsv: verify --tsv's table, not KEY<TAB>B/W lines: the b/w of its file is column 5 of its line *, as pipelines/bitrates keeps it"
+    run --separate-stderr "$ROOT/pipelines/bitcheck" good.tsv v.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "$said" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" v.tsv good.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "$said" ]
+    # its columns 1 and 5, as bitcheck(1) shows, are rows
+    awk -F'\t' 'NR > 1 { print $1 "\t" $5 }' v.tsv > now.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" now.tsv now.tsv
+    [ "$status" -eq 0 ]
+}
+
 @test "bitcheck: a negative b/w is one line, and a row whose baseline is no b/w is not compared" {
     # a baseline -1 printed 'is not a number' and then compared NOW with -1 (a new user's trial)
     cd "$BATS_TEST_TMPDIR"
@@ -217,7 +260,7 @@ load helpers
     [ "$stderr" = "" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" lf.tsv neg.tsv
     [ "$status" -eq 1 ]
-    [ "$output" = 'a: b/w "-1" is negative, not a valid b/w' ]
+    [ "$output" = 'neg.tsv:1: b/w "-1" is negative, not a valid b/w' ]
     # -0 is zero, not negative
     printf 'a\t-0\n' > zero.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" lf.tsv zero.tsv
@@ -225,7 +268,7 @@ load helpers
     [ "$stderr" = '# a: -0 b/w (baseline 1.0)' ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" neg.tsv neg.tsv
     [ "$status" -eq 1 ]
-    [ "$output" = "$(printf 'neg.tsv:1: b/w "-1" is negative, not a valid b/w\na: b/w "-1" is negative, not a valid b/w')" ]
+    [ "$output" = "$(printf 'neg.tsv:1: b/w "-1" is negative, not a valid b/w\nneg.tsv:1: b/w "-1" is negative, not a valid b/w')" ]
 }
 
 @test "bitcheck: file names with a backslash or an = are read and named as they are" {
