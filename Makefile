@@ -24,7 +24,7 @@ endif
 PREFIX   ?= /usr/local
 CC       ?= cc
 CFLAGS   ?= -O2 -g
-WFLAGS   := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter
+WFLAGS   := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Wno-unused-parameter
 CPPFLAGS += -Ilib
 LDLIBS   := -lzstd -lxxhash -lcjson -llapacke -lopenblas -lm -lpthread
 

@@ -16,6 +16,11 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+/* Offsets into a stream, bundle or GGUF go through off_t (fseeko, ftello): a
+ * 32-bit build without -D_FILE_OFFSET_BITS=64 (the Makefile's) could not read
+ * a bundle over 2 GiB, a 7B model's (a note's left alone). */
+_Static_assert(sizeof(off_t) >= 8, "off_t must hold a file offset over 2 GiB: build with -D_FILE_OFFSET_BITS=64");
+
 #define REC_TAG      0x43455257u  /* "WREC" little-endian */
 #define REC_FIXED    72u
 #define MAX_ATTRS    (1u << 20)
