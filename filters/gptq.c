@@ -1110,6 +1110,9 @@ int main(int argc, char **argv)
             } else if (!wp_gptq_supported((int)to)) {
                 wp_die("tensor %s: type %s is not supported by gptq", name, wp_ggml_type_name(to));
             } else {
+                /* (RTN does not check: one weight of 1e20 zeroed its Q6_K block, unsaid) */
+                if (wp_gptq_check_weights((int)to, f, rows, ne0, err, sizeof err))
+                    wp_die("tensor %s: %s", name, err);
                 /* one matrix per ne[2] slice (experts), each with its own
                  * imatrix slice and Hessian lookup by the tensor's name */
                 const int64_t n_mat = r.n_dims >= 3 ? n / (ne0 * r.ne[1]) : 1, mrows = rows / n_mat;

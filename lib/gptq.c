@@ -787,11 +787,8 @@ static int check_args(int type, const float *Win, int64_t rows, int64_t cols, co
         return fail(err, errlen, "row length %lld is not a multiple of %d (%s)", (long long)cols, t->n, wp_ggml_type_name((uint32_t)type));
     if (!(opts->widen >= 1) || !(opts->lambda >= 0) || !(opts->damp >= 0) || !isfinite(opts->widen) || !isfinite(opts->lambda))
         return fail(err, errlen, "bad options (widen must be >= 1, lambda and damp >= 0)");
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++)
-            if (!isfinite(Win[r * cols + c]))
-                return fail(err, errlen, "non-finite weight %g at row %lld, column %lld",
-                            (double)Win[r * cols + c], (long long)r, (long long)c);
+    if (wp_gptq_check_weights(type, Win, rows, cols, err, errlen))
+        return -1;
     if (qw)
         for (int64_t c = 0; c < cols; c++)
             if (!isfinite(qw[c]))
@@ -1056,6 +1053,21 @@ int64_t wp_gptq_check_blocks(int type, const void *q, int64_t nblocks)
             return b;
     }
     return -1;
+}
+
+int wp_gptq_check_weights(int type, const float *w, int64_t rows, int64_t cols, char *err, size_t errlen)
+{
+    const char *tn = wp_ggml_type_name((uint32_t)type);
+    for (int64_t k = 0; k < rows * cols; k++) {
+        if (!isfinite(w[k]))
+            return fail(err, errlen, "non-finite weight %g at row %lld, column %lld", (double)w[k],
+                        (long long)(k / cols), (long long)(k % cols));
+        if (fabsf(w[k]) > (float)WP_GPTQ_WEIGHT_MAX)
+            return fail(err, errlen, "weight %g at row %lld, column %lld is too large for %s (no block holds one "
+                        "above %.3g: its scales are fp16)", (double)w[k], (long long)(k / cols),
+                        (long long)(k % cols), tn ? tn : "?", WP_GPTQ_WEIGHT_MAX);
+    }
+    return 0;
 }
 
 double wp_gptq_code_entropy(int type, const void *q, int64_t nblocks)

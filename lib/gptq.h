@@ -127,7 +127,8 @@ int wp_gptq_supported(int type);
  *   info filled when not NULL.
  * Returns 0; WP_GPTQ_NOT_PD when every damping failed (dst untouched);
  * -1 on bad arguments (rows < 0; W or dst NULL while rows > 0), an
- * unsupported type, a non-finite weight or Hessian entry, a scale that does
+ * unsupported type, a non-finite weight or Hessian entry, a weight above
+ * WP_GPTQ_WEIGHT_MAX in magnitude (wp_gptq_check_weights), a scale that does
  * not fit fp16 (weights beyond ±65504·range), or no memory, with a one-line
  * message in err (errlen bytes) that names the row and column where it
  * applies. Thread-safe: its own threads (o->threads)
@@ -201,6 +202,24 @@ double wp_gptq_hloss(int type, const float *W, const void *q, int64_t rows, int6
 /* Index of the first of nblocks blocks of type at q whose d or dmin (fp16)
  * is not finite, or -1 when all are; -2 for an unsupported type. */
 int64_t wp_gptq_check_blocks(int type, const void *q, int64_t nblocks);
+
+/* The largest weight magnitude a block of any wp_gptq_supported type can
+ * hold, 65504 · 127 · 127 (the largest fp16 super-block scale, sub-block
+ * scale and code; Q6_K and IQ4_XS reach 65504 · 127 · 32): beyond it no block
+ * holds the weight, and from about 1.8e19 its square overflows the float
+ * sums of the scale searches (llama.cpp's make_qx_quants and the like), which
+ * then gave Q6_K, Q3_K and IQ4_XS finite scales that zeroed the block's
+ * weights, unsaid (a breaker's find: one weight of 1e20). */
+#define WP_GPTQ_WEIGHT_MAX (65504.0 * 127.0 * 127.0)
+
+/* Whether the rows × cols weights at w (row-major) can be quantized into
+ * blocks of type: 0, or -1 with one line in err naming the first weight that
+ * is not finite ("non-finite weight nan at row 0, column 5") or above
+ * WP_GPTQ_WEIGHT_MAX in magnitude ("weight 1e+20 at row 0, column 5 is too
+ * large for Q6_K (no block holds one above 1.06e+09: its scales are fp16)").
+ * wp_gptq_quantize runs it; a caller of the RTN quantizers (<wpack/rtn.h>),
+ * which do not check, runs it first. */
+int wp_gptq_check_weights(int type, const float *w, int64_t rows, int64_t cols, char *err, size_t errlen);
 
 /* Shannon entropy in bits per code of the codes of nblocks blocks of type
  * at q (blocks.h codes, counted singly). -1 for an unsupported type. */

@@ -453,6 +453,39 @@ r.payload = bytearray(len(r.payload))"
     done
 }
 
+@test "gptq: a weight no block can hold (1e20) is one line for every type, RTN and GPTQ (Q6_K, Q3_K and IQ4_XS zeroed its block)" {
+    # its square overflowed the float sums of the scale search: Q6_K, Q3_K and IQ4_XS came out
+    # with finite scales that zeroed the weight and its 15 neighbours, exit 0 (a breaker's find)
+    cd "$T"
+    python3 - <<'PY'
+import random, struct
+random.seed(1)
+rows, cols = 8, 256
+w = [random.gauss(0, 0.02) for _ in range(rows * cols)]
+def gguf(path, big):
+    v = list(w); v[5] = big
+    name = b"blk.0.attn_q.weight"
+    info = struct.pack("<Q", len(name)) + name + struct.pack("<IQQIQ", 2, cols, rows, 0, 0)
+    head = b"GGUF" + struct.pack("<IQQ", 3, 1, 0) + info
+    head += bytes(-len(head) % 32)
+    open(path, "wb").write(head + struct.pack("<%df" % len(v), *v))
+gguf("big.gguf", 1e20)
+gguf("edge.gguf", 1.05e9)
+PY
+    local t o
+    for t in Q6_K Q3_K IQ4_XS Q4_K Q8_0 Q4_0; do
+        for o in --rtn "--lambda 0.1" "--gamma --widen 1.25"; do
+            run sh -c "'$BIN/ggufcat' big.gguf | '$BIN/gptq' --type $t $o -q -o out.wts"
+            one_line_error "^gptq: tensor blk\.0\.attn_q\.weight: weight 1e\+20 at row 0, column 5 is too large for $t \(no block holds one above 1\.06e\+09: its scales are fp16\)$"
+            [ ! -e out.wts ]
+        done
+    done
+    # below the bound, the fp16 check of the scales refuses it as before, for Q6_K too
+    run sh -c "'$BIN/ggufcat' edge.gguf | '$BIN/gptq' --type Q6_K --rtn -q -o out.wts"
+    one_line_error "^gptq: tensor blk\.0\.attn_q\.weight: a block scale does not fit fp16 \(weights too large for Q6_K\)$"
+    [ ! -e out.wts ]
+}
+
 @test "gptq: usage errors are one line" {
     run "$BIN/gptq" --rtn
     one_line_error 'exactly one of --type'
