@@ -895,9 +895,11 @@ int main(int argc, char **argv)
     FILE *sp = wp_spool(err, sizeof err);
     if (!sp)
         wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
-    wp_writer *sw = wp_writer_open(sp, "spool", 64, err, sizeof err);
+    /* a full $TMPDIR said "temporary file: spool: write error: ...", not which input (a breaker's find) */
+    const char *inname = in && strcmp(in, "-") ? in : "stdin";
+    wp_writer *sw = wp_writer_open(sp, "temporary file", 64, err, sizeof err);
     if (!sw)
-        wp_die("%s", err);
+        wp_die("%s: %s", inname, err);
     wp_record r;
     wp_record_init(&r);
     while (wp_cli_next(rd, &r)) {
@@ -905,14 +907,14 @@ int main(int argc, char **argv)
             wp_cli_refuse_coded(in, &r, "a tensor stream");
         model_note(&r);
         if (wp_writer_put(sw, &r))
-            wp_die("temporary file: %s", wp_writer_error(sw));
+            wp_die("%s: %s", inname, wp_writer_error(sw));
     }
     wp_reader_close(rd);
     /* the reader kept the largest payload's buffer in r: freed, not leaked by
      * the wp_record_init below (262 MB all run long for a 7B's token_embd in F16) */
     wp_record_free(&r);
     if (wp_writer_close(sw, err, sizeof err))
-        wp_die("temporary file: %s", err);
+        wp_die("%s: %s", inname, err);
     counts_check(in);
 
     /* ---- plan, and what in it gptq cannot do: refused before any output */

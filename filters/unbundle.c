@@ -44,11 +44,15 @@ int main(int argc, char **argv)
         size_t n;
         if (!t)
             wp_die("%s: %s", src, why);
+        /* (a full $TMPDIR said "temporary file: write error", not which input or why, and a
+           failed last flush went unseen until the copy read back short: a breaker's find) */
         while ((n = fread(buf, 1, sizeof buf, bf)) > 0)
             if (fwrite(buf, 1, n, t) != n)
-                wp_die("temporary file: write error");
+                wp_die("%s: temporary file: write error: %s", src, strerror(errno));
         if (ferror(bf))
             wp_die("%s: read error: %s", src, strerror(errno));
+        if (fflush(t))
+            wp_die("%s: temporary file: write error: %s", src, strerror(errno));
         rewind(t);
         bf = t;
     }

@@ -857,7 +857,7 @@ int wp_gguf_out_finish(wp_gguf_out *o, FILE *out)
     wr64(h + 8, o->n_tensors);
     wr64(h + 16, o->n_kv);
     if (fflush(o->kv) || fflush(o->data))
-        return ofail(o, "temporary file: write error");
+        return ofail(o, "temporary file: write error: %s", strerror(errno));
     uint64_t kv_len = (uint64_t)ftello(o->kv);
     if (fwrite(h, 1, 24, out) != 24 || copy_file(o->kv, out, kv_len))
         goto werr;

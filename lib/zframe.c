@@ -253,7 +253,7 @@ FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen)
     while ((n = wp_zsrc_read(s, buf, sizeof buf)) > 0) {
         total += n;
         if (fwrite(buf, 1, n, t) != n) {
-            snprintf(err, errlen, "%s: temporary file: write error", path);
+            snprintf(err, errlen, "%s: temporary file: write error: %s", path, strerror(errno));
             break;
         }
     }

@@ -686,6 +686,42 @@ inputs_in_T() {
     [ "$(stat -c %a "$T/new.gguf")" = 640 ]
 }
 
+@test "-o FILE with a name of 245 to 255 bytes is written (its temporary name, FILE.tmp.XXXXXX, was too long)" {
+    # "cannot create: File name too long" for a name the file system takes (a breaker's find)
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    local n
+    for n in 244 245 250 255; do
+        local name
+        name=$(printf "%${n}s" "" | tr ' ' a)
+        "$BIN/ggufpack" -o "$T/$name" "$T/s.wps"
+        cmp "$T/$name" "$F32"
+        rm "$T/$name"
+    done
+    [ -z "$(ls -A "$T" | grep -v '^s\.wps$')" ]   # and no temporary file left
+}
+
+@test "a program whose standard input is closed says so; unbundle read its own spool as the input" {
+    # the spool took descriptor 0: "unbundle: stdin: empty input, not a wpack stream" (a breaker's find)
+    local p
+    for p in unbundle tsinfo; do
+        run sh -c "'$BIN/$p' <&- > '$T/out'"
+        one_line_error "^$p: stdin: read error: Bad file descriptor"
+    done
+}
+
+@test "a temporary file that cannot grow (a full TMPDIR) names the input and the cause, as ggufpack did" {
+    # "unbundle: temporary file: write error" and "gptq: temporary file: spool: write error: ..."
+    # named neither the input nor (unbundle) the cause (a breaker's find, on a full tmpfs); here
+    # the file size limit stops the spool, as a full disk does
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    "$BIN/histogram" < "$T/s.wps" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/s.bundle"
+    local p
+    for p in "unbundle:s.bundle" "gptq --ftype Q8_0 --rtn -q:s.wps" "ggufpack:s.wps"; do
+        run bash -c "trap '' XFSZ; ulimit -f 64; cat '$T/${p#*:}' | '$BIN/'${p%%:*} > /dev/null"
+        one_line_error "^${p%%[ :]*}: stdin: temporary file: write error: File too large$"
+    done
+}
+
 @test "ggufcat: standard input, as - or a pipe, is refused as not a regular file (- said 'No such file')" {
     run "$BIN/ggufcat" - < "$F32"
     one_line_error "^ggufcat: -: not a regular file \\(standard input: give the file's name\\)$"
