@@ -240,7 +240,13 @@ FILE *wp_out_open(const char *path)
         target = real;
     }
     out_check_inputs(target);
-    snprintf(out_tmp, sizeof out_tmp, "%s.tmp.XXXXXX", target);
+    /* TARGET.tmp.XXXXXX, the name cut to fit NAME_MAX: an output named with
+       245 to 255 bytes could never be written, "File name too long" (a
+       breaker's find) */
+    const char *slash = strrchr(target, '/');
+    const size_t dirlen = slash ? (size_t)(slash - target) + 1 : 0, base = strlen(target) - dirlen;
+    const size_t keep = base + 11 > NAME_MAX ? NAME_MAX - 11 : base;
+    snprintf(out_tmp, sizeof out_tmp, "%.*s.tmp.XXXXXX", (int)(dirlen + keep), target);
     snprintf(out_target, sizeof out_target, "%s", target);
     int fd = mkstemp(out_tmp);
     if (fd < 0) {

@@ -3,7 +3,8 @@
  * fatal errors, and outputs that are never left half-written.
  *
  * Output rule: a named output (-o FILE) is written to FILE.tmp.XXXXXX in the
- * same directory and renamed over FILE only by wp_out_commit(); on any fatal
+ * same directory (FILE's name cut to fit NAME_MAX with the suffix) and
+ * renamed over FILE only by wp_out_commit(); on any fatal
  * error the temporary file is removed. A symbolic link FILE: the file it
  * names is replaced the same way, the link kept. A device, FIFO or socket
  * (-o /dev/null): written in place, never replaced. When the output is stdout and stdout
