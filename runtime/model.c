@@ -385,6 +385,14 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                     "(a plain bundle that was zstd'd whole: zstd -d it)",
                     path, path);
     }
+    /* a GGUF's way on is its bundle, not ggufcat alone ("a GGUF file: read it with ggufcat"),
+       whose stream wprun refuses too (a fresh user's find) */
+    uint8_t magic[4];
+    if (fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4)) {
+        fclose(f);
+        return fail(err, errlen, "%s: a GGUF file, not a bundle: ggufcat %s | [bf16split |] histogram | huffbuild | "
+                    "laneinterleave > FILE makes its bundle", path, path);
+    }
     wp_index ix;
     memset(&ix, 0, sizeof ix);
     if (wp_index_read(f, path, &ix, err, errlen)) {

@@ -468,8 +468,9 @@ open('$T/name', 'w').write(r.name)"
     [ "$past" -eq 1 ]   # the high byte's case; the low byte's two point inside the file
     run --separate-stderr "$BIN/wprun" --cpu "$Q/syn.gguf"
     [ "$status" -eq 1 ]
-    # with the way on, as the other programs say it (it said "a GGUF file, not a wpack stream")
-    [ "$stderr" = "wprun: $Q/syn.gguf: not a wpack stream (a GGUF file: read it with ggufcat)" ]
+    # with the way on (it said "a GGUF file, not a wpack stream"; then "read it with ggufcat", whose
+    # stream wprun refuses too: a fresh user's find)
+    [ "$stderr" = "wprun: $Q/syn.gguf: a GGUF file, not a bundle: ggufcat $Q/syn.gguf | [bf16split |] histogram | huffbuild | laneinterleave > FILE makes its bundle" ]
     # a stream that laneinterleave never made a bundle of: said so, as verify says it (it was
     # "no coded matrices (every matrix is stored fixed-width or zstd'd, as laneinterleave --dist
     # may choose, ...)")
