@@ -2,10 +2,10 @@
 # pipefail; installed as PREFIX/lib/wpack/jobs.sh. Their steps as background jobs that a
 # signal ends, and the folders of OUTDIR's path they made, removed when they fail.
 #
-# Sourcing it turns on job control and sets the INT, TERM and HUP traps: a TERM or INT
-# ends every process of the running job (stop_jobs) and waits for them, so their own
-# cleanup is done before the script's EXIT trap, which then removes the rest; the script
-# exits 130, 143 or 129 (HUP: a closed terminal or a dropped ssh).
+# Sourcing it turns on job control; trap_signals then sets the INT, TERM and HUP traps: a
+# TERM or INT ends every process of the running job (stop_jobs) and waits for them, so
+# their own cleanup is done before the script's EXIT trap, which then removes the rest; the
+# script exits 130, 143 or 129 (HUP: a closed terminal or a dropped ssh).
 #
 # The steps run as background jobs, waited for (STEP & wait_job): bash runs a trap only
 # after a foreground child ends, so a TERM waited for hessian to finish (hours on a 7B
@@ -34,9 +34,6 @@ wait_job() {
 # came between the fork and wait_job (the job ran on, orphaned, and wrote into the OUTDIR after
 # its cleanup: a fresh user's find); before any fork $! is an earlier job's, ended (the job table
 # read in the trap, $(jobs -p), hung for good while a pipeline was being started).
-# No command substitution in it: a signal that came while the script was inside one, $(...),
-# made bash 5.2 fail to parse the trap's, "trap: line 2: unexpected EOF while looking for
-# matching ')'", exit 2 (a re-tester saw it in about 40 % of runs; the loop was $(seq 40)).
 stop_jobs() {
     local j=${job:-${!:-}} i
     [ -n "$j" ] || return 0
@@ -49,11 +46,19 @@ stop_jobs() {
         sleep 0.05
     done
 }
-trap 'stop_jobs; exit 130' INT
-trap 'stop_jobs; exit 143' TERM
-# (HUP: the running step, in a process group of its own, ran on and wrote its Hessians, no .id
-# beside them, after the script had gone: a breaker's find)
-trap 'stop_jobs; exit 129' HUP
+
+# trap_signals: sets the INT, TERM and HUP traps (HUP: the running step, in a process group of
+# its own, ran on and wrote its Hessians, no .id beside them, after the script had gone: a
+# breaker's find). From then on until the traps are ignored for the last moves, the script
+# runs no command substitution, $(...): bash 5.2 runs a trap that lands while it is reading
+# one inside that parse, and fails the trap's own, "trap: line 2: unexpected EOF while looking
+# for matching ')'", exit 2, its running job left to finish (a re-tester saw it in about 40 % of
+# runs; 13 of 400 HUPs at random times under load). A file's first line is read with read.
+trap_signals() {
+    trap 'stop_jobs; exit 130' INT
+    trap 'stop_jobs; exit 143' TERM
+    trap 'stop_jobs; exit 129' HUP
+}
 
 # outdir_made OUT: sets the array made to the folders of OUT's path that mkdir -p OUT makes,
 # deepest first, each as it will be named and only where its path, .. taken as written, is not
