@@ -464,7 +464,13 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ ! -e "$out" ]
     run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 --rtn
     [ "$status" -eq 2 ]
-    [ "$output" = "gptq: ./--rtn: No such file or directory" ]
+    [ "$output" = "./--rtn: no such file" ]
+    # a run says a MODEL that is not there in its own words (it was gptq's line after the point:
+    # "lazyweights: Q8_0_g0_lam0_c1: gptq: nosuch.gguf: No such file or directory", a fresh user's find)
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$BATS_TEST_TMPDIR/nosuch.gguf" Q8_0_g0_lam0_c1 "$out"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: $BATS_TEST_TMPDIR/nosuch.gguf: no such file" ]
+    [ ! -e "$out" ]
     run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out';touch $BATS_TEST_TMPDIR/INJ;'"
     [ "$status" -ne 0 ]
     [[ $output == *"*** OUT=$out';touch $BATS_TEST_TMPDIR/INJ;': a space, quote, backslash, ;, %, : or # in this path cannot go through make (link the file under a plain name).  Stop." ]]
