@@ -253,7 +253,7 @@ int main(int argc, char **argv)
         char expc[64] = "";
         if (tot.exp_weights > 0)
             snprintf(expc, sizeof expc, ", %.0f exponent-coded", tot.exp_weights);
-        fprintf(stderr, "total: %.0f weights, %.0f in coded matrices%s; tensors %.4f b/w as stored;"
+        fprintf(stderr, "total: %.0f weights, %.0f in quantized matrices%s; tensors %.4f b/w as stored;"
                         " entropy bound %.4f b/w (order 0: codes at H, exponents one at a time at raw bits + H,"
                         " side data and other tensors as stored; a tensor's repeated rows once, a tensor"
                         " repeating another again)\n",

@@ -36,7 +36,7 @@ lossless() { # GGUF BUNDLE [bf16split options]
     echo "$output" | grep -E '^total exponent-coded: 292096 weights; exponent H 2.6127 b/w, limit \(raw \+ H\) 10.6127 b/w, verbatim 0.2365%'
     # and the total line, split by histogram or by bf16split before it (a model of floats alone
     # had none: a fresh user's find); the 704 weights left are the F32 norms
-    local total='total: 292800 weights, 0 in coded matrices, 292096 exponent-coded; tensors 16.0385 b/w as stored; entropy bound 10.6641 b/w (order 0: codes at H, exponents one at a time at raw bits + H, side data and other tensors as stored; a tensor'"'"'s repeated rows once, a tensor repeating another again)'
+    local total='total: 292800 weights, 0 in quantized matrices, 292096 exponent-coded; tensors 16.0385 b/w as stored; entropy bound 10.6641 b/w (order 0: codes at H, exponents one at a time at raw bits + H, side data and other tensors as stored; a tensor'"'"'s repeated rows once, a tensor repeating another again)'
     [ "${lines[-1]}" = "$total" ]
     run sh -c "'$BIN/ggufcat' '$MODELS/stories260K-bf16.gguf' | '$BIN/histogram' --report 2>&1 >/dev/null"
     [ "$status" -eq 0 ]

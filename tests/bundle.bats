@@ -73,7 +73,7 @@ bundle() { # GGUF BUNDLE [histogram options]
     run sh -c "'$BIN/ggufcat' '$Q/s-Q4_0.gguf' | '$BIN/histogram' --no-rowmap --no-float --report 2>&1 >/dev/null"
     [ "$status" -eq 0 ]
     echo "$output" | grep -E '^token_embd.weight +Q4_0 +32768 +16384 +6.7758 +3.3879 +4.00 +0.5000 +4.5000$'
-    echo "$output" | grep -E '^total: 292800 weights, 237056 in coded matrices; tensors 7.1755 b/w as stored; entropy bound 6.8812 b/w'
+    echo "$output" | grep -E '^total: 292800 weights, 237056 in quantized matrices; tensors 7.1755 b/w as stored; entropy bound 6.8812 b/w'
     # with its row map, a matrix's line says its numbers are its distinct rows' (a fresh user
     # read token_embd's 22080 weights for its 32768)
     run sh -c "'$BIN/ggufcat' '$Q/s-Q4_0.gguf' | '$BIN/histogram' --no-float --report 2>&1 >/dev/null"
@@ -85,7 +85,7 @@ bundle() { # GGUF BUNDLE [histogram options]
     [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
     # bf16split's matrices were left out of the total: 237760 weights, 6.0436 b/w as stored and a
     # bound of 4.6162 (a fresh user's find, through pipelines/unweight's report)
-    local total='total: 292800 weights, 215872 in coded matrices, 55040 exponent-coded; tensors 7.9152 b/w as stored; entropy bound 6.7561 b/w (order 0: codes at H, exponents one at a time at raw bits + H, side data and other tensors as stored; a tensor'"'"'s repeated rows once, a tensor repeating another again)'
+    local total='total: 292800 weights, 215872 in quantized matrices, 55040 exponent-coded; tensors 7.9152 b/w as stored; entropy bound 6.7561 b/w (order 0: codes at H, exponents one at a time at raw bits + H, side data and other tensors as stored; a tensor'"'"'s repeated rows once, a tensor repeating another again)'
     run sh -c "'$BIN/ggufcat' '$Q/s-Q4_K_M.gguf' | '$BIN/histogram' --report 2>&1 >/dev/null"
     [ "$status" -eq 0 ]
     [ "${lines[-1]}" = "$total" ]
