@@ -325,7 +325,8 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
     if (fstat(fileno(g->f), &st) || !S_ISREG(st.st_mode)) {
-        gfail(g, "not a regular file");
+        /* (why: verify <(cat m.gguf) said "not a regular file" alone, a fresh user's find) */
+        gfail(g, "not a regular file (a GGUF is read by its offsets: give the file itself)");
         goto fail;
     }
     g->file_size = (uint64_t)st.st_size;

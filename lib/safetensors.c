@@ -497,7 +497,7 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
     if (fstat(fileno(s->f), &st) || !S_ISREG(st.st_mode)) {
-        sfail(s, "not a regular file");
+        sfail(s, "not a regular file (a safetensors file is read by its offsets: give the file itself)");
         goto fail;
     }
     s->file_size = (uint64_t)st.st_size;

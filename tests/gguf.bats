@@ -726,7 +726,11 @@ inputs_in_T() {
     run "$BIN/ggufcat" - < "$F32"
     one_line_error "^ggufcat: -: not a regular file \\(standard input: give the file's name\\)$"
     run sh -c "cat '$F32' | '$BIN/ggufcat' /dev/stdin"
-    one_line_error "^ggufcat: /dev/stdin: not a regular file$"
+    one_line_error "^ggufcat: /dev/stdin: not a regular file \\(a GGUF is read by its offsets: give the file itself\\)$"
+    # verify's original too (its bundle said why; the GGUF did not: a fresh user's find)
+    "$BIN/ggufcat" "$F32" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/v.bundle"
+    run bash -c "'$BIN/verify' <(cat '$F32') '$T/v.bundle'"
+    one_line_error "^verify: /dev/fd/[0-9]+: not a regular file \\(a GGUF is read by its offsets: give the file itself\\)$"
 }
 
 @test "a TMPDIR that does not exist: one line naming the input and the directory" {
