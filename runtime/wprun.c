@@ -232,39 +232,63 @@ static tune_ent *tune_find(const char *name, const char *type, long long rows, l
  * time) when it is "MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS"
  * (whitespace-separated, exactly six fields, a coded pipeline, a finite
  * time >= 0, batch >= 1; type and pipeline in any case, as --pipeline
- * takes them), else 0. */
-static int tuning_line(char *line, tune_ent *e, int *pipe, double *us_out)
+ * takes them), else 0 with why it is not in why (wl bytes: the warning
+ * said the form alone, for a line of that form whose time was 1e999: a
+ * fresh user's find). */
+static int tuning_line(char *line, tune_ent *e, int *pipe, double *us_out, char *why, size_t wl)
 {
     char *f[7];
     int n = 0;
     for (char *tok = strtok(line, " \t\r\n"); tok && n < 7; tok = strtok(NULL, " \t\r\n"))
         f[n++] = tok;
-    if (n != 6 || strlen(f[0]) >= sizeof e->name || strlen(f[1]) >= sizeof e->type)
+    if (n != 6) {
+        if (n > 6)
+            snprintf(why, wl, "more than 6 fields");
+        else
+            snprintf(why, wl, "%d field%s, not 6", n, n == 1 ? "" : "s");
         return 0;
+    }
+    if (strlen(f[0]) >= sizeof e->name || strlen(f[1]) >= sizeof e->type) {
+        snprintf(why, wl, "a %s longer than %zu bytes", strlen(f[0]) >= sizeof e->name ? "matrix name" : "type",
+                 (strlen(f[0]) >= sizeof e->name ? sizeof e->name : sizeof e->type) - 1);
+        return 0;
+    }
     char *end, *c;
     errno = 0;
     e->rows = strtoll(f[2], &end, 10);
-    if (end == f[2] || *end != 'x' || e->rows < 1)
+    int ok = end != f[2] && *end == 'x' && e->rows >= 1;
+    if (ok) {
+        c = end + 1;
+        e->cols = strtoll(c, &end, 10);
+        ok = end != c && !*end && e->cols >= 1;
+    }
+    if (!ok) {
+        snprintf(why, wl, "shape '%.40s' is not ROWSxCOLS", f[2]);
         return 0;
-    c = end + 1;
-    e->cols = strtoll(c, &end, 10);
-    if (end == c || *end || e->cols < 1)
-        return 0;
+    }
     const long b = strtol(f[3], &end, 10);
-    if (end == f[3] || *end || b < 1 || b > INT_MAX)
+    if (end == f[3] || *end || b < 1 || b > INT_MAX) {
+        snprintf(why, wl, "batch '%.40s' is not a count from 1", f[3]);
         return 0;
+    }
     const double us = strtod(f[5], &end);
-    if (end == f[5] || *end || errno || !isfinite(us) || us < 0)
+    if (end == f[5] || *end || errno || !isfinite(us) || us < 0) {
+        snprintf(why, wl, "time '%.40s' is not a finite number of microseconds, 0 or more", f[5]);
         return 0;
+    }
     *pipe = -1;
     for (int q = 0; q < P_COUNT; q++)
         if (q != P_TWIN && !strcasecmp(f[4], pipe_name[q]))
             *pipe = q;
+    if (*pipe < 0) {
+        snprintf(why, wl, "pipeline '%.40s' is not a coded one", f[4]);
+        return 0;
+    }
     snprintf(e->name, sizeof e->name, "%s", f[0]);
     snprintf(e->type, sizeof e->type, "%s", f[1]);
     e->batch = (int)b;
     *us_out = us;
-    return *pipe >= 0;
+    return 1;
 }
 
 /* One line of a tuning file into line (NUL-terminated, the newline kept), at
@@ -296,28 +320,35 @@ static long tuning_getline(char line[TUNING_LINE_MAX + 1], FILE *f, int stop_lon
 /* A line of a tuning file after its first (line, n bytes read, long_line
  * as tuning_getline set it): 0 blank, 1 a comment (#, however long), 2 a
  * measurement (its fields in e, *pipe, *us), -1 neither (other fields, a
- * NUL byte in it, longer than TUNING_LINE_MAX), which warn_bad says. line
- * is left as it was. For tuning_read and tuning_keep alike. */
-static int tuning_body_line(const char *line, long n, int long_line, tune_ent *e, int *pipe, double *us)
+ * NUL byte in it, longer than TUNING_LINE_MAX), which warn_bad says, with
+ * why (wl bytes). line is left as it was. For tuning_read and tuning_keep
+ * alike. */
+static int tuning_body_line(const char *line, long n, int long_line, tune_ent *e, int *pipe, double *us, char *why,
+                            size_t wl)
 {
     if (line[0] == '#')
         return 1;
-    if (long_line || memchr(line, 0, (size_t)n))
+    if (long_line || memchr(line, 0, (size_t)n)) {
+        if (long_line)
+            snprintf(why, wl, "longer than %d bytes", TUNING_LINE_MAX);
+        else
+            snprintf(why, wl, "a NUL byte in it");
         return -1;
+    }
     if (line[strspn(line, " \t\r\n")] == 0)
         return 0;
     char copy[TUNING_LINE_MAX + 1];
     memcpy(copy, line, (size_t)n + 1);   /* (tuning_line cuts it into fields) */
-    return tuning_line(copy, e, pipe, us) ? 2 : -1;
+    return tuning_line(copy, e, pipe, us, why, wl) ? 2 : -1;
 }
 
-/* Warn of a line tuning_body_line refused: the first five by file:line, then (warn_bad_end) one
- * count of the rest; what: "skipped" or "dropped". */
-static void warn_bad(const char *path, int ln, int *warned, const char *what)
+/* Warn of a line tuning_body_line refused, and why: the first five by file:line, then
+ * (warn_bad_end) one count of the rest; what: "skipped" or "dropped". */
+static void warn_bad(const char *path, int ln, int *warned, const char *why, const char *what)
 {
     if ((*warned)++ < 5)
         fprintf(stderr, "wprun: warning: %s:%d: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with a "
-                        "coded pipeline; %s\n", path, ln, what);
+                        "coded pipeline (%s); %s\n", path, ln, why, what);
 }
 static void warn_bad_end(const char *path, int warned, const char *what)
 {
@@ -373,9 +404,10 @@ static void tuning_read(const char *path)
         tune_ent e;
         int p;
         double us;
-        const int k = tuning_body_line(line, n, long_line, &e, &p, &us);
+        char why[128];
+        const int k = tuning_body_line(line, n, long_line, &e, &p, &us, why, sizeof why);
         if (k < 0)
-            warn_bad(path, ln, &warned, "skipped");
+            warn_bad(path, ln, &warned, why, "skipped");
         tune_ent *t = k == 2 ? tune_find(e.name, e.type, e.rows, e.cols, e.batch, 1) : NULL;
         if (t)
             t->us[p] = us;
@@ -455,11 +487,17 @@ static void tuning_keep(const char *path)
         tune_ent e = {.name = ""};   /* a comment's: kept as it was (it was dropped unsaid: a reviewer's find) */
         int p;
         double us;
-        int kind = tuning_body_line(line, n, long_line, &e, &p, &us);
-        if (kind == 1 && (long_line || memchr(line, 0, (size_t)n)))
+        char why[128];
+        int kind = tuning_body_line(line, n, long_line, &e, &p, &us, why, sizeof why);
+        if (kind == 1 && (long_line || memchr(line, 0, (size_t)n))) {
             kind = -1;   /* a comment that cannot be kept as it was */
+            if (long_line)
+                snprintf(why, sizeof why, "a comment longer than %d bytes", TUNING_LINE_MAX);
+            else
+                snprintf(why, sizeof why, "a comment with a NUL byte in it");
+        }
         if (kind < 0)
-            warn_bad(path, ln, &warned, "dropped");
+            warn_bad(path, ln, &warned, why, "dropped");
         if (kind <= 0)
             continue;
         kept_line *k = realloc(kept, (size_t)(nkept + 1) * sizeof *k);
