@@ -67,7 +67,7 @@ int main(int argc, char **argv)
     static wp_weight_tally tally;   /* the weights a bundle restores */
     printf("%-8s %-40s %-8s %-14s %12s  %s\n", "kind", "name", "type", "shape", "bytes", "b/w or value");
     while (wp_cli_next(rd, &r)) {
-        char shape[96], tb[16], extra[128] = "";
+        char shape[96], tb[16], extra[256] = "";
         shape_str(&r, shape, sizeof shape);
         int64_t nw = wp_attr_i64(&r, "n_weights", r.kind == WP_REC_TENSOR ? wp_record_nelem(&r) : 0);
         if (r.kind == WP_REC_KV)

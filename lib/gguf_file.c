@@ -99,12 +99,24 @@ void wp_gguf_value_str(uint32_t type, const uint8_t *buf, uint64_t len, char *ou
     if (wp_gguf_value_size(type, buf, len) < 0) {
         snprintf(out, n, "(malformed)");
     } else if (type == WP_GGUF_STRING) {
-        uint64_t sl = rd64(buf);
-        int show = sl > 48 ? 48 : (int)sl;
-        snprintf(out, n, "\"%.*s%s\"", show, (const char *)buf + 8, sl > 48 ? "..." : "");
-        for (char *c = out; *c; c++)
-            if ((unsigned char)*c < 32)
-                *c = ' ';
+        /* a control byte, NUL included, as \xNN, as names are written (a NUL cut the
+           value, and "lla\0ma" listed as "lla"; a newline was a blank: a breaker's find) */
+        const uint64_t sl = rd64(buf);
+        const int show = sl > 48 ? 48 : (int)sl;
+        size_t k = 0;
+        if (n < 8) {
+            out[0] = 0;
+            return;
+        }
+        out[k++] = '"';
+        for (int i = 0; i < show && k + 5 < n; i++) {
+            const unsigned char c = buf[8 + i];
+            if (c < 32 || c == 127)
+                k += (size_t)snprintf(out + k, n - k, "\\x%02x", c);
+            else
+                out[k++] = (char)c;
+        }
+        snprintf(out + k, n - k, "%s\"", sl > 48 ? "..." : "");
     } else if (type == WP_GGUF_ARRAY) {
         snprintf(out, n, "[%s x %" PRIu64 "]", wp_gguf_type_name(rd32(buf)), rd64(buf + 4));
     } else {

@@ -44,8 +44,9 @@ extern "C" {
  * past len or is malformed (unknown type, nested array too deep). */
 int64_t wp_gguf_value_size(uint32_t type, const uint8_t *buf, uint64_t len);
 
-/* A short human-readable rendering of a value (strings quoted and cut,
- * arrays as "[type x count]") into out (n bytes). */
+/* A short human-readable rendering of a value (strings quoted and cut at
+ * 48 bytes, their control bytes and NULs as \xNN; arrays as
+ * "[type x count]") into out (n bytes; 8 or more, 200 for a string whole). */
 void wp_gguf_value_str(uint32_t type, const uint8_t *buf, uint64_t len, char *out, size_t n);
 
 /* GGUF value type name ("u32", "string", "array" ...), "?" if unknown. */

@@ -82,6 +82,23 @@ setup() {
     cmp "$T/o.wts" "$T/m.wts"
 }
 
+@test "tsinfo writes a string value's control bytes and NULs as \\xNN: two values that differ after a NUL list apart" {
+    # "lla\0ma" and "lla\0zz" both listed as "lla"; a newline was a blank, where names say \x0a (a breaker's find)
+    python3 - "$T/nl.gguf" <<'PY'
+import struct, sys
+def s(b): return struct.pack("<Q", len(b)) + b
+kv = [(b"b.key", s(b"lla\0ma")), (b"c.key", s(b"lla\0zz")), (b"d.key", s(b"a\nb\x7fc"))]
+out = b"GGUF" + struct.pack("<IQQ", 3, 0, len(kv))
+for k, v in kv: out += s(k) + struct.pack("<I", 8) + v
+out += bytes(-len(out) % 32)
+open(sys.argv[1], "wb").write(out)
+PY
+    "$BIN/ggufcat" "$T/nl.gguf" | "$BIN/tsinfo" > "$T/list"
+    [ "$(awk '$1 == "kv" { print $2, $NF }' "$T/list")" = 'b.key "lla\x00ma"
+c.key "lla\x00zz"
+d.key "a\x0ab\x7fc"' ]
+}
+
 @test "tsinfo reads a stream from stdin" {
     run sh -c "'$BIN/ggufcat' '$MODELS/stories260K-f16.gguf' | '$BIN/tsinfo' -"
     [ "$status" -eq 0 ]
