@@ -210,38 +210,33 @@ load helpers
     printf 'a\t7.2545\n' > over.tsv
     printf 'a\t7.2544\n' > under.tsv
     printf 'a\t7.25449\n' > five.tsv
-    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv over.tsv
-    [ "$status" -eq 1 ]
-    [ "$output" = "a: 7.2545 b/w, more than 0.2 % above the baseline 7.2400 (at most 7.2544)" ]
-    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv under.tsv
-    [ "$status" -eq 0 ]
-    run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv five.tsv
-    [ "$status" -eq 1 ]
-    [ "$output" = "a: 7.25449 b/w, more than 0.2 % above the baseline 7.2400 (at most 7.25448)" ]
     # a limit that is a round number is that number (10.2 x 1.002 is 10.220399... in binary)
     printf 'a\t10.2\n' > b2.tsv
     printf 'a\t10.2205\n' > n2.tsv
-    run --separate-stderr "$ROOT/pipelines/bitcheck" b2.tsv n2.tsv
-    [ "$output" = "a: 10.2205 b/w, more than 0.2 % above the baseline 10.2 (at most 10.2204)" ]
     printf 'a\t1.0\nb\t2.0\n' > good.tsv
     printf 'a\t1.0\nb\tok\n' > bad.tsv
-    run --separate-stderr "$ROOT/pipelines/bitcheck" good.tsv bad.tsv
-    [ "$status" -eq 1 ]
-    [ "$output" = 'bad.tsv:2: b/w "ok" is not a number' ]
     "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" u 16 2> /dev/null
     "$BIN/verify" --tsv "$MODELS/stories260K-bf16.gguf" u/stories260K-bf16-p16.bundle > v.tsv
     [ "$(wc -l < v.tsv)" -gt 10 ]
-    local said="v.tsv: verify --tsv's table, not KEY<TAB>B/W lines: the b/w of its file is column 5 of its line *, as pipelines/bitrates keeps it"
-    run --separate-stderr "$ROOT/pipelines/bitcheck" good.tsv v.tsv
-    [ "$status" -eq 1 ]
-    [ "$output" = "$said" ]
-    run --separate-stderr "$ROOT/pipelines/bitcheck" v.tsv good.tsv
-    [ "$status" -eq 1 ]
-    [ "$output" = "$said" ]
     # its columns 1 and 5, as bitcheck(1) shows, are rows
     awk -F'\t' 'NR > 1 { print $1 "\t" $5 }' v.tsv > now.tsv
-    run --separate-stderr "$ROOT/pipelines/bitcheck" now.tsv now.tsv
-    [ "$status" -eq 0 ]
+    local said="v.tsv: verify --tsv's table, not KEY<TAB>B/W lines: the b/w of its file is column 5 of its line *, as pipelines/bitrates keeps it"
+    local base now want out
+    # BASE|NOW|STATUS|OUTPUT, one a line
+    while IFS='|' read -r base now want out; do
+        run --separate-stderr "$ROOT/pipelines/bitcheck" "$base" "$now"
+        [ "$status" -eq "$want" ] || { echo "$base $now: status $status: $output"; false; }
+        [ "$output" = "$out" ] || { echo "$base $now: $output"; false; }
+    done <<EOF
+base.tsv|over.tsv|1|a: 7.2545 b/w, more than 0.2 % above the baseline 7.2400 (at most 7.2544)
+base.tsv|under.tsv|0|
+base.tsv|five.tsv|1|a: 7.25449 b/w, more than 0.2 % above the baseline 7.2400 (at most 7.25448)
+b2.tsv|n2.tsv|1|a: 10.2205 b/w, more than 0.2 % above the baseline 10.2 (at most 10.2204)
+good.tsv|bad.tsv|1|bad.tsv:2: b/w "ok" is not a number
+good.tsv|v.tsv|1|$said
+v.tsv|good.tsv|1|$said
+now.tsv|now.tsv|0|
+EOF
 }
 
 @test "bitcheck: a negative b/w is one line, and a row whose baseline is no b/w is not compared" {
