@@ -47,6 +47,19 @@ void wp_cli_init(const char *name)
 {
     const char *s = strrchr(name, '/');
     prog = s ? s + 1 : name;
+    /* A closed standard descriptor (prog 2>&-) gets /dev/null opened the other way round
+       (stdin write-only, stdout and stderr read-only), so its use still fails with "Bad file
+       descriptor" and no file opened later lands on it: -o FILE's temporary file took
+       descriptor 2 and gptq wrote its progress lines into its own output, exit 0 (a
+       re-tester's find; gnulib's stdopen does the same). */
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            const int n = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+            if (n >= 0 && n != fd) {   /* (the lowest free descriptor: fd itself) */
+                dup2(n, fd);
+                close(n);
+            }
+        }
     /* A closed pipe downstream ends the program quietly with SIGPIPE's status,
        after removing the temporary output as the other signals do. */
     signal(SIGPIPE, on_signal);
@@ -245,7 +258,9 @@ FILE *wp_out_open(const char *path)
        breaker's find) */
     const char *slash = strrchr(target, '/');
     const size_t dirlen = slash ? (size_t)(slash - target) + 1 : 0, base = strlen(target) - dirlen;
-    const size_t keep = base + 11 > NAME_MAX ? NAME_MAX - 11 : base;
+    size_t keep = base + 11 > NAME_MAX ? NAME_MAX - 11 : base;
+    if (dirlen + keep + 11 >= PATH_MAX)   /* (and the path within PATH_MAX: 4085 to 4095 bytes failed too) */
+        keep = dirlen + 11 < PATH_MAX ? PATH_MAX - 1 - 11 - dirlen : 0;
     snprintf(out_tmp, sizeof out_tmp, "%.*s.tmp.XXXXXX", (int)(dirlen + keep), target);
     snprintf(out_target, sizeof out_target, "%s", target);
     int fd = mkstemp(out_tmp);

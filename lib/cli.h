@@ -24,7 +24,10 @@
 extern "C" {
 #endif
 
-/* Set the program name used in messages ("ggufcat"); call first in main. */
+/* Set the program name used in messages ("ggufcat"), the signal handlers
+ * that remove a temporary output, and /dev/null on a closed descriptor 0, 1
+ * or 2, opened so that reading or writing it still fails (EBADF) while no
+ * later file takes it; call first in main. */
 void wp_cli_init(const char *prog);
 /* The program name given to wp_cli_init. */
 const char *wp_prog(void);

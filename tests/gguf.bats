@@ -715,6 +715,33 @@ inputs_in_T() {
         rm "$T/$name"
     done
     [ -z "$(ls -A "$T" | grep -v '^s\.wps$')" ]   # and no temporary file left
+    # and a whole path of 4085 to 4095 bytes (the temporary name overran PATH_MAX: a re-tester's find)
+    local d="$T/p"   # a folder path of 3900 bytes, in parts of 250 at most
+    while [ $(( ${#d} + 251 )) -le 3900 ]; do d="$d/$(printf '%250s' '' | tr ' ' d)"; done
+    [ ${#d} -eq 3900 ] || d="$d/$(printf "%$((3900 - ${#d} - 1))s" '' | tr ' ' e)"
+    [ ${#d} -eq 3900 ]
+    mkdir -p "$d"
+    for n in 4085 4095; do
+        name="$d/$(printf "%$((n - ${#d} - 1))s" '' | tr ' ' f)"
+        [ "${#name}" -eq "$n" ]
+        "$BIN/ggufpack" -o "$name" "$T/s.wps"
+        cmp "$name" "$F32"
+        rm "$name"
+    done
+    [ -z "$(ls -A "$d")" ]
+}
+
+@test "-o FILE with standard error closed: the output is the program's alone (its progress lines went into it, exit 0)" {
+    # the temporary file took descriptor 2 (a re-tester's find)
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    "$BIN/gptq" --ftype Q8_0 --rtn -o "$T/open.wts" "$T/s.wps" 2> /dev/null
+    run bash -c "'$BIN/gptq' --ftype Q8_0 --rtn -o '$T/closed.wts' '$T/s.wps' 2>&-"
+    [ "$status" -eq 0 ]
+    cmp "$T/open.wts" "$T/closed.wts"
+    # and a failure with stderr closed still fails, its temporary file removed
+    run bash -c "'$BIN/ggufpack' -o '$T/bad.gguf' '$T/open.wts.none' 2>&-"
+    [ "$status" -eq 1 ]
+    [ -z "$(ls -A "$T" | grep -v -e '^s\.wps$' -e '^open\.wts$' -e '^closed\.wts$')" ]
 }
 
 @test "a program whose standard input is closed says so; unbundle read its own spool as the input" {
