@@ -254,13 +254,13 @@ static int tuning_line(char *line, tune_ent *e, int *pipe, double *us_out, char 
         return 0;
     }
     char *end, *c;
-    errno = 0;
+    errno = 0;   /* (a shape's overflow, ERANGE, was blamed on the time: a re-tester's find) */
     e->rows = strtoll(f[2], &end, 10);
-    int ok = end != f[2] && *end == 'x' && e->rows >= 1;
+    int ok = end != f[2] && *end == 'x' && e->rows >= 1 && !errno;
     if (ok) {
         c = end + 1;
         e->cols = strtoll(c, &end, 10);
-        ok = end != c && !*end && e->cols >= 1;
+        ok = end != c && !*end && e->cols >= 1 && !errno;
     }
     if (!ok) {
         snprintf(why, wl, "shape '%.40s' is not ROWSxCOLS", f[2]);
@@ -271,8 +271,9 @@ static int tuning_line(char *line, tune_ent *e, int *pipe, double *us_out, char 
         snprintf(why, wl, "batch '%.40s' is not a count from 1", f[3]);
         return 0;
     }
+    /* (an underflow, 1e-320, is a time near 0: ERANGE with a finite result) */
     const double us = strtod(f[5], &end);
-    if (end == f[5] || *end || errno || !isfinite(us) || us < 0) {
+    if (end == f[5] || *end || !isfinite(us) || us < 0) {
         snprintf(why, wl, "time '%.40s' is not a finite number of microseconds, 0 or more", f[5]);
         return 0;
     }

@@ -230,6 +230,15 @@ wprun: warning: $T/n.tun:6: $w (4 fields, not 6); skipped" ]
     [[ "$output" == *"wprun: warning: $T/n.tun: 1 more such lines skipped"* ]]
     ! echo "$output" | grep -q "n.tun:8" || false
     echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +ring relerr'   # no line counted: the default
+    # a shape that overflows is the shape's fault, and a time that underflows (1e-320) is a time (the
+    # shape's ERANGE was blamed on the time, and the underflow refused: a re-tester's finds)
+    { printf '# wprun tuning v2 (cpu): m\n'
+      printf 'synth.Q4_K.64x512\tQ4_K\t99999999999999999999x512\t1\tfused\t0.1\n'
+      printf "$m\tfull\t1e-320\n"; } > "$T/e.tun"
+    run --separate-stderr "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/e.tun"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: $T/e.tun:2: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with a coded pipeline (shape '99999999999999999999x512' is not ROWSxCOLS); skipped" ]
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +full relerr'   # 1e-320 us: the fastest
 }
 
 @test "wprun --tuning /dev/zero: a first line that never ends is not a tuning file (getline grew it until memory ran out)" {
