@@ -220,6 +220,10 @@ load helpers
     [ "$(wc -l < v.tsv)" -gt 10 ]
     # its columns 1 and 5, as bitcheck(1) shows, are rows
     awk -F'\t' 'NR > 1 { print $1 "\t" $5 }' v.tsv > now.tsv
+    # the table after a comment, its header not first, was a line per matrix again; a baseline of
+    # many decimals printed the failing value as the limit (a re-tester's finds)
+    { echo '# a comment'; cat v.tsv; } > cv.tsv
+    printf 'a\t7.24001996\n' > b3.tsv
     local said="v.tsv: verify --tsv's table, not KEY<TAB>B/W lines: the b/w of its file is column 5 of its line *, as pipelines/bitrates keeps it"
     local base now want out
     # BASE|NOW|STATUS|OUTPUT, one a line
@@ -235,6 +239,8 @@ b2.tsv|n2.tsv|1|a: 10.2205 b/w, more than 0.2 % above the baseline 10.2 (at most
 good.tsv|bad.tsv|1|bad.tsv:2: b/w "ok" is not a number
 good.tsv|v.tsv|1|$said
 v.tsv|good.tsv|1|$said
+good.tsv|cv.tsv|1|${said/v.tsv/cv.tsv}
+b3.tsv|over.tsv|1|a: 7.2545 b/w, more than 0.2 % above the baseline 7.24001996 (at most 7.2544)
 now.tsv|now.tsv|0|
 EOF
 }
