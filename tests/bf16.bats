@@ -197,6 +197,14 @@ stories260K-bf16-p16.report" ]
     [ ! -e "$T/ny" ]
 }
 
+@test "pipelines/unweight: a WPACK_BIN without its programs is one line, exit 1, before anything is made" {
+    # bash's "line 61: /nonexist/ggufcat: No such file or directory", exit 127 (a re-tester's find)
+    run --separate-stderr env WPACK_BIN="$T/nonexist" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/o"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "unweight: $T/nonexist/ggufcat: no such program (make all; or WPACK_BIN)" ]
+    [ ! -e "$T/o" ]
+}
+
 @test "pipelines/unweight: a MODEL or OUTDIR whose name starts with - is a file, not an option" {
     # ggufcat and basename took -m.gguf for an option, mkdir -o (exit 1, "invalid option")
     cd "$T"
