@@ -266,6 +266,14 @@ stories260K-bf16-p16.report" ]
     [ "$(bash -c '. "$1" && trap_signals && trap -p INT TERM HUP' _ "$ROOT/pipelines/jobs.sh")" = "trap -- 'stop_jobs; exit 130' SIGINT
 trap -- 'stop_jobs; exit 143' SIGTERM
 trap -- 'stop_jobs; exit 129' SIGHUP" ]
+    # a copy of a script alone, away from jobs.sh, says so in one line (it was bash's "line 19: ...")
+    mkdir -p "$T/alone/bin"
+    for f in lazyweights unweight; do
+        cp "$ROOT/pipelines/$f" "$T/alone/bin/"
+        run --separate-stderr "$T/alone/bin/$f" a b c
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "$f: $T/alone/lib/wpack/jobs.sh: no such file (the script runs beside pipelines/jobs.sh, or from make install's PREFIX/bin)" ]
+    done
     for f in lazyweights unweight; do
         grep -q '^\. "\$jobs_sh"$' "$ROOT/pipelines/$f"
         # the two pipelines carried a copy each of these: now one, sourced
