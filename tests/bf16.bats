@@ -197,11 +197,18 @@ stories260K-bf16-p16.report" ]
     [ ! -e "$T/ny" ]
 }
 
-@test "pipelines/unweight: a WPACK_BIN without its programs is one line, exit 1, before anything is made" {
-    # bash's "line 61: /nonexist/ggufcat: No such file or directory", exit 127 (a re-tester's find)
+@test "pipelines/unweight and lazyweights: a WPACK_BIN without their programs is one line, before anything is made" {
+    # bash's "line 61: /nonexist/ggufcat: No such file or directory", exit 127 (a re-tester's find);
+    # lazyweights checked gptq alone (a reviewer's find)
     run --separate-stderr env WPACK_BIN="$T/nonexist" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/o"
     [ "$status" -eq 1 ]
     [ "$stderr" = "unweight: $T/nonexist/ggufcat: no such program (make all; or WPACK_BIN)" ]
+    [ ! -e "$T/o" ]
+    mkdir "$T/part"
+    for p in ggufcat gptq; do ln -s "$BIN/$p" "$T/part/$p"; done
+    run --separate-stderr env WPACK_BIN="$T/part" "$ROOT/pipelines/lazyweights" "$MODELS/stories260K-f32.gguf" Q8_0_g0_lam0_c1 "$T/o"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: $T/part/ggufpack: no such program (make all; or WPACK_BIN)" ]
     [ ! -e "$T/o" ]
 }
 
@@ -268,11 +275,13 @@ trap -- 'stop_jobs; exit 143' SIGTERM
 trap -- 'stop_jobs; exit 129' SIGHUP" ]
     # a copy of a script alone, away from jobs.sh, says so in one line (it was bash's "line 19: ...")
     mkdir -p "$T/alone/bin"
+    local a
+    a=$(cd "$T/alone" && pwd -P)   # (the script names its folder with links resolved)
     for f in lazyweights unweight; do
         cp "$ROOT/pipelines/$f" "$T/alone/bin/"
         run --separate-stderr "$T/alone/bin/$f" a b c
         [ "$status" -eq 1 ]
-        [ "$stderr" = "$f: $T/alone/lib/wpack/jobs.sh: no such file (the script runs beside pipelines/jobs.sh, or from make install's PREFIX/bin)" ]
+        [ "$stderr" = "$f: no jobs.sh in $a/lib/wpack or $a/bin (the script runs from make install's PREFIX/bin, or from the source tree's pipelines/)" ]
     done
     for f in lazyweights unweight; do
         grep -q '^\. "\$jobs_sh"$' "$ROOT/pipelines/$f"
