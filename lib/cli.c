@@ -55,7 +55,9 @@ void wp_cli_init(const char *name)
     for (int fd = 0; fd <= 2; fd++)
         if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
             const int n = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
-            if (n >= 0 && n != fd) {   /* (the lowest free descriptor: fd itself) */
+            if (n < 0)   /* (no /dev/null, as in a bare chroot: going on would bring the bug back) */
+                _exit(127);
+            if (n != fd) {   /* (the lowest free descriptor: fd itself) */
                 dup2(n, fd);
                 close(n);
             }
@@ -261,6 +263,10 @@ FILE *wp_out_open(const char *path)
     size_t keep = base + 11 > NAME_MAX ? NAME_MAX - 11 : base;
     if (dirlen + keep + 11 >= PATH_MAX)   /* (and the path within PATH_MAX: 4085 to 4095 bytes failed too) */
         keep = dirlen + 11 < PATH_MAX ? PATH_MAX - 1 - 11 - dirlen : 0;
+    /* not inside a UTF-8 character: a file system that takes UTF-8 names only refuses half of one
+       (a reviewer's find) */
+    while (keep < base && keep > 0 && ((unsigned char)target[dirlen + keep] & 0xC0) == 0x80)
+        keep--;
     snprintf(out_tmp, sizeof out_tmp, "%.*s.tmp.XXXXXX", (int)(dirlen + keep), target);
     snprintf(out_target, sizeof out_target, "%s", target);
     int fd = mkstemp(out_tmp);
