@@ -203,20 +203,24 @@ double wp_gptq_hloss(int type, const float *W, const void *q, int64_t rows, int6
  * is not finite, or -1 when all are; -2 for an unsupported type. */
 int64_t wp_gptq_check_blocks(int type, const void *q, int64_t nblocks);
 
-/* The largest weight magnitude a block of any wp_gptq_supported type can
- * hold, 65504 · 127 · 127 (the largest fp16 super-block scale, sub-block
- * scale and code; Q6_K and IQ4_XS reach 65504 · 127 · 32): beyond it no block
- * holds the weight, and from about 1.8e19 its square overflows the float
- * sums of the scale searches (llama.cpp's make_qx_quants and the like), which
- * then gave Q6_K, Q3_K and IQ4_XS finite scales that zeroed the block's
- * weights, unsaid (a breaker's find: one weight of 1e20). */
+/* A weight magnitude above what a block of any wp_gptq_supported type can
+ * hold: the largest, Q6_K's and IQ4_XS's, is 65504 · 128 · 32, about 2.7e8
+ * (an fp16 super-block scale, an int8 sub-block scale, a code of -32); this
+ * bound, 65504 · 127 · 127 (about 1.06e9), is above it with room. Below it,
+ * the fp16 check of the scales (wp_gptq_check_blocks) refuses what a type
+ * cannot hold. Above it, from about 1.8e19, a weight's square overflows the
+ * float sums of the scale searches (llama.cpp's make_qx_quants and the
+ * like), which then gave Q6_K, Q3_K and IQ4_XS finite scales that zeroed the
+ * block's weights, unsaid (a breaker's find: one weight of 1e20). */
 #define WP_GPTQ_WEIGHT_MAX (65504.0 * 127.0 * 127.0)
 
-/* Whether the rows × cols weights at w (row-major) can be quantized into
- * blocks of type: 0, or -1 with one line in err naming the first weight that
- * is not finite ("non-finite weight nan at row 0, column 5") or above
- * WP_GPTQ_WEIGHT_MAX in magnitude ("weight 1e+20 at row 0, column 5 is too
- * large for Q6_K (no block holds one above 1.06e+09: its scales are fp16)").
+/* Whether the rows × cols weights at w (row-major) may go to the scale
+ * searches for type (necessary, not sufficient: a weight a type cannot hold
+ * below the bound is found by the fp16 check after): 0, or -1 with one line
+ * in err naming the first weight that is not finite ("non-finite weight nan
+ * at row 0, column 5") or above WP_GPTQ_WEIGHT_MAX in magnitude ("weight
+ * 1e+20 at row 0, column 5 is too large for Q6_K (no block holds one above
+ * 1.06e+09: its scales are fp16)"); type names the type in it.
  * wp_gptq_quantize runs it; a caller of the RTN quantizers (<wpack/rtn.h>),
  * which do not check, runs it first. */
 int wp_gptq_check_weights(int type, const float *w, int64_t rows, int64_t cols, char *err, size_t errlen);

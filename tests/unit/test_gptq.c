@@ -480,6 +480,24 @@ int main(int argc, char **argv)
         uint8_t *a = calloc(wp_ggml_row_size(WP_Q4_0, cols) * rows, 1);
         rc = wp_gptq_quantize(WP_Q4_0, W, rows, cols, H, NULL, NULL, a, NULL, err, sizeof err);
         CHECK(rc == -1 && strstr(err, "row 2") && strstr(err, "column 5"), "NaN weight refused: %s", err);
+        /* a weight no block holds, 1e20, through GPTQ with this Hessian and through a factor
+           made of it: Q6_K, Q3_K and IQ4_XS zeroed its block, exit 0 (a breaker's find; gptq
+           checks before its RTN path too, so only this test sees the library's own check) */
+        W[2 * cols + 5] = 1e20f;
+        wp_gptq_factor *f = NULL;
+        const int made = wp_gptq_factor_make(H, cols, NULL, &f, err, sizeof err);
+        const int gt[] = {WP_Q6_K, WP_Q3_K, WP_IQ4_XS, WP_Q4_0};
+        for (int k = 0; k < 4; k++) {
+            uint8_t *z = calloc(wp_ggml_row_size((uint32_t)gt[k], cols) * rows, 1);
+            rc = wp_gptq_quantize(gt[k], W, rows, cols, H, NULL, NULL, z, NULL, err, sizeof err);
+            char want[160];
+            snprintf(want, sizeof want, "weight 1e+20 at row 2, column 5 is too large for %s (no block holds one above 1.06e+09: its scales are fp16)", tn(gt[k]));
+            CHECK(rc == -1 && !strcmp(err, want), "1e20 refused by GPTQ %s: %s", tn(gt[k]), err);
+            rc = made == 0 ? wp_gptq_quantize_factored(gt[k], W, rows, cols, f, NULL, NULL, z, NULL, err, sizeof err) : 0;
+            CHECK(rc == -1 && !strcmp(err, want), "1e20 refused by GPTQ %s with a factor: %s", tn(gt[k]), err);
+            free(z);
+        }
+        wp_gptq_factor_free(f);
         free(a);
         free(W);
         free(H);
