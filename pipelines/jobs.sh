@@ -2,10 +2,11 @@
 # pipefail; installed as PREFIX/lib/wpack/jobs.sh. Their steps as background jobs that a
 # signal ends, and the folders of OUTDIR's path they made, removed when they fail.
 #
-# Sourcing it turns on job control; trap_signals then sets the INT, TERM and HUP traps: a
-# TERM or INT ends every process of the running job (stop_jobs) and waits for them, so
-# their own cleanup is done before the script's EXIT trap, which then removes the rest; the
-# script exits 130, 143 or 129 (HUP: a closed terminal or a dropped ssh).
+# Sourcing it defines the functions alone; trap_signals then turns on job control and sets
+# the INT, TERM and HUP traps: a TERM or INT ends every process of the running job
+# (stop_jobs) and waits for them, so their own cleanup is done before the script's EXIT
+# trap, which then removes the rest; the script exits 130, 143 or 129 (HUP: a closed
+# terminal or a dropped ssh).
 #
 # The steps run as background jobs, waited for (STEP & wait_job): bash runs a trap only
 # after a foreground child ends, so a TERM waited for hessian to finish (hours on a 7B
@@ -17,7 +18,6 @@
 #
 # The two scripts each carried their own copy of all this (a review).
 
-set -m
 job=
 
 # wait_job: waits for the job just started (STEP & wait_job), its $! kept in job meanwhile;
@@ -54,7 +54,11 @@ stop_jobs() {
 # one inside that parse, and fails the trap's own, "trap: line 2: unexpected EOF while looking
 # for matching ')'", exit 2, its running job left to finish (a re-tester saw it in about 40 % of
 # runs; 13 of 400 HUPs at random times under load). A file's first line is read with read.
+# Job control comes on here, not when the file is sourced: on at the checks, a Ctrl-C that
+# came while one ran in a $(...) left that subshell re-raising INT at itself for good, at 100 %
+# CPU, the script waiting on it (bash 5.2; a fresh user's find, once in 250 tries).
 trap_signals() {
+    set -m
     trap 'stop_jobs; exit 130' INT
     trap 'stop_jobs; exit 143' TERM
     trap 'stop_jobs; exit 129' HUP

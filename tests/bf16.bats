@@ -150,6 +150,11 @@ lossless() { # GGUF BUNDLE [bf16split options]
     : > "$T/f"
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/f"
     one_line_error "^unweight: $T/f: not a directory$"
+    # one under a file: with mkdir's reason, as lazyweights says it (it said "cannot make this
+    # directory" alone: a fresh user's find)
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/f/sub"
+    [ "$status" -eq 1 ]
+    [ "$output" = "unweight: $T/f/sub: cannot make this directory: Not a directory" ]
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" 17
     one_line_error "^unweight: palette '17': expected 0 to 16$"
     # a fourth argument was ignored, with exit status 0 (a new user's trial)
@@ -270,6 +275,10 @@ stories260K-bf16-p16.report" ]
         [[ $body != *'$('* ]] || { echo "$body"; false; }
         [[ $body != *'`'* ]] || { echo "$body"; false; }
     done
+    # job control comes on with the traps, not when the file is sourced: on during the checks, a
+    # Ctrl-C inside a $(...) left the subshell re-raising INT for good (a fresh user's find)
+    [ "$(bash -c '. "$1" && echo "$-" && trap_signals && echo "$-"' _ "$ROOT/pipelines/jobs.sh" | tr -cd 'm\n')" = "
+m" ]
     [ "$(bash -c '. "$1" && trap_signals && trap -p INT TERM HUP' _ "$ROOT/pipelines/jobs.sh")" = "trap -- 'stop_jobs; exit 130' SIGINT
 trap -- 'stop_jobs; exit 143' SIGTERM
 trap -- 'stop_jobs; exit 129' SIGHUP" ]
