@@ -302,8 +302,19 @@ fake_bins() {
     out="$BATS_TEST_TMPDIR/u"
     run "$ROOT/pipelines/lazyweights" "$F32" Q4_0_g1_lam0_c1.25 "$out" "$CALIB" b
     [ "$status" -eq 2 ]
-    [ "$output" = "usage: lazyweights MODEL.gguf POINT OUTDIR [CALIB.txt]" ]
+    # both forms (--check was left out: a fresh user's find)
+    [ "$output" = "usage: lazyweights MODEL.gguf POINT OUTDIR [CALIB.txt]
+       lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
     [ ! -e "$out" ]
+    # a HESSIAN_CHUNKS that is no count, refused before anything is written, as make model does
+    # (0 was hessian's "--chunks: expected an integer", exit 1; " 2" named a cache "k 2")
+    local c
+    for c in 0 00 " 2" x -1; do
+        HESSIAN_CHUNKS=$c run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$CALIB"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "lazyweights: HESSIAN_CHUNKS '$c': expected a count of chunks, 1 or more" ]
+        [ ! -e "$out" ]
+    done
     run "$ROOT/pipelines/lazyweights" --check
     [ "$status" -eq 2 ]
     [ "$output" = "usage: lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
