@@ -224,7 +224,7 @@ load helpers
     # many decimals printed the failing value as the limit (a re-tester's finds)
     { echo '# a comment'; cat v.tsv; } > cv.tsv
     printf 'a\t7.24001996\n' > b3.tsv
-    local said="v.tsv: verify --tsv's table, not KEY<TAB>B/W lines: the b/w of its file is column 5 of its line *, as pipelines/bitrates keeps it"
+    local said="v.tsv: verify --tsv's table, not KEY<TAB>B/W lines: the b/w of its file is column 5 of its line *, as bitcheck(1) shows"
     local base now want out
     # BASE|NOW|STATUS|OUTPUT, one a line
     while IFS='|' read -r base now want out; do
