@@ -215,6 +215,10 @@ stories260K-bf16-p16.report" ]
     [ "$status" -eq 2 ]
     [ "$stderr" = "lazyweights: $T/part/ggufpack: no such program (make all; or WPACK_BIN)" ]
     [ ! -e "$T/o" ]
+    # --check alike (it said "gptq is not built (make all)", which an installed copy cannot do)
+    run --separate-stderr env WPACK_BIN="$T/nonexist" "$ROOT/pipelines/lazyweights" --check Q8_0_g0_lam0_c1
+    [ "$status" -eq 2 ]
+    [ "$output" = "$T/nonexist/gptq: no such program (make all; or WPACK_BIN)" ]
 }
 
 @test "pipelines/unweight: a MODEL or OUTDIR whose name starts with - is a file, not an option" {
