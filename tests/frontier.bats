@@ -119,7 +119,7 @@ CALIB="$DATA/text/groups_merged.txt"
 # shell script whose body is SCRIPT (for WPACK_BIN)
 fake_bins() {
     mkdir -p "$1"
-    for p in ggufcat gptq ggufpack histogram huffbuild laneinterleave unbundle verify hessian; do
+    for p in ggufcat gptq ggufpack histogram huffbuild laneinterleave unbundle verify hessian tsinfo; do
         [ "$p" = "$2" ] || ln -s "$ROOT/bin/$p" "$1/$p"
     done
     printf '#!/bin/sh\n%s\n' "$3" > "$1/$2"
