@@ -2,7 +2,6 @@
 #include "spool.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,19 +21,6 @@ FILE *wp_spool(char *err, size_t errlen)
         return NULL;
     }
     unlink(path);
-    /* never on descriptor 0, 1 or 2: with stdin closed (prog <&-), the spool took
-       descriptor 0 and was read as the input ("stdin: empty input", where every
-       other program says "Bad file descriptor": a breaker's find) */
-    if (fd <= 2) {
-        const int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        const int e = errno;
-        close(fd);
-        if (hi < 0) {
-            snprintf(err, errlen, "cannot create a temporary file in %s%s: %s", dir, why, strerror(e));
-            return NULL;
-        }
-        fd = hi;
-    }
     FILE *f = fdopen(fd, "w+b");
     if (!f) {
         snprintf(err, errlen, "cannot create a temporary file in %s%s: %s", dir, why, strerror(errno));

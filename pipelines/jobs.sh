@@ -1,6 +1,7 @@
 # pipelines/jobs.sh: sourced (not run) by lazyweights and unweight, bash with set -euo
 # pipefail; installed as PREFIX/lib/wpack/jobs.sh. Their steps as background jobs that a
-# signal ends, and the folders of OUTDIR's path they made, removed when they fail.
+# signal ends, the folders of OUTDIR's path they made, removed when they fail, and the
+# check that the programs they run are there.
 #
 # Sourcing it defines the functions alone; trap_signals then turns on job control and sets
 # the INT, TERM and HUP traps: a TERM or INT ends every process of the running job
@@ -75,6 +76,17 @@ outdir_made() {
     while [ -n "$d" ] && [ ! -e "$d" ]; do
         [ -e "$(realpath -s -m -- "$d")" ] || made+=("$d")
         d=$(dirname -- "$d")
+    done
+}
+
+# need_programs NAME STATUS PROG...: exits STATUS after one line when a PROG is not a program
+# in $B (a WPACK_BIN without them gave bash's "No such file or directory", exit 127, midway:
+# a re-tester's and a reviewer's finds); NAME is the pipeline's, for the line
+need_programs() {
+    local name=$1 st=$2 p
+    shift 2
+    for p in "$@"; do
+        [ -x "$B/$p" ] || { echo "$name: $B/$p: no such program (make all; or WPACK_BIN)" >&2; exit "$st"; }
     done
 }
 
