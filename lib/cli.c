@@ -104,6 +104,31 @@ const char *wp_printable(const char *s, char *buf, size_t n)
     return buf;
 }
 
+const char *wp_shell_word(const char *s, char *buf, size_t n)
+{
+    if (!n)
+        return buf;
+    const size_t plain = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-");
+    if (*s && !s[plain]) {
+        snprintf(buf, n, "%s", s);
+        return buf;
+    }
+    size_t k = 0;
+    buf[k++] = '\'';
+    for (const char *p = s; *p && k + 5 < n; p++) {
+        if (*p == '\'') {
+            memcpy(buf + k, "'\\''", 4);
+            k += 4;
+        } else {
+            buf[k++] = *p;
+        }
+    }
+    if (k + 1 < n)
+        buf[k++] = '\'';
+    buf[k < n ? k : n - 1] = 0;
+    return buf;
+}
+
 static void say_line(const char *prefix, const char *fmt, va_list ap)
 {
     char buf[8192], line[4 * sizeof buf];

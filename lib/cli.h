@@ -49,6 +49,13 @@ void wp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * cannot split a line or a column. Returns buf (n bytes, truncated to fit). */
 const char *wp_printable(const char *s, char *buf, size_t n);
 
+/* s as one word of a shell command that a message suggests ("ggufcat
+ * 'my model.gguf' | ..."): s itself when it holds only letters, digits and
+ * _@%+=:,./- (and is not empty), else in single quotes, each ' as '\''
+ * (POSIX sh quoting). Returns buf (n bytes; 4 x strlen(s) + 3 always fit;
+ * truncated to fit otherwise). */
+const char *wp_shell_word(const char *s, char *buf, size_t n);
+
 /* Stop on record r of input `in` (NULL or "-": stdin), which this program
  * cannot act on: it belongs to a bundle ("unbundle --stream it first") or to
  * the coding pipeline ("PROG takes `takes`", what the program reads, such as

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "blocks.h"
+#include "cli.h"
 #include "ggml_type.h"
 #include "half.h"
 #include "huffman.h"
@@ -367,6 +368,7 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
     if (!strcmp(path, "-"))   /* it said "-: No such file or directory" */
         return fail(err, errlen, "-: wprun reads a bundle from its index at the end, so not standard input: "
                                  "give the file's name");
+    char word[4 * 4096 + 3];   /* path as a word of the commands suggested below */
     FILE *f = fopen(path, "rb");
     struct stat st;
     if (!f)
@@ -383,7 +385,7 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                     "an inference bundle: "
                     "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE "
                     "(a plain bundle that was zstd'd whole: zstd -d it)",
-                    path, path);
+                    path, wp_shell_word(path, word, sizeof word));
     }
     /* a GGUF's way on is its bundle, not ggufcat alone ("a GGUF file: read it with ggufcat"),
        whose stream wprun refuses too (a fresh user's find) */
@@ -391,7 +393,7 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
     if (fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4)) {
         fclose(f);
         return fail(err, errlen, "%s: a GGUF file, not a bundle: ggufcat %s | [bf16split |] histogram | huffbuild | "
-                    "laneinterleave > FILE makes its bundle", path, path);
+                    "laneinterleave > FILE makes its bundle", path, wp_shell_word(path, word, sizeof word));
     }
     wp_index ix;
     memset(&ix, 0, sizeof ix);
@@ -456,7 +458,7 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                           "%s: record '%s': a lane-coded matrix zstd'd, as in laneinterleave --dist's "
                           "distribution bundle (also after zstd -d); wprun needs an inference bundle: "
                           "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE",
-                          path, e->name, path);
+                          path, e->name, wp_shell_word(path, word, sizeof word));
                 break;
             }
             if (of == WP_REC_SIDE || of == WP_REC_RAW || of == WP_REC_SYMBOLS) {

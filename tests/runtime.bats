@@ -487,6 +487,16 @@ open('$T/name', 'w').write(r.name)"
     # with the way on (it said "a GGUF file, not a wpack stream"; then "read it with ggufcat", whose
     # stream wprun refuses too: a fresh user's find)
     [ "$stderr" = "wprun: $Q/syn.gguf: a GGUF file, not a bundle: ggufcat $Q/syn.gguf | [bf16split |] histogram | huffbuild | laneinterleave > FILE makes its bundle" ]
+    # a name the shell would split is quoted in the command (it was given as it is)
+    cp "$Q/syn.gguf" "$T/it's a model.gguf"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/it's a model.gguf"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/it's a model.gguf: a GGUF file, not a bundle: ggufcat '$T/it'\\''s a model.gguf' | [bf16split |] histogram | huffbuild | laneinterleave > FILE makes its bundle" ]
+    local word=${stderr#*bundle: ggufcat }
+    word=${word%% | \[bf16split*}
+    eval "set -- $word"
+    [ "$#" -eq 1 ]
+    [ "$1" = "$T/it's a model.gguf" ]
     # a stream that laneinterleave never made a bundle of: said so, as verify says it (it was
     # "no coded matrices (every matrix is stored fixed-width or zstd'd, as laneinterleave --dist
     # may choose, ...)")
