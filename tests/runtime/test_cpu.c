@@ -636,7 +636,20 @@ int main(void)
         int flagged = wr_dev_decode_tile(m, lut, 0, tile) == -1;
         CHECK(flagged, "a set padding bit in the last word: the tile is flagged");
         free(lut);
-        CHECK(wr_cpu_gemv_fused(m, x, 1, y, err, sizeof err) == -1, "corrupt lane count: fused GEMV fails");
+        CHECK(wr_cpu_gemv_fused(m, x, 1, y, err, sizeof err) == -1, "a set padding bit: fused GEMV fails");
+        /* an over-subscribed code table (four codes of one bit): each decoder says so (the fused
+           GEMV said "out of memory") */
+        uint8_t keep[256];
+        memcpy(keep, m->v.lengths, sizeof keep);
+        memset(m->v.lengths, 1, 4);
+        err[0] = 0;
+        CHECK(wr_cpu_gemv_fused(m, x, 1, y, err, sizeof err) == -1 && !strcmp(err, "synth.Q8_0.64x256: bad code table"),
+              "bad code table: fused GEMV says so (%s)", err);
+        err[0] = 0;
+        CHECK(wr_cpu_restore(m, WR_DEC_LIMITS, out, err, sizeof err) == -1 &&
+                  !strcmp(err, "synth.Q8_0.64x256: bad code table"),
+              "bad code table: restore says so (%s)", err);
+        memcpy(m->v.lengths, keep, sizeof keep);
         free(out);
         wr_model_free(&md);
     }
