@@ -340,15 +340,20 @@ int wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, c
 
 int64_t wr_palette_stride(const wr_matrix *m) { return (m->cols + 7) / 8 * 4; }
 
+int wr_palette_pair(const wr_matrix *m)
+{
+    return m->kind == WR_EXP && m->type == WP_BF16 && m->s.palette_n;
+}
+
 int wr_palette_ok(const wr_matrix *m)
 {
-    return m->kind == WR_EXP && m->type == WP_BF16 && m->s.palette_n && m->s.n_palette > 0 && m->s.palette[0] != 0xFF;
+    return wr_palette_pair(m) && m->s.n_palette > 0 && m->s.palette[0] != 0xFF;
 }
 
 int wr_palette_index(const wr_matrix *m, const uint8_t *fixed, uint8_t *idx)
 {
     const struct wp_bf16_split *s = &m->s;
-    if (m->kind != WR_EXP || m->type != WP_BF16 || !s->palette_n)
+    if (!wr_palette_pair(m))
         return -1;
     /* the pair symbols of bf16.h, split again from the restored bytes: the same
        palette comes back, verbatim groups' slots hold index 0 */
@@ -381,7 +386,7 @@ int wr_palette_ahead_env(void)
 int wr_palette_fix(const wr_matrix *m, const uint8_t *fixed, uint32_t *vcol, float *delta)
 {
     const struct wp_bf16_split *s = &m->s;
-    if (m->kind != WR_EXP || m->type != WP_BF16 || !s->palette_n || s->n_palette < 1)
+    if (!wr_palette_pair(m) || s->n_palette < 1)
         return -1;
     const int64_t st = wr_palette_fix_stride(m);
     uint64_t v = 0;
@@ -409,7 +414,7 @@ int wr_palette_fix(const wr_matrix *m, const uint8_t *fixed, uint32_t *vcol, flo
 
 int wr_cpu_transcode(const wr_matrix *m, uint8_t *idx, char *err, size_t errlen)
 {
-    if (m->kind != WR_EXP || m->type != WP_BF16 || !m->s.palette_n)
+    if (!wr_palette_pair(m))
         return fail(err, errlen, "%s: transcode needs a palette-pair BF16 matrix", m->name);
     const int64_t st = wr_palette_stride(m);
     tile_dec d;
@@ -434,8 +439,7 @@ int wr_cpu_transcode(const wr_matrix *m, uint8_t *idx, char *err, size_t errlen)
 int wr_cpu_gemv_palette(const wr_matrix *m, const uint8_t *idx, const float *x, int batch, float *y, char *err,
                         size_t errlen)
 {
-    const struct wp_bf16_split *s = &m->s;
-    if (m->kind != WR_EXP || m->type != WP_BF16 || !s->palette_n)
+    if (!wr_palette_pair(m))
         return fail(err, errlen, "%s: the palette GEMV needs a palette-pair BF16 matrix", m->name);
     const int64_t st = wr_palette_stride(m);
     int bad = 0;

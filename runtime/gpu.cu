@@ -609,17 +609,16 @@ static void restore_exp_rows(cudaStream_t st, wr_dmat *d, uint16_t *out, unsigne
 /* Restore the fixed-width data: lut = 0 the limit-decoding k_restore (the
  * reference method, every type), lut = 1 the table-decoding k_restore_exp
  * for BF16 (the "full" pipeline; ggml blocks always take k_restore). */
-static int launch_restore(wr_gpu *g, wr_dmat *d, uint8_t *out, int lut = 1)
+static void launch_restore(wr_gpu *g, wr_dmat *d, uint8_t *out, int lut = 1)
 {
     const DevMat &M = d->M;
     if (!M.ntiles)
-        return 0;
+        return;
     if (lut && d->m->kind == WR_EXP && d->m->type == WP_BF16) {
         restore_exp_rows(g->st, d, (uint16_t *)out, 0, M.trows, 0);
-        return 0;
+        return;
     }
     k_restore<<<(unsigned)M.ntiles, 32, 0, g->st>>>(M, d->H, out, d->m->kind == WR_EXP);
-    return 0;
 }
 
 /* The GEMM's input x in the matrix's type: BF16/F16 converted into d->xb

@@ -24,10 +24,10 @@ enum {
     WR_PIPE_FUSED = 0, /* WR_Q: fused lane decode + GEMV (registers, no decoded weights in
                           global memory); WR_EXP: exponent-only decode, BF16 rebuilt in
                           registers, reconstructive GEMV ("exp") */
-    WR_PIPE_FULL = 1,  /* decode the whole matrix to global memory (blocks / BF16), then the
-                          twin GEMV (WR_Q) or cuBLAS BF16 GEMM (WR_EXP) */
+    WR_PIPE_FULL = 1,  /* decode the whole matrix to global memory (blocks / BF16, F16, F32),
+                          then the twin GEMV (WR_Q) or cuBLAS GEMM in that float type (WR_EXP) */
     WR_PIPE_TWIN = 2,  /* the baseline on fixed-width data uploaded as is: the twin GEMV on
-                          ggml blocks (WR_Q), cuBLAS BF16 GEMM on the original BF16 (WR_EXP) */
+                          ggml blocks (WR_Q), cuBLAS GEMM on the original BF16, F16 or F32 (WR_EXP) */
     WR_PIPE_TRANSCODE = 3, /* WR_EXP, palette pairs: lanes transcoded to 4-bit palette
                           indices in global memory at run time, then the palette GEMV */
     WR_PIPE_PALETTE = 4,   /* WR_EXP, palette pairs: the 4-bit indices transcoded once at
@@ -85,7 +85,7 @@ void     wr_gpu_free(wr_dmat *d);
 int wr_gpu_has_pipe(const wr_dmat *d, int pipe);
 
 /* Lane decoder kernel (one warp per tile, thread k = lane k): restore the
- * exact blocks (WR_Q) or BF16 bytes (WR_EXP) into device memory and copy
+ * exact blocks (WR_Q) or BF16, F16 or F32 bytes (WR_EXP) into device memory and copy
  * them to out (wr_fixed_bytes(m) bytes). lut = 0: canonical decode against
  * the per-length limits (the hardware unit's method, every type); lut = 1:
  * the 2^L lookup table of the GEMV kernels (BF16; ggml blocks take the limit

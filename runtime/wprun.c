@@ -541,7 +541,6 @@ static int tuning_put_kept(FILE *tf)
     return n;
 }
 
-static int is_palette_bf16(const wr_matrix *m);
 static const char *type_name(const wr_matrix *m);
 
 static int n_tuned;   /* lines tuning_put wrote */
@@ -700,11 +699,6 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* ---- CPU reference ---------------------------------------------------------- */
-
-static int is_palette_bf16(const wr_matrix *m)
-{
-    return m->kind == WR_EXP && m->type == WP_BF16 && m->s.palette_n;
-}
 
 /* The pipeline the CPU runs for p on m: p itself where it applies (twin:
  * the fixed-width GEMV on the original data), else fused (a stored
@@ -887,7 +881,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                type_name(m), m->name, (long long)m->rows, (long long)m->cols, bpw(m), rows_note(m), ok_ref ? "ok" : "MISMATCH",
                ok_fast ? "ok" : "MISMATCH", dev_na ? "n/a (codes over 11 bits)" : ok_dev ? "ok" : "MISMATCH");
         bad += !ok_ref || !ok_fast || !ok_dev;
-        if (is_palette_bf16(m)) {   /* run-time transcode (lanes) = load-time transcode (bytes) */
+        if (wr_palette_pair(m)) {   /* run-time transcode (lanes) = load-time transcode (bytes) */
             size_t il = (size_t)(wr_palette_stride(m) * m->rows) + 1;
             uint8_t *i1 = malloc(il), *i2 = malloc(il);
             int ok = i1 && i2 && wr_cpu_transcode(m, i1, err, sizeof err) == 0 && wr_palette_index(m, ref, i2) == 0 &&
@@ -954,7 +948,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                    the palette GEMV) and palette (the GEMV on indices transcoded once, at load,
                    outside the timing, as on the device) */
                 uint8_t *pidx = NULL;
-                if (is_palette_bf16(m) && (pidx = malloc((size_t)(wr_palette_stride(m) * m->rows) + 1)) &&
+                if (wr_palette_pair(m) && (pidx = malloc((size_t)(wr_palette_stride(m) * m->rows) + 1)) &&
                     wr_palette_index(m, ref, pidx)) {
                     free(pidx);
                     pidx = NULL;

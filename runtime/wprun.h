@@ -134,7 +134,8 @@ int  wr_model_load(wr_model *md, const char *path, const char *const *match, cha
 /* Append a synthetic coded matrix of type (a block type of blocks.h, or
  * WP_BF16, WP_F16, WP_F32) and shape rows x cols (cols a multiple of the
  * block size): realistic codes (peaked, as trained weights give) and
- * scales, or Gaussian floats with a heavy column and rare zeros (verbatim
+ * scales, or Gaussian floats with every 97th weight 8x larger (a diagonal
+ * stripe of outliers) and rare zeros (verbatim
  * groups), coded as histogram | huffbuild --max-len 11 | laneinterleave
  * would code them (floats: bf16split --palette 16 --row 64 first; F16 and
  * F32 also get rare values scaled by 2^-12 .. 2^12, so that they too have
@@ -155,6 +156,10 @@ int  wr_model_add_blocks(wr_model *md, uint32_t type, const char *name, int64_t 
  * --match filter, for matrices added otherwise
  * (wr_model_synth). */
 void wr_model_keep(wr_model *md, const char *const *match);
+/* Free md's matrices and unmap its bundle files: no matrix's pointers into
+ * them (host lanes, tables, side data), nor a device upload made from them
+ * that is still being read, may outlive this. md is left empty; a zeroed
+ * md is freed as a no-op. */
 void wr_model_free(wr_model *md);
 
 /* Append a matrix stored fixed-width (stored WR_STORED_FIXED): type a ggml
@@ -248,6 +253,11 @@ void wr_cpu_gather(const wr_matrix *m, const float *y, int batch, float *y_all);
  * symbols of bf16.h row by row; weights of verbatim groups hold index 0, as
  * the coded slots do. */
 int64_t wr_palette_stride(const wr_matrix *m);
+
+/* Whether m is a palette-pair BF16 matrix: exponent-coded BF16 whose
+ * symbols are bf16split --palette's pairs of 4-bit palette indices (bf16.h),
+ * the form the transcode and palette pipelines read. 1 or 0. */
+int     wr_palette_pair(const wr_matrix *m);
 
 /* Whether the palette pipelines take m: a palette-pair BF16 matrix whose
  * palette entry 0 (the index of a verbatim group's slots) is not exponent

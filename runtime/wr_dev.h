@@ -3,8 +3,9 @@
  * host (C11) and the device (CUDA): canonical Huffman decode of an L-bit peek
  * against per-length limits, ggml block packing (codes + side bytes -> exact
  * block bytes), code extraction from fixed-width blocks (the twin), the
- * sub-block scale of a weight from its block's side bytes, and BF16
- * reconstruction from exponent + sign/mantissa byte.
+ * sub-block scale of a weight from its block's side bytes, BF16, F16 and
+ * F32 reconstruction from exponent + the other bytes, the 2^L decode table
+ * of the GEMV kernels and the lane bit reader.
  *
  * Everything here is an inline function without allocation or I/O, so the
  * CPU reference (runtime/cpu.c) and the CUDA kernels (runtime/kernels.cuh) run the
