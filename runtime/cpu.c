@@ -476,11 +476,12 @@ int wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, i
 {
     float val[256];
     uint8_t side[32];
+    double acc[64];   /* a row's sums; a batch above 64 allocates them, once */
+    double *a = batch <= 64 ? acc : malloc((size_t)batch * sizeof *a);
+    if (!a)
+        return -1;
     for (int64_t row = 0; row < m->rows; row++) {
-        double acc[64] = {0};
-        double *a = batch <= 64 ? acc : calloc((size_t)batch, sizeof *a);
-        if (!a)
-            return -1;
+        memset(a, 0, (size_t)batch * sizeof *a);
         for (int64_t c0 = 0; c0 < m->cols; c0 += 256) {
             int nw = (int)(m->cols - c0 < 256 ? m->cols - c0 : 256);
             if (m->kind == WR_Q) {
@@ -511,9 +512,9 @@ int wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, i
         }
         for (int b = 0; b < batch; b++)
             y[(uint64_t)b * (uint64_t)m->rows + (uint64_t)row] = (float)a[b];
-        if (a != acc)
-            free(a);
     }
+    if (a != acc)
+        free(a);
     return 0;
 }
 

@@ -920,8 +920,10 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                 if (cpu_gemv(m, ref, NULL, pf, x, batch, yf, err, sizeof err)) {
                     printf("FAIL %s: %s\n", mlabel(m), err);
                     bad++;
+                } else if (wr_cpu_gemv_fixed(m, ref, x, batch, yt)) {
+                    printf("FAIL %s: twin: out of memory\n", mlabel(m));
+                    bad++;
                 } else {
-                    wr_cpu_gemv_fixed(m, ref, x, batch, yt);
                     /* bit-equal: a coded pipeline against the twin (not the twin against itself) */
                     int same = pf != P_TWIN && memcmp(yf, yt, ny * sizeof *yf) == 0;
                     const float *of = yf, *ot = yt;   /* every row's outputs */
@@ -954,7 +956,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     pidx = NULL;
                 }
                 double t[P_COUNT];
-                int bestp = m->stored ? P_TWIN : P_FUSED;
+                int bestp = -1;   /* the fastest that ran; none when every one failed */
                 for (int p = 0; p < P_COUNT; p++) {
                     t[p] = NAN;
                     if ((p == P_TWIN && !m->stored) || p == P_STAGED || p == P_RING || p == P_PRIVATE || p == P_RECON || is_split(p) ||
@@ -962,24 +964,33 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                         continue;   /* staged, ring, private and recon compute fused's sums on the CPU, split full's:
                                        not timed twice */
                     double *s = malloc((size_t)opt.runs * sizeof *s);
-                    for (int r = 0; r < opt.runs && s; r++) {
+                    int failed = !s;
+                    for (int r = 0; r < opt.runs && !failed; r++) {
                         double t0 = wr_now();
-                        cpu_gemv(m, ref, pidx, p, x, batch, yf, err, sizeof err);
+                        failed = cpu_gemv(m, ref, pidx, p, x, batch, yf, err, sizeof err);
                         if (m->rows_all)   /* every row's outputs, as on the GPU (k_gather) */
                             wr_cpu_gather(m, yf, batch, ga);
                         s[r] = 1e6 * (wr_now() - t0);
                     }
-                    if (s) {
-                        qsort(s, (size_t)opt.runs, sizeof *s, cmp_double);
-                        t[p] = s[opt.runs / 2];
+                    if (failed) {
+                        /* neither timed nor tuned (a pipeline that stopped early was timed, could
+                           win and went into the tuning file: a reviewer's find) */
+                        printf("FAIL %s: %s: %s\n", mlabel(m), pipe_name[p], s ? err : "out of memory");
+                        bad++;
+                        free(s);
+                        continue;
                     }
+                    qsort(s, (size_t)opt.runs, sizeof *s, cmp_double);
+                    t[p] = s[opt.runs / 2];
                     free(s);
-                    if (t[p] < t[bestp])
+                    if (bestp < 0 || t[p] < t[bestp])
                         bestp = p;
                     if (tf && p != P_TWIN)   /* a stored matrix's one pipeline: nothing to choose */
                         tuning_put(tf, m, batch, p, t[p], 1);
                 }
-                if (opt.bench && m->stored)
+                if (bestp < 0)
+                    ;   /* every pipeline failed: its FAIL lines said so */
+                else if (opt.bench && m->stored)
                     printf("bench  %-6s %-40s batch %-4d cpu twin %10.1f us  %s(the one pipeline it takes)\n",
                            type_name(m), m->name, batch, t[P_TWIN], stored_tag(m));
                 else if (opt.bench) {
@@ -995,7 +1006,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                     printf("bench  %-6s %-40s batch %-4d cpu fused %s  full %s  transcode %s  palette %s  best %s\n",
                            type_name(m), m->name, batch, ts[0], ts[1], ts[2], ts[3], pipe_name[bestp]);
                 }
-                if (opt.tune)
+                if (opt.tune && bestp >= 0)
                     printf("tune   %-40s batch %-4d -> %s%s\n", m->name, batch, pipe_name[bestp],
                            m->stored ? "  (its one pipeline: not in the tuning file)" : "");
                 free(pidx);

@@ -1003,15 +1003,17 @@ for r in recs:
     [[ "${lines[2]}" == *" batch 3    ring relerr 5.81e-07  twin relerr 5.81e-07  (bit-equal) ok" ]]
 }
 
-@test "a corrupt bundle fails wprun --cpu --verify (status 1)" {
+@test "a corrupt bundle fails wprun --cpu --verify: the payload checksum says so, status 1" {
     cp "$Q/syn.bundle" "$T/bad.bundle"
     run "$BIN/wprun" --cpu --verify --bundle "$T/bad.bundle" --match Q8_0.r65x4096
     [ "$status" -eq 0 ]
     # flip a byte inside that matrix's lane words: the payload checksum must catch it
     off=$(offset_of "$T/bad.bundle" "Q8_0.r65x4096")
     patch_bytes "$T/bad.bundle" $((off + 4000)) '\x5a'
-    run "$BIN/wprun" --cpu --verify --bundle "$T/bad.bundle" --match Q8_0.r65x4096
+    run --separate-stderr "$BIN/wprun" --cpu --verify --bundle "$T/bad.bundle" --match Q8_0.r65x4096
     [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [ "$stderr" = "wprun: $T/bad.bundle: record 'Q8_0.r65x4096': payload checksum mismatch (corrupt data)" ]
 }
 
 @test "the CUDA build: bin/wprun links cudart and cuBLAS when nvcc is present" {
@@ -1195,6 +1197,13 @@ for r in recs:
     [ "$status" -eq 1 ]
     [ "$output" = "wprun: none/x.tun: cannot create: No such file or directory" ]
     [ -z "$(ls | grep '\.tmp')" ]
+}
+
+@test "wprun --cpu: batches above 64 (the twin's sums allocated once, cleared each row) match float64" {
+    run "$BIN/wprun" --cpu --synth Q4_K:64x256 --synth BF16:64x256 --batch 65,130
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -cE '^gemv .* batch (65|130) +full relerr [0-9.]+e-0[78]  twin relerr [0-9.]+e-0[78]  \(bit-equal\) ok$')" -eq 4 ]
+    [ "${lines[-1]}" = "wprun: 2 matrices (cpu): ok" ]
 }
 
 @test "wprun warns about a bad WPRUN_PALETTE_AHEAD and rejects spaces and signs in --synth" {
