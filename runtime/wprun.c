@@ -572,8 +572,8 @@ static const char *pipe_refusal(const wr_matrix *m, int p)
     const char *what = NULL, *note = "";
     if ((p == P_RING || p == P_PRIVATE) && m->kind != WR_Q)
         what = "quantized types";
-    else if ((p == P_TRANSCODE || p == P_PALETTE) && !wr_palette_ok(m))
-        what = "palette-pair BF16", note = " (its palette entry 0 not exponent 255)";
+    else if ((p == P_TRANSCODE || p == P_PALETTE) && !wr_palette_ok(m))   /* the note for the one it concerns */
+        what = "palette-pair BF16", note = wr_palette_pair(m) ? " (whose palette entry 0 is not exponent 255)" : "";
     else if ((p == P_RECON || is_split(p)) && !(m->kind == WR_EXP && m->type == WP_BF16))
         what = "BF16";
     if (!what)
@@ -588,7 +588,7 @@ static int pipe_applies(const wr_matrix *m, int p) { return !pipe_refusal(m, p);
  * skipped (WHY)". */
 static void skip_line(const wr_matrix *m, int batch, int p, const char *why)
 {
-    printf("gemv   %-6s %-40s batch %-4d %-5s skipped (%s)\n", type_name(m), m->name, batch, pipe_name[p], why);
+    printf("gemv   %-6s %-40s batch %-4d %s skipped (%s)\n", type_name(m), m->name, batch, pipe_name[p], why);
 }
 
 /* Lanes of at most this many words take staged by default (pipe_default). */
@@ -1330,6 +1330,28 @@ static void synth_parse(const char *spec, int *type, long long *rows, long long 
         *type = t, *rows = r, *cols = c;
 }
 
+/* Die (usage) when --synth specs a and b make a matrix of the same name
+ * (synth.TYPE.ROWSxCOLS, COLS rounded up to the block): "Q4_K:64x256" and
+ * "q4_k:64X250", or "all:64x256" and "BF16:64x256". The same matrix twice ran
+ * and was tuned twice (as --batch 1,1 was, which is refused: a fresh user's find). */
+static void synth_twice(const char *a, const char *b)
+{
+    int ta, tb;
+    long long ra, ca, rb, cb;
+    synth_parse(a, &ta, &ra, &ca);
+    synth_parse(b, &tb, &rb, &cb);
+    for (size_t i = 0; i < sizeof all_types / sizeof *all_types && ra == rb; i++) {
+        const uint32_t t = all_types[i];
+        const long long n = wp_ggml_blck_size(t);   /* 1 for the floats */
+        if ((ta < 0 || (uint32_t)ta == t) && (tb < 0 || (uint32_t)tb == t) && (ca + n - 1) / n == (cb + n - 1) / n) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "--synth: '%.100s' and '%.100s' both make synth.%s.%lldx%lld", a, b,
+                     wp_ggml_type_name(t), ra, (ca + n - 1) / n * n);
+            die(WR_EXIT_USAGE, "%s", msg);
+        }
+    }
+}
+
 /* The matrices of a --synth spec; each one's data follows from its type and
  * shape alone (its name, synth.TYPE.ROWSxCOLS), so the same name always
  * holds the same data, whatever other specs the run has: a tuning file
@@ -1509,12 +1531,15 @@ int main(int argc, char **argv)
             bundles[nb++] = a[0] != '-' || !a[1] ? a : argv[++i];
             if (!*bundles[nb - 1])   /* "wprun: : No such file or directory" */
                 die(WR_EXIT_USAGE, "%s", "--bundle: empty file name");
-        } else if (!v) {
-            die(WR_EXIT_USAGE, "unknown option or missing value: %s (see --help)", a);
+        } else if (!v && value_option(a, strlen(a))) {   /* said as --runs= is (it was "unknown option or
+                                                           missing value": a fresh user's find) */
+            die(WR_EXIT_USAGE, "%s: needs a value (see --help)", a);
         } else if (!strcmp(a, "--synth")) {
             if (ns == 64)
                 die(WR_EXIT_USAGE, "%s", "--synth: at most 64 specs");
             synth_parse(v, NULL, NULL, NULL);   /* a bad spec is a usage error before anything runs */
+            for (int k = 0; k < ns; k++)
+                synth_twice(synths[k], v);
             synths[ns++] = v, i++;
         } else if (!strcmp(a, "--match")) {
             if (!*v)   /* as --match=: an empty substring matches every name */

@@ -75,11 +75,23 @@ cpu_verify() {
         [ "$status" -eq 0 ]
         [ "$(echo "$output" | grep -cE "^gemv +BF16 .* batch [13] +$p relerr .* ok$")" -eq 2 ]
         # (they ran fused, unsaid but for the line's pipeline name: a fresh user's find)
-        [ "$(echo "$output" | grep -cE "^gemv +Q4_K +synth.Q4_K.64x512 +batch [13] +$p skipped \($p takes palette-pair BF16 only \(its palette entry 0 not exponent 255\)\)$")" -eq 2 ]
+        [ "$(echo "$output" | grep -cE "^gemv +Q4_K +synth.Q4_K.64x512 +batch [13] +$p skipped \($p takes palette-pair BF16 only\)$")" -eq 2 ]
         # and counted on the last line (a run whose every check was skipped said "ok" alone)
         [ "${lines[-1]}" = "wprun: 2 matrices (cpu): ok (2 GEMV checks of $p skipped: the skipped lines above say why)" ]
         [ "$(echo "$output" | grep -c 'palette indices: transcode = load-time ok')" -eq 1 ]
     done
+    # palette-pair BF16 whose most frequent exponent (palette entry 0) is 255: two thirds Inf
+    python3 -c '
+import json, struct, sys
+v = [0x7F80 | (i % 2) << 15 if i % 3 else 0x3C00 + i % 251 for i in range(64 * 256)]
+d = struct.pack("<%dH" % len(v), *v)
+h = json.dumps({"w.weight": {"dtype": "BF16", "shape": [64, 256], "data_offsets": [0, len(d)]}}).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + d)' "$T/inf.safetensors"
+    "$BIN/safetensorscat" "$T/inf.safetensors" | "$BIN/bf16split" --palette 16 | "$BIN/histogram" \
+        | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$T/inf.bundle"
+    run "$BIN/wprun" --cpu --pipeline palette "$T/inf.bundle"
+    [ "$status" -eq 0 ]
+    [[ "${lines[2]}" =~ ^gemv\ +BF16\ +w\.weight\ +batch\ 1\ +palette\ skipped\ \(palette\ takes\ palette-pair\ BF16\ only\ \(whose\ palette\ entry\ 0\ is\ not\ exponent\ 255\)\)$ ]]
 }
 
 @test "wprun --cpu --pipeline staged|ring|private|recon|split4|twin: labels say what ran; BF16-only ones are skipped on Q4_K" {
@@ -90,13 +102,13 @@ cpu_verify() {
         run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline $p
         [ "$status" -eq 0 ]
         [ "$(echo "$output" | grep -cE "^gemv +BF16 .* batch (1|33) +$p relerr .* ok$")" -eq 2 ]
-        [ "$(echo "$output" | grep -cE "^gemv +Q4_K .* batch (1|33) +$p +skipped \($p takes BF16 only\)$")" -eq 2 ]
+        [ "$(echo "$output" | grep -cE "^gemv +Q4_K .* batch (1|33) +$p skipped \($p takes BF16 only\)$")" -eq 2 ]
     done
     # ring is for quantized types only: Q4_K says ring, BF16 is skipped
     run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline ring
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -cE '^gemv +Q4_K .* batch (1|33) +ring relerr .*\(bit-equal\) ok$')" -eq 2 ]
-    [ "$(echo "$output" | grep -cE '^gemv +BF16 .* batch (1|33) +ring +skipped \(ring takes quantized types only\)$')" -eq 2 ]
+    [ "$(echo "$output" | grep -cE '^gemv +BF16 .* batch (1|33) +ring skipped \(ring takes quantized types only\)$')" -eq 2 ]
     # private too: Q4_K says private, BF16 is skipped
     run "$BIN/wprun" --cpu --verify --synth BF16:130x600 --synth Q4_K:64x512 --batch 1,33 --pipeline private
     [ "$status" -eq 0 ]
@@ -542,9 +554,14 @@ open('$T/name', 'w').write(r.name)"
     run "$BIN/wprun" --cpu "$T/missing.bundle"
     [ "$status" -eq 1 ]
     [[ "$output" == "wprun: $T/missing.bundle: "* ]]
+    # last on the line: an unknown option is said as one, a known one without its value as
+    # --runs= is (both were "unknown option or missing value": a fresh user's find)
     run "$BIN/wprun" --cpu -x
     [ "$status" -eq 64 ]
-    [ "$output" = "wprun: unknown option or missing value: -x (see --help)" ]
+    [ "$output" = "wprun: unknown option: -x (see --help)" ]
+    run "$BIN/wprun" --cpu --tol
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: --tol: needs a value (see --help)" ]
 }
 
 @test "wprun: --name=value as --name value (it was an unknown option)" {
@@ -1204,6 +1221,19 @@ for r in recs:
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -cE '^gemv .* batch (65|130) +full relerr [0-9.]+e-0[78]  twin relerr [0-9.]+e-0[78]  \(bit-equal\) ok$')" -eq 4 ]
     [ "${lines[-1]}" = "wprun: 2 matrices (cpu): ok" ]
+}
+
+@test "wprun: two --synth specs of one matrix are refused, as --batch 1,1 is (it ran and tuned it twice)" {
+    run "$BIN/wprun" --cpu --synth Q4_K:64x256 --synth q4_k:64X250
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: --synth: 'Q4_K:64x256' and 'q4_k:64X250' both make synth.Q4_K.64x256" ]
+    run "$BIN/wprun" --cpu --synth BF16:8x300 --synth all:8x300
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: --synth: 'BF16:8x300' and 'all:8x300' both make synth.BF16.8x300" ]
+    # other shapes, or COLS that round to another block count, run side by side
+    run "$BIN/wprun" --cpu --synth Q4_K:64x256 --synth Q4_K:64x257 --synth Q4_K:32x256 --synth Q8_0:64x256
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "wprun: 4 matrices (cpu): ok" ]
 }
 
 @test "wprun warns about a bad WPRUN_PALETTE_AHEAD and rejects spaces and signs in --synth" {
