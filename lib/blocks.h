@@ -1,8 +1,9 @@
 /*
- * blocks.h - the bit layout of ggml's quantized blocks, and nothing else.
+ * blocks.h - ggml's quantized blocks as parts, and nothing else.
  *
- * This is the one place in wpack that knows where each bit of a ggml block
- * lives. Everything else sees a block as "parts": one integer code per
+ * Where each bit of a ggml block lives is block_layout.h's (inline
+ * functions that the runtime's CUDA kernels compile too); this API is built
+ * on it, and everything else sees a block as "parts": one integer code per
  * weight plus side data (the super-block/block scale d, the min dmin and the
  * sub-block scales and mins), exactly as the block stores them.
  *

@@ -494,7 +494,7 @@ int wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, i
                         wr_scale sc = wr_sub_scale((int)m->type, side, s);
                         for (int i = 0; i < g->sub_n; i++) {
                             int wi = s * g->sub_n + i;
-                            val[jb * g->n + wi] = wr_value(&sc, wr_get_code((int)m->type, blk, wi));
+                            val[jb * g->n + wi] = wr_value(&sc, wp_block_code((int)m->type, blk, wi));
                         }
                     }
                 }

@@ -1082,39 +1082,17 @@ __device__ __forceinline__ void finish_gemv(const DevMat &M, const TileGeo &tg, 
         atomicOr(M.err, 1);
 }
 
-/* Codes a symbol of a type holds (wr_geom_of's wps, as a constant for the
- * templates; wr_gpu_upload checks that the two agree). */
-__host__ __device__ constexpr int dev_wps(int type)
-{
-    return type == WP_Q2_K ? 4
-           : (type == WP_Q4_0 || type == WP_Q4_1 || type == WP_IQ4_NL || type == WP_Q3_K || type == WP_Q4_K ||
-              type == WP_IQ4_XS) ? 2
-                                 : 1;
-}
+/* Codes a symbol of a type holds (8 / bits, as wr_geom_of's wps and
+ * lib/codes.h's wp_codes_wps), as a constant for the templates. */
+__host__ __device__ constexpr int dev_wps(int type) { return wp_block_geom_of(type).bits ? 8 / wp_block_geom_of(type).bits : 0; }
 
-/* Bits a code of a type (wr_geom_of's bits, as a constant for the templates;
- * devmat_fill checks that the two agree). */
-__host__ __device__ constexpr int dev_bits(int type)
-{
-    return type == WP_Q2_K ? 2
-           : type == WP_Q3_K ? 3
-           : (type == WP_Q5_0 || type == WP_Q5_1 || type == WP_Q5_K) ? 5
-           : type == WP_Q6_K ? 6
-           : type == WP_Q8_0 ? 8
-                             : 4;
-}
-
-/* Whether a type's codes map to values through the non-linear table kv
- * (wr_kv), not q - qoff (wr_sub_scale's nl, as a constant for the templates;
- * devmat_fill checks that the two agree). */
-__host__ __device__ constexpr bool dev_nl(int type) { return type == WP_IQ4_NL || type == WP_IQ4_XS; }
-
-/* Weights a sub-block of a type holds (wr_geom_of's sub_n, as a constant
- * for the templates; devmat_fill checks that the two agree). */
-__host__ __device__ constexpr int dev_sub_n(int type)
-{
-    return type == WP_Q2_K || type == WP_Q3_K || type == WP_Q6_K ? 16 : 32;
-}
+/* Bits a code of a type, whether its codes map to values through the
+ * non-linear table kv (wr_kv) rather than q - qoff, and the weights a
+ * sub-block holds: block_layout.h's geometry, as constants for the
+ * templates. */
+__host__ __device__ constexpr int dev_bits(int type) { return wp_block_geom_of(type).bits; }
+__host__ __device__ constexpr bool dev_nl(int type) { return wp_block_geom_of(type).nl != 0; }
+__host__ __device__ constexpr int dev_sub_n(int type) { return wp_block_geom_of(type).sub_n; }
 
 /* Sub-blocks a ring lane's fill serves in k_fused_q: the largest power of 2
  * F with (F + 1) x w <= RING_WORDS - 1, w being the most words a
@@ -2095,7 +2073,7 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS, 4) k_palette(DevMat M, const 
  * and so of every block size; twin_b picks it, gemv_grid). Each 256-column
  * step lane l takes weights w0 .. w0 + 7 (w0 = c0 + 8 l, within one
  * sub-block) of the 4 rows: the 4 rows' scales (blk_scale) and codes
- * (wr_get_code) first, their block bytes in flight together, then x[b][w0 ..
+ * (wp_block_code) first, their block bytes in flight together, then x[b][w0 ..
  * w0 + 7] as 2 float4 once per vector and its sum sx once, used for the 4
  * rows: acc += dl * dot - ml * sx, the factored sum of k_fused_q. Why: one
  * row a warp re-read x in every warp with one step's loads in flight (75 us
@@ -2112,15 +2090,16 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS, 4) k_palette(DevMat M, const 
 template <int TYPE>
 __device__ __forceinline__ wr_scale blk_scale(const uint8_t *blk, int s)
 {
-    if (TYPE == WP_Q2_K) {   /* side = scales[16] at 0, d and dmin at 80 */
+    constexpr wp_block_geom g = wp_block_geom_of(TYPE);
+    if (g.side_len[1]) {   /* Q2_K: scales[16] at 0, then d and dmin after the codes */
         wr_scale r = {0.0f, 0.0f, 0, 0};
-        r.dl = wr_fp16_to_f32(wr_rd16(blk + 80)) * (float)(blk[s] & 15);
-        r.ml = wr_fp16_to_f32(wr_rd16(blk + 82)) * (float)(blk[s] >> 4);
+        int sc, mn;
+        wp_side_sc_mn(TYPE, blk, s, &sc, &mn);
+        r.dl = wr_fp16_to_f32(wr_rd16(blk + g.side_off[1])) * (float)sc;
+        r.ml = wr_fp16_to_f32(wr_rd16(blk + g.side_off[1] + 2)) * (float)mn;
         return r;
     }
-    int off[2], len[2];
-    wr_side_spans(TYPE, off, len);
-    return wr_sub_scale(TYPE, blk + off[0], s);
+    return wr_sub_scale(TYPE, blk + g.side_off[0], s);
 }
 
 /* 8 bytes at p, aligned to A (2, 4 or 8): one 8-byte load, two 4-byte or
@@ -2144,12 +2123,12 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS) k_twin(DevMat M, const uint8_
                                                           long long span)
 {
     constexpr int R = GEMV_ROWS;
-    /* the 4-bit types of wr_code_span8 read a lane's 8 codes as one span (sm_80 SASS, a step
+    /* the 4-bit types of wp_block_code_span8 read a lane's 8 codes as one span (sm_80 SASS, a step
        of 4 x 8 weights: Q4_K 539 -> 373 instructions, Q4_0 389 -> 295, IQ4_XS 485 -> 367);
        Q8_0 keeps its byte loads (a byte is a code; the span came to more). The span's
        alignment in blocks laid end to end from an aligned base: the block size's low bit, at
        most 8 (Q4_0, IQ4_NL 18 B: 2; Q4_1 20 B: 4; IQ4_XS 136 B, Q4_K 144 B: 8), and the
-       spans' offsets are as aligned (wr_code_span8) */
+       spans' offsets are as aligned (wp_block_code_span8) */
     constexpr bool SPAN = TYPE == WP_Q4_0 || TYPE == WP_IQ4_NL || TYPE == WP_Q4_1 ||
                           TYPE == WP_Q4_K || TYPE == WP_IQ4_XS;
     constexpr int SPAN_AL = TYPE == WP_Q4_1 ? 4 : TYPE == WP_Q4_K || TYPE == WP_IQ4_XS ? 8 : 2;
@@ -2186,7 +2165,7 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS) k_twin(DevMat M, const uint8_
             const uint8_t *blk = rb[i] + (unsigned long long)jb * G.bytes;
             sc[i] = blk_scale<TYPE>(blk, (int)(wi / G.sub_n));
             int off, sh;
-            if (SPAN && wr_code_span8(TYPE, (int)wi, &off, &sh) == 0) {
+            if (SPAN && wp_block_code_span8(TYPE, (int)wi, &off, &sh) == 0) {
                 /* the 8 codes' bytes in one to four loads (twin_ld8), then a shift and mask each */
                 const uint2 v = twin_ld8<SPAN_AL>(blk + off);
 #pragma unroll
@@ -2197,7 +2176,7 @@ __global__ void __launch_bounds__(32 * TWIN_WARPS) k_twin(DevMat M, const uint8_
             } else {
 #pragma unroll
                 for (int u = 0; u < 8; u++)
-                    c[i][u] = q_val<TYPE>((uint32_t)wr_get_code(TYPE, blk, (int)wi + u), moff, kv);
+                    c[i][u] = q_val<TYPE>((uint32_t)wp_block_code(TYPE, blk, (int)wi + u), moff, kv);
             }
         }
         /* x[b][w0 .. w0 + 7] read once (2 x float4) and its sum once, used for the R rows */
@@ -2370,8 +2349,9 @@ __global__ void k_to_16(const float *x, uint16_t *o, long long n, int f16)
 #define GEMV_MAX_SM_WARPS 64   /* ... and at most this many (a SM's limit) */
 
 /* devmat_fill's part for a ggml block type (WR_Q): block geometry and code
- * values (qoff, qnl), checked against the kernels' constants. */
-static inline int devmat_fill_q(DevMat &M, const wr_matrix *m, char *err, size_t errlen)
+ * values (qoff, qnl), from block_layout.h's geometry as the templates'
+ * dev_* constants are. */
+static inline void devmat_fill_q(DevMat &M, const wr_matrix *m)
 {
     M.wps = m->dg.wps;
     M.bits = m->dg.bits;
@@ -2383,33 +2363,21 @@ static inline int devmat_fill_q(DevMat &M, const wr_matrix *m, char *err, size_t
     const wr_scale z = wr_sub_scale(M.type, zero, 0);
     M.qoff = z.off;
     M.qnl = z.nl;
-    const bool nl = dev_nl(M.type);
-    if (dev_wps(M.type) != m->dg.wps || dev_bits(M.type) != m->dg.bits || nl != (M.qnl != 0) ||
-        dev_sub_n(M.type) != m->dg.sub_n) {
-        snprintf(err, errlen,
-                 "%s: codes a symbol, bits a code, non-linear, weights a sub-block: device %d, %d, %d, %d; "
-                 "wr_geom_of, wr_sub_scale %d, %d, %d, %d",
-                 m->name, dev_wps(M.type), dev_bits(M.type), (int)nl, dev_sub_n(M.type), m->dg.wps, m->dg.bits,
-                 M.qnl, m->dg.sub_n);
-        return -1;
-    }
-    return 0;
 }
 
 /* Fill M's scalar fields from a matrix the bundle stores fixed-width
  * (m->stored): shape and type, block geometry (devmat_fill_q) or element
  * bytes; no tiles (ntiles 0). The caller sets err, part and cnt: the twin
- * (k_twin, or cuBLAS for floats) is all that runs on it. -1 with a message
- * as devmat_fill. */
-static inline int devmat_fill_stored(DevMat &M, const wr_matrix *m, char *err, size_t errlen)
+ * (k_twin, or cuBLAS for floats) is all that runs on it. */
+static inline void devmat_fill_stored(DevMat &M, const wr_matrix *m)
 {
     M.type = (int)m->type;
     M.rows = m->rows;
     M.cols = m->cols;
     if (m->kind == WR_Q)
-        return devmat_fill_q(M, m, err, errlen);
-    M.esize = m->type == WP_F32 ? 4 : 2;
-    return 0;
+        devmat_fill_q(M, m);
+    else
+        M.esize = m->type == WP_F32 ? 4 : 2;
 }
 
 /* Fill M's scalar fields from m (shape, tiles, table bits, the deepest lane,
@@ -2437,8 +2405,10 @@ static inline int devmat_fill(DevMat &M, const wr_matrix *m, char *err, size_t e
                  WR_LUT_MAX_BITS);
         return -1;
     }
-    if (m->kind == WR_Q)
-        return devmat_fill_q(M, m, err, errlen);
+    if (m->kind == WR_Q) {
+        devmat_fill_q(M, m);
+        return 0;
+    }
     const struct wp_bf16_split &s = m->s;
     const uint8_t *base = m->aux.payload;
     M.wps = s.palette_n ? 2 : 1;

@@ -234,7 +234,7 @@ int  wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, 
 
 /* The twin: the same GEMV over fixed-width data (blocks of WR_Q, or the
  * fully decoded floats of WR_EXP, i.e. the "full decode" pipeline), read
- * with wr_get_code / wr_sub_scale. data = wr_restore_bytes's output.
+ * with wp_block_code / wr_sub_scale. data = wr_restore_bytes's output.
  * Returns 0, or -1 (out of memory: batch > 64 takes a buffer). */
 int  wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, int batch, float *y);
 

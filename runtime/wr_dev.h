@@ -13,8 +13,8 @@
  * (blocks.h, huffman.h) bit for bit, which is how device logic gets tested on
  * machines without a GPU.
  *
- * Sources: block layouts of lib/blocks.c (ggml-common.h of the pinned
- * llama.cpp); the limit decode of lib/huffman.h (wp_huf_decode_peek); the
+ * Sources: block layouts of lib/block_layout.h, which lib/blocks.c builds
+ * on too (ggml-common.h of the pinned llama.cpp); the limit decode of lib/huffman.h (wp_huf_decode_peek); the
  * float expressions of wp_parts_code_value (same operand order, so host
  * results are bit-equal to lib and to ggml's dequantize_row_*; device results
  * may differ in the last bit where nvcc contracts a*b-c into an FMA).
@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "block_layout.h"
 #include "ggml_type.h"
 
 #ifdef __CUDACC__
@@ -342,7 +343,8 @@ WR_HD uint32_t wr_group_word(uint32_t start, uint32_t mask, unsigned k)
 
 /* ---- block geometry ------------------------------------------------------- */
 
-/* Geometry of the coded block types (blocks.h); 0 for other types. */
+/* Geometry of the coded block types (block_layout.h), with the codes a
+ * symbol holds; 0 for other types. */
 typedef struct {
     int n;           /* weights per block: 32 or 256 */
     int bytes;       /* block bytes */
@@ -355,22 +357,8 @@ typedef struct {
 
 WR_HD wr_geom wr_geom_of(int type)
 {
-    wr_geom g = {0, 0, 0, 0, 0, 0};
-    switch (type) {
-    case WP_Q4_0:   g.n = 32;  g.bytes = 18;  g.side = 2;  g.sub_n = 32; g.bits = 4; g.wps = 2; break;
-    case WP_Q4_1:   g.n = 32;  g.bytes = 20;  g.side = 4;  g.sub_n = 32; g.bits = 4; g.wps = 2; break;
-    case WP_Q5_0:   g.n = 32;  g.bytes = 22;  g.side = 2;  g.sub_n = 32; g.bits = 5; g.wps = 1; break;
-    case WP_Q5_1:   g.n = 32;  g.bytes = 24;  g.side = 4;  g.sub_n = 32; g.bits = 5; g.wps = 1; break;
-    case WP_Q8_0:   g.n = 32;  g.bytes = 34;  g.side = 2;  g.sub_n = 32; g.bits = 8; g.wps = 1; break;
-    case WP_IQ4_NL: g.n = 32;  g.bytes = 18;  g.side = 2;  g.sub_n = 32; g.bits = 4; g.wps = 2; break;
-    case WP_Q2_K:   g.n = 256; g.bytes = 84;  g.side = 20; g.sub_n = 16; g.bits = 2; g.wps = 4; break;
-    case WP_Q3_K:   g.n = 256; g.bytes = 110; g.side = 14; g.sub_n = 16; g.bits = 3; g.wps = 2; break;
-    case WP_Q4_K:   g.n = 256; g.bytes = 144; g.side = 16; g.sub_n = 32; g.bits = 4; g.wps = 2; break;
-    case WP_Q5_K:   g.n = 256; g.bytes = 176; g.side = 16; g.sub_n = 32; g.bits = 5; g.wps = 1; break;
-    case WP_Q6_K:   g.n = 256; g.bytes = 210; g.side = 18; g.sub_n = 16; g.bits = 6; g.wps = 1; break;
-    case WP_IQ4_XS: g.n = 256; g.bytes = 136; g.side = 8;  g.sub_n = 32; g.bits = 4; g.wps = 2; break;
-    default: break;
-    }
+    const wp_block_geom b = wp_block_geom_of(type);
+    wr_geom g = {b.n, b.bytes, b.side, b.sub_n, b.bits, b.bits ? 8 / b.bits : 0};
     return g;
 }
 
@@ -393,147 +381,31 @@ WR_HD void wr_unpack(const uint8_t *sym, int bits, int wps, int nw, uint8_t *q)
             q[j + k] = (uint8_t)wr_sym_code(sym[j / wps], bits, k);
 }
 
-/* Side-data spans of a block (offset, length), in block order: at most two. */
-WR_HD int wr_side_spans(int type, int off[2], int len[2])
-{
-    off[1] = len[1] = 0;
-    off[0] = 0;
-    switch (type) {
-    case WP_Q4_0: case WP_Q5_0: case WP_Q8_0: case WP_IQ4_NL: len[0] = 2; return 1;
-    case WP_Q4_1: case WP_Q5_1: len[0] = 4; return 1;
-    case WP_Q2_K: len[0] = 16; off[1] = 80; len[1] = 4; return 2;
-    case WP_Q3_K: off[0] = 96; len[0] = 14; return 1;
-    case WP_Q4_K: case WP_Q5_K: len[0] = 16; return 1;
-    case WP_Q6_K: off[0] = 192; len[0] = 18; return 1;
-    case WP_IQ4_XS: len[0] = 8; return 1;
-    default: len[0] = 0; return 0;
-    }
-}
-
 /* Copy the side bytes of a fixed-width block (the twin reads them so). */
 WR_HD void wr_block_side(int type, const uint8_t *blk, uint8_t *side)
 {
-    int off[2], len[2];
-    wr_side_spans(type, off, len);
+    const wp_block_geom g = wp_block_geom_of(type);
     int o = 0;
     for (int s = 0; s < 2; s++)
-        for (int j = 0; j < len[s]; j++)
-            side[o++] = blk[off[s] + j];
+        for (int j = 0; j < g.side_len[s]; j++)
+            side[o++] = blk[g.side_off[s] + j];
 }
 
-/* ---- codes <-> blocks ----------------------------------------------------- */
-
-/* Code of weight i (0..n-1) of a fixed-width block (as wp_block_get_codes). */
-WR_HD int wr_get_code(int type, const uint8_t *b, int i)
-{
-    switch (type) {
-    case WP_Q4_0: case WP_IQ4_NL: return (b[2 + (i & 15)] >> (i & 16 ? 4 : 0)) & 15;
-    case WP_Q4_1: return (b[4 + (i & 15)] >> (i & 16 ? 4 : 0)) & 15;
-    case WP_Q5_0: return ((b[6 + (i & 15)] >> (i & 16 ? 4 : 0)) & 15) | ((b[2 + i / 8] >> (i % 8)) & 1) << 4;
-    case WP_Q5_1: return ((b[8 + (i & 15)] >> (i & 16 ? 4 : 0)) & 15) | ((b[4 + i / 8] >> (i % 8)) & 1) << 4;
-    case WP_Q8_0: return b[2 + i] ^ 0x80;
-    case WP_Q2_K: return (b[16 + 32 * (i / 128) + i % 32] >> (2 * ((i / 32) % 4))) & 3;
-    case WP_Q3_K: return ((b[32 + 32 * (i / 128) + i % 32] >> (2 * ((i / 32) % 4))) & 3) |
-                         ((b[i % 32] >> (i / 32)) & 1) << 2;
-    case WP_Q4_K: return (b[16 + 32 * (i / 64) + i % 32] >> ((i / 32) % 2 ? 4 : 0)) & 15;
-    case WP_Q5_K: return ((b[48 + 32 * (i / 64) + i % 32] >> ((i / 32) % 2 ? 4 : 0)) & 15) |
-                         ((b[16 + i % 32] >> (i / 32)) & 1) << 4;
-    case WP_Q6_K: {
-        int h = i / 128, r = i % 128, l = r % 32, g = r / 32;
-        int lo = (b[64 * h + l + 32 * (g & 1)] >> (4 * (g >> 1))) & 15;
-        int hi = (b[128 + 32 * h + l] >> (2 * g)) & 3;
-        return lo | hi << 4;
-    }
-    case WP_IQ4_XS: return (b[8 + 16 * (i / 32) + (i & 15)] >> (i & 16 ? 4 : 0)) & 15;
-    default: return 0;
-    }
-}
-
-/* Where codes i0 .. i0 + 7 (i0 % 8 == 0) of a block sit, for the types
- * whose 8 consecutive codes are in 8 consecutive bytes (Q4_0, IQ4_NL, Q4_1,
- * Q8_0, Q4_K, IQ4_XS): code i0 + u = (b[*off + u] >> *shift) & 15, or for
- * Q8_0 b[*off + u] ^ 0x80 (the layout wr_get_code reads one at a time; the
- * twin GEMV reads the 8 bytes in one to four loads). Returns 0, or -1 for
- * the other types. */
-WR_HD int wr_code_span8(int type, int i0, int *off, int *shift)
-{
-    switch (type) {
-    case WP_Q4_0: case WP_IQ4_NL: *off = 2 + (i0 & 15); *shift = i0 & 16 ? 4 : 0; return 0;
-    case WP_Q4_1: *off = 4 + (i0 & 15); *shift = i0 & 16 ? 4 : 0; return 0;
-    case WP_Q8_0: *off = 2 + i0; *shift = 0; return 0;
-    case WP_Q4_K: *off = 16 + 32 * (i0 / 64) + i0 % 32; *shift = (i0 / 32) % 2 ? 4 : 0; return 0;
-    case WP_IQ4_XS: *off = 8 + 16 * (i0 / 32) + (i0 & 15); *shift = i0 & 16 ? 4 : 0; return 0;
-    default: return -1;
-    }
-}
+/* ---- codes -> blocks ------------------------------------------------------ */
 
 /* Build one exact block from its side bytes and its n codes (weight order):
- * the block is zeroed, side bytes go back to their spans, code bits are
- * written as wp_block_pack does. Equals wp_codes_join for one block. */
+ * the block is zeroed, side bytes go back to their spans, the codes are
+ * written (wp_block_codes_put). Equals wp_codes_join for one block. */
 WR_HD void wr_put_block(int type, const uint8_t *side, const uint8_t *q, uint8_t *b)
 {
-    wr_geom g = wr_geom_of(type);
-    int off[2], len[2];
+    const wp_block_geom g = wp_block_geom_of(type);
     for (int j = 0; j < g.bytes; j++)
         b[j] = 0;
-    wr_side_spans(type, off, len);
     int o = 0;
     for (int s = 0; s < 2; s++)
-        for (int j = 0; j < len[s]; j++)
-            b[off[s] + j] = side[o++];
-    switch (type) {
-    case WP_Q4_0: case WP_IQ4_NL: case WP_Q4_1: {
-        int at = type == WP_Q4_1 ? 4 : 2;
-        for (int j = 0; j < 16; j++)
-            b[at + j] = (uint8_t)((q[j] & 15) | (q[j + 16] & 15) << 4);
-        break;
-    }
-    case WP_Q5_0: case WP_Q5_1: {
-        int qh = type == WP_Q5_1 ? 4 : 2;
-        for (int j = 0; j < 16; j++)
-            b[qh + 4 + j] = (uint8_t)((q[j] & 15) | (q[j + 16] & 15) << 4);
-        for (int j = 0; j < 32; j++)
-            b[qh + j / 8] |= (uint8_t)(((q[j] >> 4) & 1) << (j % 8));
-        break;
-    }
-    case WP_Q8_0:
-        for (int j = 0; j < 32; j++)
-            b[2 + j] = (uint8_t)(q[j] ^ 0x80);
-        break;
-    case WP_Q2_K: case WP_Q3_K: {
-        int at = type == WP_Q2_K ? 16 : 32;
-        for (int w = 0; w < 256; w++)
-            b[at + 32 * (w / 128) + w % 32] |= (uint8_t)((q[w] & 3) << (2 * ((w / 32) % 4)));
-        if (type == WP_Q3_K)
-            for (int w = 0; w < 256; w++)
-                b[w % 32] |= (uint8_t)(((q[w] >> 2) & 1) << (w / 32));
-        break;
-    }
-    case WP_Q4_K: case WP_Q5_K: {
-        int at = type == WP_Q4_K ? 16 : 48;
-        for (int c = 0; c < 4; c++)
-            for (int l = 0; l < 32; l++)
-                b[at + 32 * c + l] = (uint8_t)((q[64 * c + l] & 15) | (q[64 * c + 32 + l] & 15) << 4);
-        if (type == WP_Q5_K)
-            for (int w = 0; w < 256; w++)
-                b[16 + w % 32] |= (uint8_t)(((q[w] >> 4) & 1) << (w / 32));
-        break;
-    }
-    case WP_Q6_K:
-        for (int w = 0; w < 256; w++) {
-            int h = w / 128, r = w % 128, l = r % 32, gg = r / 32;
-            b[64 * h + l + 32 * (gg & 1)] |= (uint8_t)((q[w] & 15) << (4 * (gg >> 1)));
-            b[128 + 32 * h + l] |= (uint8_t)(((q[w] >> 4) & 3) << (2 * gg));
-        }
-        break;
-    case WP_IQ4_XS:
-        for (int ib = 0; ib < 8; ib++)
-            for (int j = 0; j < 16; j++)
-                b[8 + 16 * ib + j] = (uint8_t)((q[32 * ib + j] & 15) | (q[32 * ib + j + 16] & 15) << 4);
-        break;
-    default:
-        break;
-    }
+        for (int j = 0; j < g.side_len[s]; j++)
+            b[g.side_off[s] + j] = side[o++];
+    wp_block_codes_put(type, q, b);
 }
 
 /* ---- dequantization from side bytes ------------------------------------- */
@@ -547,69 +419,36 @@ typedef struct {
     int   off, nl;
 } wr_scale;
 
-/* 6-bit scale j and min j of the K-quant 12-byte packing (get_scale_min_k4). */
-WR_HD void wr_k4(const uint8_t *s, int j, int *sc, int *mn)
-{
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *mn = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
-        *mn = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-    }
-}
-
-/* The scale of sub-block s (0 .. n/sub_n - 1) from a block's side bytes. */
+/* The scale of sub-block s (0 .. n/sub_n - 1) from a block's side bytes
+ * (block_layout.h's wp_side_*). Written a type group at a time, d read
+ * before or after the sub-block scale as the kernels were timed with (the
+ * order changes their code). */
 WR_HD wr_scale wr_sub_scale(int type, const uint8_t *side, int s)
 {
-    wr_scale r = {0.0f, 0.0f, 0, 0};
-    float d = wr_fp16_to_f32(wr_rd16(side));
-    switch (type) {
-    case WP_Q4_0: r.dl = d; r.off = 8; break;
-    case WP_Q5_0: r.dl = d; r.off = 16; break;
-    case WP_Q8_0: r.dl = d; r.off = 128; break;
-    case WP_IQ4_NL: r.dl = d; r.nl = 1; break;
-    case WP_Q4_1: case WP_Q5_1: r.dl = d; r.ml = -wr_fp16_to_f32(wr_rd16(side + 2)); break;
-    case WP_Q2_K: {
-        float dd = wr_fp16_to_f32(wr_rd16(side + 16)), dm = wr_fp16_to_f32(wr_rd16(side + 18));
-        r.dl = dd * (float)(side[s] & 15);
-        r.ml = dm * (float)(side[s] >> 4);
-        break;
-    }
-    case WP_Q3_K: {
-        int lo = s < 8 ? side[s] & 15 : side[s - 8] >> 4;
-        int hi = (side[8 + s % 4] >> (2 * (s / 4))) & 3;
-        r.dl = wr_fp16_to_f32(wr_rd16(side + 12)) * (float)((lo | hi << 4) - 32);
-        r.off = 4;
-        break;
-    }
-    case WP_Q4_K: case WP_Q5_K: {
-        int sc, mn;
-        wr_k4(side + 4, s, &sc, &mn);
-        r.dl = d * (float)sc;
-        r.ml = wr_fp16_to_f32(wr_rd16(side + 2)) * (float)mn;
-        break;
-    }
-    case WP_Q6_K:
-        r.dl = wr_fp16_to_f32(wr_rd16(side + 16)) * (float)(int8_t)side[s];
-        r.off = 32;
-        break;
-    case WP_IQ4_XS: {
-        int sh = wr_rd16(side + 2);
-        int sc = ((side[4 + s / 2] >> (4 * (s % 2))) & 15) | ((sh >> (2 * s)) & 3) << 4;
-        r.dl = d * (float)(sc - 32);
-        r.nl = 1;
-        break;
-    }
-    default: break;
+    const wp_block_geom g = wp_block_geom_of(type);
+    wr_scale r = {0.0f, 0.0f, g.code_off, g.nl};
+    int sc, mn;
+    if (g.nsub == 1) {   /* the 32-weight types: d, and Q4_1/Q5_1's m added */
+        r.dl = wr_fp16_to_f32((uint16_t)wp_side_d(type, side));
+        if (g.has_min)
+            r.ml = -wr_fp16_to_f32((uint16_t)wp_side_dmin(type, side));
+    } else if (type == WP_Q3_K) {
+        wp_side_sc_mn(type, side, s, &sc, &mn);
+        r.dl = wr_fp16_to_f32((uint16_t)wp_side_d(type, side)) * (float)(sc - g.sc_bias);
+    } else {
+        const float d = wr_fp16_to_f32((uint16_t)wp_side_d(type, side));
+        wp_side_sc_mn(type, side, s, &sc, &mn);
+        r.dl = d * (float)(sc - g.sc_bias);
+        if (g.has_min)
+            r.ml = wr_fp16_to_f32((uint16_t)wp_side_dmin(type, side)) * (float)mn;
     }
     return r;
 }
 
-/* kvalues_iq4nl (blocks.h), for device and host alike. */
+/* kvalues_iq4nl (block_layout.h), for device and host alike. */
 WR_HD float wr_kv(int q)
 {
-    const int8_t kv[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    const int8_t kv[16] = WP_KVALUES_IQ4NL;
     return (float)kv[q & 15];
 }
 
