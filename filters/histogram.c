@@ -85,8 +85,11 @@ static void report_header(void)
 static void report_line(const char *name, const char *type, int64_t weights, uint64_t n_sym, double h,
                         double fixed_bits, double side_bpw, double block_bpw, uint64_t rows, uint64_t rows_all)
 {
-    fprintf(stderr, "%-32s %-7s %10" PRId64 " %10" PRIu64 " %8.4f %8.4f %6.2f %7.4f %7.4f", name, type,
-            weights, n_sym, h, h * (double)n_sym / (double)weights, fixed_bits, side_bpw, block_bpw);
+    if (weights == 0)   /* no weights, no b/w (it read "-nan": a breaker's find) */
+        fprintf(stderr, "%-32s %-7s %10d %10d %8s %8s %6s %7s %7s", name, type, 0, 0, "-", "-", "-", "-", "-");
+    else
+        fprintf(stderr, "%-32s %-7s %10" PRId64 " %10" PRIu64 " %8.4f %8.4f %6.2f %7.4f %7.4f", name, type,
+                weights, n_sym, h, h * (double)n_sym / (double)weights, fixed_bits, side_bpw, block_bpw);
     if (rows_all)
         fprintf(stderr, "  (row map: %" PRIu64 " distinct rows of %" PRIu64 ")", rows, rows_all);
     fprintf(stderr, "\n");
@@ -222,11 +225,15 @@ int main(int argc, char **argv)
             if (report) {
                 report_header();
                 double h = wp_huf_entropy(hist, 256);
-                fprintf(stderr, "%-32s %-7s %10" PRId64 " %10" PRIu64 " %8.4f %8.4f  exponent H %.4f,"
-                                " limit %.4f b/w, verbatim %.4f%%\n",
-                        r.name, wp_ggml_type_name(r.type) ? wp_ggml_type_name(r.type) : "?", nw, r.payload_len, h,
-                        h * (double)r.payload_len / (double)nw, wp_attr_f64(&r, "h_exp", -1),
-                        wp_attr_f64(&r, "limit", -1), 100 * wp_attr_f64(&r, "verbatim_frac", 0));
+                const char *tn = wp_ggml_type_name(r.type) ? wp_ggml_type_name(r.type) : "?";
+                if (nw == 0)
+                    fprintf(stderr, "%-32s %-7s %10d %10d %8s %8s  no weights\n", r.name, tn, 0, 0, "-", "-");
+                else
+                    fprintf(stderr, "%-32s %-7s %10" PRId64 " %10" PRIu64 " %8.4f %8.4f  exponent H %.4f,"
+                                    " limit %.4f b/w, verbatim %.4f%%\n",
+                            r.name, tn, nw, r.payload_len, h, h * (double)r.payload_len / (double)nw,
+                            wp_attr_f64(&r, "h_exp", -1), wp_attr_f64(&r, "limit", -1),
+                            100 * wp_attr_f64(&r, "verbatim_frac", 0));
                 tot.exp_weights += (double)nw;
                 tot.exp_fixed_bytes += (double)nw * wp_ggml_type_size(r.type);
                 tot.exp_h += wp_attr_f64(&r, "h_exp", 0) * (double)nw;

@@ -63,21 +63,24 @@ static void print_row(const char *name, const char *type, double weights, double
                       double tables, double padding, const char *stored, int ok, const char *same)
 {
     report_header(0);
-    char e[32] = "-", t[32] = "-", p[32] = "-", pn[4 * WP_MAX_NAME + 8];
+    char g[32] = "-", bd[32] = "-", e[32] = "-", t[32] = "-", p[32] = "-", pn[4 * WP_MAX_NAME + 8];
     name = wp_printable(name, pn, sizeof pn);   /* a newline or tab in a name splits no line or column */
-    if (entropy >= 0)
-        snprintf(e, sizeof e, "%.4f", entropy);
-    if (tables >= 0)
-        snprintf(t, sizeof t, "%.4f", tables);
-    if (padding >= 0)
-        snprintf(p, sizeof p, "%.4f", padding);
+    if (weights > 0) {   /* no weights, no b/w: "-" (an empty tensor's line read "-nan": a breaker's find) */
+        snprintf(g, sizeof g, "%.4f", gguf);
+        snprintf(bd, sizeof bd, "%.4f", bundle);
+        if (entropy >= 0)
+            snprintf(e, sizeof e, "%.4f", entropy);
+        if (tables >= 0)
+            snprintf(t, sizeof t, "%.4f", tables);
+        if (padding >= 0)
+            snprintf(p, sizeof p, "%.4f", padding);
+    }
     if (tsv) {
-        printf("%s\t%s\t%.0f\t%.4f\t%.4f\t%s\t%s\t%s\t%s\t%s\n", name, type, weights, gguf, bundle, e, t, p, stored,
+        printf("%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, type, weights, g, bd, e, t, p, stored,
                ok ? "ok" : "FAILED");
         return;
     }
-    printf("%-32s %-6s %9.0f %8.4f %8.4f %8s %8s %8s  %s", name, type, weights, gguf, bundle, e, t, p,
-           ok ? "ok" : "DIFFERS");
+    printf("%-32s %-6s %9.0f %8s %8s %8s %8s %8s  %s", name, type, weights, g, bd, e, t, p, ok ? "ok" : "DIFFERS");
     if (!strcmp(stored, "shared"))
         printf(" (shares the bytes of %s)", same);
     else if (strcmp(stored, "coded"))

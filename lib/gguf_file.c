@@ -834,21 +834,6 @@ int wp_gguf_out_complete(wp_gguf_out *o)
     return wp_gguf_counts_check(o->want_tensors, o->n_tensors, o->want_kv, o->n_kv, o->err, sizeof o->err);
 }
 
-static int copy_file(FILE *from, FILE *to, uint64_t n)
-{
-    char buf[1 << 16];
-    if (fseeko(from, 0, SEEK_SET))
-        return -1;
-    while (n) {
-        size_t k = n > sizeof buf ? sizeof buf : (size_t)n;
-        size_t got = fread(buf, 1, k, from);
-        if (got == 0 || fwrite(buf, 1, got, to) != got)
-            return -1;
-        n -= got;
-    }
-    return 0;
-}
-
 static int put_zeros(FILE *f, uint64_t n)
 {
     static const char z[4096];
@@ -857,6 +842,27 @@ static int put_zeros(FILE *f, uint64_t n)
         if (fwrite(z, 1, k, f) != k)
             return -1;
         n -= k;
+    }
+    return 0;
+}
+
+/* Copy the first n bytes of from to to; where from ends first, zeros: the
+ * data file ends at its last tensor's last byte written, and an empty last
+ * tensor sits at an aligned offset past it (every GGUF writer with such a
+ * tensor failed, "write error: Success": a breaker's find). */
+static int copy_file(FILE *from, FILE *to, uint64_t n)
+{
+    char buf[1 << 16];
+    if (fseeko(from, 0, SEEK_SET))
+        return -1;
+    while (n) {
+        size_t k = n > sizeof buf ? sizeof buf : (size_t)n;
+        size_t got = fread(buf, 1, k, from);
+        if (got == 0)
+            return ferror(from) ? -1 : put_zeros(to, n);
+        if (fwrite(buf, 1, got, to) != got)
+            return -1;
+        n -= got;
     }
     return 0;
 }

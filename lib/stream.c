@@ -100,6 +100,8 @@ const char *wp_tensor_head_problem(const wp_record *r, char *buf, size_t n)
         snprintf(buf, n, "unknown ggml type %" PRIu32, r->type);
         return buf;
     }
+    if (r->n_dims < 1)   /* (its payload went unchecked to ggufpack: a breaker's find) */
+        return "no dimensions (a tensor has 1 to 4; a scalar is shape 1)";
     return r->name && r->name[0] ? NULL : "a tensor needs a name";
 }
 
@@ -623,7 +625,7 @@ static int read_header(wp_reader *rd, wp_record *r)
         return rfail(rd, "%s: %s", rl, tp);
     if (tp)   /* a record of no name, placed */
         return rfail(rd, "%s at byte %" PRIu64 ": %s", rl, start, tp);
-    if (r->kind == WP_REC_TENSOR && r->n_dims >= 1) {
+    if (r->kind == WP_REC_TENSOR) {
         /* a tensor's bytes are what its type and shape say */
         uint64_t rs = wp_ggml_row_size(r->type, r->ne[0]), need = r->ne[0] ? rs * (nelem / (uint64_t)r->ne[0]) : 0;
         if ((r->ne[0] && !rs) || need != r->payload_len)

@@ -107,8 +107,8 @@ uint8_t *wp_record_alloc(wp_record *r, uint64_t len);
 int wp_record_copy(wp_record *d, const wp_record *s);
 /* What a reader refuses of a tensor record r's header, whether read or
  * restored from a zstd record: a type ggml.h does not number ("unknown ggml
- * type 99", written into buf of n bytes) or no name ("a tensor needs a
- * name"); NULL when neither, or when r is no tensor record. */
+ * type 99", written into buf of n bytes), no dimensions, or no name ("a
+ * tensor needs a name"); NULL when none, or when r is no tensor record. */
 const char *wp_tensor_head_problem(const wp_record *r, char *buf, size_t n);
 /* Number of elements ne[0]·…·ne[n_dims-1] (1 for n_dims 0). */
 int64_t wp_record_nelem(const wp_record *r);

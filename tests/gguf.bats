@@ -809,6 +809,51 @@ inputs_in_T() {
     one_line_error "^gptq: $T/s.wps: cannot create a temporary file in $T/nowhere \(TMPDIR\): No such file or directory$"
 }
 
+@test "a stream's tensor of no dimensions is refused by the first program that reads it (its payload went unchecked)" {
+    # n_dims 0 with attn_q's 8192 bytes: tsinfo said 65536 b/w, laneinterleave bundled it, and
+    # ggufpack said "row length 1 is not a multiple of the F16 block size 1" (a breaker's find)
+    "$BIN/ggufcat" "$MODELS/stories260K-f16.gguf" > "$T/m.wts"
+    stream_edit "$T/m.wts" "$T/d0.wts" "[(setattr(r, 'n_dims', 0), setattr(r, 'ne', [1, 1, 1, 1])) for r in recs if r.name == 'blk.0.attn_q.weight']"
+    for p in tsinfo bf16split histogram laneinterleave ggufpack; do
+        run --separate-stderr "$BIN/$p" "$T/d0.wts"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "$p: $T/d0.wts: record 'blk.0.attn_q.weight': no dimensions (a tensor has 1 to 4; a scalar is shape 1)" ]
+    done
+}
+
+@test "an empty last tensor after one that ends off the alignment: ggufpack, unbundle and verify write its GGUF" {
+    # the data file ended before the empty tensor's aligned offset, and each failed with
+    # "write error: Success" (a breaker's find); safetensors files place such a tensor so
+    python3 -c '
+import json, struct, sys
+h = json.dumps({"a": {"dtype": "F16", "shape": [3], "data_offsets": [0, 6]},
+                "z": {"dtype": "F16", "shape": [0], "data_offsets": [6, 6]}}).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + b"\x00\x3c" * 3)' "$T/z.safetensors"
+    "$BIN/safetensorscat" "$T/z.safetensors" > "$T/z.wps"
+    "$BIN/ggufpack" -o "$T/z.gguf" "$T/z.wps"
+    run "$BIN/ggufcat" "$T/z.gguf"
+    [ "$status" -eq 0 ]
+    # its data: a's 6 bytes padded to 32, the file's end (and z's offset, 32)
+    [ "$(tail -c 32 "$T/z.gguf" | od -An -v -tx1 | tr -d ' \n')" = "003c003c003c$(printf '0%.0s' $(seq 52))" ]
+    [ $(( $(wc -c < "$T/z.gguf") % 32 )) -eq 0 ]
+    "$BIN/bf16split" "$T/z.wps" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/z.bundle"
+    "$BIN/unbundle" "$T/z.bundle" | cmp - "$T/z.gguf"
+    run "$BIN/verify" --tsv "$T/z.gguf" "$T/z.bundle"
+    [ "$status" -eq 0 ]
+    # and no weights, no b/w: "-" (the empty tensor's line read "-nan")
+    [ "${lines[2]}" = "$(printf 'z\tF16\t0\t-\t-\t-\t-\t-\tfixed\tok')" ]
+    # the GGUF form: a at 0, the empty z at 32, the file ending at 32 data bytes
+    "$BIN/ggufcat" "$T/z.gguf" | "$BIN/ggufpack" | cmp - "$T/z.gguf"
+    # histogram --report of an empty matrix: "-" and "no weights" (its b/w read "-nan")
+    python3 -c '
+import json, struct, sys
+h = json.dumps({"m": {"dtype": "F16", "shape": [0, 5], "data_offsets": [0, 0]}}).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h)' "$T/m.safetensors"
+    run --separate-stderr sh -c "'$BIN/safetensorscat' '$T/m.safetensors' | '$BIN/bf16split' | '$BIN/histogram' --report > /dev/null"
+    [ "$status" -eq 0 ]
+    [[ "${stderr_lines[1]}" =~ ^m\ +F16\ +0\ +0\ +-\ +-\ \ no\ weights$ ]]
+}
+
 @test "a stream's tensor of a type ggml lacks, or of no name, is refused by the first program that reads it" {
     # both went through tsinfo, bf16split, histogram and gptq, exit 0, to ggufpack, the first to
     # refuse (an empty name not even there: a GGUF with a nameless tensor); a breaker's find
