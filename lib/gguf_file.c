@@ -466,7 +466,7 @@ static int read_tensor_infos(wp_gguf_in *g)
             uint64_t v;
             if (gread_u64(g, &v, "tensor shape"))
                 return -1;
-            if (v > (UINT64_C(1) << 40))
+            if (v > WP_MAX_DIM)
                 return gfail(g, "tensor '%s': dimension %" PRIu32 " of %" PRIu64 " is implausible", t->name, d, v);
             t->ne[d] = (int64_t)v;
         }

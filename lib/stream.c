@@ -596,7 +596,7 @@ static int read_header(wp_reader *rd, wp_record *r)
     if (!attrs_ok(attrs))
         return rfail(rd, "%s: attributes are not key=value lines", rl);
     for (int i = 0; i < WP_MAX_DIMS; i++)
-        if (r->ne[i] < 0 || (i >= r->n_dims && r->ne[i] != 1))
+        if (r->ne[i] < 0 || (uint64_t)r->ne[i] > WP_MAX_DIM || (i >= r->n_dims && r->ne[i] != 1))
             return rfail(rd, "%s: bad shape", rl);
     uint64_t nelem = 1;
     for (int i = 0; i < r->n_dims; i++) {

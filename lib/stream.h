@@ -45,6 +45,10 @@ extern "C" {
 #define WP_STREAM_ALIGN   64u
 #define WP_TRAILER_MAGIC  "WPACKEND"
 #define WP_MAX_DIMS       4
+/* The largest dimension any reader takes (2^40): a GGUF's and a stream's
+ * readers refuse more, safetensorscat does not write it (ggufpack wrote a
+ * dimension of 2^52 that ggufcat then refused: a breaker's find). */
+#define WP_MAX_DIM        (UINT64_C(1) << 40)
 #define WP_MAX_NAME       4096u
 
 /* Record kinds. Numbers are part of the format: never renumber. */

@@ -357,19 +357,26 @@ mkst_raw() {
     bad "^safetensorscat: $T/x.safetensors: malformed JSON header \(bad escape at byte 3\)$" "$T/x.safetensors"
 }
 
-@test "bad safetensors: a shape dimension of 2^53 or more is too large, as [2^32, 2^32, 0] was (not 'not ... integers')" {
+@test "bad safetensors: a shape dimension of 2^53 or more is too large, as [2^32, 2^32, 0] was (not 'not ... integers'); above 2^40 implausible, as in a GGUF" {
     local sh i=0
     for sh in '0,4611686018427387904' '9223372036854775807,0' '4294967296,4294967296,0' '0,9007199254740993'; do
         i=$((i + 1))
         mkst "$T/b$i.safetensors" "{\"a\":{\"dtype\":\"F16\",\"shape\":[$sh],\"data_offsets\":[0,0]}}" 0
         bad "^safetensorscat: $T/b$i.safetensors: tensor 'a': shape too large$" "$T/b$i.safetensors"
     done
-    # (2^53 + 1 was read as 2^53); below 2^53, with a zero dimension, still taken
-    mkst "$T/ok.safetensors" '{"a":{"dtype":"F16","shape":[1099511627776,0],"data_offsets":[0,0]},"b":{"dtype":"F16","shape":[0,9007199254740991],"data_offsets":[0,0]}}' 0
+    # (2^53 + 1 was read as 2^53); up to 2^40, with a zero dimension, still taken
+    mkst "$T/ok.safetensors" '{"a":{"dtype":"F16","shape":[1099511627776,0],"data_offsets":[0,0]},"b":{"dtype":"F16","shape":[0,1099511627776],"data_offsets":[0,0]}}' 0
     run sh -c "'$BIN/safetensorscat' '$T/ok.safetensors' | '$BIN/tsinfo' -"
     [ "$status" -eq 0 ]
     echo "$output" | grep -E '^tensor +a +F16 +0x1099511627776 +0 '
-    echo "$output" | grep -E '^tensor +b +F16 +9007199254740991x0 +0 '
+    echo "$output" | grep -E '^tensor +b +F16 +1099511627776x0 +0 '
+    # and its GGUF read back: above 2^40 no reader takes a dimension, as a GGUF's says it (ggufpack
+    # wrote 2^52 from it, which ggufcat and verify then refused: a breaker's find)
+    run sh -c "'$BIN/safetensorscat' '$T/ok.safetensors' | '$BIN/ggufpack' > '$T/ok.gguf' && '$BIN/ggufcat' '$T/ok.gguf' | '$BIN/tsinfo' -"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -E '^tensor +b +F16 +1099511627776x0 +0 '
+    mkst "$T/big.safetensors" '{"b":{"dtype":"F16","shape":[0,1099511627777],"data_offsets":[0,0]}}' 0
+    bad "^safetensorscat: $T/big.safetensors: tensor 'b': dimension 1 of 1099511627777 is implausible$" "$T/big.safetensors"
 }
 
 @test "well-formed names still pass: escapes, UTF-8 (é, ünïcødé, 😀), \\u escapes of them, round trip byte for byte" {
