@@ -173,6 +173,8 @@ int main(int argc, char **argv)
     if (!g)
         wp_die("%s", err);
     struct stat st;
+    if (!*bpath)   /* (it said ": No such file or directory") */
+        wp_die("an empty file name for the bundle (give the file's name)");
     if (stat(bpath, &st))
         wp_die("%s: %s", bpath, strerror(errno));
     if (!S_ISREG(st.st_mode))
@@ -195,7 +197,7 @@ int main(int argc, char **argv)
     wp_record_init(&coded);
     FILE *src = fopen(bpath, "rb");
     if (!src)
-        wp_die("%s: cannot open", bpath);
+        wp_die("%s: cannot open: %s", bpath, strerror(errno));
     FILE *plain = wp_zframe_plain(src, bpath, err, sizeof err);   /* a --dist bundle: decompressed */
     if (!plain)
         wp_die("%s", err);

@@ -1,6 +1,7 @@
 /* cli.c - program name, fatal errors, atomic outputs (see cli.h). */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -213,6 +214,8 @@ static void out_check_inputs(const char *target)
 
 FILE *wp_in_open(const char *path)
 {
+    if (path && !*path)   /* it said ": No such file or directory" (a breaker's find) */
+        wp_die("an empty file name (give a FILE, or - for standard input)");
     wp_cli_input(path);
     if (!path || !strcmp(path, "-")) {
         if (isatty(STDIN_FILENO))   /* it waited for a stream typed in (a new user's trial); as zstd */
@@ -503,12 +506,21 @@ const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const c
     wp_die("%s: unknown option (try --help)", a);
 }
 
+/* Whether s starts as a plain decimal number does: a digit, or '.' and a
+ * digit, after an optional '-'. strtoll and strtod also took a leading blank,
+ * a '+', and strtod hex ("0x1p0"), which wprun refuses (a breaker's find). */
+static int plain_decimal(const char *s)
+{
+    s += *s == '-';
+    return isdigit((unsigned char)s[0]) || (s[0] == '.' && isdigit((unsigned char)s[1]));
+}
+
 long long wp_arg_int(const char *opt, const char *val, long long lo, long long hi)
 {
     char *end;
     errno = 0;
-    long long v = val ? strtoll(val, &end, 10) : 0;
-    if (!val || !*val || *end || errno || v < lo || v > hi)
+    long long v = val && plain_decimal(val) ? strtoll(val, &end, 10) : 0;
+    if (!val || !plain_decimal(val) || *end || errno || v < lo || v > hi)
         wp_die("%s: expected an integer from %lld to %lld, got '%s'", opt, lo, hi, val ? val : "");
     return v;
 }
@@ -516,8 +528,9 @@ long long wp_arg_int(const char *opt, const char *val, long long lo, long long h
 double wp_arg_float(const char *opt, const char *val, double lo, double hi)
 {
     char *end;
-    double v = val ? strtod(val, &end) : 0;
-    if (!val || !*val || *end || !(v >= lo && v <= hi))
+    const int plain = val && plain_decimal(val) && !strpbrk(val, "xX");
+    double v = plain ? strtod(val, &end) : 0;
+    if (!plain || *end || !(v >= lo && v <= hi))
         wp_die("%s: expected a number from %g to %g, got '%s'", opt, lo, hi, val ? val : "");
     return v;
 }

@@ -164,7 +164,9 @@ int wp_cli_flag(const char *a, const char *flag);
 const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const char *const *takes, size_t n,
                        const char **value);
 
-/* Parse a number option value; dies naming the option when malformed. */
+/* Parse a number option value, written as a plain decimal (digits, a '.' and
+ * an exponent for a float, an optional leading '-'; no blank, '+' or hex),
+ * in lo .. hi; dies naming the option when malformed or out of range. */
 long long wp_arg_int(const char *opt, const char *val, long long lo, long long hi);
 double    wp_arg_float(const char *opt, const char *val, double lo, double hi);
 

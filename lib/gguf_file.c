@@ -318,6 +318,10 @@ static int read_tensor_infos(wp_gguf_in *g);
 
 wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
 {
+    if (!*path) {   /* (it said ": No such file or directory") */
+        snprintf(err, errlen, "an empty file name (give the file's name)");
+        return NULL;
+    }
     wp_gguf_in *g = calloc(1, sizeof *g);
     struct stat st;
     uint8_t h[24];

@@ -480,6 +480,10 @@ out:
 
 wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
 {
+    if (!*path) {   /* (it said ": No such file or directory") */
+        snprintf(err, errlen, "an empty file name (give the file's name)");
+        return NULL;
+    }
     wp_st_in *s = calloc(1, sizeof *s);
     struct stat st;
     uint8_t h8[8];

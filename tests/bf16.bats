@@ -102,6 +102,37 @@ lossless() { # GGUF BUNDLE [bf16split options]
     one_line_error "^bf16split: --match: '\(' is not a valid regular expression$"
 }
 
+@test "number options are plain decimals: no blank, '+' or hex, as wprun takes them (they were taken)" {
+    local v
+    for v in ' 16' '+16' '0x10' '16 '; do
+        run "$BIN/bf16split" --palette "$v"
+        one_line_error "^bf16split: --palette: expected an integer from 0 to 16, got '${v//+/\\+}'$"
+    done
+    for v in '0x1p0' ' 1.25' '+1.25' 'inf' 'nan' '1.25x'; do
+        run "$BIN/gptq" --type Q8_0 --widen "$v"
+        one_line_error "^gptq: --widen: expected a number from 1 to 64, got '${v//+/\\+}'$"
+    done
+    # plain ones still pass: -0.5 a value (below the range here), .5e1 and 1e0 numbers
+    run "$BIN/gptq" --type Q8_0 --lambda -0.5
+    one_line_error "^gptq: --lambda: expected a number from 0 to "
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" --palette 016 > /dev/null
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --type Q8_0 --rtn --quiet --gamma --widen 1e0 > /dev/null
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --type Q8_0 --rtn --quiet --gamma --widen .15e1 > /dev/null
+}
+
+@test "an empty file name is said as one, not ': No such file or directory'" {
+    local p
+    for p in tsinfo ggufcat safetensorscat histogram unbundle bf16split; do
+        run "$BIN/$p" ''
+        [ "$status" -eq 1 ]
+        [[ "$output" == "$p: an empty file name (give "* ]]
+    done
+    run "$BIN/verify" "$MODELS/stories260K-f32.gguf" ''
+    one_line_error "^verify: an empty file name for the bundle \(give the file's name\)$"
+    run "$BIN/verify" '' "$MODELS/stories260K-f32.gguf"
+    one_line_error "^verify: an empty file name \(give the file's name\)$"
+}
+
 @test "bf16split: a palette that leaves more than 5 % of the row groups verbatim is said, with the way on" {
     # --palette 1 to 8 made stories260K's bundle with no matrix lane-coded, unsaid (a fresh user's find)
     local m="$MODELS/stories260K-bf16.gguf" p
