@@ -515,7 +515,9 @@ static wp_ftype_plan *model_plan(int ftype, int pure, int strict, const char **o
     wp_ftype_plan *plan = plan_new(&md, ftype, pure, strict, overrides, n_over);
     for (size_t i = 0; i < n_t; i++)
         if (wp_ftype_plan_add_tensor(plan, tl[i].name, tl[i].n_dims, tl[i].ne, (int)tl[i].type))
-            wp_die("tensor %s: duplicate name or bad shape", tl[i].name);
+            wp_die("%s: tensor '%s' appears twice (a GGUF holds each name once)", in && strcmp(in, "-") ? in : "stdin",
+                   tl[i].name);   /* (as laneinterleave says it; it named no file and guessed a bad shape too,
+                                     which the stream reader refuses first: a breaker's find) */
     if (wp_ftype_plan_finish(plan, err, sizeof err))
         wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
     return plan;

@@ -893,6 +893,15 @@ PY
     [ "$(ls -A | sort | tr '\n' ' ')" = "q8.gguf s.wps synth.gguf " ]
 }
 
+@test "gptq names the file and the tensor that appears twice, as laneinterleave does" {
+    # it said "tensor blk.0.attn_q.weight: duplicate name or bad shape", no file (a breaker's find)
+    "$BIN/ggufcat" "$F32" > "$T/m.wts"
+    stream_edit "$T/m.wts" "$T/dup.wts" "[setattr(r, 'name', 'blk.0.attn_q.weight') for r in recs if r.name == 'blk.0.attn_k.weight']"
+    fails_saying "gptq: $T/dup.wts: tensor 'blk.0.attn_q.weight' appears twice (a GGUF holds each name once)" \
+        "$BIN/gptq" --type Q8_0 --rtn --quiet -o "$T/o.wts" "$T/dup.wts"
+    [ ! -e "$T/o.wts" ]
+}
+
 @test "gptq and ggufpack refuse a stream that lost a tensor or key/value record on the way (the gguf record's counts)" {
     # gptq wrote its own counts into the gguf record, so a record lost before it passed
     # ggufpack's check: a GGUF short of output_norm.weight, exit 0 (a breaker's find)
