@@ -7,6 +7,8 @@
  *   wp_block_geom_of   weights, bytes, sub-blocks, code bits, side spans and
  *                      what a code stands for, per type
  *   wp_block_code      code i of a block;  wp_block_codes_put: a block's codes written
+ *   wp_block_side_get, wp_block_side_put, wp_block_assemble  side bytes out and
+ *                      in, a whole block from side bytes and codes
  *   wp_block_code_span8  where 8 codes sit in 8 bytes (the twin's loads)
  *   wp_side_*          d, dmin and the sub-block scales and mins, read from
  *                      and written to a block's side bytes
@@ -33,13 +35,13 @@
  * geometry as a constant). */
 #if defined(__CUDACC__)
 #define WP_BL static __host__ __device__ __forceinline__
-#define WP_BL_CONST static constexpr __host__ __device__ __forceinline__
-#elif defined(__cplusplus) && __cplusplus >= 201402L   /* (C++11's constexpr is one return statement) */
-#define WP_BL static inline
-#define WP_BL_CONST static constexpr inline
 #else
 #define WP_BL static inline
-#define WP_BL_CONST static inline
+#endif
+#if defined(__cplusplus) && __cplusplus >= 201402L   /* (C++11's constexpr is one return statement) */
+#define WP_BL_CONST WP_BL constexpr
+#else
+#define WP_BL_CONST WP_BL
 #endif
 
 /* kvalues_iq4nl (ggml-common.h): code q of IQ4_NL and IQ4_XS stands for
@@ -62,6 +64,7 @@ typedef struct {
     int sc_bias;      /* a stored sub-block scale sc scales by sc - sc_bias (Q3_K, IQ4_XS: 32) */
 } wp_block_geom;
 
+/* A geometry from its fields (wp_block_geom_of's table rows). */
 WP_BL_CONST wp_block_geom wp_block_geom_make(int n, int bytes, int nsub, int bits, int o0, int l0, int o1, int l1,
                                              int has_min, int code_off, int nl, int sc_bias)
 {
@@ -199,6 +202,38 @@ WP_BL int wp_block_code_span8(int type, int i0, int *off, int *shift)
     }
 }
 
+/* Copy a block's side bytes out to side (wp_block_geom_of(type).side of
+ * them, its spans in block order), and back into a block's spans. */
+WP_BL void wp_block_side_get(int type, const uint8_t *b, uint8_t *side)
+{
+    const wp_block_geom g = wp_block_geom_of(type);
+    int o = 0;
+    for (int s = 0; s < 2; s++)
+        for (int j = 0; j < g.side_len[s]; j++)
+            side[o++] = b[g.side_off[s] + j];
+}
+
+WP_BL void wp_block_side_put(int type, const uint8_t *side, uint8_t *b)
+{
+    const wp_block_geom g = wp_block_geom_of(type);
+    int o = 0;
+    for (int s = 0; s < 2; s++)
+        for (int j = 0; j < g.side_len[s]; j++)
+            b[g.side_off[s] + j] = side[o++];
+}
+
+/* One exact block from its side bytes and its n codes (weight order): the
+ * block zeroed, the side bytes put back, the codes written (the inverse of
+ * wp_block_side_get and wp_block_code). */
+WP_BL void wp_block_assemble(int type, const uint8_t *side, const uint8_t *q, uint8_t *b)
+{
+    const wp_block_geom g = wp_block_geom_of(type);
+    for (int j = 0; j < g.bytes; j++)
+        b[j] = 0;
+    wp_block_side_put(type, side, b);
+    wp_block_codes_put(type, q, b);
+}
+
 /* ---- side bytes -----------------------------------------------------------
  * A block's side bytes (its spans, in block order) hold, by type:
  *   Q4_0, Q5_0, Q8_0, IQ4_NL  d
@@ -209,6 +244,7 @@ WP_BL int wp_block_code_span8(int type, int i0, int *off, int *shift)
  *   Q6_K                      scales[16] (int8), d
  *   IQ4_XS                    d, scales_h (16 bits), scales_l[4] (8 6-bit scales) */
 
+/* The little-endian 16-bit field at p (fp16 bits, IQ4_XS's scales_h), read and written. */
 WP_BL unsigned wp_side_u16(const uint8_t *p) { return (unsigned)(p[0] | p[1] << 8); }
 
 WP_BL void wp_side_put16(uint8_t *p, unsigned v)
@@ -263,7 +299,8 @@ WP_BL void wp_side_sc_mn(int type, const uint8_t *side, int s, int *sc, int *mn)
 
 /* Write the side bytes of a block (wp_block_geom_of(type).side of them)
  * from d, dmin (raw fp16 bits) and the nsub sub-block scales and mins as
- * stored (wp_side_sc_mn's ranges), each masked to its field: the inverse of
+ * stored (wp_side_sc_mn's ranges; not read for the 32-weight types, whose
+ * sc and mn may be NULL), each masked to its field: the inverse of
  * wp_side_d, wp_side_dmin and wp_side_sc_mn (the packing steps of
  * quantize_row_*_ref). */
 WP_BL void wp_side_pack(int type, unsigned d, unsigned dmin, const int16_t *sc, const int16_t *mn, uint8_t *side)
@@ -310,4 +347,6 @@ WP_BL void wp_side_pack(int type, unsigned d, unsigned dmin, const int16_t *sc, 
     }
 }
 
+#undef WP_BL
+#undef WP_BL_CONST
 #endif

@@ -59,7 +59,7 @@ int wp_block_unpack(int type, const void *blk, wp_block_parts *p)
     p->n = g.n;
     p->d = (uint16_t)wp_side_d(type, side);
     p->dmin = (uint16_t)wp_side_dmin(type, side);
-    for (int s = 0; s < g.nsub && g.nsub > 1; s++) {
+    for (int s = 0; s < g.nsub; s++) {
         int sc, mn;
         wp_side_sc_mn(type, side, s, &sc, &mn);
         p->sc[s] = (int16_t)sc;
@@ -74,31 +74,23 @@ int wp_block_pack(int type, const wp_block_parts *p, void *blk)
     if (!wp_block_supported(type))
         return -1;
     wp_side_pack(type, p->d, p->dmin, p->sc, p->mn, side);
-    wp_block_put_side(type, side, blk);
-    return wp_block_put_codes(type, p->q, blk);
+    wp_block_assemble(type, side, p->q, blk);
+    return 0;
 }
 
 int wp_block_get_side(int type, const void *blk, uint8_t *side)
 {
-    const wp_block_geom g = wp_block_geom_of(type);
-    if (!g.n)
+    if (!wp_block_supported(type))
         return -1;
-    for (int k = 0; k < 2; k++) {
-        memcpy(side, (const uint8_t *)blk + g.side_off[k], (size_t)g.side_len[k]);
-        side += g.side_len[k];
-    }
+    wp_block_side_get(type, blk, side);
     return 0;
 }
 
 int wp_block_put_side(int type, const uint8_t *side, void *blk)
 {
-    const wp_block_geom g = wp_block_geom_of(type);
-    if (!g.n)
+    if (!wp_block_supported(type))
         return -1;
-    for (int k = 0; k < 2; k++) {
-        memcpy((uint8_t *)blk + g.side_off[k], side, (size_t)g.side_len[k]);
-        side += g.side_len[k];
-    }
+    wp_block_side_put(type, side, blk);
     return 0;
 }
 
@@ -126,15 +118,12 @@ int wp_block_get_codes(int type, const void *blk, uint8_t *q)
 
 int wp_block_put_codes(int type, const uint8_t *q, void *blk)
 {
-    const wp_block_geom g = wp_block_geom_of(type);
-    uint8_t *b = blk, side[32];
-    if (!g.n)
+    uint8_t side[32];
+    if (!wp_block_supported(type))
         return -1;
-    /* every non-side byte holds code bits: cleared, then the codes written */
-    wp_block_get_side(type, b, side);
-    memset(b, 0, (size_t)g.bytes);
-    wp_block_put_side(type, side, b);
-    wp_block_codes_put(type, q, b);
+    /* every non-side byte holds code bits: the block built again around its side bytes */
+    wp_block_side_get(type, blk, side);
+    wp_block_assemble(type, side, q, blk);
     return 0;
 }
 
@@ -147,36 +136,19 @@ float wp_parts_value(int type, const wp_block_parts *p, int i)
 
 float wp_parts_code_value(int type, const wp_block_parts *p, int i, int q)
 {
-    const float d = wp_fp16_to_f32(p->d);
-    switch (type) {
-    case WP_Q4_0: return (q - 8) * d;
-    case WP_Q4_1: return q * d + wp_fp16_to_f32(p->dmin);
-    case WP_Q5_0: return (q - 16) * d;
-    case WP_Q5_1: return q * d + wp_fp16_to_f32(p->dmin);
-    case WP_Q8_0: return (q - 128) * d;
-    case WP_IQ4_NL: return d * wp_kvalues_iq4nl[q & 15];
-    case WP_Q2_K: {
-        const float dl = d * p->sc[i / 16];
-        const float ml = wp_fp16_to_f32(p->dmin) * p->mn[i / 16];
-        return dl * q - ml;
-    }
-    case WP_Q3_K: {
-        const float dl = d * (p->sc[i / 16] - 32);
-        return dl * (q - 4);
-    }
-    case WP_Q4_K:
-    case WP_Q5_K: {
-        const float dl = d * p->sc[i / 32];
-        const float ml = wp_fp16_to_f32(p->dmin) * p->mn[i / 32];
-        return dl * q - ml;
-    }
-    case WP_Q6_K: return d * p->sc[i / 16] * (q - 32);
-    case WP_IQ4_XS: {
-        const float dl = d * (p->sc[i / 32] - 32);
-        return dl * wp_kvalues_iq4nl[q & 15];
-    }
-    }
-    return 0.0f;
+    /* code q stands for c = q - code_off, or kvalues_iq4nl[q] (block_layout.h); the value is
+       c d (+ m) for the 32-weight types, dl c (- ml) for the others, as dequantize_row_* has
+       it (float products commute exactly; a min is added only where the type has one, as
+       (q - 8) d + 0 would turn -0 into +0) */
+    const wp_block_geom g = wp_block_geom_of(type);
+    if (!g.n)
+        return 0.0f;
+    const float d = wp_fp16_to_f32(p->d), c = g.nl ? (float)wp_kvalues_iq4nl[q & 15] : (float)(q - g.code_off);
+    if (g.nsub == 1)
+        return g.has_min ? c * d + wp_fp16_to_f32(p->dmin) : c * d;
+    const int s = i / g.sub_n;
+    const float dl = d * (float)(p->sc[s] - g.sc_bias);
+    return g.has_min ? dl * c - wp_fp16_to_f32(p->dmin) * (float)p->mn[s] : dl * c;
 }
 
 int wp_parts_dequantize(int type, const wp_block_parts *p, float *y)

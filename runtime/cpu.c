@@ -267,7 +267,7 @@ int wr_cpu_restore(const wr_matrix *m, int mode, uint8_t *out, char *err, size_t
                 wr_unpack(buf + 256 * r, g->bits, g->wps, nw, q);
                 for (int jb = 0; jb < nw / g->n; jb++) {
                     uint64_t b = row * bpr + c0w / (uint64_t)g->n + (uint64_t)jb;
-                    wr_put_block((int)m->type, m->aux.payload + b * (uint64_t)g->side, q + jb * g->n,
+                    wp_block_assemble((int)m->type, m->aux.payload + b * (uint64_t)g->side, q + jb * g->n,
                                  out + b * (uint64_t)g->bytes);
                 }
             } else {
@@ -489,7 +489,7 @@ int wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, i
                 for (int jb = 0; jb < nw / g->n; jb++) {
                     const uint8_t *blk = data + ((uint64_t)row * (uint64_t)(m->cols / g->n) + (uint64_t)(c0 / g->n + jb)) *
                                                     (uint64_t)g->bytes;
-                    wr_block_side((int)m->type, blk, side);
+                    wp_block_side_get((int)m->type, blk, side);
                     for (int s = 0; s < g->n / g->sub_n; s++) {
                         wr_scale sc = wr_sub_scale((int)m->type, side, s);
                         for (int i = 0; i < g->sub_n; i++) {

@@ -42,7 +42,7 @@
  *
  * Kernels:
  *   k_restore       lane decode against the per-length limits -> exact ggml
- *                   blocks (wr_put_block) or floats (BF16, F16, F32), in global
+ *                   blocks (wp_block_assemble) or floats (BF16, F16, F32), in global
  *                   memory (the reference decoder, and the "full" pipeline
  *                   for blocks, F16 and F32)
  *   k_restore_exp   table decode -> BF16 over a band of tile rows, grid-stride
@@ -656,7 +656,7 @@ __global__ void __launch_bounds__(32) k_restore(DevMat M, wr_huf H, uint8_t *out
             wr_unpack(s, M.bits, M.wps, M.n, q);
             unsigned long long b = (tg.r0 + r) * bpr + c0w / (unsigned long long)M.n + jb;
             uint8_t blk[256];
-            wr_put_block(M.type, M.side + b * (unsigned long long)M.side_bytes, q, blk);
+            wp_block_assemble(M.type, M.side + b * (unsigned long long)M.side_bytes, q, blk);
             uint8_t *dst = out + b * (unsigned long long)M.block_bytes;
             for (int j = 0; j < M.block_bytes; j++)
                 dst[j] = blk[j];

@@ -1,9 +1,9 @@
 /*
  * wr_dev.h - the per-weight arithmetic of the runner, written once for the
  * host (C11) and the device (CUDA): canonical Huffman decode of an L-bit peek
- * against per-length limits, ggml block packing (codes + side bytes -> exact
- * block bytes), code extraction from fixed-width blocks (the twin), the
- * sub-block scale of a weight from its block's side bytes, BF16, F16 and
+ * against per-length limits, the geometry of the block types with the codes
+ * a symbol holds (their bit layouts are lib/block_layout.h's, which this
+ * includes), the sub-block scale of a weight from its block's side bytes, BF16, F16 and
  * F32 reconstruction from exponent + the other bytes, the 2^L decode table
  * of the GEMV kernels and the lane bit reader.
  *
@@ -379,33 +379,6 @@ WR_HD void wr_unpack(const uint8_t *sym, int bits, int wps, int nw, uint8_t *q)
     for (int j = 0; j < nw; j += wps)
         for (int k = 0; k < wps; k++)
             q[j + k] = (uint8_t)wr_sym_code(sym[j / wps], bits, k);
-}
-
-/* Copy the side bytes of a fixed-width block (the twin reads them so). */
-WR_HD void wr_block_side(int type, const uint8_t *blk, uint8_t *side)
-{
-    const wp_block_geom g = wp_block_geom_of(type);
-    int o = 0;
-    for (int s = 0; s < 2; s++)
-        for (int j = 0; j < g.side_len[s]; j++)
-            side[o++] = blk[g.side_off[s] + j];
-}
-
-/* ---- codes -> blocks ------------------------------------------------------ */
-
-/* Build one exact block from its side bytes and its n codes (weight order):
- * the block is zeroed, side bytes go back to their spans, the codes are
- * written (wp_block_codes_put). Equals wp_codes_join for one block. */
-WR_HD void wr_put_block(int type, const uint8_t *side, const uint8_t *q, uint8_t *b)
-{
-    const wp_block_geom g = wp_block_geom_of(type);
-    for (int j = 0; j < g.bytes; j++)
-        b[j] = 0;
-    int o = 0;
-    for (int s = 0; s < 2; s++)
-        for (int j = 0; j < g.side_len[s]; j++)
-            b[g.side_off[s] + j] = side[o++];
-    wp_block_codes_put(type, q, b);
 }
 
 /* ---- dequantization from side bytes ------------------------------------- */
