@@ -746,10 +746,12 @@ static int add_kv(wp_gguf_out *o, const wp_record *r)
 
 static int add_tensor(wp_gguf_out *o, const wp_record *r)
 {
+    char tb[48];
+    const char *tp = wp_tensor_head_problem(r, tb, sizeof tb);   /* as a stream reader says it */
+    if (tp)
+        return ofail(o, "tensor '%s': %s", r->name, tp);
     int blck = wp_ggml_blck_size(r->type);
-    if (!blck)
-        return ofail(o, "tensor '%s': unknown ggml type %" PRIu32, r->name, r->type);
-    if (r->n_dims < 1 || r->ne[0] % blck)
+    if (r->ne[0] % blck)
         return ofail(o, "tensor '%s': row length %" PRId64 " is not a multiple of the %s block size %d",
                      r->name, r->ne[0], wp_ggml_type_name(r->type), blck);
     uint64_t size = r->ne[0] ? wp_ggml_row_size(r->type, r->ne[0]) * (uint64_t)(wp_record_nelem(r) / r->ne[0]) : 0;
@@ -850,10 +852,6 @@ static int put_zeros(FILE *f, uint64_t n)
     return 0;
 }
 
-/* Copy the first n bytes of from to to; where from ends first, zeros: the
- * data file ends at its last tensor's last byte written, and an empty last
- * tensor sits at an aligned offset past it (every GGUF writer with such a
- * tensor failed, "write error: Success": a breaker's find). */
 static int copy_file(FILE *from, FILE *to, uint64_t n)
 {
     char buf[1 << 16];
@@ -862,9 +860,7 @@ static int copy_file(FILE *from, FILE *to, uint64_t n)
     while (n) {
         size_t k = n > sizeof buf ? sizeof buf : (size_t)n;
         size_t got = fread(buf, 1, k, from);
-        if (got == 0)
-            return ferror(from) ? -1 : put_zeros(to, n);
-        if (fwrite(buf, 1, got, to) != got)
+        if (got == 0 || fwrite(buf, 1, got, to) != got)
             return -1;
         n -= got;
     }
@@ -906,7 +902,14 @@ int wp_gguf_out_finish(wp_gguf_out *o, FILE *out)
         pos += 8 + strlen(t->name) + 4 + 8 * (uint64_t)t->n_dims + 4 + 8;
     }
     uint64_t data_start = align_up(pos, o->alignment);
-    if (put_zeros(out, data_start - pos) || copy_file(o->data, out, o->data_end))
+    /* the data file ends at the last byte written; an empty last tensor sits at an aligned
+       offset past it, up to which the data is zeros (every GGUF writer of such a tensor
+       failed, "write error: Success": a breaker's find) */
+    if (fseeko(o->data, 0, SEEK_END))
+        goto werr;
+    const uint64_t written = (uint64_t)ftello(o->data);
+    if (put_zeros(out, data_start - pos) || copy_file(o->data, out, written) ||
+        put_zeros(out, o->data_end - written))
         goto werr;
     /* Trailing padding as the source file had it (standard writers pad the
      * last tensor to the alignment). */
