@@ -172,8 +172,8 @@ static int parse_tensor(wp_st_in *s, const cJSON *e, struct st_tensor *t)
             return sfail(s, "tensor '%s': shape too large", name);
         if (rc)
             return sfail(s, "tensor '%s': shape is not a list of non-negative integers", name);
-        if (dims[d] > WP_MAX_DIM)   /* as the GGUF reader says it */
-            return sfail(s, "tensor '%s': dimension %d of %" PRIu64 " is implausible", name, d, dims[d]);
+        if (dims[d] > WP_MAX_DIM)   /* as the GGUF reader says it: dimensions numbered innermost first */
+            return sfail(s, "tensor '%s': dimension %d of %" PRIu64 " is implausible", name, nd - 1 - d, dims[d]);
     }
     for (int i = 0; i < WP_MAX_DIMS; i++)
         t->ne[i] = 1;

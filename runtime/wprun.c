@@ -1323,11 +1323,18 @@ static void synth_parse(const char *spec, int *type, long long *rows, long long 
     if (!known)
         die(WR_EXIT_USAGE, "--synth: type must be a coded block type, BF16, F16, F32 or all: '%s'", tn);
     /* (Q4_K:17179869184x1 passed as 2^34 weights and made 2^42) */
-    if (r > (1LL << 34) / ((c + blk - 1) / blk * blk))
+    if (r > (1LL << 34) / ((c + blk - 1) / blk * blk))   /* (the largest block of the spec's types) */
         die(WR_EXIT_USAGE, "--synth: shape too large (more than 2^34 weights once COLS is rounded up to the "
                            "block): '%s'", spec);
     if (type)
         *type = t, *rows = r, *cols = c;
+}
+
+/* COLS of a --synth spec rounded up to type's block (1 for the floats). */
+static long long synth_cols(uint32_t type, long long cols)
+{
+    const long long n = wp_ggml_blck_size(type);
+    return (cols + n - 1) / n * n;
 }
 
 /* Die (usage) when --synth specs a and b make a matrix of the same name
@@ -1342,11 +1349,10 @@ static void synth_twice(const char *a, const char *b)
     synth_parse(b, &tb, &rb, &cb);
     for (size_t i = 0; i < sizeof all_types / sizeof *all_types && ra == rb; i++) {
         const uint32_t t = all_types[i];
-        const long long n = wp_ggml_blck_size(t);   /* 1 for the floats */
-        if ((ta < 0 || (uint32_t)ta == t) && (tb < 0 || (uint32_t)tb == t) && (ca + n - 1) / n == (cb + n - 1) / n) {
+        if ((ta < 0 || (uint32_t)ta == t) && (tb < 0 || (uint32_t)tb == t) && synth_cols(t, ca) == synth_cols(t, cb)) {
             char msg[400];
             snprintf(msg, sizeof msg, "--synth: '%.100s' and '%.100s' both make synth.%s.%lldx%lld", a, b,
-                     wp_ggml_type_name(t), ra, (ca + n - 1) / n * n);
+                     wp_ggml_type_name(t), ra, synth_cols(t, ca));
             die(WR_EXIT_USAGE, "%s", msg);
         }
     }
@@ -1366,11 +1372,7 @@ static void add_synth(wr_model *md, const char *spec)
     for (size_t i = 0; i < sizeof all_types / sizeof *all_types; i++) {
         if (!all && (uint32_t)t != all_types[i])
             continue;
-        int64_t cc = c;
-        if (all_types[i] != WP_BF16 && all_types[i] != WP_F16 && all_types[i] != WP_F32) {
-            int n = wp_ggml_blck_size(all_types[i]);
-            cc = (c + n - 1) / n * n;
-        }
+        const int64_t cc = synth_cols(all_types[i], c);
         const uint64_t seed = ((uint64_t)all_types[i] << 56) ^ ((uint64_t)r << 28) ^ (uint64_t)cc;
         if (wr_model_synth(md, all_types[i], r, cc, seed, err, sizeof err)) {
             snprintf(msg, sizeof msg, "--synth %s: %s", spec, err);
