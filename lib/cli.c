@@ -109,19 +109,30 @@ const char *wp_shell_word(const char *s, char *buf, size_t n)
 {
     if (!n)
         return buf;
+    /* a name starting with '-' as ./-x, or a command would take it for an option */
+    const char *dot = s[0] == '-' ? "./" : "";
     const size_t plain = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-");
     if (*s && !s[plain]) {
-        snprintf(buf, n, "%s", s);
+        snprintf(buf, n, "%s%s", dot, s);
         return buf;
     }
-    size_t k = 0;
-    buf[k++] = '\'';
-    for (const char *p = s; *p && k + 5 < n; p++) {
-        if (*p == '\'') {
+    int ctl = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        ctl |= *p < 0x20 || *p == 0x7f;
+    /* control bytes: $'...' with \n, \t, \xNN (bash, ksh, zsh, POSIX.1-2024 sh); a message
+       escapes them, so in '...' the command named another file (a re-tester's find) */
+    size_t k = (size_t)snprintf(buf, n, "%s%s'", ctl ? "$" : "", dot);
+    for (const unsigned char *p = (const unsigned char *)s; *p && k + 6 < n; p++) {
+        if (ctl && (*p < 0x20 || *p == 0x7f || *p == '\\' || *p == '\''))
+            k += (size_t)(*p == '\n'   ? snprintf(buf + k, n - k, "\\n")
+                          : *p == '\t' ? snprintf(buf + k, n - k, "\\t")
+                          : *p == '\\' || *p == '\'' ? snprintf(buf + k, n - k, "\\%c", *p)
+                                                     : snprintf(buf + k, n - k, "\\x%02x", *p));
+        else if (*p == '\'') {
             memcpy(buf + k, "'\\''", 4);
             k += 4;
         } else {
-            buf[k++] = *p;
+            buf[k++] = (char)*p;
         }
     }
     if (k + 1 < n)
@@ -426,6 +437,8 @@ const char *wp_cli_value(char **argv, int *i)
     const char *opt = argv[*i], *v = argv[*i + 1];
     if (wp_cli_is_option(v))
         wp_die("%s: missing value (got the option %s)", opt, v);
+    if (!*v)   /* as "OPT=": --hessian '' said ": cannot open Hessian file" (a reviewer's find) */
+        wp_die("%s: an empty value (try --help)", opt);
     ++*i;
     return v;
 }
@@ -451,8 +464,8 @@ void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char 
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
         wp_usage_exit(usage);
     } else if (!strcmp(a, "-o") && *i + 1 < argc) {
+        out_name_check(argv[*i + 1], "-o");   /* before any work, where wp_out_open comes at the end */
         *out = wp_cli_value(argv, i);
-        out_name_check(*out, "-o");   /* before any work, where wp_out_open comes at the end */
     } else if (a[0] == '-' && a[1]) {
         /* an option the usage names, at the end of the line: its value is missing */
         const char *u = strstr(usage, a);
@@ -506,21 +519,18 @@ const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const c
     wp_die("%s: unknown option (try --help)", a);
 }
 
-/* Whether s starts as a plain decimal number does: a digit, or '.' and a
- * digit, after an optional '-'. strtoll and strtod also took a leading blank,
- * a '+', and strtod hex ("0x1p0"), which wprun refuses (a breaker's find). */
-static int plain_decimal(const char *s)
+int wp_plain_decimal(const char *s)
 {
     s += *s == '-';
-    return isdigit((unsigned char)s[0]) || (s[0] == '.' && isdigit((unsigned char)s[1]));
+    return (isdigit((unsigned char)s[0]) || (s[0] == '.' && isdigit((unsigned char)s[1]))) && !strpbrk(s, "xX");
 }
 
 long long wp_arg_int(const char *opt, const char *val, long long lo, long long hi)
 {
     char *end;
     errno = 0;
-    long long v = val && plain_decimal(val) ? strtoll(val, &end, 10) : 0;
-    if (!val || !plain_decimal(val) || *end || errno || v < lo || v > hi)
+    long long v = val && wp_plain_decimal(val) ? strtoll(val, &end, 10) : 0;
+    if (!val || !wp_plain_decimal(val) || *end || errno || v < lo || v > hi)
         wp_die("%s: expected an integer from %lld to %lld, got '%s'", opt, lo, hi, val ? val : "");
     return v;
 }
@@ -528,8 +538,11 @@ long long wp_arg_int(const char *opt, const char *val, long long lo, long long h
 double wp_arg_float(const char *opt, const char *val, double lo, double hi)
 {
     char *end;
-    const int plain = val && plain_decimal(val) && !strpbrk(val, "xX");
+    const int plain = val && wp_plain_decimal(val);
+    errno = 0;
     double v = plain ? strtod(val, &end) : 0;
+    if (plain && !*end && errno == ERANGE)   /* 1e-400 was taken as 0 */
+        wp_die("%s: '%s' is out of range (a double holds about 2.2e-308 to 1.8e308)", opt, val);
     if (!plain || *end || !(v >= lo && v <= hi))
         wp_die("%s: expected a number from %g to %g, got '%s'", opt, lo, hi, val ? val : "");
     return v;

@@ -52,8 +52,10 @@ const char *wp_printable(const char *s, char *buf, size_t n);
 /* s as one word of a shell command that a message suggests ("ggufcat
  * 'my model.gguf' | ..."): s itself when it holds only letters, digits and
  * _@%+=:,./- (and is not empty), else in single quotes, each ' as '\''
- * (POSIX sh quoting). Returns buf (n bytes; 4 x strlen(s) + 3 always fit;
- * truncated to fit otherwise). */
+ * (POSIX sh quoting), or, when s holds a control byte (which a message
+ * would escape), as $'...' with \n, \t and \xNN; a name starting with '-'
+ * as ./-NAME. Returns buf (n bytes; 4 x strlen(s) + 6 always fit; truncated
+ * to fit otherwise). */
 const char *wp_shell_word(const char *s, char *buf, size_t n);
 
 /* Stop on record r of input `in` (NULL or "-": stdin), which this program
@@ -132,7 +134,8 @@ int wp_cli_is_option(const char *v);
  * ("-v", "--stream"; not "-" alone or a number such as "-1") is a missing
  * value, not the name: dies
  * "OPT: missing value (got the option WORD)" (unbundle -o --stream wrote a
- * GGUF named --stream). */
+ * GGUF named --stream); an empty word dies "OPT: an empty value", as
+ * "OPT=" does. */
 const char *wp_cli_value(char **argv, int *i);
 
 /* The options every filter shares, for argv[*i] once the program's own
@@ -163,6 +166,12 @@ int wp_cli_flag(const char *a, const char *flag);
  * Returns the option's name (one of takes) and sets *value. */
 const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const char *const *takes, size_t n,
                        const char **value);
+
+/* Whether s is written as a plain decimal number starts: a digit, or '.'
+ * and a digit, after an optional '-', and no x (hex) in it. strtoll and
+ * strtod also take a leading blank, a '+' and hex ("0x1p0"): checked first,
+ * every program takes one form (a breaker's find). 1 or 0. */
+int wp_plain_decimal(const char *s);
 
 /* Parse a number option value, written as a plain decimal (digits, a '.' and
  * an exponent for a float, an optional leading '-'; no blank, '+' or hex),

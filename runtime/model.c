@@ -368,7 +368,7 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
     if (!strcmp(path, "-"))   /* it said "-: No such file or directory" */
         return fail(err, errlen, "-: wprun reads a bundle from its index at the end, so not standard input: "
                                  "give the file's name");
-    char word[4 * 4096 + 3];   /* path as a word of the commands suggested below */
+    char word[4 * 4096 + 6];   /* path as a word of the commands suggested below */
     FILE *f = fopen(path, "rb");
     struct stat st;
     if (!f)

@@ -1564,7 +1564,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--tol")) {
             char *e;
             /* decimal only: strtod took a leading blank (" 1e-3"), a sign ("+1e-5") and hex ("0x1p-3") */
-            const int dec = (isdigit((unsigned char)v[0]) || v[0] == '.') && !strpbrk(v, "xX");
+            const int dec = wp_plain_decimal(v);   /* (a '-' one is no positive number: said below) */
             errno = 0;
             opt.tol = dec ? strtod(v, &e) : 0, i++;
             if (dec && !*e && errno == ERANGE)   /* 1e400, 1e-400: said so (it was "expected a positive number") */

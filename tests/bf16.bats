@@ -112,6 +112,9 @@ lossless() { # GGUF BUNDLE [bf16split options]
         run "$BIN/gptq" --type Q8_0 --widen "$v"
         one_line_error "^gptq: --widen: expected a number from 1 to 64, got '${v//+/\\+}'$"
     done
+    # a number a double cannot hold is said so (1e-400 was taken as 0)
+    run "$BIN/gptq" --type Q8_0 --lambda 1e-400
+    one_line_error "^gptq: --lambda: '1e-400' is out of range \(a double holds about 2.2e-308 to 1.8e308\)$"
     # plain ones still pass: -0.5 a value (below the range here), .5e1 and 1e0 numbers
     run "$BIN/gptq" --type Q8_0 --lambda -0.5
     one_line_error "^gptq: --lambda: expected a number from 0 to "
@@ -131,6 +134,17 @@ lossless() { # GGUF BUNDLE [bf16split options]
     one_line_error "^verify: an empty file name for the bundle \(give the file's name\)$"
     run "$BIN/verify" '' "$MODELS/stories260K-f32.gguf"
     one_line_error "^verify: an empty file name \(give the file's name\)$"
+    # an option's empty value, as OPT= (gptq --hessian '' said "gptq: : cannot open Hessian file")
+    run "$BIN/gptq" --type Q4_0 --hessian '' "$MODELS/stories260K-f32.gguf"
+    one_line_error "^gptq: --hessian: an empty value \(try --help\)$"
+    run "$BIN/gptq" --type Q4_0 --rtn --imatrix ''
+    one_line_error "^gptq: --imatrix: an empty value \(try --help\)$"
+    run "$BIN/ppl" --model '' --text x
+    one_line_error "^ppl: --model: an empty value \(try --help\)$"
+    run "$BIN/hessian" --model x --text ''
+    one_line_error "^hessian: --text: an empty value \(try --help\)$"
+    run "$BIN/ggufpack" -o ''
+    one_line_error "^ggufpack: -o: an empty file name$"
 }
 
 @test "bf16split: a palette that leaves more than 5 % of the row groups verbatim is said, with the way on" {

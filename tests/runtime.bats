@@ -504,11 +504,25 @@ open('$T/name', 'w').write(r.name)"
     run --separate-stderr "$BIN/wprun" --cpu "$T/it's a model.gguf"
     [ "$status" -eq 1 ]
     [ "$stderr" = "wprun: $T/it's a model.gguf: a GGUF file, not a bundle: ggufcat '$T/it'\\''s a model.gguf' | [bf16split |] histogram | huffbuild | laneinterleave > FILE makes its bundle" ]
-    local word=${stderr#*bundle: ggufcat }
+    local word=${stderr#*bundle: ggufcat } f
     word=${word%% | \[bf16split*}
     eval "set -- $word"
     [ "$#" -eq 1 ]
     [ "$1" = "$T/it's a model.gguf" ]
+    # a newline or tab, which the message escapes, as $'...' (in '...' the \x0a named another
+    # file), and a name starting with '-' as ./-NAME: the command names the file itself (a
+    # re-tester's finds)
+    for f in "$T/"$'new\nline.gguf' "$T/"$'a\ttab\'s.gguf' -dash.gguf; do
+        cp "$Q/syn.gguf" "$T/${f#"$T/"}"
+        run --separate-stderr sh -c 'cd "$1" && "$2" --cpu --bundle="$3"' _ "$T" "$BIN/wprun" "$f"
+        [ "$status" -eq 1 ]
+        word=${stderr#*bundle: ggufcat }
+        word=${word%% | \[bf16split*}
+        eval "set -- $word"
+        [ "$#" -eq 1 ]
+        [ "$(cd "$T" && cmp "$1" "$Q/syn.gguf" && echo same)" = same ]
+    done
+    [[ "$stderr" == "wprun: -dash.gguf: a GGUF file, not a bundle: ggufcat ./-dash.gguf | "* ]]
     # a stream that laneinterleave never made a bundle of: said so, as verify says it (it was
     # "no coded matrices (every matrix is stored fixed-width or zstd'd, as laneinterleave --dist
     # may choose, ...)")
