@@ -188,6 +188,9 @@ bench: deps
 fuzz: deps
 	WPACK_FUZZ_SECONDS=$${WPACK_FUZZ_SECONDS:-120} sh tests/fuzz/run
 
+# the version the programs say (--version), from its one place
+WPACK_VERSION := $(shell sed -n 's/^\#define WPACK_VERSION "\(.*\)"$$/\1/p' lib/cli.h)
+
 # PREFIX goes into wpack.pc: a relative one would name a folder relative to
 # wherever it is read (autoconf refuses it too); one with a blank is several
 # words to install and rm (PREFIX="x /usr" removed /usr/bin/gptq, DESTDIR or not)
@@ -214,7 +217,7 @@ install: all $(INSTALL_LLAMA)
 	install -m 644 $(wildcard man/man3/*.3) $(DESTDIR)$(PREFIX)/share/man/man3/
 	install -m 644 $(wildcard man/man5/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 $(wildcard man/man7/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS)|' lib/wpack.pc.in \
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS)|' -e 's|@VERSION@|$(WPACK_VERSION)|' lib/wpack.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/wpack.pc
 
 # removes the files install writes, by name, and wpack's own folders (include/wpack,

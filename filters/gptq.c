@@ -738,9 +738,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         const int more = i + 1 < argc;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            wp_usage_exit(usage);
-        } else if ((v = wp_cli_arg(argc, argv, &i, "--type"))) {
+        wp_cli_info(a, usage);   /* --help, -h, --version: exit here */
+        if ((v = wp_cli_arg(argc, argv, &i, "--type"))) {
             type_name = v;
         } else if ((v = wp_cli_arg(argc, argv, &i, "--ftype"))) {
             ftype_name = v;

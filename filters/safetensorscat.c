@@ -41,9 +41,8 @@ int main(int argc, char **argv)
     if (!in)
         wp_die("out of memory");
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            wp_usage_exit(usage);
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+        wp_cli_info(argv[i], usage);   /* --help, -h, --version: exit here */
+        if (!strcmp(argv[i], "-o") && i + 1 < argc) {
             out = wp_cli_value(argv, &i);
         } else if (!strcmp(argv[i], "--")) {
             while (++i < argc)

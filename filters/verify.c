@@ -147,9 +147,8 @@ int main(int argc, char **argv)
     char err[1024];
     wp_cli_init(argv[0]);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            wp_usage_exit(usage);
-        } else if (!strcmp(argv[i], "-q")) {
+        wp_cli_info(argv[i], usage);   /* --help, -h, --version: exit here */
+        if (!strcmp(argv[i], "-q")) {
             quiet = 1;
         } else if (wp_cli_flag(argv[i], "--tsv")) {
             tsv = 1;

@@ -427,6 +427,18 @@ void wp_usage_exit(const char *usage)
     exit(0);
 }
 
+void wp_cli_info(const char *a, const char *usage)
+{
+    if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+        wp_usage_exit(usage);
+    if (strcmp(a, "--version"))
+        return;
+    /* (there was none: a fresh user's find; zstd and llama.cpp's tools have one) */
+    printf("%s (wpack) %s, wpack stream format %u\n", prog, WPACK_VERSION, WP_STREAM_VERSION);
+    wp_stdout_close();
+    exit(0);
+}
+
 int wp_cli_is_option(const char *v)
 {
     return v[0] == '-' && v[1] && !(v[1] >= '0' && v[1] <= '9') && v[1] != '.';   /* "-1" is a number */
@@ -461,9 +473,8 @@ const char *wp_cli_arg(int argc, char **argv, int *i, const char *name)
 void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out)
 {
     const char *a = argv[*i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-        wp_usage_exit(usage);
-    } else if (!strcmp(a, "-o") && *i + 1 < argc) {
+    wp_cli_info(a, usage);   /* --help, -h, --version: exit here */
+    if (!strcmp(a, "-o") && *i + 1 < argc) {
         out_name_check(argv[*i + 1], "-o");   /* before any work, where wp_out_open comes at the end */
         *out = wp_cli_value(argv, i);
     } else if (a[0] == '-' && a[1]) {
@@ -495,8 +506,7 @@ const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const c
 {
     const char *a = argv[*i], *eq = strchr(a, '=');
     size_t len = strncmp(a, "--", 2) == 0 && eq ? (size_t)(eq - a) : strlen(a);
-    if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-        wp_usage_exit(usage);
+    wp_cli_info(a, usage);
     for (size_t k = 0; k < n; k++) {
         if (strlen(takes[k]) != len || strncmp(a, takes[k], len))
             continue;

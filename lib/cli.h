@@ -125,6 +125,15 @@ void wp_stdout_close(void);
 /* Print usage to stdout and exit 0 (--help), or die when it cannot be
  * written (wp_stdout_close). */
 void wp_usage_exit(const char *usage) __attribute__((noreturn));
+
+/* The version of the wpack programs and library (also lib/wpack.pc's). */
+#define WPACK_VERSION "0.1.0"
+
+/* The options that ask a program about itself: --help or -h (usage, as
+ * wp_usage_exit) and --version ("PROG (wpack) 0.1.0, wpack stream format
+ * 2"), each printed to stdout, exit 0; returns when argument a is
+ * neither. */
+void wp_cli_info(const char *a, const char *usage);
 /* Whether word v is an option word ("-v", "--stream"), not a value: "-"
  * alone and numbers such as "-1" or "-.5" are values. */
 int wp_cli_is_option(const char *v);
@@ -139,7 +148,7 @@ int wp_cli_is_option(const char *v);
 const char *wp_cli_value(char **argv, int *i);
 
 /* The options every filter shares, for argv[*i] once the program's own
- * options did not match: --help or -h (print usage to stdout, exit 0),
+ * options did not match: --help, -h or --version (wp_cli_info),
  * -o OUT (sets *out), "-" or a non-option argument (the input, once: sets
  * *in), anything else dies ("unknown option", "one input at a time"). */
 void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out);

@@ -1511,6 +1511,10 @@ int main(int argc, char **argv)
             fputs(usage, stdout);
             stdout_close();
             return WR_EXIT_OK;
+        } else if (!strcmp(a, "--version")) {
+            printf("wprun (wpack) %s, wpack stream format %u\n", WPACK_VERSION, WP_STREAM_VERSION);
+            stdout_close();
+            return WR_EXIT_OK;
         } else if (!strcmp(a, "--cpu")) {
             opt.cpu = 1;
         } else if (!strcmp(a, "--verify")) {

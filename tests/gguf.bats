@@ -542,6 +542,26 @@ inputs_in_T() {
     done
 }
 
+@test "--version of every program: its name, wpack's version (wpack.pc's) and the stream format, exit 0" {
+    # (there was none: "unknown option", a fresh user's find)
+    local v p n=0
+    v=$(sed -n 's/^#define WPACK_VERSION "\(.*\)"$/\1/p' "$ROOT/lib/cli.h")
+    [[ "$v" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]
+    for p in "$BIN"/*; do
+        [ -x "$p" ] || continue
+        run "$p" --version
+        [ "$status" -eq 0 ]
+        [ "$output" = "$(basename "$p") (wpack) $v, wpack stream format 2" ]
+        n=$((n + 1))
+    done
+    [ "$n" -eq 14 ]
+    # among other options too, as --help is
+    run "$BIN/gptq" --type Q8_0 --version
+    [ "$output" = "gptq (wpack) $v, wpack stream format 2" ]
+    run "$BIN/hessian" --threads 2 --version
+    [ "$output" = "hessian (wpack) $v, wpack stream format 2" ]
+}
+
 @test "interrupted (SIGTERM) while writing -o: no temporary file is left" {
     mkfifo "$T/fifo"
     "$BIN/histogram" -o "$T/k.wps" "$T/fifo" &

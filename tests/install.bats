@@ -100,6 +100,8 @@ C
 @test "a C and a C++ program build against the installed libwpack with pkg-config and read a stream" {
     # C++ failed to link: the headers had no extern "C" (a new user's trial)
     export PKG_CONFIG_PATH="$P/lib/pkgconfig"
+    # its version is the programs' (--version)
+    [ "$(pkg-config --modversion wpack) " = "$("$P/bin/tsinfo" --version | sed 's/^tsinfo (wpack) \([^,]*\),.*/\1/') " ]
     count_src > "$T/count.c"
     cp "$T/count.c" "$T/count.cpp"
     "$BIN/ggufcat" -o "$T/m.wps" "$MODELS/stories260K-f32.gguf"
