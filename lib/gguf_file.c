@@ -667,6 +667,24 @@ static int ofail(wp_gguf_out *o, const char *fmt, ...)
     return -1;
 }
 
+/* Record r's attribute key as a count (0 or more) into *v, def when absent;
+ * -1 with the message when it is something else (an offset=-64 or one of 20
+ * digits was dropped unsaid, the layout then the standard one; n_tensors=abc
+ * turned the count check off: a breaker's find). */
+static int attr_count(wp_gguf_out *o, const wp_record *r, const char *key, int64_t def, int64_t *v)
+{
+    const int rc = wp_attr_int(r, key, v);
+    if (rc < 0 || (rc > 0 && *v < 0)) {
+        size_t len = 0;
+        const char *val = wp_attr_find(r, key, &len);
+        return ofail(o, "record '%s': attribute %s=%.*s%s is not a count", r->name, key, (int)(len > 40 ? 40 : len),
+                     val, len > 40 ? "..." : "");
+    }
+    if (!rc)
+        *v = def;
+    return 0;
+}
+
 wp_gguf_out *wp_gguf_out_new(char *err, size_t errlen)
 {
     wp_gguf_out *o = calloc(1, sizeof *o);
@@ -765,7 +783,9 @@ static int add_tensor(wp_gguf_out *o, const wp_record *r)
             return ofail(o, "duplicate tensor name '%s'", r->name);
     uint64_t off = o->n_tensors ? align_up(o->ti[o->n_tensors - 1].offset + o->ti[o->n_tensors - 1].size,
                                            o->alignment) : 0;
-    int64_t want = wp_attr_i64(r, "offset", -1);
+    int64_t want;
+    if (attr_count(o, r, "offset", -1, &want))
+        return -1;
     if (want >= 0) {
         /* a file's own layout, kept when it is plausible: aligned, after the
          * previous tensor, and no more than 1 MiB of gap */
@@ -804,13 +824,14 @@ int wp_gguf_out_add(wp_gguf_out *o, const wp_record *r)
 {
     switch (r->kind) {
     case WP_REC_GGUF: {
-        int64_t v = wp_attr_i64(r, "version", 3);
+        int64_t v, size;
+        if (attr_count(o, r, "version", 3, &v) || attr_count(o, r, "file_size", 0, &size) ||
+            attr_count(o, r, "n_tensors", -1, &o->want_tensors) || attr_count(o, r, "n_kv", -1, &o->want_kv))
+            return -1;
         if (v != 2 && v != 3)
             return ofail(o, "unknown GGUF version %" PRId64, v);
         o->version = (uint32_t)v;
-        o->file_size = (uint64_t)wp_attr_i64(r, "file_size", 0);
-        o->want_tensors = wp_attr_i64(r, "n_tensors", -1);
-        o->want_kv = wp_attr_i64(r, "n_kv", -1);
+        o->file_size = (uint64_t)size;
         return 1;
     }
     case WP_REC_KV: return add_kv(o, r);

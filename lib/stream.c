@@ -203,14 +203,29 @@ int wp_attr_str(const wp_record *r, const char *key, char *buf, size_t n)
     return 1;
 }
 
+int wp_attr_int(const wp_record *r, const char *key, int64_t *v)
+{
+    char buf[32], *end;
+    size_t len;
+    if (!wp_attr_find(r, key, &len))
+        return 0;
+    if (len >= sizeof buf || !wp_attr_str(r, key, buf, sizeof buf))   /* (70 digits were read as their first 63) */
+        return -1;
+    const char *d = buf + (buf[0] == '-');
+    if (!isdigit((unsigned char)*d))   /* strtoll took " 5" and "+5" */
+        return -1;
+    errno = 0;
+    long long x = strtoll(buf, &end, 10);
+    if (*end || errno)
+        return -1;
+    *v = (int64_t)x;
+    return 1;
+}
+
 int64_t wp_attr_i64(const wp_record *r, const char *key, int64_t def)
 {
-    char buf[64], *end;
-    if (!wp_attr_str(r, key, buf, sizeof buf) || !buf[0])
-        return def;
-    errno = 0;
-    long long v = strtoll(buf, &end, 10);
-    return (*end || errno) ? def : (int64_t)v;
+    int64_t v;
+    return wp_attr_int(r, key, &v) == 1 ? v : def;
 }
 
 double wp_attr_f64(const wp_record *r, const char *key, double def)

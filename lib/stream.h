@@ -120,6 +120,10 @@ int64_t wp_record_nelem(const wp_record *r);
 /* Attribute value for key, or NULL. The pointer is into r->attrs and the
  * value runs to the next '\n' (not NUL-terminated): use the typed getters. */
 const char *wp_attr_find(const wp_record *r, const char *key, size_t *len);
+/* Attribute as an integer: 1 with *v set, 0 when absent, -1 when its value
+ * is no decimal integer an int64_t holds (written as digits after an
+ * optional '-': no blank or '+'). */
+int     wp_attr_int(const wp_record *r, const char *key, int64_t *v);
 /* Attribute as an integer; `def` when absent or not an integer. */
 int64_t wp_attr_i64(const wp_record *r, const char *key, int64_t def);
 /* Attribute as a double; `def` when absent or not a number. */

@@ -841,6 +841,27 @@ inputs_in_T() {
     done
 }
 
+@test "ggufpack refuses a stream whose layout or counts attribute is no count (it dropped them unsaid)" {
+    # offset=-64 and one of 71 digits were dropped, the layout then the standard one, and
+    # n_tensors=abc turned the count check off (a breaker's find)
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" > "$T/m.wts"
+    stream_edit "$T/m.wts" "$T/a1.wts" "[r.attrs.__setitem__('offset', '-64') for r in recs if r.name == 'blk.0.attn_q.weight']"
+    fails_saying "ggufpack: $T/a1.wts: record 'blk.0.attn_q.weight': attribute offset=-64 is not a count" \
+        "$BIN/ggufpack" -o "$T/o.gguf" "$T/a1.wts"
+    stream_edit "$T/m.wts" "$T/a2.wts" "[r.attrs.__setitem__('n_tensors', 'abc') for r in recs if r.kind == 1]"
+    fails_saying "ggufpack: $T/a2.wts: record 'stories260K-f32.gguf': attribute n_tensors=abc is not a count" \
+        "$BIN/ggufpack" -o "$T/o.gguf" "$T/a2.wts"
+    stream_edit "$T/m.wts" "$T/a3.wts" "[r.attrs.__setitem__('n_kv', ' 17') for r in recs if r.kind == 1]"
+    fails_saying "ggufpack: $T/a3.wts: record 'stories260K-f32.gguf': attribute n_kv= 17 is not a count" \
+        "$BIN/ggufpack" -o "$T/o.gguf" "$T/a3.wts"
+    stream_edit "$T/m.wts" "$T/a4.wts" "[r.attrs.__setitem__('offset', '0' * 70 + '1') for r in recs if r.name == 'blk.0.attn_q.weight']"
+    fails_saying "ggufpack: $T/a4.wts: record 'blk.0.attn_q.weight': attribute offset=$(printf '0%.0s' $(seq 40))... is not a count" \
+        "$BIN/ggufpack" -o "$T/o.gguf" "$T/a4.wts"
+    [ ! -e "$T/o.gguf" ]
+    # the stream as it was packs byte for byte
+    "$BIN/ggufpack" "$T/m.wts" | cmp - "$MODELS/stories260K-f32.gguf"
+}
+
 @test "an empty last tensor after one that ends off the alignment: ggufpack, unbundle and verify write its GGUF" {
     # the data file ended before the empty tensor's aligned offset, and each failed with
     # "write error: Success" (a breaker's find); safetensors files place such a tensor so
