@@ -49,7 +49,9 @@ load helpers
     run "$ROOT/pipelines/bitcheck" base.tsv missing.tsv
     [ "$status" -eq 2 ]
     [ "$output" = "bitcheck: missing.tsv: not a readable file" ]
-    for t in 5 1 1e-3 100% 2.% 1e-1% %; do
+    # and a tolerance with a backslash escape, which dash's echo made a line of its own ('\n50%'
+    # passed a 44 % rise), or one that rounds to 1 (a breaker's finds)
+    for t in 5 1 1e-3 100% 2.% 1e-1% % '\n50%' '.5\n' '5%\c' 'x\c' '-5' '99.9999999999999999%' '.99999999999999999999'; do
         run "$ROOT/pipelines/bitcheck" base.tsv fall.tsv "$t"
         [ "$status" -eq 2 ]
         [ "$output" = "bitcheck: tolerance '$t': expected a fraction below 1 such as 0.002 or .002, or a percentage below 100 such as 0.2%" ]
@@ -199,6 +201,22 @@ load helpers
     run --separate-stderr "$ROOT/pipelines/bitcheck" lf.tsv rise.tsv
     [ "$status" -eq 1 ]
     [ "$output" = "a: 1.1 b/w, more than 0.2 % above the baseline 1.0 (at most 1.0020)" ]
+    # two CRs, unseen, said 'b/w "1.0" is not a number' (a breaker's find)
+    printf 'a\t1.0\r\r\n' > crcr.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" lf.tsv crcr.tsv
+    [ "$status" -eq 0 ]
+}
+
+@test "bitcheck: a b/w too large for a double to compare is one line (400 nines were inf, and any rise passed)" {
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a\t%s\n' "$(printf '9%.0s' $(seq 400))" > big.tsv
+    printf 'a\t%s\n' "$(printf '9%.0s' $(seq 401))" > bigger.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" big.tsv bigger.tsv
+    [ "$status" -eq 1 ]
+    [ "${lines[0]}" = "big.tsv:1: b/w \"$(printf '9%.0s' $(seq 400))\" is too large for a b/w" ]
+    printf 'a\t999999999999999\n' > ok.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" ok.tsv ok.tsv
+    [ "$status" -eq 0 ]
 }
 
 @test "bitcheck: the limit of a rise is rounded down, a bad NOW line is named FILE:LINE, verify --tsv's own table is said once" {
