@@ -441,6 +441,8 @@ static const char *not_stream(const uint8_t *h, size_t got, int zstd)
                     : "not a wpack stream (a safetensors file: read it with safetensorscat)";
     if (zstd && wp_zframe_magic(h, got))
         return "not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)";
+    if (wp_zframe_skippable(h, got))   /* (it was "bad magic", though zstd -d reads it: a breaker's find) */
+        return "not a wpack stream (a zstd skippable frame first: zstd -d it, then read the stream)";
     return zstd ? "a zstd frame that does not hold a wpack stream" : "not a wpack stream (bad magic)";
 }
 

@@ -77,6 +77,24 @@ static size_t refill(wp_zsrc *s)
     return got;
 }
 
+/* The bytes after a frame's end (some in s->ib) said as what they are: another
+ * frame or a skippable one, as pzstd and .zst files joined write (all were
+ * "bytes after the zstd frame", and the reader in order called the stream
+ * truncated at the first frame's end: a breaker's find), else bytes. */
+static void more_frames(wp_zsrc *s)
+{
+    const uint8_t *h = (const uint8_t *)s->ib.src + s->ib.pos;
+    const size_t n = s->ib.size - s->ib.pos;
+    if (wp_zframe_magic(h, n))
+        snprintf(s->err, sizeof s->err, "more than one zstd frame (as pzstd, or .zst files joined, write): wpack "
+                 "reads one; zstd -d it, then read the stream");
+    else if (wp_zframe_skippable(h, n))
+        snprintf(s->err, sizeof s->err, "a skippable zstd frame after the first: wpack reads one frame; zstd -d it, "
+                 "then read the stream");
+    else
+        snprintf(s->err, sizeof s->err, "corrupt stream: bytes after the zstd frame");
+}
+
 size_t wp_zsrc_read(wp_zsrc *s, void *buf, size_t n)
 {
     size_t done = 0;
@@ -108,6 +126,8 @@ size_t wp_zsrc_read(wp_zsrc *s, void *buf, size_t n)
             break;
         }
     }
+    if (ob.pos < n && s->last == 0 && !s->err[0] && (s->ib.pos < s->ib.size || (!s->eof && refill(s))))
+        more_frames(s);   /* the content ends with the frame, and the file does not */
     return ob.pos;
 }
 
@@ -136,8 +156,8 @@ int wp_zsrc_finish(wp_zsrc *s)
             return -1;
         }
     }
-    if (s->ib.pos < s->ib.size || (!s->eof && fread(&b, 1, 1, s->f) == 1)) {
-        snprintf(s->err, sizeof s->err, "corrupt stream: bytes after the zstd frame");
+    if (s->ib.pos < s->ib.size || (!s->eof && refill(s))) {
+        more_frames(s);
         return -1;
     }
     return 0;
@@ -223,6 +243,11 @@ void wp_zsink_free(wp_zsink *s)
 }
 
 int wp_zframe_magic(const uint8_t *h, size_t n) { return n >= 4 && !memcmp(h, zmagic, 4); }
+
+int wp_zframe_skippable(const uint8_t *h, size_t n)
+{
+    return n >= 4 && (h[0] & 0xF0) == 0x50 && h[1] == 0x2A && h[2] == 0x4D && h[3] == 0x18;
+}
 
 int wp_zframe_is(FILE *f)
 {

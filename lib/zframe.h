@@ -52,6 +52,9 @@ int wp_zframe_is(FILE *f);
 /* 1 when the first n bytes h start with a zstd frame's magic (28 b5 2f fd,
  * RFC 8878), for other readers' messages ("a zstd frame: zstd -d it"). */
 int wp_zframe_magic(const uint8_t *h, size_t n);
+/* 1 when they start with a zstd skippable frame's magic (5? 2a 4d 18, RFC
+ * 8878), which zstd -d passes over. */
+int wp_zframe_skippable(const uint8_t *h, size_t n);
 
 /* For random access (bundle indexes): when the seekable file f holds a
  * zstd frame, its content decompressed into an unnamed temporary file,

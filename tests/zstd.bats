@@ -2,6 +2,7 @@
 # The distribution bundle against zstd -19 of the same GGUF (issue 9): a user
 # choosing between `laneinterleave --dist` and `zstd -19 model.gguf` must
 # never find zstd smaller.
+bats_require_minimum_version 1.5.0
 load helpers
 
 QUANTIZE="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin/llama-quantize"
@@ -123,6 +124,32 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
     run "$BIN/tsinfo" "$B/junk.bundle"
     [ "$status" -eq 1 ]
     echo "$output" | grep -q "tsinfo: $B/junk.bundle: corrupt stream: bytes after the zstd frame$"
+}
+
+@test "zstd files of several frames, or with a skippable frame, are said as what they are (zstd -d reads them)" {
+    # two frames (as pzstd writes) were "bytes after the zstd frame" to unbundle and verify, and a
+    # stream "truncated at byte 100000" to tsinfo; a skippable frame first "bad magic" (a breaker's find)
+    m="$MODELS/stories260K-f16.gguf"
+    B="$BATS_TEST_TMPDIR"
+    "$BIN/ggufcat" "$m" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$B/p.bundle"
+    "$BIN/ggufcat" "$m" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist > "$B/d.bundle"
+    { head -c 100000 "$B/p.bundle" | zstd -q -c; tail -c +100001 "$B/p.bundle" | zstd -q -c; } > "$B/two.zst"
+    printf '\x50\x2a\x4d\x18\x04\x00\x00\x00abcd' > "$B/skip"
+    cat "$B/skip" "$B/d.bundle" > "$B/skipfirst.zst"
+    cat "$B/d.bundle" "$B/skip" > "$B/skiplast.zst"
+    local f p
+    for f in two skipfirst skiplast; do
+        zstd -d -q -c "$B/$f.zst" | "$BIN/unbundle" | cmp - "$m"   # the way on works
+        for p in unbundle tsinfo verify; do
+            run --separate-stderr "$BIN/$p" $([ $p = verify ] && echo "$m") "$B/$f.zst"
+            [ "$status" -eq 1 ]
+            case $f in
+            two) [[ "$stderr" == "$p: $B/two.zst: more than one zstd frame (as pzstd, or .zst files joined, write): wpack reads one; zstd -d it, then read the stream"* ]] ;;
+            skipfirst) [ "$stderr" = "$p: $B/skipfirst.zst: not a wpack stream (a zstd skippable frame first: zstd -d it, then read the stream)" ] ;;
+            skiplast) [[ "$stderr" == "$p: $B/skiplast.zst: a skippable zstd frame after the first: wpack reads one frame; zstd -d it, then read the stream"* ]] ;;
+            esac
+        done
+    done
 }
 
 @test "a zstd record whose z_group is not a count is refused (it was read as 1: unbundle wrote wrong bytes, exit 0)" {
