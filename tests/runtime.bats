@@ -520,7 +520,7 @@ open('$T/name', 'w').write(r.name)"
         word=${word%% | \[bf16split*}
         eval "set -- $word"
         [ "$#" -eq 1 ]
-        [ "$(cd "$T" && cmp "$1" "$Q/syn.gguf" && echo same)" = same ]
+        (cd "$T" || exit 1; cmp -- "$1" "$Q/syn.gguf")
     done
     [[ "$stderr" == "wprun: -dash.gguf: a GGUF file, not a bundle: ggufcat ./-dash.gguf | "* ]]
     # a stream that laneinterleave never made a bundle of: said so, as verify says it (it was
