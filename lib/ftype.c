@@ -6,6 +6,7 @@
  */
 #include "ftype.h"
 #include "ggml_type.h"
+#include "names.h"
 
 #include <ctype.h>
 #include <regex.h>
@@ -129,6 +130,7 @@ struct wp_ftype_plan {
 
     struct tensor *t;
     size_t n, cap;
+    wp_names *index;   /* name -> its tensor's index in t */
     struct override *ov;
     size_t n_ov, cap_ov;
 
@@ -206,7 +208,10 @@ wp_ftype_plan *wp_ftype_plan_new(const struct wp_ftype_model *model,
     }
     p->model = *model;
     p->arch = strdup(model->arch ? model->arch : "");
-    if (!p->arch) {
+    p->index = wp_names_new();
+    if (!p->arch || !p->index) {
+        free(p->arch);
+        wp_names_free(p->index);
         free(p);
         seterr(err, errlen, "out of memory");
         return NULL;
@@ -227,6 +232,7 @@ void wp_ftype_plan_free(wp_ftype_plan *p)
     for (size_t i = 0; i < p->n; i++)
         free(p->t[i].name);
     free(p->t);
+    wp_names_free(p->index);
     for (size_t i = 0; i < p->n_ov; i++)
         regfree(&p->ov[i].re);
     free(p->ov);
@@ -297,10 +303,8 @@ int wp_ftype_plan_add_override(wp_ftype_plan *p, const char *spec,
 
 static struct tensor *find(const wp_ftype_plan *p, const char *name)
 {
-    for (size_t i = 0; i < p->n; i++)
-        if (!strcmp(p->t[i].name, name))
-            return &p->t[i];
-    return NULL;
+    const int64_t i = wp_names_get(p->index, name);
+    return i < 0 ? NULL : &p->t[i];
 }
 
 int wp_ftype_is_token_embd(const char *name)
@@ -347,8 +351,10 @@ int wp_ftype_plan_add_tensor(wp_ftype_plan *p, const char *name, int n_dims,
     struct tensor *t = &p->t[p->n];
     memset(t, 0, sizeof *t);
     t->name = strdup(name);
-    if (!t->name)
+    if (!t->name || wp_names_put(p->index, name, (int64_t)p->n) != -1) {
+        free(t->name);
         return -1;
+    }
     for (int i = 0; i < 4; i++)
         t->ne[i] = i < n_dims ? ne[i] : 1;
     /* ggml_n_dims: trailing dimensions of 1 do not count */

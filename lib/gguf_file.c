@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ggml_type.h"
+#include "names.h"
 #include "safetensors.h"
 #include "spool.h"
 #include "zframe.h"
@@ -145,6 +146,7 @@ struct wp_gguf_in {
     uint64_t next_kv, next_tensor;
     int      header_sent;
     char   **keys;              /* keys, in file order */
+    wp_names *key_set;          /* the same, for duplicates */
     uint32_t *kv_type;          /* value type of each key */
     uint64_t *kv_off, *kv_len;  /* where each value lies in the file */
     struct tinfo *ti;           /* tensor infos, parsed after the KVs */
@@ -294,9 +296,11 @@ static int read_kv(wp_gguf_in *g, uint64_t i)
     g->keys[i] = key;
     if (strlen(key) > WP_MAX_NAME)
         return gfail(g, "key of %zu bytes is longer than %u", strlen(key), WP_MAX_NAME);
-    for (uint64_t j = 0; j < i; j++)
-        if (!strcmp(g->keys[j], key))
-            return gfail(g, "duplicate key '%s'", key);
+    const int64_t was = wp_names_put(g->key_set, key, (int64_t)i);
+    if (was == -2)
+        return gfail(g, "out of memory");
+    if (was >= 0)
+        return gfail(g, "duplicate key '%s'", key);
     if (gread_u32(g, &type, "value type"))
         return -1;
     g->kv_type[i] = type;
@@ -385,7 +389,8 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
     g->kv_off = calloc(g->n_kv ? g->n_kv : 1, sizeof *g->kv_off);
     g->kv_len = calloc(g->n_kv ? g->n_kv : 1, sizeof *g->kv_len);
     g->ti = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *g->ti);
-    if (!g->keys || !g->kv_type || !g->kv_off || !g->kv_len || !g->ti) {
+    g->key_set = wp_names_new();
+    if (!g->keys || !g->kv_type || !g->kv_off || !g->kv_len || !g->ti || !g->key_set) {
         gfail(g, "out of memory");
         goto fail;
     }
@@ -415,6 +420,7 @@ void wp_gguf_close(wp_gguf_in *g)
     for (uint64_t i = 0; g->ti && i < g->n_tensors; i++)
         free(g->ti[i].name);
     free(g->keys);
+    wp_names_free(g->key_set);
     free(g->kv_type);
     free(g->kv_off);
     free(g->kv_len);
@@ -639,7 +645,7 @@ struct wp_gguf_out {
     struct tinfo *ti;
     uint64_t n_tensors, cap;
     uint64_t data_end;
-    char   **keys;
+    wp_names *keys, *tensor_names;   /* the names so far, for duplicates */
     char     err[768];
     char     warn[512];       /* wp_gguf_out_warning's line */
 };
@@ -696,6 +702,11 @@ wp_gguf_out *wp_gguf_out_new(char *err, size_t errlen)
         wp_gguf_out_free(o);
         return NULL;
     }
+    if (!(o->keys = wp_names_new()) || !(o->tensor_names = wp_names_new())) {
+        snprintf(err, errlen, "out of memory");
+        wp_gguf_out_free(o);
+        return NULL;
+    }
     o->version = 3;
     o->want_tensors = -1;
     o->want_kv = -1;
@@ -715,10 +726,9 @@ void wp_gguf_out_free(wp_gguf_out *o)
         fclose(o->data);
     for (uint64_t i = 0; i < o->n_tensors; i++)
         free(o->ti[i].name);
-    for (uint64_t i = 0; i < o->n_kv; i++)
-        free(o->keys[i]);
+    wp_names_free(o->keys);
+    wp_names_free(o->tensor_names);
     free(o->ti);
-    free(o->keys);
     free(o);
 }
 
@@ -737,9 +747,11 @@ static int add_kv(wp_gguf_out *o, const wp_record *r)
         return ofail(o, "key '%s': unknown GGUF value type %" PRIu32, r->name, r->type);
     if (wp_gguf_value_size(r->type, r->payload, r->payload_len) != (int64_t)r->payload_len)
         return ofail(o, "key '%s': malformed %s value", r->name, wp_gguf_type_name(r->type));
-    for (uint64_t i = 0; i < o->n_kv; i++)
-        if (!strcmp(o->keys[i], r->name))
-            return ofail(o, "duplicate key '%s'", r->name);
+    const int64_t was = wp_names_put(o->keys, r->name, (int64_t)o->n_kv);
+    if (was == -2)
+        return ofail(o, "out of memory");
+    if (was >= 0)
+        return ofail(o, "duplicate key '%s'", r->name);
     if (!strcmp(r->name, "general.alignment")) {
         uint32_t a = r->type == WP_GGUF_U32 ? rd32(r->payload) : 0;
         if (!a || (a & (a - 1)))
@@ -748,12 +760,6 @@ static int add_kv(wp_gguf_out *o, const wp_record *r)
             return ofail(o, "general.alignment arrives after tensors");
         o->alignment = a;
     }
-    char **k = realloc(o->keys, (o->n_kv + 1) * sizeof *k);
-    if (!k)
-        return ofail(o, "out of memory");
-    o->keys = k;
-    if (!(k[o->n_kv] = strdup(r->name)))
-        return ofail(o, "out of memory");
     o->n_kv++;
     wr32(b, r->type);
     if (fput_string(o->kv, r->name) || fwrite(b, 1, 4, o->kv) != 4 ||
@@ -778,9 +784,11 @@ static int add_tensor(wp_gguf_out *o, const wp_record *r)
     if (size != r->payload_len)
         return ofail(o, "tensor '%s': %" PRIu64 " payload bytes, but %s %" PRId64 "x%" PRId64 " needs %" PRIu64,
                      r->name, r->payload_len, wp_ggml_type_name(r->type), r->ne[0], r->ne[1], size);
-    for (uint64_t i = 0; i < o->n_tensors; i++)
-        if (!strcmp(o->ti[i].name, r->name))
-            return ofail(o, "duplicate tensor name '%s'", r->name);
+    const int64_t was = wp_names_put(o->tensor_names, r->name, (int64_t)o->n_tensors);
+    if (was == -2)
+        return ofail(o, "out of memory");
+    if (was >= 0)
+        return ofail(o, "duplicate tensor name '%s'", r->name);
     uint64_t off = o->n_tensors ? align_up(o->ti[o->n_tensors - 1].offset + o->ti[o->n_tensors - 1].size,
                                            o->alignment) : 0;
     int64_t want;
