@@ -119,15 +119,16 @@ const char *wp_shell_word(const char *s, char *buf, size_t n)
     int ctl = 0;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
         ctl |= *p < 0x20 || *p == 0x7f;
-    /* control bytes: $'...' with \n, \t, \xNN (bash, ksh, zsh, POSIX.1-2024 sh); a message
-       escapes them, so in '...' the command named another file (a re-tester's find) */
-    size_t k = (size_t)snprintf(buf, n, "%s%s'", ctl ? "$" : "", dot);
+    /* control bytes: $'...' with \n, \t, \NNN (octal, 3 digits: \xNN before a hex digit is
+       unspecified) (bash, ksh, zsh, POSIX.1-2024 sh); a message escapes them, so in '...' the
+       command named another file (a re-tester's find); ./ before the $ (./$'-a\nb') */
+    size_t k = (size_t)snprintf(buf, n, "%s%s'", dot, ctl ? "$" : "");
     for (const unsigned char *p = (const unsigned char *)s; *p && k + 6 < n; p++) {
         if (ctl && (*p < 0x20 || *p == 0x7f || *p == '\\' || *p == '\''))
             k += (size_t)(*p == '\n'   ? snprintf(buf + k, n - k, "\\n")
                           : *p == '\t' ? snprintf(buf + k, n - k, "\\t")
                           : *p == '\\' || *p == '\'' ? snprintf(buf + k, n - k, "\\%c", *p)
-                                                     : snprintf(buf + k, n - k, "\\x%02x", *p));
+                                                     : snprintf(buf + k, n - k, "\\%03o", *p));
         else if (*p == '\'') {
             memcpy(buf + k, "'\\''", 4);
             k += 4;
@@ -450,7 +451,7 @@ const char *wp_cli_value(char **argv, int *i)
     if (wp_cli_is_option(v))
         wp_die("%s: missing value (got the option %s)", opt, v);
     if (!*v)   /* as "OPT=": --hessian '' said ": cannot open Hessian file" (a reviewer's find) */
-        wp_die("%s: an empty value (try --help)", opt);
+        wp_die(strcmp(opt, "-o") ? "%s: an empty value (try --help)" : "%s: an empty file name", opt);
     ++*i;
     return v;
 }

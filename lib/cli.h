@@ -53,9 +53,9 @@ const char *wp_printable(const char *s, char *buf, size_t n);
  * 'my model.gguf' | ..."): s itself when it holds only letters, digits and
  * _@%+=:,./- (and is not empty), else in single quotes, each ' as '\''
  * (POSIX sh quoting), or, when s holds a control byte (which a message
- * would escape), as $'...' with \n, \t and \xNN; a name starting with '-'
- * as ./-NAME. Returns buf (n bytes; 4 x strlen(s) + 6 always fit; truncated
- * to fit otherwise). */
+ * would escape), as $'...' with \n, \t and \NNN (octal); a name starting
+ * with '-' as ./-NAME (./$'-a\nb'). Returns buf (n bytes; 4 x strlen(s) + 6
+ * always fit; truncated to fit otherwise). */
 const char *wp_shell_word(const char *s, char *buf, size_t n);
 
 /* Stop on record r of input `in` (NULL or "-": stdin), which this program

@@ -1507,15 +1507,8 @@ int main(int argc, char **argv)
     argv = split_eq(&argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage, stdout);
-            stdout_close();
-            return WR_EXIT_OK;
-        } else if (!strcmp(a, "--version")) {
-            printf("wprun (wpack) %s, wpack stream format %u\n", WPACK_VERSION, WP_STREAM_VERSION);
-            stdout_close();
-            return WR_EXIT_OK;
-        } else if (!strcmp(a, "--cpu")) {
+        wp_cli_info(a, usage);   /* --help, -h, --version: exit here, as every program */
+        if (!strcmp(a, "--cpu")) {
             opt.cpu = 1;
         } else if (!strcmp(a, "--verify")) {
             opt.verify = 1;

@@ -145,6 +145,8 @@ lossless() { # GGUF BUNDLE [bf16split options]
     one_line_error "^hessian: --text: an empty value \(try --help\)$"
     run "$BIN/ggufpack" -o ''
     one_line_error "^ggufpack: -o: an empty file name$"
+    run "$BIN/gptq" --type Q8_0 -o ''   # (its own -o: "an empty value", a reviewer's find)
+    one_line_error "^gptq: -o: an empty file name$"
 }
 
 @test "bf16split: a palette that leaves more than 5 % of the row groups verbatim is said, with the way on" {

@@ -512,7 +512,7 @@ open('$T/name', 'w').write(r.name)"
     # a newline or tab, which the message escapes, as $'...' (in '...' the \x0a named another
     # file), and a name starting with '-' as ./-NAME: the command names the file itself (a
     # re-tester's finds)
-    for f in "$T/"$'new\nline.gguf' "$T/"$'a\ttab\'s.gguf' -dash.gguf; do
+    for f in "$T/"$'new\nline.gguf' "$T/"$'a\ttab\'s.gguf' $'-d\nx\001a.gguf' -dash.gguf; do
         cp "$Q/syn.gguf" "$T/${f#"$T/"}"
         run --separate-stderr sh -c 'cd "$1" && "$2" --cpu --bundle="$3"' _ "$T" "$BIN/wprun" "$f"
         [ "$status" -eq 1 ]
