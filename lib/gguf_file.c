@@ -673,24 +673,6 @@ static int ofail(wp_gguf_out *o, const char *fmt, ...)
     return -1;
 }
 
-/* Record r's attribute key as a count (0 or more) into *v, def when absent;
- * -1 with the message when it is something else (an offset=-64 or one of 20
- * digits was dropped unsaid, the layout then the standard one; n_tensors=abc
- * turned the count check off: a breaker's find). */
-static int attr_count(wp_gguf_out *o, const wp_record *r, const char *key, int64_t def, int64_t *v)
-{
-    const int rc = wp_attr_int(r, key, v);
-    if (rc < 0 || (rc > 0 && *v < 0)) {
-        size_t len = 0;
-        const char *val = wp_attr_find(r, key, &len);
-        return ofail(o, "record '%s': attribute %s=%.*s%s is not a count", r->name, key, (int)(len > 40 ? 40 : len),
-                     val, len > 40 ? "..." : "");
-    }
-    if (!rc)
-        *v = def;
-    return 0;
-}
-
 wp_gguf_out *wp_gguf_out_new(char *err, size_t errlen)
 {
     wp_gguf_out *o = calloc(1, sizeof *o);
@@ -747,10 +729,7 @@ static int add_kv(wp_gguf_out *o, const wp_record *r)
         return ofail(o, "key '%s': unknown GGUF value type %" PRIu32, r->name, r->type);
     if (wp_gguf_value_size(r->type, r->payload, r->payload_len) != (int64_t)r->payload_len)
         return ofail(o, "key '%s': malformed %s value", r->name, wp_gguf_type_name(r->type));
-    const int64_t was = wp_names_put(o->keys, r->name, (int64_t)o->n_kv);
-    if (was == -2)
-        return ofail(o, "out of memory");
-    if (was >= 0)
+    if (wp_names_get(o->keys, r->name) >= 0)
         return ofail(o, "duplicate key '%s'", r->name);
     if (!strcmp(r->name, "general.alignment")) {
         uint32_t a = r->type == WP_GGUF_U32 ? rd32(r->payload) : 0;
@@ -760,6 +739,8 @@ static int add_kv(wp_gguf_out *o, const wp_record *r)
             return ofail(o, "general.alignment arrives after tensors");
         o->alignment = a;
     }
+    if (wp_names_put(o->keys, r->name, (int64_t)o->n_kv) == -2)   /* the last check: a refused key is not kept */
+        return ofail(o, "out of memory");
     o->n_kv++;
     wr32(b, r->type);
     if (fput_string(o->kv, r->name) || fwrite(b, 1, 4, o->kv) != 4 ||
@@ -784,16 +765,11 @@ static int add_tensor(wp_gguf_out *o, const wp_record *r)
     if (size != r->payload_len)
         return ofail(o, "tensor '%s': %" PRIu64 " payload bytes, but %s %" PRId64 "x%" PRId64 " needs %" PRIu64,
                      r->name, r->payload_len, wp_ggml_type_name(r->type), r->ne[0], r->ne[1], size);
-    const int64_t was = wp_names_put(o->tensor_names, r->name, (int64_t)o->n_tensors);
-    if (was == -2)
-        return ofail(o, "out of memory");
-    if (was >= 0)
+    if (wp_names_get(o->tensor_names, r->name) >= 0)
         return ofail(o, "duplicate tensor name '%s'", r->name);
     uint64_t off = o->n_tensors ? align_up(o->ti[o->n_tensors - 1].offset + o->ti[o->n_tensors - 1].size,
                                            o->alignment) : 0;
-    int64_t want;
-    if (attr_count(o, r, "offset", -1, &want))
-        return -1;
+    const int64_t want = wp_attr_i64(r, "offset", -1);   /* a count, or absent (wp_gguf_out_add) */
     if (want >= 0) {
         /* a file's own layout, kept when it is plausible: aligned, after the
          * previous tensor, and no more than 1 MiB of gap */
@@ -812,8 +788,12 @@ static int add_tensor(wp_gguf_out *o, const wp_record *r)
     }
     struct tinfo *t = &o->ti[o->n_tensors];
     memset(t, 0, sizeof *t);
-    if (!(t->name = strdup(r->name)))
+    /* the name kept last, once nothing can refuse the tensor (a refused one's name stayed) */
+    if (!(t->name = strdup(r->name)) || wp_names_put(o->tensor_names, r->name, (int64_t)o->n_tensors) == -2) {
+        free(t->name);
+        t->name = NULL;
         return ofail(o, "out of memory");
+    }
     o->n_tensors++;
     t->n_dims = r->n_dims;
     memcpy(t->ne, r->ne, sizeof t->ne);
@@ -830,16 +810,19 @@ static int add_tensor(wp_gguf_out *o, const wp_record *r)
 
 int wp_gguf_out_add(wp_gguf_out *o, const wp_record *r)
 {
+    char ab[128];
+    const char *ap = wp_attr_counts_problem(r, ab, sizeof ab);   /* as a stream reader refuses it */
+    if (ap)
+        return ofail(o, "record '%s': %s", r->name, ap);
     switch (r->kind) {
     case WP_REC_GGUF: {
-        int64_t v, size;
-        if (attr_count(o, r, "version", 3, &v) || attr_count(o, r, "file_size", 0, &size) ||
-            attr_count(o, r, "n_tensors", -1, &o->want_tensors) || attr_count(o, r, "n_kv", -1, &o->want_kv))
-            return -1;
+        const int64_t v = wp_attr_i64(r, "version", 3);
         if (v != 2 && v != 3)
             return ofail(o, "unknown GGUF version %" PRId64, v);
         o->version = (uint32_t)v;
-        o->file_size = (uint64_t)size;
+        o->file_size = (uint64_t)wp_attr_i64(r, "file_size", 0);
+        o->want_tensors = wp_attr_i64(r, "n_tensors", -1);
+        o->want_kv = wp_attr_i64(r, "n_kv", -1);
         return 1;
     }
     case WP_REC_KV: return add_kv(o, r);

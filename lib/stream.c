@@ -228,6 +228,25 @@ int64_t wp_attr_i64(const wp_record *r, const char *key, int64_t def)
     return wp_attr_int(r, key, &v) == 1 ? v : def;
 }
 
+const char *wp_attr_counts_problem(const wp_record *r, char *buf, size_t n)
+{
+    static const char *const gguf[] = {"version", "n_kv", "n_tensors", "file_size", NULL};
+    static const char *const tensor[] = {"offset", NULL};
+    const char *const *keys = r->kind == WP_REC_GGUF ? gguf : r->kind == WP_REC_TENSOR ? tensor : NULL;
+    for (int k = 0; keys && keys[k]; k++) {
+        int64_t v;
+        const int rc = wp_attr_int(r, keys[k], &v);
+        if (rc < 0 || (rc > 0 && v < 0)) {
+            size_t len = 0;
+            const char *val = wp_attr_find(r, keys[k], &len);
+            snprintf(buf, n, "attribute %s=%.*s%s is not a count", keys[k], (int)(len > 40 ? 40 : len), val,
+                     len > 40 ? "..." : "");
+            return buf;
+        }
+    }
+    return NULL;
+}
+
 double wp_attr_f64(const wp_record *r, const char *key, double def)
 {
     char buf[64], *end;
@@ -442,7 +461,7 @@ static const char *not_stream(const uint8_t *h, size_t got, int zstd)
     if (zstd && wp_zframe_magic(h, got))
         return "not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)";
     if (wp_zframe_skippable(h, got))   /* (it was "bad magic", though zstd -d reads it: a breaker's find) */
-        return "not a wpack stream (a zstd skippable frame first: zstd -d it, then read the stream)";
+        return "not a wpack stream (a zstd skippable frame first, as pzstd writes: zstd -d it, then read the stream)";
     return zstd ? "a zstd frame that does not hold a wpack stream" : "not a wpack stream (bad magic)";
 }
 
@@ -642,6 +661,11 @@ static int read_header(wp_reader *rd, wp_record *r)
         return rfail(rd, "%s: %s", rl, tp);
     if (tp)   /* a record of no name, placed */
         return rfail(rd, "%s at byte %" PRIu64 ": %s", rl, start, tp);
+    /* (offset=-64 and n_tensors=abc were dropped unsaid, the layout then the standard one or
+       the count check off: every reader refuses them, a breaker's and a reviewer's find) */
+    char ab[128];
+    if ((tp = wp_attr_counts_problem(r, ab, sizeof ab)))
+        return rfail(rd, "%s: %s", rl, tp);
     if (r->kind == WP_REC_TENSOR) {
         /* a tensor's bytes are what its type and shape say */
         uint64_t rs = wp_ggml_row_size(r->type, r->ne[0]), need = r->ne[0] ? rs * (nelem / (uint64_t)r->ne[0]) : 0;

@@ -126,6 +126,12 @@ const char *wp_attr_find(const wp_record *r, const char *key, size_t *len);
 int     wp_attr_int(const wp_record *r, const char *key, int64_t *v);
 /* Attribute as an integer; `def` when absent or not an integer. */
 int64_t wp_attr_i64(const wp_record *r, const char *key, int64_t def);
+/* What a reader refuses of record r's counts: a gguf record's version, n_kv,
+ * n_tensors or file_size, or a tensor's offset, present but no count (0 or
+ * more: "attribute offset=-64 is not a count", written into buf of n bytes);
+ * NULL when none is. Every stream reader checks it, and the GGUF writer of
+ * records made otherwise. */
+const char *wp_attr_counts_problem(const wp_record *r, char *buf, size_t n);
 /* Attribute as a double; `def` when absent or not a number. */
 double  wp_attr_f64(const wp_record *r, const char *key, double def);
 /* Copy attribute value into buf (NUL-terminated); returns 1 if present. */

@@ -841,9 +841,10 @@ inputs_in_T() {
     done
 }
 
-@test "ggufpack refuses a stream whose layout or counts attribute is no count (it dropped them unsaid)" {
+@test "every reader refuses a stream whose layout or counts attribute is no count (ggufpack dropped them unsaid)" {
     # offset=-64 and one of 71 digits were dropped, the layout then the standard one, and
-    # n_tensors=abc turned the count check off (a breaker's find)
+    # n_tensors=abc turned the count check off (a breaker's find); gptq and histogram passed them
+    # on after ggufpack refused them (a reviewer's find): the stream reader refuses them
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" > "$T/m.wts"
     stream_edit "$T/m.wts" "$T/a1.wts" "[r.attrs.__setitem__('offset', '-64') for r in recs if r.name == 'blk.0.attn_q.weight']"
     fails_saying "ggufpack: $T/a1.wts: record 'blk.0.attn_q.weight': attribute offset=-64 is not a count" \
@@ -858,6 +859,17 @@ inputs_in_T() {
     fails_saying "ggufpack: $T/a4.wts: record 'blk.0.attn_q.weight': attribute offset=$(printf '0%.0s' $(seq 40))... is not a count" \
         "$BIN/ggufpack" -o "$T/o.gguf" "$T/a4.wts"
     [ ! -e "$T/o.gguf" ]
+    local p
+    for p in tsinfo histogram bf16split laneinterleave; do   # (tsinfo lists the records before)
+        run --separate-stderr "$BIN/$p" "$T/a1.wts"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "$p: $T/a1.wts: record 'blk.0.attn_q.weight': attribute offset=-64 is not a count" ]
+        run --separate-stderr "$BIN/$p" "$T/a2.wts"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "$p: $T/a2.wts: record 'stories260K-f32.gguf': attribute n_tensors=abc is not a count" ]
+    done
+    fails_saying "gptq: $T/a2.wts: record 'stories260K-f32.gguf': attribute n_tensors=abc is not a count" \
+        "$BIN/gptq" --type Q8_0 --rtn --quiet "$T/a2.wts"
     # the stream as it was packs byte for byte
     "$BIN/ggufpack" "$T/m.wts" | cmp - "$MODELS/stories260K-f32.gguf"
 }

@@ -92,6 +92,11 @@ int main(void)
     wp_attr_set_i64(&t, "offset", INT64_C(1) << 40);
     CHECK(wp_gguf_out_add(o, &t) < 0 && strstr(wp_gguf_out_error(o), "offset 1099511627776"),
           "an offset attribute far past the data is refused: %s", wp_gguf_out_error(o));
+    /* a refused record leaves the writer as it was: the tensor sent again, corrected, is taken
+       (its name stayed in the writer's map, "duplicate tensor name": a reviewer's find) */
+    wp_attr_set_i64(&t, "offset", 0);
+    CHECK(wp_gguf_out_add(o, &t) == 1, "the same tensor, its offset corrected, is taken after the refusal: %s",
+          wp_gguf_out_error(o));
     wp_gguf_out_free(o);
     /* a gguf record of 2 tensors and a stream of 1: refused before writing (a forged record kind
        made ggufpack and unbundle write 47 of 48 tensors, exit 0) */
