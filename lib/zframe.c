@@ -83,11 +83,19 @@ static size_t refill(wp_zsrc *s)
  * truncated at the first frame's end: a breaker's find), else bytes. */
 static void more_frames(wp_zsrc *s)
 {
+    size_t n = s->ib.size - s->ib.pos;
+    if (n < 4 && !s->eof) {   /* a magic cut by the buffer's end: its rest read first */
+        memmove(s->in, (const uint8_t *)s->ib.src + s->ib.pos, n);
+        const size_t got = fread(s->in + n, 1, s->in_cap - n, s->f);
+        s->eof = got == 0;
+        s->ib.src = s->in;
+        s->ib.pos = 0;
+        s->ib.size = n += got;
+    }
     const uint8_t *h = (const uint8_t *)s->ib.src + s->ib.pos;
-    const size_t n = s->ib.size - s->ib.pos;
     if (wp_zframe_magic(h, n))
-        snprintf(s->err, sizeof s->err, "more than one zstd frame (as pzstd, or .zst files joined, write): wpack "
-                 "reads one; zstd -d it, then read the stream");
+        snprintf(s->err, sizeof s->err, "more than one zstd frame (as .zst files joined are): wpack reads one; "
+                 "zstd -d it, then read the stream");
     else if (wp_zframe_skippable(h, n))
         snprintf(s->err, sizeof s->err, "a skippable zstd frame after the first: wpack reads one frame; zstd -d it, "
                  "then read the stream");

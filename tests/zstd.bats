@@ -127,7 +127,7 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
 }
 
 @test "zstd files of several frames, or with a skippable frame, are said as what they are (zstd -d reads them)" {
-    # two frames (as pzstd writes) were "bytes after the zstd frame" to unbundle and verify, and a
+    # two frames (.zst files joined) were "bytes after the zstd frame" to unbundle and verify, and a
     # stream "truncated at byte 100000" to tsinfo; a skippable frame first "bad magic" (a breaker's find)
     m="$MODELS/stories260K-f16.gguf"
     B="$BATS_TEST_TMPDIR"
@@ -144,8 +144,8 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
             run --separate-stderr "$BIN/$p" $([ $p = verify ] && echo "$m") "$B/$f.zst"
             [ "$status" -eq 1 ]
             case $f in
-            two) [[ "$stderr" == "$p: $B/two.zst: more than one zstd frame (as pzstd, or .zst files joined, write): wpack reads one; zstd -d it, then read the stream"* ]] ;;
-            skipfirst) [ "$stderr" = "$p: $B/skipfirst.zst: not a wpack stream (a zstd skippable frame first: zstd -d it, then read the stream)" ] ;;
+            two) [[ "$stderr" == "$p: $B/two.zst: more than one zstd frame (as .zst files joined are): wpack reads one; zstd -d it, then read the stream"* ]] ;;
+            skipfirst) [ "$stderr" = "$p: $B/skipfirst.zst: not a wpack stream (a zstd skippable frame first, as pzstd writes: zstd -d it, then read the stream)" ] ;;
             skiplast) [[ "$stderr" == "$p: $B/skiplast.zst: a skippable zstd frame after the first: wpack reads one frame; zstd -d it, then read the stream"* ]] ;;
             esac
         done

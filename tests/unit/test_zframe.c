@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <zstd.h>
+
 #include "stream.h"
 #include "tap.h"
 #include "zframe.h"
@@ -145,6 +147,40 @@ int main(void)
     fclose(c);
     CHECK(count(from((const uint8_t *)"\x28\xb5\x2f\xfd", 4), err, sizeof err) == -1 && strstr(err, "x: "),
           "a bare zstd magic: %s", err);
+
+    /* a second frame after the first, its magic cut by the reader's input buffer (a first
+       frame of 131076 to 131078 bytes ends within 3 bytes of the buffer's first refill, at
+       131079 after the 4 bytes peeked), or whole: each said as what it is (it was "bytes
+       after the zstd frame"; the cut one still was, a reviewer's find) */
+    {
+        static uint8_t rnd[131200], two_f[140000], back[131200 + 16];
+        uint32_t x = 2463534242u;
+        for (size_t i = 0; i < sizeof rnd; i++) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            rnd[i] = (uint8_t)x;
+        }
+        size_t cut_m = 0, cut_len = 0;   /* random bytes: stored blocks, one more byte a byte more */
+        for (size_t m = 131000; m < sizeof rnd && !cut_m; m++) {
+            const size_t z1 = ZSTD_compress(two_f, sizeof two_f, rnd, m, 1);
+            if (!ZSTD_isError(z1) && z1 >= 131076 && z1 <= 131078)
+                cut_m = m, cut_len = z1;
+        }
+        CHECK(cut_m > 0, "a first frame of %zu bytes (131076 to 131078), of %zu random bytes", cut_len, cut_m);
+        for (int cut = 0; cut < 2 && cut_m; cut++) {
+            const size_t m = cut ? cut_m : 1000;
+            const size_t first = ZSTD_compress(two_f, sizeof two_f, rnd, m, 1);
+            const size_t len = first + ZSTD_compress(two_f + first, sizeof two_f - first, "second", 6, 1);
+            FILE *c2 = from(two_f, len);
+            wp_zsrc *s2 = wp_zsrc_open(c2);
+            size_t got = wp_zsrc_read(s2, back, m + 16);
+            CHECK(got == m && !memcmp(back, rnd, m) && wp_zsrc_error(s2) &&
+                      strstr(wp_zsrc_error(s2), "more than one zstd frame"),
+                  "a second frame after a first of %zu bytes%s: %s", first,
+                  cut ? " (its magic cut by the input buffer)" : "", wp_zsrc_error(s2) ? wp_zsrc_error(s2) : "no error");
+            wp_zsrc_free(s2);
+            fclose(c2);
+        }
+    }
 
     free(j);
     free(dec);
