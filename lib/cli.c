@@ -539,9 +539,10 @@ int wp_plain_decimal(const char *s)
 long long wp_arg_int(const char *opt, const char *val, long long lo, long long hi)
 {
     char *end;
+    const int plain = val && wp_plain_decimal(val);   /* checked once, as wp_arg_float does */
     errno = 0;
-    long long v = val && wp_plain_decimal(val) ? strtoll(val, &end, 10) : 0;
-    if (!val || !wp_plain_decimal(val) || *end || errno || v < lo || v > hi)
+    long long v = plain ? strtoll(val, &end, 10) : 0;
+    if (!plain || *end || errno || v < lo || v > hi)
         wp_die("%s: expected an integer from %lld to %lld, got '%s'", opt, lo, hi, val ? val : "");
     return v;
 }
