@@ -42,7 +42,9 @@ int main(int argc, char **argv)
         wp_die("out of memory");
     for (int i = 1; i < argc; i++) {
         wp_cli_info(argv[i], usage);   /* --help, -h, --version: exit here */
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+        if (!strcmp(argv[i], "-o")) {
+            if (i + 1 >= argc)   /* (it said "-o: unknown option", as no other program: a fresh user's find) */
+                wp_die("-o: needs a value (try --help)");
             out = wp_cli_value(argv, &i);
         } else if (!strcmp(argv[i], "--")) {
             while (++i < argc)

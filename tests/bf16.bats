@@ -188,6 +188,14 @@ lossless() { # GGUF BUNDLE [bf16split options]
     # the report held only the error, and a missing model gave four lines (a new user's trial)
     run "$ROOT/pipelines/unweight" "$T/none.gguf" "$T/u"
     one_line_error "^unweight: $T/none.gguf: not a readable file$"
+    # empty names and an empty PALETTE, given, said so (": not a readable file"; '' was palette 16)
+    run "$ROOT/pipelines/unweight" "" "$T/u"
+    one_line_error "^unweight: an empty MODEL$"
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" ""
+    one_line_error "^unweight: an empty OUTDIR$"
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" ""
+    [ "$status" -eq 2 ]
+    [ "$output" = "unweight: palette '': expected 0 to 16" ]
     # an OUTDIR that takes no files (read-only; /proc/self even for root): one line, where
     # huffbuild and laneinterleave added two "truncated stream" lines (a review)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" /proc/self

@@ -57,6 +57,9 @@ load helpers
     run "$ROOT/pipelines/bitcheck" base.tsv missing.tsv
     [ "$status" -eq 2 ]
     [ "$output" = "bitcheck: missing.tsv: not a readable file" ]
+    run "$ROOT/pipelines/bitcheck" "" base.tsv   # (": not a readable file")
+    [ "$status" -eq 2 ]
+    [ "$output" = "bitcheck: an empty file name" ]
     # and a tolerance with a backslash escape, which dash's echo made a line of its own ('\n50%'
     # passed a 44 % rise), or one that rounds to 1 (a breaker's finds)
     for t in 5 1 1e-3 100% 2.% 1e-1% % '\n50%' '.5\n' '5%\c' 'x\c' '-5' '99.9999999999999999%' '.99999999999999999999'; do

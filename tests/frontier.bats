@@ -139,6 +139,21 @@ fake_bins() {
     run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 ""
     [ "$status" -eq 2 ]
     [ "$stderr" = "lazyweights: an empty OUTDIR" ]
+    # an empty MODEL or CALIB, given (": no such file"; an empty CALIB ran RTN, exit 0: a fresh
+    # user's find), and in --check
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "" Q8_0_g0_lam0_c1 "$d/o"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: an empty file name" ]
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$d/o" ""
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: an empty CALIB (leave it out for RTN)" ]
+    [ ! -e "$d/o" ]
+    run "$ROOT/pipelines/lazyweights" --check Q8_0_g0_lam0_c1 ""
+    [ "$status" -eq 2 ]
+    [ "$output" = "an empty file name" ]
+    run "$ROOT/pipelines/lazyweights" --check Q8_0_g0_lam0_c1 "$F32" ""
+    [ "$status" -eq 2 ]
+    [ "$output" = "an empty file name" ]
     ln -s "$d/nowhere/x" "$d/dangling"
     run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$d/dangling"
     [ "$status" -eq 2 ]

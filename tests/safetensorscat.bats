@@ -40,6 +40,12 @@ tensor_payloads() {
     [[ "$output" == usage:* ]]
 }
 
+@test "-o last on the line needs a value, as in every program (it said '-o: unknown option')" {
+    run "$BIN/safetensorscat" "$CALM" -o
+    [ "$status" -eq 1 ]
+    [ "$output" = "safetensorscat: -o: needs a value (try --help)" ]
+}
+
 @test "standard input, as - or a pipe, is refused as not a regular file (- said 'unknown option')" {
     run "$BIN/safetensorscat" - < "$CALM"
     one_line_error "^safetensorscat: -: not a regular file \\(standard input: give the file's name\\)$"
