@@ -108,6 +108,26 @@ load helpers
     [ -z "$(ls -A "$BATS_TEST_TMPDIR/tmp")" ]
 }
 
+@test "pipelines: --help and -h print the comment at the script's top, from its usage line, exit 0" {
+    # (lazyweights, unweight, bitcheck and frontier had none: "usage: ...", exit 2)
+    local p
+    for p in bitcheck bitrates frontier lazyweights unweight; do
+        run "$ROOT/pipelines/$p" --help
+        [ "$status" -eq 0 ]
+        [[ "${lines[0]}" == "pipelines/$p "* ]]
+        # the whole comment (bats drops empty lines), and nothing after it
+        [ "${#lines[@]}" -eq "$(awk 'NR > 1 && !/^#/ { exit } NR > 1 && !/^# *$/ { n++ } END { print n }' "$ROOT/pipelines/$p")" ]
+        [ "${#lines[@]}" -ge 5 ]
+        run "$ROOT/pipelines/$p" -h
+        [ "$status" -eq 0 ]
+        [[ "${lines[0]}" == "pipelines/$p "* ]]
+    done
+    run "$ROOT/pipelines/lazyweights" --help
+    [ "${lines[15]}" = "pipelines/lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
+    run "$ROOT/pipelines/frontier" --help
+    [ "${lines[-1]}" = "  REF_BUILD           llama.cpp's tools (default ~/.cache/wpack/llama.cpp-build; \`make reftools\`)" ]
+}
+
 @test "bitcheck: a tolerance of 0 (no rise at all) is taken as 0.0 is" {
     # "0" was "expected a fraction below 1" while "0.0" passed (a new user's trial)
     cd "$BATS_TEST_TMPDIR"

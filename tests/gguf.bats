@@ -555,6 +555,15 @@ inputs_in_T() {
         n=$((n + 1))
     done
     [ "$n" -eq 14 ]
+    # the pipelines too, under their own names (they had none: "usage: ...", exit 2)
+    for p in bitcheck bitrates frontier lazyweights unweight; do
+        run "$ROOT/pipelines/$p" --version
+        [ "$status" -eq 0 ]
+        [ "$output" = "$p (wpack) $v, wpack stream format 2" ]
+    done
+    run --separate-stderr env WPACK_BIN="$T/nobin" "$ROOT/pipelines/bitcheck" --version
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "bitcheck: $T/nobin/tsinfo: no such program, for the version (make all; or WPACK_BIN)" ]
     # among other options too, as --help is
     run "$BIN/gptq" --type Q8_0 --version
     [ "$output" = "gptq (wpack) $v, wpack stream format 2" ]
