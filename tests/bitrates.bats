@@ -294,6 +294,39 @@ now.tsv|now.tsv|0|
 EOF
 }
 
+@test "bitcheck: a binary file is one line; a file's bad lines are said 10 at most, then their count" {
+    # a wpack stream given as NOW said 2,997 lines, its raw bytes in them (a reviewer's find)
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a\t1.0\n' > good.tsv
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" > q.wts
+    local said="a control character: not text (a binary file?), not KEY<TAB>B/W lines"
+    run --separate-stderr "$ROOT/pipelines/bitcheck" good.tsv q.wts
+    [ "$status" -eq 1 ]
+    [ "$output" = "q.wts:1: $said" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" q.wts good.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "q.wts:1: $said" ]
+    # a NUL (UTF-16 text) on line 2, after a good row
+    printf 'a\t1.0\nb\0\t\0001\n' > u16.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" good.tsv u16.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "u16.tsv:2: $said" ]
+    # 15 lines without a tab, then a good row: 10 said, 5 counted
+    { seq 15; printf 'a\t1.0\n'; } > many.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" good.tsv many.tsv
+    [ "$status" -eq 1 ]
+    [ "${#lines[@]}" -eq 11 ]
+    [ "${lines[0]}" = "many.tsv:1: expected KEY<TAB>B/W" ]
+    [ "${lines[9]}" = "many.tsv:10: expected KEY<TAB>B/W" ]
+    [ "${lines[10]}" = "many.tsv: 5 more bad lines, not said" ]
+    [ "$stderr" = "# a: 1.0 b/w (baseline 1.0)" ]
+    # exactly 10: no count line
+    { seq 10; printf 'a\t1.0\n'; } > ten.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" good.tsv ten.tsv
+    [ "${#lines[@]}" -eq 10 ]
+    [ "${lines[9]}" = "ten.tsv:10: expected KEY<TAB>B/W" ]
+}
+
 @test "bitcheck: a negative b/w is one line, and a row whose baseline is no b/w is not compared" {
     # a baseline -1 printed 'is not a number' and then compared NOW with -1 (a new user's trial)
     cd "$BATS_TEST_TMPDIR"
