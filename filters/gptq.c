@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "names.h"
 #include "spool.h"
 #include "ftype.h"
 #include "ggml_type.h"
@@ -133,7 +134,9 @@ struct hmap {
     int named;   /* a weight the record names: in weights=, or the record's name without one */
 };
 static struct hmap *hm;
-static size_t n_hm;
+static size_t n_hm, cap_hm;
+static wp_names *hm_index;   /* weight -> its index in hm (a scan of hm per weight and per tensor
+                                was quadratic in the tensors) */
 static FILE *hfile;
 static const char *hpath;
 
@@ -144,21 +147,28 @@ static const char *hpath;
 static void hmap_add(const char *w, size_t len, const wp_record *r, int named)
 {
     const uint64_t off = r->offset;
-    for (size_t i = 0; i < n_hm; i++)
-        if (strlen(hm[i].weight) == len && memcmp(hm[i].weight, w, len) == 0) {
-            if (hm[i].offset == off) {
-                hm[i].named |= named;
-                return;
-            }
-            wp_die("%s: weight %s has two Hessian records (at offsets %llu and %llu)", hpath, hm[i].weight,
-                   (unsigned long long)hm[i].offset, (unsigned long long)off);
-        }
-    hm = realloc(hm, (n_hm + 1) * sizeof *hm);
-    if (!hm)
+    char *weight = strndup(w, len);
+    if (!weight || (!hm_index && !(hm_index = wp_names_new())))
         wp_die("out of memory");
-    hm[n_hm] = (struct hmap){strndup(w, len), off, strdup(r->name), r->ne[0], r->ne[1], r->type, r->payload_len,
-                             named};
-    if (!hm[n_hm].weight || !hm[n_hm].rec)
+    const int64_t i = wp_names_put(hm_index, weight, (int64_t)n_hm);
+    if (i == -2)
+        wp_die("out of memory");
+    if (i >= 0) {
+        free(weight);
+        if (hm[i].offset == off) {
+            hm[i].named |= named;
+            return;
+        }
+        wp_die("%s: weight %s has two Hessian records (at offsets %llu and %llu)", hpath, hm[i].weight,
+               (unsigned long long)hm[i].offset, (unsigned long long)off);
+    }
+    if (n_hm == cap_hm) {
+        cap_hm = cap_hm ? 2 * cap_hm : 64;
+        if (!(hm = realloc(hm, cap_hm * sizeof *hm)))
+            wp_die("out of memory");
+    }
+    hm[n_hm] = (struct hmap){weight, off, strdup(r->name), r->ne[0], r->ne[1], r->type, r->payload_len, named};
+    if (!hm[n_hm].rec)
         wp_die("out of memory");
     n_hm++;
 }
@@ -244,10 +254,8 @@ static void hessian_fits(const char *rec, int64_t ne0, int64_t ne1, uint32_t typ
 /* The Hessian record that weight `name` maps to, or NULL. */
 static const struct hmap *hessian_of(const char *name)
 {
-    for (size_t i = 0; i < n_hm; i++)
-        if (!strcmp(hm[i].weight, name))
-            return &hm[i];
-    return NULL;
+    const int64_t i = hm_index ? wp_names_get(hm_index, name) : -1;
+    return i >= 0 ? &hm[i] : NULL;
 }
 
 /* The Hessian of weight `name` (cols × cols doubles, malloc'd), or NULL:
