@@ -1528,8 +1528,10 @@ int main(int argc, char **argv)
             if (nb == 64)
                 die(WR_EXIT_USAGE, "%s", "--bundle: at most 64 bundles");
             bundles[nb++] = a[0] != '-' || !a[1] ? a : argv[++i];
-            if (!*bundles[nb - 1])   /* "wprun: : No such file or directory" */
-                die(WR_EXIT_USAGE, "%s", "--bundle: empty file name");
+            /* ("wprun: : No such file or directory"; then a bare one was said as "--bundle: ...",
+               an option not typed) as the filters say it (wp_cli_input_name, wp_arg_file) */
+            if (!*bundles[nb - 1])
+                die(WR_EXIT_USAGE, "%s", *a ? "--bundle: an empty file name" : "an empty file name");
         } else if (!v && value_option(a, strlen(a))) {   /* said as --runs= is (it was "unknown option or
                                                            missing value": a fresh user's find) */
             die(WR_EXIT_USAGE, "%s: needs a value (see --help)", a);
@@ -1548,7 +1550,7 @@ int main(int argc, char **argv)
             opt.match[opt.nmatch++] = v, i++;   /* one more: a name may match any (a second replaced the first) */
         } else if (!strcmp(a, "--tuning")) {
             if (!*v)
-                die(WR_EXIT_USAGE, "%s", "--tuning: empty file name");
+                die(WR_EXIT_USAGE, "%s", "--tuning: an empty file name");
             opt.tuning = v, opt.tuning_given = 1, i++;
         } else if (!strcmp(a, "--runs")) {
             /* a long: 4294967297 wrapped to 1 in an int */
