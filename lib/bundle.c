@@ -98,10 +98,12 @@ int wp_coded_encode(wp_record *r, const uint8_t *sym, const wp_lanes_shape *shap
         return -1;
     }
     r->kind = WP_REC_CODED;
-    wp_attr_set_i64(r, "row_sym", (int64_t)shape->row_sym);
-    wp_attr_set_i64(r, "tile_sym", shape->tile_sym);
-    wp_attr_set_i64(r, "max_len", max_len);
-    wp_attr_set_i64(r, "n_tiles", (int64_t)n);
+    /* (their failures, out of memory, were dropped: a record without them returned 0) */
+    if (wp_attr_set_i64(r, "row_sym", (int64_t)shape->row_sym) || wp_attr_set_i64(r, "tile_sym", shape->tile_sym) ||
+        wp_attr_set_i64(r, "max_len", max_len) || wp_attr_set_i64(r, "n_tiles", (int64_t)n)) {
+        say(err, errlen, "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -301,10 +303,11 @@ int wp_z_wrap(const wp_record *r, unsigned group, int level, wp_record *z)
     }
     memcpy(z->payload, p, zl);
     free(p);
-    wp_attr_set_i64(z, "z_of", r->kind);
-    wp_attr_set_i64(z, "z_len", (int64_t)r->payload_len);
-    wp_attr_set_i64(z, "z_group", group ? group : 1);
-    return 0;
+    /* (their failures were dropped: a record that cannot be unwrapped returned 0) */
+    return wp_attr_set_i64(z, "z_of", r->kind) || wp_attr_set_i64(z, "z_len", (int64_t)r->payload_len) ||
+                   wp_attr_set_i64(z, "z_group", group ? group : 1)
+               ? -1
+               : 0;
 }
 
 int wp_kvpack_add(uint8_t **buf, size_t *len, const wp_record *kv)
@@ -356,11 +359,11 @@ int wp_ref_make(const wp_record *t, const char *same_as, wp_record *out)
     free(out->attrs);
     out->attrs = NULL;
     int64_t off = wp_attr_i64(t, "offset", -1);
-    if (off >= 0)
-        wp_attr_set_i64(out, "offset", off);
+    if (off >= 0 && wp_attr_set_i64(out, "offset", off))
+        return -1;   /* (dropped: a reference without its offset) */
     char h[32];
-    if (wp_attr_str(t, "xxh32", h, sizeof h))
-        wp_attr_set(out, "xxh32", h);
+    if (wp_attr_str(t, "xxh32", h, sizeof h) && wp_attr_set(out, "xxh32", h))
+        return -1;
     return wp_attr_set(out, "same_as", same_as);
 }
 

@@ -614,12 +614,12 @@ static int next_record(wp_gguf_in *g, wp_record *r, int header_only)
         const char *base = strrchr(g->path, '/');
         wp_record_free(r);
         r->kind = WP_REC_GGUF;
-        if (wp_record_set_name(r, base ? base + 1 : g->path) || !wp_record_alloc(r, 0))
+        /* (the attributes' failures were dropped: a gguf record without its counts) */
+        if (wp_record_set_name(r, base ? base + 1 : g->path) || !wp_record_alloc(r, 0) ||
+            wp_attr_set_i64(r, "version", g->version) || wp_attr_set_i64(r, "n_kv", (int64_t)g->n_kv) ||
+            wp_attr_set_i64(r, "n_tensors", (int64_t)g->n_tensors) ||
+            wp_attr_set_i64(r, "file_size", (int64_t)g->file_size))
             return gfail(g, "out of memory");
-        wp_attr_set_i64(r, "version", g->version);
-        wp_attr_set_i64(r, "n_kv", (int64_t)g->n_kv);
-        wp_attr_set_i64(r, "n_tensors", (int64_t)g->n_tensors);
-        wp_attr_set_i64(r, "file_size", (int64_t)g->file_size);
         return 1;
     }
     if (g->next_kv < g->n_kv)

@@ -260,6 +260,36 @@ int main(void)
         wp_restore_free(rs);
         wp_record_free(&t), wp_record_free(&z);
     }
+    /* a record whose attributes cannot take one more (a reader's 1 MiB limit, or out of memory)
+     * is a failure: wp_z_wrap returned 0 for a zstd record without z_of, z_len and z_group, and
+     * wp_rowmap_make 1 for a reduced tensor without rowmap=1 (a reviewer's find) */
+    {
+        wp_record t, z, map, red;
+        wp_record_init(&t), wp_record_init(&z), wp_record_init(&map), wp_record_init(&red);
+        t.kind = WP_REC_TENSOR, t.type = WP_F32, t.n_dims = 2, t.ne[0] = 64, t.ne[1] = 8;
+        wp_record_set_name(&t, "full");
+        memset(wp_record_alloc(&t, 8 * 64 * 4), 5, 8 * 64 * 4);   /* 8 equal rows: a row map pays */
+        const size_t pad = (1u << 20) - 9;   /* "pad=" + value + newline: 2^20 - 4 bytes */
+        char *v = malloc(pad + 1);
+        memset(v, 'x', pad);
+        v[pad] = 0;
+        int set = wp_attr_set(&t, "pad", v);
+        int zr = wp_z_wrap(&t, 1, 3, &z), mr = wp_rowmap_make(&t, &map, &red);
+        CHECK(set == 0 && zr == -1 && mr == -1,
+              "a record with a full attribute block: wp_z_wrap and wp_rowmap_make fail (set %d, wrap %d, rowmap %d)",
+              set, zr, mr);
+        wp_attr_del(&t, "pad");
+        wp_record_free(&z), wp_record_free(&map), wp_record_free(&red);
+        wp_record_init(&z), wp_record_init(&map), wp_record_init(&red);
+        zr = wp_z_wrap(&t, 1, 3, &z), mr = wp_rowmap_make(&t, &map, &red);
+        CHECK(zr == 0 && wp_attr_i64(&z, "z_len", -1) == 8 * 64 * 4 && mr == 1 &&
+                  wp_attr_i64(&red, "rowmap", 0) == 1 && wp_attr_i64(&map, "distinct_rows", 0) == 1,
+              "without it, both work: z_len %lld, rowmap %lld, distinct_rows %lld",
+              (long long)wp_attr_i64(&z, "z_len", -1), (long long)wp_attr_i64(&red, "rowmap", 0),
+              (long long)wp_attr_i64(&map, "distinct_rows", 0));
+        free(v);
+        wp_record_free(&t), wp_record_free(&z), wp_record_free(&map), wp_record_free(&red);
+    }
     /* a ref restores an earlier tensor only (wpack-bundle(5)): a ref to one written after it
      * restored that one's bytes with exit 0 (a breaker's find) */
     for (int later = 0; later < 2; later++) {
