@@ -92,18 +92,25 @@ int wp_block_unpack(int type, const void *blk, wp_block_parts *p);
 int wp_block_pack(int type, const wp_block_parts *p, void *blk);
 
 /* Copy the side data of one block (all non-code bytes, in block field order;
- * info.side_bytes of them) to side. Returns 0, -1 if unsupported. */
+ * info.side_bytes of them) to side. Returns 0, -1 if unsupported. Layouts:
+ * the block_* structs of ggml-common.h (block_layout.h's spans). */
 int wp_block_get_side(int type, const void *blk, uint8_t *side);
 
 /* Write side data (from wp_block_get_side) into a block's non-code bytes;
- * code bits are left as they are. Returns 0, -1 if unsupported. */
+ * code bits are left as they are. Returns 0, -1 if unsupported. Layouts as
+ * wp_block_get_side. */
 int wp_block_put_side(int type, const uint8_t *side, void *blk);
 
-/* Codes of one block (info.n of them, weight order) to q. Returns 0 / -1. */
+/* Codes of one block (info.n of them, weight order: the order
+ * dequantize_row_<type> writes y in) to q, each 0 .. 2^code_bits - 1 as
+ * ggml stores it (Q3_K: low bits with hmask's bit, Q6_K: ql with qh).
+ * Returns 0, -1 if unsupported. */
 int wp_block_get_codes(int type, const void *blk, uint8_t *q);
 
 /* Write info.n codes (weight order, masked to code_bits) into a block's code
- * bits; side bytes are left as they are. Returns 0 / -1. */
+ * bits, the inverse of wp_block_get_codes (the packing steps of
+ * quantize_row_<type>_ref); side bytes are left as they are. Returns 0, -1
+ * if unsupported. */
 int wp_block_put_codes(int type, const uint8_t *q, void *blk);
 
 /* The 6-bit sub-block scales sc[0..7] and mins mn[0..7] a Q4_K/Q5_K block
@@ -115,11 +122,14 @@ int wp_block_put_codes(int type, const uint8_t *q, void *blk);
 void wp_k4_scales_from_bytes(const uint8_t ls[8], const uint8_t lm[8], int16_t sc[8], int16_t mn[8]);
 
 /* The float value of weight i (0 .. n-1) of a block in parts form, with the
- * same float operations as ggml's dequantize_row_* (so bit-equal to it). */
+ * same float operations as ggml's dequantize_row_* (so bit-equal to it);
+ * 0.0f for a type without blocks here (no error return: the caller has
+ * checked the type, wp_block_info_get). */
 float wp_parts_value(int type, const wp_block_parts *p, int i);
 
 /* The value weight i would have with code instead of p->q[i] (same float
- * operations as wp_parts_value): what GPTQ needs for its error feedback. */
+ * operations as wp_parts_value, and its 0.0f for an unknown type): what
+ * GPTQ needs for its error feedback. */
 float wp_parts_code_value(int type, const wp_block_parts *p, int i, int code);
 
 /* Dequantize a whole block in parts form to y[0 .. n-1]. Returns 0 / -1. */

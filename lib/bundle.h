@@ -118,18 +118,24 @@ int wp_bf16_from_records(const wp_record *raw, uint32_t type, int64_t rows, int6
 /* Wrap record r (any kind but END) as a WP_REC_Z record z: same name, type
  * and shape; payload zstd (level) of r's payload grouped by `group` bytes
  * (zpack.h); attrs: r's own, plus z_of (r's kind), z_len (its payload
- * bytes), z_group. Returns 0, -1 when out of memory. */
+ * bytes), z_group. Returns 0, -1 when out of memory or on a zstd error (z
+ * then partly written: free it with wp_record_free). */
 int wp_z_wrap(const wp_record *r, unsigned group, int level, wp_record *z);
 
-/* Append one kv record to a KVPACK being built in buf (serialised as u32
- * name length, name, u32 GGUF value type, u64 value length, value).
- * wp_kvpack_finish compresses buf into a WP_REC_KVPACK record (attr n_kv).
- * Return 0, -1 when out of memory. */
+/* Append one kv record to a KVPACK being built in *buf (*len bytes; start
+ * with NULL and 0): serialised as u32 name length, name, u32 GGUF value
+ * type, u64 value length, value, all little-endian; *buf is grown with
+ * realloc and stays the caller's, to free(). wp_kvpack_finish compresses
+ * buf (zstd at level) into out, a WP_REC_KVPACK record (attr n_kv); buf
+ * is left as it was. Each returns 0, -1 when out of memory (add: *buf and
+ * *len unchanged) or on a zstd error (finish). Source: ours, wpack-bundle(5). */
 int wp_kvpack_add(uint8_t **buf, size_t *len, const wp_record *kv);
 int wp_kvpack_finish(const uint8_t *buf, size_t len, uint64_t n_kv, int level, wp_record *out);
 
-/* A WP_REC_REF record: tensor t (name, type, shape, offset attr) whose bytes
- * equal those of the earlier tensor called same_as. */
+/* A WP_REC_REF record in out: tensor t (name, type, shape, offset and xxh32
+ * attrs) whose bytes equal those of the earlier tensor called same_as (no
+ * payload). Returns 0, -1 when out of memory (out then partly written:
+ * wp_record_free it). */
 int wp_ref_make(const wp_record *t, const char *same_as, wp_record *out);
 
 /* ---- counting weights ----------------------------------------------------- */
@@ -172,7 +178,10 @@ typedef struct wp_restore wp_restore;
  * SIDE/RAW + SYMBOLS/CODED pairs into TENSOR records with the exact original
  * bytes, Z records into the record they wrap, a KVPACK into its kv records,
  * a REF into a copy of the tensor it names; every other record passes
- * through. */
+ * through. wp_restore_new returns a restorer, NULL when out of memory;
+ * wp_restore_free frees it and what it holds: a record it returned
+ * (wp_restore_put's *out, wp_restore_more's) is invalid after it unless it
+ * was the caller's own input; NULL is a no-op. */
 wp_restore *wp_restore_new(void);
 void        wp_restore_free(wp_restore *rs);
 
@@ -203,6 +212,8 @@ uint64_t wp_restore_side_len(const wp_restore *rs);
 
 /* Nonzero when a SIDE/RAW record is still waiting (a truncated bundle). */
 int wp_restore_pending(const wp_restore *rs);
+/* The message of the last -1 from wp_restore_put (one line, without the
+ * program's name; "" before any), owned by rs. */
 const char *wp_restore_error(const wp_restore *rs);
 
 #ifdef __cplusplus

@@ -37,8 +37,10 @@ typedef struct {
                                   and 4-bit codes) or 1 (5-, 6-, 8-bit) */
     uint64_t      row_sym;     /* symbols per row = row_len / wps */
     uint32_t      tile_sym;    /* symbols per tile row = 256 / wps */
-    uint32_t      alphabet;    /* distinct symbol values possible: 2^(bits·wps),
-                                  256 except 64 for Q3_K and 32 for 5-bit */
+    uint32_t      alphabet;    /* distinct symbol values possible: 2^(bits·wps):
+                                  256 (2-bit codes in fours, 4-bit in pairs,
+                                  8-bit), 64 (Q3_K's 3-bit pairs, Q6_K's 6-bit
+                                  codes), 32 (5-bit codes) */
     uint64_t      n_sym;       /* rows · row_sym */
     uint64_t      side_len;    /* bytes of side data: blocks · bi.side_bytes */
     uint64_t      block_len;   /* bytes of the blocks: blocks · bi.block_bytes */
@@ -63,9 +65,9 @@ void wp_codes_split(const wp_codes_geom *g, const uint8_t *blocks, uint8_t *sym,
 
 /* Join sym and side back into blocks (g->block_len bytes), the exact bytes
  * wp_codes_split took apart. Returns 0, or -1 when a symbol is outside the
- * alphabet (>= g->alphabet: a Q3_K symbol of 64 or more, a 5-bit code of 32
- * or more; 2-, 4-, 6-bit groups and 8-bit codes are always in range); blocks
- * are then partly written. */
+ * alphabet (>= g->alphabet: a Q3_K or Q6_K symbol of 64 or more, a 5-bit
+ * code of 32 or more; an alphabet of 256 is every byte); blocks are then
+ * partly written. */
 int wp_codes_join(const wp_codes_geom *g, const uint8_t *sym, const uint8_t *side, uint8_t *blocks);
 
 #ifdef __cplusplus

@@ -133,6 +133,7 @@ wp_ftype_plan *wp_ftype_plan_new(const struct wp_ftype_model *model,
                                  const struct wp_ftype_opts *opts,
                                  char *err, size_t errlen);
 
+/* Free p and its copies and overrides; NULL is a no-op. */
 void wp_ftype_plan_free(wp_ftype_plan *p);
 
 /* Add a --tensor-type override "REGEX=TYPE". The regex is lower-cased and

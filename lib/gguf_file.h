@@ -10,7 +10,8 @@
  *
  * A GGUF file becomes this stream (stream.h):
  *   one WP_REC_GGUF record   name = file's base name, attrs version, n_kv,
- *                            n_tensors, file_size, data_start
+ *                            n_tensors, file_size (the alignment is the
+ *                            general.alignment kv's, default 32)
  *   one WP_REC_KV per key    in file order; type = GGUF value type; payload =
  *                            the value's bytes exactly as in the file (arrays:
  *                            u32 element type, u64 count, elements)
@@ -56,17 +57,23 @@ const char *wp_gguf_type_name(uint32_t type);
 
 typedef struct wp_gguf_in wp_gguf_in;
 
-/* Open a GGUF file and check its header (magic, version 2 or 3, counts
- * against the file size). NULL on failure with a one-line message in err
- * naming the file ("x.gguf: not a GGUF file (bad magic)"). */
+/* Open a GGUF file (a regular file: its offsets are checked against its
+ * size) and check its whole header, so nothing is written for a bad file:
+ * magic, version 2 or 3, counts against the file size, every key/value
+ * (string lengths and counts inside the file, known value types, duplicate
+ * keys, general.alignment) and every tensor info (known ggml type, row
+ * length a multiple of the block size, offset aligned and its data inside
+ * the file, duplicate names). NULL on failure with a one-line message in
+ * err naming the file ("x.gguf: not a GGUF file (bad magic)"); the caller
+ * closes what it gets with wp_gguf_close. Format: gguf.cpp's
+ * gguf_init_from_file_impl. */
 wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen);
 
 /* Next record of the file as a stream (see top of file), into r.
- * Returns 1 for a record, 0 after the last tensor, -1 on error (truncated
- * file, string length or count past the end, unknown value or ggml type,
- * offset past the end or misaligned, row length not a multiple of the block
- * size, duplicate key or tensor name ...); wp_gguf_error() tells which.
- * r must be initialised (wp_record_init); its old contents are freed. */
+ * Returns 1 for a record, 0 after the last tensor, -1 on error: a read
+ * error or out of memory (wp_gguf_open checked the header);
+ * wp_gguf_error() tells which. r must be initialised (wp_record_init); its
+ * old contents are freed. */
 int wp_gguf_next(wp_gguf_in *g, wp_record *r);
 
 /* The same, but a tensor record comes without its data (payload_len 0;
@@ -76,13 +83,15 @@ int wp_gguf_next_header(wp_gguf_in *g, wp_record *r);
 
 /* Read the tensor called name into r (as wp_gguf_next would emit it),
  * independently of the sequential position. Returns 1, 0 when the file has
- * no such tensor, -1 on a read error. */
+ * no such tensor, -1 on a read error or out of memory (wp_gguf_error). */
 int wp_gguf_read_tensor(wp_gguf_in *g, const char *name, wp_record *r);
 
 /* Size of the GGUF file in bytes. */
 uint64_t wp_gguf_file_size(const wp_gguf_in *g);
 
+/* The message of the last -1 (one line naming the file), owned by g. */
 const char *wp_gguf_error(const wp_gguf_in *g);
+/* Close the file and free g; NULL is a no-op. */
 void wp_gguf_close(wp_gguf_in *g);
 
 /* ---- writing -------------------------------------------------------------- */
@@ -127,7 +136,10 @@ int wp_gguf_out_finish(wp_gguf_out *o, FILE *out);
  * Valid until the next call or wp_gguf_out_free. */
 const char *wp_gguf_out_warning(wp_gguf_out *o);
 
+/* The message of the last -1 of a writer call (one line), owned by o. */
 const char *wp_gguf_out_error(const wp_gguf_out *o);
+/* Free o and its spool files (the output FILE is the caller's); NULL is a
+ * no-op. */
 void wp_gguf_out_free(wp_gguf_out *o);
 
 #ifdef __cplusplus

@@ -126,8 +126,10 @@ int wp_gptq_supported(int type);
  *   o   options, NULL for the defaults.
  *   info filled when not NULL.
  * Returns 0; WP_GPTQ_NOT_PD when every damping failed (dst untouched);
- * -1 on bad arguments (rows < 0; W or dst NULL while rows > 0), an
- * unsupported type, a non-finite weight or Hessian entry, a weight above
+ * -1 on bad arguments (rows < 0; W or dst NULL while rows > 0; cols not a
+ * positive multiple of the type's block size; widen below 1, lambda or damp
+ * below 0, or not finite), an unsupported type, a non-finite weight,
+ * importance weight or Hessian entry, a weight above
  * WP_GPTQ_WEIGHT_MAX in magnitude (wp_gptq_check_weights), a scale that does
  * not fit fp16 (weights beyond ±65504·range), or no memory, with a one-line
  * message in err (errlen bytes) that names the row and column where it
@@ -192,10 +194,14 @@ int wp_gptq_quantize_factored(int type, const float *W, int64_t rows, int64_t co
                               const wp_gptq_factor *f, const float *qw, const wp_gptq_opts *o,
                               void *dst, wp_gptq_info *info, char *err, size_t errlen);
 
-/* Hessian-weighted quantization error tr(ΔW·H·ΔWᵀ) with ΔW = dequant(q) - W,
- * q the rows × cols weights quantized as type at q (ggml row layout); H NULL
- * means I (plain squared error). In double. Returns -1 for an unsupported
- * type. Cost rows·cols² (test and report use, not the hot path). */
+/* Hessian-weighted quantization error tr(ΔW·H·ΔWᵀ) with ΔW = dequant(q) - W
+ * (GPTQ's layer-wise objective, Frantar et al. 2022, eq. 1, summed over the
+ * rows), q the rows × cols weights quantized as type at q (ggml row layout,
+ * dequantized as ggml's dequantize_row_* does); H cols × cols, NULL means I
+ * (plain squared error). In double, in the weights' units squared. Returns
+ * -1 for a type without blocks here, cols not a multiple of its block size,
+ * or out of memory. Cost rows·cols² (test and report use, not the hot
+ * path). */
 double wp_gptq_hloss(int type, const float *W, const void *q, int64_t rows, int64_t cols,
                      const double *H);
 

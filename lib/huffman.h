@@ -98,8 +98,13 @@ typedef struct {
     uint8_t  symbols[WP_HUF_MAX_SYMBOLS];
 } wp_huf_table;
 
-/* Builds the limit tables from code lengths. Returns 0, or -1 if
- * wp_huf_validate(lengths, nsym, max_len) fails. */
+/* Builds the limit tables from code lengths (nsym of them, each 0 ..
+ * max_len): for each length, its first canonical code, the index of its
+ * first symbol and its left-justified limit. Returns 0, or -1 if
+ * wp_huf_validate(lengths, nsym, max_len) fails. Source: the canonical
+ * decoding of Moffat and Turpin ("On the implementation of minimum
+ * redundancy prefix codes", IEEE Trans. Commun. 1997), with the codes
+ * DEFLATE assigns. */
 int wp_huf_table_init(wp_huf_table *t, const uint8_t *lengths, int nsym, int max_len);
 
 /*
@@ -121,8 +126,11 @@ typedef struct {
     uint16_t entry[1u << WP_HUF_MAX_LEN];
 } wp_huf_lut;
 
-/* Fills the lookup table from code lengths. Returns 0, or -1 if
- * wp_huf_validate(lengths, nsym, max_len) fails. */
+/* Fills the lookup table from code lengths (as wp_huf_table_init): every
+ * peek whose first len bits are a code gets that symbol and len, the usual
+ * table-driven decoder (as zstd's HUF_decodeSymbolX1 tables, here MSB
+ * first). Returns 0, or -1 if wp_huf_validate(lengths, nsym, max_len)
+ * fails. */
 int wp_huf_lut_init(wp_huf_lut *lut, const uint8_t *lengths, int nsym, int max_len);
 
 /* Shannon entropy of the counts, bits per symbol (0 for fewer than two used

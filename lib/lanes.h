@@ -9,10 +9,11 @@
  * a common depth ("ragged interleave"): the only padding is the zero bits
  * after each lane's last code, in its last word.
  *
- * A matrix is rows x row_sym symbols (bytes), row-major. One symbol is one
- * or two weights: 4-bit codes are coded in pairs, 5/6/8-bit codes singly. A
- * tile covers 64 rows x 256 weights, that is tile_sym = 256 / (weights per
- * symbol) symbols per tile row (128 for pairs, 256 for single codes).
+ * A matrix is rows x row_sym symbols (bytes), row-major. One symbol is one,
+ * two or four weights (codes.h, wp_codes_wps): 2-bit codes in fours, 3- and
+ * 4-bit codes in pairs, 5/6/8-bit codes singly. A tile covers 64 rows x 256
+ * weights, that is tile_sym = 256 / (weights per symbol) symbols per tile
+ * row (64 for fours, 128 for pairs, 256 for single codes).
  *
  * Byte layout of a coded matrix (this text belongs in wpack-bundle(5))
  * -------------------------------------------------------------------
@@ -99,15 +100,15 @@ typedef struct {
     uint64_t rows;       /* R: matrix rows (0 allowed: no tiles)                 */
     uint64_t row_sym;    /* S: symbols per matrix row (0 allowed: no tiles)      */
     uint32_t tile_sym;   /* T: symbols per tile row, 1..256: 256 / weights per
-                            symbol (128 for paired 4-bit codes, 256 otherwise)   */
+                            symbol (64, 128 or 256: codes.h)                     */
 } wp_lanes_shape;
 
 /* Number of tiles N of a shape; 0 for an empty matrix. Returns 0 also for an
- * invalid shape (tile_sym outside 1..256, rows * row_sym >= 2^62); check with
+ * invalid shape (tile_sym outside 1..256, rows * row_sym > 2^62); check with
  * wp_lanes_shape_ok. */
 uint64_t wp_lanes_ntiles(const wp_lanes_shape *s);
 
-/* 1 if the shape is valid (tile_sym 1..256, rows * row_sym < 2^62), else 0. */
+/* 1 if the shape is valid (tile_sym 1..256, rows * row_sym <= 2^62), else 0. */
 int wp_lanes_shape_ok(const wp_lanes_shape *s);
 
 /* Position and size of tile t: first row, first symbol column, h rows (1..64)

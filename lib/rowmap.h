@@ -23,7 +23,9 @@ extern "C" {
 /* If tensor t (n_dims ≥ 2) has repeated rows (compared byte for byte),
  * fill map (a WP_REC_ROWMAP record) and reduced (the distinct rows) and
  * return 1; return 0 when every row is distinct or the map would not pay for
- * itself (nothing written), -1 when out of memory. */
+ * itself (nothing written), -1 when out of memory (map and reduced then
+ * partly written: the caller frees them, wp_record_free, as always). Source:
+ * ours (the embedding's repeated rows; llama.cpp has no such record). */
 int wp_rowmap_make(const wp_record *t, wp_record *map, wp_record *reduced);
 
 /* Rebuild the full tensor from a ROWMAP record and the reduced tensor

@@ -67,7 +67,12 @@ int wp_rtn_choose(int type, const float *x, const float *qw, float row_sigma2, w
  * gives weight i (0 .. n-1) of the block if its value is x, under the scales
  * in *s. For the weights the scales were chosen from it returns s->p.q[i].
  * Out-of-range x (as GPTQ's updated weights may be) is clamped to the code
- * range; x must be finite and |x / step| < 2^22. */
+ * range; x must be finite and |x / step| < 2^22. Sources: the code loops
+ * that end each quantize_row_*_ref and _impl (ggml-quants.c): the reference
+ * path's truncation of x·(1/d) + 8.5 for Q4_0 (16.5 Q5_0, + 0.5 and the min
+ * for Q4_1/Q5_1), roundf for Q8_0, nearest_int of (x + min)/scale for the
+ * K-quants (as quantize_row_q4_K_ref's last loop), best_index_int8 over
+ * kvalues_iq4nl for IQ4. */
 int wp_rtn_code(const wp_rtn_scales *s, int i, float x);
 
 /* A rounding rule from side data alone (d, dmin, sc, mn as stored in *p):
@@ -77,11 +82,16 @@ int wp_rtn_code(const wp_rtn_scales *s, int i, float x);
  * llama.cpp's final requantization rule; for the 32-weight types llama.cpp's
  * reference path rounds with the unrounded float scale instead, so use
  * wp_rtn_choose for byte-exact RTN. Codes in p->q are kept as the fallback
- * of zero-step sub-blocks. Returns 0 / -1 for an unsupported type. */
+ * of zero-step sub-blocks. Returns 0 / -1 for an unsupported type. Source:
+ * the rounding rules of wp_rtn_code with the scales dequantized as ggml's
+ * dequantize_row_* reads them (get_scale_min_k4 for Q4_K/Q5_K). */
 int wp_rtn_scales_from_parts(int type, const wp_block_parts *p, wp_rtn_scales *s);
 
 /* Quantize one block: choose, code each weight, pack into blk
- * (wp_block_info.block_bytes bytes). Returns 0 / -1. */
+ * (wp_block_info.block_bytes bytes); x and qw (NULL, or importance
+ * weights) hold the block's n weights, row_sigma2 as for wp_rtn_choose.
+ * Byte-exact with one block of quantize_row_<type>_ref (qw NULL) or _impl.
+ * Returns 0, -1 for an unsupported type. */
 int wp_rtn_block(int type, const float *x, const float *qw, float row_sigma2, void *blk);
 
 /* Quantize nrows rows of n_per_row weights (row-major) into dst, like

@@ -79,7 +79,8 @@ uint64_t wp_st_n_tensors(const wp_st_in *s);
 
 /* Metadata entry i (header order, 0 <= i < wp_st_n_meta): the key as in the
  * file (without WP_ST_META_PREFIX) and the value (NUL-terminated; *len gets
- * its length in bytes). NULL when i is out of range. */
+ * its length in bytes). NULL when i is out of range. Key and value point
+ * into s and are valid until wp_st_close. */
 const char *wp_st_meta(const wp_st_in *s, uint64_t i, const char **value, size_t *len);
 
 /* Name of tensor i in data-offset order (0 <= i < wp_st_n_tensors), as the

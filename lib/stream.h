@@ -96,11 +96,13 @@ typedef struct wp_record {
     uint64_t offset;      /* where the record starts in its stream (readers) */
 } wp_record;
 
-/* Initialise an empty record (all zero, ne[] = 1, name = attrs = ""). */
+/* Initialise an empty record: all zero but ne[] = 1; name and attrs NULL
+ * (read as "" by every function here), no payload. */
 void wp_record_init(wp_record *r);
 /* Release what a record owns; it may be initialised again. */
 void wp_record_free(wp_record *r);
-/* Set the name (copied). Returns 0, or -1 when longer than WP_MAX_NAME. */
+/* Set the name (copied). Returns 0, or -1 when longer than WP_MAX_NAME
+ * bytes or out of memory (the old name kept). */
 int  wp_record_set_name(wp_record *r, const char *name);
 /* Make room for `len` payload bytes and set payload_len; returns the buffer
  * or NULL when out of memory. Old contents are not kept. */
@@ -134,10 +136,14 @@ int64_t wp_attr_i64(const wp_record *r, const char *key, int64_t def);
 const char *wp_attr_counts_problem(const wp_record *r, char *buf, size_t n);
 /* Attribute as a double; `def` when absent or not a number. */
 double  wp_attr_f64(const wp_record *r, const char *key, double def);
-/* Copy attribute value into buf (NUL-terminated); returns 1 if present. */
+/* Copy attribute value into buf of n bytes, NUL-terminated (cut to n - 1
+ * bytes when longer: compare with wp_attr_find's len where that matters);
+ * returns 1 if present, 0 (buf untouched) if not. */
 int     wp_attr_str(const wp_record *r, const char *key, char *buf, size_t n);
 /* Set (replace or append) key=value; value must not contain '\n'.
- * Returns 0, or -1 on a bad key/value or out of memory. */
+ * Returns 0, or -1 on a bad key/value, when the attributes would pass 1 MiB
+ * (a reader's limit), or out of memory. _i64 writes v in decimal, _f64 as
+ * %.10g (10 significant digits), with the same returns. */
 int     wp_attr_set(wp_record *r, const char *key, const char *value);
 int     wp_attr_set_i64(wp_record *r, const char *key, int64_t v);
 int     wp_attr_set_f64(wp_record *r, const char *key, double v);
@@ -227,6 +233,7 @@ const char *wp_zframe_hint(FILE *f);
 int  wp_index_read(FILE *f, const char *path, wp_index *ix, char *err, size_t errlen);
 /* First entry with this kind and name, or NULL. kind 0 matches any kind. */
 const wp_index_entry *wp_index_find(const wp_index *ix, unsigned kind, const char *name);
+/* Free what wp_index_read allocated in ix (its entries and names). */
 void wp_index_free(wp_index *ix);
 /* Whether the stream whose index is ix is not a bundle: 1 with why (one line,
  * truncated to len) or 0. A kv record (laneinterleave packs a GGUF's

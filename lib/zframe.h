@@ -30,7 +30,8 @@ typedef struct wp_zsink wp_zsink;
 /* Wrap f (not closed): peeks its first 4 bytes to tell the two forms
  * apart. NULL when out of memory. */
 wp_zsrc *wp_zsrc_open(FILE *f);
-/* Wrap f as a plain source without peeking (random access at an offset). */
+/* Wrap f as a plain source without peeking (random access at an offset).
+ * NULL when out of memory. */
 wp_zsrc *wp_zsrc_plain(FILE *f);
 /* Read up to n bytes (all n unless at the end or on an error), as fread. */
 size_t wp_zsrc_read(wp_zsrc *s, void *buf, size_t n);
@@ -44,6 +45,7 @@ const char *wp_zsrc_error(const wp_zsrc *s);
  * checked), else -1 with the problem in wp_zsrc_error. A plain source
  * reads one byte to know (on a pipe, until the writer closes it). */
 int wp_zsrc_finish(wp_zsrc *s);
+/* Free s and its zstd state (f is the caller's); NULL is a no-op. */
 void wp_zsrc_free(wp_zsrc *s);
 
 /* 1 when the seekable file f starts with a zstd frame (a framed bundle);
@@ -71,6 +73,8 @@ wp_zsink *wp_zsink_open(FILE *f, int level);
 int wp_zsink_write(wp_zsink *s, const void *buf, size_t n);
 /* End the frame (framed sinks) and flush f. 0 or -1 as wp_zsink_write. */
 int wp_zsink_finish(wp_zsink *s);
+/* Free s and its zstd state without finishing the frame (f is the
+ * caller's); NULL is a no-op. */
 void wp_zsink_free(wp_zsink *s);
 
 #ifdef __cplusplus

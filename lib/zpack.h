@@ -21,7 +21,8 @@ extern "C" {
 /* Compress n bytes (grouped by g ≥ 1) at zstd level (1..22), with zstd's
  * content checksum (XXH64-based, 4 bytes), so decompression detects altered
  * data. Returns a new
- * buffer of *out_len bytes (free() it), or NULL when out of memory. */
+ * buffer of *out_len bytes (free() it), or NULL when out of memory or on a
+ * zstd error (ZSTD_compress2's). */
 uint8_t *wp_zpack(const void *src, size_t n, unsigned g, int level, size_t *out_len);
 
 /* The uncompressed size a zstd frame declares, or UINT64_MAX when src is not

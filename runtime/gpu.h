@@ -62,7 +62,9 @@ int wr_gpu_count(void);
 typedef struct wr_gpu wr_gpu;
 typedef struct wr_dmat wr_dmat;
 
-/* Open device 0: a stream, a cuBLAS handle, an L2-flush buffer. NULL on error. */
+/* Open device 0: a stream, a cuBLAS handle, an L2-flush buffer. NULL on
+ * error, with a one-line message in err. wr_gpu_close frees them and g
+ * (after the matrices uploaded to it, wr_gpu_free); NULL is a no-op. */
 wr_gpu *wr_gpu_open(char *err, size_t errlen);
 void    wr_gpu_close(wr_gpu *g);
 /* The device's name and HBM bandwidth in GB/s (from its memory clock and bus width). */
@@ -70,10 +72,15 @@ const char *wr_gpu_name(const wr_gpu *g);
 double      wr_gpu_hbm_gbs(const wr_gpu *g);
 
 /* Upload a coded matrix (lane words, offsets, lane counts, side/raw bytes,
- * limit tables); fixed = the restored fixed-width bytes (wr_restore_bytes),
- * uploaded for WR_PIPE_TWIN, or NULL. WR_EXP: BF16, F16 or F32. A matrix
- * the bundle stores fixed-width (m->stored): fixed and the twin's buffers
- * only (fixed must be given). NULL on error. */
+ * limit tables); fixed = the restored fixed-width bytes (wr_restore_bytes,
+ * wr_fixed_bytes(m) of them), uploaded for WR_PIPE_TWIN, and for a
+ * palette-pair BF16 matrix (wr_palette_ok) transcoded to the palette
+ * pipelines' indices; or NULL. WR_EXP: BF16, F16 or F32. A matrix the
+ * bundle stores fixed-width (m->stored): fixed and the twin's buffers only
+ * (fixed must be given). The result keeps a pointer to m, which must
+ * outlive it; fixed is copied. NULL on error (out of device memory, a CUDA
+ * error), with a one-line message in err. wr_gpu_free frees its device
+ * buffers and d; NULL is a no-op. */
 wr_dmat *wr_gpu_upload(wr_gpu *g, const wr_matrix *m, const uint8_t *fixed, char *err, size_t errlen);
 void     wr_gpu_free(wr_dmat *d);
 
@@ -81,7 +88,9 @@ void     wr_gpu_free(wr_dmat *d);
  * alone; else FUSED, STAGED and FULL always,
  * RING for ggml-block (WR_Q) matrices, PRIVATE for those when one warp's block fits the
  * device's shared memory, RECON and SPLIT* for exponent-coded (BF16) matrices, TWIN when
- * fixed data was uploaded, TRANSCODE and PALETTE for palette-pair BF16. */
+ * fixed data was uploaded, TRANSCODE and PALETTE for palette-pair BF16 whose
+ * fixed data was uploaded (wr_palette_ok: a palette whose
+ * entry 0 is not exponent 255). */
 int wr_gpu_has_pipe(const wr_dmat *d, int pipe);
 
 /* Lane decoder kernel (one warp per tile, thread k = lane k): restore the

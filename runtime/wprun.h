@@ -314,7 +314,8 @@ int  wr_cpu_gemv_palette(const wr_matrix *m, const uint8_t *idx, const float *x,
 int  wr_ref_gemv64(const wr_matrix *m, const uint8_t *data, const float *x, int batch, double *y, double *yabs);
 
 /* Normwise relative error max|y - ref| / max|ref| over the entries whose
- * ref is finite (0 when both are 0); an entry whose ref is +-Inf (NaN) must
+ * ref is finite (the absolute error max|y - ref| when every finite ref is 0;
+ * 0 when y is 0 there too); an entry whose ref is +-Inf (NaN) must
  * be the same Inf (a NaN) in y, else the error is +Inf. Why: a BF16 matrix
  * holding Inf weights round-trips exactly, and its GEMV is Inf or NaN. */
 double wr_relerr(const float *y, const double *ref, size_t n);
