@@ -289,6 +289,7 @@ static int copy_head(const wp_record *r, unsigned kind, wp_record *out)
     memcpy(out->ne, r->ne, sizeof r->ne);
     free(out->attrs);
     out->attrs = strdup(r->attrs ? r->attrs : "");
+    out->attrs_lost = r->attrs_lost;
     return !out->attrs || wp_record_set_name(out, r->name ? r->name : "") ? -1 : 0;
 }
 

@@ -814,6 +814,8 @@ int wp_gguf_out_add(wp_gguf_out *o, const wp_record *r)
     const char *ap = wp_attr_counts_problem(r, ab, sizeof ab);   /* as a stream reader refuses it */
     if (ap)
         return ofail(o, "record '%s': %s", r->name, ap);
+    if (r->attrs_lost)
+        return ofail(o, "record '%s': %s", r->name, WP_ATTRS_LOST);
     switch (r->kind) {
     case WP_REC_GGUF: {
         const int64_t v = wp_attr_i64(r, "version", 3);

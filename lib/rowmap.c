@@ -69,6 +69,7 @@ int wp_rowmap_make(const wp_record *t, wp_record *map, wp_record *reduced)
         free(reduced->attrs);
         map->attrs = NULL;
         reduced->attrs = strdup(t->attrs ? t->attrs : "");
+        reduced->attrs_lost = t->attrs_lost;
         if (reduced->attrs && !wp_record_set_name(map, t->name) && !wp_record_set_name(reduced, t->name) &&
             wp_record_alloc(map, rows * 4) && wp_record_alloc(reduced, (uint64_t)n * rb)) {
             for (uint64_t r = 0; r < rows; r++)

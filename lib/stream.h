@@ -50,6 +50,8 @@ extern "C" {
  * dimension of 2^52 that ggufcat then refused: a breaker's find). */
 #define WP_MAX_DIM        (UINT64_C(1) << 40)
 #define WP_MAX_NAME       4096u
+/* What a writer says of a record whose attrs_lost is set (after "record 'NAME': "). */
+#define WP_ATTRS_LOST     "an attribute could not be set (out of memory, or its attributes past 1 MiB)"
 
 /* Record kinds. Numbers are part of the format: never renumber. */
 enum wp_rec_kind {
@@ -94,6 +96,11 @@ typedef struct wp_record {
                              mapping, wp_record_map_at): wp_record_free leaves it, and
                              wp_record_alloc replaces it with a buffer of its own */
     uint64_t offset;      /* where the record starts in its stream (readers) */
+    int      attrs_lost;  /* an attribute set failed (wp_attr_set: out of memory, or past the
+                             1 MiB a reader takes): the writers (wp_writer_put,
+                             wp_gguf_out_add) refuse the record, so a caller that drops the
+                             failure loses nothing unsaid; reset when the attributes are
+                             replaced (wp_record_free, a reader) */
 } wp_record;
 
 /* Initialise an empty record: all zero but ne[] = 1; name and attrs NULL
@@ -142,8 +149,9 @@ double  wp_attr_f64(const wp_record *r, const char *key, double def);
 int     wp_attr_str(const wp_record *r, const char *key, char *buf, size_t n);
 /* Set (replace or append) key=value; value must not contain '\n'.
  * Returns 0, or -1 on a bad key/value, when the attributes would pass 1 MiB
- * (a reader's limit), or out of memory. _i64 writes v in decimal, _f64 as
- * %.10g (10 significant digits), with the same returns. */
+ * (a reader's limit), or out of memory, and then marks r (attrs_lost). _i64
+ * writes v in decimal, _f64 as %.10g (10 significant digits), with the same
+ * returns. */
 int     wp_attr_set(wp_record *r, const char *key, const char *value);
 int     wp_attr_set_i64(wp_record *r, const char *key, int64_t v);
 int     wp_attr_set_f64(wp_record *r, const char *key, double v);
@@ -285,7 +293,9 @@ wp_writer *wp_writer_open(FILE *f, const char *path, unsigned align, char *err, 
  * they take a plain stream; it has no random access (wp_index_read refuses
  * it). */
 wp_writer *wp_writer_open_framed(FILE *f, const char *path, unsigned align, int zlevel, char *err, size_t errlen);
-/* Append one record. Returns 0, or -1 on a write error or bad record. */
+/* Append one record. Returns 0, or -1 (wp_writer_error) on a write error or
+ * a bad record: name, attributes or shape out of bounds, or an attribute
+ * lost (attrs_lost: "record 'NAME': " WP_ATTRS_LOST). */
 int wp_writer_put(wp_writer *w, const wp_record *r);
 /* Bytes written so far (the offset of the next record). */
 uint64_t wp_writer_offset(const wp_writer *w);
