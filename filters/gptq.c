@@ -741,6 +741,7 @@ int main(int argc, char **argv)
     wp_gptq_opts go;
     char err[1024];
     wp_cli_init(argv[0]);
+    wp_cli_skip_destructors();   /* OpenBLAS's shutdown can hang (cli.h) */
     wp_gptq_opts_default(&go);
     int threads_given = 0;
     for (int i = 1; i < argc; i++) {

@@ -542,6 +542,7 @@ int main(int argc, char **argv)
     int share = 0;
 
     wp_cli_init("hessian");
+    wp_cli_skip_destructors();   /* OpenBLAS's shutdown can hang (cli.h) */
     for (int i = 1; i < argc; i++) {
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
                                             "--batch", "--max-memory", "-o"};

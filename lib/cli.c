@@ -69,7 +69,22 @@ void wp_cli_init(const char *name)
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGHUP, on_signal);
+    /* A file-size limit (ulimit -f) makes the write that passes it fail with EFBIG, "write
+       error: File too large", said and undone as every write error: SIGXFSZ's default killed
+       the program silently, a partial stdout file or -o's temporary file left behind (a
+       breaker's find) */
+    signal(SIGXFSZ, SIG_IGN);
 }
+
+/* on_exit's handler of wp_cli_skip_destructors: stdio flushed as exit would, then out. */
+static void exit_now(int status, void *arg)
+{
+    (void)arg;
+    fflush(NULL);
+    _exit(status);
+}
+
+void wp_cli_skip_destructors(void) { on_exit(exit_now, NULL); }
 
 const char *wp_prog(void) { return prog; }
 

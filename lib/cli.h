@@ -29,6 +29,15 @@ extern "C" {
  * or 2, opened so that reading or writing it still fails (EBADF) while no
  * later file takes it; call first in main. */
 void wp_cli_init(const char *prog);
+/* End the program, at every exit (main's return, wp_die, --help), with stdio
+ * flushed and then _exit: shared libraries' destructors do not run. For the
+ * programs linked with OpenBLAS (gptq, hessian): its destructor
+ * (gotoblas_quit) joins its worker threads, and under an address-space
+ * limit (ulimit -v below about 128 MiB a thread) a worker whose buffer
+ * could not be mapped retries for ever: the program hung after its work,
+ * at 100 % of a CPU (a breaker's find). Call after wp_cli_init. glibc's
+ * on_exit. */
+void wp_cli_skip_destructors(void);
 /* The program name given to wp_cli_init. */
 const char *wp_prog(void);
 

@@ -817,6 +817,22 @@ inputs_in_T() {
     done
 }
 
+@test "a file-size limit (ulimit -f) is a write error in one line, its output undone: SIGXFSZ killed every filter silently" {
+    # (exit 153, nothing said, a partial stdout file or -o's temporary file left: a breaker's find)
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    "$BIN/histogram" < "$T/s.wps" > "$T/h.wps"
+    [ "$(stat -c %s "$T/s.wps")" -gt 200000 ]
+    local p
+    for p in "ggufcat '$F32'" "histogram '$T/s.wps'" "bf16split '$T/s.wps'"; do
+        run bash -c "ulimit -f 100; '$BIN/'$p > '$T/out'"
+        one_line_error "^${p%% *}: stdout: write error: File too large$"
+        [ ! -s "$T/out" ]
+        run bash -c "ulimit -f 100; '$BIN/'$p -o '$T/o.wps'"
+        one_line_error "^${p%% *}: $T/o.wps: write error: File too large$"
+        [ -z "$(ls "$T" | grep '^o.wps')" ]
+    done
+}
+
 @test "ggufcat: standard input, as - or a pipe, is refused as not a regular file (- said 'No such file')" {
     run "$BIN/ggufcat" - < "$F32"
     one_line_error "^ggufcat: -: not a regular file \\(standard input: give the file's name\\)$"

@@ -924,3 +924,23 @@ PY
     "$BIN/gptq" --type Q8_0 --rtn --quiet "$T/m.wts" | "$BIN/ggufpack" > "$T/ok.gguf"
     [ -s "$T/ok.gguf" ]
 }
+
+@test "gptq and hessian end under an address-space limit that OpenBLAS's worker buffers pass (they hung at exit)" {
+    # OpenBLAS's shutdown joined a worker that retried its 128 MiB buffer for ever: gptq --help,
+    # a whole run and an error each hung at 100 % of a CPU after their work (a breaker's find);
+    # two threads, one worker, whatever the machine's CPU count
+    local lim=100000
+    run bash -c "ulimit -v $lim; OPENBLAS_NUM_THREADS=2 timeout 60 '$BIN/gptq' --help"
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "usage: gptq"* ]]
+    "$BIN/ggufcat" "$F32" > "$T/m.wts"
+    "$BIN/gptq" --type Q8_0 --rtn --quiet -o "$T/free.wts" "$T/m.wts"
+    run bash -c "ulimit -v $lim; OPENBLAS_NUM_THREADS=2 timeout 60 '$BIN/gptq' --type Q8_0 --rtn --quiet -o '$T/lim.wts' '$T/m.wts'"
+    [ "$status" -eq 0 ]
+    cmp "$T/free.wts" "$T/lim.wts"
+    run bash -c "ulimit -v $lim; OPENBLAS_NUM_THREADS=2 timeout 60 '$BIN/gptq' --type Q8_0 -o '$T/x.wts' '$T/none.wts'"
+    [ "$status" -eq 1 ]
+    [ "$output" = "gptq: $T/none.wts: No such file or directory" ]
+    run bash -c "ulimit -v $lim; OPENBLAS_NUM_THREADS=2 timeout 60 '$BIN/hessian' --help"
+    [ "$status" -eq 0 ]
+}
