@@ -299,18 +299,19 @@ EOF
     cd "$BATS_TEST_TMPDIR"
     printf 'a\t1.0\n' > good.tsv
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" > q.wts
-    local said="a control character: not text (a binary file?), not KEY<TAB>B/W lines"
-    run --separate-stderr "$ROOT/pipelines/bitcheck" good.tsv q.wts
-    [ "$status" -eq 1 ]
-    [ "$output" = "q.wts:1: $said" ]
-    run --separate-stderr "$ROOT/pipelines/bitcheck" q.wts good.tsv
-    [ "$status" -eq 1 ]
-    [ "$output" = "q.wts:1: $said" ]
     # a NUL (UTF-16 text) on line 2, after a good row
     printf 'a\t1.0\nb\0\t\0001\n' > u16.tsv
-    run --separate-stderr "$ROOT/pipelines/bitcheck" good.tsv u16.tsv
-    [ "$status" -eq 1 ]
-    [ "$output" = "u16.tsv:2: $said" ]
+    local said="a control character: not text (a binary file?), not KEY<TAB>B/W lines" base now out
+    # BASE|NOW|OUTPUT, one a line, each exit 1
+    while IFS='|' read -r base now out; do
+        run --separate-stderr "$ROOT/pipelines/bitcheck" "$base" "$now"
+        [ "$status" -eq 1 ] || { echo "$base $now: status $status"; false; }
+        [ "$output" = "$out" ] || { echo "$base $now: $output"; false; }
+    done <<EOF
+good.tsv|q.wts|q.wts:1: $said
+q.wts|good.tsv|q.wts:1: $said
+good.tsv|u16.tsv|u16.tsv:2: $said
+EOF
     # 15 lines without a tab, then a good row: 10 said, 5 counted
     { seq 15; printf 'a\t1.0\n'; } > many.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" good.tsv many.tsv
