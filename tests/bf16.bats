@@ -199,7 +199,7 @@ lossless() { # GGUF BUNDLE [bf16split options]
     # an OUTDIR that takes no files (read-only; /proc/self even for root): one line, where
     # huffbuild and laneinterleave added two "truncated stream" lines (a review)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" /proc/self
-    one_line_error "^unweight: /proc/self: cannot create files there$"
+    one_line_error "^unweight: /proc/self: cannot write files there \\(permissions, a full disk, or a file-size limit: ulimit -f\\)$"
     # an OUTDIR that is a file: mkdir's bare "cannot create directory ...: File exists" (a fresh
     # user's trial)
     : > "$T/f"
@@ -255,6 +255,26 @@ stories260K-bf16-p16.report" ]
     [ "$status" -eq 1 ]
     [ ! -e "$T/nx" ]
     [ ! -e "$T/ny" ]
+}
+
+@test "pipelines/unweight and lazyweights under a file-size limit: one line, OUTDIR gone (SIGXFSZ killed lazyweights silently)" {
+    # lazyweights died of SIGXFSZ at its own write of the Hessians' .id, saying nothing, the
+    # .id and OUTDIR left; unweight said five "echo: write error" lines (a re-tester's finds);
+    # stderr through a pipe, which the limit does not stop
+    cd "$T"
+    run bash -c "ulimit -f 0; '$ROOT/pipelines/lazyweights' '$MODELS/stories260K-f16.gguf' Q4_K_M_g1_lam0_c1.25 x/y '$DATA/text/tinystories_sample.txt' 2>&1 | cat; exit \${PIPESTATUS[0]}"
+    [ "$status" -eq 2 ]
+    [ "$output" = "lazyweights: x/y/stories260K-f16-tinystories_sample-k8.hess.id: write error (a full disk, or a file-size limit: ulimit -f)" ]
+    [ ! -e x ]
+    run bash -c "ulimit -f 0; '$ROOT/pipelines/unweight' '$MODELS/stories260K-bf16.gguf' u 2>&1 | cat; exit \${PIPESTATUS[0]}"
+    [ "$status" -eq 1 ]
+    [ "$output" = "unweight: u: cannot write files there (permissions, a full disk, or a file-size limit: ulimit -f)" ]
+    [ ! -e u ]
+    # a limit the Hessians pass: hessian's own line, OUTDIR gone
+    run bash -c "ulimit -f 4; '$ROOT/pipelines/lazyweights' '$MODELS/stories260K-f16.gguf' Q4_K_M_g1_lam0_c1.25 x/y '$DATA/text/tinystories_sample.txt' 2>&1 | cat; exit \${PIPESTATUS[0]}"
+    [ "$status" -eq 1 ]
+    [ "${lines[-1]}" = "hessian: x/y/stories260K-f16-tinystories_sample-k8.hess: write error: File too large" ]
+    [ ! -e x ]
 }
 
 @test "pipelines/unweight and lazyweights: a WPACK_BIN without their programs is one line, before anything is made" {
