@@ -301,6 +301,8 @@ EOF
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" > q.wts
     # a NUL (UTF-16 text) on line 2, after a good row
     printf 'a\t1.0\nb\0\t\0001\n' > u16.tsv
+    # (a baseline refused after its rows said each of them "not in NOW" too: a re-tester's find)
+    printf 'a\t1.0\nb\t2.0\n\001\n' > rows.tsv
     local said="a control character: not text (a binary file?), not KEY<TAB>B/W lines" base now out
     # BASE|NOW|OUTPUT, one a line, each exit 1
     while IFS='|' read -r base now out; do
@@ -311,6 +313,7 @@ EOF
 good.tsv|q.wts|q.wts:1: $said
 q.wts|good.tsv|q.wts:1: $said
 good.tsv|u16.tsv|u16.tsv:2: $said
+rows.tsv|good.tsv|rows.tsv:3: $said
 EOF
     # 15 lines without a tab, then a good row: 10 said, 5 counted
     { seq 15; printf 'a\t1.0\n'; } > many.tsv
@@ -321,6 +324,10 @@ EOF
     [ "${lines[9]}" = "many.tsv:10: expected KEY<TAB>B/W" ]
     [ "${lines[10]}" = "many.tsv: 5 more bad lines, not said" ]
     [ "$stderr" = "# a: 1.0 b/w (baseline 1.0)" ]
+    # one file given as both: 10 said a side (the count was by name: 10 in all)
+    run --separate-stderr "$ROOT/pipelines/bitcheck" many.tsv many.tsv
+    [ "$(printf '%s\n' "$output" | grep -c 'expected KEY')" -eq 20 ]
+    [ "$(printf '%s\n' "$output" | grep -c '^many.tsv: 5 more bad lines, not said$')" -eq 2 ]
     # exactly 10: no count line
     { seq 10; printf 'a\t1.0\n'; } > ten.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" good.tsv ten.tsv
