@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blas_room.h"
 #include "cli.h"
 #include "names.h"
 #include "spool.h"
@@ -795,6 +796,7 @@ int main(int argc, char **argv)
             wp_die("one input stream at a time (got '%s' too)", a);
         }
     }
+    wp_blas_room_init();   /* OpenBLAS's workers' buffers, before gptq's own (blas_room.h); after --help */
     if (!threads_given)
         go.threads = wp_par_cpus();
     if (!!type_name == !!ftype_name)

@@ -61,6 +61,7 @@
  * (lib/cli.h). Progress on stderr.
  */
 #include "llm_common.h"
+#include "blas_room.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -260,6 +261,9 @@ static void add_rows(struct hstate *s, struct hw *w, double *H, const char *cons
        while ggml's threads compute the next part of the graph, and on few cores each ggml
        barrier then waited for a time slice (--batch 4: 22.5 s for a chunk of stories260K that
        --batch 512 computes in 0.4 s; a breaker's find). 2^22 flop: about a millisecond. */
+    char err[512];
+    if (wp_blas_room(err, sizeof err))   /* OpenBLAS's first call: under ulimit -v it could hang (blas_room.h) */
+        wp_die("%s", err);
     const int nt = (double)n * (double)c * (double)c < 4194304.0 ? 1 : s->threads;
     if (nt != s->blas_threads) {
         openblas_set_num_threads(nt);
@@ -568,6 +572,7 @@ int main(int argc, char **argv)
         else
             out_path = v;
     }
+    wp_blas_room_init();   /* OpenBLAS's workers' buffers, before hessian's own (blas_room.h); after --help */
     if (!model_path)
         wp_die("--model: is required (try --help)");
     if (!text_path)

@@ -5,6 +5,7 @@
  * lib/blocks.c. */
 #include "gptq.h"
 
+#include "blas_room.h"
 #include "blocks.h"
 #include "ggml_type.h"
 #include "half.h"
@@ -642,6 +643,8 @@ static int factor_build(double *H, int64_t cols, const wp_gptq_opts *opts, int m
             fail(err, errlen, "non-finite Hessian entry at (%lld, %lld)", (long long)(i / cols), (long long)(i % cols));
             goto done;
         }
+    if (wp_blas_room(err, errlen))   /* LAPACK's first call: under ulimit -v it could hang (blas_room.h) */
+        goto done;
     A = inplace ? H : malloc((size_t)(cols * cols) * sizeof *A);
     if (!A) {
         fail(err, errlen, "out of memory (Hessian %lld x %lld)", (long long)cols, (long long)cols);

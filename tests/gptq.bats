@@ -925,7 +925,7 @@ PY
     [ -s "$T/ok.gguf" ]
 }
 
-@test "gptq and hessian end under an address-space limit that OpenBLAS's worker buffers pass (they hung at exit)" {
+@test "gptq and hessian under an address-space limit that OpenBLAS's buffers pass: they end, or say why in one line (they hung)" {
     # OpenBLAS's shutdown joined a worker that retried its 128 MiB buffer for ever: gptq --help,
     # a whole run and an error each hung at 100 % of a CPU after their work (a breaker's find);
     # two threads, one worker, whatever the machine's CPU count
@@ -943,4 +943,25 @@ PY
     [ "$output" = "gptq: $T/none.wts: No such file or directory" ]
     run bash -c "ulimit -v $lim; OPENBLAS_NUM_THREADS=2 timeout 60 '$BIN/hessian' --help"
     [ "$status" -eq 0 ]
+    # GPTQ's and hessian's BLAS work hung inside OpenBLAS (a worker without its buffer, or no
+    # room for the caller's): one line with the way on, before the first call (a re-tester's find)
+    "$BIN/hessian" --model "$MODELS/stories260K-f16.gguf" --text "$DATA/text/tinystories_sample.txt" --chunks 2 \
+        -o "$T/m.hess" 2> /dev/null
+    local workers="OpenBLAS's worker threads (1) could not all map their 128 MiB buffers (one without spins): set OPENBLAS_NUM_THREADS to fewer threads (1: none), or raise the limit"
+    run --separate-stderr bash -c "ulimit -v $lim; OPENBLAS_NUM_THREADS=2 timeout 60 '$BIN/gptq' --hessian '$T/m.hess' --type Q8_0 --quiet -o '$T/g.wts' '$T/m.wts'"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" =~ ^"gptq: tensor "[a-z_.0-9]+": under ulimit -v 97 MiB, $workers"$ ]]
+    [ ! -e "$T/g.wts" ]
+    run --separate-stderr bash -c "ulimit -v $lim; OPENBLAS_NUM_THREADS=1 timeout 60 '$BIN/gptq' --hessian '$T/m.hess' --type Q8_0 --quiet -o '$T/g.wts' '$T/m.wts'"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" =~ ^"gptq: tensor "[a-z_.0-9]+": ulimit -v leaves "[0-9]+" MiB beside the "[0-9]+" MiB in use, below the 128 MiB OpenBLAS maps for its work (raise the limit)"$ ]]
+    run --separate-stderr bash -c "ulimit -v $lim; OPENBLAS_NUM_THREADS=2 timeout 60 '$BIN/hessian' --model '$MODELS/stories260K-f16.gguf' --text '$DATA/text/tinystories_sample.txt' --chunks 2 -o '$T/h.hess'"
+    [ "$status" -eq 1 ]
+    [ "${stderr##*$'\n'}" = "hessian: under ulimit -v 97 MiB, $workers" ]   # (after its plan's line)
+    [ ! -e "$T/h.hess" ]
+    # a limit that leaves room: the same bytes as without one
+    "$BIN/gptq" --hessian "$T/m.hess" --type Q8_0 --quiet -o "$T/free.wts" "$T/m.wts"
+    run bash -c "ulimit -v 600000; OPENBLAS_NUM_THREADS=2 timeout 60 '$BIN/gptq' --hessian '$T/m.hess' --type Q8_0 --quiet -o '$T/g.wts' '$T/m.wts'"
+    [ "$status" -eq 0 ]
+    cmp "$T/free.wts" "$T/g.wts"
 }
