@@ -572,7 +572,6 @@ int main(int argc, char **argv)
         else
             out_path = v;
     }
-    wp_blas_room_init();   /* OpenBLAS's workers' buffers, before hessian's own (blas_room.h); after --help */
     if (!model_path)
         wp_die("--model: is required (try --help)");
     if (!text_path)
@@ -584,6 +583,11 @@ int main(int argc, char **argv)
     const uint64_t mem = default_mem ? machine_memory() : 0;
     if (threads == 0)
         threads = wp_par_cpus();
+    /* OpenBLAS's threads set before anything of hessian's own is allocated: a count above the
+       one it started with starts more workers, whose buffers wp_blas_room_init waits for (set
+       after the model, they went unchecked: a reviewer's find) */
+    openblas_set_num_threads((int)threads);
+    wp_blas_room_init();
 
     const char *text_name = llm_text_name(text_path);   /* "-": "stdin" */
     size_t text_len = 0, text_raw = 0;
@@ -659,7 +663,6 @@ int main(int argc, char **argv)
     struct llama_context *ctx = llama_init_from_model(model, cp);
     if (!ctx)
         wp_die("%s: llama.cpp cannot create a context of this size", model_path);
-    openblas_set_num_threads((int)threads);
     st.threads = st.blas_threads = (int)threads;
 
     wp_writer *wr = wp_cli_writer(out_path);

@@ -14,10 +14,12 @@
 /* OpenBLAS's own (cblas.h of its pthreads build; declared here, as hessian.c
  * declares openblas_set_num_threads, so no include path names the build) */
 int openblas_get_num_threads(void);
+int openblas_get_parallel(void);   /* 0 sequential, 1 pthreads, 2 OpenMP */
 
 #define BUFFER_MIB 128u   /* OpenBLAS's BUFFER_SIZE (x86-64), a thread */
 
-static int workers_short;   /* wp_blas_room_init found a worker without its buffer */
+static int workers_short;   /* wp_blas_room_init found a worker without its buffer: of */
+static int workers;         /* this many workers */
 static int room_ok;         /* wp_blas_room returned 0 once */
 
 /* The address-space limit in bytes, or 0 when there is none. */
@@ -57,7 +59,10 @@ void wp_blas_room_init(void)
 {
     const uint64_t lim = as_limit();
     const int t = openblas_get_num_threads();
-    if (!lim || t < 2)
+    /* the pthreads build alone starts its workers, and their buffers, at once (an OpenMP build's
+       threads were taken for workers that had mapped nothing, and every run under a limit was
+       refused: a reviewer's find) */
+    if (!lim || t < 2 || openblas_get_parallel() != 1)
         return;
     /* the workers map their buffers as they start, which may be after main has: waited for, up
        to a second in steps of 2 ms (a first check at once saw a worker not yet started, and
@@ -70,6 +75,7 @@ void wp_blas_room_init(void)
         vm = vm_size();
     }
     workers_short = vm && vm < want;
+    workers = t - 1;
 }
 
 int wp_blas_room(char *err, size_t errlen)
@@ -83,7 +89,7 @@ int wp_blas_room(char *err, size_t errlen)
                  "under ulimit -v %llu MiB, OpenBLAS's worker threads (%d) could not all map their %u MiB "
                  "buffers (one without spins): set OPENBLAS_NUM_THREADS to fewer threads (1: none), or "
                  "raise the limit",
-                 lim_mib, openblas_get_num_threads() - 1, BUFFER_MIB);
+                 lim_mib, workers, BUFFER_MIB);
         return -1;
     }
     if (lim && vm && (vm > lim || lim - vm < ((uint64_t)BUFFER_MIB << 20) + ((uint64_t)1 << 20))) {

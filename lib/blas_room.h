@@ -26,8 +26,11 @@
 extern "C" {
 #endif
 
-/* Note, first thing in main (after wp_cli_init, before any allocation of
- * the program's own), whether OpenBLAS's worker threads mapped their
+/* Note, in main before any allocation of the program's own (after
+ * wp_cli_init and the options, and after any openblas_set_num_threads:
+ * a count above the one the library started with starts more workers),
+ * whether OpenBLAS's worker threads (its pthreads build's: an OpenMP or
+ * sequential build maps nothing at start, and is not checked) mapped their
  * buffers: under a finite RLIMIT_AS, the process's size (VmSize,
  * /proc/self/statm) is at least (threads - 1) x (128 MiB + a thread's
  * stack) when they all did, and at least 128 MiB less when one did not
@@ -46,7 +49,9 @@ void wp_blas_room_init(void);
  * threads (1) could not all map their 128 MiB buffers (one without spins):
  * set OPENBLAS_NUM_THREADS to fewer threads (1: none), or raise the limit".
  * After a 0, later calls
- * return 0 at once (the buffers are mapped and kept). */
+ * return 0 at once (the buffers are mapped and kept). For one calling
+ * thread: the programs make their BLAS calls from main's (gptq's own
+ * threads never call it; a second caller would need its own buffer). */
 int wp_blas_room(char *err, size_t errlen);
 
 #ifdef __cplusplus

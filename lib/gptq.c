@@ -643,11 +643,17 @@ static int factor_build(double *H, int64_t cols, const wp_gptq_opts *opts, int m
             fail(err, errlen, "non-finite Hessian entry at (%lld, %lld)", (long long)(i / cols), (long long)(i % cols));
             goto done;
         }
-    if (wp_blas_room(err, errlen))   /* LAPACK's first call: under ulimit -v it could hang (blas_room.h) */
-        goto done;
     A = inplace ? H : malloc((size_t)(cols * cols) * sizeof *A);
     if (!A) {
         fail(err, errlen, "out of memory (Hessian %lld x %lld)", (long long)cols, (long long)cols);
+        goto done;
+    }
+    /* LAPACK's first call: under ulimit -v it could hang (blas_room.h); after A, which takes room
+       too (checked before it, a copy of cols^2 doubles could take the room the check saw: a
+       reviewer's find) */
+    if (wp_blas_room(err, errlen)) {
+        if (A != H)
+            free(A);
         goto done;
     }
     double mean = 0, amean = 0;
@@ -1022,7 +1028,8 @@ double wp_gptq_hloss(int type, const float *W, const void *q, int64_t rows, int6
     double *e = malloc((size_t)cols * sizeof *e), *he = malloc((size_t)cols * sizeof *he);
     double tot = 0;
     const size_t rsz = wp_ggml_row_size((uint32_t)type, cols);
-    if (!y || !e || !he) {
+    char room[256];
+    if (!y || !e || !he || wp_blas_room(room, sizeof room)) {   /* (blas_room.h) */
         tot = -1;
         goto out;
     }

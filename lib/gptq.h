@@ -131,9 +131,10 @@ int wp_gptq_supported(int type);
  * below 0, or not finite), an unsupported type, a non-finite weight,
  * importance weight or Hessian entry, a weight above
  * WP_GPTQ_WEIGHT_MAX in magnitude (wp_gptq_check_weights), a scale that does
- * not fit fp16 (weights beyond ±65504·range), or no memory, with a one-line
- * message in err (errlen bytes) that names the row and column where it
- * applies. Thread-safe: its own threads (o->threads)
+ * not fit fp16 (weights beyond ±65504·range), no memory, or no room for
+ * OpenBLAS's buffers under an address-space limit (wp_blas_room's line,
+ * blas_room.h; with H), with a one-line message in err (errlen bytes) that
+ * names the row and column where it applies. Thread-safe: its own threads (o->threads)
  * and the BLAS/LAPACK library's run one after the other, never at once.
  * The same as wp_gptq_factor_make + wp_gptq_quantize_factored +
  * wp_gptq_factor_free (below), for one matrix. */
@@ -163,7 +164,9 @@ typedef struct wp_gptq_factor wp_gptq_factor;
  * it, with damp_used and tries, for every matrix it is given (with consume H
  * is then as it was); -1 with *f NULL and a one-line message in err (errlen
  * bytes) on bad arguments (H NULL, cols ≤ 0, damp negative or not finite,
- * retries < 0), a non-finite entry (named by row and column) or no memory. */
+ * retries < 0), a non-finite entry (named by row and column), no memory, or
+ * no room for OpenBLAS's buffers under an address-space limit (wp_blas_room's
+ * line, blas_room.h). */
 int wp_gptq_factor_make(const double *H, int64_t cols, const wp_gptq_opts *o, wp_gptq_factor **f,
                         char *err, size_t errlen);
 
@@ -200,7 +203,7 @@ int wp_gptq_quantize_factored(int type, const float *W, int64_t rows, int64_t co
  * dequantized as ggml's dequantize_row_* does); H cols × cols, NULL means I
  * (plain squared error). In double, in the weights' units squared. Returns
  * -1 for a type without blocks here, cols not a multiple of its block size,
- * or out of memory. Cost rows·cols² (test and report use, not the hot
+ * out of memory, or no room for OpenBLAS's buffers (wp_blas_room). Cost rows·cols² (test and report use, not the hot
  * path). */
 double wp_gptq_hloss(int type, const float *W, const void *q, int64_t rows, int64_t cols,
                      const double *H);

@@ -99,8 +99,10 @@ typedef struct wp_record {
     int      attrs_lost;  /* an attribute set failed (wp_attr_set: out of memory, or past the
                              1 MiB a reader takes): the writers (wp_writer_put,
                              wp_gguf_out_add) refuse the record, so a caller that drops the
-                             failure loses nothing unsaid; reset when the attributes are
-                             replaced (wp_record_free, a reader) */
+                             failure loses nothing unsaid; carried by wp_record_copy (and
+                             bundle.c's copies of a head), reset by wp_record_free and a
+                             reader; the other places that replace attributes whole copy
+                             them from records a reader gave, which are never marked */
 } wp_record;
 
 /* Initialise an empty record: all zero but ne[] = 1; name and attrs NULL

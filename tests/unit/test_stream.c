@@ -474,6 +474,28 @@ int main(void)
         wp_gguf_out_free(o);
         wp_record_free(&r);
         CHECK(!r.attrs_lost, "wp_record_free clears the mark");
+        /* and a reader, whose record replaces the attributes whole */
+        char *one = NULL;
+        size_t one_len = 0;
+        FILE *of = open_memstream(&one, &one_len);
+        wp_writer *ow = wp_writer_open(of, "mem", 8, err, sizeof err);
+        wp_record k;
+        wp_record_init(&k);
+        k.kind = WP_REC_KV, k.type = WP_GGUF_U8;
+        wp_record_set_name(&k, "k");
+        wp_record_alloc(&k, 1)[0] = 1;
+        wp_writer_put(ow, &k);
+        wp_writer_close(ow, err, sizeof err);
+        fclose(of);
+        FILE *rf = fmemopen(one, one_len, "rb");
+        wp_reader *rd = wp_reader_open(rf, "mem", err, sizeof err);
+        const int got = rd ? wp_reader_next(rd, &c) : -1;
+        CHECK(got == 1 && !c.attrs_lost && !strcmp(c.name, "k"), "a reader's record into a marked one clears the mark");
+        if (rd)
+            wp_reader_close(rd);
+        fclose(rf);
+        free(one);
+        wp_record_free(&k);
         wp_record_free(&c);
         fclose(f);
         free(buf);
