@@ -92,11 +92,13 @@ int wp_blas_room(char *err, size_t errlen)
                  lim_mib, workers, BUFFER_MIB);
         return -1;
     }
-    if (lim && vm && (vm > lim || lim - vm < ((uint64_t)BUFFER_MIB << 20) + ((uint64_t)1 << 20))) {
+    /* the caller's buffer and a MiB beside it (the mapping's page, the call's own); what is left
+       said to a tenth (whole MiB said "leaves 128 MiB ... below the 128 MiB": a breaker's find) */
+    if (lim && vm && (vm > lim || lim - vm < ((uint64_t)(BUFFER_MIB + 1) << 20))) {
         snprintf(err, errlen,
-                 "ulimit -v leaves %llu MiB beside the %llu MiB in use, below the %u MiB OpenBLAS maps "
-                 "for its work (raise the limit)",
-                 vm > lim ? 0ull : lim_mib - vm_mib, vm_mib, BUFFER_MIB);
+                 "ulimit -v leaves %.1f MiB beside the %llu MiB in use, below the %u MiB OpenBLAS's work "
+                 "needs (its %u MiB buffer and 1 MiB beside): raise the limit",
+                 vm > lim ? 0.0 : (double)(lim - vm) / 1048576.0, vm_mib, BUFFER_MIB + 1, BUFFER_MIB);
         return -1;
     }
     room_ok = 1;

@@ -43,9 +43,9 @@ void wp_blas_room_init(void);
 /* Before the first BLAS or LAPACK call: 0 when there is no address-space
  * limit, or when every worker mapped its buffer (wp_blas_room_init) and
  * the limit leaves the caller's 128 MiB beside the process's size now;
- * else -1 with one line in err (errlen bytes), e.g. "ulimit -v leaves 97
- * MiB beside the 193 MiB in use, below the 128 MiB OpenBLAS maps for its
- * work (raise the limit)" or "under ulimit -v 97 MiB, OpenBLAS's worker
+ * else -1 with one line in err (errlen bytes), e.g. "ulimit -v leaves 45.3
+ * MiB beside the 52 MiB in use, below the 129 MiB OpenBLAS's work needs
+ * (its 128 MiB buffer and 1 MiB beside): raise the limit" or "under ulimit -v 97 MiB, OpenBLAS's worker
  * threads (1) could not all map their 128 MiB buffers (one without spins):
  * set OPENBLAS_NUM_THREADS to fewer threads (1: none), or raise the limit".
  * After a 0, later calls
