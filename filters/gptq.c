@@ -733,6 +733,14 @@ static void check_model(const char *in, int ftype, int pure, int strict, const c
 
 /* ---- main ---------------------------------------------------------------- */
 
+/* The input stream named by word a: one at most. */
+static void input_once(const char **in, const char *a)
+{
+    if (*in)
+        wp_die("one input stream at a time (got '%s' too)", a);
+    *in = a;
+}
+
 int main(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *type_name = NULL, *ftype_name = NULL;
@@ -748,6 +756,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         const int more = i + 1 < argc;
+        if (!strcmp(a, "--")) {   /* the options end (GNU, zstd): the words after it are the input, "-x" too */
+            while (++i < argc)
+                input_once(&in, argv[i]);
+            break;
+        }
         wp_cli_info(a, usage);   /* --help, -h, --version: exit here */
         if ((v = wp_cli_arg(argc, argv, &i, "--type"))) {
             type_name = v;
@@ -790,10 +803,8 @@ int main(int argc, char **argv)
             out = wp_cli_value(argv, &i);
         } else if (a[0] == '-' && a[1]) {
             wp_die("%s: %s (try --help)", a, more ? "unknown option" : "unknown option or missing value");
-        } else if (!in) {
-            in = a;
         } else {
-            wp_die("one input stream at a time (got '%s' too)", a);
+            input_once(&in, a);
         }
     }
     wp_blas_room_init();   /* OpenBLAS's workers' buffers, before gptq's own (blas_room.h); after --help */

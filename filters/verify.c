@@ -146,20 +146,25 @@ int main(int argc, char **argv)
     int quiet = 0, bad = 0;
     char err[1024];
     wp_cli_init(argv[0]);
+    int opts = 1;   /* until "--" (GNU, zstd): the words after it are files, "-x.gguf" too */
     for (int i = 1; i < argc; i++) {
-        wp_cli_info(argv[i], usage);   /* --help, -h, --version: exit here */
-        if (!strcmp(argv[i], "-q")) {
+        if (opts)
+            wp_cli_info(argv[i], usage);   /* --help, -h, --version: exit here */
+        if (!opts || !strcmp(argv[i], "-") || argv[i][0] != '-') {
+            if (!orig)
+                orig = argv[i];
+            else if (!bpath)
+                bpath = argv[i];
+            else
+                wp_die("too many arguments (try --help)");
+        } else if (!strcmp(argv[i], "--")) {
+            opts = 0;
+        } else if (!strcmp(argv[i], "-q")) {
             quiet = 1;
         } else if (wp_cli_flag(argv[i], "--tsv")) {
             tsv = 1;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            wp_die("%s: unknown option (try --help)", argv[i]);
-        } else if (!orig) {
-            orig = argv[i];
-        } else if (!bpath) {
-            bpath = argv[i];
         } else {
-            wp_die("too many arguments (try --help)");
+            wp_die("%s: unknown option (try --help)", argv[i]);
         }
     }
     if (!orig || !bpath)

@@ -486,6 +486,14 @@ const char *wp_cli_arg(int argc, char **argv, int *i, const char *name)
         wp_die("%s: needs a value (try --help)", name);
     return wp_cli_value(argv, i);
 }
+/* The input named by word a, the one a filter takes. */
+static void cli_operand(const char *a, const char **in)
+{
+    if (*in)
+        wp_die("one input at a time (got '%s' too)", a);
+    *in = a;
+}
+
 void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out)
 {
     const char *a = argv[*i];
@@ -493,6 +501,10 @@ void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char 
     if (!strcmp(a, "-o") && *i + 1 < argc) {
         out_name_check(argv[*i + 1], "-o");   /* before any work, where wp_out_open comes at the end */
         *out = wp_cli_value(argv, i);
+    } else if (!strcmp(a, "--")) {
+        /* the options end (GNU, zstd): every word after is an input, "-x.gguf" and "--help" too */
+        while (*i + 1 < argc)
+            cli_operand(argv[++*i], in);
     } else if (a[0] == '-' && a[1]) {
         /* an option the usage names, at the end of the line: its value is missing */
         const char *u = strstr(usage, a);
@@ -500,10 +512,8 @@ void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char 
         if (*i + 1 >= argc && u && (u[n] == ' ' || u[n] == ']'))
             wp_die("%s: needs a value (try --help)", a);
         wp_die("%s: unknown option (try --help)", a);
-    } else if (!*in) {
-        *in = a;
     } else {
-        wp_die("one input at a time (got '%s' too)", a);
+        cli_operand(a, in);
     }
 }
 

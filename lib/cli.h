@@ -159,7 +159,9 @@ const char *wp_cli_value(char **argv, int *i);
 /* The options every filter shares, for argv[*i] once the program's own
  * options did not match: --help, -h or --version (wp_cli_info),
  * -o OUT (sets *out), "-" or a non-option argument (the input, once: sets
- * *in), anything else dies ("unknown option", "one input at a time"). */
+ * *in), "--" (the options end: the words after it are the input, whatever
+ * they look like; *i advanced to the last), anything else dies ("unknown
+ * option", "one input at a time"). */
 void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out);
 
 /* Whether argv[*i] is the option `name` that takes a value, GNU style:

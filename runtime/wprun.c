@@ -1407,9 +1407,10 @@ static char **split_eq(int *argc, char **argv)
     eq_value = calloc((size_t)*argc * 2 + 1, 1);
     if (!av || !eq_value)
         die(WR_EXIT_FAIL, "%s", "out of memory");
-    int n = 0;
+    int n = 0, opts = 1;   /* after "--", words are bundles, split not */
     for (int i = 0; i < *argc; i++) {
-        const char *eq = i > 0 ? strchr(argv[i], '=') : NULL;
+        const char *eq = i > 0 && opts ? strchr(argv[i], '=') : NULL;
+        opts = opts && strcmp(argv[i], "--");
         const char *name = eq ? value_option(argv[i], (size_t)(eq - argv[i])) : NULL;
         if (name) {
             if (!eq[1])   /* --bundle= opened "" (": No such file or directory"), --match= matched all */
@@ -1493,6 +1494,18 @@ static void match_check(const wr_model *md)
     }
 }
 
+/* Bundle file f, given as opt ("--bundle: ", or "" for a bare word), to bundles[*nb]: 64 at most,
+ * and a name ("wprun: : No such file or directory" it said; then a bare one was said as
+ * "--bundle: ...", an option not typed) as the filters say it (wp_cli_input_name, wp_arg_file). */
+static void add_bundle(const char **bundles, int *nb, const char *f, const char *opt)
+{
+    if (*nb == 64)
+        die(WR_EXIT_USAGE, "%s", "--bundle: at most 64 bundles");
+    if (!*f)
+        die(WR_EXIT_USAGE, "%san empty file name", opt);
+    bundles[(*nb)++] = f;
+}
+
 int main(int argc, char **argv)
 {
     /* line by line: a run killed by a timeout (gpucheck.sh's steps) keeps what it printed, and
@@ -1507,6 +1520,11 @@ int main(int argc, char **argv)
     argv = split_eq(&argc, argv);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--")) {   /* the options end (GNU, zstd): the words after it are bundles, "-b" too */
+            while (++i < argc)
+                add_bundle(bundles, &nb, argv[i], "");
+            break;
+        }
         wp_cli_info(a, usage);   /* --help, -h, --version: exit here, as every program */
         if (!strcmp(a, "--cpu")) {
             opt.cpu = 1;
@@ -1524,14 +1542,10 @@ int main(int argc, char **argv)
             static char msg[600];
             snprintf(msg, sizeof msg, "%.200s: missing value (got the option %.200s)", a, v);
             die(WR_EXIT_USAGE, "%s", msg);
-        } else if (a[0] != '-' || !strcmp(a, "-") || (v && !strcmp(a, "--bundle"))) {   /* a bare FILE is --bundle FILE */
-            if (nb == 64)
-                die(WR_EXIT_USAGE, "%s", "--bundle: at most 64 bundles");
-            bundles[nb++] = a[0] != '-' || !a[1] ? a : argv[++i];
-            /* ("wprun: : No such file or directory"; then a bare one was said as "--bundle: ...",
-               an option not typed) as the filters say it (wp_cli_input_name, wp_arg_file) */
-            if (!*bundles[nb - 1])
-                die(WR_EXIT_USAGE, "%s", *a ? "--bundle: an empty file name" : "an empty file name");
+        } else if (a[0] != '-' || !strcmp(a, "-")) {   /* a bare FILE is --bundle FILE */
+            add_bundle(bundles, &nb, a, "");
+        } else if (v && !strcmp(a, "--bundle")) {
+            add_bundle(bundles, &nb, argv[++i], "--bundle: ");
         } else if (!v && value_option(a, strlen(a))) {   /* said as --runs= is (it was "unknown option or
                                                            missing value": a fresh user's find) */
             die(WR_EXIT_USAGE, "%s: needs a value (see --help)", a);

@@ -627,6 +627,35 @@ inputs_in_T() {
     one_line_error "^tsinfo: --bogus: unknown option \(try --help\)$"
 }
 
+@test "-- ends the options, as in zstd: the words after it are files, -x.gguf and --help too" {
+    cd "$T"
+    cp "$F32" ./-x.gguf
+    "$BIN/ggufcat" -- -x.gguf > s.wps
+    [ "$("$BIN/tsinfo" -- s.wps | sed -n 2p)" = "gguf     -x.gguf                                  -        -                         0  " ]
+    for p in histogram bf16split; do
+        "$BIN/$p" -- s.wps > "$p.out"
+        [ -s "$p.out" ]
+    done
+    "$BIN/ggufpack" -o ./-p.gguf -- s.wps
+    cmp "$F32" ./-p.gguf
+    "$BIN/gptq" --rtn --type Q8_0 -q -o ./-q.wps -- s.wps
+    "$BIN/gptq" --rtn --type Q8_0 -q -- -q.wps > q.wps
+    "$BIN/histogram" -- q.wps | "$BIN/huffbuild" -- - | "$BIN/laneinterleave" -o ./-b.bundle -- -
+    "$BIN/unbundle" -- -b.bundle > q.gguf
+    run "$BIN/verify" -q -- q.gguf -b.bundle
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "rebuilt GGUF byte-identical: every tensor matches with both decoders" ]
+    # each takes its one input (verify its two) after --, and an option there is a file
+    run "$BIN/ggufcat" -- -x.gguf -y
+    one_line_error "^ggufcat: one input at a time \(got '-y' too\)$"
+    run "$BIN/gptq" --rtn -- s.wps --type
+    one_line_error "^gptq: one input stream at a time \(got '--type' too\)$"
+    run "$BIN/verify" -- q.gguf -b.bundle -q
+    one_line_error "^verify: too many arguments \(try --help\)$"
+    run "$BIN/tsinfo" -- --help
+    one_line_error "^tsinfo: --help: No such file or directory$"
+}
+
 @test "interrupted (SIGINT) while writing to a redirected stdout: the file is left empty" {
     mkfifo "$T/fifo2"
     "$BIN/ggufcat" "$F32" > "$T/s.wps"

@@ -578,6 +578,20 @@ open('$T/name', 'w').write(r.name)"
     [ "$output" = "wprun: --tol: needs a value (see --help)" ]
 }
 
+@test "wprun: -- ends the options: the words after it are bundles, -b.bundle and --runs=2 too" {
+    cp "$Q/f16.bundle" "$T/-b.bundle"
+    cd "$T"
+    run "$BIN/wprun" --cpu --match=blk.0.ffn_up -- -b.bundle
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): ok" ]
+    run "$BIN/wprun" --cpu -- -b.bundle --runs=2
+    [ "$status" -eq 1 ]
+    [ "$output" = "wprun: --runs=2: No such file or directory" ]
+    run "$BIN/wprun" --cpu -- ""
+    [ "$status" -eq 64 ]
+    [ "$output" = "wprun: an empty file name" ]
+}
+
 @test "wprun: --name=value as --name value (it was an unknown option)" {
     run "$BIN/wprun" --cpu --match=blk.0.ffn_up --bundle="$Q/f16.bundle" --batch=1,3 --runs=2
     [ "$status" -eq 0 ]
