@@ -544,9 +544,22 @@ PY
 }
 
 @test "gptq --type Q4_0 --gamma: one d per row run, every block valid" {
-    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --type Q4_0 --gamma --widen 1.5 -q | "$BIN/ggufpack" > "$T/g.gguf"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --type Q4_0 --gamma --widen 1.5 -q > "$T/g.wps"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --type Q4_0 -q > "$T/p.wps"
+    "$BIN/ggufpack" < "$T/g.wps" > "$T/g.gguf"
     "$BIN/ggufcat" "$T/g.gguf" | "$BIN/tsinfo" | grep -q 'blk.0.attn_q.weight  *Q4_0'
     "$BIN/ggufcat" "$T/g.gguf" | "$BIN/tsinfo" | grep -q 'general.file_type  *u32 .* 2$'
+    # attn_q's 64 rows of 64 weights, 2 blocks of 18 bytes each (d, an F16, first): rows whose
+    # two d differ, and d that are 0, Inf or NaN (exponent bits all set). The checks above pass
+    # for a gptq that ignores --gamma (a reviewer's find): without it every row's d differ.
+    rows() {
+        read -r off len < <(payload_of "$1" blk.0.attn_q.weight)
+        od -An -v -w36 -t x2 -j "$off" -N "$len" "$1" |
+            awk '{ n++; if ($1 != $10) d++; for (k = 1; k <= 10; k += 9) if ($k == "0000" || $k == "8000" || $k ~ /^[7f][c-f]/) bad++ }
+                 END { print n, d + 0, bad + 0 }'
+    }
+    [ "$(rows "$T/g.wps")" = "64 0 0" ]
+    [ "$(rows "$T/p.wps")" = "64 64 0" ]
 }
 
 @test "gptq --rtn [--imatrix] equals llama-quantize [--imatrix] byte for byte on a llama-shaped model with K-quant rows" {

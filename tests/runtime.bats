@@ -1018,9 +1018,13 @@ for r in recs:
     [ "${lines[-1]}" = "wprun: 36 matrices (cpu): ok" ]
     # the summary of a run of stored matrices alone ("1 of the 1 matrix is", "5 of the 5")
     run --separate-stderr "$BIN/wprun" --cpu --match blk.0.attn_q "$Q/s-Q8_0.bundle"
+    [ "$status" -eq 0 ]   # (a failed run printed the summary too: a reviewer's find)
     [ "${lines[-2]}" = "wprun: the matrix is not lane-coded (1 zstd'd, where coding would not make it smaller): the twin alone ran it" ]
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): ok" ]
     run --separate-stderr "$BIN/wprun" --cpu --match attn_q "$Q/s-Q8_0.bundle"
+    [ "$status" -eq 0 ]
     [ "${lines[-2]}" = "wprun: none of the 5 matrices is lane-coded (5 zstd'd, where coding would not make them smaller): the twin alone ran them" ]
+    [ "${lines[-1]}" = "wprun: 5 matrices (cpu): ok" ]
     # --tune of stored matrices alone keeps the tuning file (it wrote the header alone over it)
     "$BIN/wprun" --cpu --tune --tuning "$T/keep.tuning" --runs 1 --match blk.0.ffn_up "$Q/s-Q8_0.bundle" > /dev/null
     cp "$T/keep.tuning" "$T/keep.before"
