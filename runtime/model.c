@@ -206,8 +206,11 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
         return fail(err, errlen, "%s: bad raw record attributes", m->name);
     /* tiles of 256 weights: 128 palette pairs or 256 exponent bytes a tile row (the kernels
        rely on it, as bf16split and laneinterleave write it) */
+    const unsigned tile_sym = s->palette_n ? 128u : 256u;
+    if (m->v.shape.tile_sym != tile_sym)   /* said apart from the checks below (a reviewer's find) */
+        return fail(err, errlen, "%s: %llu symbols a tile row, not the %u of 256 weights' %s", m->name,
+                    (unsigned long long)m->v.shape.tile_sym, tile_sym, s->palette_n ? "palette pairs" : "exponents");
     if (m->v.shape.rows != (uint64_t)m->rows || m->v.shape.row_sym != (uint64_t)s->sym_per_row ||
-        m->v.shape.tile_sym != (s->palette_n ? 128u : 256u) ||
         (uint64_t)s->vmap_bytes * 8 < (uint64_t)(m->rows * s->groups_per_row) ||
         (uint64_t)s->raw_bytes * 8 < (uint64_t)(m->rows * m->cols * raw_bits))
         return fail(err, errlen, "%s: raw record does not match the coded shape", m->name);

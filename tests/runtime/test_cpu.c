@@ -597,7 +597,8 @@ int main(void)
             wr_model bad;
             memset(&bad, 0, sizeof bad);
             err[0] = 0;
-            CHECK(ok && wr_model_load(&bad, path, NULL, err, sizeof err) == -1 && strstr(err, "coded shape"),
+            CHECK(ok && wr_model_load(&bad, path, NULL, err, sizeof err) == -1 &&
+                      !strcmp(err, "synth.BF16.64x512: 64 symbols a tile row, not the 128 of 256 weights' palette pairs"),
                   "BF16 with 64 symbols a tile row: load refused (%s)", err);
             wr_model_free(&bad);
             remove(path);
@@ -633,7 +634,9 @@ int main(void)
         int flagged = wr_dev_decode_tile(m, lut, 0, tile) == -1;
         CHECK(flagged, "a set padding bit in the last word: the tile is flagged");
         free(lut);
-        CHECK(wr_cpu_gemv_fused(m, x, 1, y, err, sizeof err) == -1, "a set padding bit: fused GEMV fails");
+        err[0] = 0;
+        CHECK(wr_cpu_gemv_fused(m, x, 1, y, err, sizeof err) == -1 && strstr(err, "corrupt"),
+              "a set padding bit: fused GEMV fails (%s)", err);
         /* an over-subscribed code table (four codes of one bit): each decoder says so (the fused
            GEMV said "out of memory") */
         uint8_t keep[256];

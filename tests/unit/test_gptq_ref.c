@@ -273,6 +273,10 @@ static double code_agreement(int type, const uint8_t *a, const uint8_t *b, int64
     return (double)same / ((double)nblocks * bi.n);
 }
 
+/* shadowing, decisions at a rounding boundary: at most 1 code and 2 blocks' side data in these
+   cases; a bug that put many there passed unbounded (a reviewer's find) */
+#define MAX_AT_BOUNDARY 8
+
 /* Quantize W (rows × cols) with H by wp_gptq_quantize and by ref_gptq under
  * the same options. On its own the reference must agree in at least
  * min_codes of the codes and within rel_tol in tr(ΔW·H·ΔWᵀ) (one boundary
@@ -301,7 +305,8 @@ static void compare(const char *what, int type, const float *W, int64_t rows, in
           name, 100 * agree, 100 * side, rh);
     lref = ref_gptq(type, W, rows, cols, H, perm, U, o->act_order, o->widen, a, b, &sh);
     double rl = info.loss / lref;
-    CHECK(rc == 0 && sh.bad_codes == 0 && sh.bad_sides == 0 && fabs(rl - 1) <= 1e-4 && !memcmp(a, b, sz),
+    CHECK(rc == 0 && sh.bad_codes == 0 && sh.bad_sides == 0 && sh.codes <= MAX_AT_BOUNDARY &&
+              sh.sides <= MAX_AT_BOUNDARY && fabs(rl - 1) <= 1e-4 && !memcmp(a, b, sz),
           "%s: shadowing it, %lld codes and %lld blocks' side data differ at a rounding boundary, %lld and %lld elsewhere; GPTQ loss lib/ref %.7f",
           name, (long long)sh.codes, (long long)sh.sides, (long long)sh.bad_codes, (long long)sh.bad_sides, rl);
     free(a);
@@ -347,7 +352,9 @@ static double *synth_problem(int64_t rows, int64_t cols, float **Wout)
 /* ---- tests ---------------------------------------------------------------- */
 
 #define MIN_CODES 0.98
-#define REL_TOL 0.05
+/* the objectives' ratio on its own: 0.9995 .. 1.0012 in these cases (0.05 let a 4 % worse
+   GPTQ pass: a reviewer's find) */
+#define REL_TOL 0.005
 
 int main(void)
 {

@@ -481,7 +481,8 @@ int main(void)
                             worst = dv > worst ? dv : worst;
                         }
                     }
-                    CHECK(l.legacy && !g.legacy && !bad && worst < 1e-6,
+                    /* (0 here; 1e-6 was 17 float roundings of slack: a reviewer's find) */
+                    CHECK(l.legacy && !g.legacy && !bad && worst < 1e-7,
                           "imatrix.dat = GGUF of the same run: %d entries, names and sizes, ncall 3, importance to "
                           "%.2g relative",
                           l.n, worst);
