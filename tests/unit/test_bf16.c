@@ -443,6 +443,45 @@ static void test_corrupt(void)
     free(back);
 }
 
+/* bits nothing decodes must be 0 as the split writes them: raw padding, vmap
+   padding, an odd row's pad nibble; and an index equal to n_palette is
+   outside the palette (each a mutation test's find: dropping the check, or
+   k > n_palette, joined these records with 0) */
+static void test_corrupt_padding(void)
+{
+    uint8_t m[8], back[8];
+    struct wp_bf16_split s;
+    put16(m, 0x3c01);   /* F16 1x1: 11 raw bits in 2 bytes, 5 padding bits */
+    wp_bf16_split(&s, WP_F16, m, 1, 1, 0, 64);
+    CHECK(s.raw_bytes == 2 && wp_bf16_join(&s, back) == 0, "fixture: F16 1x1 raw in 2 bytes, joins");
+    s.raw[1] |= 0x80;   /* raw stream bit 15: padding */
+    int rc = wp_bf16_join(&s, back);
+    CHECK(rc == WP_BF16_ECORRUPT && !strcmp(wp_bf16_strerror(rc), "bf16: split parts are inconsistent (corrupt)"),
+          "F16 raw padding bit set -> WP_BF16_ECORRUPT (-4, \"bf16: split parts are inconsistent (corrupt)\"), got %d", rc);
+    wp_bf16_split_free(&s);
+
+    for (int i = 0; i < 4; i++)   /* BF16 1x4, exponents 127 127 127 128 */
+        put16(m + 2 * i, (uint16_t)((i < 3 ? 127 : 128) << 7 | (i * 5)));
+    wp_bf16_split(&s, WP_BF16, m, 1, 4, 4, 4);
+    CHECK(s.n_palette == 2 && s.vmap_bytes == 1 && s.n_verbatim == 0 && wp_bf16_join(&s, back) == 0,
+          "fixture: BF16 1x4 palette {127, 128}, one group in 1 vmap byte, joins");
+    s.vmap[0] |= 0x02;  /* vmap bit 1: past the one group */
+    rc = wp_bf16_join(&s, back);
+    CHECK(rc == WP_BF16_ECORRUPT, "vmap padding bit set -> WP_BF16_ECORRUPT (-4), got %d", rc);
+    s.vmap[0] &= (uint8_t)~0x02;
+    s.sym[0] = (uint8_t)((s.sym[0] & 0xf0) | 2);   /* weight 0: index 2 == n_palette */
+    rc = wp_bf16_join(&s, back);
+    CHECK(rc == WP_BF16_ECORRUPT, "index 2 with n_palette 2 -> WP_BF16_ECORRUPT (-4), got %d", rc);
+    wp_bf16_split_free(&s);
+
+    wp_bf16_split(&s, WP_BF16, m, 1, 3, 4, 4);   /* 1x3: 2 symbols, the 2nd's high nibble pad */
+    CHECK(s.sym_per_row == 2 && wp_bf16_join(&s, back) == 0, "fixture: BF16 1x3 palette 4, 2 symbols a row, joins");
+    s.sym[1] |= 0x10;
+    rc = wp_bf16_join(&s, back);
+    CHECK(rc == WP_BF16_ECORRUPT, "odd row's pad nibble 1 -> WP_BF16_ECORRUPT (-4), got %d", rc);
+    wp_bf16_split_free(&s);
+}
+
 /* ---- the real stories260K weights -------------------------------------------- */
 
 static void test_model(const char *file, uint32_t want_type, int verbose)
@@ -544,6 +583,7 @@ int main(void)
     test_f16();
     test_f32();
     test_corrupt();
+    test_corrupt_padding();
     test_model("stories260K-bf16.gguf", WP_BF16, 2);
     test_model("stories260K-f16.gguf", WP_F16, 1);
     test_model("stories260K-f32.gguf", WP_F32, 1);

@@ -180,6 +180,23 @@ static void test_brute_force(void)
     CHECK(wp_huf_coded_bits(c, len, 5) == brute_force(c, 5, 3) && wp_huf_coded_bits(c, len, 5) == 32,
           "counts 1,1,2,4,8 with L=3: 32 bits, the brute-force optimum (lengths %d,%d,%d,%d,%d)",
           len[0], len[1], len[2], len[3], len[4]);
+    /* ties: equally short codes, but the lengths are one function of the counts (huffman.h's
+       promise, which checks of the cost alone let go: a mutation test's find) */
+    static const struct {
+        uint64_t c[6];
+        int n, L;
+        uint8_t want[6];
+    } ties[] = {
+        {{1, 1, 1}, 3, 3, {2, 2, 1}},
+        {{2, 4, 2, 2, 0}, 5, 4, {2, 2, 2, 2, 0}},
+        {{3, 3, 4, 2, 2, 1}, 6, 4, {3, 2, 2, 3, 3, 3}},
+    };
+    for (size_t t = 0; t < sizeof ties / sizeof *ties; t++) {
+        uint8_t got[6] = {0};
+        const int rc = wp_huf_lengths(ties[t].c, ties[t].n, ties[t].L, got);
+        CHECK(rc == 0 && !memcmp(got, ties[t].want, (size_t)ties[t].n),
+              "ties, case %zu: lengths %d,%d,%d,%d,%d,%d", t, got[0], got[1], got[2], got[3], got[4], got[5]);
+    }
 }
 
 static void test_edge_alphabets(void)

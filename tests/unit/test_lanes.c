@@ -197,6 +197,9 @@ static void test_geometry(void)
     wp_lanes_shape bad = {1, 1, 257}, zero = {0, 4096, 256};
     CHECK(!wp_lanes_shape_ok(&bad) && wp_lanes_ntiles(&bad) == 0, "tile_sym 257 is not a shape");
     CHECK(wp_lanes_shape_ok(&zero) && wp_lanes_ntiles(&zero) == 0, "0 rows: a valid shape with no tiles");
+    /* 2^32 x 2^31 symbols, 2^63 > 2^62: no shape (untested before: a mutation test's find) */
+    wp_lanes_shape huge = {1ull << 32, 1ull << 31, 128};
+    CHECK(!wp_lanes_shape_ok(&huge) && wp_lanes_ntiles(&huge) == 0, "2^32 rows x 2^31 symbols is not a shape");
 }
 
 /* The byte layout, by hand. Code: symbol 0 = "0", 1 = "10", 2 = "11". */
@@ -769,6 +772,57 @@ static void test_fast_paths(void)
     free(m);
     free(a);
     free(b);
+
+    /* A partial tile's one-lane path at L = 9, nearly every code 9 bits long: a buffer refill
+       holds >= 57 bits, 6 codes; 7 (64 / 9) read past it (only L = 11 tested it, where
+       57 / 11 = 64 / 11: a mutation test's find) */
+    wp_lanes_shape s2 = {2, 256, 256};
+    uint8_t m2[512], a2[512], b2[512];
+    for (int i = 0; i < 256; i++)
+        cnt[i] = 1 + 50 * (i % 7 == 0);
+    for (int i = 0; i < 512; i++)
+        m2[i] = (uint8_t)rng();
+    int ok2 = wp_huf_lengths(cnt, 256, 9, len) == 0 && encode(m2, &s2, len, &c) == 0 &&
+              both_l(&c, &s2, len, 9, a2, b2, 512) == WP_LANES_OK && !memcmp(b2, m2, 512);
+    CHECK(ok2, "2 x 256 weights of 9-bit codes, L = 9: both decoders restore the matrix");
+    coded_free(&c);
+}
+
+/* What a bundle cannot hold, refused before any decode: a lane of more than
+ * WP_LANE_MAX_WORDS words whose counts agree with the offsets (the lane groups'
+ * arrays overran the stack), and a first offset other than 0. Untested before
+ * (a mutation test's finds). */
+static void test_limits(void)
+{
+    wp_lanes_shape s = {64, 128, 128};
+    uint8_t *m = make_matrix(64, 128, 2), len[256], a[64 * 128], b[64 * 128];
+    lengths_of(m, 64 * 128, len);
+    coded c;
+    int ok = encode(m, &s, len, &c) == 0;
+    /* lane 0 made 255 words long, the words it gains appended (zeros) */
+    const uint64_t more = 255u - c.lane_words[0];
+    uint32_t *w = calloc(c.nwords + more, sizeof *w);
+    memcpy(w, c.words, c.nwords * sizeof *w);
+    const uint8_t keep = c.lane_words[0];
+    c.lane_words[0] = 255;
+    c.offsets[1] += (uint32_t)more;
+    CHECK(ok && wp_lanes_decode(w, c.nwords + more, c.offsets, c.lane_words, &s, len, 11, 1, a) == WP_LANES_ECORRUPT &&
+              wp_lanes_decode(w, c.nwords + more, c.offsets, c.lane_words, &s, len, 11, 0, b) == WP_LANES_ECORRUPT,
+          "a lane of 255 words (above %d), the offsets agreeing: ECORRUPT from both decoders", WP_LANE_MAX_WORDS);
+    c.lane_words[0] = keep;
+    c.offsets[1] -= (uint32_t)more;
+    /* one word put before the payload, every offset moved on by it */
+    w[0] = 0xDEADBEEFu;
+    memcpy(w + 1, c.words, c.nwords * sizeof *w);
+    uint32_t off[2] = {c.offsets[0] + 1, c.offsets[1] + 1};
+    CHECK(ok && both(w, c.nwords + 1, off, c.lane_words, &s, len, a, b, sizeof a) == WP_LANES_ECORRUPT,
+          "a first offset of 1 (a word before the payload): ECORRUPT from both decoders");
+    CHECK(ok && both(w + 1, c.nwords, c.offsets, c.lane_words, &s, len, a, b, sizeof a) == WP_LANES_OK &&
+              !memcmp(b, m, sizeof b),
+          "  the same payload from offset 0 decodes");
+    free(w);
+    coded_free(&c);
+    free(m);
 }
 
 /* ---- size: ragged layout against the Huffman bits and the padded one ---- */
@@ -862,6 +916,7 @@ int main(void)
     test_special_matrices();
     test_corrupt();
     test_fast_paths();
+    test_limits();
     test_overhead();
     test_speed();
     return tap_done();

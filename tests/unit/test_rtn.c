@@ -218,6 +218,23 @@ static void test_negative_scale(void)
     CHECK(bad == 0, "negative sub-block scale case (Q4_K imatrix spill) equals ggml for every type (%d differ)", bad);
 }
 
+/* Two sub-blocks whose scales tie in magnitude with opposite signs: llama.cpp's
+ * quantize_row_iq4_xs keeps the first (strict >), so d = -max_scale / 32 takes
+ * its sign (a mutation test's find: >= took the second, d 8c07 not 0c07). */
+static void test_iq4_xs_scale_tie(void)
+{
+    float x[256] = {0};
+    for (int j = 0; j < 32; j++) {
+        x[j] = j % 2 ? 1.f : 0.5f;
+        x[32 + j] = -x[j];
+    }
+    uint8_t a[136], b[136];
+    int bad = compare(WP_IQ4_XS, x, 1, 256, NULL, a, b);
+    CHECK(bad == 0 && a[0] == 0x07 && a[1] == 0x0c && a[2] == 0xac && a[3] == 0xaa,
+          "IQ4_XS sub-blocks 0/1 with scales +s/-s: equals ggml_quantize_chunk, block starts 07 0c ac aa "
+          "(%d blocks differ, got %02x %02x %02x %02x)", bad, a[0], a[1], a[2], a[3]);
+}
+
 static void test_stories(void)
 {
     const char *data = getenv("WPACK_DATA");
@@ -280,6 +297,7 @@ int main(void)
     test_edges();
     test_pieces();
     test_negative_scale();
+    test_iq4_xs_scale_tie();
     test_stories();
     CHECK(wp_rtn_quantize(WP_Q4_K, NULL, NULL, 1, 100, NULL) == 0 && wp_rtn_quantize(WP_F16, NULL, NULL, 1, 256, NULL) == 0,
           "bad row length or unsupported type writes nothing");

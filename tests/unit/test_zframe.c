@@ -182,6 +182,27 @@ int main(void)
         }
     }
 
+    /* skippable frames have magics 0x184D2A50..5F: any first byte 0x5?, not only 0x50
+       (a mutation test's find: h[0] == 0x50 took 5F as no skippable frame, and a
+       skippable frame 0x184D2A53 after the zstd frame as "bytes after the zstd frame") */
+    CHECK(wp_zframe_skippable((const uint8_t[]){0x5F, 0x2A, 0x4D, 0x18}, 4) == 1,
+          "5f 2a 4d 18 is a skippable frame's magic (1)");
+    {
+        uint8_t two_f[256], back[16];
+        const size_t first = ZSTD_compress(two_f, sizeof two_f, "first", 5, 1);
+        memcpy(two_f + first, "\x53\x2a\x4d\x18\x04\x00\x00\x00skip", 12);   /* magic, size 4, 4 bytes */
+        FILE *c2 = from(two_f, first + 12);
+        wp_zsrc *s2 = wp_zsrc_open(c2);
+        const size_t got = wp_zsrc_read(s2, back, sizeof back);
+        const char *e = wp_zsrc_error(s2);
+        CHECK(got == 5 && !memcmp(back, "first", 5) && e &&
+                  !strcmp(e, "a skippable zstd frame after the first: wpack reads one frame; zstd -d it, then read the stream"),
+              "a skippable frame 53 2a 4d 18 after the zstd frame: \"a skippable zstd frame after the first: wpack reads one "
+              "frame; zstd -d it, then read the stream\" (got: %s)", e ? e : "no error");
+        wp_zsrc_free(s2);
+        fclose(c2);
+    }
+
     free(j);
     free(dec);
     free(bp);
