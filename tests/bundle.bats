@@ -470,6 +470,26 @@ for r in recs:
     [ "$status" -eq 0 ]
 }
 
+@test "bad input: a coded record whose shape is not its tensor's is refused (unbundle, verify, wprun)" {
+    # output.weight, 345 rows of 64 Q4_0 weights: 32 pairs a row, said as 16 (the same 6 tiles);
+    # unbundle's check of it was untested (a mutation test's find)
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q4_0 -q > "$T/q.wps"
+    "$BIN/ggufpack" < "$T/q.wps" > "$T/q.gguf"
+    bundle "$T/q.gguf" "$T/q.bundle"
+    stream_edit "$T/q.bundle" "$T/e.bundle" "
+for r in recs:
+    if r.kind == 7 and r.name == 'output.weight':
+        assert r.attrs['row_sym'] == '32' and r.ne[:2] == [64, 345]
+        r.attrs['row_sym'] = '16'"
+    run "$BIN/unbundle" -o "$T/back.gguf" "$T/e.bundle"
+    one_line_error "^unbundle: $T/e.bundle: record 'output.weight': coded shape does not match the tensor$"
+    [ ! -e "$T/back.gguf" ]
+    run "$BIN/verify" -q "$T/q.gguf" "$T/e.bundle"
+    one_line_error "^verify: $T/e.bundle: record 'output.weight': coded shape does not match the tensor$"
+    run "$BIN/wprun" --cpu "$T/e.bundle"
+    one_line_error "^wprun: $T/e.bundle: output.weight: side data or coded shape does not match the type$"
+}
+
 @test "bad input: a coded record with fewer lane words than symbols is corrupt before its symbols are allocated" {
     # stories260K BF16's token_embd made 4194304 x 256 with 65536 empty tiles (2.7 MB): the
     # restorers allocated its 536870912 symbols (512 MB; with less memory 'out of memory', no

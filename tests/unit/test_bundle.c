@@ -162,6 +162,11 @@ int main(void)
         ggml_quantize_chunk((enum ggml_type)types[t], x, blk, 0, rows, cols, NULL);
         CHECK(wp_codes_geom_get(types[t], cols, (uint64_t)rows, &g) == 0 && g.block_len == bytes,
               "%s: geometry matches ggml_row_size", wp_ggml_type_name((uint32_t)types[t]));
+        /* a row of one and a half blocks has no geometry (untested: a mutation test's find) */
+        wp_codes_geom half;
+        const int nb = wp_codes_geom_get(types[t], g.bi.n + g.bi.n / 2, 1, &half);
+        CHECK(nb == -1 && half.row_sym == 0, "%s: rows of %d weights (1.5 blocks) are refused",
+              wp_ggml_type_name((uint32_t)types[t]), g.bi.n + g.bi.n / 2);
         uint8_t *sym = malloc(g.n_sym), *side = malloc(g.side_len);
         wp_codes_split(&g, blk, sym, side);
         /* grouping: as many codes per symbol as fit in 8 bits, first weight lowest */
@@ -296,8 +301,10 @@ int main(void)
         wp_record_free(&t), wp_record_free(&z), wp_record_free(&map), wp_record_free(&red);
     }
     /* a ref restores an earlier tensor only (wpack-bundle(5)): a ref to one written after it
-     * restored that one's bytes with exit 0 (a breaker's find) */
-    for (int later = 0; later < 2; later++) {
+     * restored that one's bytes with exit 0 (a breaker's find); and one whose recorded hash is
+     * not the tensor's is refused (untested: a mutation test's find) */
+    for (int c = 0; c < 3; c++) {
+        const int later = c == 1, badhash = c == 2;
         char *sb = NULL;
         size_t sl = 0;
         FILE *sf = open_memstream(&sb, &sl);
@@ -311,6 +318,8 @@ int main(void)
             wp_writer_put(sw, &t);
         wp_ref_make(&t, "a", &ref);
         wp_record_set_name(&ref, "b");
+        if (badhash)
+            wp_attr_set(&ref, "xxh32", "00000000");
         wp_writer_put(sw, &ref);
         if (later)
             wp_writer_put(sw, &t);
@@ -330,7 +339,10 @@ int main(void)
             if (p == 1 && !strcmp(out->name, "b"))
                 got = 1, ok = out->kind == WP_REC_TENSOR && out->payload_len == 64 && out->payload[63] == 1;
         }
-        if (!later)
+        if (badhash)
+            CHECK(got == -1 && !strcmp(wp_restore_error(rs), "record 'b': the shared tensor does not match its recorded hash"),
+                  "a ref whose hash is not its tensor's is refused (%d: %s)", got, wp_restore_error(rs));
+        else if (!later)
             CHECK(got == 1 && ok, "a ref to an earlier tensor restores its bytes");
         else
             CHECK(got == -1 && strstr(wp_restore_error(rs), "the tensor it shares, 'a', is missing"),
@@ -340,6 +352,34 @@ int main(void)
         fclose(rf), fclose(xf);
         free(sb);
         wp_record_free(&t), wp_record_free(&ref), wp_record_free(&in);
+    }
+    /* a KVPACK's contents end with its last kv record: bytes after it are refused (untested: a
+     * mutation test's find) */
+    for (int extra = 0; extra < 2; extra++) {
+        wp_record kv, pk, *out = NULL;
+        wp_record_init(&kv), wp_record_init(&pk);
+        kv.kind = WP_REC_KV, kv.type = 4;   /* GGUF's u32 */
+        wp_record_set_name(&kv, "general.alignment");
+        const uint32_t al = 32;
+        memcpy(wp_record_alloc(&kv, 4), &al, 4);
+        uint8_t *kb = NULL;
+        size_t kl = 0;
+        int made = wp_kvpack_add(&kb, &kl, &kv) == 0 && (kb = realloc(kb, kl + 3)) != NULL;
+        if (made)
+            memset(kb + kl, 0, 3);
+        made = made && wp_kvpack_finish(kb, kl + 3 * (size_t)extra, 1, 3, &pk) == 0;
+        wp_restore *rs = wp_restore_new();
+        const int p = made ? wp_restore_put(rs, &pk, 0, &out) : -2;
+        if (extra)
+            CHECK(p == -1 && !strcmp(wp_restore_error(rs), "the kvpack record: 3 trailing bytes"),
+                  "a KVPACK with 3 bytes after its kv record is refused (%d: %s)", p, p == -1 ? wp_restore_error(rs) : "");
+        else
+            CHECK(p == 1 && out->kind == WP_REC_KV && !strcmp(out->name, "general.alignment") && out->type == 4 &&
+                      out->payload_len == 4 && !memcmp(out->payload, &al, 4) && !wp_restore_more(rs),
+                  "a KVPACK of one kv record restores it (%d)", p);
+        wp_restore_free(rs);
+        free(kb);
+        wp_record_free(&kv), wp_record_free(&pk);
     }
     /* the weights a bundle restores: a rowmapped matrix counts all its rows, its rowmap zstd'd
      * or not (tsinfo missed a zstd'd one and counted the distinct rows only) */
