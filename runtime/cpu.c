@@ -22,6 +22,31 @@ static int fail(char *err, size_t n, const char *fmt, ...)
     return -1;
 }
 
+/* Faults a test build injects, so that the tests see wprun --verify catch a wrong result
+ * (tests/runtime.bats): build/tools/wprun-fault is wprun compiled with -DWR_TEST_FAULT,
+ * where WR_TEST_FAULT=NAME in the environment makes one result come out wrong: "ref",
+ * "fast" or "device", a byte of that decoder's restore; "transcode", a palette index;
+ * "fused" and "twin", output 0 of those GEMVs, moved by 1e-3 of the largest output (the
+ * twin's alike). bin/wprun has none: fault() is 0 there. */
+#ifdef WR_TEST_FAULT
+static int fault(const char *name)
+{
+    const char *e = getenv("WR_TEST_FAULT");
+    return e && !strcmp(e, name);
+}
+#else
+#define fault(name) 0
+#endif
+
+/* The fault of a GEMV's outputs y[0 .. n-1]: y[0] moved by 1e-3 of the largest |y|. */
+static void fault_y(float *y, size_t n)
+{
+    float most = 0;
+    for (size_t i = 0; i < n; i++)
+        most = fabsf(y[i]) > most ? fabsf(y[i]) : most;
+    y[0] += 1e-3f * most;
+}
+
 int wr_lane_depth(const wr_matrix *m)
 {
     uint32_t d = 1;
@@ -287,6 +312,8 @@ int wr_cpu_restore(const wr_matrix *m, int mode, uint8_t *out, char *err, size_t
         }
     }
     dec_close(&d);
+    if (fault(mode == WR_DEC_LIMITS ? "ref" : mode == WR_DEC_TABLE ? "fast" : "device"))
+        out[0] ^= 1;
     return 0;
 }
 
@@ -335,6 +362,8 @@ int wr_cpu_gemv_fused(const wr_matrix *m, const float *x, int batch, float *y, c
     for (int64_t i = 0; i < batch * m->rows; i++)
         y[i] = (float)acc[i];
     free(acc);
+    if (rc == 0 && fault("fused"))
+        fault_y(y, (size_t)(batch * m->rows));
     return rc;
 }
 
@@ -433,6 +462,8 @@ int wr_cpu_transcode(const wr_matrix *m, uint8_t *idx, char *err, size_t errlen)
             memcpy(idx + (r0 + r) * (uint64_t)st + c0, buf + 256 * r, w);
     }
     dec_close(&d);
+    if (fault("transcode"))
+        idx[0] ^= 1;
     return 0;
 }
 
@@ -515,6 +546,8 @@ int wr_cpu_gemv_fixed(const wr_matrix *m, const uint8_t *data, const float *x, i
     }
     if (a != acc)
         free(a);
+    if (fault("twin"))
+        fault_y(y, (size_t)(batch * m->rows));
     return 0;
 }
 

@@ -6,6 +6,9 @@
 #   build/unit/test_runtime_emu  the CUDA kernels' own source run on the host, one
 #                                thread per CUDA thread (tests/runtime/test_emu.cpp,
 #                                simt.h), checked against the CPU reference; no nvcc
+#   build/tools/wprun-fault      wprun, CPU-only, with the test faults of cpu.c
+#                                (-DWR_TEST_FAULT): tests/runtime.bats sees --verify
+#                                catch each
 #
 # Without nvcc (on PATH or at /usr/local/cuda/bin/nvcc) wprun is built
 # CPU-only with -DWPACK_NO_CUDA. WPACK_NO_CUDA=1 forces that.
@@ -67,7 +70,14 @@ build/unit/test_runtime_emu: tests/runtime/test_emu.cpp tests/runtime/simt.h $(R
 	$(CXX) -std=c++20 -O1 -g -Wall -Wextra -Wno-unused-parameter -Wno-unknown-pragmas -pthread $(CPPFLAGS) -Iruntime -Itests/unit \
 	  -o $@ $< $(RT_REF) lib/libwpack.a $(LDLIBS)
 
-build/runtime-cpu build/runtime-cuda:
+RT_FAULT_OBJ := $(RT_SRC:runtime/%.c=build/runtime-fault/%.o)
+build/runtime-fault/%.o: runtime/%.c $(RT_HDR) | build/runtime-fault
+	$(CC) $(WFLAGS) -Werror $(CPPFLAGS) -Iruntime -DWPACK_NO_CUDA -DWR_TEST_FAULT $(CFLAGS) -c -o $@ $<
+
+build/tools/wprun-fault: $(RT_FAULT_OBJ) lib/libwpack.a | build/tools
+	$(CC) $(CFLAGS) -o $@ $(RT_FAULT_OBJ) lib/libwpack.a $(LDLIBS)
+
+build/runtime-cpu build/runtime-cuda build/runtime-fault:
 	mkdir -p $@
 
-tests: build/unit/test_runtime_cpu build/unit/test_runtime_emu
+tests: build/unit/test_runtime_cpu build/unit/test_runtime_emu build/tools/wprun-fault

@@ -602,6 +602,38 @@ open('$T/name', 'w').write(r.name)"
     [ "$output" = "wprun: --runs: needs a value (see --help)" ]
 }
 
+@test "wprun --verify fails on each wrong result it checks (a build with test faults: cpu.c's WR_TEST_FAULT)" {
+    # every check of --verify's own, each made to see a wrong result: untested before, as no
+    # pipeline ever gave one (a mutation test's find: --verify said ok with the coded GEMV's
+    # output unchecked, or with a MISMATCH line)
+    F="$TOOLS/wprun-fault"
+    run "$F" --cpu --synth Q4_K:64x512
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): ok" ]
+    for f in ref fast device; do
+        WR_TEST_FAULT=$f run "$F" --cpu --synth Q4_K:64x512
+        [ "$status" -eq 1 ]
+        [[ "${lines[0]}" == *" restore($f) MISMATCH"* ]]
+        [ "$(echo "${lines[0]}" | grep -o MISMATCH | wc -l)" -eq 1 ]
+        [ "${lines[-1]}" = "wprun: 1 matrix (cpu): FAILED (1 failure above)" ]
+    done
+    # a GEMV's output 0 off by 1e-3 of the largest: above the default --tol 1e-5, below 1e-2
+    WR_TEST_FAULT=fused run "$F" --cpu --synth Q4_K:64x512
+    [ "$status" -eq 1 ]
+    [[ "${lines[1]}" =~ \ ring\ relerr\ 1\.00e-03\ \ twin\ relerr\ [0-9.]+e-0[78]\ \ FAIL\ \(relerr\ 9\.9999e-04,\ not\ below\ --tol\ 1e-05\)$ ]]
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): FAILED (1 failure above)" ]
+    WR_TEST_FAULT=twin run "$F" --cpu --synth Q4_K:64x512
+    [ "$status" -eq 1 ]
+    [[ "${lines[1]}" =~ \ twin\ relerr\ 1\.00e-03\ \ FAIL\ \(twin\ relerr\ 9\.9999e-04,\ not\ below\ --tol\ 1e-05\)$ ]]
+    WR_TEST_FAULT=fused run "$F" --cpu --synth Q4_K:64x512 --tol 1e-2
+    [ "$status" -eq 0 ]
+    [[ "${lines[1]}" == *" ring relerr 1.00e-03 "*" ok" ]]
+    WR_TEST_FAULT=transcode run "$F" --cpu --synth BF16:64x512
+    [ "$status" -eq 1 ]
+    [ "${lines[1]}" = "verify BF16   synth.BF16.64x512                        palette indices: transcode = load-time MISMATCH" ]
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): FAILED (1 failure above)" ]
+}
+
 @test "without a CUDA device, wprun --verify prints one line and exits 3" {
     has_gpu && skip "a GPU is present"
     run "$BIN/wprun" --verify --bundle "$Q/bf16.bundle"
