@@ -14,8 +14,10 @@
  *     dequantize-then-GEMV to float rounding (relative error < 1e-5) for
  *     batch 1, 3 and 8, and the twin bit for bit;
  *   - one 4096 x 14336 matrix (Q4_K) the same way;
- *   - a Q3_K bundle with a code for a symbol >= 64 is refused on load;
- *   - a corrupt lane count is rejected.
+ *   - a Q3_K bundle with a code for a symbol >= 64 is refused on load, and
+ *     a BF16 one whose n_verbatim disagrees with its verbatim map;
+ *   - a corrupt lane count is rejected, and a tile's span one word longer
+ *     than its lanes use.
  */
 #include <math.h>
 #include <stdio.h>
@@ -246,6 +248,15 @@ static void test_relerr(void)
     const double r6[2] = {0.0, 0.0};
     const float y6[2] = {0.0f, 0.0f};
     CHECK(wr_relerr(y6, r6, 2) == 0.0, "relerr: 0 when both are 0");
+    /* a reference of all zeros or all Inf (no finite |ref| > 0): the error is the absolute one,
+       not 0 (a mutation test's find) */
+    const float y12[2] = {1.0f, 0.0f};
+    CHECK(wr_relerr(y12, r6, 2) == 1.0, "relerr: 1 where the reference is 0: the absolute error 1 (%g)",
+          wr_relerr(y12, r6, 2));
+    const double r13[1] = {inf};
+    const float y13[1] = {-INFINITY};
+    CHECK(isinf(wr_relerr(y13, r13, 1)), "relerr: -Inf against a lone +Inf is an infinite error (%g)",
+          wr_relerr(y13, r13, 1));
     /* with the sums of |w x|: a denominator at least the largest of them within float's range
        over sqrt(cols), else max|ref| as before; outputs of sums beyond float's range may be Inf
        or NaN (float overflow), not a finite number that differs */
@@ -447,6 +458,38 @@ static int write_recoded(const char *path, const wr_matrix *m, const uint8_t *sy
     return ok;
 }
 
+/* wr_cpu_restore(m, WR_DEC_DEVICE) with tile 0's span one zero word longer
+ * (the later tiles' offsets moved up) and, lane >= 0, that lane's word count
+ * one more; m's view is put back after. */
+static int restore_padded(wr_matrix *m, int lane, uint8_t *out, char *err, size_t errlen)
+{
+    wp_coded_view keep = m->v;
+    const uint64_t nt = keep.n_tiles, nw = keep.n_words, o1 = keep.offsets[1];
+    uint32_t *off = malloc(4 * (nt + 1)), *words = malloc(4 * (nw + 1));
+    uint8_t *lw = malloc(32 * nt);
+    int rc = -2;
+    if (off && words && lw) {
+        memcpy(words, keep.words, 4 * o1);
+        words[o1] = 0;
+        memcpy(words + o1 + 1, keep.words + o1, 4 * (nw - o1));
+        for (uint64_t t = 0; t <= nt; t++)
+            off[t] = keep.offsets[t] + (t > 0);
+        memcpy(lw, keep.lane_words, 32 * nt);
+        if (lane >= 0)
+            lw[lane]++;
+        m->v.offsets = off;
+        m->v.words = words;
+        m->v.lane_words = lw;
+        m->v.n_words = nw + 1;
+        rc = wr_cpu_restore(m, WR_DEC_DEVICE, out, err, errlen);
+        m->v = keep;
+    }
+    free(off);
+    free(words);
+    free(lw);
+    return rc;
+}
+
 int main(void)
 {
     char err[512];
@@ -557,6 +600,20 @@ int main(void)
             CHECK(ok && wr_model_load(&bad, path, NULL, err, sizeof err) == -1 && strstr(err, "outside"),
                   "Q3_K with a code for symbol 73: load refused (%s)", err);
             wr_model_free(&bad);
+            /* symbol 64, the first outside the alphabet (a mutation test's find) */
+            sym[n / 2] = 64;
+            memset(counts, 0, sizeof counts);
+            for (uint64_t i = 0; i < n; i++)
+                counts[sym[i]]++;
+            wp_huf_lengths(counts, 256, WP_HUF_LEN, lengths);
+            ok = write_recoded(path, m, sym, &m->v.shape, lengths, WP_HUF_LEN);
+            memset(&bad, 0, sizeof bad);
+            err[0] = 0;
+            CHECK(ok && wr_model_load(&bad, path, NULL, err, sizeof err) == -1 &&
+                      !strcmp(err, "synth.Q3_K.64x512: code for symbol 64, outside the 64-symbol alphabet"),
+                  "Q3_K with a code for symbol 64: load refused, \"synth.Q3_K.64x512: code for symbol 64, outside "
+                  "the 64-symbol alphabet\" (%s)", err);
+            wr_model_free(&bad);
             /* the same file with the symbol put back loads and restores */
             sym[n / 2] = 9;
             memset(counts, 0, sizeof counts);
@@ -608,6 +665,41 @@ int main(void)
         wr_model_free(&md);
     }
 
+    /* a BF16 raw record whose n_verbatim is one more than its verbatim map holds is refused
+       on load (a mutation test's find) */
+    {
+        wr_model md;
+        memset(&md, 0, sizeof md);
+        int rc = wr_model_synth(&md, WP_BF16, 300, 2000, 99, err, sizeof err);
+        const int64_t nv = rc == 0 ? md.m[0].s.n_verbatim : -1;
+        CHECK(rc == 0 && nv > 0, "synthetic BF16 300x2000 for the verbatim count check: %lld verbatim groups",
+              (long long)nv);
+        if (rc == 0) {
+            wr_matrix *m = &md.m[0];
+            uint64_t n = m->v.shape.rows * m->v.shape.row_sym;
+            uint8_t *sym = malloc(n);
+            char path[] = "/tmp/wpack-test-cpu-XXXXXX";
+            int fd = mkstemp(path);
+            if (fd >= 0)
+                close(fd);
+            int ok = fd >= 0 && sym && wp_coded_decode(&m->v, 1, sym, err, sizeof err) == 0 &&
+                     wp_attr_set_i64(&m->aux, "n_verbatim", nv + 1) == 0 &&
+                     write_recoded(path, m, sym, &m->v.shape, m->v.lengths, m->v.max_len);
+            wp_attr_set_i64(&m->aux, "n_verbatim", nv);
+            wr_model bad;
+            memset(&bad, 0, sizeof bad);
+            err[0] = 0;
+            CHECK(ok && wr_model_load(&bad, path, NULL, err, sizeof err) == -1 &&
+                      !strcmp(err, "synth.BF16.300x2000: verbatim map does not match its bytes"),
+                  "BF16 with n_verbatim %lld, its map's %lld: load refused, the verbatim map does not match "
+                  "its bytes (%s)", (long long)nv + 1, (long long)nv, err);
+            wr_model_free(&bad);
+            remove(path);
+            free(sym);
+        }
+        wr_model_free(&md);
+    }
+
     /* corruption: one lane count too many */
     {
         wr_model md;
@@ -650,6 +742,25 @@ int main(void)
                   !strcmp(err, "synth.Q8_0.64x256: bad code table"),
               "bad code table: restore says so (%s)", err);
         memcpy(m->v.lengths, keep, sizeof keep);
+        /* a zero word past tile 0's lanes: the kernels' decode flags the tile, whether no lane
+           claims it (the groups' words fall short of the span) or the deepest lane claims it
+           (its code ends a word short of its count) (a mutation test's find) */
+        ((uint32_t *)m->v.words)[m->v.n_words - 1] &= ~1u;
+        int deep = 0;
+        for (int k = 0; k < 32; k++)
+            deep = m->v.lane_words[k] >= m->v.lane_words[deep] ? k : deep;
+        err[0] = 0;
+        CHECK(wr_cpu_restore(m, WR_DEC_DEVICE, out, err, sizeof err) == 0 && m->v.lane_words[deep] < WP_LANE_MAX_WORDS,
+              "padding bit cleared: the kernels' decode restores the matrix (%s)", err[0] ? err : "ok");
+        err[0] = 0;
+        CHECK(restore_padded(m, -1, out, err, sizeof err) == -1 &&
+                  !strcmp(err, "synth.Q8_0.64x256: tile 0: corrupt lanes"),
+              "a zero word past tile 0's lanes, no lane's: the kernels' decode flags the tile (%s)", err);
+        err[0] = 0;
+        CHECK(restore_padded(m, deep, out, err, sizeof err) == -1 &&
+                  !strcmp(err, "synth.Q8_0.64x256: tile 0: corrupt lanes"),
+              "a zero word past tile 0's lanes, counted in lane %d (the deepest, %d words): the kernels' decode "
+              "flags the tile (%s)", deep, m->v.lane_words[deep], err);
         free(out);
         wr_model_free(&md);
     }

@@ -111,6 +111,20 @@ static void make_matrix(float *x, int64_t rows, int64_t n)
     }
 }
 
+/* The codes (wp_block_parts.q) of rows x cols weights of type t in q, row-major. */
+static uint8_t *codes_of(int t, const uint8_t *q, int64_t rows, int64_t cols)
+{
+    wp_block_info bi;
+    wp_block_info_get(t, &bi);
+    uint8_t *c = malloc((size_t)(rows * cols));
+    for (int64_t b = 0; b < rows * cols / bi.n; b++) {
+        wp_block_parts p;
+        wp_block_unpack(t, q + b * bi.block_bytes, &p);
+        memcpy(c + b * bi.n, p.q, (size_t)bi.n);
+    }
+    return c;
+}
+
 static const int all_types[] = {WP_Q4_0, WP_Q4_1, WP_Q5_0, WP_Q5_1, WP_Q8_0, WP_IQ4_NL,
                                 WP_Q2_K, WP_Q3_K, WP_Q4_K, WP_Q5_K, WP_Q6_K, WP_IQ4_XS};
 #define NTYPES (int)(sizeof all_types / sizeof all_types[0])
@@ -439,6 +453,69 @@ int main(int argc, char **argv)
             }
             CHECK(h[1] < h[0], "%s lambda 0.1 lowers entropy %.3f -> %.3f bits (loss %.4g -> %.4g)", tn(t), h[0], h[1], l[0], l[1]);
         }
+        /* λ searches two codes either side of the nearest: with H = NULL (no feedback, the
+           same scales) and λ 1, Q4_K's codes move up to 2 from λ 0's (a mutation test's find) */
+        {
+            uint8_t *q[2], *c[2];
+            for (int i = 0; i < 2; i++) {
+                wp_gptq_opts_default(&o);
+                o.gamma = 1;
+                o.lambda = i;
+                q[i] = quant(WP_Q4_K, W, 64, 256, NULL, NULL, &o, &rc, &info);
+                c[i] = codes_of(WP_Q4_K, q[i], 64, 256);
+            }
+            int same_side = 1, most = 0;
+            for (int b = 0; b < 64; b++) {   /* 144-byte blocks, 16 bytes of side data */
+                uint8_t s0[32], s1[32];
+                wp_block_get_side(WP_Q4_K, q[0] + b * 144, s0);
+                wp_block_get_side(WP_Q4_K, q[1] + b * 144, s1);
+                same_side &= !memcmp(s0, s1, 16);
+            }
+            for (int i = 0; i < 64 * 256; i++)
+                most = abs(c[1][i] - c[0][i]) > most ? abs(c[1][i] - c[0][i]) : most;
+            CHECK(rc == 0 && same_side && most == 2, "Q4_K gamma lambda 1, H = NULL: lambda 0's scales, codes at most 2 "
+                  "from lambda 0's and 2 somewhere (%d)", most);
+            for (int i = 0; i < 2; i++) {
+                free(q[i]);
+                free(c[i]);
+            }
+        }
+        free(W);
+        free(H);
+    }
+
+    /* 3b. λ's trade-off weighs each column's distortion by its Hessian (mean U_jj² / U_jj²):
+     * a diagonal H, column 10 at 1e4 and the rest 1 (no feedback, the same scales at every λ):
+     * at λ 0.1 column 10 keeps λ 0's (nearest) codes, the other columns' codes move (a mutation
+     * test's find: with the weighting dropped column 10's moved too) */
+    {
+        const int64_t rows = 256, cols = 256;
+        float *W = malloc(rows * cols * sizeof *W);
+        double *H = calloc(cols * cols, sizeof *H);
+        make_matrix(W, rows, cols);
+        for (int64_t c = 0; c < cols; c++)
+            H[c * cols + c] = c == 10 ? 1e4 : 1;
+        uint8_t *c[2];
+        for (int i = 0; i < 2; i++) {
+            wp_gptq_opts_default(&o);
+            o.widen = 1.25;
+            o.lambda = i ? 0.1 : 0;
+            uint8_t *q = quant(WP_Q4_K, W, rows, cols, H, NULL, &o, &rc, &info);
+            c[i] = codes_of(WP_Q4_K, q, rows, cols);
+            free(q);
+        }
+        int hi_moved = 0, lo_moved = 0;
+        for (int64_t i = 0; i < rows * cols; i++)
+            if (c[1][i] != c[0][i]) {
+                if (i % cols == 10)
+                    hi_moved++;
+                else
+                    lo_moved++;
+            }
+        CHECK(rc == 0 && hi_moved == 0 && lo_moved > 0, "Q4_K widen 1.25 lambda 0.1, diagonal H: column 10 (H 1e4) keeps "
+              "lambda 0's codes (0 moved: %d), the columns of H 1 move %d", hi_moved, lo_moved);
+        free(c[0]);
+        free(c[1]);
         free(W);
         free(H);
     }
@@ -477,6 +554,15 @@ int main(int argc, char **argv)
             free(b);
             CHECK(ok, "%s: finite d/dmin and values on zero rows, zero blocks, denormals, an outlier (RTN, GPTQ, gamma, widen, act-order, lambda)", tn(t));
         }
+        /* a widen below 1 is refused (a mutation test's find: 0.5 was taken) */
+        wp_gptq_opts_default(&o);
+        o.widen = 0.5;
+        uint8_t *wq = calloc(wp_ggml_row_size(WP_Q4_0, cols) * rows, 1);
+        err[0] = 0;
+        rc = wp_gptq_quantize(WP_Q4_0, W, rows, cols, H, NULL, &o, wq, NULL, err, sizeof err);
+        CHECK(rc == -1 && !strcmp(err, "bad options (widen must be >= 1, lambda and damp >= 0)"),
+              "widen 0.5: -1, \"bad options (widen must be >= 1, lambda and damp >= 0)\" (%d, %s)", rc, err);
+        free(wq);
         W[2 * cols + 5] = NAN;
         uint8_t *a = calloc(wp_ggml_row_size(WP_Q4_0, cols) * rows, 1);
         rc = wp_gptq_quantize(WP_Q4_0, W, rows, cols, H, NULL, NULL, a, NULL, err, sizeof err);
