@@ -458,6 +458,17 @@ static int write_recoded(const char *path, const wr_matrix *m, const uint8_t *sy
     return ok;
 }
 
+/* write_recoded with m's own shape and code lengths made from sym's counts (its n symbols). */
+static int write_recounted(const char *path, const wr_matrix *m, const uint8_t *sym, uint64_t n)
+{
+    uint64_t counts[256] = {0};
+    uint8_t lengths[256];
+    for (uint64_t i = 0; i < n; i++)
+        counts[sym[i]]++;
+    wp_huf_lengths(counts, 256, WP_HUF_LEN, lengths);
+    return write_recoded(path, m, sym, &m->v.shape, lengths, WP_HUF_LEN);
+}
+
 /* wr_cpu_restore(m, WR_DEC_DEVICE) with tile 0's span one zero word longer
  * (the later tiles' offsets moved up) and, lane >= 0, that lane's word count
  * one more; m's view is put back after. */
@@ -582,18 +593,14 @@ int main(void)
         if (rc == 0) {
             wr_matrix *m = &md.m[0];
             uint64_t n = m->v.shape.rows * m->v.shape.row_sym;
-            uint8_t *sym = malloc(n), lengths[256];
-            uint64_t counts[256] = {0};
+            uint8_t *sym = malloc(n);
             CHECK(wp_coded_decode(&m->v, 1, sym, err, sizeof err) == 0, "Q3_K symbols decoded");
             sym[n / 2] = 64 + 9;
-            for (uint64_t i = 0; i < n; i++)
-                counts[sym[i]]++;
-            wp_huf_lengths(counts, 256, WP_HUF_LEN, lengths);
             char path[] = "/tmp/wpack-test-cpu-XXXXXX";
             int fd = mkstemp(path);
             if (fd >= 0)
                 close(fd);
-            int ok = fd >= 0 && write_recoded(path, m, sym, &m->v.shape, lengths, WP_HUF_LEN);
+            int ok = fd >= 0 && write_recounted(path, m, sym, n);
             wr_model bad;
             memset(&bad, 0, sizeof bad);
             err[0] = 0;
@@ -602,11 +609,7 @@ int main(void)
             wr_model_free(&bad);
             /* symbol 64, the first outside the alphabet (a mutation test's find) */
             sym[n / 2] = 64;
-            memset(counts, 0, sizeof counts);
-            for (uint64_t i = 0; i < n; i++)
-                counts[sym[i]]++;
-            wp_huf_lengths(counts, 256, WP_HUF_LEN, lengths);
-            ok = write_recoded(path, m, sym, &m->v.shape, lengths, WP_HUF_LEN);
+            ok = write_recounted(path, m, sym, n);
             memset(&bad, 0, sizeof bad);
             err[0] = 0;
             CHECK(ok && wr_model_load(&bad, path, NULL, err, sizeof err) == -1 &&
@@ -616,11 +619,7 @@ int main(void)
             wr_model_free(&bad);
             /* the same file with the symbol put back loads and restores */
             sym[n / 2] = 9;
-            memset(counts, 0, sizeof counts);
-            for (uint64_t i = 0; i < n; i++)
-                counts[sym[i]]++;
-            wp_huf_lengths(counts, 256, WP_HUF_LEN, lengths);
-            ok = write_recoded(path, m, sym, &m->v.shape, lengths, WP_HUF_LEN);
+            ok = write_recounted(path, m, sym, n);
             memset(&bad, 0, sizeof bad);
             CHECK(ok && wr_model_load(&bad, path, NULL, err, sizeof err) == 0 && bad.n == 1,
                   "Q3_K with every symbol < 64: loads (%s)", ok ? "ok" : err);
