@@ -156,7 +156,7 @@ int main(int argc, char **argv)
             else if (!bpath)
                 bpath = argv[i];
             else
-                wp_die("too many arguments (try --help)");
+                wp_die("too many arguments (got '%s' too; try --help)", argv[i]);   /* named, as the filters do */
         } else if (!strcmp(argv[i], "--")) {
             opts = 0;
         } else if (!strcmp(argv[i], "-q")) {

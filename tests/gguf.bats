@@ -651,7 +651,7 @@ inputs_in_T() {
     run "$BIN/gptq" --rtn -- s.wps --type
     one_line_error "^gptq: one input stream at a time \(got '--type' too\)$"
     run "$BIN/verify" -- q.gguf -b.bundle -q
-    one_line_error "^verify: too many arguments \(try --help\)$"
+    one_line_error "^verify: too many arguments \(got '-q' too; try --help\)$"
     run "$BIN/tsinfo" -- --help
     one_line_error "^tsinfo: --help: No such file or directory$"
 }
