@@ -50,8 +50,8 @@ int wp_rowmap_make(const wp_record *t, wp_record *map, wp_record *reduced)
         }
     }
     free(slot);
-    /* the map costs 4 bytes a row before compression: worth it only when the
-     * repeated rows are larger */
+    /* made only when the repeated rows' bytes exceed a byte a row (the map
+     * itself is 4 bytes a row before compression) */
     int rc = 0;
     if (n < rows && (uint64_t)(rows - n) * rb > rows) {
         rc = -1;

@@ -297,6 +297,22 @@ int main(void)
               "without it, both work: z_len %lld, rowmap %lld, distinct_rows %lld",
               (long long)wp_attr_i64(&z, "z_len", -1), (long long)wp_attr_i64(&red, "rowmap", 0),
               (long long)wp_attr_i64(&map, "distinct_rows", 0));
+        /* the map expands to the tensor; a map of 8 rows whose payload holds 1 is refused before
+           it is read past (untested: a mutation test's find) */
+        wp_record full;
+        wp_record_init(&full);
+        char rerr[256] = "";
+        int ex = wp_rowmap_expand(&map, &red, &full, rerr, sizeof rerr);
+        CHECK(ex == 0 && full.payload_len == t.payload_len && !memcmp(full.payload, t.payload, t.payload_len),
+              "the row map expands to the 8 rows (%d %s)", ex, rerr);
+        wp_record_free(&full);
+        wp_record_init(&full);
+        map.payload_len = 4;
+        ex = wp_rowmap_expand(&map, &red, &full, rerr, sizeof rerr);
+        map.payload_len = 8 * 4;
+        CHECK(ex == -1 && !strcmp(rerr, "record 'full': row map does not fit its tensor"),
+              "a map of 8 rows with 4 payload bytes: refused (%d: %s)", ex, rerr);
+        wp_record_free(&full);
         free(v);
         wp_record_free(&t), wp_record_free(&z), wp_record_free(&map), wp_record_free(&red);
     }

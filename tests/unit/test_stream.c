@@ -194,6 +194,19 @@ int main(void)
     CHECK(read_all(b, len, msg, sizeof msg) < 0 && strstr(msg, "more than 2^62 elements"),
           "a shape whose element count overflows is refused: %s", msg);
     free(b);
+    /* an attribute is found by its whole key: "offsets" is not "offset", nor "offset" "off"
+       (untested: a mutation test's find) */
+    {
+        wp_record r;
+        wp_record_init(&r);
+        size_t vl = 0;
+        int set = wp_attr_set(&r, "offsets", "5") == 0 && wp_attr_set(&r, "offset", "64") == 0;
+        const char *v = wp_attr_find(&r, "offset", &vl);
+        CHECK(set && v && vl == 2 && !strncmp(v, "64", 2) && wp_attr_i64(&r, "offsets", -1) == 5 &&
+                  !wp_attr_find(&r, "off", NULL) && wp_attr_i64(&r, "off", -1) == -1,
+              "attributes by whole key: offsets=5, offset=64, no off");
+        wp_record_free(&r);
+    }
 
     /* the index, re-sealed, against the records (a breaker's lies: every reader said ok) */
     const char *ab[] = {"a1", "b2"}, *ba[] = {"b2", "a1"};
@@ -214,6 +227,23 @@ int main(void)
               !strcmp(msg, "mem: corrupt index: entry 0 does not match the record at byte 16"),
           "and random access refuses the record its entry leads to: %s", msg);
     free(sw);
+    /* an index that lists the first record alone, re-sealed: each reader refuses it (the in-order
+       reader's count check and random access's end check were untested: a mutation test's find) */
+    {
+        uint64_t e = rd64(sa + la - 16), al = rd32(sa + e + 48), p = (e + 72 + al + 8 + 7) / 8 * 8;
+        char ent[256];
+        const size_t en = (size_t)rd64(sa + p + 8);
+        ZSTD_decompress(ent, sizeof ent, sa + p + 16, (size_t)rd64(sa + e + 56) - 16);
+        size_t il, hl;
+        char *ip = index_payload(1, 16 + 2, ent, 16 + 2, &il), *one = with_index(sa, la, ip, il, &hl);
+        CHECK(en > 18 && read_all(one, hl, msg, sizeof msg) < 0 &&
+                  !strcmp(msg, "mem: corrupt stream: index does not match the records"),
+              "an index of record a1 alone: the reader refuses it: %s", msg);
+        CHECK(random_access(one, hl, msg, sizeof msg) < 0 &&
+                  !strcmp(msg, "mem: corrupt index: entry 1 does not match the record at byte 168"),
+              "and random access: %s", msg);
+        free(ip), free(one);
+    }
     /* a record hidden in another's payload, the index leading to it: wprun took the hidden
      * weights while verify refused the file (a breaker's find) */
     {
