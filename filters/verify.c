@@ -223,7 +223,7 @@ int main(int argc, char **argv)
     src = plain;
     source(ref, src, bpath);
     source(fast, src, bpath);
-    double weights = 0, coded_w = 0, entropy_bits = 0, table_bytes = 0, pad_bytes = 0, meta_bytes = 0;
+    double weights = 0, coded_w = 0, table_bytes = 0, pad_bytes = 0, meta_bytes = 0;
     uint64_t n_coded = 0, n_fixed = 0, n_shared = 0, unit_bytes = 0;
     int have_coded = 0;
     uint8_t *sym = NULL;
@@ -289,10 +289,8 @@ int main(int argc, char **argv)
                     pad_bytes += pad;
                     double side = (double)wp_restore_side_len(ref);
                     double hb = -1;
-                    if (h >= 0) {
-                        entropy_bits += h * (double)n + 8.0 * side;
+                    if (h >= 0)
                         hb = (h * (double)n + 8.0 * side) / nw;
-                    }
                     n_coded++;
                     coded_w += nw;
                     if (!quiet)

@@ -379,6 +379,107 @@ print(p + 8)' "$T/kv.bundle")
     [[ "$stderr" =~ ^verify:\ .*syn.bundle:\ [0-9]+\ tensors\ differ\ from\ .*other.gguf\ \(first:\ Q4_0.r1x32\ is\ not\ in ]]
 }
 
+# q8_bundle DIR: DIR/q.wts, DIR/q.gguf and DIR/q.bundle, stories260K by RTN Q8_0 (as the
+# verify --tsv test makes them).
+q8_bundle() {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --ftype Q8_0 --rtn --quiet -o "$1/q.wts"
+    "$BIN/ggufpack" -o "$1/q.gguf" "$1/q.wts"
+    "$BIN/histogram" "$1/q.wts" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$1/q.bundle"
+}
+
+@test "verify -q: the totals of stories260K RTN Q8_0 to the digit, metadata in bits per weight (a mutation test's find)" {
+    # the metadata column printed bytes per weight (0.0073) went unseen: only its start was checked
+    q8_bundle "$T"
+    run --separate-stderr "$BIN/verify" -q "$T/q.gguf" "$T/q.bundle"
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    [ "${#lines[@]}" -eq 3 ]
+    [ "${lines[0]}" = "total: 292800 weights (164864 in 13 coded matrices, 34 stored fixed-width or zstd, 1 shared)" ]
+    [ "${lines[1]}" = "GGUF 10.3580 b/w, bundle 8.5878 b/w (saving 17.09%); tables+offsets 0.0784 b/w, lane padding 0.0466 b/w, metadata 0.0585 b/w" ]
+    [ "${lines[2]}" = "rebuilt GGUF byte-identical: every tensor matches with both decoders" ]
+}
+
+@test "verify against a GGUF that differs only past its last tensor (8 bytes more): exit 1, the rebuilt GGUF differs (a mutation test's find)" {
+    # every tensor matches, so only the byte-for-byte compare of the rebuilt file tells; a compare
+    # that ignored the lengths, or a verdict that ignored it, passed the longer file
+    q8_bundle "$T"
+    cp "$T/q.gguf" "$T/z.gguf"
+    head -c 8 /dev/zero >> "$T/z.gguf"
+    run --separate-stderr "$BIN/verify" -q "$T/z.gguf" "$T/q.bundle"
+    [ "$status" -eq 1 ]
+    [ "${lines[1]}" = "GGUF 10.3583 b/w, bundle 8.5878 b/w (no saving: not this GGUF's bundle); tables+offsets 0.0784 b/w, lane padding 0.0466 b/w, metadata 0.0585 b/w" ]
+    [ "${lines[-1]}" = "rebuilt GGUF DIFFERS: FAILED" ]
+    [ "$stderr" = "verify: $T/q.bundle: the rebuilt GGUF differs from $T/z.gguf (metadata or layout)" ]
+}
+
+@test "verify against a GGUF with one byte of one tensor's data flipped: that tensor DIFFERS, named on stderr (a mutation test's find)" {
+    q8_bundle "$T"
+    # a quant byte (not a scale) in the middle of blk.2.ffn_up.weight (coded, its bytes once in the file)
+    local o l at
+    read -r o l < <(payload_of "$T/q.wts" blk.2.ffn_up.weight)
+    at=$(python3 -c '
+import sys
+o, l = int(sys.argv[3]), int(sys.argv[4])
+s, g = open(sys.argv[1], "rb").read()[o:o + l], open(sys.argv[2], "rb").read()
+assert g.count(s) == 1 and l % 34 == 0
+print(g.find(s) + l // 2 + 10)' "$T/q.wts" "$T/q.gguf" "$o" "$l")
+    cp "$T/q.gguf" "$T/f.gguf"
+    patch_bytes "$T/f.gguf" "$at" "$(printf '\\x%02x' $(( $(od -An -tu1 -j "$at" -N1 "$T/f.gguf") ^ 1 )))"
+    [ "$(cmp -l "$T/q.gguf" "$T/f.gguf" | wc -l)" -eq 1 ]
+    run --separate-stderr "$BIN/verify" "$T/f.gguf" "$T/q.bundle"
+    [ "$status" -eq 1 ]
+    [ "$(printf '%s\n' "${lines[@]}" | grep -c 'DIFFERS$')" -eq 1 ]
+    printf '%s\n' "${lines[@]}" | grep -qE '^blk\.2\.ffn_up\.weight +Q8_0 +11008 +8\.5000 +8\.4767 +8\.1542 +0\.1744 +0\.1221  DIFFERS$'
+    [ "${lines[-1]}" = "rebuilt GGUF DIFFERS: FAILED" ]
+    [ "$stderr" = "verify: $T/q.bundle: 1 tensors differ from $T/f.gguf (first: blk.2.ffn_up.weight: the decoded bytes differ from $T/f.gguf)" ]
+}
+
+@test "verify of a Q8_0 bundle against the Q4_0 GGUF of the same model: the first difference is the type (a mutation test's find)" {
+    q8_bundle "$T"
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --ftype Q4_0 --rtn --quiet | "$BIN/ggufpack" > "$T/q4.gguf"
+    run --separate-stderr "$BIN/verify" -q "$T/q4.gguf" "$T/q.bundle"
+    [ "$status" -eq 1 ]
+    [ "${lines[-1]}" = "rebuilt GGUF DIFFERS: FAILED" ]
+    [ "$stderr" = "verify: $T/q.bundle: 31 tensors differ from $T/q4.gguf (first: token_embd.weight is Q4_0 in $T/q4.gguf, Q8_0 in the bundle)" ]
+}
+
+@test "bad input: unbundle of a bundle with a tensor record removed (index resealed) says so, writes nothing (a mutation test's find)" {
+    # without the check of the count it wrote a GGUF of 47 tensors whose header says 48, exit 0
+    q8_bundle "$T"
+    stream_edit "$T/q.bundle" "$T/d.bundle" "
+assert [r.kind for r in recs if r.name == 'blk.4.attn_v.weight'] == [3]
+recs[:] = [r for r in recs if r.name != 'blk.4.attn_v.weight']"
+    run "$BIN/unbundle" -o "$T/out.gguf" "$T/d.bundle"
+    [ "$status" -eq 1 ]
+    [ "$output" = "unbundle: $T/d.bundle: the gguf record says 48 tensors, the stream holds 47 (a tensor record lost or added on the way)" ]
+    [ ! -e "$T/out.gguf" ]
+    run sh -c "'$BIN/unbundle' '$T/d.bundle' > '$T/stdout.gguf'"
+    [ "$status" -eq 1 ]
+    [ "$output" = "unbundle: $T/d.bundle: the gguf record says 48 tensors, the stream holds 47 (a tensor record lost or added on the way)" ]
+    [ ! -s "$T/stdout.gguf" ]
+}
+
+@test "bad input: a side record left at the end of a bundle, its coded record gone, is refused (a mutation test's find)" {
+    # blk.4.ffn_gate.weight, the last coded matrix: its side record moved to the end, its coded
+    # record dropped; unbundle --stream dropped the tensor silently, exit 0
+    q8_bundle "$T"
+    stream_edit "$T/q.bundle" "$T/s.bundle" "
+side = [r for r in recs if r.name == 'blk.4.ffn_gate.weight' and r.kind == 8]
+assert len(side) == 1 and [r.kind for r in recs if r.name == 'blk.4.ffn_gate.weight'] == [8, 7]
+recs[:] = [r for r in recs if r.name != 'blk.4.ffn_gate.weight'] + side"
+    run sh -c "'$BIN/unbundle' --stream '$T/s.bundle' > '$T/s.wts'"
+    [ "$status" -eq 1 ]
+    [ "$output" = "unbundle: $T/s.bundle: side data without its symbols at the end of the bundle" ]
+    [ ! -s "$T/s.wts" ]
+    run "$BIN/unbundle" -o "$T/out.gguf" "$T/s.bundle"
+    [ "$status" -eq 1 ]
+    [ "$output" = "unbundle: $T/s.bundle: side data without its symbols at the end of the bundle" ]
+    [ ! -e "$T/out.gguf" ]
+    run --separate-stderr "$BIN/verify" -q "$T/q.gguf" "$T/s.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "verify: $T/s.bundle: side data without its symbols at the end of the bundle" ]
+}
+
 @test "coded size of a realistic 64x4096 matrix: within 1.5 % of its entropy plus tables (Huffman 0.2-0.7 %, lane ends 0.8 %)" {
     "$TOOLS/mksynth" "$T/big.gguf" big
     "$BIN/ggufcat" "$T/big.gguf" | "$BIN/histogram" --no-rowmap | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/big.bundle"
