@@ -272,6 +272,73 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ ! -e "$T/out.wps" ]
 }
 
+@test "bad GGUF: a duplicate of the first key, a first pair of duplicate tensor names (sorted), are refused" {
+    # llama.context_length, key 2, becomes key 0's name (20 bytes both): a duplicate of the
+    # key with index 0 is one too
+    cp "$F32" "$T/k0.gguf"; chmod u+w "$T/k0.gguf"
+    patch_bytes "$T/k0.gguf" "$(offset_of "$T/k0.gguf" llama.context_length)" 'general.architecture'
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/k0.gguf"
+    one_line_error "^ggufcat: $T/k0.gguf: duplicate key 'general.architecture'$"
+    # attn_q becomes attn_k: the two come first of all the names sorted
+    cp "$F32" "$T/t0.gguf"; chmod u+w "$T/t0.gguf"
+    patch_bytes "$T/t0.gguf" "$(offset_of "$T/t0.gguf" blk.0.attn_q.weight)" 'blk.0.attn_k.weight'
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/t0.gguf"
+    one_line_error "^ggufcat: $T/t0.gguf: duplicate tensor name 'blk.0.attn_k.weight'$"
+    [ ! -e "$T/out.wps" ]
+}
+
+@test "bad GGUF: an alignment of no power of two, a NUL in a key, a tensor of 0 dimensions, a whole alignment after the data" {
+    # llama.block_count (u32 5, 17 bytes of name) becomes general.alignment = 24
+    cp "$F32" "$T/al.gguf"; chmod u+w "$T/al.gguf"
+    local at; at=$(offset_of "$T/al.gguf" llama.block_count)
+    patch_bytes "$T/al.gguf" "$at" 'general.alignment'
+    [ "$(od -An -v -tu4 -j $((at + 17)) -N 8 "$T/al.gguf" | tr -s ' ')" = " 4 5" ]
+    patch_bytes "$T/al.gguf" $((at + 21)) "$(le32 24)"
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/al.gguf"
+    one_line_error "^ggufcat: $T/al.gguf: general.alignment must be a power-of-two u32$"
+    # general.name's fourth byte a NUL
+    cp "$F32" "$T/nul.gguf"; chmod u+w "$T/nul.gguf"
+    patch_bytes "$T/nul.gguf" $(( $(offset_of "$T/nul.gguf" general.name) + 3 )) '\0'
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/nul.gguf"
+    one_line_error "^ggufcat: $T/nul.gguf: key contains a NUL byte$"
+    # output_norm.weight's n_dims (after its name) 0
+    cp "$F32" "$T/nd.gguf"; chmod u+w "$T/nd.gguf"
+    patch_bytes "$T/nd.gguf" $(( $(offset_of "$T/nd.gguf" output_norm.weight) + 18 )) "$(le32 0)"
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/nd.gguf"
+    one_line_error "^ggufcat: $T/nd.gguf: tensor 'output_norm.weight': 0 dimensions \(1 to 4 allowed\)$"
+    # 32 zero bytes after the last tensor of a file of alignment 32 (ending on it) are no padding
+    [ $(( $(wc -c < "$F32") % 32 )) -eq 0 ]
+    { cat "$F32"; head -c 32 /dev/zero; } > "$T/tail.gguf"
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/tail.gguf"
+    one_line_error "^ggufcat: $T/tail.gguf: 32 bytes after the last tensor's data \(not GGUF padding\)$"
+    [ ! -e "$T/out.wps" ]
+}
+
+@test "ggufpack: a gguf record of n_tensors=0 before a tensor is refused (0 is a count too)" {
+    "$BIN/ggufcat" "$F32" > "$T/m.wts"
+    stream_edit "$T/m.wts" "$T/n0.wts" "recs[:] = [r for r in recs if r.kind != 3 or r.name == 'output_norm.weight']
+[r.attrs.__setitem__('n_tensors', '0') for r in recs if r.kind == 1]"
+    fails_saying "ggufpack: $T/n0.wts: the gguf record says 0 tensors, the stream holds 1 (a tensor record lost or added on the way)" \
+        "$BIN/ggufpack" -o "$T/o.gguf" "$T/n0.wts"
+    [ ! -e "$T/o.gguf" ]
+}
+
+@test "ggufcat: a tensor after one that ends off the alignment, at its aligned offset, gets no offset= attribute" {
+    # a: 7 F32 (28 bytes), b at 32, the next multiple of 32: the standard layout
+    python3 -c '
+import json, struct, sys
+h = json.dumps({"a": {"dtype": "F32", "shape": [7], "data_offsets": [0, 28]},
+                "b": {"dtype": "F32", "shape": [8], "data_offsets": [28, 60]}}).encode()
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<15f", *range(1, 16)))' "$T/s.safetensors"
+    "$BIN/safetensorscat" "$T/s.safetensors" | "$BIN/ggufpack" -o "$T/s.gguf"
+    "$BIN/ggufcat" "$T/s.gguf" > "$T/s.wts"
+    run "$BIN/tsinfo" -a "$T/s.wts"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"tensor   b "* ]]
+    [[ "$output" != *offset=* ]]
+    "$BIN/ggufpack" "$T/s.wts" | cmp - "$T/s.gguf"
+}
+
 @test "bad input: a missing file" {
     run "$BIN/ggufcat" "$T/nope.gguf"
     one_line_error "^ggufcat: $T/nope.gguf: No such file or directory$"
