@@ -272,40 +272,37 @@ info_field() { # FILE NAME FIELD(type|offset)
     [ ! -e "$T/out.wps" ]
 }
 
+# patched_refused NAME OFFSET BYTES MESSAGE: stories260K F32 with BYTES (patch_bytes') at OFFSET,
+# as NAME.gguf: ggufcat refuses it in the one line "ggufcat: FILE: MESSAGE" (a regex), writing nothing
+patched_refused() {
+    cp "$F32" "$T/$1.gguf"
+    chmod u+w "$T/$1.gguf"
+    patch_bytes "$T/$1.gguf" "$2" "$3"
+    run "$BIN/ggufcat" -o "$T/out.wps" "$T/$1.gguf"
+    one_line_error "^ggufcat: $T/$1.gguf: $4\$"
+    [ ! -e "$T/out.wps" ]
+}
+
 @test "bad GGUF: a duplicate of the first key, a first pair of duplicate tensor names (sorted), are refused" {
     # llama.context_length, key 2, becomes key 0's name (20 bytes both): a duplicate of the
     # key with index 0 is one too
-    cp "$F32" "$T/k0.gguf"; chmod u+w "$T/k0.gguf"
-    patch_bytes "$T/k0.gguf" "$(offset_of "$T/k0.gguf" llama.context_length)" 'general.architecture'
-    run "$BIN/ggufcat" -o "$T/out.wps" "$T/k0.gguf"
-    one_line_error "^ggufcat: $T/k0.gguf: duplicate key 'general.architecture'$"
+    patched_refused k0 "$(offset_of "$F32" llama.context_length)" 'general.architecture' \
+        "duplicate key 'general.architecture'"
     # attn_q becomes attn_k: the two come first of all the names sorted
-    cp "$F32" "$T/t0.gguf"; chmod u+w "$T/t0.gguf"
-    patch_bytes "$T/t0.gguf" "$(offset_of "$T/t0.gguf" blk.0.attn_q.weight)" 'blk.0.attn_k.weight'
-    run "$BIN/ggufcat" -o "$T/out.wps" "$T/t0.gguf"
-    one_line_error "^ggufcat: $T/t0.gguf: duplicate tensor name 'blk.0.attn_k.weight'$"
-    [ ! -e "$T/out.wps" ]
+    patched_refused t0 "$(offset_of "$F32" blk.0.attn_q.weight)" 'blk.0.attn_k.weight' \
+        "duplicate tensor name 'blk.0.attn_k.weight'"
 }
 
 @test "bad GGUF: an alignment of no power of two, a NUL in a key, a tensor of 0 dimensions, a whole alignment after the data" {
     # llama.block_count (u32 5, 17 bytes of name) becomes general.alignment = 24
-    cp "$F32" "$T/al.gguf"; chmod u+w "$T/al.gguf"
-    local at; at=$(offset_of "$T/al.gguf" llama.block_count)
-    patch_bytes "$T/al.gguf" "$at" 'general.alignment'
-    [ "$(od -An -v -tu4 -j $((at + 17)) -N 8 "$T/al.gguf" | tr -s ' ')" = " 4 5" ]
-    patch_bytes "$T/al.gguf" $((at + 21)) "$(le32 24)"
-    run "$BIN/ggufcat" -o "$T/out.wps" "$T/al.gguf"
-    one_line_error "^ggufcat: $T/al.gguf: general.alignment must be a power-of-two u32$"
+    local at; at=$(offset_of "$F32" llama.block_count)
+    [ "$(od -An -v -tu4 -j $((at + 17)) -N 8 "$F32" | tr -s ' ')" = " 4 5" ]
+    patched_refused al "$at" "general.alignment$(le32 4)$(le32 24)" "general.alignment must be a power-of-two u32"
     # general.name's fourth byte a NUL
-    cp "$F32" "$T/nul.gguf"; chmod u+w "$T/nul.gguf"
-    patch_bytes "$T/nul.gguf" $(( $(offset_of "$T/nul.gguf" general.name) + 3 )) '\0'
-    run "$BIN/ggufcat" -o "$T/out.wps" "$T/nul.gguf"
-    one_line_error "^ggufcat: $T/nul.gguf: key contains a NUL byte$"
+    patched_refused nul $(( $(offset_of "$F32" general.name) + 3 )) '\0' "key contains a NUL byte"
     # output_norm.weight's n_dims (after its name) 0
-    cp "$F32" "$T/nd.gguf"; chmod u+w "$T/nd.gguf"
-    patch_bytes "$T/nd.gguf" $(( $(offset_of "$T/nd.gguf" output_norm.weight) + 18 )) "$(le32 0)"
-    run "$BIN/ggufcat" -o "$T/out.wps" "$T/nd.gguf"
-    one_line_error "^ggufcat: $T/nd.gguf: tensor 'output_norm.weight': 0 dimensions \(1 to 4 allowed\)$"
+    patched_refused nd $(( $(offset_of "$F32" output_norm.weight) + 18 )) "$(le32 0)" \
+        "tensor 'output_norm.weight': 0 dimensions \(1 to 4 allowed\)"
     # 32 zero bytes after the last tensor of a file of alignment 32 (ending on it) are no padding
     [ $(( $(wc -c < "$F32") % 32 )) -eq 0 ]
     { cat "$F32"; head -c 32 /dev/zero; } > "$T/tail.gguf"
