@@ -486,7 +486,8 @@ const char *wp_cli_arg(int argc, char **argv, int *i, const char *name)
         wp_die("%s: needs a value (try --help)", name);
     return wp_cli_value(argv, i);
 }
-/* The input named by word a, the one a filter takes. */
+
+/* The input named by word a, the one a filter takes: once. */
 static void cli_operand(const char *a, const char **in)
 {
     if (*in)
