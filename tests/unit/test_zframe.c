@@ -3,6 +3,7 @@
  * takes both, in any read sizes; truncation, damage and trailing bytes are
  * named; tiny plain inputs (under 4 bytes) are served whole. */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <zstd.h>
@@ -10,6 +11,7 @@
 #include "stream.h"
 #include "tap.h"
 #include "zframe.h"
+#include "zpack.h"
 
 /* A stream of 40 records with payloads of a few sizes, framed or not. */
 static FILE *make(int zlevel)
@@ -209,5 +211,45 @@ int main(void)
     free(bz);
     fclose(p);
     fclose(z);
+    /* wp_zpack's grouping of 7 bytes by 2: the byte 0s, the byte 1s, then the partial record
+       as it is; wp_zunpack gives them back (a dropped tail went untested: a mutation test's find) */
+    {
+        const uint8_t in[7] = {10, 11, 12, 13, 14, 15, 16}, grouped[7] = {10, 12, 14, 11, 13, 15, 16};
+        uint8_t raw[7] = {0}, back[7] = {0};
+        size_t zl = 0;
+        uint8_t *zp = wp_zpack(in, sizeof in, 2, 3, &zl);
+        const size_t got = zp ? ZSTD_decompress(raw, sizeof raw, zp, zl) : 0;
+        CHECK(zp && got == 7 && !memcmp(raw, grouped, 7), "wp_zpack groups 7 bytes by 2: 10 12 14 11 13 15 16");
+        CHECK(zp && wp_zcontent_size(zp, zl) == 7 && wp_zunpack(zp, zl, 2, back, 7) == 0 && !memcmp(back, in, 7),
+              "wp_zunpack ungroups them, its tail byte 16 last");
+        CHECK(zp && wp_zunpack(zp, zl, 2, back, 6) == -1, "wp_zunpack refuses a size other than the frame's");
+        free(zp);
+        /* 1000 bytes of one value: zstd writes an RLE block (1 byte of body for 1000 of content),
+           whose size the frame check takes (a mutation test's find) */
+        uint8_t same[1000], out[1000];
+        memset(same, 7, sizeof same);
+        zp = wp_zpack(same, sizeof same, 1, 3, &zl);
+        CHECK(zp && zl < 30 && wp_zcontent_size(zp, zl) == 1000 && wp_zunpack(zp, zl, 1, out, 1000) == 0 &&
+                  !memcmp(out, same, 1000),
+              "1000 equal bytes: a %zu-byte frame declaring 1000, unpacked", zp ? zl : 0);
+        free(zp);
+        /* frames that declare more than their blocks hold, refused; the honest ones' sizes
+           taken (each a mutation test's find): a single-segment frame of one RLE block of 100
+           bytes (its body 1 byte), declaring 100 then 200; the 7-byte raw frame above with its
+           1-byte content size made 255 */
+        uint8_t rle[10] = {0x28, 0xb5, 0x2f, 0xfd, 0x20, 100, 0x23, 0x03, 0x00, 7}, hundred[100];
+        const uint64_t r100 = wp_zcontent_size(rle, sizeof rle);
+        const int u100 = wp_zunpack(rle, sizeof rle, 1, hundred, 100);
+        rle[5] = 200;
+        CHECK(r100 == 100 && u100 == 0 && hundred[0] == 7 && hundred[99] == 7 &&
+                  wp_zcontent_size(rle, sizeof rle) == UINT64_MAX,
+              "an RLE block of 100: declared 100 taken, 200 refused");
+        zp = wp_zpack(in, sizeof in, 1, 3, &zl);
+        const int fits = zp && zl > 6 && zp[4] == 0x24 && zp[5] == 7 && wp_zcontent_size(zp, zl) == 7;
+        if (zp)
+            zp[5] = 255;
+        CHECK(fits && wp_zcontent_size(zp, zl) == UINT64_MAX, "a raw block of 7 declared as 255 is refused");
+        free(zp);
+    }
     return tap_done();
 }
