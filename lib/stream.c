@@ -672,7 +672,12 @@ static int read_header(wp_reader *rd, wp_record *r)
         return rfail(rd, "%s: %s", rl, tp);
     if (r->kind == WP_REC_TENSOR) {
         /* a tensor's bytes are what its type and shape say */
-        uint64_t rs = wp_ggml_row_size(r->type, r->ne[0]), need = r->ne[0] ? rs * (nelem / (uint64_t)r->ne[0]) : 0;
+        uint64_t rs = wp_ggml_row_size(r->type, r->ne[0]), need = 0;
+        /* (2^62 F32 elements need 2^64 bytes, which wrapped to 0: such a tensor of no payload
+           was read, a mutation tester's find) */
+        if (r->ne[0] && __builtin_mul_overflow(rs, nelem / (uint64_t)r->ne[0], &need))
+            return rfail(rd, "%s: %" PRIu64 " payload bytes, but %s %" PRId64 " x %" PRIu64 " needs 2^64 bytes or more",
+                         rl, r->payload_len, wp_ggml_type_name(r->type), r->ne[0], nelem / (uint64_t)r->ne[0]);
         if ((r->ne[0] && !rs) || need != r->payload_len)
             return rfail(rd, "%s: %" PRIu64 " payload bytes, but %s %" PRId64 " x %" PRIu64 " needs %" PRIu64,
                          rl, r->payload_len, wp_ggml_type_name(r->type), r->ne[0],

@@ -403,3 +403,48 @@ mkst_raw() {
     [ "$len" -eq 16 ]
     [ "$(tail -c +$((p + 9)) "$T/u.wps" | head -c 8 | od -An -tx1 | tr -d ' ')" = 760ac3bc20312e35 ]
 }
+
+@test "names at the stream's limit: a 4096-byte tensor name is taken, 4097 refused; a __metadata__ key of a 4096-byte name taken (it was refused: an off-by-one), 4097 refused (a mutation test's find)" {
+    local n4096 n4097 k4075 k4076
+    n4096=$(printf 'n%.0s' $(seq 4096))
+    n4097=${n4096}n
+    k4075=$(printf 'k%.0s' $(seq 4075))   # safetensors.metadata. + 4075 bytes: a 4096-byte record name
+    k4076=${k4075}k                       # 4097 bytes
+    mkst "$T/n.safetensors" "{\"$n4096\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}" 4
+    run sh -c "'$BIN/safetensorscat' '$T/n.safetensors' | '$BIN/tsinfo' -"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | awk '$1 == "tensor" { print length($2), $3, $4, $5 }')" = "4096 F16 2 4" ]
+    mkst "$T/n2.safetensors" "{\"$n4097\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]}}" 4
+    bad "^safetensorscat: $T/n2.safetensors: tensor '${n4096:0:64}\.\.\.': name longer than 4096 bytes$" "$T/n2.safetensors"
+    mkst "$T/k.safetensors" "{\"__metadata__\":{\"$k4075\":\"v\"}}" 0
+    run sh -c "'$BIN/safetensorscat' '$T/k.safetensors' | '$BIN/tsinfo' -"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | awk '$1 == "kv" { print length($2) }')" = 4096 ]
+    mkst "$T/k2.safetensors" "{\"__metadata__\":{\"$k4076\":\"v\"}}" 0
+    bad "^safetensorscat: $T/k2.safetensors: __metadata__ key '${k4075:0:64}\.\.\.' is too long$" "$T/k2.safetensors"
+}
+
+@test "bad safetensors: an empty tensor name, a duplicate __metadata__ key (a mutation test's find)" {
+    mkst "$T/e.safetensors" '{"":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
+    bad "^safetensorscat: $T/e.safetensors: tensor with an empty name$" "$T/e.safetensors"
+    mkst "$T/d.safetensors" '{"__metadata__":{"k":"1","j":"0","k":"2"},"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
+    bad "^safetensorscat: $T/d.safetensors: duplicate __metadata__ key 'k'$" "$T/d.safetensors"
+}
+
+@test "UTF-8 at the top of each second-byte range is taken: U+00BF, U+D7FF, U+FFFF, U+10FFFF (a mutation test's find)" {
+    mkst_raw "$T/u.safetensors" $'{"a\xc2\xbf":{"dtype":"F16","shape":[1],"data_offsets":[0,2]},"b\xed\x9f\xbf":{"dtype":"F16","shape":[1],"data_offsets":[2,4]},"c\xef\xbf\xbf":{"dtype":"F16","shape":[1],"data_offsets":[4,6]},"d\xf4\x8f\xbf\xbf":{"dtype":"F16","shape":[1],"data_offsets":[6,8]}}' 8
+    run sh -c "'$BIN/safetensorscat' '$T/u.safetensors' | '$BIN/tsinfo' -"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | awk '$1 == "tensor" { print $2 }' | od -An -tx1 | tr -d ' \n')" = "61c2bf0a62ed9fbf0a63efbfbf0a64f48fbfbf0a" ]
+}
+
+@test "a file whose first 8 bytes say a header of 1 byte is no safetensors file to a stream reader (a mutation test's find)" {
+    printf "$(le64 1){       " > "$T/one.bin"
+    run "$BIN/tsinfo" "$T/one.bin"
+    [ "$status" -ne 0 ]
+    [ "$output" = "tsinfo: $T/one.bin: not a wpack stream (bad magic)" ]
+    printf "$(le64 2){}      " > "$T/two.bin"
+    run "$BIN/tsinfo" "$T/two.bin"
+    [ "$status" -ne 0 ]
+    [ "$output" = "tsinfo: $T/two.bin: not a wpack stream (a safetensors file: read it with safetensorscat)" ]
+}

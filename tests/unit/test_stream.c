@@ -190,6 +190,13 @@ int main(void)
               !strcmp(msg, "mem: record 't' at byte 16: unknown record kind 99 (corrupt, or from a newer wpack)"),
           "a record of an unknown kind is refused: %s", msg);
     free(k99);
+    /* 2^62 F32 elements: 2^64 bytes, which wrapped to 0, so a record of no payload was read */
+    int64_t wraps[4] = {1, INT64_C(1) << 40, INT64_C(1) << 22, 1};
+    char *w0 = one_record(WP_REC_TENSOR, wraps, 3, 0, &len);
+    CHECK(read_all(w0, len, msg, sizeof msg) < 0 &&
+              !strcmp(msg, "mem: record 't': 0 payload bytes, but F32 1 x 4611686018427387904 needs 2^64 bytes or more"),
+          "a tensor of 2^62 F32 elements and no payload is refused: %s", msg);
+    free(w0);
     char *b = one_record(WP_REC_TENSOR, huge, 4, 4, &len);
     CHECK(read_all(b, len, msg, sizeof msg) < 0 && strstr(msg, "more than 2^62 elements"),
           "a shape whose element count overflows is refused: %s", msg);
@@ -472,6 +479,132 @@ int main(void)
         if (map != MAP_FAILED)
             munmap((void *)map, n);
         fclose(f);
+        free(buf);
+    }
+    /* the limits and checks of names, shapes, attributes and alignment at their edges
+       (each untested: a mutation test's find) */
+    {
+        char err[256], *buf = NULL, *name = malloc(4098);
+        size_t n = 0;
+        memset(name, 'n', 4097);
+        name[4096] = 0;   /* 4096 bytes: WP_MAX_NAME, taken by writer and reader */
+        FILE *f = open_memstream(&buf, &n);
+        wp_writer *w = wp_writer_open(f, "mem", 4096, err, sizeof err);
+        wp_record r;
+        wp_record_init(&r);
+        r.kind = WP_REC_KV, r.type = WP_GGUF_U8;
+        wp_record_alloc(&r, 1)[0] = 9;
+        wp_record_set_name(&r, name);
+        r.ne[0] = 3;   /* past n_dims (0): written as 1 */
+        const int put4096 = w ? wp_writer_put(w, &r) : -2;
+        if (w)
+            wp_writer_close(w, err, sizeof err);
+        fclose(f);
+        char *buf2 = NULL;   /* a writer for the refusals (each leaves an index entry: discarded) */
+        size_t n2 = 0;
+        FILE *f2 = open_memstream(&buf2, &n2);
+        w = wp_writer_open(f2, "mem", 8, err, sizeof err);
+        name[4096] = 'n', name[4097] = 0;
+        free(r.name);
+        r.name = strdup(name);   /* 4097 bytes, past wp_record_set_name */
+        const int put4097 = w ? wp_writer_put(w, &r) : -2;
+        /* (its message, the whole name in it, is cut at the writer's 768 bytes) */
+        CHECK(put4097 == -1 && w && !strncmp(wp_writer_error(w), "mem: record 'nnnnnnnn", 21) &&
+                  strlen(wp_writer_error(w)) == 767,
+              "the writer refuses a name of 4097 bytes: %.24s", w ? wp_writer_error(w) : "");
+        wp_record_set_name(&r, "k");
+        r.n_dims = -1;
+        const int neg = w ? wp_writer_put(w, &r) : -2;
+        CHECK(neg == -1 && w && !strcmp(wp_writer_error(w), "mem: record 'k': bad name, attributes or shape"),
+              "the writer refuses n_dims -1: %s", w ? wp_writer_error(w) : "");
+        if (w)
+            wp_writer_close(w, NULL, 0);
+        fclose(f2);
+        free(buf2);
+        int got = 0, k = -1;
+        FILE *rf = fmemopen(buf, n, "rb");
+        wp_reader *rd = wp_reader_open(rf, "mem", err, sizeof err);
+        wp_record c;
+        wp_record_init(&c);
+        while (rd && (k = wp_reader_next(rd, &c)) == 1)
+            got += strlen(c.name) == 4096 && c.ne[0] == 1 && c.payload_len == 1 && c.payload[0] == 9;
+        CHECK(put4096 == 0 && rd && wp_reader_align(rd) == 4096 && k == 0 && got == 1,
+              "a name of 4096 bytes in a stream of alignment 4096 is written and read back (%d, %d)", put4096, got);
+        if (rd)
+            wp_reader_close(rd);
+        fclose(rf);
+        free(buf);
+        f2 = open_memstream(&buf, &n);
+        CHECK(!wp_writer_open(f2, "mem", 8192, err, sizeof err) && !strcmp(err, "mem: bad alignment"),
+              "the writer refuses alignment 8192: %s", err);
+        fclose(f2);
+        free(buf);
+        wp_record_free(&c);
+        /* attributes: a value with a newline; a line of 2^20 bytes in all (MAX_ATTRS) taken */
+        wp_record_free(&r);
+        CHECK(wp_attr_set(&r, "k", "a\nb") == -1 && r.attrs_lost == 1 && !wp_attr_find(&r, "k", NULL),
+              "an attribute value with a newline is refused and marks the record");
+        wp_record_free(&r);
+        const size_t vl = (1u << 20) - 5;   /* "pad=" + value + "\n": 2^20 bytes */
+        char *v = malloc(vl + 1);
+        memset(v, 'x', vl);
+        v[vl] = 0;
+        CHECK(wp_attr_set(&r, "pad", v) == 0 && !r.attrs_lost && strlen(r.attrs) == (1u << 20),
+              "attributes of exactly 2^20 bytes are taken");
+        free(v);
+        wp_record_free(&r);
+        /* counts: 32 digits are too many for wp_attr_int (31 are read); " 5", "+5", "5x" are none;
+           a negative offset is no count */
+        int64_t x = 0;
+        wp_attr_set(&r, "a", "0000000000000000000000000000005");    /* 31 */
+        wp_attr_set(&r, "b", "00000000000000000000000000000005");   /* 32 */
+        wp_attr_set(&r, "c", "+5");
+        wp_attr_set(&r, "d", "5x");
+        CHECK(wp_attr_int(&r, "a", &x) == 1 && x == 5 && wp_attr_int(&r, "b", &x) == -1 &&
+                  wp_attr_int(&r, "c", &x) == -1 && wp_attr_int(&r, "d", &x) == -1,
+              "wp_attr_int: 31 digits read, 32 digits, +5 and 5x refused");
+        char sb[4];
+        wp_attr_set(&r, "s", "abcd");   /* as long as the buffer: cut to 3 and its NUL */
+        CHECK(wp_attr_str(&r, "s", sb, sizeof sb) == 1 && !strcmp(sb, "abc"), "wp_attr_str cuts to its buffer: %s", sb);
+        wp_attr_set(&r, "e", "");
+        wp_attr_set(&r, "g", "1.5x");
+        wp_attr_set(&r, "h", "1.5");
+        CHECK(wp_attr_f64(&r, "e", 2.5) == 2.5 && wp_attr_f64(&r, "g", 2.5) == 2.5 && wp_attr_f64(&r, "h", 2.5) == 1.5,
+              "wp_attr_f64: an empty value and 1.5x give the default, 1.5 is read");
+        wp_record_free(&r);
+        r.kind = WP_REC_TENSOR;
+        wp_attr_set(&r, "offset", "-64");
+        char pb[128];
+        const char *pr = wp_attr_counts_problem(&r, pb, sizeof pb);
+        CHECK(pr && !strcmp(pr, "attribute offset=-64 is not a count"), "offset=-64 is no count: %s", pr ? pr : "(none)");
+        wp_record_free(&r);
+        free(name);
+    }
+    /* read_header's checks on resealed headers: a NUL in the name, a dimension past n_dims
+       that is not 1, 2^62 elements exactly (taken; a mutation test's find) */
+    {
+        const int64_t ne2[4] = {2, 2, 1, 1};
+        size_t n;
+        char *buf = one_record(WP_REC_TENSOR, ne2, 2, 16, &n);
+        const uint32_t nl = rd32(buf + 16 + 12), al = rd32(buf + 16 + 48);
+        const size_t hl = 72 + nl + al + 8;
+        buf[16 + 72] = 0;   /* the name "t" as "\0" */
+        wr64(buf + 16 + hl - 8, XXH64(buf + 16, hl - 8, 0));
+        CHECK(read_all(buf, n, msg, sizeof msg) < 0 && !strcmp(msg, "mem: corrupt record header at byte 16 (NUL in name)"),
+              "a NUL in a record's name: %s", msg);
+        buf[16 + 72] = 't';
+        wr64(buf + 16 + 32, 5);   /* ne[2] of a 2-dimensional tensor */
+        wr64(buf + 16 + hl - 8, XXH64(buf + 16, hl - 8, 0));
+        CHECK(read_all(buf, n, msg, sizeof msg) < 0 && !strcmp(msg, "mem: record 't': bad shape"),
+              "a dimension past n_dims that is not 1: %s", msg);
+        free(buf);
+        const int64_t e62[4] = {1, INT64_C(1) << 40, INT64_C(1) << 22, 1};   /* 2^62 elements */
+        buf = one_record(WP_REC_TENSOR, e62, 3, 4, &n);
+        wr32(buf + 16 + 8, 24);   /* I8: 2^62 bytes */
+        wr64(buf + 16 + hl - 8, XXH64(buf + 16, hl - 8, 0));
+        CHECK(read_all(buf, n, msg, sizeof msg) < 0 && strstr(msg, "mem: record 't': 4 payload bytes, but ") == msg &&
+                  strstr(msg, " needs 4611686018427387904"),
+              "2^62 elements are a shape (its payload then checked): %s", msg);
         free(buf);
     }
     /* an attribute that cannot be set marks its record, which the writer refuses (a reviewer
