@@ -281,12 +281,17 @@ print(p + 8)' "$T/kv.bundle")
     echo "$output" | grep -q 'FAILED'
 }
 
+# q8_bundle DIR: DIR/q.wts, DIR/q.gguf and DIR/q.bundle, stories260K by RTN Q8_0; the bundle
+# from gptq's stream, as lazyweights codes it (its attributes make it 48 bytes larger than a
+# bundle of the GGUF).
+q8_bundle() {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --ftype Q8_0 --rtn --quiet -o "$1/q.wts"
+    "$BIN/ggufpack" -o "$1/q.gguf" "$1/q.wts"
+    "$BIN/histogram" "$1/q.wts" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$1/q.bundle"
+}
+
 @test "verify --tsv: fixed columns for CI, the same b/w as the text report and as tests/bitrates.tsv" {
-    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --ftype Q8_0 --rtn --quiet -o "$T/q.wts"
-    "$BIN/ggufpack" -o "$T/q.gguf" "$T/q.wts"
-    # from gptq's stream, as lazyweights codes it (its attributes make it 48 bytes larger than
-    # a bundle of the GGUF)
-    "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$T/q.bundle"
+    q8_bundle "$T"
     run --separate-stderr "$BIN/verify" --tsv "$T/q.gguf" "$T/q.bundle"
     [ "$status" -eq 0 ]
     [ -z "$stderr" ]
@@ -377,14 +382,6 @@ print(p + 8)' "$T/kv.bundle")
     [ "$status" -eq 1 ]
     [ "${#stderr_lines[@]}" -eq 1 ]
     [[ "$stderr" =~ ^verify:\ .*syn.bundle:\ [0-9]+\ tensors\ differ\ from\ .*other.gguf\ \(first:\ Q4_0.r1x32\ is\ not\ in ]]
-}
-
-# q8_bundle DIR: DIR/q.wts, DIR/q.gguf and DIR/q.bundle, stories260K by RTN Q8_0 (as the
-# verify --tsv test makes them).
-q8_bundle() {
-    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --ftype Q8_0 --rtn --quiet -o "$1/q.wts"
-    "$BIN/ggufpack" -o "$1/q.gguf" "$1/q.wts"
-    "$BIN/histogram" "$1/q.wts" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$1/q.bundle"
 }
 
 @test "verify -q: the totals of stories260K RTN Q8_0 to the digit, metadata in bits per weight (a mutation test's find)" {
