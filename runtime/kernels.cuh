@@ -79,8 +79,8 @@
  * instruction of k_fused_q ring Q4_K: 12 % on the store of load_lut's
  * one-word-at-a-time loop at the start; since then, not timed, the table
  * and the x slice are copied asynchronously, all in flight with the
- * tile's opening (load_lut_async, stage_x). README.md has the static
- * counts of the changes before. On the CPU,
+ * tile's opening (load_lut_async, stage_x). runtime/JOURNAL.md has the
+ * static counts of the changes before. On the CPU,
  * wr_dev_decode_tile runs the decode path and tests/runtime/test_emu.cpp
  * runs these kernels' source with one host thread per CUDA thread;
  * gpucheck.sh times them on a GPU.
@@ -211,7 +211,7 @@ __host__ __device__ inline size_t fused_words_bytes(const DevMat &M, int ST)
  * SMs, so a second round for 416 of them. With the synthetic Q4_K's groups
  * (dmax 58, 1,856 bytes) a block takes 27,520 and 8 fit: 32 warps, one
  * round; the registers allow 8 at batch 1 (sm_90a, ptxas's counts; 228 KiB
- * a SM, 1 KiB a block reserved; README.md's table has every type). */
+ * a SM, 1 KiB a block reserved; runtime/JOURNAL.md's table of rounds has every type). */
 static inline size_t fused_smem_bytes(const DevMat &M, int ST)
 {
     return fused_words_bytes(M, ST) + (ST == 1 ? 0 : (size_t)FUSED_WARPS * warp_group_bytes(M));
