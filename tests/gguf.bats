@@ -604,6 +604,13 @@ inputs_in_T() {
         [ "$status" -eq 0 ]
         [[ "${lines[0]}" == "usage: $p"* ]]
     done
+    # -h is --help, as in the pipelines (wp_cli_info)
+    for p in ggufcat gptq hessian; do
+        run "$BIN/$p" -h
+        [ "$status" -eq 0 ]
+        [ "$output" = "$("$BIN/$p" --help)" ]
+        [[ "${lines[0]}" == "usage: $p"* ]]
+    done
 }
 
 @test "--version of every program: its name, wpack's version (wpack.pc's) and the stream format, exit 0" {

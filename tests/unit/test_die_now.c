@@ -78,6 +78,23 @@ static void child_stdout(const char *unused)
     pthread_join(t, NULL);
 }
 
+/* -o PATH opened while PATH did not exist, then PATH noted as an input (an
+ * input opened after the output): wp_out_commit refuses to rename over it. */
+static void child_commit_input(const char *path)
+{
+    wp_cli_init("histogram");
+    FILE *f = wp_out_open(path);
+    fputs("output", f);
+    FILE *in = fopen(path, "w");
+    if (!in)
+        _exit(98);
+    fputs("input\n", in);
+    fclose(in);
+    wp_cli_input(path);
+    wp_out_commit();
+    _exit(0);
+}
+
 /* Whether s is exactly one line; its newline is removed. */
 static int one_line(char *s)
 {
@@ -129,6 +146,31 @@ int main(void)
     CHECK(one && !strcmp(err, "hessian: m.gguf: llama.cpp cannot load this model (x.cpp:1: GGML_ASSERT(a) failed)"),
           "stdout >> log: one line: '%s'", err);
     unlink(log);
+
+    /* the output's check against the inputs, again before the rename */
+    char in[256], want[600], got[64] = "";
+    snprintf(in, sizeof in, "%s/late.wps", dir);
+    st = run_child(child_commit_input, in, -1, err, sizeof err);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "an input opened after -o: exit status 1 (status %d)", st);
+    one = one_line(err);
+    snprintf(want, sizeof want,
+             "histogram: %s: is also an input of this run: writing it would replace that input (write elsewhere)", in);
+    CHECK(one && !strcmp(err, want), "an input opened after -o: one line: '%s'", err);
+    FILE *kept = fopen(in, "r");
+    if (kept) {
+        if (!fgets(got, sizeof got, kept))
+            got[0] = 0;
+        fclose(kept);
+    }
+    CHECK(!strcmp(got, "input\n"), "an input opened after -o: the input is kept ('%.*s')", (int)strcspn(got, "\n"), got);
+    unlink(in);
+    left = 0;
+    d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        left += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    CHECK(left == 0, "an input opened after -o: no temporary file is left (%d files)", left);
     rmdir(dir);
     return tap_done();
 }

@@ -135,6 +135,35 @@ static void write_synthetic(const char *path, int flags)
     ggml_free(ctx);
 }
 
+/* Write a GGUF of 1-D F32 tensors names[i] (n[i] values v[i]) with the
+ * metadata meta asks for: 1 imatrix.datasets, 2 imatrix.chunk_count (a u32;
+ * 4: an i32 instead), 8 imatrix.chunk_size. */
+static void write_tensors(const char *path, int meta, int nt, const char *const *names, const int *n,
+                          const float *const *v)
+{
+    struct ggml_init_params ip = {.mem_size = 1 << 20, .mem_buffer = NULL, .no_alloc = false};
+    struct ggml_context *ctx = ggml_init(ip);
+    struct gguf_context *g = gguf_init_empty();
+    const char *ds[] = {"calib.txt"};
+    if (meta & 1)
+        gguf_set_arr_str(g, "imatrix.datasets", ds, 1);
+    if (meta & 2)
+        gguf_set_val_u32(g, "imatrix.chunk_count", 2);
+    if (meta & 4)
+        gguf_set_val_i32(g, "imatrix.chunk_count", 2);
+    if (meta & 8)
+        gguf_set_val_u32(g, "imatrix.chunk_size", 5);
+    for (int i = 0; i < nt; i++) {
+        struct ggml_tensor *t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n[i]);
+        ggml_set_name(t, names[i]);
+        memcpy(t->data, v[i], (size_t)n[i] * 4);
+        gguf_add_tensor(g, t);
+    }
+    gguf_write_to_file(g, path, false);
+    gguf_free(g);
+    ggml_free(ctx);
+}
+
 /* wp_imatrix_load fails on path with a message containing want. */
 static void expect_error(const char *path, const char *want, const char *what)
 {
@@ -303,6 +332,70 @@ int main(void)
     expect_error(p, "No such file", "missing file");
 
 
+    /* GGUF files that are not what llama-imatrix writes, one fault each */
+    {
+        static const float sums[6] = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}, one[1] = {1.0f}, two[2] = {1.0f, 1.0f};
+        const char *ab[] = {"a.in_sum2", "a.counts"};
+        const int n41[] = {4, 1};
+        const float *v41[] = {sums, one};
+        path_in(p, sizeof p, "meta.gguf");
+        write_tensors(p, 1 | 8, 2, ab, n41, v41);
+        expect_error(p, "missing imatrix metadata", "no imatrix.chunk_count");
+        write_tensors(p, 2 | 8, 2, ab, n41, v41);
+        expect_error(p, "missing imatrix metadata", "no imatrix.datasets");
+        write_tensors(p, 1 | 2, 2, ab, n41, v41);
+        expect_error(p, "missing imatrix metadata", "no imatrix.chunk_size");
+        write_tensors(p, 1 | 4 | 8, 2, ab, n41, v41);
+        expect_error(p, "imatrix.chunk_count is not a u32", "imatrix.chunk_count an i32");
+        write_tensors(p, 1 | 2 | 8, 0, NULL, NULL, NULL);
+        expect_error(p, "no imatrix entries (no *.in_sum2 tensors)", "metadata and no tensors");
+        const char *ac[] = {"a.in_sum2", "c.counts"};
+        write_tensors(p, 1 | 2 | 8, 2, ac, n41, v41);
+        expect_error(p, "mismatched sums and counts for a", "a's sums with c's counts");
+        const int n52[] = {5, 2};
+        const float *v52[] = {sums, two};
+        write_tensors(p, 1 | 2 | 8, 2, ab, n52, v52);
+        expect_error(p, "a: 5 sums do not divide into 2 matrices", "5 sums, 2 counts");
+        const float nan1[1] = {NAN}, inf1[1] = {INFINITY}, neg1[1] = {-1.0f};
+        const float *vnan[] = {sums, nan1}, *vinf[] = {sums, inf1}, *vneg[] = {sums, neg1};
+        write_tensors(p, 1 | 2 | 8, 2, ab, n41, vnan);
+        expect_error(p, "a: bad count nan", "count NaN");
+        write_tensors(p, 1 | 2 | 8, 2, ab, n41, vinf);
+        expect_error(p, "a: bad count inf", "count infinite");
+        write_tensors(p, 1 | 2 | 8, 2, ab, n41, vneg);
+        expect_error(p, "a: bad count -1", "count -1");
+
+        /* counts rounded as std::lround (2.5 -> 3, 2.4 -> 2), -0.4 -> 0 -> importance 1;
+         * the entry "" (tensors ".in_sum2", ".counts"), as common_imatrix_load keeps it */
+        const float c3[3] = {2.5f, 2.4f, -0.4f};
+        const char *nm[] = {".in_sum2", ".counts", "r.in_sum2", "r.counts"};
+        const int n3[] = {4, 1, 6, 3};
+        const float *v3[] = {sums, one, sums, c3};
+        path_in(p, sizeof p, "round.gguf");
+        write_tensors(p, 1 | 2 | 8, 4, nm, n3, v3);
+        if (!load_ok(p, &im, "rounded counts")) {
+            const wp_imatrix_entry *e = wp_imatrix_find(&im, ""), *r = wp_imatrix_find(&im, "r");
+            CHECK(im.n == 2 && e && e->cols == 4 && e->n_mat == 1 && e->importance[3] == 4.0f,
+                  "the tensors .in_sum2 and .counts: the entry \"\" (4 columns)");
+            const float want[6] = {1.0f / 3.0f, 2.0f / 3.0f, 3.0f / 2.0f, 4.0f / 2.0f, 1.0f, 1.0f};
+            CHECK(r && r->cols == 2 && r->n_mat == 3 && !memcmp(r->importance, want, sizeof want),
+                  "counts 2.5, 2.4, -0.4: sums / 3, / 2, and 1 (lround, as llama.cpp)");
+            wp_imatrix_free(&im);
+        }
+    }
+
+    /* a GGUF cut after its magic: said as GGUF, not read as a legacy file */
+    path_in(p, sizeof p, "magic.gguf");
+    {
+        FILE *f = fopen(p, "wb");
+        if (f) {
+            fputs("GGUF", f);
+            fclose(f);
+        }
+    }
+    expect_error(p, "magic.gguf: truncated file: the header at byte 4 needs 20 bytes", "GGUF magic alone");
+
+
     /* legacy imatrix.dat, synthetic */
     {
         struct dat d;
@@ -366,6 +459,19 @@ int main(void)
             wp_imatrix_free(&im);
         }
 
+        j = d;
+        j.n = ee;
+        dat_i32(&j, 6);
+        dat_i32(&j, 0);
+        path_in(p, sizeof p, "empty-dataset.dat");
+        dat_write(p, &j, j.n);
+        if (!load_ok(p, &im, "dataset length 0")) {
+            CHECK(im.n == 3 && im.chunk_count == 6 && im.n_datasets == 0,
+                  "dataset length 0: no dataset (llama.cpp reads one only for a length > 0)");
+            wp_imatrix_free(&im);
+        }
+
+
         /* broken legacy files */
         path_in(p, sizeof p, "cut.dat");
         dat_write(p, &d, ee - 5);
@@ -418,12 +524,48 @@ int main(void)
         dat_write(p, &j, j.n);
         expect_error(p, "entry 1 of 1 (a?b): value count 0 is not positive",
                      "legacy value count 0 (a newline in the name shown as ?)");
+
+        /* a name of 60 bytes with a DEL in it: shown cut to 48, DEL as ? */
+        j.n = 0;
+        dat_i32(&j, 1);
+        dat_i32(&j, 60);
+        dat_bytes(&j, "blk.0.\x7f" "bcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRST", 60);
+        dat_i32(&j, 1);
+        dat_i32(&j, 0);
+        path_in(p, sizeof p, "longname.dat");
+        dat_write(p, &j, j.n);
+        expect_error(p, "entry 1 of 1 (blk.0.?bcdefghijklmnopqrstuvwxyz0123456789ABCDEF...): value count 0",
+                     "legacy long name in a message: 48 bytes and ...");
         j.n = 0;
         dat_bytes(&j, WP_STREAM_MAGIC, 8);
         dat_i32(&j, 1);
         path_in(p, sizeof p, "s.wts");
         dat_write(p, &j, j.n);
         expect_error(p, "a wpack stream, not an imatrix", "a wpack stream");
+    }
+
+    /* a legacy file larger than the first read (64 KiB): read whole */
+    {
+        enum { NV = 40000 };
+        static float big[NV];
+        for (int i = 0; i < NV; i++)
+            big[i] = (float)(i + 1);
+        path_in(p, sizeof p, "big.dat");
+        FILE *f = fopen(p, "wb");
+        if (f) {
+            const int32_t hdr[2] = {1, 1}, cnt[2] = {4, NV};
+            fwrite(hdr, 4, 2, f);
+            fputc('w', f);
+            fwrite(cnt, 4, 2, f);
+            fwrite(big, 4, NV, f);
+            fclose(f);
+        }
+        if (!load_ok(p, &im, "legacy of 160 KiB")) {
+            const wp_imatrix_entry *w = wp_imatrix_find(&im, "w");
+            CHECK(w && w->cols == NV && w->importance[0] == 0.25f && w->importance[NV - 1] == NV / 4.0f,
+                  "legacy of 160 KiB: %d values, the last one's importance %d / 4", NV, NV);
+            wp_imatrix_free(&im);
+        }
     }
 
     /* a real llama-imatrix file */

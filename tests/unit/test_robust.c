@@ -6,6 +6,7 @@
 
 #include "gguf_file.h"
 #include "rowmap.h"
+#include "spool.h"
 #include "stream.h"
 #include "tap.h"
 
@@ -52,6 +53,17 @@ static int open_all(const char *path, char *err, size_t n)
     wp_record_free(&r);
     wp_gguf_close(g);
     return k;
+}
+
+/* Where the spool f lives, as /proc/self/fd says ("... (deleted)" once
+ * unlinked), into buf. */
+static const char *spool_where(FILE *f, char *buf, size_t n)
+{
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fileno(f));
+    ssize_t k = readlink(link, buf, n - 1);
+    buf[k > 0 ? (size_t)k : 0] = 0;
+    return buf;
 }
 
 int main(void)
@@ -150,5 +162,43 @@ int main(void)
     wp_record_free(&map);
     wp_record_free(&red);
     wp_record_free(&full);
+
+    /* spools (wp_spool): in $TMPDIR, unlinked at once (nothing left behind
+     * whatever ends the program); an empty TMPDIR is as none: /tmp */
+    char sd[] = "/tmp/wpack-spooldir-XXXXXX", where[4096], want[128], buf[8] = "";
+    if (!mkdtemp(sd))
+        return 1;
+    setenv("TMPDIR", sd, 1);
+    FILE *sp = wp_spool(err, sizeof err);
+    if (sp)
+        spool_where(sp, where, sizeof where);
+    else
+        snprintf(where, sizeof where, "(none: %s)", err);
+    const int was_empty = rmdir(sd) == 0;   /* (fails on a directory holding the spool's name) */
+    CHECK(sp && was_empty, "a spool in TMPDIR is unlinked at once: its directory is empty (%s)", where);
+    snprintf(want, sizeof want, "%s/wpack-spool-", sd);
+    CHECK(!strncmp(where, want, strlen(want)) && strstr(where, " (deleted)"), "the spool was made in TMPDIR: %s",
+          where);
+    const int rt = sp && fputs("spool", sp) >= 0 && fflush(sp) == 0 && fseek(sp, 0, SEEK_SET) == 0 &&
+                   fread(buf, 1, 5, sp) == 5 && !memcmp(buf, "spool", 5);
+    CHECK(rt, "a spool is read back as written ('%.5s')", buf);
+    if (sp)
+        fclose(sp);
+    setenv("TMPDIR", "", 1);
+    sp = wp_spool(err, sizeof err);
+    if (sp) {
+        spool_where(sp, where, sizeof where);
+        fclose(sp);
+    } else {
+        snprintf(where, sizeof where, "(none: %s)", err);
+    }
+    CHECK(!strncmp(where, "/tmp/wpack-spool-", 17), "TMPDIR empty: the spool goes in /tmp (%s)", where);
+    setenv("TMPDIR", sd, 1);   /* (removed above) */
+    sp = wp_spool(err, sizeof err);
+    snprintf(want, sizeof want, "cannot create a temporary file in %s (TMPDIR): No such file or directory", sd);
+    CHECK(!sp && !strcmp(err, want), "TMPDIR missing: no spool, one message: '%s'", err);
+    if (sp)
+        fclose(sp);
+    unsetenv("TMPDIR");
     return tap_done();
 }
