@@ -453,3 +453,38 @@ trap -- 'stop_jobs; exit 129' SIGHUP" ]
         [ "$rc" -ne 124 ] || [ ! -e "$T/st" ]   # interrupted: the OUTDIR it made removed
     done
 }
+
+@test "bf16split: the verbatim warning's bound is more than 5 % of the row groups, counted G weights a group (a mutation test's find)" {
+    # one BF16 matrix of 1.0s but for one 2.0 (exponent 128), --palette 1: one verbatim group
+    "$BIN/ggufcat" -o "$T/b.wps" "$MODELS/stories260K-bf16.gguf"
+    m() { # ROWS OUT
+        stream_edit "$T/b.wps" "$2" "
+import struct
+t = [r for r in recs if r.name == 'blk.0.attn_q.weight'][0]
+t.ne[1] = $1
+t.payload = bytearray(struct.pack('<H', 0x4000) + struct.pack('<H', 0x3f80) * (64 * $1 - 1))
+recs[:] = [t]"
+    }
+    m 20 "$T/r20.wps"
+    m 19 "$T/r19.wps"
+    m 10 "$T/r10.wps"
+    # 1 of 20 groups: 5 %, not more, and nothing said
+    run --separate-stderr "$BIN/bf16split" --palette 1 -o "$T/s.wps" "$T/r20.wps"
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    # 1 of 19: 5.3 %
+    run --separate-stderr "$BIN/bf16split" --palette 1 -o "$T/s.wps" "$T/r19.wps"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "bf16split: warning: $T/r19.wps: 5.3% of the row groups are stored verbatim (an exponent outside the 1-entry palette): --palette 16, or 0, codes them" ]
+    # 10 rows of two 32-weight groups: 1 of 20 again, nothing said; of one 64-weight group: 1 of 10
+    run --separate-stderr "$BIN/bf16split" --palette 1 --row 32 -o "$T/s.wps" "$T/r10.wps"
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    run --separate-stderr "$BIN/bf16split" --palette 1 -o "$T/s.wps" "$T/r10.wps"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "bf16split: warning: $T/r10.wps: 10.0% of the row groups are stored verbatim (an exponent outside the 1-entry palette): --palette 16, or 0, codes them" ]
+    # and it round-trips (the same records: only the index's zstd frame is made otherwise)
+    "$BIN/bf16split" --palette 1 "$T/r19.wps" 2> /dev/null | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" |
+        "$BIN/unbundle" --stream -o "$T/back.wps"
+    diff <("$BIN/tsinfo" -a -x "$T/r19.wps") <("$BIN/tsinfo" -a -x "$T/back.wps")
+}

@@ -613,3 +613,133 @@ for r in recs:
     run "$BIN/verify" -q "$MODELS/stories260K-bf16.gguf" "$T/b.bundle"
     [ "$status" -eq 0 ]
 }
+
+@test "histogram's hist and huffbuild's table attributes as their pages say: n_symbols, n_weights, max_len, coded_bits = sum of count x length (a mutation test's find)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q4_0 --rtn > "$T/q.wts"
+    "$BIN/histogram" --no-rowmap "$T/q.wts" | "$BIN/huffbuild" --max-len 9 > "$T/t.wps"
+    run "$BIN/tsinfo" -a "$T/t.wps"
+    [ "$status" -eq 0 ]
+    # Q4_0 pairs two 4-bit codes in a symbol: 16384 symbols of 32768 weights
+    local at
+    at=$(echo "$output" | grep -n '^hist  *token_embd.weight  *Q4_0  *256  *2048  0.5000$' | cut -d: -f1)
+    [ "${lines[$at]}" = "    n_symbols=16384" ]
+    [ "${lines[$at + 1]}" = "    n_weights=32768" ]
+    [ "${lines[$at + 2]}" = "    entropy=6.77583272" ]
+    [[ "${lines[$at + 3]}" =~ ^table\ +token_embd.weight\ +Q4_0\ +256\ +256\ +$ ]]
+    [ "${lines[$at + 4]}" = "    max_len=9" ]
+    [ "${lines[$at + 5]}" = "    coded_bits=113467" ]
+    # every table: no code over 9 bits, a code for each symbol that occurs and none for the
+    # others, a prefix code (Kraft), and coded_bits the counts times the lengths
+    stream_edit "$T/t.wps" "$T/check.wps" "
+import struct
+hist = {r.name: struct.unpack('<256Q', r.payload) for r in recs if r.kind == 5}
+tab = {r.name: r for r in recs if r.kind == 6}
+assert sorted(hist) == sorted(tab) and len(tab) == 37, (len(hist), len(tab))
+for n, c in hist.items():
+    L = tab[n].payload
+    assert max(L) <= 9 and all((c[s] > 0) == (L[s] > 0) for s in range(256)), n
+    assert sum(2.0 ** -l for l in L if l) <= 1, n
+    assert int(tab[n].attrs['coded_bits']) == sum(c[s] * L[s] for s in range(256)), n
+    assert tab[n].attrs['max_len'] == '9', n
+"
+    # and the bundle's coded record keeps the table's max_len, not the default 11
+    "$BIN/laneinterleave" -o "$T/q.bundle" "$T/t.wps"
+    run "$BIN/tsinfo" -a "$T/q.bundle"
+    [ "$status" -eq 0 ]
+    at=$(echo "$output" | grep -n '^coded  *token_embd.weight  *Q4_0  *64x512 ' | cut -d: -f1)
+    [ "${lines[$at + 5]}" = "    max_len=9" ]
+    "$BIN/unbundle" --stream "$T/q.bundle" | cmp - "$T/q.wts"
+}
+
+@test "number options of the coding programs: the ends of each range their pages give are refused in one line (a mutation test's find)" {
+    fails_saying "huffbuild: --max-len: expected an integer from 1 to 15, got '16'" "$BIN/huffbuild" --max-len 16
+    fails_saying "huffbuild: --max-len: expected an integer from 1 to 15, got '0'" "$BIN/huffbuild" --max-len 0
+    fails_saying "histogram: --float-palette: expected an integer from 0 to 16, got '17'" "$BIN/histogram" --float-palette 17
+    fails_saying "laneinterleave: --align: 3 is not a power of two" "$BIN/laneinterleave" --align 3
+    fails_saying "laneinterleave: --align: 24 is not a power of two" "$BIN/laneinterleave" --align 24
+    fails_saying "laneinterleave: --align: expected an integer from 1 to 4096, got '0'" "$BIN/laneinterleave" --align 0
+    fails_saying "bf16split: --row: expected an integer from 1 to 1048576, got '0'" "$BIN/bf16split" --row 0
+    # and the ends themselves are taken
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn > "$T/q.wts"
+    "$BIN/histogram" --float-palette 16 "$T/q.wts" | "$BIN/huffbuild" --max-len 15 | "$BIN/laneinterleave" --align 4096 > "$T/a.bundle"
+    "$BIN/histogram" --float-palette 0 "$T/q.wts" | "$BIN/huffbuild" --max-len 8 | "$BIN/laneinterleave" --align 1 > "$T/b.bundle"
+    "$BIN/unbundle" --stream "$T/a.bundle" | cmp - "$T/q.wts"
+    "$BIN/unbundle" --stream "$T/b.bundle" | cmp - "$T/q.wts"
+}
+
+@test "histogram --report of a quantized matrix of no weights: - for each number, never -nan; the total with two row maps (a mutation test's find)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn > "$T/q.wts"
+    stream_edit "$T/q.wts" "$T/z.wts" "
+r = [r for r in recs if r.name == 'blk.0.attn_q.weight'][0]
+r.ne[1] = 0
+r.payload = bytearray()"
+    run --separate-stderr "$BIN/histogram" --report -o "$T/h.wps" "$T/z.wts"
+    [ "$status" -eq 0 ]
+    [ "${stderr_lines[5]}" = "blk.0.attn_q.weight              Q8_0             0          0        -        -      -       -       -" ]
+    [ "${stderr_lines[6]}" = "blk.0.attn_v.weight              Q8_0          2048       2048   7.3993   7.3993   8.00  0.5000  8.5000" ]
+    # token_embd and output, tied, each stored as a row map of 348 distinct rows of 512
+    [ "${stderr_lines[1]}" = "output.weight                    Q8_0         22272      22272   7.6101   7.6101   8.00  0.5000  8.5000  (row map: 348 distinct rows of 512)" ]
+    [ "${stderr_lines[2]}" = "token_embd.weight                Q8_0         22272      22272   7.6101   7.6101   8.00  0.5000  8.5000  (row map: 348 distinct rows of 512)" ]
+    local rest="exponent-coded; tensors 9.9871 b/w as stored; entropy bound"
+    [[ "${stderr_lines[-1]}" == "total: 288704 weights, 211968 in quantized matrices, 55040 $rest 8.6510 b/w (order 0: "* ]]
+    run --separate-stderr "$BIN/histogram" --report --no-rowmap -o "$T/h.wps" "$T/z.wts"
+    [ "$status" -eq 0 ]
+    [[ "${stderr_lines[-1]}" == "total: 288704 weights, 232960 in quantized matrices, 55040 $rest 9.1859 b/w (order 0: "* ]]
+}
+
+@test "bad input: huffbuild refuses a hist record of more or fewer than 256 counts, nothing written (a mutation test's find)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn | "$BIN/histogram" > "$T/h.wps"
+    stream_edit "$T/h.wps" "$T/long.wps" "
+r = [r for r in recs if r.kind == 5 and r.name == 'blk.0.attn_q.weight'][0]
+r.payload += bytes(8)"
+    stream_edit "$T/h.wps" "$T/short.wps" "
+r = [r for r in recs if r.kind == 5 and r.name == 'blk.0.attn_q.weight'][0]
+del r.payload[-8:]"
+    fails_saying "huffbuild: $T/long.wps: histogram 'blk.0.attn_q.weight': 2056 bytes, expected 2048" \
+        "$BIN/huffbuild" -o "$T/t.wps" "$T/long.wps"
+    fails_saying "huffbuild: $T/short.wps: histogram 'blk.0.attn_q.weight': 2040 bytes, expected 2048" \
+        "$BIN/huffbuild" -o "$T/t.wps" "$T/short.wps"
+    [ ! -e "$T/t.wps" ]
+}
+
+@test "huffbuild --max-len: 256 symbols need 8 bits (2^8 = 256, not 9), counts past 2^64 in all are said as such (a mutation test's find)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn | "$BIN/histogram" > "$T/h.wps"
+    stream_edit "$T/h.wps" "$T/all.wps" "
+import struct
+r = [r for r in recs if r.kind == 5 and r.name == 'blk.0.attn_q.weight'][0]
+r.payload = bytearray(struct.pack('<256Q', *range(1, 257)))
+recs[:] = [r]"
+    stream_edit "$T/h.wps" "$T/huge.wps" "
+import struct
+r = [r for r in recs if r.kind == 5 and r.name == 'blk.0.attn_q.weight'][0]
+r.payload = bytearray(struct.pack('<256Q', *([2**63, 2**63] + [0] * 254)))
+recs[:] = [r]"
+    fails_saying "huffbuild: $T/all.wps: histogram 'blk.0.attn_q.weight': 256 symbols need a longest code of at least 8 bits; --max-len 7 is too short" \
+        "$BIN/huffbuild" --max-len 7 -o "$T/t.wps" "$T/all.wps"
+    [ ! -e "$T/t.wps" ]
+    # 8 bits do: every symbol 8 bits long, 8 x (1 + 2 + ... + 256) bits
+    "$BIN/huffbuild" --max-len 8 -o "$T/t.wps" "$T/all.wps"
+    run "$BIN/tsinfo" -a "$T/t.wps"
+    [ "$status" -eq 0 ]
+    [ "${lines[-2]}" = "    coded_bits=263168" ]
+    [ "${lines[-3]}" = "    max_len=8" ]
+    # two symbols fit 1 bit: the alphabet is not what fails, the counts' sum (2^64) is
+    fails_saying "huffbuild: $T/huge.wps: histogram 'blk.0.attn_q.weight': counts too large" \
+        "$BIN/huffbuild" --max-len 1 -o "$T/u.wps" "$T/huge.wps"
+    [ ! -e "$T/u.wps" ]
+}
+
+@test "bad input: laneinterleave codes no matrix with another's table; huffbuild - is stdin in its warning (a mutation test's find)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn > "$T/q.wts"
+    "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" > "$T/t.wps"
+    # blk.0.attn_q.weight's table gone: the table before it is blk.0.attn_output.weight's
+    stream_edit "$T/t.wps" "$T/nt.wps" "
+recs[:] = [r for r in recs if not (r.kind == 6 and r.name == 'blk.0.attn_q.weight')]"
+    fails_saying "laneinterleave: $T/nt.wps: 'blk.0.attn_q.weight': no code table (run huffbuild before laneinterleave)" \
+        "$BIN/laneinterleave" -o "$T/nt.bundle" "$T/nt.wps"
+    [ ! -e "$T/nt.bundle" ]
+    run --separate-stderr sh -c "'$BIN/huffbuild' - < '$T/q.wts' > '$T/h.wps'"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "huffbuild: warning: stdin: no histogram records, so no code tables: 32 matrices of a coded type passed through (histogram comes before huffbuild)" ]
+    cmp "$T/h.wps" "$T/q.wts"
+}

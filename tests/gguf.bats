@@ -1078,3 +1078,28 @@ PY
     [ "$stderr" = "unbundle: $T/zn.bundle: an unnamed zstd record: a tensor needs a name" ]
     [ ! -e "$T/o.wts" ]
 }
+
+@test "tsinfo -x prints each payload's XXH64 of seed 0, the value xxhash gives for its bytes; -o is refused, nothing made (a mutation test's find)" {
+    "$BIN/ggufcat" -o "$T/s.wps" "$MODELS/stories260K-f16.gguf"
+    run "$BIN/tsinfo" -x "$T/s.wps"
+    [ "$status" -eq 0 ]
+    # the gguf record's payload is empty: XXH64 of no bytes
+    [[ "${lines[1]}" =~ ^gguf\ +stories260K-f16.gguf\ +-\ +-\ +0\ +\ xxh64=ef46db3751d8e999$ ]]
+    # a key/value: its GGUF value type, no shape (-), its value
+    [ "${lines[2]}" = 'kv       general.architecture                     string   -                        13  "llama"  xxh64=73f9462591a39b40' ]
+    local want
+    read -r off len < <(payload_of "$T/s.wps" token_embd.weight)
+    want=$(/usr/bin/python3 -c '
+import ctypes, sys
+xx = ctypes.CDLL("libxxhash.so.0")
+xx.XXH64.restype = ctypes.c_uint64
+xx.XXH64.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+b = open(sys.argv[1], "rb").read()[int(sys.argv[2]):int(sys.argv[2]) + int(sys.argv[3])]
+print("%016x" % xx.XXH64(b, len(b), 0))' "$T/s.wps" "$off" "$len")
+    [ "$want" = 2c39c9af365c2523 ]
+    echo "$output" | grep -E "^tensor +token_embd.weight +F16 +64x512 +65536  16.0000  xxh64=$want$"
+    # tsinfo writes to standard output only
+    cd "$T"
+    fails_saying "tsinfo: tsinfo writes its listing to stdout: no -o" "$BIN/tsinfo" -o list "$T/s.wps"
+    [ ! -e "$T/list" ]
+}

@@ -318,3 +318,33 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
     fails_saying "unbundle: $T/zz8.zst: not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)" \
         "$BIN/unbundle" "$T/zz8.zst"
 }
+
+@test "a tied tensor placed after a gap in its GGUF (an offset attribute) is still stored as a reference, and restored at its offset (a mutation test's find)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn > "$T/q.wts"
+    # token_embd.weight, output.weight's bytes, 64 bytes further on than its place
+    stream_edit "$T/q.wts" "$T/gap.wts" "
+ts = [r for r in recs if r.kind == 3]
+assert ts[0].name == 'output.weight' and ts[2].name == 'token_embd.weight' and ts[0].payload == ts[2].payload
+off = 0
+for t in ts:
+    off += 64 if t is ts[2] else 0
+    t.attrs['offset'] = str(off)
+    off = (off + len(t.payload) + 31) // 32 * 32"
+    "$BIN/ggufpack" -o "$T/gap.gguf" "$T/gap.wts"
+    "$BIN/ggufcat" "$T/gap.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/gap.bundle"
+    run "$BIN/tsinfo" -a "$T/gap.bundle"
+    [ "$status" -eq 0 ]
+    local at
+    at=$(echo "$output" | grep -n '^ref  *token_embd.weight  *Q8_0  *64x348  *0  $' | cut -d: -f1)
+    [ "${lines[$at]}" = "    offset=35136" ]
+    [ "${lines[$at + 1]}" = "    same_as=output.weight" ]
+    "$BIN/unbundle" "$T/gap.bundle" | cmp - "$T/gap.gguf"
+    # the same without histogram: the tensor itself a reference
+    "$BIN/ggufcat" "$T/gap.gguf" | "$BIN/laneinterleave" 2> /dev/null > "$T/plain.bundle"
+    run "$BIN/tsinfo" -a "$T/plain.bundle"
+    [ "$status" -eq 0 ]
+    at=$(echo "$output" | grep -n '^ref  *token_embd.weight  *Q8_0  *64x512  *0  $' | cut -d: -f1)
+    [ "${lines[$at]}" = "    offset=35136" ]
+    [ "${lines[$at + 1]}" = "    same_as=output.weight" ]
+    "$BIN/unbundle" "$T/plain.bundle" | cmp - "$T/gap.gguf"
+}
