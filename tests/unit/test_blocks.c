@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* reference dequantizers (ggml-quants.h is not installed) */
 void dequantize_row_q4_0(const void *x, float *y, int64_t k);
@@ -133,9 +134,44 @@ static void test_half(void)
     CHECK(bad == 0, "f32 -> fp16, f32 <-> bf16 equal ggml on 2M random + special values (%d differ)", bad);
 }
 
+/* Every ggml type: wpack's geometry table equals the reference's (name, block
+ * size, bytes per block, quantized or not); names parse back case-insensitively;
+ * row sizes are whole blocks, a partial block is refused (0). */
+static void test_geometry(void)
+{
+    int bad = 0, n = 0;
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) {
+        enum ggml_type gt = (enum ggml_type)t;
+        const int64_t b = ggml_blck_size(gt);
+        if (b == 0) {   /* a removed type: wpack knows no such type either */
+            if (wp_ggml_blck_size((uint32_t)t) != 0 || wp_ggml_type_name((uint32_t)t) != NULL)
+                bad++;
+            continue;
+        }
+        n++;
+        const char *name = wp_ggml_type_name((uint32_t)t);
+        if (!name || strcasecmp(name, ggml_type_name(gt)) || wp_ggml_blck_size((uint32_t)t) != b ||
+            wp_ggml_type_size((uint32_t)t) != ggml_type_size(gt) ||
+            wp_ggml_is_quantized((uint32_t)t) != (int)ggml_is_quantized(gt) ||
+            wp_ggml_type_from_name(ggml_type_name(gt)) != t ||
+            wp_ggml_row_size((uint32_t)t, 3 * b) != ggml_row_size(gt, 3 * b) ||
+            (b > 1 && wp_ggml_row_size((uint32_t)t, 3 * b + 1) != 0)) {
+            printf("# type %d (%s): ours %s %d %zu, ggml %s %lld %zu\n", t, ggml_type_name(gt), name ? name : "-",
+                   wp_ggml_blck_size((uint32_t)t), wp_ggml_type_size((uint32_t)t), ggml_type_name(gt),
+                   (long long)b, ggml_type_size(gt));
+            bad++;
+        }
+    }
+    CHECK(bad == 0 && n > 30, "the type table equals ggml's for all %d types (%d differ)", n, bad);
+    CHECK(wp_ggml_type_name(GGML_TYPE_COUNT) == NULL && wp_ggml_blck_size(GGML_TYPE_COUNT) == 0 &&
+              wp_ggml_type_size(GGML_TYPE_COUNT) == 0 && wp_ggml_type_from_name("Q9_9") == -1,
+          "past the last type and unknown names: no type");
+}
+
 int main(void)
 {
     test_half();
+    test_geometry();
 
     const int rows = 8, n = 1024;
     float *x = malloc(sizeof(float) * rows * n), *imat = malloc(sizeof(float) * n);

@@ -402,6 +402,281 @@ static void unit_checks(const struct model *st)
 
 }
 
+/* ---- planner rules without a reference run --------------------------------
+ * Rules the comparisons above never reach (no such model or preset fits a
+ * quick reference run): 80-layer 70B models, expert counts other than 8,
+ * imatrix presets, MXFP4_MOE, per_layer_token_embd, attn_kv_b, odd row
+ * lengths. Each expected type is read from src/llama-quant.cpp of the pinned
+ * reference (llama_tensor_get_type_impl, tensor_type_fallback ...). */
+
+/* A plan of m->n_layer layers of the per-layer tensors (a printf format with
+ * one %d for the layer; 3-D with m->n_expert experts when the name has
+ * "_exps"), then the extra tensors, each ne0 x 256, F32, then the overrides. */
+static wp_ftype_plan *mini(const struct wp_ftype_model *m, const struct wp_ftype_opts *o,
+                           int64_t ne0, const char *const *per_layer, const char *const *extra,
+                           const char *const *overrides, char *err, size_t errlen)
+{
+    wp_ftype_plan *p = wp_ftype_plan_new(m, o, err, errlen);
+    if (!p)
+        return NULL;
+    char nm[128];
+    int ok = 1;
+    int64_t ne[3] = { ne0, 256, m->n_expert ? m->n_expert : 1 };
+    for (uint32_t l = 0; l < m->n_layer; l++)
+        for (const char *const *s = per_layer; s && *s; s++) {
+            snprintf(nm, sizeof nm, *s, (int)l);
+            ok &= wp_ftype_plan_add_tensor(p, nm, strstr(nm, "_exps") ? 3 : 2, ne, WP_F32) == 0;
+        }
+    for (const char *const *s = extra; s && *s; s++)
+        ok &= wp_ftype_plan_add_tensor(p, *s, 2, ne, WP_F32) == 0;
+    for (const char *const *s = overrides; s && *s; s++)
+        ok &= wp_ftype_plan_add_override(p, *s, err, errlen) == 0;
+    if (!ok || wp_ftype_plan_finish(p, err, errlen)) {
+        if (!ok)
+            snprintf(err, errlen, "building the plan failed");
+        wp_ftype_plan_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* The planned type of name, -1 when not in the plan. */
+static int ty(const wp_ftype_plan *p, const char *name)
+{
+    struct wp_ftype_choice ch;
+    return p && wp_ftype_plan_get(p, name, &ch) == 0 ? ch.type : -1;
+}
+
+static void rule_checks(void)
+{
+    char err[256] = "";
+    wp_ftype_plan *p;
+    struct wp_ftype_opts o;
+
+    CHECK(wp_ftype_from_name("Q3_K") == WP_FTYPE_MOSTLY_Q3_K_M &&
+          wp_ftype_from_name("q5_k") == WP_FTYPE_MOSTLY_Q5_K_M,
+          "the Q3_K and Q5_K aliases are Q3_K_M and Q5_K_M (quantize.cpp)");
+    CHECK(wp_ftype_default_type(WP_FTYPE_MOSTLY_IQ2_M) == WP_IQ2_S &&
+          wp_ftype_default_type(WP_FTYPE_MOSTLY_Q2_K_S) == WP_Q2_K &&
+          wp_ftype_default_type(WP_FTYPE_MOSTLY_IQ3_XS) == WP_IQ3_S &&
+          wp_ftype_default_type(WP_FTYPE_MOSTLY_IQ3_M) == WP_IQ3_S &&
+          wp_ftype_default_type(WP_FTYPE_MOSTLY_Q5_K_S) == WP_Q5_K,
+          "IQ2_M, Q2_K_S, IQ3_XS, IQ3_M, Q5_K_S default types follow llama_ftype_get_default_type");
+
+    /* LLM_TYPE_70B: Q3_K_M's attn_v of the third layer on is Q4_K, 70B makes it Q5_K */
+    static const char *const av[] = { "blk.%d.attn_v.weight", NULL };
+    static const struct { const char *arch; uint32_t n_layer, n_head, n_head_kv; int is_70b, want; } b70[] = {
+        { "llama", 80, 64, 8, -1, WP_Q5_K },    /* 80 layers and GQA: 70B */
+        { "llama", 80, 64, 64, -1, WP_Q4_K },   /* no GQA: not 70B */
+        { "llama", 80, 64, 0, -1, WP_Q4_K },    /* head_count_kv absent: = head_count, no GQA */
+        { "llama", 40, 64, 8, -1, WP_Q4_K },
+        { "qwen2", 80, 64, 64, -1, WP_Q5_K },   /* qwen2: 80 layers is enough */
+        { "qwen2", 40, 64, 64, -1, WP_Q4_K },
+        { "llama", 8, 64, 64, 1, WP_Q5_K },     /* told */
+    };
+    for (size_t i = 0; i < sizeof b70 / sizeof b70[0]; i++) {
+        struct wp_ftype_model m = { b70[i].arch, b70[i].n_layer, b70[i].n_head, b70[i].n_head_kv, 0, b70[i].is_70b };
+        o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q3_K_M);
+        p = mini(&m, &o, 256, av, NULL, NULL, err, sizeof err);
+        int t0 = ty(p, "blk.0.attn_v.weight"), t2 = ty(p, "blk.2.attn_v.weight");
+        CHECK(t0 == WP_Q5_K && t2 == b70[i].want,
+              "Q3_K_M %s, %u layers, %u/%u heads, is_70b %d: attn_v Q5_K, then %s (got %d, %d)",
+              b70[i].arch, b70[i].n_layer, b70[i].n_head, b70[i].n_head_kv, b70[i].is_70b,
+              wp_ggml_type_name((uint32_t)b70[i].want), t0, t2);
+        wp_ftype_plan_free(p);
+    }
+
+    /* --tensor-type: the regex is lower-cased; an empty type is named as missing */
+    struct wp_ftype_model m4 = { "llama", 4, 8, 8, 0, -1 };
+    static const char *const ffn[] = { "blk.%d.ffn_down.weight", "blk.%d.ffn_up.weight", NULL };
+    static const char *const upper[] = { "FFN_DOWN=q8_0", NULL };
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_K_M);
+    p = mini(&m4, &o, 256, ffn, NULL, upper, err, sizeof err);
+    int td = ty(p, "blk.1.ffn_down.weight"), tu = ty(p, "blk.1.ffn_up.weight");
+    CHECK(td == WP_Q8_0 && tu == WP_Q4_K,
+          "--tensor-type FFN_DOWN=q8_0 matches ffn_down (lower-cased), not ffn_up (%d, %d)", td, tu);
+    wp_ftype_plan_free(p);
+    p = wp_ftype_plan_new(&m4, &o, err, sizeof err);
+    int rc = p ? wp_ftype_plan_add_override(p, "ffn_down=", err, sizeof err) : 0;
+    CHECK(rc == -1 && !strcmp(err, "missing quantization type in 'ffn_down='"),
+          "--tensor-type ffn_down= : missing quantization type (%s)", err);
+    wp_ftype_plan_free(p);
+
+    /* per_layer_token_embd.weight is a token embedding: --token-embedding-type
+     * applies, unless a --tensor-type names it */
+    static const char *const ple[] = { "token_embd.weight", "per_layer_token_embd.weight", "output.weight", NULL };
+    static const char *const ple_ov[] = { "per_layer_token_embd=q4_0", NULL };
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_K_M);
+    o.token_embd_type = WP_Q8_0;
+    p = mini(&m4, &o, 256, NULL, ple, NULL, err, sizeof err);
+    int a = ty(p, "token_embd.weight"), b = ty(p, "per_layer_token_embd.weight");
+    CHECK(a == WP_Q8_0 && b == WP_Q8_0,
+          "--token-embedding-type Q8_0: token_embd and per_layer_token_embd (%d, %d)", a, b);
+    wp_ftype_plan_free(p);
+    p = mini(&m4, &o, 256, NULL, ple, ple_ov, err, sizeof err);
+    a = ty(p, "token_embd.weight");
+    b = ty(p, "per_layer_token_embd.weight");
+    CHECK(a == WP_Q8_0 && b == WP_Q4_0,
+          "--token-embedding-type Q8_0 and --tensor-type per_layer_token_embd=q4_0: the override wins there (%d, %d)", a, b);
+    wp_ftype_plan_free(p);
+
+    /* IQ3_XS with an imatrix, 16 layers, 4 experts (layers from the names):
+     * ffn_up/ffn_gate of layers 2..13 IQ3_XXS, the rest IQ3_S; attn_k IQ3_XXS */
+    struct wp_ftype_model m16e = { "llama", 16, 8, 8, 4, -1 };
+    static const char *const moe[] = { "blk.%d.attn_k.weight", "blk.%d.attn_v.weight",
+                                       "blk.%d.ffn_up_exps.weight", "blk.%d.ffn_gate_exps.weight", NULL };
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_IQ3_XS);
+    o.has_imatrix = 1;
+    p = mini(&m16e, &o, 256, moe, NULL, NULL, err, sizeof err);
+    int got[6] = { ty(p, "blk.1.ffn_up_exps.weight"), ty(p, "blk.2.ffn_up_exps.weight"),
+                   ty(p, "blk.13.ffn_gate_exps.weight"), ty(p, "blk.14.ffn_gate_exps.weight"),
+                   ty(p, "blk.5.attn_k.weight"), ty(p, "blk.5.attn_v.weight") };
+    CHECK(got[0] == WP_IQ3_S && got[1] == WP_IQ3_XXS && got[2] == WP_IQ3_XXS && got[3] == WP_IQ3_S &&
+          got[4] == WP_IQ3_XXS && got[5] == WP_IQ3_S,
+          "IQ3_XS, 16 layers, 4 experts: ffn_up/gate_exps IQ3_XXS in layers 2..13, attn_k IQ3_XXS (%d %d %d %d %d %d)",
+          got[0], got[1], got[2], got[3], got[4], got[5]);
+    wp_ftype_plan_free(p);
+
+    /* 16 experts are not 8: attn_v and attn_k keep the usual rules */
+    struct wp_ftype_model m4e16 = { "llama", 4, 8, 8, 16, -1 };
+    static const char *const kv[] = { "blk.%d.attn_k.weight", "blk.%d.attn_v.weight", NULL };
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_K_M);
+    p = mini(&m4e16, &o, 256, kv, NULL, NULL, err, sizeof err);
+    a = ty(p, "blk.0.attn_v.weight");
+    b = ty(p, "blk.0.attn_k.weight");
+    CHECK(a == WP_Q4_K && b == WP_Q4_K, "Q4_K_M, 16 experts: attn_v, attn_k Q4_K, not Q8_0 (%d, %d)", a, b);
+    wp_ftype_plan_free(p);
+
+    /* attn_kv_b counts as attn_v: Q3_K_M gives the first two Q5_K, then Q4_K */
+    struct wp_ftype_model ds = { "deepseek2", 4, 8, 8, 0, -1 };
+    static const char *const kvb[] = { "blk.%d.attn_kv_b.weight", NULL };
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q3_K_M);
+    p = mini(&ds, &o, 256, kvb, NULL, NULL, err, sizeof err);
+    a = ty(p, "blk.1.attn_kv_b.weight");
+    b = ty(p, "blk.2.attn_kv_b.weight");
+    CHECK(a == WP_Q5_K && b == WP_Q4_K, "Q3_K_M: attn_kv_b follows the attn_v rule (%d, %d)", a, b);
+    wp_ftype_plan_free(p);
+
+    /* tensors llama-quantize never quantizes: not named ...weight, position_embd,
+     * and output.weight under --leave-output-tensor */
+    static const char *const keep[] = { "blk.0.attn_q.lora_a", "position_embd.weight", "output.weight", NULL };
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_K_M);
+    o.leave_output = 1;
+    p = mini(&m4, &o, 256, NULL, keep, NULL, err, sizeof err);
+    struct wp_ftype_choice c0, c1, c2;
+    int g0 = wp_ftype_plan_get(p, "blk.0.attn_q.lora_a", &c0), g1 = wp_ftype_plan_get(p, "position_embd.weight", &c1),
+        g2 = wp_ftype_plan_get(p, "output.weight", &c2);
+    CHECK(p && !g0 && !g1 && !g2 && !c0.quantize && !c1.quantize && !c2.quantize &&
+          c0.type == WP_F32 && c1.type == WP_F32 && c2.type == WP_F32,
+          "a 2-D non-weight, position_embd and a left output.weight stay F32, unquantized");
+    wp_ftype_plan_free(p);
+
+    /* MoE layer numbers come from the names and must lie in [0, n_layer) */
+    static const char *const bad_layer[] = { "blk.4.ffn_down_exps.weight", NULL };
+    struct wp_ftype_model m4e = { "llama", 4, 8, 8, 4, -1 };
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_K_M);
+    p = mini(&m4e, &o, 256, NULL, bad_layer, NULL, err, sizeof err);
+    CHECK(!p && !strcmp(err, "Bad layer 4 for tensor blk.4.ffn_down_exps.weight. Must be in [0, 4)"),
+          "MoE: a layer number past the last is refused (%s)", err);
+    wp_ftype_plan_free(p);
+
+    /* IQ1_M (imatrix): token_embd Q2_K, output Q5_K */
+    static const char *const io[] = { "token_embd.weight", "output.weight", NULL };
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_IQ1_M);
+    o.has_imatrix = 1;
+    p = mini(&m4, &o, 256, NULL, io, NULL, err, sizeof err);
+    a = ty(p, "token_embd.weight");
+    b = ty(p, "output.weight");
+    CHECK(a == WP_Q2_K && b == WP_Q5_K, "IQ1_M: token_embd Q2_K, output Q5_K (%d, %d)", a, b);
+    wp_ftype_plan_free(p);
+
+    /* Q2_0 and TQ1_0: token_embd Q4_K (an untied model) */
+    static const int lowbit[] = { WP_FTYPE_MOSTLY_Q2_0, WP_FTYPE_MOSTLY_TQ1_0, WP_FTYPE_MOSTLY_TQ2_0 };
+    for (size_t i = 0; i < sizeof lowbit / sizeof lowbit[0]; i++) {
+        o = wp_ftype_opts_default(lowbit[i]);
+        p = mini(&m4, &o, 256, NULL, io, NULL, err, sizeof err);
+        a = ty(p, "token_embd.weight");
+        CHECK(a == WP_Q4_K, "%s: token_embd Q4_K (%d)", wp_ftype_name(lowbit[i]), a);
+        wp_ftype_plan_free(p);
+    }
+
+    /* MXFP4_MOE: 3-D expert tensors MXFP4, 2-D ones Q8_0 */
+    static const char *const mx[] = { "blk.%d.ffn_up_exps.weight", "blk.%d.ffn_up_shexp.weight", "blk.%d.attn_q.weight", NULL };
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_MXFP4_MOE);
+    p = mini(&m4e, &o, 256, mx, NULL, NULL, err, sizeof err);
+    got[0] = ty(p, "blk.0.ffn_up_exps.weight");
+    got[1] = ty(p, "blk.0.ffn_up_shexp.weight");
+    got[2] = ty(p, "blk.0.attn_q.weight");
+    CHECK(got[0] == WP_MXFP4 && got[1] == WP_Q8_0 && got[2] == WP_Q8_0,
+          "MXFP4_MOE: ffn_up_exps MXFP4, ffn_up_shexp and attn_q Q8_0 (%d %d %d)", got[0], got[1], got[2]);
+    wp_ftype_plan_free(p);
+
+    /* IQ2_XS (imatrix), 16 layers: ffn_down of layers 0, 1 Q2_K; n_gqa 4: attn_v Q4_K */
+    struct wp_ftype_model g4 = { "llama", 16, 32, 8, 0, -1 };
+    static const char *const dv[] = { "blk.%d.ffn_down.weight", "blk.%d.attn_v.weight", NULL };
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_IQ2_XS);
+    o.has_imatrix = 1;
+    p = mini(&g4, &o, 256, dv, NULL, NULL, err, sizeof err);
+    got[0] = ty(p, "blk.1.ffn_down.weight");
+    got[1] = ty(p, "blk.2.ffn_down.weight");
+    got[2] = ty(p, "blk.7.attn_v.weight");
+    CHECK(got[0] == WP_Q2_K && got[1] == WP_IQ2_XS && got[2] == WP_Q4_K,
+          "IQ2_XS, 16 layers, 4 heads a KV head: ffn_down Q2_K in layers 0, 1, attn_v Q4_K (%d %d %d)",
+          got[0], got[1], got[2]);
+    wp_ftype_plan_free(p);
+
+    /* Q2_K_S (imatrix), 16 layers: ffn_down of layers 0, 1 Q4_K, then Q2_K */
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q2_K_S);
+    o.has_imatrix = 1;
+    p = mini(&g4, &o, 256, dv, NULL, NULL, err, sizeof err);
+    got[0] = ty(p, "blk.1.ffn_down.weight");
+    got[1] = ty(p, "blk.2.ffn_down.weight");
+    CHECK(got[0] == WP_Q4_K && got[1] == WP_Q2_K, "Q2_K_S, 16 layers: ffn_down Q4_K in layers 0, 1 (%d %d)",
+          got[0], got[1]);
+    wp_ftype_plan_free(p);
+
+    /* IQ3_XXS with an imatrix and no GQA: attn_v IQ3_XXS (IQ3_S only without one) */
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_IQ3_XXS);
+    o.has_imatrix = 1;
+    p = mini(&m4, &o, 256, av, NULL, NULL, err, sizeof err);
+    a = ty(p, "blk.0.attn_v.weight");
+    CHECK(a == WP_IQ3_XXS, "IQ3_XXS with an imatrix: attn_v IQ3_XXS (%d)", a);
+    wp_ftype_plan_free(p);
+
+    /* --token-embedding-type IQ2_XXS needs no imatrix (token_embd is exempt) */
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_K_M);
+    o.token_embd_type = WP_IQ2_XXS;
+    p = mini(&m4, &o, 256, NULL, io, NULL, err, sizeof err);
+    a = ty(p, "token_embd.weight");
+    CHECK(a == WP_IQ2_XXS, "--token-embedding-type IQ2_XXS without an imatrix is planned (%d: %s)", a, p ? "" : err);
+    wp_ftype_plan_free(p);
+
+    /* tensor_type_fallback on 96-wide rows, strict: each 256-block type's
+     * fallback (96 is a multiple of 32, not of 64 or 256) */
+    static const struct { const char *t; int to; } fb[] = {
+        { "TQ1_0", WP_Q4_0 }, { "TQ2_0", WP_Q4_0 }, { "Q2_0", WP_Q4_0 }, { "Q2_K", WP_Q4_0 },
+        { "Q3_K", WP_Q4_0 }, { "Q4_K", WP_Q5_0 }, { "Q5_K", WP_Q5_1 }, { "Q6_K", WP_Q8_0 },
+        { "IQ4_XS", WP_IQ4_NL }, { "IQ3_S", WP_IQ4_NL }, { "IQ2_XXS", WP_IQ4_NL }, { "IQ1_M", WP_IQ4_NL },
+    };
+    for (size_t i = 0; i < sizeof fb / sizeof fb[0]; i++) {
+        char spec[64];
+        snprintf(spec, sizeof spec, "attn_q=%s", fb[i].t);
+        const char *const ov[] = { spec, NULL };
+        static const char *const q[] = { "blk.%d.attn_q.weight", NULL };
+        o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_0);
+        o.strict = 1;
+        p = mini(&m4, &o, 96, q, NULL, ov, err, sizeof err);
+        struct wp_ftype_choice ch;
+        memset(&ch, 0, sizeof ch);
+        int g = p ? wp_ftype_plan_get(p, "blk.0.attn_q.weight", &ch) : -1;
+        CHECK(g == 0 && ch.type == fb[i].to && ch.fallback && !ch.f16_fallback &&
+              ch.wanted == wp_ggml_type_from_name(fb[i].t) && wp_ftype_plan_n_fallback(p) == 4,
+              "96-wide rows: %s falls back to %s (got %d, wanted %d; %s)", fb[i].t,
+              wp_ggml_type_name((uint32_t)fb[i].to), ch.type, ch.wanted, p ? "" : err);
+        wp_ftype_plan_free(p);
+    }
+}
+
 int main(void)
 {
     ggml_log_set(quiet_log, NULL);
@@ -416,6 +691,8 @@ int main(void)
         memmove(libdir, d, strlen(d) + 1);
     }
     ggml_backend_load_all_from_path(libdir);
+
+    rule_checks();
 
     const char *data = getenv("WPACK_DATA");
     char st_path[768];
