@@ -1103,3 +1103,51 @@ print("%016x" % xx.XXH64(b, len(b), 0))' "$T/s.wps" "$off" "$len")
     fails_saying "tsinfo: tsinfo writes its listing to stdout: no -o" "$BIN/tsinfo" -o list "$T/s.wps"
     [ ! -e "$T/list" ]
 }
+
+@test "ggufcat and safetensorscat without a file name: one line, exit 1, nothing written (a mutation test's find)" {
+    run "$BIN/ggufcat" -o "$T/o.wps"
+    [ "$status" -eq 1 ]
+    [ "$output" = "ggufcat: no input file (try --help)" ]
+    run "$BIN/safetensorscat" -o "$T/o.wps"
+    [ "$status" -eq 1 ]
+    [ "$output" = "safetensorscat: no input file (try --help)" ]
+    [ ! -e "$T/o.wps" ]
+}
+
+@test "ggufcat: a tensor it cannot read into memory is one line, exit 1, no output (the stream ended short, exit 0: a mutation test's find)" {
+    # a GGUF of one F32 tensor of 2^28 values (1 GiB of data, a sparse file), read under a
+    # 400 MB address-space limit: its header is whole, its tensor cannot be allocated
+    /usr/bin/python3 - "$T/big.gguf" <<'PY'
+import struct, sys
+name = b"big.weight"
+h = b"GGUF" + struct.pack("<IQQ", 3, 1, 0)
+h += struct.pack("<Q", len(name)) + name + struct.pack("<IQIQ", 1, 1 << 28, 0, 0)
+h += bytes(-len(h) % 32)
+with open(sys.argv[1], "wb") as f:
+    f.write(h)
+    f.truncate(len(h) + (1 << 30))
+PY
+    run bash -c "ulimit -v 400000; '$BIN/ggufcat' -o '$T/o.wps' '$T/big.gguf'"
+    [ "$status" -eq 1 ]
+    [ "$output" = "ggufcat: $T/big.gguf: tensor 'big.weight': out of memory for 1073741824 bytes" ]
+    [ ! -e "$T/o.wps" ]
+    [ -z "$(ls "$T" | grep '\.tmp\.')" ]
+}
+
+@test "ggufpack -v counts the records it dropped; a stream on standard input is named stdin (a mutation test's find)" {
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    # one record of another kind (a 2x2 F32 Hessian) after the GGUF's records
+    stream_edit "$T/s.wps" "$T/h.wps" "recs.append(types.SimpleNamespace(kind=4, type=0, n_dims=2, ne=[2, 2, 1, 1], name='note', attrs={}, payload=bytearray(16)))"
+    run --separate-stderr "$BIN/ggufpack" -v -o "$T/a.gguf" "$T/h.wps"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "ggufpack: 1 non-GGUF records dropped" ]
+    cmp "$T/a.gguf" "$F32"
+    run --separate-stderr "$BIN/ggufpack" -v -o "$T/b.gguf" "$T/s.wps"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "ggufpack: 0 non-GGUF records dropped" ]
+    # only the Hessian: no GGUF content, from a file named - (standard input)
+    stream_edit "$T/s.wps" "$T/only.wps" "recs[:] = [types.SimpleNamespace(kind=4, type=0, n_dims=2, ne=[2, 2, 1, 1], name='note', attrs={}, payload=bytearray(16))]"
+    run "$BIN/ggufpack" -o "$T/c.gguf" - < "$T/only.wps"
+    one_line_error "^ggufpack: stdin: no GGUF header, key/value or tensor record to write \(1 record of other kinds, the first hessian\)$"
+    [ ! -e "$T/c.gguf" ]
+}

@@ -980,3 +980,84 @@ PY
     [ "$status" -eq 0 ]
     cmp "$T/free.wts" "$T/g.wts"
 }
+
+@test "gptq: --damp alone without --hessian warns naming --damp; a negative --lambda or --damp is refused (a mutation test's find)" {
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    run --separate-stderr "$BIN/gptq" -q --type Q4_0 --damp 0.1 -o "$T/o.wts" "$T/s.wps"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "gptq: warning: --damp acts on GPTQ's Hessians: without --hessian (RTN) it does nothing" ]
+    run "$BIN/gptq" --ftype Q4_0 --lambda -1 "$T/s.wps"
+    [ "$status" -eq 1 ]
+    [ "$output" = "gptq: --lambda: expected a number from 0 to 1e+06, got '-1'" ]
+    run "$BIN/gptq" --ftype Q4_0 --damp -0.01 "$T/s.wps"
+    [ "$status" -eq 1 ]
+    [ "$output" = "gptq: --damp: expected a number from 0 to 1e+06, got '-0.01'" ]
+}
+
+@test "gptq --keep-order writes the tensors in input order; records of other kinds follow them, in input order (a mutation test's find)" {
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    # two records gptq does not read (F32 Hessians of 2x2), after the GGUF's records
+    stream_edit "$T/s.wps" "$T/h.wps" "
+for nm in ('note.b', 'note.a'):
+    recs.append(types.SimpleNamespace(kind=4, type=0, n_dims=2, ne=[2, 2, 1, 1], name=nm, attrs={}, payload=bytearray(16)))"
+    "$BIN/tsinfo" "$T/s.wps" | awk '$1 == "tensor" {print $2}' > "$T/in.names"
+    "$BIN/gptq" -q --type Q8_0 --rtn --keep-order "$T/h.wps" > "$T/k.wts"
+    "$BIN/tsinfo" "$T/k.wts" | awk '$1 == "tensor" {print $2}' > "$T/k.names"
+    cmp "$T/in.names" "$T/k.names"
+    # without it, llama-quantize's order (layer number, then name): the same names, another order
+    "$BIN/gptq" -q --type Q8_0 --rtn "$T/h.wps" > "$T/l.wts"
+    "$BIN/tsinfo" "$T/l.wts" | awk '$1 == "tensor" {print $2}' > "$T/l.names"
+    [ "$(head -n 3 "$T/l.names" | tr '\n' ' ')" = "output.weight output_norm.weight token_embd.weight " ]
+    [ "$(sort "$T/l.names")" = "$(sort "$T/in.names")" ]
+    # the records of other kinds: last, in input order, unchanged
+    [ "$("$BIN/tsinfo" "$T/l.wts" | grep -v '^#' | tail -n 2 | awk '{print $1, $2, $3, $4, $5}' | tr '\n' ' ')" = "hessian note.b F32 2x2 16 hessian note.a F32 2x2 16 " ]
+    [ "$("$BIN/tsinfo" "$T/k.wts" | grep -v '^#' | tail -n 2 | awk '{print $1, $2}' | tr '\n' ' ')" = "hessian note.b hessian note.a " ]
+}
+
+@test "gptq --check: a model redirected from a file to standard input is checked, as a pipe is; --type F16, BF16, F32 without a model pass (a mutation test's find)" {
+    synth="$T/synth.gguf"
+    "$TOOLS/mkllama" "$F32" "$synth" F16
+    "$BIN/ggufcat" "$synth" > "$T/s.wps"
+    run "$BIN/gptq" --check --ftype IQ3_S < "$T/s.wps"
+    [ "$status" -eq 1 ]
+    [ "$output" = "gptq: stdin: tensor token_embd.weight: type IQ3_S is not supported by gptq" ]
+    for t in F16 BF16 F32; do
+        run "$BIN/gptq" --check --type $t < /dev/null
+        [ "$status" -eq 0 ]
+        [ -z "$output" ]
+    done
+}
+
+@test "gptq: a model of general.alignment 64 equals llama-quantize byte for byte; split.* keys are dropped (a mutation test's find)" {
+    [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    # general.alignment (u32 64) after the first key, the gguf record's n_kv counting it
+    stream_edit "$T/s.wps" "$T/a.wps" "
+import struct
+recs[0].attrs['n_kv'] = str(int(recs[0].attrs['n_kv']) + 1)
+recs.insert(2, types.SimpleNamespace(kind=2, type=4, n_dims=0, ne=[1, 1, 1, 1], name='general.alignment', attrs={}, payload=bytearray(struct.pack('<I', 64))))"
+    "$BIN/ggufpack" -o "$T/a64.gguf" "$T/a.wps"
+    "$QUANTIZE" "$T/a64.gguf" "$T/ref.gguf" Q8_0 1 > /dev/null 2>&1
+    "$BIN/gptq" --ftype Q8_0 --rtn --quiet -o "$T/our.wts" "$T/a.wps"
+    "$BIN/ggufpack" -o "$T/our.gguf" "$T/our.wts"
+    cmp "$T/ref.gguf" "$T/our.gguf"
+    # split.no (u16), split.count (u16), split.tensors.count (i32): none reaches the output
+    stream_edit "$T/s.wps" "$T/sp.wps" "
+import struct
+recs[0].attrs['n_kv'] = str(int(recs[0].attrs['n_kv']) + 3)
+for i, (k, t, v) in enumerate((('split.no', 2, struct.pack('<H', 0)), ('split.count', 2, struct.pack('<H', 1)), ('split.tensors.count', 5, struct.pack('<i', 48)))):
+    recs.insert(2 + i, types.SimpleNamespace(kind=2, type=t, n_dims=0, ne=[1, 1, 1, 1], name=k, attrs={}, payload=bytearray(v)))"
+    [ "$("$BIN/tsinfo" "$T/sp.wps" | grep -c '^kv  *split\.')" -eq 3 ]
+    "$BIN/gptq" --ftype Q8_0 --rtn --quiet -o "$T/sp.wts" "$T/sp.wps"
+    [ "$("$BIN/tsinfo" "$T/sp.wts" | grep -c '^kv  *split\.' || true)" -eq 0 ]
+    "$BIN/gptq" --ftype Q8_0 --rtn --quiet "$T/s.wps" | cmp - "$T/sp.wts"
+}
+
+@test "gptq --hessian: a Hessian of cols x other rows is refused by its shape, in --check too (a mutation test's find)" {
+    hessians "$T/d.wts" "r = [r for r in recs if r.name == 'blk.0.attn_in'][0]
+r.ne = [64, 32, 1, 1]
+r.payload = r.payload[:64 * 32 * 8]"
+    run --separate-stderr "$BIN/gptq" --check --hessian "$T/d.wts" --ftype Q8_0 "$F32"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $T/d.wts: Hessian 'blk.0.attn_in' is 64x32, tensor blk.0.attn_q.weight has 64 columns" ]
+}

@@ -352,3 +352,12 @@ bad() {  # expected-substring args...
     "$H" --threads 1 --model "$M32" --text "$BATS_TEST_TMPDIR/none.txt" > "$BATS_TEST_TMPDIR/o.hess" 2>/dev/null || true
     [ ! -s "$BATS_TEST_TMPDIR/o.hess" ]
 }
+
+@test "bad usage: --max-memory 0 or past 2^64 bytes, --ctx below 16, each one exact line (a mutation test's find)" {
+    bad "--max-memory: expected" --model "$M32" --text "$CAL" --max-memory 0
+    [ "$stderr" = "hessian: --max-memory: expected a positive byte count (suffix K, M, G or T), got '0'" ]
+    bad "--max-memory: expected" --model "$M32" --text "$CAL" --max-memory 99999999999T
+    [ "$stderr" = "hessian: --max-memory: expected a positive byte count (suffix K, M, G or T), got '99999999999T'" ]
+    bad "--ctx: expected" --model "$M32" --text "$CAL" --ctx 15
+    [ "$stderr" = "hessian: --ctx: expected an integer from 16 to 1048576, got '15'" ]
+}

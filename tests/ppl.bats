@@ -546,3 +546,19 @@ GEN64="432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 4
     [ -z "$output" ]
     [[ "$stderr" == "llgen: "*"tinystories_sample.txt: not a GGUF file (bad magic)" ]]
 }
+
+@test "bad --kl-base: a token equal to the vocabulary size is outside it; --kl-base with --save-logits is refused (a mutation test's find)" {
+    ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
+        --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
+    local L="$BATS_TEST_TMPDIR"
+    cp "$BATS_FILE_TMPDIR/f32.logits" "$L/tok.logits"
+    # token 512 (the first id past a vocabulary of 512) at position 5
+    printf '\x00\x02\x00\x00' | dd of="$L/tok.logits" bs=1 seek=40 conv=notrunc status=none
+    bad "tok.logits: token 512 at position 5 is outside its vocabulary of 512" \
+        --model "$M/stories260K-f32.gguf" --kl-base "$L/tok.logits"
+    [ "$stderr" = "ppl: $L/tok.logits: token 512 at position 5 is outside its vocabulary of 512" ]
+    bad "--save-logits: cannot be combined with --kl-base" --model "$M/stories260K-f32.gguf" \
+        --kl-base "$BATS_FILE_TMPDIR/f32.logits" --save-logits "$L/x.logits"
+    [ "$stderr" = "ppl: --save-logits: cannot be combined with --kl-base" ]
+    [ ! -e "$L/x.logits" ]
+}

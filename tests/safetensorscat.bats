@@ -448,3 +448,32 @@ mkst_raw() {
     [ "$status" -ne 0 ]
     [ "$output" = "tsinfo: $T/two.bin: not a wpack stream (a safetensors file: read it with safetensorscat)" ]
 }
+
+@test "the same metadata in two files is written once, where the first file has it: before its tensors (a mutation test's find)" {
+    mkst "$T/a.safetensors" '{"__metadata__":{"format":"pt"},"x":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
+    mkst "$T/b.safetensors" '{"__metadata__":{"format":"pt","b":"2"},"y":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
+    run sh -c "'$BIN/safetensorscat' '$T/a.safetensors' '$T/b.safetensors' | '$BIN/tsinfo' -"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | awk '$1 == "kv" || $1 == "tensor" {print $1, $2}' | tr '\n' ' ')" = "kv safetensors.metadata.format tensor x kv safetensors.metadata.b tensor y " ]
+}
+
+@test "-- ends the options: a file named -x.safetensors is read; -o onto an input is refused, the input kept (a mutation test's find)" {
+    cp "$CALM" "$T/-x.safetensors"
+    cd "$T"
+    "$BIN/safetensorscat" "$CALM" > "$T/want.wps"
+    run "$BIN/safetensorscat" -o "$T/got.wps" -- -x.safetensors
+    [ "$status" -eq 0 ]
+    cmp "$T/want.wps" "$T/got.wps"
+    run "$BIN/safetensorscat" -o "$T/-x.safetensors" -- -x.safetensors
+    [ "$status" -eq 1 ]
+    [ "$output" = "safetensorscat: $T/-x.safetensors: is also an input of this run: writing it would replace that input (write elsewhere)" ]
+    cmp "$CALM" "$T/-x.safetensors"
+}
+
+@test "a tensor named as another file's __metadata__ key is no clash: both are written (a mutation test's find)" {
+    mkst "$T/a.safetensors" '{"k":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
+    mkst "$T/b.safetensors" '{"__metadata__":{"k":"v"},"y":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
+    run sh -c "'$BIN/safetensorscat' '$T/a.safetensors' '$T/b.safetensors' | '$BIN/tsinfo' -"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | awk '$1 == "kv" || $1 == "tensor" {print $1, $2}' | tr '\n' ' ')" = "tensor k kv safetensors.metadata.k tensor y " ]
+}
