@@ -1053,6 +1053,36 @@ for i, (k, t, v) in enumerate((('split.no', 2, struct.pack('<H', 0)), ('split.co
     "$BIN/gptq" --ftype Q8_0 --rtn --quiet "$T/s.wps" | cmp - "$T/sp.wts"
 }
 
+@test "gptq: a model of general.alignment 256 is written 256-aligned and loads in llama.cpp, where llama-quantize's file pads to 32 and does not load" {
+    [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
+    [ -x "$TOOLS/llgen" ] || skip "build/tools/llgen not built"
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    stream_edit "$T/s.wps" "$T/a.wps" "
+import struct
+recs[0].attrs['n_kv'] = str(int(recs[0].attrs['n_kv']) + 1)
+recs.insert(2, types.SimpleNamespace(kind=2, type=4, n_dims=0, ne=[1, 1, 1, 1], name='general.alignment', attrs={}, payload=bytearray(struct.pack('<I', 256))))"
+    "$BIN/gptq" --ftype Q8_0 --rtn --quiet -o "$T/our.wts" "$T/a.wps"
+    "$BIN/ggufpack" -o "$T/our.gguf" "$T/our.wts"
+    # ggufcat checks every tensor's offset against the file's alignment; gptq's header record
+    # says the file's size, which ggufpack pads the last tensor up to (gptq ignoring the key
+    # said 379136, its layout at 32, and the file came out short of that padding)
+    "$BIN/ggufcat" -o "$T/back.wps" "$T/our.gguf"
+    [ "$(stat -c %s "$T/our.gguf")" -eq 381184 ]
+    [ "$("$BIN/tsinfo" -a "$T/our.wts" | sed -n 's/^    file_size=//p')" = 381184 ]
+    run "$TOOLS/llgen" "$T/our.gguf" 16
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | wc -w)" -eq 16 ]
+    # llama-quantize keeps the key but pads to gguf's default 32 (gguf_set_val_u32 does not
+    # set the writer's alignment): a file llama.cpp's own loader refuses
+    "$BIN/ggufpack" -o "$T/a256.gguf" "$T/a.wps"
+    "$QUANTIZE" "$T/a256.gguf" "$T/ref.gguf" Q8_0 1 > /dev/null 2>&1
+    run --separate-stderr "$BIN/ggufcat" "$T/ref.gguf"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "ggufcat: $T/ref.gguf: tensor 'blk.0.attn_norm.weight': data offset 72064 is not aligned to 256" ]
+    run "$TOOLS/llgen" "$T/ref.gguf" 16
+    [ "$status" -ne 0 ]
+}
+
 @test "gptq --hessian: a Hessian of cols x other rows is refused by its shape, in --check too (a mutation test's find)" {
     hessians "$T/d.wts" "r = [r for r in recs if r.name == 'blk.0.attn_in'][0]
 r.ne = [64, 32, 1, 1]
