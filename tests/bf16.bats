@@ -488,3 +488,18 @@ recs[:] = [t]"
         "$BIN/unbundle" --stream -o "$T/back.wps"
     diff <("$BIN/tsinfo" -a -x "$T/r19.wps") <("$BIN/tsinfo" -a -x "$T/back.wps")
 }
+
+@test "bad input: bf16split refuses histogram's and huffbuild's output in one line, nothing written (a mutation test's find)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/histogram" > "$T/h.wps"
+    "$BIN/huffbuild" -o "$T/t.wps" "$T/h.wps"
+    fails_saying "bf16split: $T/h.wps: record 'token_embd.weight' (raw) is the coding pipeline's output: bf16split takes a tensor stream" \
+        "$BIN/bf16split" -o "$T/o.wps" "$T/h.wps"
+    [ ! -e "$T/o.wps" ]
+    # huffbuild's hist and table records alone
+    stream_edit "$T/t.wps" "$T/hist.wps" "
+recs[:] = [r for r in recs if r.kind in (5, 6)]
+assert recs[0].name == 'token_embd.weight' and recs[0].kind == 5"
+    fails_saying "bf16split: $T/hist.wps: record 'token_embd.weight' (hist) is the coding pipeline's output: bf16split takes a tensor stream" \
+        "$BIN/bf16split" -o "$T/o.wps" "$T/hist.wps"
+    [ ! -e "$T/o.wps" ]
+}

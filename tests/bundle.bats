@@ -743,3 +743,121 @@ recs[:] = [r for r in recs if not (r.kind == 6 and r.name == 'blk.0.attn_q.weigh
     [ "$stderr" = "huffbuild: warning: stdin: no histogram records, so no code tables: 32 matrices of a coded type passed through (histogram comes before huffbuild)" ]
     cmp "$T/h.wps" "$T/q.wts"
 }
+
+@test "bad input: laneinterleave refuses symbols beside another matrix's side, a table of 257 lengths, symbols past their rows, side data without its symbols next; nothing written (a mutation test's find)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn > "$T/q.wts"
+    "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" > "$T/t.wps"
+    # blk.0.attn_q.weight's side replaced by blk.1.attn_q.weight's (the same shape): it was coded
+    # with the wrong d values, exit 0
+    stream_edit "$T/t.wps" "$T/a.wps" "
+import copy
+i = [k for k, r in enumerate(recs) if r.kind == 8 and r.name == 'blk.0.attn_q.weight'][0]
+recs[i] = copy.deepcopy([r for r in recs if r.kind == 8 and r.name == 'blk.1.attn_q.weight'][0])"
+    fails_saying "laneinterleave: $T/a.wps: 'blk.0.attn_q.weight': symbols without their side or raw data" \
+        "$BIN/laneinterleave" -o "$T/out.bundle" "$T/a.wps"
+    [ ! -e "$T/out.bundle" ]
+    # a code table is 256 lengths: one more was taken
+    stream_edit "$T/t.wps" "$T/b.wps" "
+r = [r for r in recs if r.kind == 6 and r.name == 'blk.0.attn_q.weight'][0]
+r.payload += bytes(1)"
+    fails_saying "laneinterleave: $T/b.wps: 'blk.0.attn_q.weight': bad code table" \
+        "$BIN/laneinterleave" -o "$T/out.bundle" "$T/b.wps"
+    [ ! -e "$T/out.bundle" ]
+    # 64 symbols more than its 64 rows of 64 hold: they were taken
+    stream_edit "$T/t.wps" "$T/c.wps" "
+r = [r for r in recs if r.kind == 9 and r.name == 'blk.0.attn_q.weight'][0]
+r.payload += bytes(64)"
+    fails_saying "laneinterleave: $T/c.wps: 'blk.0.attn_q.weight': 4160 symbols do not fill 64 rows of 64" \
+        "$BIN/laneinterleave" -o "$T/out.bundle" "$T/c.wps"
+    [ ! -e "$T/out.bundle" ]
+    # a symbols record lost mid-stream: the next side came and the matrix was dropped, exit 0
+    stream_edit "$T/t.wps" "$T/d.wps" "
+recs[:] = [r for r in recs if not (r.kind == 9 and r.name == 'blk.0.attn_q.weight')]"
+    fails_saying "laneinterleave: $T/d.wps: 'blk.0.attn_q.weight': side data without its symbols" \
+        "$BIN/laneinterleave" -o "$T/out.bundle" "$T/d.wps"
+    [ ! -e "$T/out.bundle" ]
+    # a tensor between a matrix's side and its symbols: it was written before the matrix, exit 0
+    stream_edit "$T/t.wps" "$T/f.wps" "
+i = [k for k, r in enumerate(recs) if r.kind == 8 and r.name == 'blk.4.ffn_gate.weight'][0]
+j = [k for k, r in enumerate(recs) if r.name == 'blk.4.ffn_norm.weight'][0]
+assert j == i + 2 and recs[i + 1].kind == 9
+recs.insert(i + 1, recs.pop(j))"
+    fails_saying "laneinterleave: $T/f.wps: 'blk.4.ffn_gate.weight': side data without its symbols" \
+        "$BIN/laneinterleave" -o "$T/out.bundle" "$T/f.wps"
+    [ ! -e "$T/out.bundle" ]
+    # the last record, a symbols record, lost (a stream cut short): the matrix was dropped, exit 0
+    stream_edit "$T/t.wps" "$T/e.wps" "
+assert recs[-1].kind == 9 and recs[-1].name == 'blk.4.ffn_up.weight'
+del recs[-1]"
+    fails_saying "laneinterleave: $T/e.wps: 'blk.4.ffn_up.weight': side data without its symbols (truncated stream?)" \
+        "$BIN/laneinterleave" -o "$T/out.bundle" "$T/e.wps"
+    [ ! -e "$T/out.bundle" ]
+    # to a redirected stdout, from stdin given as -: said as stdin (it was '-'), the file left empty
+    run sh -c "'$BIN/laneinterleave' - < '$T/e.wps' > '$T/stdout.bundle'"
+    [ "$status" -eq 1 ]
+    [ "$output" = "laneinterleave: stdin: 'blk.4.ffn_up.weight': side data without its symbols (truncated stream?)" ]
+    [ ! -s "$T/stdout.bundle" ]
+    # and the stream as huffbuild wrote it makes a bundle that restores it
+    "$BIN/laneinterleave" -o "$T/out.bundle" "$T/t.wps"
+    "$BIN/unbundle" --stream "$T/out.bundle" | cmp - "$T/q.wts"
+}
+
+@test "a 1-D tensor of a block type beside coded matrices: laneinterleave keeps it, no warning (a mutation test's find)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn > "$T/q.wts"
+    # blk.0.attn_q.weight as one row of 4096 weights: histogram codes no 1-D tensor
+    stream_edit "$T/q.wts" "$T/one.wts" "
+r = [r for r in recs if r.name == 'blk.0.attn_q.weight'][0]
+r.n_dims, r.ne = 1, [4096, 1, 1, 1]"
+    run --separate-stderr sh -c "'$BIN/histogram' '$T/one.wts' | '$BIN/huffbuild' | '$BIN/laneinterleave' -o '$T/one.bundle'"
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    [ "$("$BIN/tsinfo" "$T/one.bundle" | grep -c '^zstd  *blk.0.attn_q.weight  *Q8_0  *4096 ')" -eq 1 ]
+    [ "$("$BIN/tsinfo" "$T/one.bundle" | grep -c '^coded ')" -gt 0 ]
+    [ "$("$BIN/unbundle" --stream "$T/one.bundle" | "$BIN/tsinfo" -a -x)" = "$("$BIN/tsinfo" -a -x "$T/one.wts")" ]
+}
+
+@test "a coded matrix's entropy is its own hist's: without one, verify says - (a mutation test's find)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q4_0 --rtn > "$T/q.wts"
+    "$BIN/ggufpack" -o "$T/q.gguf" "$T/q.wts"
+    # token_embd.weight's hist dropped after huffbuild; the coded matrix before it is output.weight
+    "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" > "$T/t.wps"
+    stream_edit "$T/t.wps" "$T/nh.wps" "
+assert len([r for r in recs if r.kind == 5 and r.name == 'token_embd.weight']) == 1
+recs[:] = [r for r in recs if not (r.kind == 5 and r.name == 'token_embd.weight')]"
+    "$BIN/laneinterleave" -o "$T/nh.bundle" "$T/nh.wps"
+    run "$BIN/verify" "$T/q.gguf" "$T/nh.bundle"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"
+output.weight                    Q8_0       32768   8.5000   5.7917   5.5123   0.0850   0.0789  ok
+"* ]]
+    [[ "$output" == *"
+token_embd.weight                Q4_0       32768   4.5000   3.0576        -   0.0850   0.0806  ok
+"* ]]
+    run "$BIN/tsinfo" -a "$T/nh.bundle"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -A8 '^coded  *token_embd.weight ' | grep -c 'entropy=')" -eq 0 ]
+}
+
+@test "histogram --report with no exponent-coded matrix (--no-float): no exponent total line (a mutation test's find)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn > "$T/q.wts"
+    run --separate-stderr "$BIN/histogram" --no-float --report -o "$T/h.wps" "$T/q.wts"
+    [ "$status" -eq 0 ]
+    [ "${stderr_lines[-2]}" = "blk.4.ffn_up.weight              Q8_0         11008      11008   7.6869   7.6869   8.00  0.5000  8.5000" ]
+    [[ "${stderr_lines[-1]}" == "total: 292800 weights, 216064 in quantized matrices; tensors 9.9663 b/w as stored; entropy bound 9.0949 b/w (order 0: "* ]]
+    [ "$(echo "$stderr" | grep -c '^total')" -eq 1 ]
+}
+
+@test "a 3-D quantized tensor (as a MoE model's experts) is coded when that is smaller than all its ne[1] x ne[2] rows fixed-width (a mutation test's find)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q4_0 --rtn > "$T/q.wts"
+    # token_embd.weight as 2 x 256 rows of 64: 18432 bytes fixed-width, 2048 + 14980 coded; measured
+    # against 256 rows alone (9216 bytes) it was stored fixed-width
+    stream_edit "$T/q.wts" "$T/three.wts" "
+r = [r for r in recs if r.name == 'token_embd.weight'][0]
+r.n_dims, r.ne = 3, [64, 256, 2, 1]"
+    "$BIN/histogram" --no-rowmap "$T/three.wts" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/three.bundle"
+    run "$BIN/tsinfo" "$T/three.bundle"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '^side  *token_embd.weight  *Q4_0  *64x256x2  *2048  $')" -eq 1 ]
+    [ "$(echo "$output" | grep -c '^coded  *token_embd.weight  *Q4_0  *64x256x2  *14980  3.6572$')" -eq 1 ]
+    [ "$("$BIN/unbundle" --stream "$T/three.bundle" | "$BIN/tsinfo" -a -x)" = "$("$BIN/tsinfo" -a -x "$T/three.wts")" ]
+}

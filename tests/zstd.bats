@@ -348,3 +348,25 @@ for t in ts:
     [ "${lines[$at + 1]}" = "    same_as=output.weight" ]
     "$BIN/unbundle" "$T/plain.bundle" | cmp - "$T/gap.gguf"
 }
+
+@test "--dist keeps a matrix's smallest form: a small one whose zstd'd fixed-width tensor beats side + symbols is stored so (a mutation test's find)" {
+    local T=$BATS_TEST_TMPDIR
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn > "$T/q.wts"
+    # blk.0.attn_q.weight as 8 rows of one Q8_0 block, codes all 0, d 1/64 to 8/64: 272 bytes,
+    # 45 zstd'd; the split form, its 16 bytes of d and 256 symbols zstd'd, takes more
+    stream_edit "$T/q.wts" "$T/small.wts" "
+import struct
+r = [r for r in recs if r.name == 'blk.0.attn_q.weight'][0]
+r.ne = [32, 8, 1, 1]
+r.payload = bytearray(b''.join(struct.pack('<e', (i + 1) / 64) + bytes(32) for i in range(8)))"
+    "$BIN/histogram" "$T/small.wts" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist > "$T/small.dist"
+    run "$BIN/tsinfo" -a "$T/small.dist"
+    [ "$status" -eq 0 ]
+    local at
+    at=$(echo "$output" | grep -n '^zstd  *blk.0.attn_q.weight  *Q8_0  *32x8  *45  $' | cut -d: -f1)
+    [ "${lines[$at]}" = "    stored=fixed" ]
+    [ "${lines[$at + 1]}" = "    z_of=3" ]
+    [ "${lines[$at + 2]}" = "    z_len=272" ]
+    [ "$(echo "$output" | grep -c '^[a-z]*  *blk.0.attn_q.weight ')" -eq 1 ]
+    [ "$("$BIN/unbundle" --stream "$T/small.dist" | "$BIN/tsinfo" -a -x)" = "$("$BIN/tsinfo" -a -x "$T/small.wts")" ]
+}
