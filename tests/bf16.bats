@@ -324,7 +324,11 @@ stories260K-bf16-p16.report" ]
         pid=$! rc=0
         for i in $(seq 600); do [ -s "$w/b.pid" ] && break; sleep 0.1; done
         [ -s "$w/b.pid" ]
-        pgrep -f "ggufcat $w/u.gguf"   # blocked on the pipe the fake bf16split does not read
+        # ggufcat, blocked on the pipe the fake bf16split does not read, waited for as the fake
+        # is: the stages fork in order but exec when scheduled (a helper saw this test fail once
+        # under a load of 10-15, its line not kept; a ggufcat not yet exec'd would do that)
+        for i in $(seq 600); do pgrep -f "ggufcat $w/u.gguf" > /dev/null && break; sleep 0.1; done
+        pgrep -f "ggufcat $w/u.gguf"
         t0=$SECONDS
         kill -"${sig%:*}" "$pid"
         wait "$pid" || rc=$?
