@@ -473,6 +473,11 @@ static void rule_checks(void)
         { "qwen2", 80, 64, 64, -1, WP_Q5_K },   /* qwen2: 80 layers is enough */
         { "qwen2", 40, 64, 64, -1, WP_Q4_K },
         { "llama", 8, 64, 64, 1, WP_Q5_K },     /* told */
+        { "llama", 80, 64, 8, 0, WP_Q4_K },     /* told not: no inference */
+        { "jais2", 68, 64, 64, -1, WP_Q5_K },   /* jais2: 68 layers */
+        { "jais2", 80, 64, 64, -1, WP_Q4_K },
+        { "deci", 80, 64, 64, -1, WP_Q5_K },
+        { "olmo", 80, 64, 64, -1, WP_Q5_K },
     };
     for (size_t i = 0; i < sizeof b70 / sizeof b70[0]; i++) {
         struct wp_ftype_model m = { b70[i].arch, b70[i].n_layer, b70[i].n_head, b70[i].n_head_kv, 0, b70[i].is_70b };
@@ -675,6 +680,126 @@ static void rule_checks(void)
               wp_ggml_type_name((uint32_t)fb[i].to), ch.type, ch.wanted, p ? "" : err);
         wp_ftype_plan_free(p);
     }
+
+    /* IQ2_XS (imatrix), no GQA, 4 experts: attn_v Q4_K (n_expert >= 4) */
+    static const char *const kvo[] = { "blk.%d.attn_k.weight", "blk.%d.attn_v.weight",
+                                       "blk.%d.attn_q.weight", "blk.%d.attn_output.weight", NULL };
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_IQ2_XS);
+    o.has_imatrix = 1;
+    p = mini(&m4e, &o, 256, kvo, NULL, NULL, err, sizeof err);
+    a = ty(p, "blk.1.attn_v.weight");
+    CHECK(a == WP_Q4_K, "IQ2_XS, 4 experts, no GQA: attn_v Q4_K (%d)", a);
+    wp_ftype_plan_free(p);
+
+    /* IQ2_XS (imatrix), 8 experts: attn_k Q4_K, attn_q stays IQ2_XS, attn_output Q5_K */
+    struct wp_ftype_model m4e8 = { "llama", 4, 8, 8, 8, -1 };
+    p = mini(&m4e8, &o, 256, kvo, NULL, NULL, err, sizeof err);
+    got[0] = ty(p, "blk.1.attn_k.weight");
+    got[1] = ty(p, "blk.1.attn_q.weight");
+    got[2] = ty(p, "blk.1.attn_output.weight");
+    CHECK(got[0] == WP_Q4_K && got[1] == WP_IQ2_XS && got[2] == WP_Q5_K,
+          "IQ2_XS, 8 experts: attn_k Q4_K, attn_q IQ2_XS, attn_output Q5_K (%d %d %d)", got[0], got[1], got[2]);
+    wp_ftype_plan_free(p);
+
+    /* attn_output without experts: IQ1_S and IQ1_M IQ2_XXS, IQ2_S and IQ2_M IQ3_S */
+    static const struct { int ft, want; } ao[] = {
+        { WP_FTYPE_MOSTLY_IQ1_S, WP_IQ2_XXS }, { WP_FTYPE_MOSTLY_IQ1_M, WP_IQ2_XXS },
+        { WP_FTYPE_MOSTLY_IQ2_S, WP_IQ3_S }, { WP_FTYPE_MOSTLY_IQ2_M, WP_IQ3_S },
+    };
+    static const char *const aout[] = { "blk.%d.attn_output.weight", NULL };
+    for (size_t i = 0; i < sizeof ao / sizeof ao[0]; i++) {
+        o = wp_ftype_opts_default(ao[i].ft);
+        o.has_imatrix = 1;
+        p = mini(&m4, &o, 256, aout, NULL, NULL, err, sizeof err);
+        a = ty(p, "blk.2.attn_output.weight");
+        CHECK(a == ao[i].want, "%s: attn_output %s (%d)", wp_ftype_name(ao[i].ft),
+              wp_ggml_type_name((uint32_t)ao[i].want), a);
+        wp_ftype_plan_free(p);
+    }
+
+    /* IQ3_M, 16 layers, 8 experts: ffn_down Q4_K in layers 0, 1 and where
+     * use_more_bits (4, 7, 10, 13, 14, 15), IQ3_S elsewhere (3, 12) */
+    struct wp_ftype_model m16e8 = { "llama", 16, 8, 8, 8, -1 };
+    static const char *const dexp[] = { "blk.%d.ffn_down_exps.weight", NULL };
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_IQ3_M);
+    p = mini(&m16e8, &o, 256, dexp, NULL, NULL, err, sizeof err);
+    static const int dl[] = { 1, 3, 4, 7, 12, 14 };
+    static const int dw[] = { WP_Q4_K, WP_IQ3_S, WP_Q4_K, WP_Q4_K, WP_IQ3_S, WP_Q4_K };
+    char nm[64], line[128] = "";
+    int all = p != NULL;
+    for (size_t i = 0; i < sizeof dl / sizeof dl[0]; i++) {
+        snprintf(nm, sizeof nm, "blk.%d.ffn_down_exps.weight", dl[i]);
+        int t = ty(p, nm);
+        all &= t == dw[i];
+        snprintf(line + strlen(line), sizeof line - strlen(line), " %d", t);
+    }
+    CHECK(all, "IQ3_M, 16 layers, 8 experts: ffn_down_exps of layers 1 3 4 7 12 14 Q4_K IQ3_S Q4_K Q4_K IQ3_S Q4_K (%s)", line);
+    wp_ftype_plan_free(p);
+
+    /* Q4_0 and Q5_0 with an imatrix: ffn_down of the first n/8 layers Q4_1, Q5_1 */
+    static const char *const down[] = { "blk.%d.ffn_down.weight", NULL };
+    struct wp_ftype_model m16 = { "llama", 16, 8, 8, 0, -1 };
+    static const struct { int ft, first, rest; } q01[] = {
+        { WP_FTYPE_MOSTLY_Q4_0, WP_Q4_1, WP_Q4_0 }, { WP_FTYPE_MOSTLY_Q5_0, WP_Q5_1, WP_Q5_0 },
+    };
+    for (size_t i = 0; i < sizeof q01 / sizeof q01[0]; i++) {
+        o = wp_ftype_opts_default(q01[i].ft);
+        o.has_imatrix = 1;
+        p = mini(&m16, &o, 256, down, NULL, NULL, err, sizeof err);
+        a = ty(p, "blk.1.ffn_down.weight");
+        b = ty(p, "blk.2.ffn_down.weight");
+        CHECK(a == q01[i].first && b == q01[i].rest, "%s with an imatrix, 16 layers: ffn_down %s in layers 0, 1, then %s (%d %d)",
+              wp_ftype_name(q01[i].ft), wp_ggml_type_name((uint32_t)q01[i].first),
+              wp_ggml_type_name((uint32_t)q01[i].rest), a, b);
+        wp_ftype_plan_free(p);
+    }
+
+    /* IQ3_XXS without an imatrix, 16 layers: ffn_down Q4_K in layers 0, 1, then Q3_K */
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_IQ3_XXS);
+    p = mini(&m16, &o, 256, down, NULL, NULL, err, sizeof err);
+    a = ty(p, "blk.1.ffn_down.weight");
+    b = ty(p, "blk.2.ffn_down.weight");
+    CHECK(a == WP_Q4_K && b == WP_Q3_K, "IQ3_XXS without an imatrix, 16 layers: ffn_down Q4_K in layers 0, 1, then Q3_K (%d %d%s%s)",
+          a, b, p ? "" : "; ", p ? "" : err);
+    wp_ftype_plan_free(p);
+
+    /* output.weight needs no imatrix whatever its type (--output-tensor-type IQ2_XXS) */
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_K_M);
+    o.output_type = WP_IQ2_XXS;
+    p = mini(&m4, &o, 256, NULL, io, NULL, err, sizeof err);
+    a = ty(p, "output.weight");
+    CHECK(a == WP_IQ2_XXS, "--output-tensor-type IQ2_XXS without an imatrix is planned (%d%s%s)",
+          a, p ? "" : ": ", p ? "" : err);
+    wp_ftype_plan_free(p);
+
+    /* a quantized input tensor: refused unless allow_requantize */
+    for (int allow = 0; allow <= 1; allow++) {
+        o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_0);
+        o.allow_requantize = allow;
+        p = wp_ftype_plan_new(&m4, &o, err, sizeof err);
+        int64_t ne2[2] = { 256, 256 };
+        err[0] = 0;
+        rc = p ? wp_ftype_plan_add_tensor(p, "blk.0.attn_q.weight", 2, ne2, WP_Q8_0) : -1;
+        rc = rc ? rc : wp_ftype_plan_finish(p, err, sizeof err);
+        a = rc ? -1 : ty(p, "blk.0.attn_q.weight");
+        if (allow)
+            CHECK(rc == 0 && a == WP_Q4_0, "allow_requantize: a Q8_0 tensor becomes Q4_0 (%d, %d: %s)", rc, a, err);
+        else
+            CHECK(rc == -1 && !strcmp(err, "requantizing from type Q8_0 is disabled (tensor blk.0.attn_q.weight)"),
+                  "a Q8_0 tensor without allow_requantize is refused (%s)", err);
+        wp_ftype_plan_free(p);
+    }
+
+    /* an override added after finish: no answers until the next finish, then the new one */
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_0);
+    p = mini(&m4, &o, 256, down, NULL, NULL, err, sizeof err);
+    rc = p ? wp_ftype_plan_add_override(p, "ffn_down=q8_0", err, sizeof err) : -1;
+    a = ty(p, "blk.0.ffn_down.weight");
+    int frc = p ? wp_ftype_plan_finish(p, err, sizeof err) : -1;
+    b = ty(p, "blk.0.ffn_down.weight");
+    CHECK(rc == 0 && a == -1 && frc == 0 && b == WP_Q8_0,
+          "an override after finish: no answer until finish again, then Q8_0 (%d %d %d %d)", rc, a, frc, b);
+    wp_ftype_plan_free(p);
 }
 
 int main(void)
