@@ -391,6 +391,20 @@ r.payload = r.payload[:32 * 32 * 8]"
     echo "$stderr" | grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq, factor reused)'
 }
 
+@test "gptq --hessian: an empty name in weights= (a doubled or trailing comma) names no weight (a mutation test's find)" {
+    # a hand-edited list "q,,k,v," is the list "q,k,v": no weight named "" (in every record
+    # it would be one weight with several records, refused)
+    hessians "$T/c.wts" "for r in recs: r.attrs['weights'] = r.attrs['weights'].replace(',', ',,') + ','"
+    [ "$("$BIN/tsinfo" -a "$T/c.wts" | grep -c '^ *weights=blk\.0\.attn_q\.weight,,blk\.0\.attn_k\.weight,,.*,$')" -eq 1 ]
+    gptq_h "$T/c.wts" --ftype Q8_0 -o "$T/c.out"
+    [ "$status" -eq 0 ]
+    ! echo "$stderr" | grep -q "$T/c.wts" || false
+    [ "$(echo "$stderr" | grep -c '(gptq, factor reused)')" -eq 15 ]
+    gptq_h "$T/h.wts" --ftype Q8_0 -q -o "$T/h.out"
+    [ "$status" -eq 0 ]
+    cmp "$T/c.out" "$T/h.out"
+}
+
 @test "gptq: a zero Hessian (no calibration token reached the weight) is RTN with a warning, not a zeroed matrix" {
     # every column counted dead and GPTQ zeroed all of blk.0's q, k and v, exit 0
     hessians "$T/z.wts" "r = [r for r in recs if r.name == 'blk.0.attn_in'][0]
@@ -1090,4 +1104,24 @@ r.payload = r.payload[:64 * 32 * 8]"
     run --separate-stderr "$BIN/gptq" --check --hessian "$T/d.wts" --ftype Q8_0 "$F32"
     [ "$status" -eq 1 ]
     [ "$stderr" = "gptq: $T/d.wts: Hessian 'blk.0.attn_in' is 64x32, tensor blk.0.attn_q.weight has 64 columns" ]
+}
+
+@test "gptq --check --hessian-later: --act-order and --damp act on the Hessians to come, no warning (a mutation test's find)" {
+    run --separate-stderr "$BIN/gptq" --check --hessian-later --act-order --ftype Q4_0 "$F32"
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    run --separate-stderr "$BIN/gptq" --check --hessian-later --damp 0.1 --ftype Q4_0 "$F32"
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    # without --hessian-later the check warns as the run does
+    run --separate-stderr "$BIN/gptq" --check --damp 0.1 --ftype Q4_0 "$F32"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "gptq: warning: --damp acts on GPTQ's Hessians: without --hessian (RTN) it does nothing" ]
+}
+
+@test "gptq: --type and --ftype together are one usage line, in a run and in --check (a mutation test's find)" {
+    run "$BIN/gptq" --type Q4_0 --ftype Q8_0 "$F32"
+    one_line_error '^gptq: give exactly one of --type T or --ftype PRESET \(try --help\)$'
+    run "$BIN/gptq" --check --type Q4_0 --ftype Q8_0 "$F32"
+    one_line_error '^gptq: give exactly one of --type T or --ftype PRESET \(try --help\)$'
 }

@@ -361,3 +361,34 @@ bad() {  # expected-substring args...
     bad "--ctx: expected" --model "$M32" --text "$CAL" --ctx 15
     [ "$stderr" = "hessian: --ctx: expected an integer from 16 to 1048576, got '15'" ]
 }
+
+@test "--max-memory's suffixes are powers of 1024: 1T plans 1048576.0 MiB, 3G 3072.0 MiB, and 16777216T (2^64 bytes) is refused (a mutation test's find)" {
+    local L="$BATS_TEST_TMPDIR" v
+    for v in 1T:1048576.0 3G:3072.0 5m:5.0; do
+        run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 1 --max-memory "${v%:*}" -o "$L/s.hess"
+        [ "$status" -eq 0 ]
+        [ "${stderr_lines[0]}" = "hessian: 130868 tokens, 1 chunk of 128, 36 weights, 36 records, 2.1 MiB in all (1.6 MiB of Hessians in memory), 1 pass of at most ${v#*:} MiB" ]
+    done
+    # 16777215T is the most that fits in 64 bits
+    bad "--max-memory: expected" --model "$M32" --text "$CAL" --max-memory 16777216T
+    [ "$stderr" = "hessian: --max-memory: expected a positive byte count (suffix K, M, G or T), got '16777216T'" ]
+}
+
+@test "a text of exactly --ctx tokens is one chunk; a token less is refused (a mutation test's find)" {
+    local L="$BATS_TEST_TMPDIR"
+    head -c 3000 "$CAL" > "$L/s.txt"   # 1985 tokens
+    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$L/s.txt" --ctx 1985 -o "$L/a.hess"
+    [ "$status" -eq 0 ]
+    [ "$("$BIN/tsinfo" -a "$L/a.hess" | grep -c '^ *n_tokens=1985$')" -eq 36 ]
+    bad "s.txt: tokenizes to only 1985 tokens; --ctx 1986 needs at least 1986 (one chunk)" \
+        --model "$M32" --text "$L/s.txt" --ctx 1986
+}
+
+@test "--batch below --ctx (a chunk in several batches, positions and BOS as one batch has them) gives one batch's Hessians (a mutation test's find)" {
+    local L="$BATS_TEST_TMPDIR" w
+    "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 2 --batch 128 -o "$L/one.hess" 2>/dev/null
+    "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 2 --batch 32 -o "$L/four.hess" 2>/dev/null
+    for w in blk.0.attn_q.weight blk.2.attn_output.weight blk.4.ffn_down.weight output.weight; do
+        close "$("$CMP" --diag "$L/four.hess" "$w" 8)" "$("$CMP" --diag "$L/one.hess" "$w" 8)" 1e-6
+    done
+}

@@ -519,9 +519,12 @@ dup_vocab() {
     [ "$status" -eq 0 ]
     long=$output
     [[ "$long" == "PPL = "* ]]
+    [ "${stderr_lines[0]}" = "ppl: 1878 tokens, 2 chunks of 128, batch 256, 2 parallel, 1 thread" ]
     run --separate-stderr "$BIN/ppl" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -c 128 -t 1 -b 256 --chunks 2
     [ "$status" -eq 0 ]
     [ "$output" = "$long" ]
+    # the same batch and threads (the report alone does not show them; a mutation test's find)
+    [ "${stderr_lines[0]}" = "ppl: 1878 tokens, 2 chunks of 128, batch 256, 2 parallel, 1 thread" ]
     bad "--ctx: expected an integer from 4 to 1048576, got '2'" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -c 2
     bad "-m: needs a value" -m
 }
@@ -561,4 +564,46 @@ GEN64="432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 4
         --kl-base "$BATS_FILE_TMPDIR/f32.logits" --save-logits "$L/x.logits"
     [ "$stderr" = "ppl: --save-logits: cannot be combined with --kl-base" ]
     [ ! -e "$L/x.logits" ]
+}
+
+@test "bad --kl-base: a header's ctx below 4 (--ctx's least) is implausible, though the file's size fits it (a mutation test's find)" {
+    # ctx 2 scores no position a chunk (ctx - 1 - ctx/2 = 0 rows): 20 header bytes, 2 tokens, no rows
+    local L="$BATS_TEST_TMPDIR"
+    printf '_logits_\x02\x00\x00\x00\x00\x02\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00' > "$L/c2.logits"
+    [ "$(stat -c %s "$L/c2.logits")" -eq 28 ]
+    bad "c2.logits: implausible header" --model "$M/stories260K-f32.gguf" --kl-base "$L/c2.logits"
+    [ "$stderr" = "ppl: $L/c2.logits: implausible header (ctx, vocabulary size or chunk count)" ]
+}
+
+@test "a text of exactly 2 x ctx tokens is scored; one token less is refused (a mutation test's find)" {
+    # tinystories_sample tokenizes to 1878 tokens: --ctx 939 is two chunks exactly
+    run --separate-stderr "$PPL" --threads 1 --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --ctx 939
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "chunks=2 tokens=1878 scored=938" ]
+    bad "tinystories_sample.txt: tokenizes to only 1878 tokens; --ctx 940 needs at least 1880 (2 x ctx)" \
+        --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --ctx 940
+}
+
+@test "bad --kl-base: a row's scale above 16/65535 (1.0) is corrupt; a named pipe with data after the base's end is refused (a mutation test's find)" {
+    ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
+        --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
+    local L="$BATS_TEST_TMPDIR" F="$BATS_FILE_TMPDIR/f32.logits" size
+    size=$(stat -c %s "$F")
+    cp "$F" "$L/row.logits"
+    # row 0 of chunk 1 starts after the header (20 bytes) and the tokens (4 x 512 x 8); scale 1.0f
+    printf '\x00\x00\x80\x3f' | dd of="$L/row.logits" bs=1 seek=$(( 20 + 4 * 512 * 8 )) conv=notrunc status=none
+    run --separate-stderr "$PPL" --threads 1 --model "$M/stories260K-f32.gguf" --kl-base "$L/row.logits"
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [[ "${stderr##*$'\n'}" == "ppl: $L/row.logits: row 0 of chunk 1 is corrupt (scale 1, min_log_prob "*")" ]]
+    # a vocabulary of 511 has the rows of 512 (rounded up to even): the file's size fits, the model's 512 does not
+    cp "$F" "$L/v511.logits"
+    printf '\xff\x01\x00\x00' | dd of="$L/v511.logits" bs=1 seek=12 conv=notrunc status=none
+    bad "v511.logits: vocabulary of 511 tokens, the model has 512" --model "$M/stories260K-f32.gguf" --kl-base "$L/v511.logits"
+    [ "$stderr" = "ppl: $L/v511.logits: vocabulary of 511 tokens, the model has 512" ]
+    # a FIFO named on the command line (bash's <(...)) is read to its end as standard input is
+    run --separate-stderr bash -c "'$PPL' --threads 1 --model '$M/stories260K-f32.gguf' --kl-base <(cat '$F' '$F')"
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [[ "${stderr##*$'\n'}" =~ ^"ppl: /dev/fd/"[0-9]+": data after its end: $(( 2 * size )) bytes, its header implies $size"$ ]]
 }
