@@ -1097,13 +1097,20 @@ recs.insert(2, types.SimpleNamespace(kind=2, type=4, n_dims=0, ne=[1, 1, 1, 1], 
     [ "$status" -ne 0 ]
 }
 
-@test "gptq --hessian: a Hessian of cols x other rows is refused by its shape, in --check too (a mutation test's find)" {
+@test "gptq --hessian: a Hessian of cols x other rows, or of a type other than F64 and F32, is refused, in --check too (a mutation test's find)" {
     hessians "$T/d.wts" "r = [r for r in recs if r.name == 'blk.0.attn_in'][0]
 r.ne = [64, 32, 1, 1]
 r.payload = r.payload[:64 * 32 * 8]"
     run --separate-stderr "$BIN/gptq" --check --hessian "$T/d.wts" --ftype Q8_0 "$F32"
     [ "$status" -eq 1 ]
     [ "$stderr" = "gptq: $T/d.wts: Hessian 'blk.0.attn_in' is 64x32, tensor blk.0.attn_q.weight has 64 columns" ]
+    # cols x cols of a type other than F64 or F32 (F16: its payload fits the stream's shape)
+    hessians "$T/f16.wts" "r = [r for r in recs if r.name == 'blk.0.attn_in'][0]
+r.type = 1
+r.payload = r.payload[:64 * 64 * 2]"
+    run --separate-stderr "$BIN/gptq" --check --hessian "$T/f16.wts" --ftype Q8_0 "$F32"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $T/f16.wts: Hessian 'blk.0.attn_in': type must be F64 or F32 with 4096 values" ]
 }
 
 @test "gptq --check --hessian-later: --act-order and --damp act on the Hessians to come, no warning (a mutation test's find)" {
