@@ -325,17 +325,26 @@ same_ppl() {
     llrun "$BATS_FILE_TMPDIR/llkl.log" 'Same top p:' -m "$M/stories260K-f16.gguf" --kl-divergence \
         --kl-divergence-base "$BATS_FILE_TMPDIR/ll32.logits"
     out=$(ours_ref kl16ll --model "$M/stories260K-f16.gguf" --kl-base "$BATS_FILE_TMPDIR/ll32.logits")
-    theirs_kld=$(sed -n 's/^Mean *KLD: *\([0-9.]*\) .*/\1/p' "$BATS_FILE_TMPDIR/llkl.log")
-    theirs_ln=$(sed -n 's/^Mean ln(PPL(Q)\/PPL(base)) *: *\([-0-9.]*\) .*/\1/p' "$BATS_FILE_TMPDIR/llkl.log")
-    theirs_top=$(sed -n 's/^Same top p: *\([0-9.]*\) .*/\1/p' "$BATS_FILE_TMPDIR/llkl.log")
-    ours_kld=$(echo "$out" | sed -n 's/^KLD = \([-0-9.]*\) .*/\1/p')
-    echo "KLD ours $ours_kld, llama-perplexity $theirs_kld" >&2
-    [ -n "$theirs_kld" ]
-    [ "$(printf '%.6f' "$ours_kld")" = "$theirs_kld" ]
-    [ -n "$theirs_ln" ]
-    [[ "$out" == *"ln(PPL/PPL(base)) = $theirs_ln +/- "* ]]
-    [ -n "$theirs_top" ]
-    [[ "$out" == *"same top = $theirs_top +/- "* ]]
+    # each value with its uncertainty (llama-perplexity prints "x ± e"): KLD to its 6 decimals,
+    # ln(PPL/PPL(base)) and same top as printed, the PPLs' errors to ppl's 5 decimals (the
+    # errors went untested: a mutation test's find)
+    ll() { sed -n "s/^$1 *: *\([-0-9.]*\) ± *\([0-9.]*\).*/\1 \2/p" "$BATS_FILE_TMPDIR/llkl.log"; }
+    read -r theirs_kld theirs_kld_e <<< "$(ll 'Mean *KLD')"
+    read -r theirs_ln theirs_ln_e <<< "$(ll 'Mean ln(PPL(Q)\/PPL(base))')"
+    read -r theirs_top theirs_top_e <<< "$(ll 'Same top p')"
+    read -r theirs_q theirs_q_e <<< "$(ll 'Mean PPL(Q)')"
+    read -r theirs_b theirs_b_e <<< "$(ll 'Mean PPL(base)')"
+    read -r ours_kld ours_kld_e <<< "$(echo "$out" | sed -n 's/^KLD = \([-0-9.]*\) +\/- \([0-9.]*\)$/\1 \2/p')"
+    echo "KLD ours $ours_kld +/- $ours_kld_e, llama-perplexity $theirs_kld ± $theirs_kld_e" >&2
+    [ -n "$theirs_kld_e" ]
+    [ "$(printf '%.6f %.6f' "$ours_kld" "$ours_kld_e")" = "$theirs_kld $theirs_kld_e" ]
+    [ -n "$theirs_ln_e" ]
+    [[ "$out" == *"ln(PPL/PPL(base)) = $theirs_ln +/- $theirs_ln_e"$'\n'* ]]
+    [ -n "$theirs_top_e" ]
+    [[ "$out" == *"same top = $theirs_top +/- $theirs_top_e %"* ]]
+    [ -n "$theirs_b_e" ]
+    [[ "$out" == *"PPL = "*" +/- $(printf '%.5f' "$theirs_q_e")"$'\n'* ]]
+    [[ "$out" == *"PPL(base) = "*" +/- $(printf '%.5f' "$theirs_b_e")"$'\n'* ]]
 }
 
 @test "live: ppl reads llama-perplexity's logits: F32 against its own base has KLD ~ 0" {
