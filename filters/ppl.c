@@ -553,8 +553,9 @@ int main(int argc, char **argv)
                     die(kl_path, msg);
                 }
                 for (int r = 0; r < n_score; r++) {
-                    /* a row's header as row_quantize writes it: 0 <= scale <= 16/65535 and
-                       min_log_prob <= 0, finite (a forged NaN or 1e30 gave PPL -nan, exit 0) */
+                    /* a row's header as row_quantize writes it: 0 <= scale (at most 16/65535,
+                       2.4e-4, from the -16 floor; 1e-3 allowed) and min_log_prob <= 0, finite
+                       (a forged NaN or 1e30 gave PPL -nan, exit 0) */
                     float hdr[2];
                     memcpy(hdr, rows + (size_t)r * nv, sizeof hdr);
                     if (!(hdr[0] >= 0 && hdr[0] <= 1e-3f && hdr[1] <= 0 && isfinite(hdr[1]))) {

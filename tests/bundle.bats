@@ -702,7 +702,7 @@ del r.payload[-8:]"
     [ ! -e "$T/t.wps" ]
 }
 
-@test "huffbuild --max-len: 256 symbols need 8 bits (2^8 = 256, not 9), counts past 2^64 in all are said as such (a mutation test's find)" {
+@test "huffbuild --max-len: 256 symbols need 8 bits (2^8 = 256, not 9), counts of 2^64 in all are said as such (a mutation test's find)" {
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn | "$BIN/histogram" > "$T/h.wps"
     stream_edit "$T/h.wps" "$T/all.wps" "
 import struct

@@ -1105,12 +1105,8 @@ print("%016x" % xx.XXH64(b, len(b), 0))' "$T/s.wps" "$off" "$len")
 }
 
 @test "ggufcat and safetensorscat without a file name: one line, exit 1, nothing written (a mutation test's find)" {
-    run "$BIN/ggufcat" -o "$T/o.wps"
-    [ "$status" -eq 1 ]
-    [ "$output" = "ggufcat: no input file (try --help)" ]
-    run "$BIN/safetensorscat" -o "$T/o.wps"
-    [ "$status" -eq 1 ]
-    [ "$output" = "safetensorscat: no input file (try --help)" ]
+    fails_saying "ggufcat: no input file (try --help)" "$BIN/ggufcat" -o "$T/o.wps"
+    fails_saying "safetensorscat: no input file (try --help)" "$BIN/safetensorscat" -o "$T/o.wps"
     [ ! -e "$T/o.wps" ]
 }
 

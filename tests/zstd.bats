@@ -320,6 +320,7 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
 }
 
 @test "a tied tensor placed after a gap in its GGUF (an offset attribute) is still stored as a reference, and restored at its offset (a mutation test's find)" {
+    local T=$BATS_TEST_TMPDIR
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn > "$T/q.wts"
     # token_embd.weight, output.weight's bytes, 64 bytes further on than its place
     stream_edit "$T/q.wts" "$T/gap.wts" "

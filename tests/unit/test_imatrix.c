@@ -560,10 +560,10 @@ int main(void)
             fwrite(big, 4, NV, f);
             fclose(f);
         }
-        if (!load_ok(p, &im, "legacy of 160 KiB")) {
+        if (!load_ok(p, &im, "legacy of 156 KiB")) {
             const wp_imatrix_entry *w = wp_imatrix_find(&im, "w");
             CHECK(w && w->cols == NV && w->importance[0] == 0.25f && w->importance[NV - 1] == NV / 4.0f,
-                  "legacy of 160 KiB: %d values, the last one's importance %d / 4", NV, NV);
+                  "legacy of 156 KiB: %d values, the last one's importance %d / 4", NV, NV);
             wp_imatrix_free(&im);
         }
     }
