@@ -211,7 +211,8 @@ __host__ __device__ inline size_t fused_words_bytes(const DevMat &M, int ST)
  * SMs, so a second round for 416 of them. With the synthetic Q4_K's groups
  * (dmax 58, 1,856 bytes) a block takes 27,520 and 8 fit: 32 warps, one
  * round; the registers allow 8 at batch 1 (sm_90a, ptxas's counts; 228 KiB
- * a SM, 1 KiB a block reserved; runtime/JOURNAL.md's table of rounds has every type). */
+ * a SM, 1 KiB a block reserved; runtime/JOURNAL.md's table of rounds has
+ * every type). */
 static inline size_t fused_smem_bytes(const DevMat &M, int ST)
 {
     return fused_words_bytes(M, ST) + (ST == 1 ? 0 : (size_t)FUSED_WARPS * warp_group_bytes(M));

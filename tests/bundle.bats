@@ -621,7 +621,7 @@ for r in recs:
     [ "$status" -eq 0 ]
     # Q4_0 pairs two 4-bit codes in a symbol: 16384 symbols of 32768 weights
     local at
-    at=$(echo "$output" | grep -n '^hist  *token_embd.weight  *Q4_0  *256  *2048  0.5000$' | cut -d: -f1)
+    at=$(line_after '^hist  *token_embd.weight  *Q4_0  *256  *2048  0.5000$')
     [ "${lines[$at]}" = "    n_symbols=16384" ]
     [ "${lines[$at + 1]}" = "    n_weights=32768" ]
     [ "${lines[$at + 2]}" = "    entropy=6.77583272" ]
@@ -646,7 +646,7 @@ for n, c in hist.items():
     "$BIN/laneinterleave" -o "$T/q.bundle" "$T/t.wps"
     run "$BIN/tsinfo" -a "$T/q.bundle"
     [ "$status" -eq 0 ]
-    at=$(echo "$output" | grep -n '^coded  *token_embd.weight  *Q4_0  *64x512 ' | cut -d: -f1)
+    at=$(line_after '^coded  *token_embd.weight  *Q4_0  *64x512 ')
     [ "${lines[$at + 5]}" = "    max_len=9" ]
     "$BIN/unbundle" --stream "$T/q.bundle" | cmp - "$T/q.wts"
 }
@@ -747,51 +747,40 @@ recs[:] = [r for r in recs if not (r.kind == 6 and r.name == 'blk.0.attn_q.weigh
 @test "bad input: laneinterleave refuses symbols beside another matrix's side, a table of 257 lengths, symbols past their rows, side data without its symbols next; nothing written (a mutation test's find)" {
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn > "$T/q.wts"
     "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" > "$T/t.wps"
+    # refused X MESSAGE EDIT: huffbuild's stream edited (stream_edit) into X.wps, which
+    # laneinterleave refuses saying MESSAGE after its name, writing no -o file
+    refused() {
+        stream_edit "$T/t.wps" "$T/$1.wps" "$3"
+        fails_saying "laneinterleave: $T/$1.wps: $2" "$BIN/laneinterleave" -o "$T/out.bundle" "$T/$1.wps"
+        [ ! -e "$T/out.bundle" ]
+    }
     # blk.0.attn_q.weight's side replaced by blk.1.attn_q.weight's (the same shape): it was coded
     # with the wrong d values, exit 0
-    stream_edit "$T/t.wps" "$T/a.wps" "
+    refused a "'blk.0.attn_q.weight': symbols without their side or raw data" "
 import copy
 i = [k for k, r in enumerate(recs) if r.kind == 8 and r.name == 'blk.0.attn_q.weight'][0]
 recs[i] = copy.deepcopy([r for r in recs if r.kind == 8 and r.name == 'blk.1.attn_q.weight'][0])"
-    fails_saying "laneinterleave: $T/a.wps: 'blk.0.attn_q.weight': symbols without their side or raw data" \
-        "$BIN/laneinterleave" -o "$T/out.bundle" "$T/a.wps"
-    [ ! -e "$T/out.bundle" ]
     # a code table is 256 lengths: one more was taken
-    stream_edit "$T/t.wps" "$T/b.wps" "
+    refused b "'blk.0.attn_q.weight': bad code table" "
 r = [r for r in recs if r.kind == 6 and r.name == 'blk.0.attn_q.weight'][0]
 r.payload += bytes(1)"
-    fails_saying "laneinterleave: $T/b.wps: 'blk.0.attn_q.weight': bad code table" \
-        "$BIN/laneinterleave" -o "$T/out.bundle" "$T/b.wps"
-    [ ! -e "$T/out.bundle" ]
     # 64 symbols more than its 64 rows of 64 hold: they were taken
-    stream_edit "$T/t.wps" "$T/c.wps" "
+    refused c "'blk.0.attn_q.weight': 4160 symbols do not fill 64 rows of 64" "
 r = [r for r in recs if r.kind == 9 and r.name == 'blk.0.attn_q.weight'][0]
 r.payload += bytes(64)"
-    fails_saying "laneinterleave: $T/c.wps: 'blk.0.attn_q.weight': 4160 symbols do not fill 64 rows of 64" \
-        "$BIN/laneinterleave" -o "$T/out.bundle" "$T/c.wps"
-    [ ! -e "$T/out.bundle" ]
     # a symbols record lost mid-stream: the next side came and the matrix was dropped, exit 0
-    stream_edit "$T/t.wps" "$T/d.wps" "
+    refused d "'blk.0.attn_q.weight': side data without its symbols" "
 recs[:] = [r for r in recs if not (r.kind == 9 and r.name == 'blk.0.attn_q.weight')]"
-    fails_saying "laneinterleave: $T/d.wps: 'blk.0.attn_q.weight': side data without its symbols" \
-        "$BIN/laneinterleave" -o "$T/out.bundle" "$T/d.wps"
-    [ ! -e "$T/out.bundle" ]
     # a tensor between a matrix's side and its symbols: it was written before the matrix, exit 0
-    stream_edit "$T/t.wps" "$T/f.wps" "
+    refused f "'blk.4.ffn_gate.weight': side data without its symbols" "
 i = [k for k, r in enumerate(recs) if r.kind == 8 and r.name == 'blk.4.ffn_gate.weight'][0]
 j = [k for k, r in enumerate(recs) if r.name == 'blk.4.ffn_norm.weight'][0]
 assert j == i + 2 and recs[i + 1].kind == 9
 recs.insert(i + 1, recs.pop(j))"
-    fails_saying "laneinterleave: $T/f.wps: 'blk.4.ffn_gate.weight': side data without its symbols" \
-        "$BIN/laneinterleave" -o "$T/out.bundle" "$T/f.wps"
-    [ ! -e "$T/out.bundle" ]
     # the last record, a symbols record, lost (a stream cut short): the matrix was dropped, exit 0
-    stream_edit "$T/t.wps" "$T/e.wps" "
+    refused e "'blk.4.ffn_up.weight': side data without its symbols (truncated stream?)" "
 assert recs[-1].kind == 9 and recs[-1].name == 'blk.4.ffn_up.weight'
 del recs[-1]"
-    fails_saying "laneinterleave: $T/e.wps: 'blk.4.ffn_up.weight': side data without its symbols (truncated stream?)" \
-        "$BIN/laneinterleave" -o "$T/out.bundle" "$T/e.wps"
-    [ ! -e "$T/out.bundle" ]
     # to a redirected stdout, from stdin given as -: said as stdin (it was '-'), the file left empty
     run sh -c "'$BIN/laneinterleave' - < '$T/e.wps' > '$T/stdout.bundle'"
     [ "$status" -eq 1 ]

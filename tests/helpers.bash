@@ -75,6 +75,15 @@ gone() {
     return 1
 }
 
+# line_after PATTERN: the index in bats' lines (run's output, empty lines dropped) of the line
+# after the first one matching the grep PATTERN (a tsinfo -a record's first attribute); fails,
+# printing nothing, where no line matches.
+line_after() {
+    local n
+    n=$(printf '%s\n' "${lines[@]}" | grep -n -m 1 -- "$1" | cut -d: -f1)
+    [ -n "$n" ] && echo "$n"
+}
+
 # one_line_error PATTERN: the run failed with exactly one line matching PATTERN.
 one_line_error() {
     [ "$status" -ne 0 ] || { echo "expected failure, got status 0"; return 1; }

@@ -336,7 +336,7 @@ for t in ts:
     run "$BIN/tsinfo" -a "$T/gap.bundle"
     [ "$status" -eq 0 ]
     local at
-    at=$(echo "$output" | grep -n '^ref  *token_embd.weight  *Q8_0  *64x348  *0  $' | cut -d: -f1)
+    at=$(line_after '^ref  *token_embd.weight  *Q8_0  *64x348  *0  $')
     [ "${lines[$at]}" = "    offset=35136" ]
     [ "${lines[$at + 1]}" = "    same_as=output.weight" ]
     "$BIN/unbundle" "$T/gap.bundle" | cmp - "$T/gap.gguf"
@@ -344,7 +344,7 @@ for t in ts:
     "$BIN/ggufcat" "$T/gap.gguf" | "$BIN/laneinterleave" 2> /dev/null > "$T/plain.bundle"
     run "$BIN/tsinfo" -a "$T/plain.bundle"
     [ "$status" -eq 0 ]
-    at=$(echo "$output" | grep -n '^ref  *token_embd.weight  *Q8_0  *64x512  *0  $' | cut -d: -f1)
+    at=$(line_after '^ref  *token_embd.weight  *Q8_0  *64x512  *0  $')
     [ "${lines[$at]}" = "    offset=35136" ]
     [ "${lines[$at + 1]}" = "    same_as=output.weight" ]
     "$BIN/unbundle" "$T/plain.bundle" | cmp - "$T/gap.gguf"
@@ -364,7 +364,7 @@ r.payload = bytearray(b''.join(struct.pack('<e', (i + 1) / 64) + bytes(32) for i
     run "$BIN/tsinfo" -a "$T/small.dist"
     [ "$status" -eq 0 ]
     local at
-    at=$(echo "$output" | grep -n '^zstd  *blk.0.attn_q.weight  *Q8_0  *32x8  *45  $' | cut -d: -f1)
+    at=$(line_after '^zstd  *blk.0.attn_q.weight  *Q8_0  *32x8  *45  $')
     [ "${lines[$at]}" = "    stored=fixed" ]
     [ "${lines[$at + 1]}" = "    z_of=3" ]
     [ "${lines[$at + 2]}" = "    z_len=272" ]

@@ -200,14 +200,16 @@ static void dat_entry(struct dat *d, const char *name, size_t len, int32_t ncall
     dat_i32(d, nval);
     dat_bytes(d, v, (size_t)nval * 4);
 }
-static void dat_write(const char *path, const struct dat *d, size_t n)
+/* n bytes from b as the whole file at path (a failure shows in the load checked after). */
+static void write_bytes(const char *path, const void *b, size_t n)
 {
     FILE *f = fopen(path, "wb");
     if (f) {
-        fwrite(d->b, 1, n, f);
+        fwrite(b, 1, n, f);
         fclose(f);
     }
 }
+static void dat_write(const char *path, const struct dat *d, size_t n) { write_bytes(path, d->b, n); }
 
 /* The synthetic legacy file: "blk.0.attn_q.weight" (ncall 3, values
  * 3,6,7.5,1e-3 x 3 scaled), "blk.0.ffn_up_exps.weight" (ncall 0, 6 values:
@@ -320,13 +322,7 @@ int main(void)
     }
     expect_error(q, "runs past the end", "truncated file");
     path_in(p, sizeof p, "text.gguf");
-    {
-        FILE *f = fopen(p, "wb");
-        if (f) {
-            fputs("Once upon a time there was a legacy .dat file.\n", f);
-            fclose(f);
-        }
-    }
+    write_bytes(p, "Once upon a time there was a legacy .dat file.\n", 47);
     expect_error(p, "not GGUF, so read as a legacy imatrix.dat: entry 1 of 1701015119: name length", "text file");
     path_in(p, sizeof p, "missing.gguf");
     expect_error(p, "No such file", "missing file");
@@ -386,13 +382,7 @@ int main(void)
 
     /* a GGUF cut after its magic: said as GGUF, not read as a legacy file */
     path_in(p, sizeof p, "magic.gguf");
-    {
-        FILE *f = fopen(p, "wb");
-        if (f) {
-            fputs("GGUF", f);
-            fclose(f);
-        }
-    }
+    write_bytes(p, "GGUF", 4);
     expect_error(p, "magic.gguf: truncated file: the header at byte 4 needs 20 bytes", "GGUF magic alone");
 
 
