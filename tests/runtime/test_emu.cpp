@@ -1205,7 +1205,7 @@ static void check_ring_edges()
    reads every lane word from global memory once (fused and private: a load, staged
    and ring: a copy's source); staged and ring read a word from shared
    memory in one wavefront (word i of lane k in bank k). The counts
-   themselves are printed, a tile's worth, for the README's L1 budget. */
+   themselves are printed, a tile's worth, for runtime/JOURNAL.md's L1 budget. */
 static void check_traffic(uint32_t type)
 {
     char err[512];
