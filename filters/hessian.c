@@ -555,6 +555,8 @@ int main(int argc, char **argv)
             continue;
         }
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
+        if (!a)   /* "--" last */
+            break;
         if (!strcmp(a, "--model"))
             model_path = v;
         else if (!strcmp(a, "--text"))

@@ -276,6 +276,8 @@ int main(int argc, char **argv)
         static const char *const longer[][2] = {{"-m", "--model"}, {"-f", "--text"}, {"-c", "--ctx"},
                                                 {"-t", "--threads"}, {"-b", "--batch"}};
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
+        if (!a)   /* "--" last */
+            break;
         for (size_t k = 0; k < sizeof longer / sizeof *longer; k++)
             if (!strcmp(a, longer[k][0]))
                 a = longer[k][1];

@@ -534,6 +534,13 @@ const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const c
     const char *a = argv[*i], *eq = strchr(a, '=');
     size_t len = strncmp(a, "--", 2) == 0 && eq ? (size_t)(eq - a) : strlen(a);
     wp_cli_info(a, usage);
+    if (!strcmp(a, "--")) {
+        /* the options end (GNU): nothing may follow, as these programs take no file (it said
+         * "--: unknown option") */
+        if (*i + 1 < argc)
+            wp_die("%s: not an option: %s takes no file without its option (try --help)", argv[*i + 1], wp_prog());
+        return NULL;
+    }
     for (size_t k = 0; k < n; k++) {
         if (strlen(takes[k]) != len || strncmp(a, takes[k], len))
             continue;

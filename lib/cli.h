@@ -182,8 +182,9 @@ int wp_cli_flag(const char *a, const char *flag);
  * --help/-h, dies for an option not in takes[0 .. n-1] or without a value
  * (last on the line, or "NAME=" with nothing after it), and for an argument
  * that is no option ("FILE: not an option: PROG takes no file without its
- * option").
- * Returns the option's name (one of takes) and sets *value. */
+ * option"). "--" ends the options: NULL when it is the last argument,
+ * and the word after it is refused as a file.
+ * Returns the option's name (one of takes) and sets *value, or NULL ("--"). */
 const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const char *const *takes, size_t n,
                        const char **value);
 

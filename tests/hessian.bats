@@ -333,6 +333,11 @@ bad() {  # expected-substring args...
     # a file without its option said "calib.txt: unknown option" (a new user's trial)
     bad "calib.txt: not an option: hessian takes no file without its option (try --help)" --model "$M32" calib.txt
     bad "an empty argument: hessian takes no file without its option (try --help)" --model "$M32" ""
+    # "--" ends the options (it said "--: unknown option"); the word after it is a file
+    run --separate-stderr "$H" --model "$M32" -o "$BATS_TEST_TMPDIR/out.hess" --
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "hessian: --text: is required (try --help)" ]
+    bad "calib.txt: not an option: hessian takes no file without its option (try --help)" --model "$M32" -- calib.txt
     # it said "--share-inputs=1: unknown option"
     bad "--share-inputs: takes no value" --model "$M32" --text "$CAL" --share-inputs=1
     # it said ": No such file or directory"

@@ -516,6 +516,9 @@ dup_vocab() {
     bad "--text: is required" --model "$M/stories260K-f32.gguf"
     bad "--bogus: unknown option" --bogus
     bad "-: not an option: ppl takes no file without its option (try --help)" --model "$M/stories260K-f32.gguf" -
+    # "--" ends the options (it said "--: unknown option"); the word after it is a file
+    bad "--text: is required" --model "$M/stories260K-f32.gguf" --
+    bad "--help: not an option: ppl takes no file without its option (try --help)" --model "$M/stories260K-f32.gguf" -- --help
     # it said ": No such file or directory"
     bad "--model: needs a value" --model= --text "$SAMPLE"
     bad "--ctx: expected an integer from 4 to 1048576, got '2'" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --ctx 2
