@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "blas_room.h"
+#include "blocks.h"
 #include "cli.h"
 #include "names.h"
 #include "spool.h"
@@ -57,7 +58,7 @@ static const char usage[] =
     "usage: gptq (--type T | --ftype PRESET) [--tensor-type REGEX=TYPE]... [--rtn]\n"
     "            [--hessian FILE] [--imatrix FILE] [--damp F] [--act-order]\n"
     "            [--gamma] [--widen C] [--lambda L] [--keep-order] [--strict]\n"
-    "            [--threads N] [--quiet] [-o OUT] [STREAM]\n"
+    "            [--allow-requantize] [--threads N] [--quiet] [-o OUT] [STREAM]\n"
     "       gptq --check (--type T | --ftype PRESET) [--hessian-later] [options] [MODEL.gguf | STREAM]\n"
     "Quantize the weight matrices of a wpack tensor stream into ggml blocks:\n"
     "byte-exact llama.cpp RTN, GPTQ with the Hessians of --hessian, and the\n"
@@ -316,6 +317,7 @@ static double *hessian_get(const char *name, int64_t cols)
 
 static wp_imatrix imatrix;
 static int have_imat;
+static int allow_requantize;   /* --allow-requantize: quantized inputs are dequantized and quantized again */
 static const char *imat_path;
 
 /* The imatrix entry for weight `name` (ne0 × n_mat: one vector per expert),
@@ -494,6 +496,7 @@ static wp_ftype_plan *plan_new(const struct wp_ftype_model *md, int ftype, int p
     fo.pure = pure;
     fo.strict = strict;
     fo.has_imatrix = have_imat;
+    fo.allow_requantize = allow_requantize;
     wp_ftype_plan *plan = wp_ftype_plan_new(md, &fo, err, sizeof err);
     if (!plan)
         wp_die("%s", err);
@@ -534,6 +537,18 @@ static wp_ftype_plan *model_plan(int ftype, int pure, int strict, const char **o
 
 static int is_float(uint32_t t) { return t == WP_F32 || t == WP_F16 || t == WP_BF16; }
 
+/* Whether gptq reads type t's weights: as floats, or (--allow-requantize) as the blocks
+ * blocks.c dequantizes. */
+static int readable(uint32_t t) { return is_float(t) || (allow_requantize && wp_block_supported((int)t)); }
+
+/* The types readable() takes, for messages. */
+static const char *from_types(void)
+{
+    return allow_requantize ? "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, "
+                              "Q6_K, IQ4_XS only"
+                            : "F32, F16, BF16 only";
+}
+
 /* The options given that change how a tensor is quantized ("--gamma, --hessian"), and
  * whether this is gptq --check: plan_check's words for a model already quantized. */
 static char quant_opts[80];
@@ -550,9 +565,9 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
         wp_ftype_plan_get(plan, tl[i].name, &ch);
         if (!ch.quantize || (uint32_t)ch.type == tl[i].type)
             continue;
-        if (!is_float(tl[i].type))
-            wp_die("%s: tensor %s: cannot quantize from %s (F32, F16, BF16 only)", src, tl[i].name,
-                   wp_ggml_type_name(tl[i].type) ? wp_ggml_type_name(tl[i].type) : "?");
+        if (!readable(tl[i].type))
+            wp_die("%s: tensor %s: cannot quantize from %s (%s)", src, tl[i].name,
+                   wp_ggml_type_name(tl[i].type) ? wp_ggml_type_name(tl[i].type) : "?", from_types());
         if (!is_float((uint32_t)ch.type) && !wp_gptq_supported(ch.type))
             wp_die("%s: tensor %s: type %s is not supported by gptq", src, tl[i].name,
                    wp_ggml_type_name((uint32_t)ch.type));
@@ -797,6 +812,8 @@ int main(int argc, char **argv)
             keep_order = 1;
         } else if (wp_cli_flag(a, "--strict")) {
             strict = 1;
+        } else if (wp_cli_flag(a, "--allow-requantize")) {
+            allow_requantize = 1;
         } else if (wp_cli_flag(a, "--quiet") || !strcmp(a, "-q")) {
             quiet = 1;
         } else if (!strcmp(a, "-o") && more) {
@@ -1097,22 +1114,35 @@ int main(int argc, char **argv)
         if (ch.quantize && (uint32_t)ch.type != r.type) {
             const int64_t ne0 = r.ne[0], n = wp_record_nelem(&r), rows = n / ne0;
             const uint32_t to = (uint32_t)ch.type;
-            if (from != WP_F32 && from != WP_F16 && from != WP_BF16)
-                wp_die("tensor %s: cannot quantize from %s (F32, F16, BF16 only)", name,
-                       wp_ggml_type_name(from) ? wp_ggml_type_name(from) : "?");
+            if (!readable(from))
+                wp_die("tensor %s: cannot quantize from %s (%s)", name,
+                       wp_ggml_type_name(from) ? wp_ggml_type_name(from) : "?", from_types());
             /* The floats take the record's own buffer: F32 as it is, F16/BF16
              * widened in place from the last value down (value k lands at 4k,
              * at or past the 2k it is read from and the unread values below
              * it). Before, a float copy sat beside the source bytes: 3 times
              * an F16 tensor at the peak (5 GB for a 525M-weight embedding in
              * F32, 3.1 GB in F16), 2 times now. */
-            if (from != WP_F32 && !wp_record_alloc(&r, (uint64_t)n * 4))
-                wp_die("tensor %s: out of memory", name);
-            float *f = (float *)(void *)r.payload;
-            if (from != WP_F32)
-                for (int64_t k = n - 1; k >= 0; k--)
-                    f[k] = from == WP_F16 ? wp_fp16_to_f32(wp_rd16(r.payload + 2 * k))
-                                          : wp_bf16_to_f32(wp_rd16(r.payload + 2 * k));
+            float *f;
+            if (!is_float(from)) {
+                /* --allow-requantize: the blocks dequantized as ggml's to_float does, into
+                   their own buffer (llama_tensor_dequantize_impl) */
+                f = malloc((size_t)n * 4 + 1);
+                if (!f)
+                    wp_die("tensor %s: out of memory", name);
+                if (wp_dequantize_row((int)from, r.payload, f, n))
+                    wp_die("tensor %s: cannot dequantize %s", name, wp_ggml_type_name(from));
+                if (!r.borrowed)
+                    free(r.payload);
+            } else {
+                if (from != WP_F32 && !wp_record_alloc(&r, (uint64_t)n * 4))
+                    wp_die("tensor %s: out of memory", name);
+                f = (float *)(void *)r.payload;
+                if (from != WP_F32)
+                    for (int64_t k = n - 1; k >= 0; k--)
+                        f[k] = from == WP_F16 ? wp_fp16_to_f32(wp_rd16(r.payload + 2 * k))
+                                              : wp_bf16_to_f32(wp_rd16(r.payload + 2 * k));
+            }
             r.payload = NULL;
             r.payload_len = r.payload_cap = 0;
             for (int64_t k = 0; k < n; k++)

@@ -594,6 +594,31 @@ PY
     done
 }
 
+@test "gptq --allow-requantize equals llama-quantize --allow-requantize byte for byte, from each block type gptq reads" {
+    R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
+    [ -x "$R/llama-quantize" ] || skip "llama-quantize not built (make reftools)"
+    "$TOOLS/mkllama" "$MODELS/stories260K-f32.gguf" "$T/synth.gguf" F16
+    # from every type gptq dequantizes, into another (llama.cpp's to_float against blocks.c's)
+    for pair in Q6_K:Q4_K_M Q4_K_M:Q3_K_S Q5_K_S:Q2_K Q2_K:Q4_K_S Q3_K_M:Q5_0 Q8_0:IQ4_XS IQ4_XS:Q4_0 \
+                Q4_0:Q5_K_M Q4_1:Q6_K Q5_0:IQ4_NL Q5_1:Q8_0 IQ4_NL:Q4_1; do
+        from=${pair%:*} to=${pair#*:}
+        [ -s "$T/$from.gguf" ] || "$R/llama-quantize" "$T/synth.gguf" "$T/$from.gguf" "$from" 1 > /dev/null 2>&1
+        "$R/llama-quantize" --allow-requantize "$T/$from.gguf" "$T/ref.gguf" "$to" 1 > /dev/null 2>&1
+        "$BIN/ggufcat" "$T/$from.gguf" | "$BIN/gptq" --allow-requantize --rtn --ftype "$to" --quiet \
+            | "$BIN/ggufpack" > "$T/ours.gguf"
+        cmp "$T/ref.gguf" "$T/ours.gguf" || { echo "$from -> $to differs"; return 1; }
+        # the option was needed: the tensors changed type
+        run "$BIN/gptq" --check --ftype "$to" "$T/$from.gguf"
+        one_line_error "^gptq: $T/$from.gguf: requantizing from type [A-Z0-9_]+ is disabled \(tensor [a-z0-9_.]+\)$"
+    done
+    # a type gptq has no dequantizer for: refused before any output, naming the types it reads
+    "$R/llama-quantize" "$T/synth.gguf" "$T/tq2.gguf" TQ2_0 1 > /dev/null 2>&1
+    "$BIN/ggufcat" "$T/tq2.gguf" > "$T/tq2.wps"
+    run "$BIN/gptq" --allow-requantize --rtn --ftype Q4_K_M --quiet -o "$T/tq.wps" "$T/tq2.wps"
+    one_line_error "^gptq: $T/tq2.wps: tensor blk.0.attn_k.weight: cannot quantize from TQ2_0 \(F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS only\)$"
+    [ ! -e "$T/tq.wps" ]
+}
+
 @test "gptq --imatrix on stories260K equals llama-quantize --imatrix byte for byte (metadata included)" {
     R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
     [ -x "$R/llama-quantize" ] && [ -x "$R/llama-imatrix" ] || skip "llama-quantize/llama-imatrix not built (make reftools)"
