@@ -262,14 +262,22 @@ static void out_name_check(const char *path, const char *what)
     struct stat st;
     if (!*path)
         wp_die("%s: an empty file name", what);
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    if (stat(path, &st) != 0)
+        return;
+    if (S_ISDIR(st.st_mode))
         wp_die("%s: is a directory", path);
+    /* the output replaces the file by a rename, which its mode does not stop: a 0444 model
+       was replaced, root or not (a new user's trial; `echo x > f` is refused, zstd asks) */
+    if (S_ISREG(st.st_mode) && ((st.st_mode & 0222) == 0 || (access(path, W_OK) != 0 && errno == EACCES)))
+        wp_die("%s: write-protected: not replaced (make it writable, or remove it, first)", path);
 }
 
 void wp_out_refuse_tty(const char *path, const char *what)
 {
     if ((!path || !strcmp(path, "-")) && isatty(STDOUT_FILENO))
         wp_die("refusing to write %s to a terminal (redirect it, pipe it, or use -o FILE)", what);
+    if (path && strcmp(path, "-"))   /* and what wp_out_open refuses of FILE, before the work */
+        out_name_check(path, "output");
 }
 
 FILE *wp_out_open(const char *path)

@@ -88,7 +88,10 @@ void wp_cli_input(const char *path);
 FILE *wp_in_open(const char *path);
 
 /* Open the program's one output: NULL or "-" means stdout; otherwise a
- * temporary file beside path, renamed by wp_out_commit(). Dies on failure. */
+ * temporary file beside path, renamed by wp_out_commit(). Dies on failure,
+ * and before writing anything when path is a directory or a write-protected
+ * regular file (no write bit, or one this user may not write: a rename
+ * would replace it all the same). */
 FILE *wp_out_open(const char *path);
 /* Flush, close and publish the output opened by wp_out_open. Dies on a
  * write error (and then removes the temporary file). */
@@ -106,7 +109,10 @@ void wp_out_abort_now(void);
 /* Die "refusing to write WHAT to a terminal (redirect it, pipe it, or use -o
  * FILE)" when path is standard output (NULL or "-") and that is a terminal:
  * the binary outputs (WHAT "a binary wpack stream", "a GGUF file"), as zstd
- * refuses; wp_cli_writer calls it. Text reports are not refused. */
+ * refuses; wp_cli_writer calls it. Text reports are not refused. A path
+ * other than "-" that wp_out_open would refuse (an empty name, a directory,
+ * a write-protected file) dies here too, so a program that works long before
+ * it opens its output can call this first. */
 void wp_out_refuse_tty(const char *path, const char *what);
 /* The output's name for messages ("stdout" or the path). */
 const char *wp_out_name(void);

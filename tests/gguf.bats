@@ -832,6 +832,45 @@ inputs_in_T() {
     [ "$(stat -c %a "$T/new.gguf")" = 640 ]
 }
 
+@test "-o over a write-protected file is refused before any work, root or not; the file kept" {
+    # a rename replaced a 0444 model, as root and as its owner alike (a new user's trial,
+    # which so replaced a shared data file); `echo x > f` is refused
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    printf 'old\n' > "$T/ro.gguf"
+    local m
+    for m in 444 400 555; do
+        chmod "$m" "$T/ro.gguf"
+        run "$BIN/ggufpack" -o "$T/ro.gguf" "$T/s.wps"
+        one_line_error "^ggufpack: $T/ro.gguf: write-protected: not replaced \(make it writable, or remove it, first\)$"
+        [ "$(cat "$T/ro.gguf")" = old ]
+    done
+    # the programs that work long before they write say so first: gptq with no input at all
+    run "$BIN/gptq" --rtn --type Q8_0 -o "$T/ro.gguf" < /dev/null
+    one_line_error "^gptq: $T/ro.gguf: write-protected: not replaced"
+    run "$BIN/hessian" --model "$F32" --text "$ROOT/README.md" -o "$T/ro.gguf"
+    one_line_error "^hessian: $T/ro.gguf: write-protected: not replaced"
+    [ -z "$(ls "$T" | grep '\.tmp\.')" ]
+    # a write bit for someone else only (0200: root may write it) is replaced, mode kept
+    chmod 200 "$T/ro.gguf"
+    "$BIN/ggufpack" -o "$T/ro.gguf" "$T/s.wps"
+    cmp "$T/ro.gguf" "$F32"
+    [ "$(stat -c %a "$T/ro.gguf")" = 200 ]
+    # another user's 0644 file, in a folder anyone may write: refused to that user too
+    local d; d=$(mktemp -d "${TMPDIR:-/tmp}/wpack-ro.XXXXXX")
+    chmod 1777 "$d"
+    cp "$T/s.wps" "$d/s.wps" && chmod 644 "$d/s.wps"
+    printf 'old\n' > "$d/theirs.gguf"
+    chmod 644 "$d/theirs.gguf"
+    if [ "$(id -u)" = 0 ] && setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/ggufpack" --version > /dev/null 2>&1; then
+        run setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/ggufpack" -o "$d/theirs.gguf" "$d/s.wps"
+        one_line_error "^ggufpack: $d/theirs.gguf: write-protected: not replaced"
+        [ "$(cat "$d/theirs.gguf")" = old ]
+    else
+        echo "# (not run: no root, or user 65534 cannot run $BIN/ggufpack)" >&3
+    fi
+    rm -rf "$d"
+}
+
 @test "-o FILE with a name of 245 to 255 bytes is written (its temporary name, FILE.tmp.XXXXXX, was too long)" {
     # "cannot create: File name too long" for a name the file system takes (a breaker's find)
     "$BIN/ggufcat" "$F32" > "$T/s.wps"
