@@ -1,5 +1,5 @@
 /* ggufcat - a GGUF file as a wpack tensor stream on stdout.
- * Usage: ggufcat [-o OUT] FILE.gguf      (see ggufcat(1)) */
+ * Usage: ggufcat [-o OUT] [FILE.gguf|-]   (see ggufcat(1)) */
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,10 +7,11 @@
 #include "gguf_file.h"
 
 static const char usage[] =
-    "usage: ggufcat [-o OUT] FILE.gguf\n"
+    "usage: ggufcat [-o OUT] [FILE.gguf|-]\n"
     "Write the GGUF file's header, metadata key/values and tensors as a wpack\n"
     "tensor stream (wpack-stream(5)) to stdout or OUT. `ggufcat x.gguf | ggufpack`\n"
-    "gives x.gguf back byte for byte.\n";
+    "gives x.gguf back byte for byte. FILE may be zstd-compressed (x.gguf.zst);\n"
+    "without FILE, or with -, the GGUF is read from stdin (a pipe too).\n";
 
 int main(int argc, char **argv)
 {
@@ -20,11 +21,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         wp_cli_common(argc, argv, &i, usage, &in, &out);
     }
-    if (!in)
-        wp_die("no input file (try --help)");
+    if (!in)   /* as every filter: standard input (a terminal refused by wp_gguf_open_any) */
+        in = "-";
 
     wp_cli_input(in);
-    wp_gguf_in *g = wp_gguf_open(in, err, sizeof err);
+    wp_gguf_in *g = wp_gguf_open_any(in, err, sizeof err);
     if (!g)
         wp_die("%s", err);
     wp_writer *w = wp_cli_writer(out);

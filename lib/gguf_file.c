@@ -145,6 +145,7 @@ struct wp_gguf_in {
     uint64_t alignment;
     uint64_t next_kv, next_tensor;
     int      header_sent;
+    int      zst;               /* decompressed from a zstd frame: the gguf record's name drops ".zst" */
     char   **keys;              /* keys, in file order */
     wp_names *key_set;          /* the same, for duplicates */
     uint32_t *kv_type;          /* value type of each key */
@@ -320,6 +321,8 @@ static int read_kv(wp_gguf_in *g, uint64_t i)
 
 static int read_tensor_infos(wp_gguf_in *g);
 
+static wp_gguf_in *open_header(wp_gguf_in *g, char *err, size_t errlen);
+
 wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
 {
     if (!*path) {   /* (it said ": No such file or directory") */
@@ -327,8 +330,6 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     wp_gguf_in *g = calloc(1, sizeof *g);
-    struct stat st;
-    uint8_t h[24];
     if (!g) {
         snprintf(err, errlen, "%s: out of memory", path);
         return NULL;
@@ -342,6 +343,23 @@ wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen)
     g->f = fopen(path, "rb");
     if (!g->f) {
         gfail(g, "%s", strerror(errno));
+        goto fail;
+    }
+    return open_header(g, err, errlen);
+fail:
+    snprintf(err, errlen, "%s", g->err);
+    wp_gguf_close(g);
+    return NULL;
+}
+
+/* The header of g's open file g->f (named g->path), checked: wp_gguf_open's work
+ * after the file is open. Closes g on failure. */
+static wp_gguf_in *open_header(wp_gguf_in *g, char *err, size_t errlen)
+{
+    struct stat st;
+    uint8_t h[24];
+    if (fstat(fileno(g->f), &st) == 0 && S_ISDIR(st.st_mode)) {   /* (said "not a regular file") */
+        gfail(g, "is a directory");
         goto fail;
     }
     if (fstat(fileno(g->f), &st) || !S_ISREG(st.st_mode)) {
@@ -405,6 +423,101 @@ fail:
     snprintf(err, errlen, "%s", g->err);
     wp_gguf_close(g);
     return NULL;
+}
+
+/* f's bytes (a zstd frame decompressed) copied into a spool, rewound; NULL with the
+ * reason in err, naming name. f is the caller's. */
+static FILE *spool_copy(FILE *f, const char *name, char *err, size_t errlen)
+{
+    wp_zsrc *s = wp_zsrc_open(f);
+    char why[600] = "";
+    FILE *t = s ? wp_spool(why, sizeof why) : NULL;
+    if (!t) {
+        if (s)
+            snprintf(err, errlen, "%s: %s for the GGUF read from it", name, why);
+        else
+            snprintf(err, errlen, "%s: out of memory", name);
+        wp_zsrc_free(s);
+        return NULL;
+    }
+    uint8_t buf[1 << 16];
+    size_t n;
+    int bad = 0;
+    while ((n = wp_zsrc_read(s, buf, sizeof buf)) > 0)
+        if (fwrite(buf, 1, n, t) != n) {
+            snprintf(err, errlen, "%s: temporary file: write error: %s", name, strerror(errno));
+            bad = 1;
+            break;
+        }
+    if (!bad && (wp_zsrc_error(s) || (wp_zsrc_framed(s) && wp_zsrc_finish(s)))) {
+        snprintf(err, errlen, "%s: %s", name, wp_zsrc_error(s));
+        bad = 1;
+    }
+    if (!bad && fflush(t)) {
+        snprintf(err, errlen, "%s: temporary file: write error: %s", name, strerror(errno));
+        bad = 1;
+    }
+    wp_zsrc_free(s);
+    if (bad) {
+        fclose(t);
+        return NULL;
+    }
+    rewind(t);
+    return t;
+}
+
+wp_gguf_in *wp_gguf_open_any(const char *path, char *err, size_t errlen)
+{
+    const int std_in = !strcmp(path, "-");
+    struct stat st;
+    FILE *f = NULL;
+    if (std_in) {
+        if (isatty(STDIN_FILENO)) {
+            snprintf(err, errlen, "stdin: a terminal, not a GGUF file (give a FILE, or pipe or redirect one in)");
+            return NULL;
+        }
+        f = stdin;
+    } else if (*path && stat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        f = fopen(path, "rb");
+    }
+    if (!f)   /* its messages: an empty name, no such file, a directory, cannot open */
+        return wp_gguf_open(path, err, errlen);
+    const int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    const int framed = regular && wp_zframe_is(f);
+    if (regular && !framed && !std_in) {
+        fclose(f);
+        return wp_gguf_open(path, err, errlen);
+    }
+    if (regular && !framed) {
+        /* a file redirected in: read where it lies, from its start */
+        const int fd = dup(STDIN_FILENO);
+        f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+        if (!f) {
+            snprintf(err, errlen, "stdin: %s", strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            return NULL;
+        }
+        rewind(f);
+    } else {
+        FILE *t = spool_copy(f, std_in ? "stdin" : path, err, errlen);
+        if (!std_in)
+            fclose(f);
+        if (!t)
+            return NULL;
+        f = t;
+    }
+    wp_gguf_in *g = calloc(1, sizeof *g);
+    if (!g) {
+        fclose(f);
+        snprintf(err, errlen, "%s: out of memory", std_in ? "stdin" : path);
+        return NULL;
+    }
+    snprintf(g->path, sizeof g->path, "%s", std_in ? "stdin" : path);
+    g->alignment = WP_GGUF_DEFAULT_ALIGNMENT;
+    g->f = f;
+    g->zst = framed;
+    return open_header(g, err, errlen);
 }
 
 const char *wp_gguf_error(const wp_gguf_in *g) { return g->err; }
@@ -612,10 +725,15 @@ static int next_record(wp_gguf_in *g, wp_record *r, int header_only)
     if (!g->header_sent) {
         g->header_sent = 1;
         const char *base = strrchr(g->path, '/');
+        char name[sizeof g->path];
+        snprintf(name, sizeof name, "%s", base ? base + 1 : g->path);
+        const size_t nl = strlen(name);
+        if (g->zst && nl > 4 && !strcmp(name + nl - 4, ".zst"))   /* m.gguf.zst's record: m.gguf */
+            name[nl - 4] = 0;
         wp_record_free(r);
         r->kind = WP_REC_GGUF;
         /* (the attributes' failures were dropped: a gguf record without its counts) */
-        if (wp_record_set_name(r, base ? base + 1 : g->path) || !wp_record_alloc(r, 0) ||
+        if (wp_record_set_name(r, name) || !wp_record_alloc(r, 0) ||
             wp_attr_set_i64(r, "version", g->version) || wp_attr_set_i64(r, "n_kv", (int64_t)g->n_kv) ||
             wp_attr_set_i64(r, "n_tensors", (int64_t)g->n_tensors) ||
             wp_attr_set_i64(r, "file_size", (int64_t)g->file_size))

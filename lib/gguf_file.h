@@ -69,6 +69,17 @@ typedef struct wp_gguf_in wp_gguf_in;
  * gguf_init_from_file_impl. */
 wp_gguf_in *wp_gguf_open(const char *path, char *err, size_t errlen);
 
+/* wp_gguf_open for any input a filter takes: path "-" is standard input; a
+ * pipe, FIFO or other non-regular file, and a file holding one zstd frame
+ * (`zstd m.gguf`'s m.gguf.zst), are first copied (decompressed) into an
+ * unlinked temporary file (spool.h: disk holds the GGUF once more while it
+ * is read), since a GGUF is read by its offsets. A plain regular file, named
+ * or redirected in, is read where it lies. Errors as wp_gguf_open's, and:
+ * "stdin: a terminal, not a GGUF file ...", a corrupt, cut or second zstd
+ * frame (zframe.h's messages), a temporary file that cannot be made or
+ * written. Messages name standard input "stdin". */
+wp_gguf_in *wp_gguf_open_any(const char *path, char *err, size_t errlen);
+
 /* Next record of the file as a stream (see top of file), into r.
  * Returns 1 for a record, 0 after the last tensor, -1 on error: a read
  * error or out of memory (wp_gguf_open checked the header);

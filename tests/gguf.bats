@@ -972,15 +972,48 @@ inputs_in_T() {
     done
 }
 
-@test "ggufcat: standard input, as - or a pipe, is refused as not a regular file (- said 'No such file')" {
-    run "$BIN/ggufcat" - < "$F32"
-    one_line_error "^ggufcat: -: not a regular file \\(standard input: give the file's name\\)$"
-    run sh -c "cat '$F32' | '$BIN/ggufcat' /dev/stdin"
-    one_line_error "^ggufcat: /dev/stdin: not a regular file \\(a GGUF is read by its offsets: give the file itself\\)$"
-    # verify's original too (its bundle said why; the GGUF did not: a fresh user's find)
+@test "ggufcat reads a GGUF from standard input, a pipe, a FIFO or a zstd frame, to the same stream (they were refused)" {
+    # `zstd -dc m.gguf.zst | ggufcat -` said "-: not a regular file" (a new user's trial)
+    "$BIN/ggufcat" "$F32" > "$T/ref.wps"
+    "$BIN/ggufcat" - < "$F32" > "$T/a.wps"
+    # the same records, but for the gguf record's name (the file's, or stdin)
+    cmp <("$BIN/tsinfo" -a -x "$T/ref.wps" | tail -n +3) <("$BIN/tsinfo" -a -x "$T/a.wps" | tail -n +3)
+    [ "$("$BIN/tsinfo" "$T/a.wps" | sed -n 2p | tr -s ' ')" = "gguf stdin - - 0 " ]
+    "$BIN/ggufpack" "$T/a.wps" | cmp - "$F32"
+    cat "$F32" | "$BIN/ggufcat" > "$T/b.wps"   # no FILE: standard input
+    cmp "$T/a.wps" "$T/b.wps"
+    cat "$F32" | "$BIN/ggufcat" /dev/stdin | "$BIN/ggufpack" | cmp - "$F32"
+    mkfifo "$T/fifo"
+    cat "$F32" > "$T/fifo" &
+    "$BIN/ggufcat" "$T/fifo" | "$BIN/ggufpack" | cmp - "$F32"
+    # a .zst as zstd writes it: the same tensors, the gguf record named without .zst
+    zstd -q -19 -c "$F32" > "$T/m.gguf.zst"
+    "$BIN/ggufcat" "$T/m.gguf.zst" | "$BIN/ggufpack" | cmp - "$F32"
+    run "$BIN/tsinfo" <("$BIN/ggufcat" "$T/m.gguf.zst")
+    [[ "${lines[1]}" == "gguf     m.gguf   "* ]]
+    zstd -dc "$T/m.gguf.zst" | "$BIN/ggufcat" | "$BIN/ggufpack" | cmp - "$F32"
+    # what cannot be read: each one line naming the input, nothing written
+    cat "$T/m.gguf.zst" "$T/m.gguf.zst" > "$T/two.zst"
+    run "$BIN/ggufcat" -o "$T/o.wps" "$T/two.zst"
+    one_line_error "^ggufcat: $T/two.zst: more than one zstd frame \(as .zst files joined are\): wpack reads one; zstd -d it, then read the stream$"
+    head -c 100000 "$T/m.gguf.zst" > "$T/cut.zst"
+    run "$BIN/ggufcat" -o "$T/o.wps" "$T/cut.zst"
+    one_line_error "^ggufcat: $T/cut.zst: truncated zstd frame: the file is cut short$"
+    run bash -c "head -c 5000 '$F32' | '$BIN/ggufcat' -o '$T/o.wps'"
+    one_line_error "^ggufcat: stdin: truncated file: "
+    run "$BIN/ggufcat" -o "$T/o.wps" < /dev/null
+    one_line_error "^ggufcat: stdin: empty file, not a GGUF file$"
+    run bash -c "cat '$F32' | TMPDIR='$T/nowhere' '$BIN/ggufcat' -o '$T/o.wps'"
+    one_line_error "^ggufcat: stdin: cannot create a temporary file in $T/nowhere \(TMPDIR\): No such file or directory for the GGUF read from it$"
+    run bash -c "zstd -q -c '$T/ref.wps' | '$BIN/ggufcat' -o '$T/o.wps'"
+    one_line_error "^ggufcat: stdin: not a GGUF file \(a wpack stream: use ggufpack or unbundle\)$"
+    run "$BIN/ggufcat" -o "$T/o.wps" "$T"
+    one_line_error "^ggufcat: $T: is a directory$"
+    [ ! -e "$T/o.wps" ]
+    # verify reads its original by its offsets where it lies: a pipe is still refused, and says why
     "$BIN/ggufcat" "$F32" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/v.bundle"
     run bash -c "'$BIN/verify' <(cat '$F32') '$T/v.bundle'"
-    one_line_error "^verify: /dev/fd/[0-9]+: not a regular file \\(a GGUF is read by its offsets: give the file itself\\)$"
+    one_line_error "^verify: /dev/fd/[0-9]+: not a regular file \(a GGUF is read by its offsets: give the file itself\)$"
 }
 
 @test "a TMPDIR that does not exist: one line naming the input and the directory" {
@@ -1144,7 +1177,8 @@ print("%016x" % xx.XXH64(b, len(b), 0))' "$T/s.wps" "$off" "$len")
 }
 
 @test "ggufcat and safetensorscat without a file name: one line, exit 1, nothing written (a mutation test's find)" {
-    fails_saying "ggufcat: no input file (try --help)" "$BIN/ggufcat" -o "$T/o.wps"
+    # ggufcat reads standard input then, as every filter (an empty one here)
+    fails_saying "ggufcat: stdin: empty file, not a GGUF file" "$BIN/ggufcat" -o "$T/o.wps" < /dev/null
     fails_saying "safetensorscat: no input file (try --help)" "$BIN/safetensorscat" -o "$T/o.wps"
     [ ! -e "$T/o.wps" ]
 }
