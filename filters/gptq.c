@@ -58,7 +58,9 @@ static const char usage[] =
     "usage: gptq (--type T | --ftype PRESET) [--tensor-type REGEX=TYPE]... [--rtn]\n"
     "            [--hessian FILE] [--imatrix FILE] [--damp F] [--act-order]\n"
     "            [--gamma] [--widen C] [--lambda L] [--keep-order] [--strict]\n"
-    "            [--allow-requantize] [--threads N] [--quiet] [-o OUT] [STREAM]\n"
+    "            [--pure] [--output-tensor-type T] [--token-embedding-type T]\n"
+    "            [--leave-output-tensor] [--allow-requantize] [--threads N] [--quiet]\n"
+    "            [-o OUT] [STREAM]\n"
     "       gptq --check (--type T | --ftype PRESET) [--hessian-later] [options] [MODEL.gguf | STREAM]\n"
     "Quantize the weight matrices of a wpack tensor stream into ggml blocks:\n"
     "byte-exact llama.cpp RTN, GPTQ with the Hessians of --hessian, and the\n"
@@ -318,6 +320,9 @@ static double *hessian_get(const char *name, int64_t cols)
 static wp_imatrix imatrix;
 static int have_imat;
 static int allow_requantize;   /* --allow-requantize: quantized inputs are dequantized and quantized again */
+/* llama-quantize's --output-tensor-type, --token-embedding-type (ggml types, -1: none) and
+ * --leave-output-tensor */
+static int output_type = -1, token_embd_type = -1, leave_output;
 static const char *imat_path;
 
 /* The imatrix entry for weight `name` (ne0 × n_mat: one vector per expert),
@@ -497,6 +502,9 @@ static wp_ftype_plan *plan_new(const struct wp_ftype_model *md, int ftype, int p
     fo.strict = strict;
     fo.has_imatrix = have_imat;
     fo.allow_requantize = allow_requantize;
+    fo.output_type = output_type;
+    fo.token_embd_type = token_embd_type;
+    fo.leave_output = leave_output;
     wp_ftype_plan *plan = wp_ftype_plan_new(md, &fo, err, sizeof err);
     if (!plan)
         wp_die("%s", err);
@@ -749,6 +757,31 @@ static void check_model(const char *in, int ftype, int pure, int strict, const c
 /* ---- main ---------------------------------------------------------------- */
 
 /* The input stream named by word a: one at most. */
+/* The types gptq writes, for messages. */
+static const char written_types[] = "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, "
+                                    "F16, BF16, F32";
+
+/* Option opt's ggml type name v (any case, as llama-quantize's parse_ggml_type); dies
+ * naming the types gptq writes when it is none. */
+static int type_arg(const char *opt, const char *v)
+{
+    const int t = wp_ggml_type_from_name(v);
+    if (t < 0)
+        wp_die("%s: unknown type '%s' (gptq writes %s)", opt, v, written_types);
+    return t;
+}
+
+/* llama-quantize's presets, for messages: "Q4_0, Q4_1, ..." in ftype order. */
+static const char *preset_list(void)
+{
+    static char list[1024];
+    size_t k = 0;
+    for (int f = 0; f < 64 && k < sizeof list; f++)
+        if (wp_ftype_name(f) && wp_ftype_default_type(f) >= 0)
+            k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", k ? ", " : "", wp_ftype_name(f));
+    return list;
+}
+
 static void input_once(const char **in, const char *a)
 {
     if (*in)
@@ -762,6 +795,7 @@ int main(int argc, char **argv)
     const char *hess_path = NULL;
     const char **overrides = NULL;
     int n_over = 0, rtn = 0, quiet = 0, strict = 0, keep_order = 0, damp_given = 0, check = 0, hess_later = 0;
+    int pure_flag = 0;
     wp_gptq_opts go;
     char err[1024];
     wp_cli_init(argv[0]);
@@ -814,6 +848,14 @@ int main(int argc, char **argv)
             strict = 1;
         } else if (wp_cli_flag(a, "--allow-requantize")) {
             allow_requantize = 1;
+        } else if (wp_cli_flag(a, "--leave-output-tensor")) {
+            leave_output = 1;
+        } else if (wp_cli_flag(a, "--pure")) {
+            pure_flag = 1;
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--output-tensor-type"))) {
+            output_type = type_arg("--output-tensor-type", v);
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--token-embedding-type"))) {
+            token_embd_type = type_arg("--token-embedding-type", v);
         } else if (wp_cli_flag(a, "--quiet") || !strcmp(a, "-q")) {
             quiet = 1;
         } else if (!strcmp(a, "-o") && more) {
@@ -829,18 +871,18 @@ int main(int argc, char **argv)
         go.threads = wp_par_cpus();
     if (!!type_name == !!ftype_name)
         wp_die("give exactly one of --type T or --ftype PRESET (try --help)");
-    int ftype, pure = 0;
+    int ftype, pure = pure_flag;
     if (ftype_name) {
         ftype = wp_ftype_from_name(ftype_name);
         if (ftype < 0)
-            wp_die("unknown --ftype '%s'", ftype_name);
+            wp_die("unknown --ftype '%s' (llama-quantize's presets: %s)", ftype_name, preset_list());
         /* NVFP4: llama-quantize's "invalid output file type 39" said neither the preset nor why */
         if (wp_ftype_default_type(ftype) < 0)
             wp_die("--ftype %s: llama.cpp gives this preset no type to quantize to", ftype_name);
     } else {
         int t = wp_ggml_type_from_name(type_name);
         if (t < 0)
-            wp_die("unknown --type '%s'", type_name);
+            wp_die("unknown --type '%s' (gptq writes %s)", type_name, written_types);
         /* --type T = llama-quantize --pure with the preset whose default is T */
         ftype = wp_ftype_from_name(type_name);
         if (ftype < 0 || wp_ftype_default_type(ftype) != t)

@@ -594,6 +594,37 @@ PY
     done
 }
 
+@test "gptq --pure, --output-tensor-type, --token-embedding-type, --leave-output-tensor equal llama-quantize's byte for byte" {
+    R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
+    [ -x "$R/llama-quantize" ] || skip "llama-quantize not built (make reftools)"
+    "$TOOLS/mkllama" "$MODELS/stories260K-f32.gguf" "$T/synth.gguf" F16
+    "$BIN/ggufcat" "$T/synth.gguf" > "$T/s.wps"
+    local ft opts
+    for ft in Q4_K_M Q3_K_S; do
+        "$BIN/gptq" --rtn --ftype $ft -q < "$T/s.wps" | "$BIN/ggufpack" > "$T/plain.gguf"
+        for opts in "--pure" "--output-tensor-type q8_0" "--token-embedding-type Q5_K" "--leave-output-tensor" \
+                    "--output-tensor-type f16 --token-embedding-type q6_k --pure"; do
+            # shellcheck disable=SC2086
+            "$R/llama-quantize" $opts "$T/synth.gguf" "$T/ref.gguf" $ft 1 > /dev/null 2>&1
+            # shellcheck disable=SC2086
+            "$BIN/gptq" $opts --rtn --ftype $ft -q < "$T/s.wps" | "$BIN/ggufpack" > "$T/ours.gguf"
+            cmp "$T/ref.gguf" "$T/ours.gguf" || { echo "$ft $opts differs"; return 1; }
+            # and the option changed the model
+            ! cmp -s "$T/plain.gguf" "$T/ours.gguf" || { echo "$ft $opts: no change"; return 1; }
+        done
+    done
+    run "$BIN/gptq" --ftype Q4_0 --output-tensor-type Q4_Z "$T/s.wps"
+    one_line_error "^gptq: --output-tensor-type: unknown type 'Q4_Z' \(gptq writes Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, F16, BF16, F32\)$"
+    run "$BIN/gptq" --ftype Q4_0 --token-embedding-type "$T/s.wps"
+    one_line_error "^gptq: --token-embedding-type: unknown type "
+    # a type gptq has no blocks for, named for the tensor it would go to, before any output
+    run "$BIN/gptq" --ftype Q4_K_M --output-tensor-type IQ3_S -o "$T/o.wps" "$T/s.wps"
+    one_line_error "^gptq: $T/s.wps: tensor output.weight: type IQ3_S is not supported by gptq$"
+    [ ! -e "$T/o.wps" ]
+    run "$BIN/gptq" --ftype Q4_Z "$T/s.wps"
+    one_line_error "^gptq: unknown --ftype 'Q4_Z' \(llama-quantize's presets: F32, F16, Q4_0, Q4_1, Q8_0, .*, Q4_K_M, .*, IQ4_XS, .*\)$"
+}
+
 @test "gptq --allow-requantize equals llama-quantize --allow-requantize byte for byte, from each block type gptq reads" {
     R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
     [ -x "$R/llama-quantize" ] || skip "llama-quantize not built (make reftools)"
