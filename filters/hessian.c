@@ -92,7 +92,7 @@ static const char usage[] =
     "Input Hessians H = X^T X (double precision, summed over all calibration\n"
     "tokens) of every weight matrix of M, collected through llama.cpp's forward\n"
     "pass as llama-imatrix does, as a wpack stream of Hessian records.\n"
-    "options:\n"
+    "options (llama-imatrix's -m, -f, -c, -t, -b too):\n"
     "  --model FILE        GGUF model (any architecture llama.cpp runs)\n"
     "  --text FILE         calibration text, - for standard input (never the\n"
     "                      evaluation text)\n"
@@ -548,8 +548,12 @@ int main(int argc, char **argv)
     wp_cli_init("hessian");
     wp_cli_skip_destructors();   /* OpenBLAS's shutdown can hang (cli.h) */
     for (int i = 1; i < argc; i++) {
+        /* llama-imatrix's short names too, as ppl takes llama-perplexity's (-m, -f: "unknown
+           option" to a llama.cpp user: a new user's trial) */
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
-                                            "--batch", "--max-memory", "-o"};
+                                            "--batch", "--max-memory", "-o", "-m", "-f", "-c", "-t", "-b"};
+        static const char *const longer[][2] = {{"-m", "--model"}, {"-f", "--text"}, {"-c", "--ctx"},
+                                                {"-t", "--threads"}, {"-b", "--batch"}};
         if (wp_cli_flag(argv[i], "--share-inputs")) {
             share = 1;
             continue;
@@ -557,6 +561,9 @@ int main(int argc, char **argv)
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
         if (!a)   /* "--" last */
             break;
+        for (size_t k = 0; k < sizeof longer / sizeof *longer; k++)
+            if (!strcmp(a, longer[k][0]))
+                a = longer[k][1];
         if (!strcmp(a, "--model"))
             model_path = v;
         else if (!strcmp(a, "--text"))

@@ -326,6 +326,25 @@ bad() {  # expected-substring args...
     [ -z "$(ls "$L" | grep hess)" ]
 }
 
+@test "llama-imatrix's short names -m -f -c -t -b give the same Hessians as the long ones (they were unknown options)" {
+    local T=$BATS_TEST_TMPDIR
+    "$H" -m "$M32" -f "$CAL" -c 128 --chunks 2 -t 1 -b 128 -o "$T/short.hess" 2> /dev/null
+    "$H" --model "$M32" --text "$CAL" --ctx 128 --chunks 2 --threads 1 --batch 128 -o "$T/long.hess" 2> /dev/null
+    cmp "$T/short.hess" "$T/long.hess"
+    # and each is the option it stands for: -c 2 is --ctx's range
+    run --separate-stderr "$H" -m "$M32" -f "$CAL" -c 2
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "hessian: --ctx: expected an integer from 16 to 1048576, got '2'" ]
+    run --separate-stderr "$H" -m "$M32" -f "$CAL" -b 0
+    [ "$stderr" = "hessian: --batch: expected an integer from 1 to 1048576, got '0'" ]
+    run --separate-stderr "$H" -m "$M32" -f "$CAL" -t 0
+    [ "$stderr" = "hessian: --threads: expected an integer from 1 to 512, got '0'" ]
+    run --separate-stderr "$H" -f "$CAL"
+    [ "$stderr" = "hessian: --model: is required (try --help)" ]
+    run --separate-stderr "$H" -m "$M32"
+    [ "$stderr" = "hessian: --text: is required (try --help)" ]
+}
+
 @test "bad usage: options, numbers, --max-memory below one Hessian" {
     bad "--model: is required" --text "$CAL"
     bad "--text: is required" --model "$M32"
