@@ -245,7 +245,9 @@ clean:
 # (pipelines/lazyweights names them the same way), with the model, text and
 # chunk count they came from in OUT/NAME-TEXTNAME-kCHUNKS.hess.id: another
 # MODEL or TEXT file of the same name rebuilds them. A failed hessian leaves no
-# .id without Hessians, nor the .calib stamps (or OUT) this run made. A point's outputs are
+# .id without Hessians, nor the .calib stamps (or OUT) this run made, nor does one stopped by
+# INT, TERM or HUP (Ctrl-C, or timeout's TERM to make alone: hessian is stopped too, as the
+# recipe's shell waits for it in the background). A point's outputs are
 # rebuilt when its model or calibration changes (MODEL, TEXT, HESSIAN_CHUNKS,
 # or RTN against GPTQ, IMATRIX): OUT/NAME-POINT.calib holds the one it was built with.
 # IMATRIX=FILE: llama-imatrix's importance matrix (GGUF or imatrix.dat) for gptq
@@ -352,8 +354,10 @@ $(HESS).id:
 $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	mkdir -p -- $(@D)
 	@echo 'bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@'
-	@bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@ || \
-	    { rc=$$?; [ -s $@ ] || rm -f $@.id; rm -f $(new_calibs); $(if $(out_new),rmdir $(OUT) 2>/dev/null;) exit $$rc; }
+	@undo() { [ -s $@ ] || rm -f $@.id; rm -f $(new_calibs); $(if $(out_new),rmdir $(OUT) 2>/dev/null;) :; }; \
+	trap '[ -z "$$pid" ] || { kill -TERM $$pid 2>/dev/null; wait $$pid; }; undo; exit 130' INT TERM HUP; \
+	exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@ <&3 3<&- & pid=$$!; \
+	wait $$pid || { rc=$$?; undo; exit $$rc; }
 
 $(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle: $(MODEL) $(OUT)/$(MODEL_NAME)-%.calib \
     $(if $(TEXT),$(HESS)) $(IMATRIX) $(LAZY_BINS) pipelines/lazyweights

@@ -654,6 +654,23 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     run make "${a[@]}" TEXT="$BATS_TEST_TMPDIR/tiny.txt"
     [ "$status" -eq 2 ]
     [ -z "$(ls -A "$out")" ]
+    rmdir "$out"
+    # hessian interrupted: Ctrl-C (INT to the whole group) or TERM to make alone (timeout's)
+    # left the .hess.id and .calib stamps (a new user's trial)
+    local sig
+    for sig in INT TERM; do
+        setsid make "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=400 > "$BATS_TEST_TMPDIR/make.log" 2>&1 &
+        local pid=$! i
+        for i in $(seq 600); do
+            pgrep -f "bin/hessian --model $F32 .*--chunks 400 -o $out/" > /dev/null && break
+            sleep 0.1
+        done
+        [ -s "$out/stories260K-f32-groups_merged-k400.hess.id" ]   # the stamps were written
+        if [ $sig = INT ]; then kill -INT -- -$pid; else kill -TERM $pid; fi
+        wait $pid || true
+        gone "$(pgrep -f "bin/hessian --model $F32 .*--chunks 400" || echo none)"
+        [ ! -e "$out" ] || { echo "$sig left: $(ls -A "$out")"; cat "$BATS_TEST_TMPDIR/make.log"; false; }
+    done
 }
 
 @test "make model: make -n and make -q write nothing; HESSIAN_CHUNKS=08 is 8; TEXT= takes any HESSIAN_CHUNKS" {
