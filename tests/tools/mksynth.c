@@ -159,7 +159,7 @@ static void floats(void)
 int main(int argc, char **argv)
 {
     char err[256];
-    if (argc < 2) {
+    if (argc < 2 || argv[1][0] == '-') {   /* (`mksynth --help` wrote a GGUF named --help) */
         fprintf(stderr, "usage: mksynth OUT.gguf [small|big|floats]\n");
         return 2;
     }
