@@ -174,8 +174,22 @@ int main(int argc, char **argv)
 
     wp_cli_input(orig);   /* verify x.gguf x.bundle >> x.gguf is refused */
     wp_gguf_in *g = wp_gguf_open(orig, err, sizeof err);
-    if (!g)
+    if (!g) {
+        /* the two given the other way round: "not a GGUF file (a wpack stream ...)" did not say
+           so (a new user's trial) */
+        uint8_t a[4] = {0}, b[4] = {0};
+        FILE *fa = fopen(orig, "rb"), *fb = fopen(bpath, "rb");
+        const int swapped = fa && fb && fread(a, 1, 4, fa) == 4 && fread(b, 1, 4, fb) == 4 &&
+                            (!memcmp(a, WP_STREAM_MAGIC, 4) || wp_zframe_magic(a, 4)) && !memcmp(b, "GGUF", 4);
+        if (fa)
+            fclose(fa);
+        if (fb)
+            fclose(fb);
+        if (swapped)
+            wp_die("%s: a bundle or stream, and %s a GGUF file: the order is verify ORIGINAL.gguf BUNDLE", orig,
+                   bpath);
         wp_die("%s", err);
+    }
     struct stat st;
     if (!*bpath)   /* (it said ": No such file or directory") */
         wp_die("an empty file name for the bundle (give the file's name)");

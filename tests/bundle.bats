@@ -143,6 +143,18 @@ bundle() { # GGUF BUNDLE [histogram options]
     one_line_error "^verify: -: verify reads both files twice"
 }
 
+@test "bad input: verify BUNDLE GGUF, the two swapped, says the order (it said 'not a GGUF file' alone)" {
+    bundle "$Q/syn.gguf" "$T/syn.bundle"
+    run "$BIN/verify" "$T/syn.bundle" "$Q/syn.gguf"
+    one_line_error "^verify: $T/syn.bundle: a bundle or stream, and $Q/syn.gguf a GGUF file: the order is verify ORIGINAL.gguf BUNDLE$"
+    zstd -q -c "$T/syn.bundle" > "$T/syn.bundle.zst"
+    run "$BIN/verify" "$T/syn.bundle.zst" "$Q/syn.gguf"
+    one_line_error "^verify: $T/syn.bundle.zst: a bundle or stream, and $Q/syn.gguf a GGUF file: the order is"
+    # two bundles: the GGUF reader's own line
+    run "$BIN/verify" "$T/syn.bundle" "$T/syn.bundle"
+    one_line_error "^verify: $T/syn.bundle: not a GGUF file \(a wpack stream: use ggufpack or unbundle\)$"
+}
+
 @test "bad input: a flipped bit in a bundle is a checksum error for verify" {
     bundle "$Q/syn.gguf" "$T/syn.bundle"
     cp "$T/syn.bundle" "$T/flip.bundle"
