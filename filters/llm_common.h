@@ -164,6 +164,22 @@ static inline char *llm_read_text(const char *path, size_t *len, size_t *raw_len
     return buf;
 }
 
+/* Why text[0..len), read by llm_read_text from a --text file, is no text: "a GGUF file
+ * (the model goes to --model)" when it starts with GGUF's magic, "a binary file (a NUL
+ * byte at byte N)" when it holds a NUL; NULL for a text. (hessian --text m.gguf ran,
+ * exit 0, on the model's bytes tokenized: a new user's trial.) */
+static inline const char *llm_not_text(const char *text, size_t len, char *why, size_t n)
+{
+    const char *nul = memchr(text, 0, len);
+    if (len >= 4 && !memcmp(text, "GGUF", 4))
+        snprintf(why, n, "a GGUF file (the model goes to --model)");
+    else if (nul)
+        snprintf(why, n, "a binary file (a NUL byte at byte %zu)", (size_t)(nul - text));
+    else
+        return NULL;
+    return why;
+}
+
 /* Tokenize text[0..len) with the model's vocabulary exactly as llama.cpp's
  * common_tokenize(ctx, text, add_special=true, parse_special=false): BOS (and
  * EOS) are added when the vocabulary asks for them, special-token text is

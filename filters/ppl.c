@@ -393,6 +393,9 @@ int main(int argc, char **argv)
         text = llm_read_text(text_path, &text_len, NULL);
         if (!text)
             die(text_name, strerror(errno));
+        char why_not[96];
+        if (llm_not_text(text, text_len, why_not, sizeof why_not))
+            wp_die("%s: not an evaluation text: %s", text_name, why_not);
     }
 
     if (llm_setup() != 0)

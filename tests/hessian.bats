@@ -359,6 +359,10 @@ bad() {  # expected-substring args...
     bad "calib.txt: not an option: hessian takes no file without its option (try --help)" --model "$M32" -- calib.txt
     # it said "--share-inputs=1: unknown option"
     bad "--share-inputs: takes no value" --model "$M32" --text "$CAL" --share-inputs=1
+    # the model as its text ran, exit 0, on the model's bytes tokenized (a new user's trial)
+    bad "$M32: not a calibration text: a GGUF file (the model goes to --model)" --model "$M32" --text "$M32"
+    printf 'once upon\0a time' > "$BATS_TEST_TMPDIR/nul.txt"
+    bad "$BATS_TEST_TMPDIR/nul.txt: not a calibration text: a binary file (a NUL byte at byte 9)" --model "$M32" --text "$BATS_TEST_TMPDIR/nul.txt"
     # it said ": No such file or directory"
     bad "--text: needs a value" --model "$M32" --text=
     bad "--ctx: expected an integer" --model "$M32" --text "$CAL" --ctx 2

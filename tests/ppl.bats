@@ -516,6 +516,9 @@ dup_vocab() {
     bad "--text: is required" --model "$M/stories260K-f32.gguf"
     bad "--bogus: unknown option" --bogus
     bad "-: not an option: ppl takes no file without its option (try --help)" --model "$M/stories260K-f32.gguf" -
+    # the model as its text ran on the model's bytes tokenized (a new user's trial)
+    bad "$M/stories260K-f32.gguf: not an evaluation text: a GGUF file (the model goes to --model)" \
+        --model "$M/stories260K-f32.gguf" --text "$M/stories260K-f32.gguf"
     # "--" ends the options (it said "--: unknown option"); the word after it is a file
     bad "--text: is required" --model "$M/stories260K-f32.gguf" --
     bad "--help: not an option: ppl takes no file without its option (try --help)" --model "$M/stories260K-f32.gguf" -- --help
