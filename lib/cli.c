@@ -228,7 +228,7 @@ void wp_cli_input(const char *path)
  * followed) is one of the inputs: -o onto the input replaced it (unbundle -o
  * m.bundle m.bundle left a GGUF). Names are compared, not inodes: renaming
  * over a hard link of an input leaves the input's own name as it was. */
-static void out_check_inputs(const char *target)
+static void out_check_inputs_as(const char *target, const char *name)
 {
     char real[PATH_MAX];
     if (!realpath(target, real))
@@ -236,7 +236,20 @@ static void out_check_inputs(const char *target)
     for (int i = 0; i < n_inputs; i++)
         if (!strcmp(inputs[i], real))
             wp_die("%s: is also an input of this run: writing it would replace that input (write elsewhere)",
-                   out_path);
+                   name);
+}
+static void out_check_inputs(const char *target) { out_check_inputs_as(target, out_path); }
+
+/* An output file that is one of the inputs noted so far, or write-protected: refused. The
+ * output replaces the file by a rename, which its mode does not stop: a 0444 model was
+ * replaced, root or not (a new user's trial; `echo x > f` is refused, zstd asks). */
+static void out_protect_check(const char *path)
+{
+    struct stat st;
+    out_check_inputs_as(path, path);   /* the more telling line, first */
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+        ((st.st_mode & 0222) == 0 || (access(path, W_OK) != 0 && errno == EACCES)))
+        wp_die("%s: write-protected: not replaced (make it writable, or remove it, first)", path);
 }
 
 FILE *wp_in_open(const char *path)
@@ -262,22 +275,18 @@ static void out_name_check(const char *path, const char *what)
     struct stat st;
     if (!*path)
         wp_die("%s: an empty file name", what);
-    if (stat(path, &st) != 0)
-        return;
-    if (S_ISDIR(st.st_mode))
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         wp_die("%s: is a directory", path);
-    /* the output replaces the file by a rename, which its mode does not stop: a 0444 model
-       was replaced, root or not (a new user's trial; `echo x > f` is refused, zstd asks) */
-    if (S_ISREG(st.st_mode) && ((st.st_mode & 0222) == 0 || (access(path, W_OK) != 0 && errno == EACCES)))
-        wp_die("%s: write-protected: not replaced (make it writable, or remove it, first)", path);
 }
 
 void wp_out_refuse_tty(const char *path, const char *what)
 {
     if ((!path || !strcmp(path, "-")) && isatty(STDOUT_FILENO))
         wp_die("refusing to write %s to a terminal (redirect it, pipe it, or use -o FILE)", what);
-    if (path && strcmp(path, "-"))   /* and what wp_out_open refuses of FILE, before the work */
+    if (path && strcmp(path, "-")) {   /* and what wp_out_open refuses of FILE, before the work */
         out_name_check(path, "output");
+        out_protect_check(path);
+    }
 }
 
 FILE *wp_out_open(const char *path)
@@ -318,6 +327,7 @@ FILE *wp_out_open(const char *path)
         target = real;
     }
     out_check_inputs(target);
+    out_protect_check(path);
     /* TARGET.tmp.XXXXXX, the name cut to fit NAME_MAX: an output named with
        245 to 255 bytes could never be written, "File name too long" (a
        breaker's find) */
