@@ -145,6 +145,10 @@ C
         [ -x "$P/bin/$p" ] || { echo "missing $p"; false; }
         [ -f "$P/share/man/man1/$p.1" ] || { echo "missing $p.1"; false; }
         [ "$(MANPATH="$P/share/man" man -w "$p")" = "$P/share/man/man1/$p.1" ]
+        # --help names the program as installed (it said pipelines/unweight: a new user's trial)
+        run "$P/bin/$p" --help
+        [[ "${lines[0]}" == "$p "[A-Z]* ]] || { echo "$p: ${lines[0]}"; false; }
+        [[ "$output" != *"pipelines/$p"* ]] || { echo "$p: $output"; false; }
     done
     # run as a user: only PREFIX/bin and the system on PATH, from another folder
     cd "$T"
