@@ -1,5 +1,5 @@
 /* tsinfo - list the records of a wpack stream or bundle, one line each.
- * Usage: tsinfo [-a] [FILE|-]      (see tsinfo(1)) */
+ * Usage: tsinfo [-a] [-x] [FILE|-]      (see tsinfo(1)) */
 #include <inttypes.h>
 #include <string.h>
 
@@ -12,7 +12,8 @@
 
 static const char usage[] =
     "usage: tsinfo [-a] [-x] [FILE|-]\n"
-    "One line per record of a wpack stream or bundle: kind, name, type,\n"
+    "One line per record of a wpack stream or bundle (or of a GGUF file, as\n"
+    "ggufcat writes it): kind, name, type,\n"
     "shape, payload bytes, and bits per weight where defined (or the value of\n"
     "a metadata key). -a also prints each record's attributes; -x each\n"
     "payload's XXH64 (diff two listings to compare tensors).\n";
@@ -41,6 +42,17 @@ static const char *type_str(const wp_record *r, char *buf, size_t n)
     return buf;
 }
 
+/* Whether the file at path starts with GGUF's magic. */
+static int is_gguf(const char *path)
+{
+    char m[4];
+    FILE *f = fopen(path, "rb");
+    const int yes = f && fread(m, 1, 4, f) == 4 && !memcmp(m, "GGUF", 4);
+    if (f)
+        fclose(f);
+    return yes;
+}
+
 int main(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL;
@@ -58,7 +70,18 @@ int main(int argc, char **argv)
         }
     }
 
-    wp_reader *rd = wp_cli_reader(in);
+    /* a GGUF file named is listed as ggufcat would write it, as gguf-dump does (it said "read it
+       with ggufcat": a new user's trial); any other input is a stream */
+    wp_gguf_in *g = NULL;
+    wp_reader *rd = NULL;
+    if (in && strcmp(in, "-") && is_gguf(in)) {
+        char err[1024];
+        wp_cli_input(in);
+        if (!(g = wp_gguf_open(in, err, sizeof err)))
+            wp_die("%s", err);
+    } else {
+        rd = wp_cli_reader(in);
+    }
     wp_out_open(NULL);   /* a failure truncates a redirected listing */
     wp_record r;
     wp_record_init(&r);
@@ -66,7 +89,8 @@ int main(int argc, char **argv)
     int64_t weights = 0;
     static wp_weight_tally tally;   /* the weights a bundle restores */
     printf("%-8s %-40s %-8s %-14s %12s  %s\n", "kind", "name", "type", "shape", "bytes", "b/w or value");
-    while (wp_cli_next(rd, &r)) {
+    int k;
+    while ((k = g ? wp_gguf_next(g, &r) : wp_cli_next(rd, &r)) > 0) {
         char shape[96], tb[16], extra[256] = "";
         shape_str(&r, shape, sizeof shape);
         int64_t nw = wp_attr_i64(&r, "n_weights", r.kind == WP_REC_TENSOR ? wp_record_nelem(&r) : 0);
@@ -81,7 +105,7 @@ int main(int argc, char **argv)
             printf("  xxh64=%016llx", (unsigned long long)XXH64(r.payload_len ? (const void *)r.payload : "",
                                                                   (size_t)r.payload_len, 0));
         printf("\n");
-        if (show_attrs && r.attrs[0]) {
+        if (show_attrs && r.attrs && r.attrs[0]) {   /* (NULL from the GGUF reader: a crash) */
             for (const char *p = r.attrs; *p;) {
                 const char *nl = strchr(p, '\n');
                 printf("    %.*s\n", (int)(nl ? nl - p : (long)strlen(p)), p);
@@ -96,6 +120,8 @@ int main(int argc, char **argv)
         }
         wp_weight_tally_add(&tally, &r);   /* every tensor once, whatever form it takes */
     }
+    if (k < 0)
+        wp_die("%s", wp_gguf_error(g));
     printf("# %" PRIu64 " records, %" PRIu64 " payload bytes", n, bytes);
     int64_t bundle_weights = tally.weights;
     if (weights && weights == bundle_weights)
@@ -106,6 +132,8 @@ int main(int argc, char **argv)
     printf("\n");
     wp_out_commit();
     wp_record_free(&r);
-    wp_reader_close(rd);
+    if (rd)
+        wp_reader_close(rd);
+    wp_gguf_close(g);
     return 0;
 }

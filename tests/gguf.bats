@@ -341,12 +341,29 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<15f"
     one_line_error "^ggufcat: $T/nope.gguf: No such file or directory$"
 }
 
-@test "bad input: ggufcat of a stream, tsinfo and ggufpack of a GGUF" {
+@test "tsinfo FILE.gguf lists the GGUF as ggufcat writes it, attributes and hashes too (it said 'read it with ggufcat')" {
+    local f
+    for f in "$F32" "$MODELS/stories260K-bf16.gguf"; do
+        run "$BIN/tsinfo" -a -x "$f"
+        [ "$status" -eq 0 ]
+        [ "$output" = "$("$BIN/ggufcat" "$f" | "$BIN/tsinfo" -a -x)" ]
+    done
+    run "$BIN/tsinfo" "$F32"
+    [ "${lines[-1]}" = "# 66 records, 1181835 payload bytes, 292800 tensor weights, tensors 32.0000 b/w" ]
+    # a GGUF cut short: the GGUF reader's line, nothing listed
+    head -c 100000 "$F32" > "$T/cut.gguf"
+    run --separate-stderr "$BIN/tsinfo" "$T/cut.gguf"
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [[ "$stderr" == "tsinfo: $T/cut.gguf: "* ]]
+}
+
+@test "bad input: ggufcat of a stream, tsinfo of a piped GGUF and ggufpack of a GGUF" {
     "$BIN/ggufcat" "$F32" > "$T/s.wps"
     run "$BIN/ggufcat" "$T/s.wps"
     one_line_error "not a GGUF file \(a wpack stream"
-    run "$BIN/tsinfo" "$F32"
-    one_line_error "^tsinfo: $F32: not a wpack stream \(a GGUF file"
+    run sh -c "cat '$F32' | '$BIN/tsinfo'"
+    one_line_error "^tsinfo: stdin: not a wpack stream \(a GGUF file"
     run "$BIN/ggufpack" -o "$T/x.gguf" "$F32"
     one_line_error "^ggufpack: $F32: not a wpack stream"
     [ ! -e "$T/x.gguf" ]
