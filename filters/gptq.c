@@ -756,7 +756,6 @@ static void check_model(const char *in, int ftype, int pure, int strict, const c
 
 /* ---- main ---------------------------------------------------------------- */
 
-/* The input stream named by word a: one at most. */
 /* The types gptq writes, for messages. */
 static const char written_types[] = "Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, "
                                     "F16, BF16, F32";
@@ -782,6 +781,7 @@ static const char *preset_list(void)
     return list;
 }
 
+/* The input stream named by word a: one at most. */
 static void input_once(const char **in, const char *a)
 {
     if (*in)
