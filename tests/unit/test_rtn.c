@@ -289,6 +289,27 @@ static void test_stories(void)
               wp_ggml_type_name((uint32_t)t32[k]), ntensor, bad[k][0], bad[k][1]);
 }
 
+/* Q8_0's rounding at and beside the halves (wp_rtn's inline roundf): each block's largest
+ * weight 127 makes its step 1, so x itself is rounded: 2.5 to 3, -2.5 to -3, 0.49999997 to 0,
+ * 126.5 to 127, and 127.5 scaled from another block's step to the clamp. */
+static void test_q8_0_halves(void)
+{
+    static const float v[] = {0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 126.5f, -126.5f, 0.49999997f, -0.49999997f,
+                              0.50000006f, -0.50000006f, 63.5f, -63.5f, 100.49999f, -100.50001f};
+    const int n = 256, rows = 2;
+    float x[2 * 256];
+    uint8_t a[2 * 256 * 2], b[2 * 256 * 2];
+    for (int i = 0; i < rows * n; i++)
+        x[i] = i % 32 == 0 ? (i / 32 % 2 ? -127.f : 127.f) : v[i % 16] * (i / 256 ? 0.999f : 1.f);
+    const int bad = compare(WP_Q8_0, x, rows, n, NULL, a, b);
+    CHECK(bad == 0, "Q8_0 halves and their neighbours: equal ggml_quantize_chunk (%d blocks differ)", bad);
+    wp_block_parts p;
+    wp_block_unpack(WP_Q8_0, a, &p);
+    CHECK(p.q[4] == 128 + 3 && p.q[5] == 128 - 3 && p.q[8] == 128 && p.q[6] == 128 + 127 && p.q[1] == 128 - 1,
+          "Q8_0 rounds halves away from zero: 2.5 -> %d, -2.5 -> %d, 0.49999997 -> %d, 126.5 -> %d, -0.5 -> %d",
+          p.q[4] - 128, p.q[5] - 128, p.q[8] - 128, p.q[6] - 128, p.q[1] - 128);
+}
+
 int main(void)
 {
     for (int t = 0; t < NTYPES; t++)
@@ -298,6 +319,7 @@ int main(void)
     test_pieces();
     test_negative_scale();
     test_iq4_xs_scale_tie();
+    test_q8_0_halves();
     test_stories();
     CHECK(wp_rtn_quantize(WP_Q4_K, NULL, NULL, 1, 100, NULL) == 0 && wp_rtn_quantize(WP_F16, NULL, NULL, 1, 256, NULL) == 0,
           "bad row length or unsupported type writes nothing");
