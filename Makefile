@@ -247,7 +247,9 @@ clean:
 # MODEL or TEXT file of the same name rebuilds them. A failed hessian leaves no
 # .id without Hessians, nor the .calib stamps (or OUT) this run made, nor does one stopped by
 # INT, TERM or HUP (Ctrl-C, or timeout's TERM to make alone: hessian is stopped too, as the
-# recipe's shell waits for it in the background). A point's outputs are
+# recipe's shell waits for it in the background; INT or HUP sent to make alone, not to its
+# group, reaches no recipe: GNU make waits for hessian to end, whose Hessians and stamps then
+# stand). A point's outputs are
 # rebuilt when its model or calibration changes (MODEL, TEXT, HESSIAN_CHUNKS,
 # or RTN against GPTQ, IMATRIX): OUT/NAME-POINT.calib holds the one it was built with.
 # IMATRIX=FILE: llama-imatrix's importance matrix (GGUF or imatrix.dat) for gptq
@@ -355,7 +357,8 @@ $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	mkdir -p -- $(@D)
 	@echo 'bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@'
 	@undo() { [ -s $@ ] || rm -f $@.id; rm -f $(new_calibs); $(if $(out_new),rmdir $(OUT) 2>/dev/null;) :; }; \
-	trap '[ -z "$$pid" ] || { kill -TERM $$pid 2>/dev/null; wait $$pid; }; undo; exit 130' INT TERM HUP; \
+	stop() { [ -z "$$pid" ] || { kill -TERM $$pid 2>/dev/null; wait $$pid; }; undo; exit $$1; }; \
+	trap 'stop 130' INT; trap 'stop 143' TERM; trap 'stop 129' HUP; \
 	exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@ <&3 3<&- & pid=$$!; \
 	wait $$pid || { rc=$$?; undo; exit $$rc; }
 

@@ -579,6 +579,12 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
         if (!is_float((uint32_t)ch.type) && !wp_gptq_supported(ch.type))
             wp_die("%s: tensor %s: type %s is not supported by gptq", src, tl[i].name,
                    wp_ggml_type_name((uint32_t)ch.type));
+        /* a type forced past the fallbacks (--output-tensor-type Q4_K on rows of 64; llama-quantize
+           aborts there too): said before any output, where it stopped the stream half written
+           (a breaker's find) */
+        if (!wp_ggml_row_size((uint32_t)ch.type, tl[i].ne[0]))
+            wp_die("%s: tensor %s: row length %lld does not fit %s (blocks of %d weights)", src, tl[i].name,
+                   (long long)tl[i].ne[0], wp_ggml_type_name((uint32_t)ch.type), wp_ggml_blck_size((uint32_t)ch.type));
         int64_t nel = 1;
         for (int d = 0; d < tl[i].n_dims; d++)
             nel *= tl[i].ne[d];
@@ -900,8 +906,10 @@ int main(int argc, char **argv)
                       : "--hessian-later excludes --rtn and --hessian (it stands for a --hessian to come)");
     if (check && out)
         wp_die("--check writes nothing (no -o)");
-    if (!check)   /* before any work (wp_cli_writer would refuse it after the model is read) */
+    if (!check) {   /* before any work (wp_cli_writer would refuse it after the model is read) */
+        wp_cli_input(in);   /* so that -o onto it is said as such now, not after the spooling */
         wp_out_refuse_tty(out, "a binary wpack stream");
+    }
     {
         /* the preset itself (NVFP4 has no type) and the overrides, before any input is read */
         const struct wp_ftype_model none = {"", 0, 0, 0, 0, -1};

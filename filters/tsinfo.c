@@ -2,6 +2,7 @@
  * Usage: tsinfo [-a] [-x] [FILE|-]      (see tsinfo(1)) */
 #include <inttypes.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <xxhash.h>
 
@@ -42,10 +43,14 @@ static const char *type_str(const wp_record *r, char *buf, size_t n)
     return buf;
 }
 
-/* Whether the file at path starts with GGUF's magic. */
+/* Whether the regular file at path starts with GGUF's magic (a pipe is not peeked: its bytes
+ * would be lost to the stream reader). */
 static int is_gguf(const char *path)
 {
     char m[4];
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode))
+        return 0;
     FILE *f = fopen(path, "rb");
     const int yes = f && fread(m, 1, 4, f) == 4 && !memcmp(m, "GGUF", 4);
     if (f)

@@ -32,7 +32,8 @@ int main(int argc, char **argv)
         }
     }
     const char *src = in && strcmp(in, "-") ? in : "stdin";
-    /* before the bundle is read (it wrote the GGUF onto the terminal) */
+    /* before the bundle is read (it wrote the GGUF onto the terminal); -o onto it said as such */
+    wp_cli_input(in);
     wp_out_refuse_tty(out, as_stream ? "a binary wpack stream" : "a GGUF file");
 
     /* Shared tensors are read back through the index: a pipe is spooled to

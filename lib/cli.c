@@ -250,6 +250,16 @@ static void out_protect_check(const char *path)
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
         ((st.st_mode & 0222) == 0 || (access(path, W_OK) != 0 && errno == EACCES)))
         wp_die("%s: write-protected: not replaced (make it writable, or remove it, first)", path);
+    /* another user's file in a sticky folder (/tmp): writable, but the rename over it fails,
+       after all the work ("cannot rename into place": a breaker's find) */
+    char dir[PATH_MAX], real[PATH_MAX];
+    const char *target = realpath(path, real) ? real : path;   /* a link: its file's folder */
+    const char *slash = strrchr(target, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - target) + 1 : 1, slash ? target : ".");
+    struct stat dst;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && stat(dir, &dst) == 0 && (dst.st_mode & S_ISVTX) &&
+        geteuid() != 0 && st.st_uid != geteuid() && dst.st_uid != geteuid())
+        wp_die("%s: another user's file in a sticky folder: not replaced (write elsewhere)", path);
 }
 
 FILE *wp_in_open(const char *path)

@@ -378,9 +378,15 @@ static wp_gguf_in *open_header(wp_gguf_in *g, char *err, size_t errlen)
         /* a safetensors file, also one cut short (said only "bad magic"; safetensorscat names a
            GGUF the same way) */
         const int st = g->file_size > 9 && fread(h + 4, 1, 5, g->f) == 5 && wp_st_magic(h);
-        gfail(g, "not a GGUF file (%s)", !memcmp(h, WP_STREAM_MAGIC, 4) ? "a wpack stream: use ggufpack or unbundle"
-                 : st ? "a safetensors file: read it with safetensorscat"
+        /* (g->zst: what a zstd frame held, ggufcat having decompressed it) */
+        gfail(g, "not a GGUF file (%s)",
+              !memcmp(h, WP_STREAM_MAGIC, 4) ? g->zst ? "a zstd-framed wpack stream, such as a --dist bundle: unbundle it"
+                                                      : "a wpack stream: use ggufpack or unbundle"
+                 : st ? g->zst ? "a zstd-compressed safetensors file: zstd -d it, then read it with safetensorscat"
+                               : "a safetensors file: read it with safetensorscat"
                  : wp_zframe_magic(h, 4) ? wp_zframe_hint(g->f)   /* was "bad magic" */
+                 : wp_zframe_skippable(h, 4) ? "a zstd skippable frame first, as pzstd writes: zstd -dc it, then read "
+                                               "the GGUF"   /* (was "bad magic": a breaker's find) */
                                          : "bad magic");
         goto fail;
     }
@@ -434,7 +440,7 @@ static FILE *spool_copy(FILE *f, const char *name, char *err, size_t errlen)
     FILE *t = s ? wp_spool(why, sizeof why) : NULL;
     if (!t) {
         if (s)
-            snprintf(err, errlen, "%s: %s for the GGUF read from it", name, why);
+            snprintf(err, errlen, "%s: %s", name, why);
         else
             snprintf(err, errlen, "%s: out of memory", name);
         wp_zsrc_free(s);
@@ -450,7 +456,10 @@ static FILE *spool_copy(FILE *f, const char *name, char *err, size_t errlen)
             break;
         }
     if (!bad && (wp_zsrc_error(s) || (wp_zsrc_framed(s) && wp_zsrc_finish(s)))) {
-        snprintf(err, errlen, "%s: %s", name, wp_zsrc_error(s));
+        /* zframe.c's way on is a stream's: a GGUF is read otherwise */
+        const char *e = wp_zsrc_error(s), *tail = strstr(e, "zstd -d it, then read the stream");
+        snprintf(err, errlen, "%s: %.*s%s", name, (int)(tail ? tail - e : (long)strlen(e)), e,
+                 tail ? "zstd -dc it, then read the GGUF" : "");
         bad = 1;
     }
     if (!bad && fflush(t)) {

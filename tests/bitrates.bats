@@ -43,6 +43,11 @@ passed() {
     [ -z "$output" ]
     # the verdict last on stderr, with the row nearest its limit (49 lines said no more: a new user's trial)
     [ "${stderr##*$'\n'}" = "# bitcheck: 2 rows pass, none more than 0.2 % above its baseline (the largest change: m Q8_0, +0.199 %)" ]
+    # a baseline of 0 (only 0 passes it): no change, named (the key was empty, "-100.000 %": a breaker's find)
+    printf 'z\t0\nm\tQ8_0\t8.5\n' > zb.tsv
+    printf 'z\t-0\nm\tQ8_0\t8.4\n' > zn.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" zb.tsv zn.tsv
+    [ "${stderr##*$'\n'}" = "# bitcheck: 2 rows pass, none more than 0.2 % above its baseline (the largest change: z, +0.000 %)" ]
     printf 'm\tQ8_0\t8.6060\nm\tQ4_0\t6.4734\n' > rise.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv
     [ "$status" -eq 1 ]

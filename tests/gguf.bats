@@ -882,10 +882,26 @@ inputs_in_T() {
         run setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/ggufpack" -o "$d/theirs.gguf" "$d/s.wps"
         one_line_error "^ggufpack: $d/theirs.gguf: write-protected: not replaced"
         [ "$(cat "$d/theirs.gguf")" = old ]
+        # another user's file that user may write, in a sticky folder: the rename would fail
+        # after the work ("cannot rename into place": a breaker's find)
+        printf 'old\n' > "$d/root666.gguf"
+        chmod 666 "$d/root666.gguf"
+        run setpriv --reuid=65534 --regid=65534 --clear-groups "$BIN/ggufpack" -o "$d/root666.gguf" "$d/s.wps"
+        one_line_error "^ggufpack: $d/root666.gguf: another user's file in a sticky folder: not replaced \(write elsewhere\)$"
+        [ "$(cat "$d/root666.gguf")" = old ]
     else
         echo "# (not run: no root, or user 65534 cannot run $BIN/ggufpack)" >&3
     fi
     rm -rf "$d"
+    # -o onto a write-protected input: said as the input it is, by the programs that check
+    # before they read (they said write-protected: a breaker's find)
+    cp "$T/s.wps" "$T/in.wps" && chmod 444 "$T/in.wps"
+    run "$BIN/ggufpack" -o "$T/in.wps" "$T/in.wps"
+    one_line_error "^ggufpack: $T/in.wps: is also an input of this run"
+    run "$BIN/gptq" --type Q8_0 -o "$T/in.wps" "$T/in.wps"
+    one_line_error "^gptq: $T/in.wps: is also an input of this run"
+    run "$BIN/unbundle" --stream -o "$T/in.wps" "$T/in.wps"
+    one_line_error "^unbundle: $T/in.wps: is also an input of this run"
 }
 
 @test "-o FILE with a name of 245 to 255 bytes is written (its temporary name, FILE.tmp.XXXXXX, was too long)" {
@@ -1012,7 +1028,13 @@ inputs_in_T() {
     # what cannot be read: each one line naming the input, nothing written
     cat "$T/m.gguf.zst" "$T/m.gguf.zst" > "$T/two.zst"
     run "$BIN/ggufcat" -o "$T/o.wps" "$T/two.zst"
-    one_line_error "^ggufcat: $T/two.zst: more than one zstd frame \(as .zst files joined are\): wpack reads one; zstd -d it, then read the stream$"
+    one_line_error "^ggufcat: $T/two.zst: more than one zstd frame \(as .zst files joined are\): wpack reads one; zstd -dc it, then read the GGUF$"
+    # pzstd's form, a skippable frame first: said as such (it was "bad magic": a breaker's find)
+    { printf 'P*M\030\004\000\000\000\000\000\000\000'; cat "$T/m.gguf.zst"; } > "$T/pz.zst"
+    run "$BIN/ggufcat" -o "$T/o.wps" "$T/pz.zst"
+    one_line_error "^ggufcat: $T/pz.zst: not a GGUF file \(a zstd skippable frame first, as pzstd writes: zstd -dc it, then read the GGUF\)$"
+    run bash -c "cat '$T/pz.zst' | '$BIN/ggufcat' -o '$T/o.wps'"
+    one_line_error "^ggufcat: stdin: not a GGUF file \(a zstd skippable frame first, as pzstd writes"
     head -c 100000 "$T/m.gguf.zst" > "$T/cut.zst"
     run "$BIN/ggufcat" -o "$T/o.wps" "$T/cut.zst"
     one_line_error "^ggufcat: $T/cut.zst: truncated zstd frame: the file is cut short$"
@@ -1021,7 +1043,7 @@ inputs_in_T() {
     run "$BIN/ggufcat" -o "$T/o.wps" < /dev/null
     one_line_error "^ggufcat: stdin: empty file, not a GGUF file$"
     run bash -c "cat '$F32' | TMPDIR='$T/nowhere' '$BIN/ggufcat' -o '$T/o.wps'"
-    one_line_error "^ggufcat: stdin: cannot create a temporary file in $T/nowhere \(TMPDIR\): No such file or directory for the GGUF read from it$"
+    one_line_error "^ggufcat: stdin: cannot create a temporary file in $T/nowhere \(TMPDIR\): No such file or directory$"
     run bash -c "zstd -q -c '$T/ref.wps' | '$BIN/ggufcat' -o '$T/o.wps'"
     one_line_error "^ggufcat: stdin: not a GGUF file \(a wpack stream: use ggufpack or unbundle\)$"
     run "$BIN/ggufcat" -o "$T/o.wps" "$T"

@@ -621,6 +621,12 @@ PY
     run "$BIN/gptq" --ftype Q4_K_M --output-tensor-type IQ3_S -o "$T/o.wps" "$T/s.wps"
     one_line_error "^gptq: $T/s.wps: tensor output.weight: type IQ3_S is not supported by gptq$"
     [ ! -e "$T/o.wps" ]
+    # a type whose blocks do not fit the rows (stories260K's 64): before any output, where it
+    # stopped the stream half written (llama-quantize aborts there too; a breaker's find)
+    "$BIN/ggufcat" "$F32" > "$T/m.wps"
+    run "$BIN/gptq" --ftype Q4_K_M --output-tensor-type Q4_K -o "$T/o.wps" "$T/m.wps"
+    one_line_error "^gptq: $T/m.wps: tensor output.weight: row length 64 does not fit Q4_K \(blocks of 256 weights\)$"
+    [ ! -e "$T/o.wps" ]
     run "$BIN/gptq" --ftype Q4_Z "$T/s.wps"
     one_line_error "^gptq: unknown --ftype 'Q4_Z' \(llama-quantize's presets: F32, F16, Q4_0, Q4_1, Q8_0, .*, Q4_K_M, .*, IQ4_XS, .*\)$"
 }

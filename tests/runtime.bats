@@ -465,7 +465,7 @@ open('$T/name', 'w').write(r.name)"
              "more:corrupt stream: data after its end (1 byte after the trailer at byte $(( $(stat -c %s "$Q/syn.bundle") - 16 )))" \
              "text:not a wpack stream (bad magic)" \
              "hi:not a wpack stream (bad magic)" \
-             "gguf.zst:not a wpack stream (a zstd-compressed GGUF file: zstd -d it, then read it with ggufcat)" \
+             "gguf.zst:not a wpack stream (a zstd-compressed GGUF file: read it with ggufcat)" \
              "text.zst:a zstd frame that does not hold a wpack stream" \
              "cut.zst:truncated zstd frame: the file is cut short" \
              "none.zst:a zstd frame with nothing in it, not a wpack stream" \

@@ -290,7 +290,7 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
     zstd -q -c "$g" > "$T/g.zst"
     zstd -q -c "$st" > "$T/st.zst"
     "$BIN/ggufcat" "$g" | "$BIN/laneinterleave" --dist 2> /dev/null | zstd -q -c > "$T/twice.zst"
-    for c in "g.zst:not a wpack stream (a zstd-compressed GGUF file: zstd -d it, then read it with ggufcat)" \
+    for c in "g.zst:not a wpack stream (a zstd-compressed GGUF file: read it with ggufcat)" \
              "st.zst:not a wpack stream (a zstd-compressed safetensors file: zstd -d it, then read it with safetensorscat)" \
              "twice.zst:not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)"; do
         local f=$T/${c%%:*}
@@ -300,7 +300,10 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
     done
     [ ! -e "$T/out.gguf" ]
     fails_saying "verify: $st: not a wpack stream (a safetensors file: read it with safetensorscat)" "$BIN/verify" "$g" "$st"
-    fails_saying "ggufcat: $T/g.zst: not a GGUF file (a zstd frame: zstd -d it)" "$BIN/ggufcat" "$T/g.zst"
+    # ggufcat reads it (it said "a zstd frame: zstd -d it"); a zstd'd safetensors file it names
+    "$BIN/ggufcat" "$T/g.zst" | "$BIN/ggufpack" | cmp - "$g"
+    fails_saying "ggufcat: $T/st.zst: not a GGUF file (a zstd-compressed safetensors file: zstd -d it, then read it with safetensorscat)" \
+        "$BIN/ggufcat" "$T/st.zst"
     fails_saying "safetensorscat: $T/st.zst: not a safetensors file (a zstd frame: zstd -d it)" \
         "$BIN/safetensorscat" "$T/st.zst"
     head -c 4 "$T/st.zst" > "$T/st4.zst"   # shorter than a header length: the frame's magic said all the same
