@@ -431,47 +431,15 @@ fail:
     return NULL;
 }
 
-/* f's bytes (a zstd frame decompressed) copied into a spool, rewound; NULL with the
- * reason in err, naming name. f is the caller's. */
+/* f's bytes (a zstd frame decompressed) in a spool, rewound (wp_zsrc_spool), the way on of
+ * its messages a GGUF's; NULL with the reason in err, naming name. f is the caller's. */
 static FILE *spool_copy(FILE *f, const char *name, char *err, size_t errlen)
 {
-    wp_zsrc *s = wp_zsrc_open(f);
-    char why[600] = "";
-    FILE *t = s ? wp_spool(why, sizeof why) : NULL;
-    if (!t) {
-        if (s)
-            snprintf(err, errlen, "%s: %s", name, why);
-        else
-            snprintf(err, errlen, "%s: out of memory", name);
-        wp_zsrc_free(s);
-        return NULL;
-    }
-    uint8_t buf[1 << 16];
-    size_t n;
-    int bad = 0;
-    while ((n = wp_zsrc_read(s, buf, sizeof buf)) > 0)
-        if (fwrite(buf, 1, n, t) != n) {
-            snprintf(err, errlen, "%s: temporary file: write error: %s", name, strerror(errno));
-            bad = 1;
-            break;
-        }
-    if (!bad && (wp_zsrc_error(s) || (wp_zsrc_framed(s) && wp_zsrc_finish(s)))) {
-        /* zframe.c's way on is a stream's: a GGUF is read otherwise */
-        const char *e = wp_zsrc_error(s), *tail = strstr(e, "zstd -d it, then read the stream");
-        snprintf(err, errlen, "%s: %.*s%s", name, (int)(tail ? tail - e : (long)strlen(e)), e,
-                 tail ? "zstd -dc it, then read the GGUF" : "");
-        bad = 1;
-    }
-    if (!bad && fflush(t)) {
-        snprintf(err, errlen, "%s: temporary file: write error: %s", name, strerror(errno));
-        bad = 1;
-    }
-    wp_zsrc_free(s);
-    if (bad) {
-        fclose(t);
-        return NULL;
-    }
-    rewind(t);
+    uint64_t total;
+    FILE *t = wp_zsrc_spool(f, name, &total, err, errlen);
+    char *tail = t ? NULL : strstr(err, "zstd -d it, then read the stream");   /* zframe.c's, a stream's */
+    if (tail)
+        snprintf(tail, errlen - (size_t)(tail - err), "zstd -dc it, then read the GGUF");
     return t;
 }
 

@@ -265,36 +265,30 @@ int wp_zframe_is(FILE *f)
     return framed;
 }
 
-FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen)
+FILE *wp_zsrc_spool(FILE *f, const char *path, uint64_t *total, char *err, size_t errlen)
 {
-    if (!wp_zframe_is(f))
-        return f;
     wp_zsrc *s = wp_zsrc_open(f);
     char why[600] = "";
     FILE *t = s ? wp_spool(why, sizeof why) : NULL;
     uint8_t buf[1 << 16];
     size_t n;
-    uint64_t total = 0;
+    *total = 0;
     if (!t) {
-        if (s)
-            snprintf(err, errlen, "%s: %s for the decompressed bundle", path, why);
-        else
-            snprintf(err, errlen, "%s: out of memory", path);
+        /* (it said "...: No such file or directory for the decompressed bundle") */
+        snprintf(err, errlen, "%s: %s", path, s ? why : "out of memory");
         wp_zsrc_free(s);
         return NULL;
     }
-    while ((n = wp_zsrc_read(s, buf, sizeof buf)) > 0) {
-        total += n;
+    int bad = 0;
+    while (!bad && (n = wp_zsrc_read(s, buf, sizeof buf)) > 0) {
+        *total += n;
         if (fwrite(buf, 1, n, t) != n) {
             snprintf(err, errlen, "%s: temporary file: write error: %s", path, strerror(errno));
-            break;
+            bad = 1;
         }
     }
-    if (n == 0 && (wp_zsrc_error(s) || wp_zsrc_finish(s)))
+    if (!bad && (wp_zsrc_error(s) || (wp_zsrc_framed(s) && wp_zsrc_finish(s)))) {
         snprintf(err, errlen, "%s: %s", path, wp_zsrc_error(s));
-    int bad = n != 0 || wp_zsrc_error(s) != NULL;
-    if (!bad && total == 0) {   /* as the stream reader says it (the spooled copy was an "empty file") */
-        snprintf(err, errlen, "%s: a zstd frame with nothing in it, not a wpack stream", path);
         bad = 1;
     }
     if (!bad && fflush(t)) {
@@ -307,5 +301,19 @@ FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen)
         return NULL;
     }
     rewind(t);
+    return t;
+}
+
+FILE *wp_zframe_plain(FILE *f, const char *path, char *err, size_t errlen)
+{
+    if (!wp_zframe_is(f))
+        return f;
+    uint64_t total;
+    FILE *t = wp_zsrc_spool(f, path, &total, err, errlen);
+    if (t && total == 0) {   /* as the stream reader says it (the spooled copy was an "empty file") */
+        snprintf(err, errlen, "%s: a zstd frame with nothing in it, not a wpack stream", path);
+        fclose(t);
+        return NULL;
+    }
     return t;
 }

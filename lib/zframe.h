@@ -58,6 +58,13 @@ int wp_zframe_magic(const uint8_t *h, size_t n);
  * 8878), which zstd -d passes over. */
 int wp_zframe_skippable(const uint8_t *h, size_t n);
 
+/* f's content from where it stands (a pipe too), decompressed when it is one
+ * zstd frame, copied into an unlinked temporary file (spool.h), rewound; f is
+ * the caller's. *total receives the bytes copied. NULL with "PATH: reason" in
+ * err: a corrupt, cut or second frame (wp_zsrc_error's words), a temporary
+ * file that cannot be made or written. */
+FILE *wp_zsrc_spool(FILE *f, const char *path, uint64_t *total, char *err, size_t errlen);
+
 /* For random access (bundle indexes): when the seekable file f holds a
  * zstd frame, its content decompressed into an unnamed temporary file,
  * rewound (f is left open; the caller closes both); else f itself, rewound.
