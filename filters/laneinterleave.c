@@ -26,9 +26,10 @@ static const char usage[] =
     "uncoded are zstd-compressed when that is smaller.\n"
     "--dist  distribution bundle: also zstd the side data (d, dmin, scales,\n"
     "        mins) and raw bits beside the coded symbols, and write the whole\n"
-    "        stream inside one zstd frame (smallest; every reader takes it,\n"
-    "        `zstd -d` gives the plain bundle; no random access, so wprun\n"
-    "        needs a bundle made without --dist).\n"
+    "        stream inside one zstd frame (smallest; every reader takes it;\n"
+    "        `zstd -d` leaves a bundle with an index whose matrices stay as\n"
+    "        --dist chose them, mostly zstd'd, so wprun needs a bundle made\n"
+    "        without --dist).\n"
     "--align N aligns payloads to N bytes (a power of two; default 8: the GPU\n"
     "runner copies each matrix into its own device buffer).\n";
 
