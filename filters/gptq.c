@@ -579,17 +579,17 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
         if (!is_float((uint32_t)ch.type) && !wp_gptq_supported(ch.type))
             wp_die("%s: tensor %s: type %s is not supported by gptq", src, tl[i].name,
                    wp_ggml_type_name((uint32_t)ch.type));
+        int64_t nel = 1;
+        for (int d = 0; d < tl[i].n_dims; d++)
+            nel *= tl[i].ne[d];
+        if (nel == 0)   /* (rows = n / ne0 divided by zero: SIGFPE) */
+            wp_die("%s: tensor %s: a dimension is 0: no weights to quantize", src, tl[i].name);
         /* a type forced past the fallbacks (--output-tensor-type Q4_K on rows of 64; llama-quantize
            aborts there too): said before any output, where it stopped the stream half written
            (a breaker's find) */
         if (!wp_ggml_row_size((uint32_t)ch.type, tl[i].ne[0]))
             wp_die("%s: tensor %s: row length %lld does not fit %s (blocks of %d weights)", src, tl[i].name,
                    (long long)tl[i].ne[0], wp_ggml_type_name((uint32_t)ch.type), wp_ggml_blck_size((uint32_t)ch.type));
-        int64_t nel = 1;
-        for (int d = 0; d < tl[i].n_dims; d++)
-            nel *= tl[i].ne[d];
-        if (nel == 0)   /* (rows = n / ne0 divided by zero: SIGFPE) */
-            wp_die("%s: tensor %s: a dimension is 0: no weights to quantize", src, tl[i].name);
         const int64_t n_mat = tl[i].n_dims >= 3 ? nel / (tl[i].ne[0] * tl[i].ne[1]) : 1;
         if (hpath && !is_float((uint32_t)ch.type) && n_mat == 1) {
             /* its Hessian's shape and type, from the record's header: a misfit stopped the
