@@ -358,11 +358,12 @@ static wp_gguf_in *open_header(wp_gguf_in *g, char *err, size_t errlen)
 {
     struct stat st;
     uint8_t h[24];
-    if (fstat(fileno(g->f), &st) == 0 && S_ISDIR(st.st_mode)) {   /* (said "not a regular file") */
+    const int got = fstat(fileno(g->f), &st) == 0;
+    if (got && S_ISDIR(st.st_mode)) {   /* (said "not a regular file") */
         gfail(g, "is a directory");
         goto fail;
     }
-    if (fstat(fileno(g->f), &st) || !S_ISREG(st.st_mode)) {
+    if (!got || !S_ISREG(st.st_mode)) {
         /* (why: verify <(cat m.gguf) said "not a regular file" alone, a fresh user's find) */
         gfail(g, "not a regular file (a GGUF is read by its offsets: give the file itself)");
         goto fail;
@@ -460,12 +461,8 @@ wp_gguf_in *wp_gguf_open_any(const char *path, char *err, size_t errlen)
     if (!f)   /* its messages: an empty name, no such file, a directory, cannot open */
         return wp_gguf_open(path, err, errlen);
     const int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
-    const int framed = regular && wp_zframe_is(f);
-    if (regular && !framed && !std_in) {
-        fclose(f);
-        return wp_gguf_open(path, err, errlen);
-    }
-    if (regular && !framed) {
+    const int framed = regular && wp_zframe_is(f);   /* (f left at its start) */
+    if (regular && !framed && std_in) {
         /* a file redirected in: read where it lies, from its start */
         const int fd = dup(STDIN_FILENO);
         f = fd >= 0 ? fdopen(fd, "rb") : NULL;
@@ -476,7 +473,7 @@ wp_gguf_in *wp_gguf_open_any(const char *path, char *err, size_t errlen)
             return NULL;
         }
         rewind(f);
-    } else {
+    } else if (!regular || framed) {   /* (a plain named file is read where it lies, as it is) */
         FILE *t = spool_copy(f, std_in ? "stdin" : path, err, errlen);
         if (!std_in)
             fclose(f);

@@ -13,7 +13,6 @@
 #include "quant_search.h"
 
 #include <float.h>
-#include <stddef.h>
 #include <math.h>
 #include <string.h>
 
@@ -419,7 +418,7 @@ int wp_rtn_choose(int type, const float *x, const float *qw, float row_sigma2, w
     if (info.n == 32) {
         /* what a 32-weight block's rules read (sub-block 0, no sc/mn); the whole struct's
            550 bytes zeroed for every 34-byte Q8_0 block took a third of its time */
-        memset(&s->p, 0, offsetof(wp_block_parts, q) + 32);
+        memset(s->p.q, 0, 32);
         s->p.d = s->p.dmin = 0;
         memset(s->p.sc, 0, sizeof s->p.sc);
         memset(s->p.mn, 0, sizeof s->p.mn);
