@@ -237,8 +237,10 @@ clean:
 
 # ---- model builds and the rate-quality frontier (real file targets: make -j
 # rebuilds only what changed; points of one model share its Hessian file)
-#   make model MODEL=m.gguf POINT=IQ4_XS_g1_lam0_c1.25 [TEXT=calib.txt] [OUT=dir]
-#     (POINT may list several points; make -j builds them in parallel)
+#   make model MODEL=m.gguf POINT=IQ4_XS_g1_lam0_c1.25 [TEXT=calib.txt] [OUT=dir] [DIST=1]
+#     (POINT may list several points; make -j builds them in parallel; DIST=1 adds each
+#     point's OUT/NAME-POINT.dist.bundle, lazyweights --dist: a point built without it is
+#     built again, its Hessians reused)
 #   make frontier MODEL=m.gguf EVAL=eval.txt [TEXT=calib.txt] [OUT=dir]
 # TEXT= (empty) builds by RTN, without Hessians; HESSIAN_CHUNKS (default 8)
 # chunks of TEXT go into the Hessians, cached in OUT/NAME-TEXTNAME-kCHUNKS.hess
@@ -264,6 +266,10 @@ OUT   ?= out/frontier
 # breaker's and a re-tester's finds)
 override OUT := $(if $(filter -%,$(OUT)),$(abspath $(OUT)),$(OUT))
 HESSIAN_CHUNKS ?= 8
+# DIST: any value but empty or 0 adds the distribution bundles (lazyweights --dist)
+DIST ?=
+override DIST := $(filter-out 0,$(strip $(DIST)))
+unexport DIST
 IMATRIX ?=
 unexport IMATRIX   # given to lazyweights by make model's recipe alone (frontier and bitrates took it)
 MODEL_NAME := $(basename $(notdir $(MODEL)))
@@ -278,7 +284,7 @@ HESS_ID    = model $(abspath $(MODEL)) $(call fsig,$(MODEL)) text $(abspath $(TE
 CALIB_ID   = model $(abspath $(MODEL)) $(call fsig,$(MODEL)) $(if $(TEXT),gptq $(abspath $(TEXT)) $(call fsig,$(TEXT)) chunks $(HESSIAN_CHUNKS),rtn)$(if $(IMATRIX), imatrix $(abspath $(IMATRIX)) $(call fsig,$(IMATRIX)))
 
 .PHONY: model frontier
-model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-$(p).bundle)
+model: $(foreach p,$(POINT),$(OUT)/$(MODEL_NAME)-$(p).gguf $(OUT)/$(MODEL_NAME)-$(p).bundle $(if $(DIST),$(OUT)/$(MODEL_NAME)-$(p).dist.bundle))
 
 # the .calib stamps are rewritten (made newer) only when the calibration differs, as the
 # Makefile is read, so make -q and "Nothing to be done" still hold for an unchanged build
@@ -362,9 +368,11 @@ $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@ <&3 3<&- & pid=$$!; \
 	wait $$pid || { rc=$$?; undo; exit $$rc; }
 
-$(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle: $(MODEL) $(OUT)/$(MODEL_NAME)-%.calib \
-    $(if $(TEXT),$(HESS)) $(IMATRIX) $(LAZY_BINS) pipelines/lazyweights
-	$(if $(TEXT),HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) )$(if $(IMATRIX),IMATRIX=$(IMATRIX) )pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
+# (the three targets of one lazyweights run: with DIST, a point without its .dist.bundle runs
+# it again; without DIST, lazyweights removes an earlier .dist.bundle of a point it rebuilds)
+$(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle $(if $(DIST),$(OUT)/$(MODEL_NAME)-%.dist.bundle): \
+    $(MODEL) $(OUT)/$(MODEL_NAME)-%.calib $(if $(TEXT),$(HESS)) $(IMATRIX) $(LAZY_BINS) pipelines/lazyweights
+	$(if $(TEXT),HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) )$(if $(IMATRIX),IMATRIX=$(IMATRIX) )pipelines/lazyweights $(if $(DIST),--dist )$(MODEL) $* $(OUT) $(TEXT)
 
 frontier: deps reftools
 	$(MAKE) all

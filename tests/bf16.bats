@@ -181,6 +181,26 @@ lossless() { # GGUF BUNDLE [bf16split options]
     done
 }
 
+@test "pipelines/unweight --dist: the dist bundle (9.3803 b/w at palette 16) restores the model; a run without it removes it" {
+    "$ROOT/pipelines/unweight" --dist "$MODELS/stories260K-bf16.gguf" "$T/u" 2> "$T/err"
+    local s="$T/u/stories260K-bf16-p16"
+    [ "$(cat "$T/err")" = "unweight: $s.bundle and .dist.bundle: GGUF 16.4232 b/w, bundle 10.3117 b/w, dist bundle 9.3803 b/w, lossless (palette 16)" ]
+    # tests/bitrates.tsv's values
+    grep -q "$(printf '^stories260K-bf16\tlossless_p16.dist\t9.3803$')" "$ROOT/tests/bitrates.tsv"
+    [ "$(grep -c '^GGUF ' "$s.report")" -eq 1 ]
+    grep -q "^dist: GGUF 16.4232 b/w, bundle 9.3803 b/w" "$s.report"
+    "$ROOT/bin/unbundle" "$s.dist.bundle" | cmp - "$MODELS/stories260K-bf16.gguf"
+    # 9.3803 b/w of 292,800 weights: within the rounding of the 4th decimal
+    local n
+    n=$(wc -c < "$s.dist.bundle")
+    [ "$n" -ge 343300 ]
+    [ "$n" -le 343330 ]
+    [ "$n" -lt "$(zstd -19 -q -c "$MODELS/stories260K-bf16.gguf" | wc -c)" ]
+    "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" 2> /dev/null
+    [ "$(ls "$T/u")" = "stories260K-bf16-p16.bundle
+stories260K-bf16-p16.report" ]
+}
+
 @test "pipelines/unweight: a failed run keeps the earlier bundle and report and says why on stderr" {
     "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u"
     cp "$T/u/stories260K-bf16-p16.report" "$T/good.report"
@@ -215,7 +235,7 @@ lossless() { # GGUF BUNDLE [bf16split options]
     # a fourth argument was ignored, with exit status 0 (a new user's trial)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/x" 16 extra
     [ "$status" -eq 2 ]
-    [ "$output" = "usage: unweight MODEL.gguf OUTDIR [PALETTE]" ]
+    [ "$output" = "usage: unweight [--dist] MODEL.gguf OUTDIR [PALETTE]" ]
     [ ! -e "$T/x" ]
     # a leading zero is the same palette, in the same files (they were named -p016)
     "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/z" 016

@@ -23,7 +23,7 @@ passed() {
     "$ROOT/pipelines/bitrates" "$br" > "$BATS_TEST_TMPDIR/now.tsv" 2> "$BATS_TEST_TMPDIR/err" ||
         { cat "$BATS_TEST_TMPDIR/now.tsv" "$BATS_TEST_TMPDIR/err"; false; }
     "$ROOT/pipelines/bitcheck" "$ROOT/tests/bitrates.tsv" "$BATS_TEST_TMPDIR/now.tsv"
-    [ "$(wc -l < "$BATS_TEST_TMPDIR/now.tsv")" -eq 10 ]
+    [ "$(wc -l < "$BATS_TEST_TMPDIR/now.tsv")" -eq 20 ]
     "$ROOT/build/tools/mkllama" "$MODELS/stories260K-f32.gguf" "$BATS_TEST_TMPDIR/f16.gguf" F16
     cmp "$br/synth-llama-f16.gguf" "$BATS_TEST_TMPDIR/f16.gguf"
     [ ! -e "$br/synth-llama-f16.gguf.new" ]
@@ -145,10 +145,11 @@ bitcheck|FIFO (/dev/stdin, <(...)) as well as a regular file.
 bitrates|Without OUTDIR the files go to a temporary directory, removed at the end.
 frontier|  REF_BUILD           llama.cpp's tools (default ~/.cache/wpack/llama.cpp-build; \`make reftools\`)
 lazyweights|before it writes or computes anything.
-unweight|the bundle restores the model byte for byte before it moves them into place.
+unweight|"dist: " (a run without --dist removes an earlier run's .dist.bundle).
 EOF
     run "$ROOT/pipelines/lazyweights" --help
-    [ "${lines[15]}" = "pipelines/lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
+    [ "${lines[0]}" = "pipelines/lazyweights [--dist] MODEL.gguf POINT OUTDIR [CALIB.txt]" ]
+    [ "${lines[19]}" = "pipelines/lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
 }
 
 @test "bitcheck: a tolerance of 0 (no rise at all) is taken as 0.0 is" {

@@ -34,6 +34,59 @@ CALIB="$DATA/text/groups_merged.txt"
     [ "$status" -ne 0 ]
 }
 
+@test "make model DIST=1 and lazyweights --dist: the dist bundle restores the GGUF and is below zstd -19 of it; without, it goes" {
+    out="$BATS_TEST_TMPDIR/m"
+    args=(-C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out")
+    run make "${args[@]}" DIST=1
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    g="$out/stories260K-f32-Q8_0_g0_lam0_c1.gguf"
+    d="${g%.gguf}.dist.bundle"
+    q8=$(awk -F'\t' '$1 == "stories260K-f32" && $2 == "Q8_0_g0_lam0_c1" { print $3 }' "$ROOT/tests/bitrates.tsv")
+    q8d=$(awk -F'\t' '$1 == "stories260K-f32" && $2 == "Q8_0_g0_lam0_c1.dist" { print $3 }' "$ROOT/tests/bitrates.tsv")
+    [ "$q8d" = 8.2075 ]
+    [[ "$output" == *"lazyweights: $g, .bundle and .dist.bundle: GGUF 10.3580 b/w, bundle $q8 b/w, dist bundle $q8d b/w"* ]] ||
+        { echo "$output"; false; }
+    # its verify report, each line after "dist: ", below the bundle's (whose line stays the one
+    # "^GGUF" finds)
+    [ "$(grep -c '^GGUF ' "${g%.gguf}.report")" -eq 1 ]
+    grep -q "^dist: GGUF 10.3580 b/w, bundle $q8d b/w" "${g%.gguf}.report"
+    grep -q "^dist: rebuilt GGUF byte-identical" "${g%.gguf}.report"
+    "$ROOT/bin/unbundle" "$d" | cmp - "$g"
+    # the file to ship: smaller than the bundle, and than zstd -19 of llama-quantize's very GGUF
+    [ "$(wc -c < "$d")" -lt "$(wc -c < "${g%.gguf}.bundle")" ]
+    [ "$(wc -c < "$d")" -lt "$(zstd -19 -q -c "$g" | wc -c)" ]
+    make -q "${args[@]}" DIST=1
+    make -q "${args[@]}"   # (without DIST the dist bundle is no target)
+    rm "$d"
+    run make -q "${args[@]}" DIST=1
+    [ "$status" -ne 0 ]
+    make -q "${args[@]}" DIST=0
+    make -s "${args[@]}" DIST=yes 2> /dev/null
+    [ -s "$d" ]
+    # a run without --dist removes the earlier dist bundle (it restored the earlier GGUF)
+    "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" 2> /dev/null
+    [ ! -e "$d" ]
+    "$ROOT/pipelines/lazyweights" --dist "$F32" Q8_0_g0_lam0_c1 "$out" 2> /dev/null
+    cp "$g" "$BATS_TEST_TMPDIR/g" && cp "$d" "$BATS_TEST_TMPDIR/d" && cp "${g%.gguf}.report" "$BATS_TEST_TMPDIR/r"
+    # a --dist that fails leaves the earlier outputs as they were, and no temporary file
+    fake_bins "$BATS_TEST_TMPDIR/bins" laneinterleave \
+        "case \$1 in --dist) echo 'laneinterleave: fake' >&2; exit 1 ;; esac; exec '$ROOT/bin/laneinterleave' \"\$@\""
+    run --separate-stderr env WPACK_BIN="$BATS_TEST_TMPDIR/bins" "$ROOT/pipelines/lazyweights" --dist "$F32" Q4_0_g0_lam0_c1 "$out"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "laneinterleave: fake" ]
+    run --separate-stderr env WPACK_BIN="$BATS_TEST_TMPDIR/bins" "$ROOT/pipelines/lazyweights" --dist "$F32" Q8_0_g0_lam0_c1 "$out"
+    [ "$status" -eq 1 ]
+    cmp "$g" "$BATS_TEST_TMPDIR/g"
+    cmp "$d" "$BATS_TEST_TMPDIR/d"
+    cmp "${g%.gguf}.report" "$BATS_TEST_TMPDIR/r"
+    [ "$(ls "$out" | tr '\n' ' ')" = "stories260K-f32-Q8_0_g0_lam0_c1.bundle stories260K-f32-Q8_0_g0_lam0_c1.calib stories260K-f32-Q8_0_g0_lam0_c1.dist.bundle stories260K-f32-Q8_0_g0_lam0_c1.gguf stories260K-f32-Q8_0_g0_lam0_c1.report " ]
+    [ -z "$(ls -A "$out" | grep '^\.')" ]
+    # --dist with --check: --check writes no bundle
+    run --separate-stderr "$ROOT/pipelines/lazyweights" --dist --check Q8_0_g0_lam0_c1
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: --dist with --check: --check writes nothing" ]
+}
+
 @test "make model and lazyweights take IMATRIX: RTN with it is llama-quantize --imatrix's GGUF; a new one rebuilds; a missing or unfitting one is one line" {
     # lazyweights, make model and frontier could not take a llama-imatrix file (a note's
     # "left alone")
@@ -339,7 +392,7 @@ fake_bins() {
     run "$ROOT/pipelines/lazyweights" "$F32" Q4_0_g1_lam0_c1.25 "$out" "$CALIB" b
     [ "$status" -eq 2 ]
     # both forms (--check was left out: a fresh user's find)
-    [ "$output" = "usage: lazyweights MODEL.gguf POINT OUTDIR [CALIB.txt]
+    [ "$output" = "usage: lazyweights [--dist] MODEL.gguf POINT OUTDIR [CALIB.txt]
        lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
     [ ! -e "$out" ]
     # a HESSIAN_CHUNKS that is no count, refused before anything is written, as make model does
