@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -296,6 +297,12 @@ void wp_out_refuse_tty(const char *path, const char *what)
     if (path && strcmp(path, "-")) {   /* and what wp_out_open refuses of FILE, before the work */
         out_name_check(path, "output");
         out_protect_check(path);
+        /* gptq -o m-q4.gguf wrote a stream under a GGUF's name, silently, which llama.cpp
+         * then called a bad magic (a fresh user's find); as gzip refuses a name ending .gz */
+        size_t n = strlen(path);
+        if (!strcmp(what, "a binary wpack stream") && n > 5 && !strcasecmp(path + n - 5, ".gguf"))
+            wp_die("%s: refusing to write a wpack stream under a GGUF's name: llama.cpp could not load it "
+                   "(ggufpack writes a stream's GGUF, unbundle a bundle's)", path);
     }
 }
 

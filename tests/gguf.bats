@@ -849,6 +849,34 @@ inputs_in_T() {
     [ "$(stat -c %a "$T/new.gguf")" = 640 ]
 }
 
+@test "-o NAME.gguf for a wpack stream or bundle is refused before any work: llama.cpp could not load it" {
+    # gptq -o m-q4.gguf wrote a stream under a GGUF's name, silently; llama.cpp then said "bad
+    # magic" (a fresh user's find)
+    cd "$T"
+    local why="refusing to write a wpack stream under a GGUF's name: llama.cpp could not load it (ggufpack writes a stream's GGUF, unbundle a bundle's)"
+    run "$BIN/gptq" --rtn --type Q8_0 -o q.gguf < /dev/null
+    one_line_error "^gptq: q.gguf: $(printf '%s' "$why" | sed 's/[()]/\\&/g')$"
+    run "$BIN/ggufcat" -o M.GGUF "$F32"
+    one_line_error "^ggufcat: M.GGUF: refusing to write a wpack stream under a GGUF's name"
+    run "$BIN/hessian" --model "$F32" --text "$DATA/text/tinystories_sample.txt" --ctx 64 --chunks 1 -o h.gguf
+    one_line_error "^hessian: h.gguf: refusing to write a wpack stream under a GGUF's name"
+    "$BIN/ggufcat" -o s.wps "$F32"
+    "$BIN/histogram" s.wps | "$BIN/huffbuild" > t.wps
+    run "$BIN/laneinterleave" -o b.gguf t.wps
+    one_line_error "^laneinterleave: b.gguf: refusing to write a wpack stream under a GGUF's name"
+    "$BIN/laneinterleave" -o b.bundle t.wps
+    run "$BIN/unbundle" --stream -o u.gguf b.bundle
+    one_line_error "^unbundle: u.gguf: refusing to write a wpack stream under a GGUF's name"
+    [ "$(ls | tr '\n' ' ')" = "b.bundle s.wps t.wps " ]
+    # the GGUF writers write it, and a stream goes under any other name (.gguf.wps too)
+    "$BIN/ggufpack" -o m.gguf s.wps
+    "$BIN/unbundle" -o m2.gguf b.bundle
+    cmp m.gguf "$F32"
+    cmp m2.gguf "$F32"
+    "$BIN/ggufcat" -o m.gguf.wps m.gguf
+    "$BIN/ggufpack" m.gguf.wps | cmp - "$F32"
+}
+
 @test "-o over a write-protected file is refused before any work, root or not; the file kept" {
     # a rename replaced a 0444 model, as root and as its owner alike (a new user's trial,
     # which so replaced a shared data file); `echo x > f` is refused
