@@ -221,7 +221,9 @@ static inline llama_token *llm_tokenize(const struct llama_vocab *vocab, const c
  * parameters (as common_model_params_to_llama leaves them).  Errors: NULL
  * with *why pointing to a short reason: strerror(errno) when the file cannot
  * be opened ("-", standard input, is refused: libllama opens the file by
- * name), "llama.cpp cannot load this model" when libllama refuses it. */
+ * name), what the file is when its first bytes are not GGUF's magic (a wpack
+ * stream or bundle, a zstd frame: a compressed GGUF or a --dist bundle), "llama.cpp
+ * cannot load this model" when libllama refuses it. */
 static inline struct llama_model *llm_load_model(const char *path, const char **why)
 {
     if (!strcmp(path, "-")) {   /* it said "No such file or directory" */
@@ -243,6 +245,11 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
     }
     if (got == 8 && !memcmp(magic, "WPACKSTR", 8)) {   /* (said only "llama.cpp cannot load this model") */
         *why = "a wpack stream or bundle, not a GGUF file (ggufpack or unbundle writes the GGUF)";
+        return NULL;
+    }
+    /* a zstd'd GGUF, or a --dist bundle, said only "bad magic" (a fresh user's find) */
+    if (got >= 4 && !memcmp(magic, "\x28\xb5\x2f\xfd", 4)) {
+        *why = "a zstd file, not a GGUF file (a compressed GGUF: zstd -d it; a --dist bundle: unbundle writes its GGUF)";
         return NULL;
     }
     if (got < 4 || memcmp(magic, "GGUF", 4)) {

@@ -393,6 +393,10 @@ bad() {  # expected-substring args...
     head -c 100000 "$M/stories260K-f32.gguf" > "$BATS_TEST_TMPDIR/trunc.gguf"
     bad "trunc.gguf: llama.cpp cannot load this model" --model "$BATS_TEST_TMPDIR/trunc.gguf" --text "$SAMPLE"
     bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$SAMPLE"
+    # a zstd'd GGUF said only "bad magic" (a fresh user's find); a --dist bundle is one zstd frame
+    zstd -q -c "$M/stories260K-f32.gguf" > "$BATS_TEST_TMPDIR/m.gguf.zst"
+    bad "m.gguf.zst: a zstd file, not a GGUF file (a compressed GGUF: zstd -d it; a --dist bundle: unbundle writes its GGUF)" \
+        --model "$BATS_TEST_TMPDIR/m.gguf.zst" --text "$SAMPLE"
 }
 
 # dup_vocab OUT: stories260K-f16.gguf with token "▁time" cut to "▁t" by a NUL
