@@ -887,6 +887,13 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
       "llama.cpp,F16 llama.cpp,Q8_0 llama.cpp,Q5_0 llama.cpp,Q4_K_M wpack,Q8_0_g1_lam0_c1.5 wpack,Q5_0_g0_lam0_c1 " ]
     awk -F'\t' '!($3 > 0 && $4 > 1) { exit 1 }' "$d/o2/demo-points.tsv"
     [ -s "$d/o2/stories260K-f32-groups_merged-k1.hess" ]
+    # shipped: a wpack point's --dist bundle, below its bundle; a llama.cpp file through zstd -19
+    # (the fake llama-quantize's F32 copy: 26.3694 b/w), below its GGUF
+    awk -F'\t' '!($5 > 0 && $5 < $3) { exit 1 }' "$d/o2/demo-points.tsv"
+    [ "$(awk -F'\t' '$2 == "Q8_0" { print $3, $5 }' "$d/o2/demo-points.tsv")" = "32.3847 26.3694" ]
+    [ "$(awk -F'\t' '$2 == "Q8_0_g1_lam0_c1.5" { print $5 }' "$d/o2/demo-points.tsv")" = 7.7553 ]
+    [[ "$output" == *"   palette 16  GGUF 16.4232 b/w -> bundle 10.3117 b/w; exponent limit: 10.6127 b/w; shipped 9.3803 b/w"* ]]
+    [[ "$output" == *"   (shipped: the --dist bundle; the GGUF through zstd -19: 10.8255 b/w)"* ]]
 }
 
 @test "frontier: a fifth argument is the usage line (exit 2), before any file" {
