@@ -1,6 +1,7 @@
 /* laneinterleave - Huffman-code each matrix into 64x256 tiles of 32 lanes:
  * the bundle. Usage: laneinterleave [-o OUT] [STREAM]   (see laneinterleave(1)) */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,9 +13,10 @@
 #include "codes.h"
 #include "ggml_type.h"
 #include "names.h"
+#include "par.h"
 
 static const char usage[] =
-    "usage: laneinterleave [--dist] [--align N] [-o OUT] [STREAM]\n"
+    "usage: laneinterleave [--dist] [--threads N] [--align N] [-o OUT] [STREAM]\n"
     "Encode the symbols of each matrix with its code table (huffbuild) into\n"
     "64x256 tiles, lane k holding rows 2k and 2k+1, the 32 lanes' 32-bit words\n"
     "interleaved, with per-tile offsets; keep side data and everything else.\n"
@@ -30,6 +32,8 @@ static const char usage[] =
     "        `zstd -d` leaves a bundle with an index whose matrices stay as\n"
     "        --dist chose them, mostly zstd'd, so wprun needs a bundle made\n"
     "        without --dist).\n"
+    "--threads N  --dist compresses N matrices at a time (default: the CPUs;\n"
+    "        the output is the same for any N).\n"
     "--align N aligns payloads to N bytes (a power of two; default 8: the GPU\n"
     "runner copies each matrix into its own device buffer).\n";
 
@@ -100,53 +104,256 @@ static const char *shared_with(XXH128_hash_t h, const char *name)
     return first >= 0 ? seen[first] : NULL;
 }
 
+/* --dist compresses each matrix's candidates at zstd level 19, its slowest
+ * step by far, so it chooses the forms of several matrices at once, one a
+ * thread, and writes every record in stream order. A record to write while
+ * matrices are waiting joins the queue behind them (copied); the queue is
+ * flushed (the matrices' forms chosen on the threads, then everything
+ * written) when it holds 4 matrices a thread or DIST_QUEUE_BYTES of their
+ * records, and at the end. Each matrix's form depends on that matrix alone:
+ * the output is the same bytes for any thread count. */
+#define DIST_QUEUE_BYTES (1ull << 30)
+
+static int threads = 1;
+
+/* A matrix waiting for its form: side data and symbols (each zstd'd when
+ * smaller) or the fixed-width tensor (zstd'd when smaller), whichever is
+ * smallest; out[0 .. n_out) then holds what to write. */
+typedef struct {
+    wp_record held, sym, coded;
+    wp_record out[2];
+    int       n_out;
+} dist_unit;
+
+typedef struct {
+    wp_record  rec;    /* a record to write as it is, when unit is NULL */
+    dist_unit *unit;
+} queued;
+
+static queued *queue;
+static size_t n_queued, queue_cap, n_units;
+static uint64_t queued_bytes;
+
+/* Move *from into *to (to is overwritten; from is left empty). */
+static void move_record(wp_record *to, wp_record *from)
+{
+    *to = *from;
+    wp_record_init(from);
+}
+
+static queued *queue_add(void)
+{
+    if (n_queued == queue_cap) {
+        size_t cap = queue_cap ? 2 * queue_cap : 64;
+        queued *q = realloc(queue, cap * sizeof *q);
+        if (!q)
+            wp_die("out of memory");
+        queue = q;
+        queue_cap = cap;
+    }
+    queued *e = &queue[n_queued++];
+    memset(e, 0, sizeof *e);
+    wp_record_init(&e->rec);
+    return e;
+}
+
+/* Write r now, or behind the matrices waiting for their forms. */
+static void out_put(wp_writer *w, const wp_record *r)
+{
+    if (!n_queued) {
+        wp_cli_put(w, r);
+        return;
+    }
+    if (wp_record_copy(&queue_add()->rec, r))
+        wp_die("out of memory");
+}
+
+static unsigned elem_group(uint32_t type);
+static uint64_t fixed_bytes(const wp_record *sym);
+static void dist_choose(dist_unit *u);
+
+typedef struct {
+    dist_unit  **u;
+    size_t       n;
+    atomic_size_t next;
+} unit_work;
+
+static void unit_run(void *ctx, int64_t lo, int64_t hi, int part)
+{
+    unit_work *uw = ctx;
+    for (size_t k; (k = atomic_fetch_add(&uw->next, 1)) < uw->n;)
+        dist_choose(uw->u[k]);
+}
+
+/* Choose the waiting matrices' forms on the threads, then write the queue. */
+static void queue_flush(wp_writer *w)
+{
+    if (!n_queued)
+        return;
+    dist_unit **u = malloc((n_units ? n_units : 1) * sizeof *u);
+    if (!u)
+        wp_die("out of memory");
+    size_t n = 0;
+    for (size_t i = 0; i < n_queued; i++)
+        if (queue[i].unit)
+            u[n++] = queue[i].unit;
+    unit_work uw = {.u = u, .n = n};
+    atomic_init(&uw.next, 0);
+    wp_par_rows(threads, (int64_t)(n < (size_t)threads ? n : (size_t)threads), unit_run, &uw);
+    free(u);
+    for (size_t i = 0; i < n_queued; i++) {
+        dist_unit *d = queue[i].unit;
+        if (!d) {
+            wp_cli_put(w, &queue[i].rec);
+            wp_record_free(&queue[i].rec);
+            continue;
+        }
+        for (int k = 0; k < d->n_out; k++) {
+            wp_cli_put(w, &d->out[k]);
+            wp_record_free(&d->out[k]);
+        }
+        free(d);
+    }
+    n_queued = n_units = 0;
+    queued_bytes = 0;
+}
+
+/* Queue a matrix (its side/raw record, symbols and lane-coded symbols, moved
+ * out of the caller's records, which are left empty) for its --dist form. */
+static void queue_matrix(wp_writer *w, wp_record *held, wp_record *sym, wp_record *coded)
+{
+    dist_unit *d = calloc(1, sizeof *d);
+    if (!d)
+        wp_die("out of memory");
+    move_record(&d->held, held);
+    move_record(&d->sym, sym);
+    move_record(&d->coded, coded);
+    queued_bytes += d->held.payload_len + d->sym.payload_len + d->coded.payload_len;
+    queue_add()->unit = d;
+    n_units++;
+    if (n_units >= 4 * (size_t)threads || queued_bytes >= DIST_QUEUE_BYTES)
+        queue_flush(w);
+}
+
 /* Write r, or its zstd form when that is smaller. */
 static void put_smaller(wp_writer *w, const wp_record *r, unsigned group)
 {
     wp_record z;
     wp_record_init(&z);
     if (r->payload_len >= 64 && wp_z_wrap(r, group, ZLEVEL, &z) == 0 && z.payload_len + 32 < r->payload_len)
-        wp_cli_put(w, &z);
+        out_put(w, &z);
     else
-        wp_cli_put(w, r);
+        out_put(w, r);
     wp_record_free(&z);
 }
 
-static unsigned elem_group(uint32_t type);
+/* A matrix's fixed-width tensor, restored from its side/raw record and
+ * symbols (copied, not consumed): t, attr stored=fixed, lives until
+ * fixed_free. */
+typedef struct {
+    wp_restore *rs;
+    wp_record   h, s, *t;
+} fixed_tensor;
 
-/* Restore the tensor from its side/raw record and symbols and, when w is
- * not NULL, write it fixed-width (zstd'd when smaller; attr stored=fixed).
- * Returns the bytes that form takes; with w NULL only measures, giving up
- * (returning UINT64_MAX) once it cannot beat `beat` (0: no limit). The
- * records are copied, not consumed. */
-static uint64_t put_fixed(wp_writer *w, const wp_record *held, const wp_record *sym, uint64_t beat)
+static void fixed_restore(fixed_tensor *f, const wp_record *held, const wp_record *sym)
 {
-    wp_restore *rs = wp_restore_new();
-    wp_record h, s, z, *t = NULL;
-    uint64_t bytes;
-    wp_record_init(&h);
-    wp_record_init(&s);
-    wp_record_init(&z);
-    if (!rs || wp_z_wrap(held, 1, 1, &h) || wp_z_wrap(sym, 1, 1, &s) ||
-        wp_restore_put(rs, &h, 0, &t) < 0 || wp_restore_put(rs, &s, 0, &t) != 1)
-        wp_die("%s: '%s': %s", src, sym->name, rs ? wp_restore_error(rs) : "out of memory");
-    wp_attr_set(t, "stored", "fixed");
-    bytes = t->payload_len;
-    if (!w && beat && bytes >= beat * 4) {
-        bytes = UINT64_MAX;
-    } else if (t->payload_len >= 64 && wp_z_wrap(t, elem_group(t->type), ZLEVEL, &z) == 0 &&
-               z.payload_len + 32 < t->payload_len) {
-        bytes = z.payload_len;
-        if (w)
-            wp_cli_put(w, &z);
-    } else if (w) {
-        wp_cli_put(w, t);
+    f->rs = wp_restore_new();
+    f->t = NULL;
+    wp_record_init(&f->h);
+    wp_record_init(&f->s);
+    /* (level-1 zstd copies: the restorer takes what it is given) */
+    if (!f->rs || wp_z_wrap(held, 1, 1, &f->h) || wp_z_wrap(sym, 1, 1, &f->s) ||
+        wp_restore_put(f->rs, &f->h, 0, &f->t) < 0 || wp_restore_put(f->rs, &f->s, 0, &f->t) != 1)
+        wp_die("%s: '%s': %s", src, sym->name, f->rs ? wp_restore_error(f->rs) : "out of memory");
+    wp_attr_set(f->t, "stored", "fixed");
+}
+
+static void fixed_free(fixed_tensor *f)
+{
+    wp_record_free(&f->h);
+    wp_record_free(&f->s);
+    wp_restore_free(f->rs);
+}
+
+/* Write t fixed-width: z, its zstd form (NULL: made here), when that is
+ * smaller by more than 32 bytes, else t itself. */
+static void put_fixed_form(wp_writer *w, const wp_record *t, const wp_record *z)
+{
+    wp_record mine;
+    wp_record_init(&mine);
+    if (!z && t->payload_len >= 64 && wp_z_wrap(t, elem_group(t->type), ZLEVEL, &mine) == 0)
+        z = &mine;
+    wp_cli_put(w, z && z->payload_len + 32 < t->payload_len ? z : t);
+    wp_record_free(&mine);
+}
+
+/* Restore the tensor from its side/raw record and symbols and write it
+ * fixed-width (zstd'd when smaller; attr stored=fixed). The records are
+ * copied, not consumed. */
+static void put_fixed(wp_writer *w, const wp_record *held, const wp_record *sym)
+{
+    fixed_tensor f;
+    fixed_restore(&f, held, sym);
+    put_fixed_form(w, f.t, NULL);
+    fixed_free(&f);
+}
+
+/* Choose a waiting matrix's --dist form (on a worker thread: it writes
+ * nothing): the smallest of (side data, zstd'd or not) + (lane-coded or
+ * zstd'd symbols) and the fixed-width tensor (zstd'd or not), the last
+ * compressed only when it is under 4 times the first (zstd rarely shrinks
+ * ggml blocks 4 times). zstd also finds repeated runs such as near-identical
+ * rows. */
+static void dist_choose(dist_unit *u)
+{
+    wp_codes_geom cg;
+    unsigned g = u->held.kind == WP_REC_SIDE && !wp_codes_geom_get((int)u->held.type, u->held.ne[0], 1, &cg)
+                     ? (unsigned)cg.bi.side_bytes : 1;
+    wp_record zside, zsym, zfixed;
+    wp_record_init(&zside);
+    wp_record_init(&zsym);
+    wp_record_init(&zfixed);
+    if (wp_z_wrap(&u->held, g, ZLEVEL, &zside) || wp_z_wrap(&u->sym, 1, ZLEVEL, &zsym))
+        wp_die("out of memory");
+    wp_record *side_form = zside.payload_len + 32 < u->held.payload_len ? &zside : &u->held;
+    wp_record *sym_form = zsym.payload_len + 64 < u->coded.payload_len ? &zsym : &u->coded;
+    /* the split form takes one record more: about 120 bytes of header and index */
+    uint64_t split_bytes = side_form->payload_len + sym_form->payload_len + 120;
+    fixed_tensor f = {0};
+    int restored = 0, zipped = 0;
+    uint64_t fixed_form = UINT64_MAX;
+    if (split_bytes < fixed_bytes(&u->sym)) {   /* else the fixed form is smaller as it is */
+        fixed_restore(&f, &u->held, &u->sym);
+        restored = 1;
+        if (f.t->payload_len < 4 * split_bytes) {
+            zipped = f.t->payload_len >= 64 && !wp_z_wrap(f.t, elem_group(f.t->type), ZLEVEL, &zfixed);
+            fixed_form = zipped && zfixed.payload_len + 32 < f.t->payload_len ? zfixed.payload_len : f.t->payload_len;
+        }
     }
-    wp_record_free(&h);
-    wp_record_free(&s);
-    wp_record_free(&z);
-    wp_restore_free(rs);
-    return bytes;
+    if (split_bytes < fixed_bytes(&u->sym) && split_bytes < fixed_form) {
+        move_record(&u->out[0], side_form);
+        move_record(&u->out[1], sym_form);
+        u->n_out = 2;
+    } else {
+        if (!restored)
+            fixed_restore(&f, &u->held, &u->sym);
+        if (!zipped)
+            zipped = f.t->payload_len >= 64 && !wp_z_wrap(f.t, elem_group(f.t->type), ZLEVEL, &zfixed);
+        if (zipped && zfixed.payload_len + 32 < f.t->payload_len)
+            move_record(&u->out[0], &zfixed);
+        else if (wp_record_copy(&u->out[0], f.t))
+            wp_die("out of memory");
+        u->n_out = 1;
+        restored = 1;
+    }
+    if (restored)
+        fixed_free(&f);
+    wp_record_free(&zside);
+    wp_record_free(&zsym);
+    wp_record_free(&zfixed);
+    wp_record_free(&u->held);
+    wp_record_free(&u->sym);
+    wp_record_free(&u->coded);
 }
 
 /* Bytes per element of a plain (non-block) type, for byte grouping. */
@@ -185,10 +392,13 @@ int main(int argc, char **argv)
     size_t kvlen = 0;
     uint64_t nkv = 0;
     wp_cli_init(argv[0]);
+    threads = wp_par_cpus();
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (wp_cli_flag(argv[i], "--dist")) {
             dist = 1;
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--threads"))) {
+            threads = (int)wp_arg_int("--threads", v, 1, 512);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--align"))) {
             align = (unsigned)wp_arg_int("--align", v, 1, 4096);
             if (align & (align - 1))
@@ -226,7 +436,7 @@ int main(int argc, char **argv)
         if (nkv || (!packed && !(more && r.kind == WP_REC_GGUF))) {
             if (wp_kvpack_finish(kvbuf, kvlen, nkv, ZLEVEL, &coded))
                 wp_die("out of memory");
-            wp_cli_put(w, &coded);
+            out_put(w, &coded);
             nkv = kvlen = 0;
             packed = 1;
         }
@@ -271,13 +481,13 @@ int main(int argc, char **argv)
                 if (same) {
                     if (wp_ref_make(&r, same, &coded))
                         wp_die("out of memory");
-                    wp_cli_put(w, &coded);
+                    out_put(w, &coded);
                 } else {
                     put_smaller(w, &r, elem_group(r.type));
                 }
                 continue;
             }
-            wp_cli_put(w, &r);
+            out_put(w, &r);
             continue;
         }
 
@@ -303,7 +513,7 @@ int main(int argc, char **argv)
                 wp_attr_set_i64(&t, "offset", off);
             if (wp_ref_make(&t, same, &coded))
                 wp_die("out of memory");
-            wp_cli_put(w, &coded);
+            out_put(w, &coded);
             wp_record_free(&t);
             holding = 0;
             continue;
@@ -338,34 +548,14 @@ int main(int argc, char **argv)
                 wp_cli_put(w, &held);
                 wp_cli_put(w, &coded);
             } else {
-                put_fixed(w, &held, &r, 0);
+                put_fixed(w, &held, &r);
             }
             continue;
         }
-        /* Distribution bundle: the smallest of (side data, zstd'd or not) +
-         * (lane-coded or zstd'd symbols) and the fixed-width tensor (zstd'd
-         * or not). zstd also finds repeated runs such as near-identical rows. */
-        wp_record zside, zsym;
-        wp_record_init(&zside);
-        wp_record_init(&zsym);
-        wp_codes_geom cg;
-        unsigned g = held.kind == WP_REC_SIDE && !wp_codes_geom_get((int)held.type, held.ne[0], 1, &cg)
-                         ? (unsigned)cg.bi.side_bytes : 1;
-        if (wp_z_wrap(&held, g, ZLEVEL, &zside) || wp_z_wrap(&r, 1, ZLEVEL, &zsym))
-            wp_die("out of memory");
-        const wp_record *side_form = zside.payload_len + 32 < held.payload_len ? &zside : &held;
-        const wp_record *sym_form = zsym.payload_len + 64 < coded.payload_len ? &zsym : &coded;
-        /* the split form takes one record more: about 120 bytes of header and index */
-        uint64_t split_bytes = side_form->payload_len + sym_form->payload_len + 120;
-        if (split_bytes < fixed_bytes(&r) && split_bytes < put_fixed(NULL, &held, &r, split_bytes)) {
-            wp_cli_put(w, side_form);
-            wp_cli_put(w, sym_form);
-        } else {
-            put_fixed(w, &held, &r, 0);
-        }
-        wp_record_free(&zside);
-        wp_record_free(&zsym);
+        /* Distribution bundle: the form is chosen on a thread (dist_choose) */
+        queue_matrix(w, &held, &r, &coded);
     }
+    queue_flush(w);
     if (holding)
         wp_die("%s: '%s': %s data without its symbols (truncated stream?)", src, held.name,
                wp_rec_kind_name(held.kind));

@@ -374,3 +374,33 @@ r.payload = bytearray(b''.join(struct.pack('<e', (i + 1) / 64) + bytes(32) for i
     [ "$(echo "$output" | grep -c '^[a-z]*  *blk.0.attn_q.weight ')" -eq 1 ]
     [ "$("$BIN/unbundle" --stream "$T/small.dist" | "$BIN/tsinfo" -a -x)" = "$("$BIN/tsinfo" -a -x "$T/small.wts")" ]
 }
+
+@test "--dist --threads N: the same bytes for any N, every record in stream order; a bad N is one line" {
+    # --dist chooses several matrices' forms at once, one a thread, and queues the records
+    # between them (1-D tensors, tied references, row maps) to write them in order
+    local T=$BATS_TEST_TMPDIR n
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn \
+        | "$BIN/histogram" | "$BIN/huffbuild" > "$T/q.tab"
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" | "$BIN/bf16split" | "$BIN/histogram" | "$BIN/huffbuild" > "$T/b.tab"
+    for s in q b; do
+        "$BIN/laneinterleave" --dist --threads 1 -o "$T/$s.1" "$T/$s.tab"
+        for n in 2 3 16; do
+            "$BIN/laneinterleave" --dist --threads "$n" -o "$T/$s.$n" "$T/$s.tab"
+            cmp "$T/$s.1" "$T/$s.$n"
+        done
+        # the records' names in the order of the inference bundle's, which writes each at once
+        "$BIN/laneinterleave" -o "$T/$s.plain" "$T/$s.tab"
+        "$BIN/tsinfo" "$T/$s.1" | awk 'NR > 1 && !/^#/ { print $1 == "kvpack" ? "kvpack" : $2 }' | uniq > "$T/$s.names"
+        "$BIN/tsinfo" "$T/$s.plain" | awk 'NR > 1 && !/^#/ { print $1 == "kvpack" ? "kvpack" : $2 }' | uniq > "$T/$s.plain.names"
+        cmp "$T/$s.names" "$T/$s.plain.names"
+        [ "$(grep -c . "$T/$s.names")" -gt 40 ]
+    done
+    # stories260K's values in tests/bitrates.tsv, from the code before the threads
+    "$BIN/verify" "$MODELS/stories260K-bf16.gguf" "$T/b.3" | grep -q '^GGUF 16.4232 b/w, bundle 9.3803 b/w'
+    grep -q "ref  *token_embd.weight" <("$BIN/tsinfo" "$T/q.16")
+    for n in 0 x 513 -1; do
+        run "$BIN/laneinterleave" --dist --threads "$n" -o "$T/bad" "$T/q.tab"
+        one_line_error "^laneinterleave: --threads"
+    done
+    [ ! -e "$T/bad" ]
+}
