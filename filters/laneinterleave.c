@@ -26,14 +26,15 @@ static const char usage[] =
     "Metadata key/values are zstd-compressed together, a tensor whose bytes\n"
     "equal an earlier one's is stored as a reference to it, and tensors left\n"
     "uncoded are zstd-compressed when that is smaller.\n"
-    "--dist  distribution bundle: also zstd the side data (d, dmin, scales,\n"
-    "        mins) and raw bits beside the coded symbols, and write the whole\n"
+    "--dist  distribution bundle: for each matrix keep the smallest of its\n"
+    "        side data and symbols (each zstd'd or lane-coded) and its\n"
+    "        fixed-width tensor (zstd'd or not), and write the whole\n"
     "        stream inside one zstd frame (smallest; every reader takes it;\n"
     "        `zstd -d` leaves a bundle with an index whose matrices stay as\n"
     "        --dist chose them, mostly zstd'd, so wprun needs a bundle made\n"
     "        without --dist).\n"
-    "--threads N  --dist compresses N matrices at a time (default: the CPUs;\n"
-    "        the output is the same for any N).\n"
+    "--threads N  --dist compresses N matrices at a time (1 to 512; default:\n"
+    "        the CPUs, at most 8; the output is the same for any N).\n"
     "--align N aligns payloads to N bytes (a power of two; default 8: the GPU\n"
     "runner copies each matrix into its own device buffer).\n";
 
@@ -109,10 +110,12 @@ static const char *shared_with(XXH128_hash_t h, const char *name)
  * thread, and writes every record in stream order. A record to write while
  * matrices are waiting joins the queue behind them (copied); the queue is
  * flushed (the matrices' forms chosen on the threads, then everything
- * written) when it holds 4 matrices a thread or DIST_QUEUE_BYTES of their
- * records, and at the end. Each matrix's form depends on that matrix alone:
+ * written) when it holds 4 matrices a thread or DIST_QUEUE_BYTES of records,
+ * and at the end. Each matrix's form depends on that matrix alone:
  * the output is the same bytes for any thread count. */
 #define DIST_QUEUE_BYTES (1ull << 30)
+/* The default thread count at most: each thread's zstd -19 context takes about 90 MB. */
+#define DIST_THREADS 8
 
 static int threads = 1;
 
@@ -121,8 +124,10 @@ static int threads = 1;
  * smallest; out[0 .. n_out) then holds what to write. */
 typedef struct {
     wp_record held, sym, coded;
+    uint64_t  fixed;      /* fixed_bytes(sym), taken on the main thread (it dies on a bad codec) */
     wp_record out[2];
     int       n_out;
+    char      err[600];   /* why its form could not be made ("" when it was): said after the join */
 } dist_unit;
 
 typedef struct {
@@ -157,7 +162,11 @@ static queued *queue_add(void)
     return e;
 }
 
-/* Write r now, or behind the matrices waiting for their forms. */
+static void queue_flush(wp_writer *w);
+
+/* Write r now, or behind the matrices waiting for their forms (its bytes count toward
+ * DIST_QUEUE_BYTES: a stream with one coded matrix first held the rest of it, a breaker's
+ * find). */
 static void out_put(wp_writer *w, const wp_record *r)
 {
     if (!n_queued) {
@@ -166,11 +175,28 @@ static void out_put(wp_writer *w, const wp_record *r)
     }
     if (wp_record_copy(&queue_add()->rec, r))
         wp_die("out of memory");
+    queued_bytes += r->payload_len;
+    if (queued_bytes >= DIST_QUEUE_BYTES)
+        queue_flush(w);
 }
 
 static unsigned elem_group(uint32_t type);
 static uint64_t fixed_bytes(const wp_record *sym);
 static void dist_choose(dist_unit *u);
+
+/* wp_cli_next, the queue flushed before a read error is said: a bad matrix waiting in it
+ * comes first in the stream (a later cut said "truncated stream" instead, a breaker's find) */
+static int next_record(wp_writer *w, wp_reader *rd, wp_record *r)
+{
+    int k = wp_reader_next(rd, r);
+    if (k < 0) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", wp_reader_error(rd));
+        queue_flush(w);
+        wp_die("%s", why);
+    }
+    return k;
+}
 
 typedef struct {
     dist_unit  **u;
@@ -200,6 +226,11 @@ static void queue_flush(wp_writer *w)
     unit_work uw = {.u = u, .n = n};
     atomic_init(&uw.next, 0);
     wp_par_rows(threads, (int64_t)(n < (size_t)threads ? n : (size_t)threads), unit_run, &uw);
+    /* the first failure in stream order, for any thread count (the workers died at once,
+       one to seven lines, naming whichever came first: a breaker's find) */
+    for (size_t i = 0; i < n; i++)
+        if (u[i]->err[0])
+            wp_die("%s", u[i]->err);
     free(u);
     for (size_t i = 0; i < n_queued; i++) {
         dist_unit *d = queue[i].unit;
@@ -228,6 +259,7 @@ static void queue_matrix(wp_writer *w, wp_record *held, wp_record *sym, wp_recor
     move_record(&d->held, held);
     move_record(&d->sym, sym);
     move_record(&d->coded, coded);
+    d->fixed = fixed_bytes(&d->sym);
     queued_bytes += d->held.payload_len + d->sym.payload_len + d->coded.payload_len;
     queue_add()->unit = d;
     n_units++;
@@ -255,7 +287,8 @@ typedef struct {
     wp_record   h, s, *t;
 } fixed_tensor;
 
-static void fixed_restore(fixed_tensor *f, const wp_record *held, const wp_record *sym)
+/* Returns 0, or -1 with "SRC: 'NAME': why" in err (nothing to free then but f, by fixed_free). */
+static int fixed_restore(fixed_tensor *f, const wp_record *held, const wp_record *sym, char *err, size_t n)
 {
     f->rs = wp_restore_new();
     f->t = NULL;
@@ -263,9 +296,12 @@ static void fixed_restore(fixed_tensor *f, const wp_record *held, const wp_recor
     wp_record_init(&f->s);
     /* (level-1 zstd copies: the restorer takes what it is given) */
     if (!f->rs || wp_z_wrap(held, 1, 1, &f->h) || wp_z_wrap(sym, 1, 1, &f->s) ||
-        wp_restore_put(f->rs, &f->h, 0, &f->t) < 0 || wp_restore_put(f->rs, &f->s, 0, &f->t) != 1)
-        wp_die("%s: '%s': %s", src, sym->name, f->rs ? wp_restore_error(f->rs) : "out of memory");
+        wp_restore_put(f->rs, &f->h, 0, &f->t) < 0 || wp_restore_put(f->rs, &f->s, 0, &f->t) != 1) {
+        snprintf(err, n, "%s: '%s': %s", src, sym->name, f->rs ? wp_restore_error(f->rs) : "out of memory");
+        return -1;
+    }
     wp_attr_set(f->t, "stored", "fixed");
+    return 0;
 }
 
 static void fixed_free(fixed_tensor *f)
@@ -293,13 +329,15 @@ static void put_fixed_form(wp_writer *w, const wp_record *t, const wp_record *z)
 static void put_fixed(wp_writer *w, const wp_record *held, const wp_record *sym)
 {
     fixed_tensor f;
-    fixed_restore(&f, held, sym);
+    char err[600];
+    if (fixed_restore(&f, held, sym, err, sizeof err))
+        wp_die("%s", err);
     put_fixed_form(w, f.t, NULL);
     fixed_free(&f);
 }
 
 /* Choose a waiting matrix's --dist form (on a worker thread: it writes
- * nothing): the smallest of (side data, zstd'd or not) + (lane-coded or
+ * nothing, and dies of nothing: what fails is said in u->err): the smallest of (side data, zstd'd or not) + (lane-coded or
  * zstd'd symbols) and the fixed-width tensor (zstd'd or not), the last
  * compressed only when it is under 4 times the first (zstd rarely shrinks
  * ggml blocks 4 times). zstd also finds repeated runs such as near-identical
@@ -313,39 +351,42 @@ static void dist_choose(dist_unit *u)
     wp_record_init(&zside);
     wp_record_init(&zsym);
     wp_record_init(&zfixed);
-    if (wp_z_wrap(&u->held, g, ZLEVEL, &zside) || wp_z_wrap(&u->sym, 1, ZLEVEL, &zsym))
-        wp_die("out of memory");
+    fixed_tensor f = {0};
+    int restored = 0, zipped = 0;
+    if (wp_z_wrap(&u->held, g, ZLEVEL, &zside) || wp_z_wrap(&u->sym, 1, ZLEVEL, &zsym)) {
+        snprintf(u->err, sizeof u->err, "%s: '%s': out of memory", src, u->sym.name);
+        goto done;
+    }
     wp_record *side_form = zside.payload_len + 32 < u->held.payload_len ? &zside : &u->held;
     wp_record *sym_form = zsym.payload_len + 64 < u->coded.payload_len ? &zsym : &u->coded;
     /* the split form takes one record more: about 120 bytes of header and index */
     uint64_t split_bytes = side_form->payload_len + sym_form->payload_len + 120;
-    fixed_tensor f = {0};
-    int restored = 0, zipped = 0;
     uint64_t fixed_form = UINT64_MAX;
-    if (split_bytes < fixed_bytes(&u->sym)) {   /* else the fixed form is smaller as it is */
-        fixed_restore(&f, &u->held, &u->sym);
+    if (split_bytes < u->fixed) {   /* else the fixed form is smaller as it is */
         restored = 1;
+        if (fixed_restore(&f, &u->held, &u->sym, u->err, sizeof u->err))
+            goto done;
         if (f.t->payload_len < 4 * split_bytes) {
             zipped = f.t->payload_len >= 64 && !wp_z_wrap(f.t, elem_group(f.t->type), ZLEVEL, &zfixed);
             fixed_form = zipped && zfixed.payload_len + 32 < f.t->payload_len ? zfixed.payload_len : f.t->payload_len;
         }
     }
-    if (split_bytes < fixed_bytes(&u->sym) && split_bytes < fixed_form) {
+    if (split_bytes < u->fixed && split_bytes < fixed_form) {
         move_record(&u->out[0], side_form);
         move_record(&u->out[1], sym_form);
         u->n_out = 2;
     } else {
-        if (!restored)
-            fixed_restore(&f, &u->held, &u->sym);
+        if (!restored && (restored = 1, fixed_restore(&f, &u->held, &u->sym, u->err, sizeof u->err)))
+            goto done;
         if (!zipped)
             zipped = f.t->payload_len >= 64 && !wp_z_wrap(f.t, elem_group(f.t->type), ZLEVEL, &zfixed);
         if (zipped && zfixed.payload_len + 32 < f.t->payload_len)
             move_record(&u->out[0], &zfixed);
         else if (wp_record_copy(&u->out[0], f.t))
-            wp_die("out of memory");
+            snprintf(u->err, sizeof u->err, "%s: '%s': out of memory", src, u->sym.name);
         u->n_out = 1;
-        restored = 1;
     }
+done:
     if (restored)
         fixed_free(&f);
     wp_record_free(&zside);
@@ -392,7 +433,7 @@ int main(int argc, char **argv)
     size_t kvlen = 0;
     uint64_t nkv = 0;
     wp_cli_init(argv[0]);
-    threads = wp_par_cpus();
+    threads = wp_par_cpus() < DIST_THREADS ? wp_par_cpus() : DIST_THREADS;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (wp_cli_flag(argv[i], "--dist")) {
@@ -422,7 +463,7 @@ int main(int argc, char **argv)
     double entropy = -1;
     char entropy_of[WP_MAX_NAME + 1] = "";
     for (;;) {
-        int more = wp_cli_next(rd, &r);
+        int more = next_record(w, rd, &r);
         if (more && wp_rec_is_bundle(r.kind))   /* said "side data without its symbols" at the end */
             wp_cli_refuse_coded(in, &r, "huffbuild's output");
         if (more && r.kind == WP_REC_KV) {
