@@ -290,6 +290,41 @@ static void out_name_check(const char *path, const char *what)
         wp_die("%s: is a directory", path);
 }
 
+/* Whether name ends in .gguf, in any case, after something. */
+static int gguf_named(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    return n > 5 && !strcasecmp(name + n - 5, ".gguf") && name[n - 6] != '/';
+}
+
+/* Die when a wpack stream would go into a file named NAME.gguf: given (path), the file a
+ * symbolic link of that name points to, or standard output redirected to one. */
+static void stream_name_check(const char *path)
+{
+    char real[PATH_MAX], who[PATH_MAX + 64] = "";
+    if (path && strcmp(path, "-")) {
+        ssize_t k = readlink(path, real, sizeof real - 1);   /* a link: what it names (maybe nothing yet) */
+        if (k > 0)
+            real[k] = 0;
+        if (gguf_named(path))
+            snprintf(who, sizeof who, "%s", path);
+        else if ((k > 0 && gguf_named(real)) || (realpath(path, real) && gguf_named(real)))
+            snprintf(who, sizeof who, "%s (a link to %s)", path, real);
+    } else {   /* gptq ... > m-q4.gguf: the file the shell opened, named by /proc */
+        struct stat st;
+        ssize_t n = fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode)
+                        ? readlink("/proc/self/fd/1", real, sizeof real - 1) : -1;
+        if (n > 0) {
+            real[n] = 0;
+            if (gguf_named(real))
+                snprintf(who, sizeof who, "stdout (%s)", real);
+        }
+    }
+    if (*who)
+        wp_die("%s: refusing to write a wpack stream under a GGUF's name: llama.cpp could not load it "
+               "(name it otherwise; ggufpack makes a GGUF of a model's stream, unbundle of a bundle)", who);
+}
+
 void wp_out_refuse_tty(const char *path, const char *what)
 {
     if ((!path || !strcmp(path, "-")) && isatty(STDOUT_FILENO))
@@ -297,13 +332,12 @@ void wp_out_refuse_tty(const char *path, const char *what)
     if (path && strcmp(path, "-")) {   /* and what wp_out_open refuses of FILE, before the work */
         out_name_check(path, "output");
         out_protect_check(path);
-        /* gptq -o m-q4.gguf wrote a stream under a GGUF's name, silently, which llama.cpp
-         * then called a bad magic (a fresh user's find); as gzip refuses a name ending .gz */
-        size_t n = strlen(path);
-        if (!strcmp(what, "a binary wpack stream") && n > 5 && !strcasecmp(path + n - 5, ".gguf"))
-            wp_die("%s: refusing to write a wpack stream under a GGUF's name: llama.cpp could not load it "
-                   "(ggufpack writes a stream's GGUF, unbundle a bundle's)", path);
     }
+    /* gptq -o m-q4.gguf wrote a stream under a GGUF's name, silently, which llama.cpp then
+     * called a bad magic (a fresh user's find), and so did gptq > m-q4.gguf (a second one's);
+     * as gzip refuses a name ending .gz */
+    if (!strcmp(what, "a binary wpack stream"))
+        stream_name_check(path);
 }
 
 FILE *wp_out_open(const char *path)

@@ -113,8 +113,10 @@ void wp_out_abort_now(void);
  * other than "-" that wp_out_open would refuse (an empty name, a directory,
  * a write-protected file) dies here too, so a program that works long before
  * it opens its output can call this first; so does a wpack stream (WHAT "a
- * binary wpack stream") to a path ending .gguf, in any case: llama.cpp could
- * not load it (gzip likewise refuses a name ending .gz). */
+ * binary wpack stream") to a file named NAME.gguf, in any case (the path, the
+ * file a link of that name points to, or a standard output redirected to
+ * one, as /proc/self/fd/1 names it): llama.cpp could not load it (gzip
+ * likewise refuses a name ending .gz). */
 void wp_out_refuse_tty(const char *path, const char *what);
 /* The output's name for messages ("stdout" or the path). */
 const char *wp_out_name(void);

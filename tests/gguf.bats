@@ -853,7 +853,7 @@ inputs_in_T() {
     # gptq -o m-q4.gguf wrote a stream under a GGUF's name, silently; llama.cpp then said "bad
     # magic" (a fresh user's find)
     cd "$T"
-    local why="refusing to write a wpack stream under a GGUF's name: llama.cpp could not load it (ggufpack writes a stream's GGUF, unbundle a bundle's)"
+    local why="refusing to write a wpack stream under a GGUF's name: llama.cpp could not load it (name it otherwise; ggufpack makes a GGUF of a model's stream, unbundle of a bundle)"
     run "$BIN/gptq" --rtn --type Q8_0 -o q.gguf < /dev/null
     one_line_error "^gptq: q.gguf: $(printf '%s' "$why" | sed 's/[()]/\\&/g')$"
     run "$BIN/ggufcat" -o M.GGUF "$F32"
@@ -867,6 +867,15 @@ inputs_in_T() {
     "$BIN/laneinterleave" -o b.bundle t.wps
     run "$BIN/unbundle" --stream -o u.gguf b.bundle
     one_line_error "^unbundle: u.gguf: refusing to write a wpack stream under a GGUF's name"
+    # standard output redirected to one (a second user's find), and a link named otherwise to one
+    run sh -c "'$BIN/gptq' --rtn --type Q8_0 < s.wps > q2.gguf"
+    one_line_error "^gptq: stdout \\($T/q2.gguf\\): refusing to write a wpack stream under a GGUF's name"
+    [ ! -s q2.gguf ]
+    rm q2.gguf
+    ln -s real.gguf link.wps
+    run "$BIN/ggufcat" -o link.wps "$F32"
+    one_line_error "^ggufcat: link.wps \\(a link to real.gguf\\): refusing to write a wpack stream"
+    rm link.wps
     [ "$(ls | tr '\n' ' ')" = "b.bundle s.wps t.wps " ]
     # the GGUF writers write it, and a stream goes under any other name (.gguf.wps too)
     "$BIN/ggufpack" -o m.gguf s.wps
