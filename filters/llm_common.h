@@ -34,6 +34,7 @@ struct gguf_context; /* llama.h names it in a prototype; its header is not neede
 #include "llama.h"
 
 #include "cli.h"
+#include "gguf_file.h"
 
 /* Log callback: drops everything unless WPACK_LLAMA_LOG is set in the
  * environment, in which case llama.cpp's text goes to stderr unchanged. */
@@ -222,8 +223,9 @@ static inline llama_token *llm_tokenize(const struct llama_vocab *vocab, const c
  * with *why pointing to a short reason: strerror(errno) when the file cannot
  * be opened ("-", standard input, is refused: libllama opens the file by
  * name), what the file is when its first bytes are not GGUF's magic (a wpack
- * stream or bundle, a zstd frame: a compressed GGUF or a --dist bundle), "llama.cpp
- * cannot load this model" when libllama refuses it. */
+ * stream or bundle; else as wp_gguf_open says it: a zstd'd GGUF, a --dist
+ * bundle, a safetensors file, "bad magic"), "llama.cpp cannot load this model"
+ * when libllama refuses it. */
 static inline struct llama_model *llm_load_model(const char *path, const char **why)
 {
     if (!strcmp(path, "-")) {   /* it said "No such file or directory" */
@@ -247,13 +249,17 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
         *why = "a wpack stream or bundle, not a GGUF file (ggufpack or unbundle writes the GGUF)";
         return NULL;
     }
-    /* a zstd'd GGUF, or a --dist bundle, said only "bad magic" (a fresh user's find) */
-    if (got >= 4 && !memcmp(magic, "\x28\xb5\x2f\xfd", 4)) {
-        *why = "a zstd file, not a GGUF file (a compressed GGUF: zstd -d it; a --dist bundle: unbundle writes its GGUF)";
-        return NULL;
-    }
     if (got < 4 || memcmp(magic, "GGUF", 4)) {
-        *why = "not a GGUF file (bad magic)";
+        /* what it is, as the GGUF reader says it: a zstd'd GGUF, a --dist bundle or a
+           safetensors file said only "bad magic" (a fresh user's find) */
+        static char said[1200];
+        char err[1100] = "";
+        wp_gguf_in *g = wp_gguf_open(path, err, sizeof err);
+        wp_gguf_close(g);
+        size_t n = strlen(path);
+        *why = !g && !strncmp(err, path, n) && !strncmp(err + n, ": ", 2)
+                   ? (snprintf(said, sizeof said, "%s", err + n + 2), said)
+                   : "not a GGUF file (bad magic)";
         return NULL;
     }
     llm_step(path, "llama.cpp cannot load this model");

@@ -305,8 +305,7 @@ bad() {  # expected-substring args...
         --model "$BATS_TEST_TMPDIR/m.wps" --text "$CAL"
     bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$CAL"
     zstd -q -c "$M32" > "$BATS_TEST_TMPDIR/m.gguf.zst"
-    bad "m.gguf.zst: a zstd file, not a GGUF file (a compressed GGUF: zstd -d it; a --dist bundle: unbundle writes its GGUF)" \
-        --model "$BATS_TEST_TMPDIR/m.gguf.zst" --text "$CAL"
+    bad "m.gguf.zst: not a GGUF file (a zstd frame: zstd -d it)" --model "$BATS_TEST_TMPDIR/m.gguf.zst" --text "$CAL"
     # it said "-: No such file or directory"
     bad "-: llama.cpp loads a model from a file by name, not from standard input: give the file's name" \
         --model - --text "$CAL" < "$M32"

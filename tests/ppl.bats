@@ -393,10 +393,14 @@ bad() {  # expected-substring args...
     head -c 100000 "$M/stories260K-f32.gguf" > "$BATS_TEST_TMPDIR/trunc.gguf"
     bad "trunc.gguf: llama.cpp cannot load this model" --model "$BATS_TEST_TMPDIR/trunc.gguf" --text "$SAMPLE"
     bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$SAMPLE"
-    # a zstd'd GGUF said only "bad magic" (a fresh user's find); a --dist bundle is one zstd frame
+    # a zstd'd GGUF, a --dist bundle and a safetensors file said only "bad magic" (fresh users' finds)
     zstd -q -c "$M/stories260K-f32.gguf" > "$BATS_TEST_TMPDIR/m.gguf.zst"
-    bad "m.gguf.zst: a zstd file, not a GGUF file (a compressed GGUF: zstd -d it; a --dist bundle: unbundle writes its GGUF)" \
-        --model "$BATS_TEST_TMPDIR/m.gguf.zst" --text "$SAMPLE"
+    bad "m.gguf.zst: not a GGUF file (a zstd frame: zstd -d it)" --model "$BATS_TEST_TMPDIR/m.gguf.zst" --text "$SAMPLE"
+    "$BIN/ggufcat" "$M/stories260K-f32.gguf" | "$BIN/laneinterleave" --dist > "$BATS_TEST_TMPDIR/m.dist.bundle"
+    bad "m.dist.bundle: not a GGUF file (a zstd-framed wpack stream, such as a --dist bundle: unbundle it)" \
+        --model "$BATS_TEST_TMPDIR/m.dist.bundle" --text "$SAMPLE"
+    bad "lora-r1-f16.safetensors: not a GGUF file (a safetensors file: read it with safetensorscat)" \
+        --model "$DATA/safetensors/open-calm-1b-lora-r1-f16.safetensors" --text "$SAMPLE"
 }
 
 # dup_vocab OUT: stories260K-f16.gguf with token "▁time" cut to "▁t" by a NUL
