@@ -266,9 +266,14 @@ OUT   ?= out/frontier
 # breaker's and a re-tester's finds)
 override OUT := $(if $(filter -%,$(OUT)),$(abspath $(OUT)),$(OUT))
 HESSIAN_CHUNKS ?= 8
-# DIST: any value but empty or 0 adds the distribution bundles (lazyweights --dist)
-DIST ?=
-override DIST := $(filter-out 0,$(strip $(DIST)))
+# DIST=1 (or yes, true, on) adds the distribution bundles (lazyweights --dist); 0, no, false,
+# off or nothing leaves them out; from the command line only (an environment's DIST, such as
+# a Debian build's release name, turned them on: a breaker's find)
+ifeq ($(origin DIST),environment)
+override DIST :=
+endif
+DIST_GIVEN := $(strip $(DIST))
+override DIST := $(filter 1 yes true on YES TRUE ON Yes True On,$(DIST_GIVEN))
 unexport DIST
 IMATRIX ?=
 unexport IMATRIX   # given to lazyweights by make model's recipe alone (frontier and bitrates took it)
@@ -296,6 +301,7 @@ dry := $(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword -$(M
 stamp = $(shell f='$(1)' && { [ "$$(cat "$$f" 2>/dev/null)" = '$(2)' ] || \
     { $(if $(dry),,mkdir -p -- '$(OUT)' && echo '$(2)' > "$$f" && )echo "$$f"; }; })
 ifneq ($(filter model,$(MAKECMDGOALS)),)
+$(if $(filter-out 1 yes true on YES TRUE ON Yes True On 0 no false off NO FALSE OFF No False Off,$(DIST_GIVEN)),$(error DIST=$(DIST_GIVEN): expected 1 (the --dist bundles too) or 0))
 comma := ,
 # paths go to the shell in single quotes, and make cannot carry a space in a file name: a
 # quote, space or backslash is refused first (a ' in MODEL skipped the check, in OUT it ran

@@ -196,9 +196,32 @@ lossless() { # GGUF BUNDLE [bf16split options]
     [ "$n" -ge 343300 ]
     [ "$n" -le 343330 ]
     [ "$n" -lt "$(zstd -19 -q -c "$MODELS/stories260K-bf16.gguf" | wc -c)" ]
-    "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" 2> /dev/null
+    cp "$s.dist.bundle" "$T/first.dist.bundle"
+    run --separate-stderr "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u"
+    [ "$status" -eq 0 ]
+    [ "${stderr##*$'\n'}" = "unweight: removed the earlier $s.dist.bundle (it was of that run's MODEL; --dist makes it again)" ]
     [ "$(ls "$T/u")" = "stories260K-bf16-p16.bundle
 stories260K-bf16-p16.report" ]
+    # --dist anywhere (given last, it was a PALETTE: "palette '--dist': expected 0 to 16")
+    "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" 16 --dist 2> /dev/null
+    cmp "$s.dist.bundle" "$T/first.dist.bundle"
+    # an output's name that is a directory, before any work (mv put the file inside it)
+    rm "$s.dist.bundle"
+    mkdir "$s.dist.bundle"
+    run --separate-stderr "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" --dist
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "unweight: $s.dist.bundle: a directory where an output goes (move it away)" ]
+    [ -z "$(ls -A "$s.dist.bundle")" ]
+    # a zstd'd GGUF went through the whole pipeline, then verify refused it: said first
+    zstd -q -c "$MODELS/stories260K-bf16.gguf" > "$T/m.gguf.zst"
+    run --separate-stderr "$ROOT/pipelines/unweight" --dist "$T/m.gguf.zst" "$T/z"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "unweight: $T/m.gguf.zst: a zstd file, not a GGUF model (zstd -d it first: the bundle is checked against the GGUF)" ]
+    [ ! -e "$T/z" ]
+    # a quantized GGUF goes through as it is (unweight(1)): RTN Q8_0, llama-quantize's very file
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --rtn --ftype Q8_0 | "$BIN/ggufpack" > "$T/llama-Q8_0.gguf"
+    "$ROOT/pipelines/unweight" --dist "$T/llama-Q8_0.gguf" "$T/q" 2> "$T/err"
+    [ "$(cat "$T/err")" = "unweight: $T/q/llama-Q8_0-p16.bundle and .dist.bundle: GGUF 10.3580 b/w, bundle 8.5869 b/w, dist bundle 8.2068 b/w, lossless (palette 16)" ]
 }
 
 @test "pipelines/unweight: a failed run keeps the earlier bundle and report and says why on stderr" {

@@ -63,9 +63,25 @@ CALIB="$DATA/text/groups_merged.txt"
     make -q "${args[@]}" DIST=0
     make -s "${args[@]}" DIST=yes 2> /dev/null
     [ -s "$d" ]
-    # a run without --dist removes the earlier dist bundle (it restored the earlier GGUF)
-    "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" 2> /dev/null
+    # a run without --dist removes the earlier dist bundle (it restored the earlier GGUF), and says so
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
+    [ "$status" -eq 0 ]
+    [ "${stderr##*$'\n'}" = "lazyweights: removed the earlier $d (it restored that run's GGUF; --dist makes it again)" ]
     [ ! -e "$d" ]
+    # --dist anywhere (given last, it was a CALIB named ./--dist: "no such file")
+    "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" --dist 2> /dev/null
+    [ -s "$d" ]
+    # an output's name that is a directory: refused before any work (mv put the new file inside
+    # it; rm failed between the moves, a new bundle left beside the old GGUF: a breaker's finds)
+    rm "$d"
+    mkdir "$d"
+    for a in --dist ""; do
+        run --separate-stderr "$ROOT/pipelines/lazyweights" $a "$F32" Q8_0_g0_lam0_c1 "$out"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "lazyweights: $d: a directory where an output goes (move it away)" ]
+        [ -z "$(ls -A "$d")" ]
+    done
+    rmdir "$d"
     "$ROOT/pipelines/lazyweights" --dist "$F32" Q8_0_g0_lam0_c1 "$out" 2> /dev/null
     cp "$g" "$BATS_TEST_TMPDIR/g" && cp "$d" "$BATS_TEST_TMPDIR/d" && cp "${g%.gguf}.report" "$BATS_TEST_TMPDIR/r"
     # a --dist that fails leaves the earlier outputs as they were, and no temporary file
@@ -81,10 +97,26 @@ CALIB="$DATA/text/groups_merged.txt"
     cmp "${g%.gguf}.report" "$BATS_TEST_TMPDIR/r"
     [ "$(ls "$out" | tr '\n' ' ')" = "stories260K-f32-Q8_0_g0_lam0_c1.bundle stories260K-f32-Q8_0_g0_lam0_c1.calib stories260K-f32-Q8_0_g0_lam0_c1.dist.bundle stories260K-f32-Q8_0_g0_lam0_c1.gguf stories260K-f32-Q8_0_g0_lam0_c1.report " ]
     [ -z "$(ls -A "$out" | grep '^\.')" ]
-    # --dist with --check: --check writes no bundle
+    # --dist with --check, in either order: --check writes no bundle
     run --separate-stderr "$ROOT/pipelines/lazyweights" --dist --check Q8_0_g0_lam0_c1
     [ "$status" -eq 2 ]
     [ "$stderr" = "lazyweights: --dist with --check: --check writes nothing" ]
+    run --separate-stderr "$ROOT/pipelines/lazyweights" --check Q8_0_g0_lam0_c1 "$F32" --dist
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: --dist with --check: --check writes nothing" ]
+    # DIST takes 1 or 0 (yes/no ...), from the command line alone: DIST=no built the dist bundles,
+    # and so did an environment's DIST, such as a Debian build's release name (a breaker's finds)
+    run make -n "${args[@]}" DIST=no
+    [[ "$output" != *"--dist"* ]] || { echo "$output"; false; }
+    run env DIST=bookworm make -n "${args[@]}"
+    [ "$status" -eq 0 ]
+    [[ "$output" != *"--dist"* ]] || { echo "$output"; false; }
+    rm "$d"
+    run make -n "${args[@]}" DIST=yes
+    [[ "$output" == *"lazyweights --dist "* ]] || { echo "$output"; false; }
+    run make -n "${args[@]}" DIST=bookworm
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"DIST=bookworm: expected 1 (the --dist bundles too) or 0.  Stop." ]] || { echo "$output"; false; }
 }
 
 @test "make model and lazyweights take IMATRIX: RTN with it is llama-quantize --imatrix's GGUF; a new one rebuilds; a missing or unfitting one is one line" {
@@ -713,11 +745,14 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     local sig
     for sig in INT TERM; do
         setsid make "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=400 > "$BATS_TEST_TMPDIR/make.log" 2>&1 &
-        local pid=$! i
-        for i in $(seq 600); do
-            pgrep -f "bin/hessian --model $F32 .*--chunks 400 -o $out/" > /dev/null && break
+        local pid=$! i found=0
+        # (up to 5 minutes: under a load of 90 on 2 cores make took more than the 60 s this
+        # waited, and the INT then came before hessian ran, which was not what is tested here)
+        for i in $(seq 3000); do
+            pgrep -f "bin/hessian --model $F32 .*--chunks 400 -o $out/" > /dev/null && { found=1; break; }
             sleep 0.1
         done
+        [ $found = 1 ] || { echo "hessian did not start in 5 minutes"; cat "$BATS_TEST_TMPDIR/make.log"; false; }
         [ -s "$out/stories260K-f32-groups_merged-k400.hess.id" ]   # the stamps were written
         if [ $sig = INT ]; then kill -INT -- -$pid; else kill -TERM $pid; fi
         wait $pid || true
