@@ -240,7 +240,8 @@ clean:
 #   make model MODEL=m.gguf POINT=IQ4_XS_g1_lam0_c1.25 [TEXT=calib.txt] [OUT=dir] [DIST=1]
 #     (POINT may list several points; make -j builds them in parallel; DIST=1 adds each
 #     point's OUT/NAME-POINT.dist.bundle, lazyweights --dist: a point built without it is
-#     built again, its Hessians reused)
+#     built again, its Hessians reused; WPACK_THREADS=N: the steps' --threads, as
+#     lazyweights(1) takes it)
 #   make frontier MODEL=m.gguf EVAL=eval.txt [TEXT=calib.txt] [OUT=dir]
 # TEXT= (empty) builds by RTN, without Hessians; HESSIAN_CHUNKS (default 8)
 # chunks of TEXT go into the Hessians, cached in OUT/NAME-TEXTNAME-kCHUNKS.hess
@@ -367,11 +368,11 @@ $(HESS).id:
 
 $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	mkdir -p -- $(@D)
-	@echo 'bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@'
+	@echo 'bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS)$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@'
 	@undo() { [ -s $@ ] || rm -f $@.id; rm -f $(new_calibs); $(if $(out_new),rmdir $(OUT) 2>/dev/null;) :; }; \
 	stop() { [ -z "$$pid" ] || { kill -TERM $$pid 2>/dev/null; wait $$pid; }; undo; exit $$1; }; \
 	trap 'stop 130' INT; trap 'stop 143' TERM; trap 'stop 129' HUP; \
-	exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) -o $@ <&3 3<&- & pid=$$!; \
+	exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS)$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@ <&3 3<&- & pid=$$!; \
 	wait $$pid || { rc=$$?; undo; exit $$rc; }
 
 # (the three targets of one lazyweights run: with DIST, a point without its .dist.bundle runs

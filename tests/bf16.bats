@@ -216,7 +216,7 @@ stories260K-bf16-p16.report" ]
     zstd -q -c "$MODELS/stories260K-bf16.gguf" > "$T/m.gguf.zst"
     run --separate-stderr "$ROOT/pipelines/unweight" --dist "$T/m.gguf.zst" "$T/z"
     [ "$status" -eq 1 ]
-    [ "$stderr" = "unweight: $T/m.gguf.zst: a zstd file, not a GGUF model (zstd -d it first: the bundle is checked against the GGUF)" ]
+    [ "$stderr" = "unweight: $T/m.gguf.zst: a zstd file, not a GGUF model (a compressed GGUF: zstd -d it first; a --dist bundle: unbundle writes its GGUF)" ]
     [ ! -e "$T/z" ]
     # a quantized GGUF goes through as it is (unweight(1)): RTN Q8_0, llama-quantize's very file
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --rtn --ftype Q8_0 | "$BIN/ggufpack" > "$T/llama-Q8_0.gguf"

@@ -97,6 +97,20 @@ CALIB="$DATA/text/groups_merged.txt"
     cmp "${g%.gguf}.report" "$BATS_TEST_TMPDIR/r"
     [ "$(ls "$out" | tr '\n' ' ')" = "stories260K-f32-Q8_0_g0_lam0_c1.bundle stories260K-f32-Q8_0_g0_lam0_c1.calib stories260K-f32-Q8_0_g0_lam0_c1.dist.bundle stories260K-f32-Q8_0_g0_lam0_c1.gguf stories260K-f32-Q8_0_g0_lam0_c1.report " ]
     [ -z "$(ls -A "$out" | grep '^\.')" ]
+    # WPACK_THREADS: the steps' --threads, the same bytes (a shared machine had no way to set it)
+    fake_bins "$BATS_TEST_TMPDIR/tb" laneinterleave "echo \"\$*\" >> '$BATS_TEST_TMPDIR/li.args'; exec '$ROOT/bin/laneinterleave' \"\$@\""
+    WPACK_THREADS=01 WPACK_BIN="$BATS_TEST_TMPDIR/tb" "$ROOT/pipelines/lazyweights" --dist "$F32" Q8_0_g0_lam0_c1 "$BATS_TEST_TMPDIR/t1" 2> /dev/null
+    grep -q -- "^--dist --threads 1 -o " "$BATS_TEST_TMPDIR/li.args"
+    cmp "$BATS_TEST_TMPDIR/t1/stories260K-f32-Q8_0_g0_lam0_c1.dist.bundle" "$BATS_TEST_TMPDIR/d"
+    for n in 0 abc 513 1000; do
+        run --separate-stderr env WPACK_THREADS=$n "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$BATS_TEST_TMPDIR/t2"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "lazyweights: WPACK_THREADS '$n': expected a count of threads, 1 to 512" ]
+        run --separate-stderr env WPACK_THREADS=$n "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$BATS_TEST_TMPDIR/t2"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "unweight: WPACK_THREADS '$n': expected a count of threads, 1 to 512" ]
+    done
+    [ ! -e "$BATS_TEST_TMPDIR/t2" ]
     # --dist with --check, in either order: --check writes no bundle
     run --separate-stderr "$ROOT/pipelines/lazyweights" --dist --check Q8_0_g0_lam0_c1
     [ "$status" -eq 2 ]
