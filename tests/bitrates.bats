@@ -145,11 +145,11 @@ bitcheck|FIFO (/dev/stdin, <(...)) as well as a regular file.
 bitrates|Without OUTDIR the files go to a temporary directory, removed at the end.
 frontier|  REF_BUILD           llama.cpp's tools (default ~/.cache/wpack/llama.cpp-build; \`make reftools\`)
 lazyweights|before it writes or computes anything.
-unweight|"dist: " (a run without --dist removes an earlier run's .dist.bundle).
+unweight|WPACK_THREADS=N in the environment is laneinterleave --dist's --threads.
 EOF
     run "$ROOT/pipelines/lazyweights" --help
     [ "${lines[0]}" = "pipelines/lazyweights [--dist] MODEL.gguf POINT OUTDIR [CALIB.txt]" ]
-    [ "${lines[19]}" = "pipelines/lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
+    [ "${lines[21]}" = "pipelines/lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
 }
 
 @test "bitcheck: a tolerance of 0 (no rise at all) is taken as 0.0 is" {
