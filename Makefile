@@ -302,7 +302,7 @@ dry := $(findstring n,$(firstword -$(MAKEFLAGS)))$(findstring q,$(firstword -$(M
 stamp = $(shell f='$(1)' && { [ "$$(cat "$$f" 2>/dev/null)" = '$(2)' ] || \
     { $(if $(dry),,mkdir -p -- '$(OUT)' && echo '$(2)' > "$$f" && )echo "$$f"; }; })
 ifneq ($(filter model,$(MAKECMDGOALS)),)
-$(if $(filter-out 1 yes true on YES TRUE ON Yes True On 0 no false off NO FALSE OFF No False Off,$(DIST_GIVEN)),$(error DIST=$(DIST_GIVEN): expected 1 (the --dist bundles too) or 0))
+$(if $(filter-out 1 yes true on YES TRUE ON Yes True On 0 no false off NO FALSE OFF No False Off,$(DIST_GIVEN)),$(error DIST=$(DIST_GIVEN): expected 1 or yes (the --dist bundles too), 0 or no))
 comma := ,
 # paths go to the shell in single quotes, and make cannot carry a space in a file name: a
 # quote, space or backslash is refused first (a ' in MODEL skipped the check, in OUT it ran
@@ -320,6 +320,11 @@ ifneq ($(TEXT),)
 $(if $(call chunks_bad,$(HESSIAN_CHUNKS)),$(error HESSIAN_CHUNKS=$(HESSIAN_CHUNKS): expected a count of chunks from 1 to 2147483647))
 override HESSIAN_CHUNKS := $(call strip0,$(HESSIAN_CHUNKS))
 endif
+# WPACK_THREADS (lazyweights' and hessian's --threads), said before any stamp is written (0
+# left OUT and a .calib stamp, then lazyweights refused it: a fresh user's find)
+threads_bad = $(or $(call no_digits,$(1)),$(word 2,$(1)),$(shell [ '$(1)' -ge 1 ] 2>/dev/null && [ '$(1)' -le 512 ] 2>/dev/null || echo x))
+$(if $(WPACK_THREADS),$(if $(call threads_bad,$(WPACK_THREADS)),$(error WPACK_THREADS=$(WPACK_THREADS): expected a count of threads from 1 to 512)))
+override WPACK_THREADS := $(call strip0,$(WPACK_THREADS))
 # what is wrong with MODEL, TEXT or POINT is said before any stamp is written (a missing
 # default text was "No rule to make target", a bad POINT left its .calib behind)
 # (a relative path is read from the source tree, where make -C runs: said, as a path given

@@ -197,11 +197,25 @@ lossless() { # GGUF BUNDLE [bf16split options]
     [ "$n" -le 343330 ]
     [ "$n" -lt "$(zstd -19 -q -c "$MODELS/stories260K-bf16.gguf" | wc -c)" ]
     cp "$s.dist.bundle" "$T/first.dist.bundle"
+    # a run without --dist keeps the dist bundle that restores MODEL, else removes it, said
     run --separate-stderr "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u"
+    [ "$status" -eq 0 ]
+    [[ "$stderr" != *removed* ]]
+    cmp "$s.dist.bundle" "$T/first.dist.bundle"
+    mkdir "$T/other"
+    cp "$MODELS/stories260K-f16.gguf" "$T/other/stories260K-bf16.gguf"   # another model, the same name
+    run --separate-stderr "$ROOT/pipelines/unweight" "$T/other/stories260K-bf16.gguf" "$T/u"
     [ "$status" -eq 0 ]
     [ "${stderr##*$'\n'}" = "unweight: removed the earlier $s.dist.bundle (it was of that run's MODEL; --dist makes it again)" ]
     [ "$(ls "$T/u")" = "stories260K-bf16-p16.bundle
 stories260K-bf16-p16.report" ]
+    # an option's word elsewhere: a trailing --help made a folder of that name, ran, exit 0
+    for a in --help -h --palette --; do
+        run --separate-stderr "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/o5" $a
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "unweight: $a: not an option here (--dist goes anywhere, --help and --version first; PALETTE is the third argument; WPACK_THREADS=N sets the threads; a path: ./$a)" ]
+    done
+    [ ! -e "$T/o5" ]
     # --dist anywhere (given last, it was a PALETTE: "palette '--dist': expected 0 to 16")
     "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" 16 --dist 2> /dev/null
     cmp "$s.dist.bundle" "$T/first.dist.bundle"

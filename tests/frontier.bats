@@ -63,11 +63,27 @@ CALIB="$DATA/text/groups_merged.txt"
     make -q "${args[@]}" DIST=0
     make -s "${args[@]}" DIST=yes 2> /dev/null
     [ -s "$d" ]
-    # a run without --dist removes the earlier dist bundle (it restored the earlier GGUF), and says so
+    # a run without --dist keeps the earlier dist bundle when the GGUF is the same bytes (it
+    # removed the slowest file: a fresh user's find), else removes it and says so
+    cp "$d" "$BATS_TEST_TMPDIR/d0"
     run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
+    [ "$status" -eq 0 ]
+    [[ "$stderr" != *removed* ]]
+    cmp "$d" "$BATS_TEST_TMPDIR/d0"
+    mkdir "$BATS_TEST_TMPDIR/other"
+    cp "$MODELS/stories260K-f16.gguf" "$BATS_TEST_TMPDIR/other/stories260K-f32.gguf"   # another GGUF, the same stem
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$BATS_TEST_TMPDIR/other/stories260K-f32.gguf" Q8_0_g0_lam0_c1 "$out"
     [ "$status" -eq 0 ]
     [ "${stderr##*$'\n'}" = "lazyweights: removed the earlier $d (it restored that run's GGUF; --dist makes it again)" ]
     [ ! -e "$d" ]
+    # an option's word after the first argument: it was a path (a trailing --help made a folder
+    # of that name and ran the pipeline in it: a fresh user's find)
+    for a in --help -h --version --threads --; do
+        run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$BATS_TEST_TMPDIR/o5" $a
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "lazyweights: $a: not an option here (--dist goes anywhere, --help, --version and --check first; WPACK_THREADS=N sets the steps' threads; a path: ./$a)" ]
+    done
+    [ ! -e "$BATS_TEST_TMPDIR/o5" ]
     # --dist anywhere (given last, it was a CALIB named ./--dist: "no such file")
     "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" --dist 2> /dev/null
     [ -s "$d" ]
@@ -130,7 +146,12 @@ CALIB="$DATA/text/groups_merged.txt"
     [[ "$output" == *"lazyweights --dist "* ]] || { echo "$output"; false; }
     run make -n "${args[@]}" DIST=bookworm
     [ "$status" -eq 2 ]
-    [[ "$output" == *"DIST=bookworm: expected 1 (the --dist bundles too) or 0.  Stop." ]] || { echo "$output"; false; }
+    [[ "$output" == *"DIST=bookworm: expected 1 or yes (the --dist bundles too), 0 or no.  Stop." ]] || { echo "$output"; false; }
+    # WPACK_THREADS said by make before any stamp (0 left OUT and a .calib, a fresh user's find)
+    run make "${args[@]/#OUT=*/OUT=$BATS_TEST_TMPDIR/m6}" WPACK_THREADS=0
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"WPACK_THREADS=0: expected a count of threads from 1 to 512.  Stop." ]] || { echo "$output"; false; }
+    [ ! -e "$BATS_TEST_TMPDIR/m6" ]
 }
 
 @test "make model and lazyweights take IMATRIX: RTN with it is llama-quantize --imatrix's GGUF; a new one rebuilds; a missing or unfitting one is one line" {
@@ -608,7 +629,11 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ "$status" -ne 0 ]
     [[ $output == *"*** POINT=Q4_0_g1_lam0_c1: $BATS_TEST_TMPDIR: not a readable file.  Stop." ]]
     [ ! -e "$out" ]
+    # (said now as an option's word out of place, with the way to name such a file)
     run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 --rtn
+    [ "$status" -eq 2 ]
+    [ "$output" = "lazyweights: --rtn: not an option here (--dist goes anywhere, --help, --version and --check first; WPACK_THREADS=N sets the steps' threads; a path: ./--rtn)" ]
+    run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 ./--rtn
     [ "$status" -eq 2 ]
     [ "$output" = "./--rtn: no such file" ]
     # a run says a MODEL that is not there in its own words (it was gptq's line after the point:
