@@ -17,7 +17,9 @@
 # subshell, ( a | b ) &: one fork here, so a trap never runs while this shell is still
 # starting its processes, holding pipe ends they wait on (exit then waited for them for good).
 #
-# The two scripts each carried their own copy of all this (a review).
+# The two scripts each carried their own copy of all this (a review). The argument handling
+# both share (--dist anywhere, option words out of place, WPACK_THREADS, a MODEL that is no
+# GGUF) is here too: their copies were near-copies of each other (a last read of the change).
 
 job=
 
@@ -98,4 +100,52 @@ need_programs() {
 rm_made() {
     local m
     for m in ${made[@]+"${made[@]}"}; do rmdir -- "$m" 2> /dev/null || true; done
+}
+
+# take_dist ARG...: dist=1 when --dist is among the ARGs (anywhere, once is enough, else dist
+# empty) and the array args the others, in order; the caller then sets -- "${args[@]}" (given
+# last, --dist was taken for a CALIB or a PALETTE: fresh users' and a breaker's finds)
+take_dist() {
+    local a
+    dist=
+    args=()
+    for a in "$@"; do
+        if [ "$a" = --dist ]; then dist=1; else args+=("$a"); fi
+    done
+}
+
+# refuse_option_words NAME HINT ARG...: exits 2 after one line when an ARG is an option's word,
+# -h or one that starts with -- (--help last, --threads N, --version, --): taken for a path, a
+# trailing --help made a folder of that name and ran the whole pipeline in it (a fresh user's
+# find); a path of such a name goes as ./PATH, which the line says, after HINT
+refuse_option_words() {
+    local name=$1 hint=$2 a
+    shift 2
+    for a in "$@"; do
+        case $a in
+        -h | --*)
+            echo "$name: $a: not an option here ($hint; a path: ./$a)" >&2
+            exit 2 ;;
+        esac
+    done
+}
+
+# threads_opt NAME: the array thr, --threads N from WPACK_THREADS (leading zeros dropped; empty
+# when it is unset or empty); exits 2 after one line when it is no count from 1 to 512
+threads_opt() {
+    thr=()
+    [ -n "${WPACK_THREADS:-}" ] || return 0
+    [[ $WPACK_THREADS =~ ^[0-9]{1,3}$ ]] && [ "$((10#$WPACK_THREADS))" -ge 1 ] && [ "$((10#$WPACK_THREADS))" -le 512 ] ||
+        { echo "$1: WPACK_THREADS '$WPACK_THREADS': expected a count of threads, 1 to 512" >&2; exit 2; }
+    thr=(--threads "$((10#$WPACK_THREADS))")
+}
+
+# model_not_gguf FILE: nothing, or why FILE is no GGUF model when it starts as a wpack stream or
+# bundle does, or as a zstd frame (a compressed GGUF, or a --dist bundle) does; the readers say
+# the rest. (A command substitution: call it before trap_signals.)
+model_not_gguf() {
+    case $(od -An -tx1 -N8 -- "$1" 2> /dev/null | tr -d ' ') in
+    575041434b535452*) echo "$1: a wpack stream or bundle, not a GGUF model (ggufpack or unbundle writes the GGUF)" ;;
+    28b52ffd*) echo "$1: a zstd file, not a GGUF model (a compressed GGUF: zstd -d it first; a --dist bundle: unbundle writes its GGUF)" ;;
+    esac
 }
