@@ -340,6 +340,8 @@ fake_bins() {
     pid=$!
     for i in $(seq 600); do [ -s "$w/gptq.pid" ] && break; sleep 0.1; done
     [ -s "$w/gptq.pid" ]
+    # (waited for as in bf16.bats: the pipeline's stages fork in order but exec when scheduled)
+    for i in $(seq 600); do pgrep -f "ggufcat $w/u.gguf" > /dev/null && break; sleep 0.1; done
     pgrep -f "ggufcat $w/u.gguf"   # running, blocked on the pipe
     rc=0
     kill -TERM "$pid"
@@ -785,13 +787,17 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     for sig in INT TERM; do
         setsid make "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=400 > "$BATS_TEST_TMPDIR/make.log" 2>&1 &
         local pid=$! i found=0
-        # (up to 5 minutes: under a load of 90 on 2 cores make took more than the 60 s this
-        # waited, and the INT then came before hessian ran, which was not what is tested here)
+        # (until hessian has said its first line, up to 5 minutes: under a load of 90 on 2 cores
+        # make took more than the 60 s this once waited. Waiting for a process whose command
+        # line names hessian was not enough: the recipe's shell has that line too, and an INT
+        # sent before hessian set its handler was lost, since a background job ignores INT and
+        # hessian then built the whole point: the CI of c555d45)
         for i in $(seq 3000); do
-            pgrep -f "bin/hessian --model $F32 .*--chunks 400 -o $out/" > /dev/null && { found=1; break; }
+            grep -q '^hessian: ' "$BATS_TEST_TMPDIR/make.log" && { found=1; break; }
             sleep 0.1
         done
-        [ $found = 1 ] || { echo "hessian did not start in 5 minutes"; cat "$BATS_TEST_TMPDIR/make.log"; false; }
+        [ $found = 1 ] || { echo "hessian said nothing in 5 minutes"; cat "$BATS_TEST_TMPDIR/make.log"; false; }
+        pgrep -f "^bin/hessian --model $F32 .*--chunks 400 -o $out/" > /dev/null   # (running)
         [ -s "$out/stories260K-f32-groups_merged-k400.hess.id" ]   # the stamps were written
         if [ $sig = INT ]; then kill -INT -- -$pid; else kill -TERM $pid; fi
         wait $pid || true
