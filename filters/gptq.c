@@ -787,12 +787,18 @@ static const char *preset_list(void)
     return list;
 }
 
-/* The input stream named by word a: one at most. */
-static void input_once(const char **in, const char *a)
+/* More than one input word given (words, n > 1): refused, with the filter's form when the
+ * words are llama-quantize's `IN [OUT] TYPE [NTHREADS]`, a llama.cpp user's first try, which
+ * said only "one input stream at a time". */
+static void words_refused(char **words, int n)
 {
-    if (*in)
-        wp_die("one input stream at a time (got '%s' too)", a);
-    *in = a;
+    for (int k = 1; k < n && k <= 2; k++)   /* (llama-quantize's TYPE is a preset's name) */
+        if (wp_ftype_from_name(words[k]) >= 0)
+            wp_die("%s%s%s %s: llama-quantize's order; gptq is a filter of wpack streams: "
+                   "ggufcat %s | gptq --ftype %s --rtn | ggufpack > %s (or pipelines/lazyweights)",
+                   words[0], k == 2 ? " " : "", k == 2 ? words[1] : "", words[k], words[0], words[k],
+                   k == 2 ? words[1] : "OUT.gguf");
+    wp_die("one input stream at a time (got '%s' too)", words[1]);
 }
 
 int main(int argc, char **argv)
@@ -808,12 +814,14 @@ int main(int argc, char **argv)
     wp_cli_skip_destructors();   /* OpenBLAS's shutdown can hang (cli.h) */
     wp_gptq_opts_default(&go);
     int threads_given = 0;
+    char **words = calloc((size_t)argc, sizeof *words);   /* the input words: one at most */
+    int n_words = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         const int more = i + 1 < argc;
         if (!strcmp(a, "--")) {   /* the options end (GNU, zstd): the words after it are the input, "-x" too */
             while (++i < argc)
-                input_once(&in, argv[i]);
+                words[n_words++] = argv[i];
             break;
         }
         wp_cli_info(a, usage);   /* --help, -h, --version: exit here */
@@ -869,9 +877,13 @@ int main(int argc, char **argv)
         } else if (a[0] == '-' && a[1]) {
             wp_die("%s: %s (try --help)", a, more ? "unknown option" : "unknown option or missing value");
         } else {
-            input_once(&in, a);
+            words[n_words++] = (char *)a;
         }
     }
+    if (n_words > 1)
+        words_refused(words, n_words);
+    in = n_words ? words[0] : NULL;
+    free(words);
     wp_blas_room_init();   /* OpenBLAS's workers' buffers, before gptq's own (blas_room.h); after --help */
     if (!threads_given)
         go.threads = wp_par_cpus();

@@ -532,6 +532,26 @@ PY
     one_line_error '^gptq: --bogus: unknown option \(try --help\)$'
 }
 
+@test "gptq in.gguf out.gguf Q8_0 (llama-quantize's order) is one line giving the filter's form, which works as said" {
+    # it said only "one input stream at a time (got 'out.gguf' too)" (a helper's trial)
+    cd "$BATS_TEST_TMPDIR"
+    cp "$MODELS/stories260K-f32.gguf" in.gguf
+    run "$BIN/gptq" in.gguf out.gguf Q8_0
+    one_line_error "^gptq: in.gguf out.gguf Q8_0: llama-quantize's order; gptq is a filter of wpack streams: ggufcat in.gguf \\| gptq --ftype Q8_0 --rtn \\| ggufpack > out.gguf \\(or pipelines/lazyweights\\)$"
+    [ ! -e out.gguf ]
+    local cmd=${output#*streams: }
+    PATH="$BIN:$PATH" eval "${cmd% (or pipelines/lazyweights)}"
+    "$BIN/ggufcat" in.gguf | "$BIN/gptq" -q --ftype Q8_0 --rtn | "$BIN/ggufpack" | cmp - out.gguf
+    # with llama-quantize's thread count; a preset in lower case, no OUT
+    run "$BIN/gptq" -q in.gguf out.gguf Q8_0 2
+    [[ $output == "gptq: in.gguf out.gguf Q8_0: llama-quantize's order; "* ]]
+    run "$BIN/gptq" in.gguf q4_k_m
+    one_line_error "ggufcat in.gguf \\| gptq --ftype q4_k_m --rtn \\| ggufpack > OUT.gguf "
+    # two inputs that are no such form: as before
+    run "$BIN/gptq" --ftype Q8_0 in.gguf out.gguf
+    one_line_error "^gptq: one input stream at a time \\(got 'out.gguf' too\\)$"
+}
+
 @test "gptq of a GGUF v2 file writes version 3, as llama-quantize does" {
     # only byte 4 differed from llama-quantize's file: wpack kept the input's version (a new
     # user's trial)
