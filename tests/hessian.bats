@@ -365,6 +365,11 @@ bad() {  # expected-substring args...
     bad "$M32: not a calibration text: a GGUF file (the model goes to --model)" --model "$M32" --text "$M32"
     printf 'once upon\0a time' > "$BATS_TEST_TMPDIR/nul.txt"
     bad "$BATS_TEST_TMPDIR/nul.txt: not a calibration text: a binary file (a NUL byte at byte 9)" --model "$M32" --text "$BATS_TEST_TMPDIR/nul.txt"
+    # a zstd'd or gzipped text was "a binary file", no way on (a helper's trial)
+    zstd -q -c "$CAL" > "$BATS_TEST_TMPDIR/cal.txt.zst"
+    bad "$BATS_TEST_TMPDIR/cal.txt.zst: not a calibration text: a zstd frame (zstd -d it: a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.zst"
+    gzip -c "$CAL" > "$BATS_TEST_TMPDIR/cal.txt.gz"
+    bad "$BATS_TEST_TMPDIR/cal.txt.gz: not a calibration text: a gzip file (gunzip it: a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.gz"
     # it said ": No such file or directory"
     bad "--text: needs a value" --model "$M32" --text=
     bad "--ctx: expected an integer" --model "$M32" --text "$CAL" --ctx 2

@@ -527,6 +527,10 @@ dup_vocab() {
     # the model as its text ran on the model's bytes tokenized (a new user's trial)
     bad "$M/stories260K-f32.gguf: not an evaluation text: a GGUF file (the model goes to --model)" \
         --model "$M/stories260K-f32.gguf" --text "$M/stories260K-f32.gguf"
+    # a zstd'd text was "a binary file", no way on (a helper's trial)
+    zstd -q -c "$SAMPLE" > "$BATS_TEST_TMPDIR/eval.txt.zst"
+    bad "$BATS_TEST_TMPDIR/eval.txt.zst: not an evaluation text: a zstd frame (zstd -d it: a text is read as it is)" \
+        --model "$M/stories260K-f32.gguf" --text "$BATS_TEST_TMPDIR/eval.txt.zst"
     # "--" ends the options (it said "--: unknown option"); the word after it is a file
     bad "--text: is required" --model "$M/stories260K-f32.gguf" --
     bad "--help: not an option: ppl takes no file without its option (try --help)" --model "$M/stories260K-f32.gguf" -- --help
