@@ -27,7 +27,7 @@ int main(int argc, char **argv)
     }
 
     wp_cli_input(in);   /* -o onto it said as such, before "write-protected" */
-    wp_out_refuse_tty(out, "a GGUF file");   /* before the stream is read (it wrote the GGUF onto the terminal) */
+    wp_out_refuse_tty(out, WP_OUT_GGUF);   /* before the stream is read (it wrote the GGUF onto the terminal) */
     wp_reader *rd = wp_cli_reader(in);
     wp_gguf_out *g = wp_gguf_out_new(err, sizeof err);
     if (!g)

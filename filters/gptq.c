@@ -920,7 +920,7 @@ int main(int argc, char **argv)
         wp_die("--check writes nothing (no -o)");
     if (!check) {   /* before any work (wp_cli_writer would refuse it after the model is read) */
         wp_cli_input(in);   /* so that -o onto it is said as such now, not after the spooling */
-        wp_out_refuse_tty(out, "a binary wpack stream");
+        wp_out_refuse_tty(out, WP_OUT_STREAM);
     }
     {
         /* the preset itself (NVFP4 has no type) and the overrides, before any input is read */

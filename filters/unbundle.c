@@ -34,7 +34,7 @@ int main(int argc, char **argv)
     const char *src = in && strcmp(in, "-") ? in : "stdin";
     /* before the bundle is read (it wrote the GGUF onto the terminal); -o onto it said as such */
     wp_cli_input(in);
-    wp_out_refuse_tty(out, as_stream ? "a binary wpack stream" : "a GGUF file");
+    wp_out_refuse_tty(out, as_stream ? WP_OUT_STREAM : WP_OUT_GGUF);
 
     /* Shared tensors are read back through the index: a pipe is spooled to
      * an unnamed temporary file first. */

@@ -325,8 +325,9 @@ static void stream_name_check(const char *path)
                "(name it otherwise; ggufpack makes a GGUF of a model's stream, unbundle of a bundle)", who);
 }
 
-void wp_out_refuse_tty(const char *path, const char *what)
+void wp_out_refuse_tty(const char *path, wp_out_kind kind)
 {
+    const char *what = kind == WP_OUT_GGUF ? "a GGUF file" : "a binary wpack stream";
     if ((!path || !strcmp(path, "-")) && isatty(STDOUT_FILENO))
         wp_die("refusing to write %s to a terminal (redirect it, pipe it, or use -o FILE)", what);
     if (path && strcmp(path, "-")) {   /* and what wp_out_open refuses of FILE, before the work */
@@ -336,7 +337,7 @@ void wp_out_refuse_tty(const char *path, const char *what)
     /* gptq -o m-q4.gguf wrote a stream under a GGUF's name, silently, which llama.cpp then
      * called a bad magic (a fresh user's find), and so did gptq > m-q4.gguf (a second one's);
      * as gzip refuses a name ending .gz */
-    if (!strcmp(what, "a binary wpack stream"))
+    if (kind == WP_OUT_STREAM)
         stream_name_check(path);
 }
 
@@ -477,7 +478,7 @@ wp_writer *wp_cli_writer_aligned(const char *path, unsigned align)
 wp_writer *wp_cli_writer_framed(const char *path, unsigned align, int zlevel)
 {
     char err[1024];
-    wp_out_refuse_tty(path, "a binary wpack stream");
+    wp_out_refuse_tty(path, WP_OUT_STREAM);
     FILE *f = wp_out_open(path);
     wp_writer *w = wp_writer_open_framed(f, wp_out_name(), align, zlevel, err, sizeof err);
     if (!w)

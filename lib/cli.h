@@ -106,18 +106,21 @@ void wp_out_abort(void);
  * output unlinked, or a standard output redirected to a file cut back, with async-signal-safe
  * calls alone (no stdio); the caller then exits with _exit. */
 void wp_out_abort_now(void);
+/* What a program writes, for wp_out_refuse_tty: a wpack stream (bundles too,
+ * wpack-stream(5)) or a GGUF file. */
+typedef enum { WP_OUT_STREAM, WP_OUT_GGUF } wp_out_kind;
 /* Die "refusing to write WHAT to a terminal (redirect it, pipe it, or use -o
  * FILE)" when path is standard output (NULL or "-") and that is a terminal:
- * the binary outputs (WHAT "a binary wpack stream", "a GGUF file"), as zstd
- * refuses; wp_cli_writer calls it. Text reports are not refused. A path
- * other than "-" that wp_out_open would refuse (an empty name, a directory,
- * a write-protected file) dies here too, so a program that works long before
- * it opens its output can call this first; so does a wpack stream (WHAT "a
- * binary wpack stream") to a file named NAME.gguf, in any case (the path, the
- * file a link of that name points to, or a standard output redirected to
- * one, as /proc/self/fd/1 names it): llama.cpp could not load it (gzip
- * likewise refuses a name ending .gz). */
-void wp_out_refuse_tty(const char *path, const char *what);
+ * the binary outputs (WHAT "a binary wpack stream" for WP_OUT_STREAM, "a GGUF
+ * file" for WP_OUT_GGUF), as zstd refuses; wp_cli_writer calls it. Text
+ * reports are not refused. A path other than "-" that wp_out_open would
+ * refuse (an empty name, a directory, a write-protected file) dies here too,
+ * so a program that works long before it opens its output can call this
+ * first; so does a WP_OUT_STREAM to a file named NAME.gguf, in any case (the
+ * path, the file a link of that name points to, or a standard output
+ * redirected to one, as /proc/self/fd/1 names it): llama.cpp could not load
+ * it (gzip likewise refuses a name ending .gz). */
+void wp_out_refuse_tty(const char *path, wp_out_kind kind);
 /* The output's name for messages ("stdout" or the path). */
 const char *wp_out_name(void);
 
