@@ -481,6 +481,29 @@ fake_bins() {
     [ "$output" = "usage: lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
 }
 
+@test "lazyweights: MODEL and POINT swapped are said so, with the order, before any file (run and --check)" {
+    # a point in MODEL's place said "Q8_0_g0_lam0_c1: no such file"; --check MODEL POINT said
+    # only what a point is (a helper's trial)
+    out="$BATS_TEST_TMPDIR/sw"
+    run --separate-stderr "$ROOT/pipelines/lazyweights" Q8_0_g0_lam0_c1 "$F32" "$out"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: MODEL comes first, then POINT: lazyweights $F32 Q8_0_g0_lam0_c1 $out" ]
+    run --separate-stderr "$ROOT/pipelines/lazyweights" Q8_0_g0_lam0_c1 "$F32" "$out" "$CALIB" --dist
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: MODEL comes first, then POINT: lazyweights --dist $F32 Q8_0_g0_lam0_c1 $out $CALIB" ]
+    [ ! -e "$out" ]
+    run "$ROOT/pipelines/lazyweights" --check "$F32" Q8_0_g0_lam0_c1 "$CALIB"
+    [ "$status" -eq 2 ]
+    [ "$output" = "the POINT comes first after --check, then MODEL: lazyweights --check Q8_0_g0_lam0_c1 $F32 $CALIB" ]
+    # a file named like a point is still a MODEL
+    cd "$BATS_TEST_TMPDIR"
+    touch Q8_0_g0_lam0_c1
+    run --separate-stderr "$ROOT/pipelines/lazyweights" Q8_0_g0_lam0_c1 "$F32" "$out"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: $F32: an operating point is TYPE_g{0,1}_lam{L}_c{C}, such as Q4_K_M_g1_lam0_c1.25" ]
+    [ ! -e "$out" ]
+}
+
 @test "lazyweights: a point's type in lower case is refused, with its spelling, before any file" {
     # q4_k_g0_lam0_c1 was taken (gptq reads either case) and built the point again, under
     # the other name, beside Q4_K_g0_lam0_c1 (a new user's trial)
