@@ -278,7 +278,11 @@ override DIST := $(filter 1 yes true on YES TRUE ON Yes True On,$(DIST_GIVEN))
 unexport DIST
 IMATRIX ?=
 unexport IMATRIX   # given to lazyweights by make model's recipe alone (frontier and bitrates took it)
-MODEL_NAME := $(basename $(notdir $(MODEL)))
+# (MODEL's name without a last .gguf or .GGUF, as the pipelines' model_name (jobs.sh) says it:
+# $(basename) took any suffix off, so m.bin's and Story.GGUF's outputs, named otherwise by
+# lazyweights, were built again at every run)
+MODEL_FILE := $(notdir $(MODEL))
+MODEL_NAME := $(if $(filter-out .gguf .GGUF,$(MODEL_FILE)),$(if $(filter %.gguf,$(MODEL_FILE)),$(MODEL_FILE:.gguf=),$(MODEL_FILE:.GGUF=)),$(MODEL_FILE))
 LAZY_BINS  := $(addprefix bin/,ggufcat gptq ggufpack histogram huffbuild laneinterleave verify unbundle)
 # (= not :=: HESSIAN_CHUNKS is checked and its leading zeros go below, for make model)
 HESS       = $(OUT)/$(MODEL_NAME)-$(basename $(notdir $(TEXT)))-k$(HESSIAN_CHUNKS).hess

@@ -1,6 +1,6 @@
-# pipelines/jobs.sh: sourced (not run) by lazyweights and unweight, bash with set -euo
-# pipefail; installed as PREFIX/lib/wpack/jobs.sh. Their steps as background jobs that a
-# signal ends, the folders of OUTDIR's path they made, removed when they fail, and the
+# pipelines/jobs.sh: sourced (not run) by lazyweights and unweight (and by frontier, for
+# model_name alone), bash with set -euo pipefail; installed as PREFIX/lib/wpack/jobs.sh.
+# Their steps as background jobs that a signal ends, the folders of OUTDIR's path they made, removed when they fail, and the
 # check that the programs they run are there.
 #
 # Sourcing it defines the functions alone; trap_signals then turns on job control and sets
@@ -138,6 +138,18 @@ threads_opt() {
     [[ $WPACK_THREADS =~ ^[0-9]{1,3}$ ]] && [ "$((10#$WPACK_THREADS))" -ge 1 ] && [ "$((10#$WPACK_THREADS))" -le 512 ] ||
         { echo "$1: WPACK_THREADS '$WPACK_THREADS': expected a count of threads, 1 to 512" >&2; exit 2; }
     thr=(--threads "$((10#$WPACK_THREADS))")
+}
+
+# model_name FILE: the NAME in the outputs' names: FILE's name without its directory and a last
+# .gguf or .GGUF (Story.GGUF named them Story.GGUF-POINT.gguf, and make model, which looked for
+# Story-POINT.gguf, built the point again at every run: a helper's find); make's MODEL_NAME is
+# the same
+model_name() {
+    local n=${1##*/}
+    case $n in
+    ?*.gguf | ?*.GGUF) n=${n%.*} ;;
+    esac
+    printf '%s\n' "$n"
 }
 
 # model_not_gguf FILE: nothing, or why FILE is no GGUF model when it starts as a wpack stream or

@@ -504,6 +504,25 @@ fake_bins() {
     [ ! -e "$out" ]
 }
 
+@test "make model and lazyweights name the outputs alike for a MODEL named NAME.GGUF or NAME.bin: a second make does nothing" {
+    # lazyweights wrote Story.GGUF-POINT.gguf where make looked for Story-POINT.gguf (its
+    # $(basename) took any suffix off), so make model built the point again at every run (a
+    # helper's find)
+    local m
+    for m in Story.GGUF m.bin; do
+        mkdir -p "$BATS_TEST_TMPDIR/$m.d"
+        cp "$F32" "$BATS_TEST_TMPDIR/$m.d/$m"
+        out="$BATS_TEST_TMPDIR/$m.d/out"
+        run make -C "$ROOT" --no-print-directory model MODEL="$BATS_TEST_TMPDIR/$m.d/$m" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out"
+        [ "$status" -eq 0 ] || { echo "$output"; false; }
+        local n=${m%.GGUF}
+        [ "$(cd "$out" && ls | tr '\n' ' ')" = "$n-Q8_0_g0_lam0_c1.bundle $n-Q8_0_g0_lam0_c1.calib $n-Q8_0_g0_lam0_c1.gguf $n-Q8_0_g0_lam0_c1.report " ]
+        run make -C "$ROOT" --no-print-directory model MODEL="$BATS_TEST_TMPDIR/$m.d/$m" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out"
+        [ "$status" -eq 0 ]
+        [ "$output" = "make: Nothing to be done for 'model'." ]
+    done
+}
+
 @test "lazyweights: a point's type in lower case is refused, with its spelling, before any file" {
     # q4_k_g0_lam0_c1 was taken (gptq reads either case) and built the point again, under
     # the other name, beside Q4_K_g0_lam0_c1 (a new user's trial)
