@@ -816,6 +816,8 @@ int main(int argc, char **argv)
     int threads_given = 0;
     char **words = calloc((size_t)argc, sizeof *words);   /* the input words: one at most */
     int n_words = 0;
+    if (!words)
+        wp_die("out of memory");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         const int more = i + 1 < argc;
