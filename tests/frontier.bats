@@ -702,6 +702,32 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ ! -e "$out" ]
 }
 
+@test "lazyweights --check, the run and make model refuse a CALIB that is a zstd frame, a gzip file or a GGUF before any file" {
+    # --check passed them, then hessian refused them after make had made OUT and run it, exit 1
+    # (a new user's trial)
+    local w="$BATS_TEST_TMPDIR" c why
+    zstd -q -c "$CALIB" > "$w/cal.txt.zst"
+    gzip -c "$CALIB" > "$w/cal.txt.gz"
+    for c in "$w/cal.txt.zst" "$w/cal.txt.gz" "$F32"; do
+        case $c in
+        *.zst) why="$c: not a calibration text: a zstd frame (zstd -d it: a text is read as it is)" ;;
+        *.gz) why="$c: not a calibration text: a gzip file (gunzip it: a text is read as it is)" ;;
+        *) why="$c: not a calibration text: a GGUF file (the model goes first)" ;;
+        esac
+        run "$ROOT/pipelines/lazyweights" --check Q5_0_g0_lam0_c1 "$F32" "$c"
+        [ "$status" -eq 2 ]
+        [ "$output" = "$why" ]
+        run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q5_0_g0_lam0_c1 "$w/o" "$c"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "lazyweights: Q5_0_g0_lam0_c1: $why" ]
+        [ ! -e "$w/o" ]
+        run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q5_0_g0_lam0_c1 TEXT="$c" OUT="$w/o"
+        [ "$status" -eq 2 ]
+        [[ $output == *"*** POINT=Q5_0_g0_lam0_c1: $why.  Stop." ]]
+        [ ! -e "$w/o" ]
+    done
+}
+
 @test "make model and lazyweights: a quantized MODEL, or one that is no GGUF, is refused before the Hessians" {
     # make ran hessian on a Q8_0 model, then gptq said "requantizing from type Q8_0 is
     # disabled"; a text file as MODEL left its .calib (a new user's trial)
