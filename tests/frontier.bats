@@ -1042,6 +1042,9 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ "$(awk -F'\t' '$2 == "Q8_0_g1_lam0_c1.5" { print $5 }' "$d/o2/demo-points.tsv")" = 7.7553 ]
     [[ "$output" == *"   palette 16  GGUF 16.4232 b/w -> bundle 10.3117 b/w; exponent limit: 10.6127 b/w; shipped 9.3803 b/w"* ]]
     [[ "$output" == *"   (shipped: the --dist bundle; the GGUF through zstd -19: 10.8255 b/w)"* ]]
+    # which point is RTN and which GPTQ, said under the table (a new user built the RTN row's
+    # name with make model's default TEXT: GPTQ, a larger bundle)
+    [[ "$output" == *"   (Q8_0_g1_lam0_c1.5 is RTN, no Hessians: make model ... TEXT=; Q5_0_g0_lam0_c1 is GPTQ, its"$'\n'"   Hessians from groups_merged.txt, HESSIAN_CHUNKS 1; PPL's"* ]]
 }
 
 @test "frontier: a fifth argument is the usage line (exit 2), before any file" {
