@@ -269,6 +269,13 @@ stories260K-bf16-p16.report" ]
     [ "$output" = "unweight: $T/f/sub: cannot make this directory: Not a directory" ]
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u" 17
     one_line_error "^unweight: palette '17': expected 0 to 16$"
+    # OUTDIR and PALETTE swapped said "palette '.../u': expected 0 to 16" (a new user's trial)
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" 16 "$T/u"
+    [ "$status" -eq 2 ]
+    [ "$output" = "unweight: OUTDIR comes before PALETTE: unweight $MODELS/stories260K-bf16.gguf $T/u 16" ]
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" 0 "$T/u" --dist
+    [ "$output" = "unweight: OUTDIR comes before PALETTE: unweight --dist $MODELS/stories260K-bf16.gguf $T/u 0" ]
+    [ ! -e "$T/u" ]
     # a fourth argument was ignored, with exit status 0 (a new user's trial)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/x" 16 extra
     [ "$status" -eq 2 ]

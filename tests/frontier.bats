@@ -579,7 +579,8 @@ fake_bins() {
     [[ "$output" == *"*** TEXT=none.txt: no such file (TEXT= builds by RTN) (read from $here, where make runs: with make -C, give a path from there or an absolute one).  Stop." ]]
     run make "${a[@]}" MODEL="$F32" TEXT= POINT="Q8_0_g0_lam0_c1 Q4_K_M"
     [ "$status" -ne 0 ]
-    [[ "$output" == *"*** POINT=Q4_K_M: an operating point is TYPE_g{0,1}_lam{L}_c{C}, such as Q4_K_M_g1_lam0_c1.25.  Stop." ]]
+    # (a bare preset, llama-quantize's word, is given its point: a new user's trial)
+    [[ "$output" == *"*** POINT=Q4_K_M: an operating point is TYPE_g{0,1}_lam{L}_c{C}: Q4_K_M_g0_lam0_c1 is llama-quantize's Q4_K_M (byte for byte without CALIB).  Stop." ]]
     # a well-formed point of a type gptq lacks built the Hessians, then failed leaving them and
     # its .calib; POINT= said "Nothing to be done" (a new user's trial)
     run make "${a[@]}" MODEL="$F32" POINT=Q4_X_g1_lam0_c1.25
