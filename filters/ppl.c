@@ -17,7 +17,8 @@
  *   - PPL = exp(mean nll) and its error exp(mean) * sqrt(var(nll)/(count-1)).
  * --save-logits writes llama-perplexity's --kl-divergence-base file and
  * --kl-base reads one (either program's), so the two tools interoperate; the
- * format is in ppl(1).
+ * format is in ppl(1). llama-perplexity's own spelling is taken too:
+ * --kl-divergence-base FILE writes FILE, and with --kl-divergence reads it.
  *
  * Progress goes to stderr; the result to stdout.  Errors: one line
  * "ppl: FILE: problem" on stderr, exit 1.
@@ -58,6 +59,9 @@ static const char usage[] =
     "                      (llama-perplexity's --kl-divergence-base format)\n"
     "  --kl-base FILE      compare with stored base log-probabilities: adds\n"
     "                      mean KL divergence (base || model), base PPL, same-top rate\n"
+    "  --kl-divergence-base FILE [--kl-divergence]\n"
+    "                      llama-perplexity's names: --save-logits FILE, or with\n"
+    "                      --kl-divergence, --kl-base FILE\n"
     "  --help              this text\n"
     "Set WPACK_LLAMA_LOG=1 to see llama.cpp's log.\n";
 
@@ -263,25 +267,34 @@ static void kl_check_end(FILE *f, const char *name, uint64_t left, uint64_t want
 int main(int argc, char **argv)
 {
     const char *model_path = NULL, *text_path = NULL, *kl_path = NULL, *save_path = NULL;
+    const char *kl_div_base = NULL;   /* llama-perplexity's --kl-divergence-base FILE */
     long ctx_arg = 512, chunks_arg = -1, batch_arg = 2048, threads = 0;
-    int ctx_given = 0;
+    int ctx_given = 0, kl_div = 0;
 
     wp_cli_init("ppl");
     for (int i = 1; i < argc; i++) {
         /* llama-perplexity's short names too: -m, -f, -c, -t, -b were unknown options to a
            llama.cpp user's first try (a fresh user's find) */
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
-                                            "--batch", "--kl-base", "--save-logits",
+                                            "--batch", "--kl-base", "--save-logits", "--kl-divergence-base",
                                             "-m", "-f", "-c", "-t", "-b"};
         static const char *const longer[][2] = {{"-m", "--model"}, {"-f", "--text"}, {"-c", "--ctx"},
                                                 {"-t", "--threads"}, {"-b", "--batch"}};
+        /* and its KL options: --kl-divergence-base FILE alone writes FILE, with
+           --kl-divergence reads it ("unknown option" to a llama.cpp user: a new user's trial) */
+        if (wp_cli_flag(argv[i], "--kl-divergence")) {
+            kl_div = 1;
+            continue;
+        }
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
         if (!a)   /* "--" last */
             break;
         for (size_t k = 0; k < sizeof longer / sizeof *longer; k++)
             if (!strcmp(a, longer[k][0]))
                 a = longer[k][1];
-        if (!strcmp(a, "--model"))
+        if (!strcmp(a, "--kl-divergence-base"))
+            kl_div_base = v;
+        else if (!strcmp(a, "--model"))
             model_path = v;
         else if (!strcmp(a, "--text"))
             text_path = v;
@@ -297,6 +310,16 @@ int main(int argc, char **argv)
             kl_path = v;
         else
             save_path = v;
+    }
+    if (kl_div && !kl_div_base)
+        die("--kl-divergence", "needs --kl-divergence-base FILE, the base model's file (or --kl-base FILE)");
+    if (kl_div_base && (kl_path || save_path))
+        die("--kl-divergence-base", "cannot be combined with --kl-base or --save-logits (the same files)");
+    if (kl_div_base) {
+        if (kl_div)
+            kl_path = kl_div_base;
+        else
+            save_path = kl_div_base;
     }
     if (!model_path)
         die("--model", "is required (try --help)");

@@ -273,6 +273,24 @@ same_ppl() {
     [[ "$out" == *"same top = 100.000"* ]]
 }
 
+@test "llama-perplexity's --kl-divergence-base FILE writes the file --save-logits writes; with --kl-divergence, reads it as --kl-base does" {
+    # "ppl: --kl-divergence-base: unknown option" to a llama.cpp user (a new user's trial)
+    local w="$BATS_TEST_TMPDIR"
+    "$PPL" --threads 1 -m "$M/stories260K-f32.gguf" -f "$VALID" --chunks 2 --kl-divergence-base "$w/a.kl" > "$w/a.out" 2> /dev/null
+    "$PPL" --threads 1 -m "$M/stories260K-f32.gguf" -f "$VALID" --chunks 2 --save-logits "$w/b.kl" > "$w/b.out" 2> /dev/null
+    cmp "$w/a.kl" "$w/b.kl"
+    cmp "$w/a.out" "$w/b.out"
+    "$PPL" --threads 1 -m "$M/stories260K-f16.gguf" --kl-divergence-base "$w/a.kl" --kl-divergence > "$w/c.out" 2> /dev/null
+    "$PPL" --threads 1 -m "$M/stories260K-f16.gguf" --kl-base "$w/a.kl" > "$w/d.out" 2> /dev/null
+    cmp "$w/c.out" "$w/d.out"
+    grep -q '^KLD = ' "$w/c.out"
+    bad "--kl-divergence: needs --kl-divergence-base FILE, the base model's file (or --kl-base FILE)" \
+        --model "$M/stories260K-f16.gguf" --kl-divergence
+    bad "--kl-divergence-base: cannot be combined with --kl-base or --save-logits (the same files)" \
+        --model "$M/stories260K-f16.gguf" --kl-divergence-base "$w/a.kl" --kl-base "$w/a.kl"
+    bad "--kl-divergence: takes no value" --model "$M/stories260K-f16.gguf" --kl-divergence=1
+}
+
 @test "--kl-base: a standard output that is the base file is refused; one that is another file is not" {
     # the report appended to the base passed, exit 0, and the next use refused the base (a review);
     # with --kl-base and no --text, standard input's file was refused though never read
