@@ -86,10 +86,14 @@ passed() {
     # an empty baseline blamed NOW for every row, two empty files passed, a key twice in the
     # baseline was overwritten by the last (a new user's trial)
     : > empty.tsv
+    # (said once: the rows of the other file each "not in" it, 49 lines for one problem, a new
+    # user's trial)
     run --separate-stderr "$ROOT/pipelines/bitcheck" empty.tsv fall.tsv
     [ "$status" -eq 1 ]
-    [ "${lines[0]}" = "$(printf 'm\tQ8_0: 8.5878 (not in empty.tsv)')" ]
-    [ "${lines[2]}" = "empty.tsv: no rows" ]
+    [ "$output" = "empty.tsv: no rows" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" fall.tsv empty.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = "empty.tsv: no rows" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" empty.tsv empty.tsv
     [ "$status" -eq 1 ]
     [ "$output" = "$(printf 'empty.tsv: no rows\nempty.tsv: no rows')" ]
@@ -221,7 +225,7 @@ EOF
     [ "$output" = "$(printf 'm\tQ8_0: 8.7 b/w, more than 0.2 %% above the baseline 8.5878 (at most 8.6049)')" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" - rise.tsv < /dev/null
     [ "$status" -eq 1 ]
-    [ "$output" = "$(printf 'm\tQ8_0: 8.7 (not in stdin)\nstdin: no rows')" ]
+    [ "$output" = "stdin: no rows" ]
     run --separate-stderr sh -c 'cat base.tsv | "$1" base.tsv /dev/stdin' sh "$ROOT/pipelines/bitcheck"
     [ "$status" -eq 0 ]
     passed "$(printf '# m\tQ8_0: 8.5878 b/w (baseline 8.5878)')"
