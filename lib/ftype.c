@@ -63,6 +63,11 @@ int wp_ftype_from_name(const char *name)
 {
     if (!name)
         return -1;
+    /* a preset's number, as llama-quantize's try_parse_ftype takes it (15 is Q4_K_M) */
+    if (*name && strspn(name, "0123456789") == strlen(name) && strlen(name) <= 3) {
+        const int f = atoi(name);
+        return wp_ftype_name(f) ? f : -1;
+    }
     if (!strcasecmp(name, "Q3_K")) return WP_FTYPE_MOSTLY_Q3_K_M;
     if (!strcasecmp(name, "Q4_K")) return WP_FTYPE_MOSTLY_Q4_K_M;
     if (!strcasecmp(name, "Q5_K")) return WP_FTYPE_MOSTLY_Q5_K_M;

@@ -61,7 +61,8 @@ enum wp_ftype {
 
 /* Preset name as llama-quantize spells it ("Q4_K_M", "IQ4_XS", "F16",
  * case-insensitive; the aliases "Q3_K", "Q4_K", "Q5_K" mean the _M presets,
- * as in tools/quantize/quantize.cpp QUANT_OPTIONS) -> enum wp_ftype; -1 if
+ * as in tools/quantize/quantize.cpp QUANT_OPTIONS; or a preset's number, "15"
+ * for Q4_K_M, as its try_parse_ftype takes it) -> enum wp_ftype; -1 if
  * unknown. "COPY" is not a preset here. */
 int wp_ftype_from_name(const char *name);
 

@@ -538,6 +538,11 @@ fake_bins() {
     run "$ROOT/pipelines/lazyweights" --check qx_g0_lam0_c1
     [ "$status" -eq 2 ]
     [ "$output" = "gptq has no --ftype qx (gptq(1) lists the presets)" ]
+    # a preset's number, which gptq --ftype takes as llama-quantize does, would name the point
+    # twice
+    run "$ROOT/pipelines/lazyweights" --check 15_g0_lam0_c1
+    [ "$status" -eq 2 ]
+    [ "$output" = "a point's TYPE is a preset's name, such as Q4_K_M, not its number (15)" ]
     # and its numbers have one spelling (c1.0 and lam0.0 built c1's files again under other
     # names: a breaker's find)
     local p

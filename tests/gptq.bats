@@ -550,6 +550,13 @@ PY
     # two inputs that are no such form: as before
     run "$BIN/gptq" --ftype Q8_0 in.gguf out.gguf
     one_line_error "^gptq: one input stream at a time \\(got 'out.gguf' too\\)$"
+    # a preset's number, as llama-quantize takes it (it was "unknown --ftype '7'": a new user's
+    # trial); only a preset's (4 was Q4_1_SOME_F16)
+    "$BIN/ggufcat" in.gguf | "$BIN/gptq" -q --ftype 7 --rtn | "$BIN/ggufpack" | cmp - out.gguf
+    run "$BIN/gptq" --ftype 4 --rtn in.gguf
+    one_line_error "^gptq: unknown --ftype '4' \\(llama-quantize's presets: F32, F16, Q4_0, "
+    run "$BIN/gptq" in.gguf out.gguf 7
+    one_line_error "ggufcat in.gguf \\| gptq --ftype 7 --rtn \\| ggufpack > out.gguf "
 }
 
 @test "gptq of a GGUF v2 file writes version 3, as llama-quantize does" {

@@ -352,6 +352,11 @@ static void unit_checks(const struct model *st)
           wp_ftype_from_name("bogus") == -1 &&
           !strcmp(wp_ftype_name(WP_FTYPE_MOSTLY_Q5_K_S), "Q5_K_S"),
           "preset names parse like llama-quantize's");
+    /* its numbers too, as try_parse_ftype takes them: only a preset's (4 was Q4_1_SOME_F16) */
+    CHECK(wp_ftype_from_name("15") == WP_FTYPE_MOSTLY_Q4_K_M && wp_ftype_from_name("7") == WP_FTYPE_MOSTLY_Q8_0 &&
+          wp_ftype_from_name("0") == WP_FTYPE_ALL_F32 && wp_ftype_from_name("4") == -1 &&
+          wp_ftype_from_name("1000") == -1 && wp_ftype_from_name("") == -1 && wp_ftype_from_name("15x") == -1,
+          "preset numbers parse like llama-quantize's");
     CHECK(wp_ftype_default_type(WP_FTYPE_MOSTLY_IQ2_S) == WP_IQ2_XS &&
           wp_ftype_default_type(WP_FTYPE_MOSTLY_Q3_K_L) == WP_Q3_K &&
           wp_ftype_default_type(WP_FTYPE_MOSTLY_NVFP4) == -1,
