@@ -275,7 +275,7 @@ stories260K-bf16-p16.report" ]
     [ "$output" = "unweight: OUTDIR comes before PALETTE: unweight $MODELS/stories260K-bf16.gguf $T/u 16" ]
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" 0 "$T/u" --dist
     [ "$output" = "unweight: OUTDIR comes before PALETTE: unweight --dist $MODELS/stories260K-bf16.gguf $T/u 0" ]
-    [ ! -e "$T/u" ]
+    [ ! -e "$T/u/stories260K-bf16-p0.bundle" ]
     # a fourth argument was ignored, with exit status 0 (a new user's trial)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/x" 16 extra
     [ "$status" -eq 2 ]
@@ -518,7 +518,7 @@ trap -- 'stop_jobs; exit 129' SIGHUP" ]
         timeout -s KILL 30 timeout -s TERM "$d" "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/st" \
             > /dev/null 2>&1 3>&- || rc=$?
         [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || { echo "run $i, TERM at $d s: exit $rc"; false; }
-        [ "$rc" -ne 124 ] || [ ! -e "$T/st" ]   # interrupted: the OUTDIR it made removed
+        [ "$rc" -ne 124 ] || [ ! -e "$T/st" ] || { echo "run $i, TERM at $d s: left $T/st: $(ls -A "$T/st")"; false; }   # interrupted: the OUTDIR it made removed
     done
 }
 
