@@ -787,17 +787,63 @@ static const char *preset_list(void)
     return list;
 }
 
-/* More than one input word given (words, n > 1): refused, with the filter's form when the
- * words are llama-quantize's `IN [OUT] TYPE [NTHREADS]`, a llama.cpp user's first try, which
- * said only "one input stream at a time". */
-static void words_refused(char **words, int n)
+/* Append word w to the command line s (size n) as a shell reads it back: as it is when it
+ * holds only safe characters, else in single quotes; a path that starts with - as ./PATH. */
+static void shell_word(char *s, size_t n, const char *w, int path)
 {
-    for (int k = 1; k < n && k <= 2; k++)   /* (llama-quantize's TYPE is a preset's name) */
-        if (wp_ftype_from_name(words[k]) >= 0)
-            wp_die("%s%s%s %s: llama-quantize's order; gptq is a filter of wpack streams: "
-                   "ggufcat %s | gptq --ftype %s --rtn | ggufpack > %s (or pipelines/lazyweights)",
-                   words[0], k == 2 ? " " : "", k == 2 ? words[1] : "", words[k], words[0], words[k],
-                   k == 2 ? words[1] : "OUT.gguf");
+    size_t k = strlen(s);
+    const int safe = *w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+=:,@%-") == strlen(w);
+    const char *pre = path && w[0] == '-' ? "./" : "";
+    if (safe) {
+        snprintf(s + k, n - k, "%s%s%s", k ? " " : "", pre, w);
+        return;
+    }
+    k += (size_t)snprintf(s + k, n - k, "%s'%s", k ? " " : "", pre);
+    for (; *w && k + 5 < n; w++)
+        k += (size_t)(*w == '\'' ? snprintf(s + k, n - k, "'\\''") : snprintf(s + k, n - k, "%c", *w));
+    snprintf(s + k, n - k, "'");
+}
+
+/* More than one input word given (words, n > 1): refused, with the filter's form of the same
+ * run when the words are llama-quantize's `IN [OUT] PRESET [NTHREADS]` (a llama.cpp user's
+ * first try, which said only "one input stream at a time"): argv's other words kept, --ftype
+ * PRESET and --rtn added where no type and no --rtn or --hessian were given (has_type,
+ * has_method). */
+static void words_refused(int argc, char **argv, char **words, int n, int has_type, int has_method)
+{
+    for (int k = 1; k < n && k <= 2; k++) {   /* (llama-quantize's TYPE is a preset's name or number) */
+        const int f = wp_ftype_from_name(words[k]);
+        if (f < 0)
+            continue;
+        if (wp_ftype_default_type(f) < 0)   /* NVFP4: the command given would fail there */
+            wp_die("%s: llama.cpp gives this preset no type to quantize to", words[k]);
+        /* OUT: the word before PRESET, or after it (IN PRESET OUT), unless a thread count */
+        const char *out = k == 2 ? words[1]
+                        : n > 2 && strspn(words[2], "0123456789") != strlen(words[2]) ? words[2] : "OUT.gguf";
+        char given[1024] = "", cmd[4096] = "";
+        for (int i = 0; i < n; i++)
+            shell_word(given, sizeof given, words[i], 0);
+        snprintf(cmd, sizeof cmd, "ggufcat");
+        shell_word(cmd, sizeof cmd, words[0], 1);
+        strncat(cmd, " | gptq", sizeof cmd - strlen(cmd) - 1);
+        for (int i = 1; i < argc; i++) {
+            int word = !strcmp(argv[i], "--");
+            for (int w = 0; w < n && !word; w++)
+                word = argv[i] == words[w];
+            if (!word)
+                shell_word(cmd, sizeof cmd, argv[i], 0);
+        }
+        if (!has_type) {
+            shell_word(cmd, sizeof cmd, "--ftype", 0);
+            shell_word(cmd, sizeof cmd, words[k], 0);
+        }
+        if (!has_method)
+            shell_word(cmd, sizeof cmd, "--rtn", 0);
+        strncat(cmd, " | ggufpack >", sizeof cmd - strlen(cmd) - 1);
+        shell_word(cmd, sizeof cmd, out, 1);
+        wp_die("%s: llama-quantize's order; gptq is a filter of wpack streams: %s (or pipelines/lazyweights)",
+               given, cmd);
+    }
     wp_die("one input stream at a time (got '%s' too)", words[1]);
 }
 
@@ -883,7 +929,7 @@ int main(int argc, char **argv)
         }
     }
     if (n_words > 1)
-        words_refused(words, n_words);
+        words_refused(argc, argv, words, n_words, type_name || ftype_name, rtn || hess_path);
     in = n_words ? words[0] : NULL;
     free(words);
     wp_blas_room_init();   /* OpenBLAS's workers' buffers, before gptq's own (blas_room.h); after --help */

@@ -167,8 +167,8 @@ static inline char *llm_read_text(const char *path, size_t *len, size_t *raw_len
 }
 
 /* Why text[0..len), read by llm_read_text from a --text file, is no text: "a GGUF file
- * (the model goes to --model)" when it starts with GGUF's magic, "a zstd frame (zstd -d
- * it: a text is read as it is)" or "a gzip file (...)" when it starts with theirs, "a
+ * (the model goes to --model)" when it starts with GGUF's magic, "a zstd frame (zstd -dc
+ * it > TEXT.txt first: ...)" or "a gzip file (...)" when it starts with theirs, "a
  * binary file (a NUL byte at byte N)" when it holds a NUL; NULL for a text. (hessian
  * --text m.gguf ran, exit 0, on the model's bytes tokenized: a new user's trial; a zstd'd
  * text was "a binary file", no way on: a helper's.) */
@@ -178,9 +178,9 @@ static inline const char *llm_not_text(const char *text, size_t len, char *why, 
     if (len >= 4 && !memcmp(text, "GGUF", 4))
         snprintf(why, n, "a GGUF file (the model goes to --model)");
     else if (wp_zframe_magic((const uint8_t *)text, len))
-        snprintf(why, n, "a zstd frame (zstd -d it: a text is read as it is)");
+        snprintf(why, n, "a zstd frame (zstd -dc it > TEXT.txt first: a text is read as it is)");
     else if (len >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b)
-        snprintf(why, n, "a gzip file (gunzip it: a text is read as it is)");
+        snprintf(why, n, "a gzip file (gzip -dc it > TEXT.txt first: a text is read as it is)");
     else if (nul)
         snprintf(why, n, "a binary file (a NUL byte at byte %zu)", (size_t)(nul - text));
     else

@@ -311,8 +311,12 @@ int main(int argc, char **argv)
         else
             save_path = v;
     }
-    if (kl_div && !kl_div_base)
-        die("--kl-divergence", "needs --kl-divergence-base FILE, the base model's file (or --kl-base FILE)");
+    /* (--kl-base FILE --kl-divergence says the same twice: taken; it was refused, the message
+       naming --kl-base as the way on: a breaker's find) */
+    if (kl_div && save_path)
+        die("--kl-divergence", "reads the base file --save-logits writes: give one of them");
+    if (kl_div && !kl_div_base && !kl_path)
+        die("--kl-divergence", "needs --kl-divergence-base FILE, the base model's file");
     if (kl_div_base && (kl_path || save_path))
         die("--kl-divergence-base", "cannot be combined with --kl-base or --save-logits (the same files)");
     if (kl_div_base) {

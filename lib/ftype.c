@@ -64,7 +64,7 @@ int wp_ftype_from_name(const char *name)
     if (!name)
         return -1;
     /* a preset's number, as llama-quantize's try_parse_ftype takes it (15 is Q4_K_M) */
-    if (*name && strspn(name, "0123456789") == strlen(name) && strlen(name) <= 3) {
+    if (*name && strspn(name, "0123456789") == strlen(name) && strlen(name) <= 9) {   /* (0007 too, as stoi) */
         const int f = atoi(name);
         return wp_ftype_name(f) ? f : -1;
     }

@@ -709,17 +709,24 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ ! -e "$out" ]
 }
 
-@test "lazyweights --check, the run and make model refuse a CALIB that is a zstd frame, a gzip file or a GGUF before any file" {
+@test "lazyweights --check, the run and make model refuse a CALIB that is a zstd or gzip file, binary or a GGUF before any file" {
     # --check passed them, then hessian refused them after make had made OUT and run it, exit 1
-    # (a new user's trial)
+    # (a new user's trial); make said it of POINT, not TEXT (a breaker's find)
     local w="$BATS_TEST_TMPDIR" c why
     zstd -q -c "$CALIB" > "$w/cal.txt.zst"
     gzip -c "$CALIB" > "$w/cal.txt.gz"
-    for c in "$w/cal.txt.zst" "$w/cal.txt.gz" "$F32"; do
+    printf 'once upon\0a time' > "$w/cal.txt.xz"   # (as an xz or bzip2 file: a NUL among the first bytes)
+    # (a text that starts as the stream's magic's first 4 bytes is a text: it was refused)
+    printf 'WPACKING LIST\n' > "$w/wpac.txt"
+    run "$ROOT/pipelines/lazyweights" --check Q5_0_g0_lam0_c1 "$F32" "$w/wpac.txt"
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    for c in "$w/cal.txt.zst" "$w/cal.txt.gz" "$w/cal.txt.xz" "$F32"; do
         case $c in
-        *.zst) why="$c: not a calibration text: a zstd frame (zstd -d it: a text is read as it is)" ;;
-        *.gz) why="$c: not a calibration text: a gzip file (gunzip it: a text is read as it is)" ;;
-        *) why="$c: not a calibration text: a GGUF file (the model goes first)" ;;
+        *.zst) why="$c: not a calibration text: a zstd frame (zstd -dc it > TEXT.txt first: a text is read as it is)" ;;
+        *.gz) why="$c: not a calibration text: a gzip file (gzip -dc it > TEXT.txt first: a text is read as it is)" ;;
+        *.xz) why="$c: not a calibration text: a binary file (a NUL byte at byte 9)" ;;
+        *) why="$c: not a calibration text: a GGUF file (a model; CALIB is a plain text)" ;;
         esac
         run "$ROOT/pipelines/lazyweights" --check Q5_0_g0_lam0_c1 "$F32" "$c"
         [ "$status" -eq 2 ]
@@ -730,7 +737,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
         [ ! -e "$w/o" ]
         run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q5_0_g0_lam0_c1 TEXT="$c" OUT="$w/o"
         [ "$status" -eq 2 ]
-        [[ $output == *"*** POINT=Q5_0_g0_lam0_c1: $why.  Stop." ]]
+        [[ $output == *"*** TEXT=$why.  Stop." ]] || { echo "$output"; false; }
         [ ! -e "$w/o" ]
     done
 }

@@ -544,15 +544,28 @@ PY
     "$BIN/ggufcat" in.gguf | "$BIN/gptq" -q --ftype Q8_0 --rtn | "$BIN/ggufpack" | cmp - out.gguf
     # with llama-quantize's thread count; a preset in lower case, no OUT
     run "$BIN/gptq" -q in.gguf out.gguf Q8_0 2
-    [[ $output == "gptq: in.gguf out.gguf Q8_0: llama-quantize's order; "* ]]
+    [[ $output == "gptq: in.gguf out.gguf Q8_0 2: llama-quantize's order; "*"ggufcat in.gguf | gptq -q --ftype Q8_0 --rtn | ggufpack > out.gguf "* ]]
     run "$BIN/gptq" in.gguf q4_k_m
     one_line_error "ggufcat in.gguf \\| gptq --ftype q4_k_m --rtn \\| ggufpack > OUT.gguf "
+    # names a shell must have quoted, and the other options, kept in the form given (they were
+    # left out, and a name with a space split in two: a breaker's find); IN PRESET OUT too
+    cp in.gguf "my model.gguf"
+    run "$BIN/gptq" --pure "my model.gguf" "out q.gguf" Q8_0
+    one_line_error "^gptq: 'my model.gguf' 'out q.gguf' Q8_0: llama-quantize's order; gptq is a filter of wpack streams: ggufcat 'my model.gguf' \\| gptq --pure --ftype Q8_0 --rtn \\| ggufpack > 'out q.gguf' \\(or pipelines/lazyweights\\)$"
+    cmd=${output#*streams: }
+    PATH="$BIN:$PATH" eval "${cmd% (or pipelines/lazyweights)}"
+    "$BIN/ggufcat" in.gguf | "$BIN/gptq" -q --pure --ftype Q8_0 --rtn | "$BIN/ggufpack" | cmp - "out q.gguf"
+    run "$BIN/gptq" --hessian h.hess -- -m.gguf Q4_K_M o.gguf
+    one_line_error "ggufcat ./-m.gguf \\| gptq --hessian h.hess --ftype Q4_K_M \\| ggufpack > o.gguf "
+    run "$BIN/gptq" in.gguf out.gguf NVFP4
+    one_line_error "^gptq: NVFP4: llama.cpp gives this preset no type to quantize to$"
     # two inputs that are no such form: as before
     run "$BIN/gptq" --ftype Q8_0 in.gguf out.gguf
     one_line_error "^gptq: one input stream at a time \\(got 'out.gguf' too\\)$"
     # a preset's number, as llama-quantize takes it (it was "unknown --ftype '7'": a new user's
-    # trial); only a preset's (4 was Q4_1_SOME_F16)
+    # trial), leading zeros too; only a preset's (4 was Q4_1_SOME_F16)
     "$BIN/ggufcat" in.gguf | "$BIN/gptq" -q --ftype 7 --rtn | "$BIN/ggufpack" | cmp - out.gguf
+    "$BIN/ggufcat" in.gguf | "$BIN/gptq" -q --ftype 0007 --rtn | "$BIN/ggufpack" | cmp - out.gguf
     run "$BIN/gptq" --ftype 4 --rtn in.gguf
     one_line_error "^gptq: unknown --ftype '4' \\(llama-quantize's presets: F32, F16, Q4_0, "
     run "$BIN/gptq" in.gguf out.gguf 7

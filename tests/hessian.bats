@@ -367,9 +367,9 @@ bad() {  # expected-substring args...
     bad "$BATS_TEST_TMPDIR/nul.txt: not a calibration text: a binary file (a NUL byte at byte 9)" --model "$M32" --text "$BATS_TEST_TMPDIR/nul.txt"
     # a zstd'd or gzipped text was "a binary file", no way on (a helper's trial)
     zstd -q -c "$CAL" > "$BATS_TEST_TMPDIR/cal.txt.zst"
-    bad "$BATS_TEST_TMPDIR/cal.txt.zst: not a calibration text: a zstd frame (zstd -d it: a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.zst"
+    bad "$BATS_TEST_TMPDIR/cal.txt.zst: not a calibration text: a zstd frame (zstd -dc it > TEXT.txt first: a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.zst"
     gzip -c "$CAL" > "$BATS_TEST_TMPDIR/cal.txt.gz"
-    bad "$BATS_TEST_TMPDIR/cal.txt.gz: not a calibration text: a gzip file (gunzip it: a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.gz"
+    bad "$BATS_TEST_TMPDIR/cal.txt.gz: not a calibration text: a gzip file (gzip -dc it > TEXT.txt first: a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.gz"
     # it said ": No such file or directory"
     bad "--text: needs a value" --model "$M32" --text=
     bad "--ctx: expected an integer" --model "$M32" --text "$CAL" --ctx 2

@@ -284,8 +284,13 @@ same_ppl() {
     "$PPL" --threads 1 -m "$M/stories260K-f16.gguf" --kl-base "$w/a.kl" > "$w/d.out" 2> /dev/null
     cmp "$w/c.out" "$w/d.out"
     grep -q '^KLD = ' "$w/c.out"
-    bad "--kl-divergence: needs --kl-divergence-base FILE, the base model's file (or --kl-base FILE)" \
+    bad "--kl-divergence: needs --kl-divergence-base FILE, the base model's file" \
         --model "$M/stories260K-f16.gguf" --kl-divergence
+    bad "--kl-divergence: reads the base file --save-logits writes: give one of them" \
+        --model "$M/stories260K-f16.gguf" --text "$VALID" --save-logits "$w/x.kl" --kl-divergence
+    # --kl-base with --kl-divergence: the same, taken (it was refused)
+    "$PPL" --threads 1 -m "$M/stories260K-f16.gguf" --kl-base "$w/a.kl" --kl-divergence > "$w/e.out" 2> /dev/null
+    cmp "$w/e.out" "$w/d.out"
     bad "--kl-divergence-base: cannot be combined with --kl-base or --save-logits (the same files)" \
         --model "$M/stories260K-f16.gguf" --kl-divergence-base "$w/a.kl" --kl-base "$w/a.kl"
     bad "--kl-divergence: takes no value" --model "$M/stories260K-f16.gguf" --kl-divergence=1
@@ -547,7 +552,7 @@ dup_vocab() {
         --model "$M/stories260K-f32.gguf" --text "$M/stories260K-f32.gguf"
     # a zstd'd text was "a binary file", no way on (a helper's trial)
     zstd -q -c "$SAMPLE" > "$BATS_TEST_TMPDIR/eval.txt.zst"
-    bad "$BATS_TEST_TMPDIR/eval.txt.zst: not an evaluation text: a zstd frame (zstd -d it: a text is read as it is)" \
+    bad "$BATS_TEST_TMPDIR/eval.txt.zst: not an evaluation text: a zstd frame (zstd -dc it > TEXT.txt first: a text is read as it is)" \
         --model "$M/stories260K-f32.gguf" --text "$BATS_TEST_TMPDIR/eval.txt.zst"
     # "--" ends the options (it said "--: unknown option"); the word after it is a file
     bad "--text: is required" --model "$M/stories260K-f32.gguf" --
