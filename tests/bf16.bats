@@ -276,6 +276,13 @@ stories260K-bf16-p16.report" ]
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" 0 "$T/u" --dist
     [ "$output" = "unweight: OUTDIR comes before PALETTE: unweight --dist $MODELS/stories260K-bf16.gguf $T/u 0" ]
     [ ! -e "$T/u/stories260K-bf16-p0.bundle" ]
+    # an empty PALETTE or one that is no name is no swap (it was said one, the way on running
+    # into a folder named 16: a breaker's find)
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" 16 ""
+    [ "$status" -eq 2 ]
+    [ "$output" = "unweight: palette '': expected 0 to 16" ]
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" 08 16x
+    [ "$output" = "unweight: palette '16x': expected 0 to 16" ]
     # a fourth argument was ignored, with exit status 0 (a new user's trial)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/x" 16 extra
     [ "$status" -eq 2 ]

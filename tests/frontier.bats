@@ -495,6 +495,19 @@ fake_bins() {
     run "$ROOT/pipelines/lazyweights" --check "$F32" Q8_0_g0_lam0_c1 "$CALIB"
     [ "$status" -eq 2 ]
     [ "$output" = "the POINT comes first after --check, then MODEL: lazyweights --check Q8_0_g0_lam0_c1 $F32 $CALIB" ]
+    # (quoted as a shell reads it back: an empty CALIB was left out, and the way on passed)
+    run "$ROOT/pipelines/lazyweights" --check "$F32" Q8_0_g0_lam0_c1 ""
+    [ "$output" = "the POINT comes first after --check, then MODEL: lazyweights --check Q8_0_g0_lam0_c1 $F32 ''" ]
+    # a bare preset is told its point; a word gptq takes as none is told the form (any word was
+    # called a preset: a breaker's find)
+    run "$ROOT/pipelines/lazyweights" --check q8_0
+    [ "$status" -eq 2 ]
+    [ "$output" = "an operating point is TYPE_g{0,1}_lam{L}_c{C}: Q8_0_g0_lam0_c1 is llama-quantize's Q8_0 (byte for byte without CALIB)" ]
+    for p in bogus NVFP4 Q4_K_M_G1_lam0_c1; do
+        run "$ROOT/pipelines/lazyweights" --check "$p"
+        [ "$status" -eq 2 ]
+        [ "$output" = "an operating point is TYPE_g{0,1}_lam{L}_c{C}, such as Q4_K_M_g1_lam0_c1.25" ]
+    done
     # a file named like a point is still a MODEL
     cd "$BATS_TEST_TMPDIR"
     touch Q8_0_g0_lam0_c1
