@@ -348,8 +348,9 @@ point_why = $(shell $(if $(IMATRIX),IMATRIX='$(IMATRIX)' )pipelines/lazyweights 
 # $$(call ...): eval expands its text once more, and gptq's line can quote a tensor name
 # of the model, such as $(shell ...) (which ran)
 # (a reason that names the IMATRIX file is said of IMATRIX: it was blamed on POINT, a fresh user's find;
-# one that starts with TEXT's name, "TEXT: not a calibration text: ...", of TEXT: a breaker's)
-$(foreach p,$(POINT),$(eval why_ := $$(call point_why,$(p)))$(if $(why_),$(error $(if $(and $(TEXT),$(filter $(TEXT):,$(firstword $(why_)))),TEXT=$(why_),$(if $(and $(IMATRIX),$(findstring $(IMATRIX),$(why_))),IMATRIX=$(IMATRIX) (for POINT=$(p)),POINT=$(p)): $(why_)))))
+# one that starts with TEXT's or MODEL's name ("TEXT: not a calibration text: ..."), of TEXT or
+# MODEL: a breaker's)
+$(foreach p,$(POINT),$(eval why_ := $$(call point_why,$(p)))$(if $(why_),$(error $(if $(and $(TEXT),$(filter $(TEXT):,$(firstword $(why_)))),TEXT=$(why_),$(if $(filter $(MODEL):,$(firstword $(why_))),MODEL=$(why_),$(if $(and $(IMATRIX),$(findstring $(IMATRIX),$(why_))),IMATRIX=$(IMATRIX) (for POINT=$(p)),POINT=$(p)): $(why_))))))
 # OUT must be a directory that can be made (a regular file on its path left make deleting
 # a .calib it could not write: "make: unlink: ... Not a directory")
 # (not made by make -n or -q)

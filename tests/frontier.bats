@@ -683,7 +683,8 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     out="$BATS_TEST_TMPDIR/o"
     run make -C "$ROOT" --no-print-directory model MODEL="$BATS_TEST_TMPDIR/m.wps" POINT=Q4_0_g1_lam0_c1 TEXT= OUT="$out"
     [ "$status" -ne 0 ]
-    [[ $output == *"*** POINT=Q4_0_g1_lam0_c1: $BATS_TEST_TMPDIR/m.wps: a wpack stream or bundle, not a GGUF model (ggufpack or unbundle writes the GGUF).  Stop." ]]
+    # (said of MODEL, not POINT, as a TEXT that is no text is said of TEXT: a breaker's find)
+    [[ $output == *"*** MODEL=$BATS_TEST_TMPDIR/m.wps: a wpack stream or bundle, not a GGUF model (ggufpack or unbundle writes the GGUF).  Stop." ]] || { echo "$output"; false; }
     # a bundle too: "ggufpack it first" sent a fresh user to ggufpack, which refuses bundles
     "$ROOT/bin/histogram" "$BATS_TEST_TMPDIR/m.wps" | "$ROOT/bin/huffbuild" | "$ROOT/bin/laneinterleave" > "$BATS_TEST_TMPDIR/m.bundle"
     run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 "$BATS_TEST_TMPDIR/m.bundle"
@@ -691,7 +692,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ "$output" = "$BATS_TEST_TMPDIR/m.bundle: a wpack stream or bundle, not a GGUF model (ggufpack or unbundle writes the GGUF)" ]
     run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q4_0_g1_lam0_c1 TEXT="$BATS_TEST_TMPDIR" OUT="$out"
     [ "$status" -ne 0 ]
-    [[ $output == *"*** POINT=Q4_0_g1_lam0_c1: $BATS_TEST_TMPDIR: not a readable file.  Stop." ]]
+    [[ $output == *"*** TEXT=$BATS_TEST_TMPDIR: not a readable file.  Stop." ]] || { echo "$output"; false; }
     [ ! -e "$out" ]
     # (said now as an option's word out of place, with the way to name such a file)
     run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 --rtn
