@@ -42,11 +42,9 @@ stop_jobs() {
     [ -n "$j" ] || return 0
     kill -TERM -- "-$j" 2> /dev/null || true
     wait "$j" 2> /dev/null || true
-    # and its group gone, up to 10 s: a stage of a pipeline, dying, created its stderr file after
-    # the cleanup had removed the rest (wait reaps the job's first process alone); 2 s were
-    # not always enough beside make check's 1025-thread emulator (a load of 50 to 100: a CI run
-    # left unweight's OUTDIR once, likely so)
-    for ((i = 0; i < 200; i++)); do
+    # and its group gone, up to 2 s: a stage of a pipeline, dying, created its stderr file after
+    # the cleanup had removed the rest (wait reaps the job's first process alone)
+    for ((i = 0; i < 40; i++)); do
         kill -0 -- "-$j" 2> /dev/null || break
         sleep 0.05
     done
