@@ -806,10 +806,10 @@ static void shell_word(char *s, size_t n, const char *w, int path)
 
 /* More than one input word given (words, n > 1): refused, with the filter's form of the same
  * run when the words are llama-quantize's `IN [OUT] PRESET [NTHREADS]` (a llama.cpp user's
- * first try, which said only "one input stream at a time"): argv's other words kept, --ftype
- * PRESET and --rtn added where no type and no --rtn or --hessian were given (has_type,
- * has_method). */
-static void words_refused(int argc, char **argv, char **words, int n, int has_type, int has_method)
+ * first try, which said only "one input stream at a time"): argv's other words kept but -o
+ * FILE, --check and --hessian-later; --ftype PRESET, --rtn and --threads NTHREADS added where
+ * no type, no --rtn or --hessian, no --threads were given (has_type, has_method, has_threads). */
+static void words_refused(int argc, char **argv, char **words, int n, int has_type, int has_method, int has_threads)
 {
     for (int k = 1; k < n && k <= 2; k++) {   /* (llama-quantize's TYPE is a preset's name or number) */
         const int f = wp_ftype_from_name(words[k]);
@@ -826,12 +826,21 @@ static void words_refused(int argc, char **argv, char **words, int n, int has_ty
         snprintf(cmd, sizeof cmd, "ggufcat");
         shell_word(cmd, sizeof cmd, words[0], 1);
         strncat(cmd, " | gptq", sizeof cmd - strlen(cmd) - 1);
+        /* (not -o FILE, --check, --hessian-later: the command printed then failed, or wrote
+           nothing for ggufpack: a fresh user's find) */
         for (int i = 1; i < argc; i++) {
-            int word = !strcmp(argv[i], "--");
+            int word = !strcmp(argv[i], "--") || !strcmp(argv[i], "--check") || !strcmp(argv[i], "--hessian-later");
             for (int w = 0; w < n && !word; w++)
                 word = argv[i] == words[w];
-            if (!word)
+            if (!strcmp(argv[i], "-o") && i + 1 < argc)
+                i++;
+            else if (!word)
                 shell_word(cmd, sizeof cmd, argv[i], 0);
+        }
+        /* llama-quantize's NTHREADS, after PRESET */
+        if (!has_threads && k + 1 < n && strspn(words[k + 1], "0123456789") == strlen(words[k + 1])) {
+            shell_word(cmd, sizeof cmd, "--threads", 0);
+            shell_word(cmd, sizeof cmd, words[k + 1], 0);
         }
         if (!has_type) {
             shell_word(cmd, sizeof cmd, "--ftype", 0);
@@ -929,7 +938,7 @@ int main(int argc, char **argv)
         }
     }
     if (n_words > 1)
-        words_refused(argc, argv, words, n_words, type_name || ftype_name, rtn || hess_path);
+        words_refused(argc, argv, words, n_words, type_name || ftype_name, rtn || hess_path, threads_given);
     in = n_words ? words[0] : NULL;
     free(words);
     wp_blas_room_init();   /* OpenBLAS's workers' buffers, before gptq's own (blas_room.h); after --help */

@@ -603,8 +603,8 @@ int main(int argc, char **argv)
     char *text = llm_read_text(text_path, &text_len, &text_raw);
     if (!text)
         wp_die("%s: %s", text_name, strerror(errno));
-    char why_not[96];
-    if (llm_not_text(text, text_len, why_not, sizeof why_not))
+    char why_not[2 * PATH_MAX + 160];
+    if (llm_not_text(text, text_len, text_path, why_not, sizeof why_not))
         wp_die("%s: not a calibration text: %s", text_name, why_not);
     char text_hash[17];
     hash_text(text, text_len, text_raw, text_hash);

@@ -166,25 +166,37 @@ static inline char *llm_read_text(const char *path, size_t *len, size_t *raw_len
     return buf;
 }
 
-/* Why text[0..len), read by llm_read_text from a --text file, is no text: "a GGUF file
- * (the model goes to --model)" when it starts with GGUF's magic, "a zstd frame (zstd -dc
- * it > TEXT.txt first: ...)" or "a gzip file (...)" when it starts with theirs, "a
- * binary file (a NUL byte at byte N)" when it holds a NUL; NULL for a text. (hessian
- * --text m.gguf ran, exit 0, on the model's bytes tokenized: a new user's trial; a zstd'd
- * text was "a binary file", no way on: a helper's.) */
-static inline const char *llm_not_text(const char *text, size_t len, char *why, size_t n)
+/* Why text[0..len), read by llm_read_text from the --text file at path ("-": standard input),
+ * is no text: "a GGUF file (the model goes to --model)" when it starts with GGUF's magic, "a
+ * zstd frame (decompress it first: zstd -dc F.zst > F; a text is read as it is)" or "a gzip
+ * file (...)" when it starts with theirs (with path's own names; for standard input, "pipe it
+ * through zstd -dc first"), "a binary file (a NUL byte at byte N)" when it holds a NUL; NULL
+ * for a text. why holds n bytes. (hessian --text m.gguf ran, exit 0, on the model's bytes
+ * tokenized: a new user's trial; a zstd'd text was "a binary file", no way on: a helper's;
+ * its first way on, "zstd -dc it > TEXT.txt", could not be pasted: a fresh user's.) */
+static inline const char *llm_not_text(const char *text, size_t len, const char *path, char *why, size_t n)
 {
     const char *nul = memchr(text, 0, len);
-    if (len >= 4 && !memcmp(text, "GGUF", 4))
+    const int zst = wp_zframe_magic((const uint8_t *)text, len);
+    const int gz = len >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b;
+    if (len >= 4 && !memcmp(text, "GGUF", 4)) {
         snprintf(why, n, "a GGUF file (the model goes to --model)");
-    else if (wp_zframe_magic((const uint8_t *)text, len))
-        snprintf(why, n, "a zstd frame (zstd -dc it > TEXT.txt first: a text is read as it is)");
-    else if (len >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b)
-        snprintf(why, n, "a gzip file (gzip -dc it > TEXT.txt first: a text is read as it is)");
-    else if (nul)
+    } else if ((zst || gz) && !strcmp(path, "-")) {
+        snprintf(why, n, "a %s (pipe it through %s first: a text is read as it is)", zst ? "zstd frame" : "gzip file",
+                 zst ? "zstd -dc" : "gzip -dc");
+    } else if (zst || gz) {
+        /* the name without its suffix (.zst, .gz), or with .txt added */
+        const char *suf = zst ? ".zst" : ".gz";
+        const size_t pl = strlen(path), sl = strlen(suf);
+        const int has = pl > sl && !strcmp(path + pl - sl, suf);
+        snprintf(why, n, "a %s (decompress it first: %s '%s' > '%.*s%s'; a text is read as it is)",
+                 zst ? "zstd frame" : "gzip file", zst ? "zstd -dc" : "gzip -dc", path, (int)(has ? pl - sl : pl), path,
+                 has ? "" : ".txt");
+    } else if (nul) {
         snprintf(why, n, "a binary file (a NUL byte at byte %zu)", (size_t)(nul - text));
-    else
+    } else {
         return NULL;
+    }
     return why;
 }
 

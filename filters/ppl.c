@@ -420,8 +420,8 @@ int main(int argc, char **argv)
         text = llm_read_text(text_path, &text_len, NULL);
         if (!text)
             die(text_name, strerror(errno));
-        char why_not[96];
-        if (llm_not_text(text, text_len, why_not, sizeof why_not))
+        char why_not[2 * PATH_MAX + 160];
+        if (llm_not_text(text, text_len, text_path, why_not, sizeof why_not))
             wp_die("%s: not an evaluation text: %s", text_name, why_not);
     }
 

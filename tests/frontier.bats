@@ -737,10 +737,10 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ -z "$output" ]
     for c in "$w/cal.txt.zst" "$w/cal.txt.gz" "$w/cal.txt.xz" "$F32"; do
         case $c in
-        *.zst) why="$c: not a calibration text: a zstd frame (zstd -dc it > TEXT.txt first: a text is read as it is)" ;;
-        *.gz) why="$c: not a calibration text: a gzip file (gzip -dc it > TEXT.txt first: a text is read as it is)" ;;
+        *.zst) why="$c: not a calibration text: a zstd frame (decompress it first: zstd -dc '$c' > '${c%.zst}'; a text is read as it is)" ;;
+        *.gz) why="$c: not a calibration text: a gzip file (decompress it first: gzip -dc '$c' > '${c%.gz}'; a text is read as it is)" ;;
         *.xz) why="$c: not a calibration text: a binary file (a NUL byte at byte 9)" ;;
-        *) why="$c: not a calibration text: a GGUF file (a model; CALIB is a plain text)" ;;
+        *) why="$c: not a calibration text: a GGUF file (a model, not a text)" ;;
         esac
         run "$ROOT/pipelines/lazyweights" --check Q5_0_g0_lam0_c1 "$F32" "$c"
         [ "$status" -eq 2 ]
@@ -809,7 +809,8 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     run make -C "$ROOT" --no-print-directory model MODEL="$BATS_TEST_TMPDIR/m.txt" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out"
     [ "$status" -ne 0 ]
     [ "${#lines[@]}" -eq 1 ]
-    [[ $output == *"*** POINT=Q8_0_g0_lam0_c1: gptq: $BATS_TEST_TMPDIR/m.txt: not a GGUF file (bad magic).  Stop." ]]
+    # (of MODEL, not POINT: a fresh user's find)
+    [[ $output == *"*** MODEL=$BATS_TEST_TMPDIR/m.txt: not a GGUF file (bad magic).  Stop." ]] || { echo "$output"; false; }
     [ ! -e "$out" ]
     # a GGUF that holds no model (llama-imatrix's, here made of a model's norms): refused (it was
     # "quantized" into a copy of itself, exit 0: a breaker's find)
@@ -818,7 +819,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     run make -C "$ROOT" --no-print-directory model MODEL="$im" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out"
     [ "$status" -ne 0 ]
     [ "${#lines[@]}" -eq 1 ]
-    [[ $output == *"*** POINT=Q8_0_g0_lam0_c1: gptq: $im: no weight matrix to quantize among its "*" tensors (2-D *.weight tensors, as llama-quantize takes them): not a model.  Stop." ]]
+    [[ $output == *"*** MODEL=$im: no weight matrix to quantize among its "*" tensors (2-D *.weight tensors, as llama-quantize takes them): not a model.  Stop." ]]
     [ ! -e "$out" ]
     # an OUT that starts with - (mkdir took it for an option, four times, then make stopped;
     # a breaker's find): built there (make runs in the source tree: OUT is under it)

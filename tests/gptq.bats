@@ -544,7 +544,11 @@ PY
     "$BIN/ggufcat" in.gguf | "$BIN/gptq" -q --ftype Q8_0 --rtn | "$BIN/ggufpack" | cmp - out.gguf
     # with llama-quantize's thread count; a preset in lower case, no OUT
     run "$BIN/gptq" -q in.gguf out.gguf Q8_0 2
-    [[ $output == "gptq: in.gguf out.gguf Q8_0 2: llama-quantize's order; "*"ggufcat in.gguf | gptq -q --ftype Q8_0 --rtn | ggufpack > out.gguf "* ]]
+    [[ $output == "gptq: in.gguf out.gguf Q8_0 2: llama-quantize's order; "*"ggufcat in.gguf | gptq -q --threads 2 --ftype Q8_0 --rtn | ggufpack > out.gguf "* ]]
+    # not -o FILE, --check or --hessian-later, with which it failed or wrote nothing (a fresh
+    # user's find)
+    run "$BIN/gptq" -o x.wts --check --hessian-later in.gguf out.gguf Q8_0
+    one_line_error "ggufcat in.gguf \\| gptq --ftype Q8_0 --rtn \\| ggufpack > out.gguf "
     run "$BIN/gptq" in.gguf q4_k_m
     one_line_error "ggufcat in.gguf \\| gptq --ftype q4_k_m --rtn \\| ggufpack > OUT.gguf "
     # names a shell must have quoted, and the other options, kept in the form given (they were

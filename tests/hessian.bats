@@ -367,9 +367,16 @@ bad() {  # expected-substring args...
     bad "$BATS_TEST_TMPDIR/nul.txt: not a calibration text: a binary file (a NUL byte at byte 9)" --model "$M32" --text "$BATS_TEST_TMPDIR/nul.txt"
     # a zstd'd or gzipped text was "a binary file", no way on (a helper's trial)
     zstd -q -c "$CAL" > "$BATS_TEST_TMPDIR/cal.txt.zst"
-    bad "$BATS_TEST_TMPDIR/cal.txt.zst: not a calibration text: a zstd frame (zstd -dc it > TEXT.txt first: a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.zst"
+    bad "$BATS_TEST_TMPDIR/cal.txt.zst: not a calibration text: a zstd frame (decompress it first: zstd -dc '$BATS_TEST_TMPDIR/cal.txt.zst' > '$BATS_TEST_TMPDIR/cal.txt'; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.zst"
     gzip -c "$CAL" > "$BATS_TEST_TMPDIR/cal.txt.gz"
-    bad "$BATS_TEST_TMPDIR/cal.txt.gz: not a calibration text: a gzip file (gzip -dc it > TEXT.txt first: a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.gz"
+    bad "$BATS_TEST_TMPDIR/cal.txt.gz: not a calibration text: a gzip file (decompress it first: gzip -dc '$BATS_TEST_TMPDIR/cal.txt.gz' > '$BATS_TEST_TMPDIR/cal.txt'; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.gz"
+    # from standard input, no name to give (a fresh user's find: "zstd -dc it > TEXT.txt")
+    run --separate-stderr "$H" --threads 1 --model "$M32" --text - -o "$BATS_TEST_TMPDIR/out.hess" < "$BATS_TEST_TMPDIR/cal.txt.zst"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "hessian: stdin: not a calibration text: a zstd frame (pipe it through zstd -dc first: a text is read as it is)" ]
+    # a name without the suffix: .txt added
+    cp "$BATS_TEST_TMPDIR/cal.txt.zst" "$BATS_TEST_TMPDIR/calz"
+    bad "$BATS_TEST_TMPDIR/calz: not a calibration text: a zstd frame (decompress it first: zstd -dc '$BATS_TEST_TMPDIR/calz' > '$BATS_TEST_TMPDIR/calz.txt'; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/calz"
     # it said ": No such file or directory"
     bad "--text: needs a value" --model "$M32" --text=
     bad "--ctx: expected an integer" --model "$M32" --text "$CAL" --ctx 2
