@@ -950,7 +950,7 @@ int main(int argc, char **argv)
     if (ftype_name) {
         ftype = wp_ftype_from_name(ftype_name);
         if (ftype < 0)
-            wp_die("unknown --ftype '%s' (llama-quantize's presets: %s)", ftype_name, preset_list());
+            wp_die("unknown --ftype '%s' (llama-quantize's presets, by name or number: %s)", ftype_name, preset_list());
         /* NVFP4: llama-quantize's "invalid output file type 39" said neither the preset nor why */
         if (wp_ftype_default_type(ftype) < 0)
             wp_die("--ftype %s: llama.cpp gives this preset no type to quantize to", ftype_name);

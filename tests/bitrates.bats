@@ -94,6 +94,10 @@ passed() {
     run --separate-stderr "$ROOT/pipelines/bitcheck" fall.tsv empty.tsv
     [ "$status" -eq 1 ]
     [ "$output" = "empty.tsv: no rows" ]
+    # /dev/null as empty.tsv (it was "not a readable file": a fresh user's find)
+    run --separate-stderr "$ROOT/pipelines/bitcheck" fall.tsv /dev/null
+    [ "$status" -eq 1 ]
+    [ "$output" = "/dev/null: no rows" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" empty.tsv empty.tsv
     [ "$status" -eq 1 ]
     [ "$output" = "$(printf 'empty.tsv: no rows\nempty.tsv: no rows')" ]
@@ -145,7 +149,7 @@ passed() {
         run bash -c "'$ROOT/pipelines/$p' --help > /dev/full"
         [ "$status" -ne 0 ]
     done <<EOF
-bitcheck|FIFO (/dev/stdin, <(...)) as well as a regular file.
+bitcheck|FIFO (/dev/stdin, <(...)) or a device (/dev/null) as well as a regular file.
 bitrates|Without OUTDIR the files go to a temporary directory, removed at the end.
 frontier|  REF_BUILD           llama.cpp's tools (default ~/.cache/wpack/llama.cpp-build; \`make reftools\`)
 lazyweights|before it writes or computes anything.

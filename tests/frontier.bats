@@ -495,6 +495,11 @@ fake_bins() {
     run "$ROOT/pipelines/lazyweights" --check "$F32" Q8_0_g0_lam0_c1 "$CALIB"
     [ "$status" -eq 2 ]
     [ "$output" = "the POINT comes first after --check, then MODEL: lazyweights --check Q8_0_g0_lam0_c1 $F32 $CALIB" ]
+    # a bare preset in POINT's place too (it said "Q8_0: no such file": a fresh user's find)
+    run --separate-stderr "$ROOT/pipelines/lazyweights" Q8_0 "$F32" "$out"
+    [ "$stderr" = "lazyweights: MODEL comes first, then POINT: lazyweights $F32 Q8_0 $out" ]
+    run "$ROOT/pipelines/lazyweights" --check "$F32" Q8_0
+    [ "$output" = "the POINT comes first after --check, then MODEL: lazyweights --check Q8_0 $F32" ]
     # (quoted as a shell reads it back: an empty CALIB was left out, and the way on passed)
     run "$ROOT/pipelines/lazyweights" --check "$F32" Q8_0_g0_lam0_c1 ""
     [ "$output" = "the POINT comes first after --check, then MODEL: lazyweights --check Q8_0_g0_lam0_c1 $F32 ''" ]
@@ -730,6 +735,15 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     zstd -q -c "$CALIB" > "$w/cal.txt.zst"
     gzip -c "$CALIB" > "$w/cal.txt.gz"
     printf 'once upon\0a time' > "$w/cal.txt.xz"   # (as an xz or bzip2 file: a NUL among the first bytes)
+    # an empty file (hessian then said "tokenizes to only 1 token"); a pipe, as /dev/stdin, is
+    # taken unread (it was "not a readable file": a fresh user's find)
+    : > "$w/empty.txt"
+    run "$ROOT/pipelines/lazyweights" --check Q5_0_g0_lam0_c1 "$F32" "$w/empty.txt"
+    [ "$status" -eq 2 ]
+    [ "$output" = "$w/empty.txt: not a calibration text: an empty file" ]
+    head -c 100000 "$CALIB" | HESSIAN_CHUNKS=1 "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$w/p" /dev/stdin 2> /dev/null
+    [ -s "$w/p/stories260K-f32-stdin-k1.hess" ]
+    [ -s "$w/p/stories260K-f32-Q8_0_g0_lam0_c1.bundle" ]
     # (a text that starts as the stream's magic's first 4 bytes is a text: it was refused)
     printf 'WPACKING LIST\n' > "$w/wpac.txt"
     run "$ROOT/pipelines/lazyweights" --check Q5_0_g0_lam0_c1 "$F32" "$w/wpac.txt"

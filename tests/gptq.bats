@@ -571,7 +571,7 @@ PY
     "$BIN/ggufcat" in.gguf | "$BIN/gptq" -q --ftype 7 --rtn | "$BIN/ggufpack" | cmp - out.gguf
     "$BIN/ggufcat" in.gguf | "$BIN/gptq" -q --ftype 0007 --rtn | "$BIN/ggufpack" | cmp - out.gguf
     run "$BIN/gptq" --ftype 4 --rtn in.gguf
-    one_line_error "^gptq: unknown --ftype '4' \\(llama-quantize's presets: F32, F16, Q4_0, "
+    one_line_error "^gptq: unknown --ftype '4' \\(llama-quantize's presets, by name or number: F32, F16, Q4_0, "
     run "$BIN/gptq" in.gguf out.gguf 7
     one_line_error "ggufcat in.gguf \\| gptq --ftype 7 --rtn \\| ggufpack > out.gguf "
 }
@@ -672,7 +672,7 @@ PY
     one_line_error "^gptq: $T/m.wps: tensor output.weight: row length 64 does not fit Q4_K \(blocks of 256 weights\)$"
     [ ! -e "$T/o.wps" ]
     run "$BIN/gptq" --ftype Q4_Z "$T/s.wps"
-    one_line_error "^gptq: unknown --ftype 'Q4_Z' \(llama-quantize's presets: F32, F16, Q4_0, Q4_1, Q8_0, .*, Q4_K_M, .*, IQ4_XS, .*\)$"
+    one_line_error "^gptq: unknown --ftype 'Q4_Z' \(llama-quantize's presets, by name or number: F32, F16, Q4_0, Q4_1, Q8_0, .*, Q4_K_M, .*, IQ4_XS, .*\)$"
 }
 
 @test "gptq --allow-requantize equals llama-quantize --allow-requantize byte for byte, from each block type gptq reads" {
