@@ -1,7 +1,7 @@
 # pipelines/jobs.sh: sourced (not run) by lazyweights and unweight (and by frontier, for
 # model_name alone), bash with set -euo pipefail; installed as PREFIX/lib/wpack/jobs.sh.
-# Their steps as background jobs that a signal ends, the folders of OUTDIR's path they made, removed when they fail, and the
-# check that the programs they run are there.
+# Their steps as background jobs that a signal ends, the folders of OUTDIR's path they made,
+# removed when they fail, and the check that the programs they run are there.
 #
 # Sourcing it defines the functions alone; trap_signals then turns on job control and sets
 # the INT, TERM and HUP traps: a TERM or INT ends every process of the running job
