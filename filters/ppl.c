@@ -48,7 +48,8 @@ static const char usage[] =
     "options:\n"
     "  --model FILE        GGUF model (any architecture llama.cpp runs)\n"
     "                      (-m, -f, -c, -t, -b: llama-perplexity's names of\n"
-    "                      --model, --text, --ctx, --threads, --batch)\n"
+    "                      --model, --text, --ctx, --threads, --batch; and its\n"
+    "                      --file, --ctx-size, --batch-size)\n"
     "  --text FILE         text to score, - for standard input (optional with\n"
     "                      --kl-base)\n"
     "  --ctx N             tokens per chunk (default 512)\n"
@@ -273,13 +274,15 @@ int main(int argc, char **argv)
 
     wp_cli_init("ppl");
     for (int i = 1; i < argc; i++) {
-        /* llama-perplexity's short names too: -m, -f, -c, -t, -b were unknown options to a
+        /* llama-perplexity's short names too (and its --file, --ctx-size, --batch-size: a new
+           user's trial): -m, -f, -c, -t, -b were unknown options to a
            llama.cpp user's first try (a fresh user's find) */
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
                                             "--batch", "--kl-base", "--save-logits", "--kl-divergence-base",
-                                            "-m", "-f", "-c", "-t", "-b"};
+                                            "-m", "-f", "-c", "-t", "-b", "--file", "--ctx-size", "--batch-size"};
         static const char *const longer[][2] = {{"-m", "--model"}, {"-f", "--text"}, {"-c", "--ctx"},
-                                                {"-t", "--threads"}, {"-b", "--batch"}};
+                                                {"-t", "--threads"}, {"-b", "--batch"}, {"--file", "--text"},
+                                                {"--ctx-size", "--ctx"}, {"--batch-size", "--batch"}};
         /* and its KL options: --kl-divergence-base FILE alone writes FILE, with
            --kl-divergence reads it ("unknown option" to a llama.cpp user: a new user's trial) */
         if (wp_cli_flag(argv[i], "--kl-divergence")) {

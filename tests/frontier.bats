@@ -495,6 +495,12 @@ fake_bins() {
     run "$ROOT/pipelines/lazyweights" --check "$F32" Q8_0_g0_lam0_c1 "$CALIB"
     [ "$status" -eq 2 ]
     [ "$output" = "the POINT comes first after --check, then MODEL: lazyweights --check Q8_0_g0_lam0_c1 $F32 $CALIB" ]
+    # llama-quantize's IN OUT TYPE (it said "out.gguf: an operating point is ...": a new user's
+    # trial)
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" "$BATS_TEST_TMPDIR/q/out.gguf" Q4_K_M
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: MODEL POINT OUTDIR, not llama-quantize's IN OUT TYPE: lazyweights $F32 Q4_K_M_g0_lam0_c1 $BATS_TEST_TMPDIR/q (writes OUTDIR/NAME-POINT.gguf; that point is llama-quantize's Q4_K_M, byte for byte without CALIB)" ]
+    [ ! -e "$BATS_TEST_TMPDIR/q" ]
     # a bare preset in POINT's place too (it said "Q8_0: no such file": a fresh user's find)
     run --separate-stderr "$ROOT/pipelines/lazyweights" Q8_0 "$F32" "$out"
     [ "$stderr" = "lazyweights: MODEL comes first, then POINT: lazyweights $F32 Q8_0 $out" ]

@@ -333,6 +333,9 @@ bad() {  # expected-substring args...
     "$H" -m "$M32" -f "$CAL" -c 128 --chunks 2 -t 1 -b 128 -o "$T/short.hess" 2> /dev/null
     "$H" --model "$M32" --text "$CAL" --ctx 128 --chunks 2 --threads 1 --batch 128 -o "$T/long.hess" 2> /dev/null
     cmp "$T/short.hess" "$T/long.hess"
+    # and its long ones --file, --ctx-size, --batch-size (unknown options: a new user's trial)
+    "$H" -m "$M32" --file "$CAL" --ctx-size 128 --chunks 2 -t 1 --batch-size 128 -o "$T/llama.hess" 2> /dev/null
+    cmp "$T/llama.hess" "$T/long.hess"
     # and each is the option it stands for: -c 2 is --ctx's range
     run --separate-stderr "$H" -m "$M32" -f "$CAL" -c 2
     [ "$status" -eq 1 ]

@@ -577,6 +577,11 @@ dup_vocab() {
     run --separate-stderr "$BIN/ppl" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -c 128 -t 1 -b 256 --chunks 2
     [ "$status" -eq 0 ]
     [ "$output" = "$long" ]
+    # and its long ones --file, --ctx-size, --batch-size (unknown options: a new user's trial)
+    run --separate-stderr "$BIN/ppl" -m "$M/stories260K-f32.gguf" --file "$SAMPLE" --ctx-size 128 -t 1 --batch-size 256 --chunks 2
+    [ "$status" -eq 0 ]
+    [ "$output" = "$long" ]
+    [ "${stderr_lines[0]}" = "ppl: 1878 tokens, 2 chunks of 128, batch 256, 2 parallel, 1 thread" ]
     # the same batch and threads (the report alone does not show them; a mutation test's find)
     [ "${stderr_lines[0]}" = "ppl: 1878 tokens, 2 chunks of 128, batch 256, 2 parallel, 1 thread" ]
     bad "--ctx: expected an integer from 4 to 1048576, got '2'" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -c 2
