@@ -162,12 +162,18 @@ deps:
 	$(MAKE) $(DEPS)/.npm-ok $(REF_SRC)/.wpack-ok
 
 # llama.cpp's own tools (llama-quantize, llama-perplexity, llama-imatrix),
-# built once from the bundled source into $(REF_BUILD).
+# built once from the bundled source into $(REF_BUILD), for this CPU (GGML_NATIVE) but without
+# AMX on x86: a CPU that lists AMX in a machine that does not let a process use it (a VM) made
+# llama-perplexity die of SIGILL in its AMX Q8_0 kernel on every quantized GGUF (a new user's
+# find; ggml's AMX code compiles only where the compiler's flags allow AMX, and an explicit
+# -mno-amx-* wins over -march=native). The stamp names the flags: a build without them is redone.
 REF_TOOLS := llama-quantize llama-perplexity llama-imatrix
-reftools: $(REF_BUILD)/.wpack-ok
-$(REF_BUILD)/.wpack-ok: | $(REF_SRC)/.wpack-ok
+REF_NOAMX := $(if $(filter x86_64 amd64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+reftools: $(REF_BUILD)/.wpack-ok-noamx
+$(REF_BUILD)/.wpack-ok-noamx: | $(REF_SRC)/.wpack-ok
 	cmake -S $(REF_SRC) -B $(REF_BUILD) -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_SERVER=OFF \
-	  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=ON >/dev/null
+	  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=ON \
+	  -DCMAKE_C_FLAGS='$(REF_NOAMX)' -DCMAKE_CXX_FLAGS='$(REF_NOAMX)' >/dev/null
 	+cmake --build $(REF_BUILD) $(PAR) --target $(REF_TOOLS) >/dev/null
 	touch $@
 

@@ -218,6 +218,22 @@ same_ppl() {
     done
 }
 
+@test "live: llama.cpp's own build (make reftools) scores a quantized GGUF, Q8_0 and Q4_0, and ppl on its libraries prints its digits" {
+    # llama-perplexity died of SIGILL in its AMX Q8_0 kernel on every quantized GGUF, on a
+    # machine whose CPU lists AMX but does not let a process use it (a new user's find): the
+    # reference build leaves AMX out
+    need_ref
+    local t a b
+    for t in Q8_0 Q4_0; do
+        "$BIN/ggufcat" "$M/stories260K-f32.gguf" | "$BIN/gptq" -q --rtn --ftype "$t" | "$BIN/ggufpack" > "$BATS_TEST_TMPDIR/$t.gguf"
+        a=$(ours_ref "q$t" --model "$BATS_TEST_TMPDIR/$t.gguf" --text "$SAMPLE" | ppl_of)
+        b=$(theirs "q$t" -m "$BATS_TEST_TMPDIR/$t.gguf" -f "$SAMPLE")
+        echo "$t: ours '$a', llama-perplexity '$b'" >&2
+        [ -n "$b" ]
+        [ "$a" = "$b" ]
+    done
+}
+
 # ---- KL divergence
 
 @test "--save-logits writes llama-perplexity's log-probability file" {
