@@ -361,7 +361,9 @@ model_why = $(or $(filter $(MODEL):,$(firstword $(why_))),$(and $(filter gptq:,$
 $(foreach p,$(POINT),$(eval why_ := $$(call point_why,$(p)))$(if $(why_),$(error $(if $(and $(TEXT),$(filter $(TEXT):,$(firstword $(why_)))),TEXT=$(why_),$(if $(model_why),MODEL=$(strip $(patsubst gptq:,,$(why_))),$(if $(and $(IMATRIX),$(findstring $(IMATRIX),$(why_))),IMATRIX=$(IMATRIX) (for POINT=$(p)),POINT=$(p)): $(why_))))))
 # OUT must be a directory that can be made (a regular file on its path left make deleting
 # a .calib it could not write: "make: unlink: ... Not a directory")
-# (not made by make -n or -q)
+# (not made by make -n or -q); nor one named as a file, llama-quantize's OUT (OUT=out.gguf was
+# made a folder: a fresh user's find), unless such a folder is there
+$(if $(and $(filter %.gguf %.GGUF %.bundle %.BUNDLE,$(OUT)),$(if $(wildcard $(OUT)/.),,1)),$(error OUT=$(OUT): named as a file; OUT is the folder NAME-POINT.gguf and .bundle go into (such as $(patsubst %/,%,$(dir $(OUT))))))
 out_new := $(if $(wildcard $(OUT)/.),,1)
 out_why := $(if $(dry),,$(shell mkdir -p -- '$(OUT)' 2>&1 | sed -n '1s/^mkdir: //p'))
 # (an OUT it cannot write into gave the shell's "cannot create" twice and make's lines: a

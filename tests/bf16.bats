@@ -272,10 +272,15 @@ stories260K-bf16-p16.report" ]
     # OUTDIR and PALETTE swapped said "palette '.../u': expected 0 to 16" (a new user's trial)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" 16 "$T/u"
     [ "$status" -eq 2 ]
-    [ "$output" = "unweight: OUTDIR comes before PALETTE: unweight $MODELS/stories260K-bf16.gguf $T/u 16" ]
+    [ "$output" = "unweight: OUTDIR comes before PALETTE: $ROOT/pipelines/unweight $MODELS/stories260K-bf16.gguf $T/u 16" ]
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" 0 "$T/u" --dist
-    [ "$output" = "unweight: OUTDIR comes before PALETTE: unweight --dist $MODELS/stories260K-bf16.gguf $T/u 0" ]
+    [ "$output" = "unweight: OUTDIR comes before PALETTE: $ROOT/pipelines/unweight --dist $MODELS/stories260K-bf16.gguf $T/u 0" ]
     [ ! -e "$T/u/stories260K-bf16-p0.bundle" ]
+    # an OUTDIR named as a file, llama-quantize's OUT (it was made a folder: a fresh user's find)
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/o/out.gguf" 16
+    [ "$status" -eq 2 ]
+    [ "$output" = "unweight: OUTDIR $T/o/out.gguf: named as a file; OUTDIR is the folder NAME-pP.bundle goes into (such as $T/o)" ]
+    [ ! -e "$T/o" ]
     # an empty PALETTE or one that is no name is no swap (it was said one, the way on running
     # into a folder named 16: a breaker's find)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" 16 ""

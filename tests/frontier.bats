@@ -487,28 +487,37 @@ fake_bins() {
     out="$BATS_TEST_TMPDIR/sw"
     run --separate-stderr "$ROOT/pipelines/lazyweights" Q8_0_g0_lam0_c1 "$F32" "$out"
     [ "$status" -eq 2 ]
-    [ "$stderr" = "lazyweights: MODEL comes first, then POINT: lazyweights $F32 Q8_0_g0_lam0_c1 $out" ]
+    [ "$stderr" = "lazyweights: MODEL comes first, then POINT: $ROOT/pipelines/lazyweights $F32 Q8_0_g0_lam0_c1 $out" ]
     run --separate-stderr "$ROOT/pipelines/lazyweights" Q8_0_g0_lam0_c1 "$F32" "$out" "$CALIB" --dist
     [ "$status" -eq 2 ]
-    [ "$stderr" = "lazyweights: MODEL comes first, then POINT: lazyweights --dist $F32 Q8_0_g0_lam0_c1 $out $CALIB" ]
+    [ "$stderr" = "lazyweights: MODEL comes first, then POINT: $ROOT/pipelines/lazyweights --dist $F32 Q8_0_g0_lam0_c1 $out $CALIB" ]
     [ ! -e "$out" ]
     run "$ROOT/pipelines/lazyweights" --check "$F32" Q8_0_g0_lam0_c1 "$CALIB"
     [ "$status" -eq 2 ]
-    [ "$output" = "the POINT comes first after --check, then MODEL: lazyweights --check Q8_0_g0_lam0_c1 $F32 $CALIB" ]
+    [ "$output" = "the POINT comes first after --check, then MODEL: $ROOT/pipelines/lazyweights --check Q8_0_g0_lam0_c1 $F32 $CALIB" ]
     # llama-quantize's IN OUT TYPE (it said "out.gguf: an operating point is ...": a new user's
     # trial)
     run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" "$BATS_TEST_TMPDIR/q/out.gguf" Q4_K_M
     [ "$status" -eq 2 ]
-    [ "$stderr" = "lazyweights: MODEL POINT OUTDIR, not llama-quantize's IN OUT TYPE: lazyweights $F32 Q4_K_M_g0_lam0_c1 $BATS_TEST_TMPDIR/q (writes OUTDIR/NAME-POINT.gguf; that point is llama-quantize's Q4_K_M, byte for byte without CALIB)" ]
+    [ "$stderr" = "lazyweights: MODEL POINT OUTDIR, not llama-quantize's IN OUT TYPE: $ROOT/pipelines/lazyweights $F32 Q4_K_M_g0_lam0_c1 $BATS_TEST_TMPDIR/q (writes OUTDIR/NAME-POINT.gguf; that point is llama-quantize's Q4_K_M, byte for byte without CALIB)" ]
+    [ ! -e "$BATS_TEST_TMPDIR/q" ]
+    # an OUTDIR named as a file, llama-quantize's OUT, by lazyweights and make model (it was
+    # made a folder, the outputs in it: a fresh user's find)
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$BATS_TEST_TMPDIR/q/out.gguf"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: OUTDIR $BATS_TEST_TMPDIR/q/out.gguf: named as a file; OUTDIR is the folder NAME-POINT.gguf and .bundle go into (such as $BATS_TEST_TMPDIR/q)" ]
+    run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$BATS_TEST_TMPDIR/q/out.gguf"
+    [ "$status" -eq 2 ]
+    [[ $output == *"*** OUT=$BATS_TEST_TMPDIR/q/out.gguf: named as a file; OUT is the folder NAME-POINT.gguf and .bundle go into (such as $BATS_TEST_TMPDIR/q).  Stop." ]] || { echo "$output"; false; }
     [ ! -e "$BATS_TEST_TMPDIR/q" ]
     # a bare preset in POINT's place too (it said "Q8_0: no such file": a fresh user's find)
     run --separate-stderr "$ROOT/pipelines/lazyweights" Q8_0 "$F32" "$out"
-    [ "$stderr" = "lazyweights: MODEL comes first, then POINT: lazyweights $F32 Q8_0 $out" ]
+    [ "$stderr" = "lazyweights: MODEL comes first, then POINT: $ROOT/pipelines/lazyweights $F32 Q8_0 $out" ]
     run "$ROOT/pipelines/lazyweights" --check "$F32" Q8_0
-    [ "$output" = "the POINT comes first after --check, then MODEL: lazyweights --check Q8_0 $F32" ]
+    [ "$output" = "the POINT comes first after --check, then MODEL: $ROOT/pipelines/lazyweights --check Q8_0 $F32" ]
     # (quoted as a shell reads it back: an empty CALIB was left out, and the way on passed)
     run "$ROOT/pipelines/lazyweights" --check "$F32" Q8_0_g0_lam0_c1 ""
-    [ "$output" = "the POINT comes first after --check, then MODEL: lazyweights --check Q8_0_g0_lam0_c1 $F32 ''" ]
+    [ "$output" = "the POINT comes first after --check, then MODEL: $ROOT/pipelines/lazyweights --check Q8_0_g0_lam0_c1 $F32 ''" ]
     # a bare preset is told its point; a word gptq takes as none is told the form (any word was
     # called a preset: a breaker's find)
     run "$ROOT/pipelines/lazyweights" --check q8_0
