@@ -152,12 +152,25 @@ model_name() {
     printf '%s\n' "$n"
 }
 
+# magic_of FILE: what FILE's first bytes say it is: gguf (GGUF's magic), stream (a wpack stream
+# or bundle: WP_STREAM_MAGIC, lib/stream.h), zstd (a zstd frame: a compressed file, or a --dist
+# bundle), gzip, or nothing. (lazyweights' CALIB check and model_not_gguf each read the bytes
+# with their own od and case: a last read of the change.)
+magic_of() {
+    case $(od -An -tx1 -N8 -- "$1" 2> /dev/null | tr -d ' ') in
+    47475546*) echo gguf ;;
+    575041434b535452) echo stream ;;
+    28b52ffd*) echo zstd ;;
+    1f8b*) echo gzip ;;
+    esac
+}
+
 # model_not_gguf FILE: nothing, or why FILE is no GGUF model when it starts as a wpack stream or
 # bundle does, or as a zstd frame (a compressed GGUF, or a --dist bundle) does; the readers say
 # the rest. (A command substitution: call it before trap_signals.)
 model_not_gguf() {
-    case $(od -An -tx1 -N8 -- "$1" 2> /dev/null | tr -d ' ') in
-    575041434b535452*) echo "$1: a wpack stream or bundle, not a GGUF model (ggufpack or unbundle writes the GGUF)" ;;
-    28b52ffd*) echo "$1: a zstd file, not a GGUF model (a compressed GGUF: zstd -d it first; a --dist bundle: unbundle writes its GGUF)" ;;
+    case $(magic_of "$1") in
+    stream) echo "$1: a wpack stream or bundle, not a GGUF model (ggufpack or unbundle writes the GGUF)" ;;
+    zstd) echo "$1: a zstd file, not a GGUF model (a compressed GGUF: zstd -d it first; a --dist bundle: unbundle writes its GGUF)" ;;
     esac
 }
