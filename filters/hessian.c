@@ -551,11 +551,7 @@ int main(int argc, char **argv)
         /* llama-imatrix's short names too, as ppl takes llama-perplexity's (-m, -f: "unknown
            option" to a llama.cpp user: a new user's trial) */
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
-                                            "--batch", "--max-memory", "-o", "-m", "-f", "-c", "-t", "-b",
-                                            "--file", "--ctx-size", "--batch-size"};
-        static const char *const longer[][2] = {{"-m", "--model"}, {"-f", "--text"}, {"-c", "--ctx"},
-                                                {"-t", "--threads"}, {"-b", "--batch"}, {"--file", "--text"},
-                                                {"--ctx-size", "--ctx"}, {"--batch-size", "--batch"}};
+                                            "--batch", "--max-memory", "-o", LLM_LLAMA_NAMES};
         if (wp_cli_flag(argv[i], "--share-inputs")) {
             share = 1;
             continue;
@@ -563,9 +559,7 @@ int main(int argc, char **argv)
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
         if (!a)   /* "--" last */
             break;
-        for (size_t k = 0; k < sizeof longer / sizeof *longer; k++)
-            if (!strcmp(a, longer[k][0]))
-                a = longer[k][1];
+        a = llm_long_name(a);
         if (!strcmp(a, "--model"))
             model_path = v;
         else if (!strcmp(a, "--text"))

@@ -37,6 +37,23 @@ struct gguf_context; /* llama.h names it in a prototype; its header is not neede
 #include "gguf_file.h"
 #include "zframe.h"
 
+/* llama.cpp's tools' names of the options hessian and ppl share (llama-perplexity's and
+ * llama-imatrix's -m, -f, -c, -t, -b and --file, --ctx-size, --batch-size, each taking a value),
+ * for their wp_cli_opt tables: LLM_LLAMA_NAMES among the names taken, then llm_long_name(a) is
+ * ours ("--model", ...) for a, else a itself. (The two programs each carried the table: a last
+ * read of the change.) */
+#define LLM_LLAMA_NAMES "-m", "-f", "-c", "-t", "-b", "--file", "--ctx-size", "--batch-size"
+static inline const char *llm_long_name(const char *a)
+{
+    static const char *const longer[][2] = {{"-m", "--model"},      {"-f", "--text"},      {"-c", "--ctx"},
+                                            {"-t", "--threads"},    {"-b", "--batch"},     {"--file", "--text"},
+                                            {"--ctx-size", "--ctx"}, {"--batch-size", "--batch"}};
+    for (size_t k = 0; k < sizeof longer / sizeof *longer; k++)
+        if (!strcmp(a, longer[k][0]))
+            return longer[k][1];
+    return a;
+}
+
 /* Log callback: drops everything unless WPACK_LLAMA_LOG is set in the
  * environment, in which case llama.cpp's text goes to stderr unchanged. */
 static inline void llm_log_cb(enum ggml_log_level level, const char *text, void *user)

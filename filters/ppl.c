@@ -279,10 +279,7 @@ int main(int argc, char **argv)
            llama.cpp user's first try (a fresh user's find) */
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
                                             "--batch", "--kl-base", "--save-logits", "--kl-divergence-base",
-                                            "-m", "-f", "-c", "-t", "-b", "--file", "--ctx-size", "--batch-size"};
-        static const char *const longer[][2] = {{"-m", "--model"}, {"-f", "--text"}, {"-c", "--ctx"},
-                                                {"-t", "--threads"}, {"-b", "--batch"}, {"--file", "--text"},
-                                                {"--ctx-size", "--ctx"}, {"--batch-size", "--batch"}};
+                                            LLM_LLAMA_NAMES};
         /* and its KL options: --kl-divergence-base FILE alone writes FILE, with
            --kl-divergence reads it ("unknown option" to a llama.cpp user: a new user's trial) */
         if (wp_cli_flag(argv[i], "--kl-divergence")) {
@@ -292,9 +289,7 @@ int main(int argc, char **argv)
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
         if (!a)   /* "--" last */
             break;
-        for (size_t k = 0; k < sizeof longer / sizeof *longer; k++)
-            if (!strcmp(a, longer[k][0]))
-                a = longer[k][1];
+        a = llm_long_name(a);
         if (!strcmp(a, "--kl-divergence-base"))
             kl_div_base = v;
         else if (!strcmp(a, "--model"))
