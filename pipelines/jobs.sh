@@ -140,6 +140,16 @@ threads_opt() {
     thr=(--threads "$((10#$WPACK_THREADS))")
 }
 
+# outdir_not_file NAME OUTDIR WHAT: exits 2 after one line when OUTDIR is named as a file
+# (NAME.gguf or .bundle, in any case) and no folder of that name is there: llama-quantize's OUT,
+# uw/out.gguf, was made a folder with the outputs in it (a fresh user's find); WHAT names them
+outdir_not_file() {
+    if [[ ${2,,} == ?*.gguf || ${2,,} == ?*.bundle ]] && ! [ -d "$2" ]; then
+        echo "$1: OUTDIR $2: named as a file; OUTDIR is the folder $3 (such as $(dirname -- "$2"))" >&2
+        exit 2
+    fi
+}
+
 # model_name FILE: the NAME in the outputs' names: FILE's name without its directory and a last
 # .gguf or .GGUF (Story.GGUF named them Story.GGUF-POINT.gguf, and make model, which looked for
 # Story-POINT.gguf, built the point again at every run: a helper's find); make's MODEL_NAME is
