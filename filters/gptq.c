@@ -177,10 +177,27 @@ static void hmap_add(const char *w, size_t len, const wp_record *r, int named)
     n_hm++;
 }
 
+/* Append word w to the command line s (size n) as a shell reads it back: as it is when it
+ * holds only safe characters, else in single quotes; a path that starts with - as ./PATH. */
+static void shell_word(char *s, size_t n, const char *w, int path)
+{
+    size_t k = strlen(s);
+    const int safe = *w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+=:,@%-") == strlen(w);
+    const char *pre = path && w[0] == '-' ? "./" : "";
+    if (safe) {
+        snprintf(s + k, n - k, "%s%s%s", k ? " " : "", pre, w);
+        return;
+    }
+    k += (size_t)snprintf(s + k, n - k, "%s'%s", k ? " " : "", pre);
+    for (; *w && k + 5 < n; w++)
+        k += (size_t)(*w == '\'' ? snprintf(s + k, n - k, "'\\''") : snprintf(s + k, n - k, "%c", *w));
+    snprintf(s + k, n - k, "'");
+}
+
 /* Die for a --hessian file the stream reader refused (err, its message). The model
  * or llama-imatrix's GGUF given there was "not a wpack stream (a GGUF file: read it
  * with ggufcat)", a hint for the wrong file (a new user's trial): gguf_file and
- * imatrix say which it is. */
+ * imatrix say which it is, as a text's first 4 KiB (no NUL byte) says it is one. */
 static __attribute__((noreturn)) void not_hessians(const char *path, const char *err)
 {
     char gerr[256];
@@ -194,6 +211,19 @@ static __attribute__((noreturn)) void not_hessians(const char *path, const char 
                    "--hessian takes the file that hessian -o wrote", path);
         }
         wp_die("%s: a GGUF model, not Hessians: --hessian takes the file that hessian -o wrote", path);
+    }
+    /* a calibration text given as the Hessians (it said "not a wpack stream (bad magic)"):
+     * no NUL byte in its first 4 KiB, and not empty */
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        unsigned char b[4096];
+        const size_t n = fread(b, 1, sizeof b, f);
+        fclose(f);
+        char q[1024] = "";
+        shell_word(q, sizeof q, path, 1);
+        if (n && !memchr(b, 0, n))
+            wp_die("%s: a text, not Hessians: hessian -m MODEL.gguf -f %s -o m.hess computes them from it; "
+                   "--hessian takes the file that hessian -o wrote", path, q);
     }
     wp_die("%s", err);
 }
@@ -787,23 +817,6 @@ static const char *preset_list(void)
     return list;
 }
 
-/* Append word w to the command line s (size n) as a shell reads it back: as it is when it
- * holds only safe characters, else in single quotes; a path that starts with - as ./PATH. */
-static void shell_word(char *s, size_t n, const char *w, int path)
-{
-    size_t k = strlen(s);
-    const int safe = *w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+=:,@%-") == strlen(w);
-    const char *pre = path && w[0] == '-' ? "./" : "";
-    if (safe) {
-        snprintf(s + k, n - k, "%s%s%s", k ? " " : "", pre, w);
-        return;
-    }
-    k += (size_t)snprintf(s + k, n - k, "%s'%s", k ? " " : "", pre);
-    for (; *w && k + 5 < n; w++)
-        k += (size_t)(*w == '\'' ? snprintf(s + k, n - k, "'\\''") : snprintf(s + k, n - k, "%c", *w));
-    snprintf(s + k, n - k, "'");
-}
-
 /* More than one input word given (words, n > 1): refused, with the filter's form of the same
  * run when the words are llama-quantize's `IN [OUT] PRESET [NTHREADS]` (a llama.cpp user's
  * first try, which said only "one input stream at a time"): argv's other words kept but -o
@@ -812,6 +825,13 @@ static void shell_word(char *s, size_t n, const char *w, int path)
 static void words_refused(int argc, char **argv, char **words, int n, int has_type, int has_method, int has_threads)
 {
     for (int k = 1; k < n && k <= 2; k++) {   /* (llama-quantize's TYPE is a preset's name or number) */
+        if (k == 2 && !strcasecmp(words[k], "COPY")) {   /* (it said "one input stream at a time") */
+            char in[1024] = "", out[1024] = "";
+            shell_word(in, sizeof in, words[0], 1);
+            shell_word(out, sizeof out, words[1], 1);
+            wp_die("%s %s %s: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat %s | ggufpack > %s does "
+                   "(the input's own bytes)", words[0], words[1], words[2], in, out);
+        }
         const int f = wp_ftype_from_name(words[k]);
         if (f < 0)
             continue;

@@ -574,6 +574,13 @@ PY
     one_line_error "^gptq: unknown --ftype '4' \\(llama-quantize's presets, by name or number: F32, F16, Q4_0, "
     run "$BIN/gptq" in.gguf out.gguf 7
     one_line_error "ggufcat in.gguf \\| gptq --ftype 7 --rtn \\| ggufpack > out.gguf "
+    # llama-quantize's COPY (it said "one input stream at a time"), whose filter form writes the
+    # input's own bytes
+    run "$BIN/gptq" "my model.gguf" out.gguf copy
+    one_line_error "^gptq: my model.gguf out.gguf copy: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat 'my model.gguf' \\| ggufpack > out.gguf does \\(the input's own bytes\\)$"
+    cmd=${output#*is, as }
+    PATH="$BIN:$PATH" eval "${cmd% does (the input*}"
+    cmp out.gguf "my model.gguf"
 }
 
 @test "gptq of a GGUF v2 file writes version 3, as llama-quantize does" {
@@ -953,6 +960,19 @@ PY
     [ "$status" -eq 1 ]
     [ "$stderr" = "gptq: $F32: a GGUF model, not Hessians: --hessian takes the file that hessian -o wrote" ]
     [ ! -e "$d/g3.wts" ]
+    # the calibration text (it said "not a wpack stream (bad magic)": a new user's find), its name
+    # quoted in the command that makes the Hessians
+    printf 'Once upon a time\n' > "$d/my calib.txt"
+    run --separate-stderr "$BIN/gptq" --type Q8_0 --quiet --hessian "$d/my calib.txt" -o "$d/g3.wts" "$d/m.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $d/my calib.txt: a text, not Hessians: hessian -m MODEL.gguf -f '$d/my calib.txt' -o m.hess computes them from it; --hessian takes the file that hessian -o wrote" ]
+    [ ! -e "$d/g3.wts" ]
+    # a binary file of no known kind keeps the reader's message
+    head -c 100 /dev/urandom | tr '\0' '\1' | tr 'W' 'X' > "$d/rand.bin"
+    printf '\0' >> "$d/rand.bin"
+    run --separate-stderr "$BIN/gptq" --type Q8_0 --quiet --hessian "$d/rand.bin" -o "$d/g3.wts" "$d/m.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $d/rand.bin: not a wpack stream (bad magic)" ]
     # a missing file, with the reason (it said "cannot open Hessian file" alone: a fresh user's find)
     run --separate-stderr "$BIN/gptq" --check --type Q8_0 --hessian "$d/none.hess" "$d/m.wts"
     [ "$status" -eq 1 ]
