@@ -276,6 +276,15 @@ stories260K-bf16-p16.report" ]
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" 0 "$T/u" --dist
     [ "$output" = "unweight: OUTDIR comes before PALETTE: $ROOT/pipelines/unweight --dist $MODELS/stories260K-bf16.gguf $T/u 0" ]
     [ ! -e "$T/u/stories260K-bf16-p0.bundle" ]
+    # MODEL and OUTDIR swapped (it said ".../u: not a readable file": a fresh user's check)
+    run --separate-stderr "$ROOT/pipelines/unweight" "$T/sw" "$MODELS/stories260K-bf16.gguf" 8
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "unweight: MODEL comes first, then OUTDIR: $ROOT/pipelines/unweight $MODELS/stories260K-bf16.gguf $T/sw 8" ]
+    [ ! -e "$T/sw" ]
+    mkdir "$T/sw"
+    run --separate-stderr "$ROOT/pipelines/unweight" --dist "$T/sw" "$MODELS/stories260K-bf16.gguf"
+    [ "$stderr" = "unweight: MODEL comes first, then OUTDIR: $ROOT/pipelines/unweight --dist $MODELS/stories260K-bf16.gguf $T/sw" ]
+    [ -z "$(ls -A "$T/sw")" ]
     # an OUTDIR named as a file, llama-quantize's OUT (it was made a folder: a fresh user's find)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/o/out.gguf" 16
     [ "$status" -eq 2 ]

@@ -510,6 +510,11 @@ fake_bins() {
     [ "$status" -eq 2 ]
     [[ $output == *"*** OUT=$BATS_TEST_TMPDIR/q/out.gguf: named as a file; OUT is the folder NAME-POINT.gguf and .bundle go into (such as $BATS_TEST_TMPDIR/q).  Stop." ]] || { echo "$output"; false; }
     [ ! -e "$BATS_TEST_TMPDIR/q" ]
+    # OUTDIR and POINT swapped (it said "sw: an operating point is ...": a fresh user's check)
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" "$out" Q8_0_g0_lam0_c1 "$CALIB"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: POINT comes before OUTDIR: $ROOT/pipelines/lazyweights $F32 Q8_0_g0_lam0_c1 $out $CALIB" ]
+    [ ! -e "$out" ]
     # a bare preset in POINT's place too (it said "Q8_0: no such file": a fresh user's find)
     run --separate-stderr "$ROOT/pipelines/lazyweights" Q8_0 "$F32" "$out"
     [ "$stderr" = "lazyweights: MODEL comes first, then POINT: $ROOT/pipelines/lazyweights $F32 Q8_0 $out" ]
