@@ -557,9 +557,14 @@ const char *wp_cli_arg(int argc, char **argv, int *i, const char *name)
     return wp_cli_value(argv, i);
 }
 
-/* The input named by word a, the one a filter takes: once. */
+/* The input named by word a, the one a filter takes: once. A second word that names no
+ * file is most likely the output (unbundle b.bundle out.gguf, as cp or llama-quantize take
+ * it), and is told where an output goes. */
 static void cli_operand(const char *a, const char **in)
 {
+    if (*in && a[0] != '-' && access(a, F_OK))
+        wp_die("one input at a time (got '%s' too, no such file: an output goes to -o %s or to standard output)",
+               a, a);
     if (*in)
         wp_die("one input at a time (got '%s' too)", a);
     *in = a;

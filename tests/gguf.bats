@@ -736,6 +736,13 @@ inputs_in_T() {
     # each takes its one input (verify its two) after --, and an option there is a file
     run "$BIN/ggufcat" -- -x.gguf -y
     one_line_error "^ggufcat: one input at a time \(got '-y' too\)$"
+    # a second word that names no file is told where an output goes, as cp's or llama-quantize's
+    # OUT (it said only "one input at a time": a fresh user's check); nothing is written there
+    run "$BIN/unbundle" ./-b.bundle out.gguf
+    one_line_error "^unbundle: one input at a time \(got 'out.gguf' too, no such file: an output goes to -o out.gguf or to standard output\)$"
+    [ ! -e out.gguf ]
+    run "$BIN/unbundle" ./-b.bundle q.gguf
+    one_line_error "^unbundle: one input at a time \(got 'q.gguf' too\)$"
     run "$BIN/gptq" --rtn -- s.wps --type
     one_line_error "^gptq: one input stream at a time \(got '--type' too\)$"
     run "$BIN/verify" -- q.gguf -b.bundle -q
