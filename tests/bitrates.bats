@@ -76,6 +76,14 @@ passed() {
     run "$ROOT/pipelines/bitcheck" "" base.tsv   # (": not a readable file")
     [ "$status" -eq 2 ]
     [ "$output" = "bitcheck: an empty file name" ]
+    # TOLERANCE first (it was "0.01: not a readable file": a fresh user's check), with the
+    # order, quoted as a shell reads it back; a file of that name is read as one
+    run "$ROOT/pipelines/bitcheck" 0.5% base.tsv "it's now.tsv"
+    [ "$status" -eq 2 ]
+    [ "$output" = "bitcheck: TOLERANCE comes last: $ROOT/pipelines/bitcheck base.tsv 'it'\\''s now.tsv' 0.5%" ]
+    cp base.tsv 0.01
+    run "$ROOT/pipelines/bitcheck" 0.01 base.tsv 0.01
+    [ "$status" -eq 0 ]
     # and a tolerance with a backslash escape, which dash's echo made a line of its own ('\n50%'
     # passed a 44 % rise), or one that rounds to 1 (a breaker's finds)
     for t in 5 1 1e-3 100% 2.% 1e-1% % '\n50%' '.5\n' '5%\c' 'x\c' '-5' '99.9999999999999999%' '.99999999999999999999'; do
