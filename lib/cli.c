@@ -290,25 +290,35 @@ static void out_name_check(const char *path, const char *what)
         wp_die("%s: is a directory", path);
 }
 
-/* Whether name ends in .gguf, in any case, after something. */
-static int gguf_named(const char *name)
+/* The name of another format that name carries for an output of this kind, or NULL: ".gguf"
+ * (in any case, after something) for a wpack stream; ".safetensors" for a stream or a GGUF. */
+static const char *foreign_suffix(const char *name, wp_out_kind kind)
 {
-    size_t n = name ? strlen(name) : 0;
-    return n > 5 && !strcasecmp(name + n - 5, ".gguf") && name[n - 6] != '/';
+    static const char *const sufs[] = {".gguf", ".safetensors"};
+    const size_t n = name ? strlen(name) : 0;
+    for (int i = kind == WP_OUT_GGUF; i < 2; i++) {
+        const size_t l = strlen(sufs[i]);
+        if (n > l && !strcasecmp(name + n - l, sufs[i]) && name[n - l - 1] != '/')
+            return sufs[i];
+    }
+    return NULL;
 }
 
-/* Die when a wpack stream would go into a file named NAME.gguf: given (path), the file a
- * symbolic link of that name points to, or standard output redirected to one. */
-static void stream_name_check(const char *path)
+/* Die when an output of this kind would go into a file named for another format
+ * (foreign_suffix): given (path), the file a symbolic link of that name points to, or
+ * standard output redirected to one. */
+static void out_suffix_check(const char *path, wp_out_kind kind)
 {
     char real[PATH_MAX], who[PATH_MAX + 64] = "";
+    const char *suf = NULL;
     if (path && strcmp(path, "-")) {
         ssize_t k = readlink(path, real, sizeof real - 1);   /* a link: what it names (maybe nothing yet) */
         if (k > 0)
             real[k] = 0;
-        if (gguf_named(path))
+        if ((suf = foreign_suffix(path, kind)))
             snprintf(who, sizeof who, "%s", path);
-        else if ((k > 0 && gguf_named(real)) || (realpath(path, real) && gguf_named(real)))
+        else if ((k > 0 && (suf = foreign_suffix(real, kind))) ||
+                 (realpath(path, real) && (suf = foreign_suffix(real, kind))))
             snprintf(who, sizeof who, "%s (a link to %s)", path, real);
     } else {   /* gptq ... > m-q4.gguf: the file the shell opened, named by /proc */
         struct stat st;
@@ -316,13 +326,19 @@ static void stream_name_check(const char *path)
                         ? readlink("/proc/self/fd/1", real, sizeof real - 1) : -1;
         if (n > 0) {
             real[n] = 0;
-            if (gguf_named(real))
+            if ((suf = foreign_suffix(real, kind)))
                 snprintf(who, sizeof who, "stdout (%s)", real);
         }
     }
-    if (*who)
+    if (!*who)
+        return;
+    if (!strcmp(suf, ".gguf"))
         wp_die("%s: refusing to write a wpack stream under a GGUF's name: llama.cpp could not load it "
                "(name it otherwise; ggufpack makes a GGUF of a model's stream, unbundle of a bundle)", who);
+    /* (unbundle -o model.safetensors wrote a GGUF there, exit 0: a new user's trial) */
+    wp_die("%s: refusing to write %s under a safetensors name: safetensors loaders could not read it "
+           "(name it %s; wpack writes no safetensors file)", who,
+           kind == WP_OUT_GGUF ? "a GGUF file" : "a wpack stream", kind == WP_OUT_GGUF ? "NAME.gguf" : "otherwise");
 }
 
 void wp_out_refuse_tty(const char *path, wp_out_kind kind)
@@ -337,8 +353,7 @@ void wp_out_refuse_tty(const char *path, wp_out_kind kind)
     /* gptq -o m-q4.gguf wrote a stream under a GGUF's name, silently, which llama.cpp then
      * called a bad magic (a fresh user's find), and so did gptq > m-q4.gguf (a second one's);
      * as gzip refuses a name ending .gz */
-    if (kind == WP_OUT_STREAM)
-        stream_name_check(path);
+    out_suffix_check(path, kind);
 }
 
 FILE *wp_out_open(const char *path)

@@ -856,7 +856,7 @@ inputs_in_T() {
     [ "$(stat -c %a "$T/new.gguf")" = 640 ]
 }
 
-@test "-o NAME.gguf for a wpack stream or bundle is refused before any work: llama.cpp could not load it" {
+@test "-o NAME.gguf for a wpack stream or bundle, NAME.safetensors for any output, is refused before any work: nothing could load it" {
     # gptq -o m-q4.gguf wrote a stream under a GGUF's name, silently; llama.cpp then said "bad
     # magic" (a fresh user's find)
     cd "$T"
@@ -891,6 +891,19 @@ inputs_in_T() {
     cmp m2.gguf "$F32"
     "$BIN/ggufcat" -o m.gguf.wps m.gguf
     "$BIN/ggufpack" m.gguf.wps | cmp - "$F32"
+    # nor a GGUF or a stream under a safetensors name (unbundle -o model.safetensors wrote a GGUF
+    # there, exit 0: a new user's trial), in any case, redirected too
+    run "$BIN/unbundle" -o model.safetensors b.bundle
+    one_line_error "^unbundle: model.safetensors: refusing to write a GGUF file under a safetensors name: safetensors loaders could not read it \(name it NAME.gguf; wpack writes no safetensors file\)$"
+    run sh -c "'$BIN/ggufpack' < s.wps > m.SafeTensors"
+    one_line_error "^ggufpack: stdout \($T/m.SafeTensors\): refusing to write a GGUF file under a safetensors name"
+    [ ! -s m.SafeTensors ]
+    run "$BIN/safetensorscat" -o s.safetensors "$DATA/safetensors/sd15-lora-r4-f16.safetensors"
+    one_line_error "^safetensorscat: s.safetensors: refusing to write a wpack stream under a safetensors name: safetensors loaders could not read it \(name it otherwise; wpack writes no safetensors file\)$"
+    [ ! -e s.safetensors ]
+    [ ! -e model.safetensors ]
+    "$BIN/ggufpack" -o m.safetensors.gguf s.wps
+    cmp m.safetensors.gguf "$F32"
 }
 
 @test "-o over a write-protected file is refused before any work, root or not; the file kept" {
