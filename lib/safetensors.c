@@ -525,6 +525,30 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
                                                                : wp_zframe_hint(s->f));
         goto fail;
     }
+    /* a header is JSON, '{' after the length: a file with neither a length it allows nor that
+     * '{' is no safetensors file, named by its kind where it has one (a sharded model's index, a
+     * PyTorch zip, a text), not a "truncated file?" of a length read from its text (a new user's
+     * trial) */
+    int c9 = s->file_size > 8 ? fgetc(s->f) : '{';
+    if (c9 != '{' && (s->header_len < 2 || s->header_len > s->file_size - 8 || s->header_len > WP_ST_MAX_HEADER)) {
+        char head[4096];
+        size_t n = 0;
+        if (!fseeko(s->f, 0, SEEK_SET))
+            n = fread(head, 1, sizeof head - 1, s->f);
+        head[n] = 0;
+        sfail(s, "not a safetensors file (%s)",
+              h8[0] == '{' && strstr(head, "\"weight_map\"")
+                  ? "a sharded model's index, JSON: give its shards, safetensorscat model-*.safetensors"
+              : h8[0] == '{' ? "a JSON file"
+              : !memcmp(h8, "PK\3\4", 4) ? "a zip archive, as PyTorch saves a .bin: convert it to safetensors first"
+              : n && !memchr(head, 0, n) ? "a text file"
+                                        : "no header length, then a JSON header, at its start");
+        goto fail;
+    }
+    if (fseeko(s->f, 8, SEEK_SET)) {   /* back to the header, after its '{' was read */
+        sfail(s, "%s", strerror(errno));
+        goto fail;
+    }
     if (s->header_len > s->file_size - 8) {
         sfail(s, "header length %" PRIu64 " is larger than the file allows (%" PRIu64 " bytes; truncated file?)",
               s->header_len, s->file_size);

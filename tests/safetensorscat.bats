@@ -194,6 +194,19 @@ bad() {
     bad "^safetensorscat: $T/0.safetensors: truncated file" "$T/0.safetensors"
 }
 
+@test "bad safetensors: a file of another kind is named, not a 'truncated file?' of a length read from its text" {
+    # a sharded model's index, a PyTorch zip, llama2.c's checkpoint and a text each said
+    # "header length N is larger than the file allows (...; truncated file?)" (a new user's trial)
+    printf '{\n  "metadata": {"total_size": 8},\n  "weight_map": {"a": "model-00001-of-00002.safetensors"}\n}\n' > "$T/model.safetensors.index.json"
+    bad "^safetensorscat: $T/model.safetensors.index.json: not a safetensors file \(a sharded model's index, JSON: give its shards, safetensorscat model-\*.safetensors\)$" "$T/model.safetensors.index.json"
+    printf '{"a": [1, 2, 3], "b": "c"}\n' > "$T/c.json"
+    bad "^safetensorscat: $T/c.json: not a safetensors file \(a JSON file\)$" "$T/c.json"
+    { printf 'PK\003\004'; head -c 100 /dev/zero; } > "$T/pytorch_model.bin"
+    bad "^safetensorscat: $T/pytorch_model.bin: not a safetensors file \(a zip archive, as PyTorch saves a .bin: convert it to safetensors first\)$" "$T/pytorch_model.bin"
+    bad "^safetensorscat: $DATA/text/groups_merged.txt: not a safetensors file \(a text file\)$" "$DATA/text/groups_merged.txt"
+    bad "^safetensorscat: $MODELS/stories260K.bin: not a safetensors file \(no header length, then a JSON header, at its start\)$" "$MODELS/stories260K.bin"
+}
+
 @test "bad safetensors: header length past the end" {
     cp "$CALM" "$T/l.safetensors"; chmod u+w "$T/l.safetensors"
     patch_bytes "$T/l.safetensors" 0 "$(le64 123456789012)"
