@@ -1450,6 +1450,8 @@ static const char *skipped_note(int n, int p)
     return buf;
 }
 
+static const char *only_bundle;   /* the run's one input, when it is one bundle, for messages */
+
 /* The matrices md keeps after --match (wr_model_keep), checked: none (no matrix in the input, or
  * --match named none that runs: what it named said) or a --match that names none of them dies
  * with the reason, exit 1. */
@@ -1479,6 +1481,8 @@ static void match_check(const wr_model *md)
         }
         if (opt.nmatch)
             die(WR_EXIT_FAIL, "no matrix matches --match %s", pats);
+        if (only_bundle)   /* the bundle named (a new user's trial) */
+            die(WR_EXIT_FAIL, "%s: no matrices in it", only_bundle);
         die(WR_EXIT_FAIL, "%s", "no matrices in the input");
     }
     for (int i = 0; i < opt.nmatch; i++) {   /* each --match names a matrix it runs, as one alone must */
@@ -1616,6 +1620,15 @@ int main(int argc, char **argv)
                     "full, twin, transcode or palette, got '%s'",
                     v);
         } else {
+            /* a flag given a value (--cpu=1), said as the filters say it (it was "unknown option") */
+            const char *eq = strchr(a, '=');
+            static const char *const flags[] = {"--cpu", "--verify", "--bench", "--tune", "--graph"};
+            for (size_t k = 0; eq && k < sizeof flags / sizeof *flags; k++)
+                if (!strncmp(a, flags[k], (size_t)(eq - a)) && !flags[k][eq - a]) {
+                    static char msg[80];
+                    snprintf(msg, sizeof msg, "%s: takes no value (see --help)", flags[k]);
+                    die(WR_EXIT_USAGE, "%s", msg);
+                }
             die(WR_EXIT_USAGE, "unknown option: %s (see --help)", a);
         }
     }
@@ -1629,6 +1642,12 @@ int main(int argc, char **argv)
         opt.verify = 1;
     if (opt.graph && opt.cpu)
         fprintf(stderr, "wprun: warning: --graph times a CUDA graph: ignored with --cpu\n");
+    /* (ignored unsaid, where --pipeline and --graph were said: a new user's trial) */
+    if (opt.tol > 0 && !opt.verify)
+        fprintf(stderr, "wprun: warning: --tol is --verify's tolerance: ignored with --bench or --tune alone\n");
+    if (opt.runs && !opt.bench && !opt.tune && !(opt.graph && !opt.cpu))
+        fprintf(stderr, "wprun: warning: --runs counts the timed runs of --bench, --tune and --graph: ignored with "
+                        "--verify alone\n");
     if (opt.pipe != P_AUTO && !opt.verify && !(opt.graph && !opt.cpu))
         fprintf(stderr, "wprun: warning: --pipeline picks the pipeline of --verify%s; --bench and --tune time every "
                         "pipeline\n", opt.cpu ? "" : " and --graph");
@@ -1638,6 +1657,7 @@ int main(int argc, char **argv)
         opt.tol = opt.cpu ? 1e-5 : 1e-4;
     char err[512];
     many_bundles = nb > 1;
+    only_bundle = nb == 1 && !ns ? bundles[0] : NULL;
     for (int i = 0; i < nb; i++)
         wp_cli_input(bundles[i]);   /* --tuning onto one of them is refused (wp_out_open) */
     for (int i = 0; i < nb; i++)

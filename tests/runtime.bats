@@ -305,7 +305,7 @@ wprun: warning: $T/n.tun:6: $w (4 fields, not 6); skipped" ]
     echo "$output" | grep -qE '^bench +Q4_0 .* cpu fused +[0-9.]+ us  full +[0-9.]+ us  transcode +-     palette +-     best (fused|full)$'
 }
 
-@test "wprun says when an option does nothing: --graph with --cpu, --pipeline without --verify" {
+@test "wprun says when an option does nothing: --graph with --cpu, --pipeline or --tol without --verify, --runs with it alone" {
     run --separate-stderr "$BIN/wprun" --cpu --graph --synth Q4_0:64x256
     [ "$status" -eq 0 ]
     [ "$stderr" = "wprun: warning: --graph times a CUDA graph: ignored with --cpu" ]
@@ -315,6 +315,36 @@ wprun: warning: $T/n.tun:6: $w (4 fields, not 6); skipped" ]
     run --separate-stderr "$BIN/wprun" --cpu --verify --bench --pipeline full --synth Q4_0:64x256 --runs 1
     [ "$status" -eq 0 ]
     [ -z "$stderr" ]
+    # --tol without --verify, --runs with --verify alone (ignored unsaid: a new user's trial)
+    run --separate-stderr "$BIN/wprun" --cpu --bench --tol 1e-30 --synth Q4_0:64x256 --runs 1
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: --tol is --verify's tolerance: ignored with --bench or --tune alone" ]
+    run --separate-stderr "$BIN/wprun" --cpu --runs 5 --synth Q4_0:64x256
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: --runs counts the timed runs of --bench, --tune and --graph: ignored with --verify alone" ]
+    run --separate-stderr "$BIN/wprun" --cpu --verify --bench --tol 1e-3 --runs 1 --synth Q4_0:64x256
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+}
+
+@test "wprun: a flag given a value, and a bundle with no matrices, are said as such" {
+    # --cpu=1 said "unknown option: --cpu=1", where the filters say "takes no value"
+    for f in cpu verify bench tune graph; do
+        run --separate-stderr "$BIN/wprun" "--$f=1" --synth Q4_0:64x256
+        [ "$status" -eq 64 ]
+        [ "$stderr" = "wprun: --$f: takes no value (see --help)" ]
+    done
+    run --separate-stderr "$BIN/wprun" --cpux=1 --synth Q4_0:64x256
+    [ "$stderr" = "wprun: unknown option: --cpux=1 (see --help)" ]
+    # a bundle of a GGUF with no tensors: named (it said "no matrices in the input")
+    printf 'GGUF\003\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' > "$T/e.gguf"
+    "$BIN/ggufcat" "$T/e.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/e.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/e.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/e.bundle: no matrices in it" ]
+    run --separate-stderr "$BIN/wprun" --cpu "$T/e.bundle" "$T/e.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: no matrices in the input" ]
 }
 
 @test "wprun --pipeline auto without a tuning file: staged for shallow lanes, ring for deep ones, palette for palette BF16" {
