@@ -245,9 +245,9 @@ clean:
 # rebuilds only what changed; points of one model share its Hessian file)
 #   make model MODEL=m.gguf POINT=IQ4_XS_g1_lam0_c1.25 [TEXT=calib.txt] [OUT=dir] [DIST=1]
 #     (POINT may list several points; make -j builds them in parallel; DIST=1 adds each
-#     point's OUT/NAME-POINT.dist.bundle, lazyweights --dist: a point built without it is
-#     built again, its Hessians reused; WPACK_THREADS=N: the steps' --threads, as
-#     lazyweights(1) takes it)
+#     point's OUT/NAME-POINT.dist.bundle, made from its bundle, lazyweights --dist-only: a
+#     point built without it gets it without GPTQ run again; WPACK_THREADS=N: the steps'
+#     --threads, as lazyweights(1) takes it)
 #   make frontier MODEL=m.gguf EVAL=eval.txt [TEXT=calib.txt] [OUT=dir]
 # TEXT= (empty) builds by RTN, without Hessians; HESSIAN_CHUNKS (default 8)
 # chunks of TEXT go into the Hessians, cached in OUT/NAME-TEXTNAME-kCHUNKS.hess
@@ -273,7 +273,7 @@ OUT   ?= out/frontier
 # breaker's and a re-tester's finds)
 override OUT := $(if $(filter -%,$(OUT)),$(abspath $(OUT)),$(OUT))
 HESSIAN_CHUNKS ?= 8
-# DIST=1 (or yes, true, on) adds the distribution bundles (lazyweights --dist); 0, no, false,
+# DIST=1 (or yes, true, on) adds the distribution bundles (lazyweights --dist-only); 0, no, false,
 # off or nothing leaves them out; from the command line only (an environment's DIST, such as
 # a Debian build's release name, turned them on: a breaker's find)
 ifeq ($(origin DIST),environment)
@@ -396,11 +396,17 @@ $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS)$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@ <&3 3<&- & pid=$$!; \
 	wait $$pid || { rc=$$?; undo; exit $$rc; }
 
-# (the three targets of one lazyweights run: with DIST, a point without its .dist.bundle runs
-# it again; without DIST, lazyweights removes an earlier .dist.bundle of a point it rebuilds)
-$(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle $(if $(DIST),$(OUT)/$(MODEL_NAME)-%.dist.bundle): \
+# (the two targets of one lazyweights run; it removes an earlier .dist.bundle of a point whose
+# GGUF it changes)
+$(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle: \
     $(MODEL) $(OUT)/$(MODEL_NAME)-%.calib $(if $(TEXT),$(HESS)) $(IMATRIX) $(LAZY_BINS) pipelines/lazyweights
-	$(if $(TEXT),HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) )$(if $(IMATRIX),IMATRIX=$(IMATRIX) )pipelines/lazyweights $(if $(DIST),--dist )$(MODEL) $* $(OUT) $(TEXT)
+	$(if $(TEXT),HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) )$(if $(IMATRIX),IMATRIX=$(IMATRIX) )pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
+# DIST: a point's .dist.bundle made from its bundle, the bytes lazyweights --dist makes, without
+# GPTQ (the three were one run's targets: a point built without DIST, then with it, ran GPTQ
+# again, an hour on a 7B model)
+$(OUT)/$(MODEL_NAME)-%.dist.bundle: $(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle \
+    bin/unbundle bin/histogram bin/huffbuild bin/laneinterleave bin/verify pipelines/lazyweights
+	pipelines/lazyweights --dist-only $(MODEL) $* $(OUT)
 
 frontier: deps reftools
 	$(MAKE) all

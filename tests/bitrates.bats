@@ -164,8 +164,8 @@ lazyweights|before it writes or computes anything.
 unweight|WPACK_THREADS=N in the environment is laneinterleave --dist's --threads.
 EOF
     run "$ROOT/pipelines/lazyweights" --help
-    [ "${lines[0]}" = "pipelines/lazyweights [--dist] MODEL.gguf POINT OUTDIR [CALIB.txt]" ]
-    [ "${lines[21]}" = "pipelines/lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
+    [ "${lines[0]}" = "pipelines/lazyweights [--dist | --dist-only] MODEL.gguf POINT OUTDIR [CALIB.txt]" ]
+    [ "${lines[24]}" = "pipelines/lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
 }
 
 @test "bitcheck: a tolerance of 0 (no rise at all) is taken as 0.0 is" {

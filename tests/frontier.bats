@@ -44,7 +44,8 @@ CALIB="$DATA/text/groups_merged.txt"
     q8=$(awk -F'\t' '$1 == "stories260K-f32" && $2 == "Q8_0_g0_lam0_c1" { print $3 }' "$ROOT/tests/bitrates.tsv")
     q8d=$(awk -F'\t' '$1 == "stories260K-f32" && $2 == "Q8_0_g0_lam0_c1.dist" { print $3 }' "$ROOT/tests/bitrates.tsv")
     [ "$q8d" = 8.2075 ]
-    [[ "$output" == *"lazyweights: $g, .bundle and .dist.bundle: GGUF 10.3580 b/w, bundle $q8 b/w, dist bundle $q8d b/w"* ]] ||
+    # (the GGUF and bundle first, then the dist bundle from the bundle, as --dist-only makes it)
+    [[ "$output" == *"lazyweights: $g and .bundle: GGUF 10.3580 b/w, bundle $q8 b/w"$'\n'*"lazyweights: $d: dist bundle $q8d b/w (from ${g%.gguf}.bundle: no GPTQ run)"* ]] ||
         { echo "$output"; false; }
     # its verify report, each line after "dist: ", below the bundle's (whose line stays the one
     # "^GGUF" finds)
@@ -61,8 +62,20 @@ CALIB="$DATA/text/groups_merged.txt"
     run make -q "${args[@]}" DIST=1
     [ "$status" -ne 0 ]
     make -q "${args[@]}" DIST=0
-    make -s "${args[@]}" DIST=yes 2> /dev/null
+    # a point built without DIST gets its dist bundle without GPTQ run again (it ran lazyweights
+    # --dist, GPTQ and all: a note's left alone), the same bytes and report
+    cp "${g%.gguf}.report" "$BATS_TEST_TMPDIR/r0"
+    local gt; gt=$(stat -c %Y.%y "$g")
+    run make "${args[@]}" DIST=yes
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c 'pipelines/lazyweights')" -eq 1 ]
+    [[ "$output" == *"pipelines/lazyweights --dist-only $F32 Q8_0_g0_lam0_c1 $out"* ]] || { echo "$output"; false; }
+    [ "$(stat -c %Y.%y "$g")" = "$gt" ]
+    cmp "${g%.gguf}.report" "$BATS_TEST_TMPDIR/r0"
     [ -s "$d" ]
+    "$ROOT/pipelines/lazyweights" --dist "$F32" Q8_0_g0_lam0_c1 "$BATS_TEST_TMPDIR/direct" 2> /dev/null
+    cmp "$d" "$BATS_TEST_TMPDIR/direct/stories260K-f32-Q8_0_g0_lam0_c1.dist.bundle"
+    cmp "${g%.gguf}.report" "$BATS_TEST_TMPDIR/direct/stories260K-f32-Q8_0_g0_lam0_c1.report"
     # a run without --dist keeps the earlier dist bundle when the GGUF is the same bytes (it
     # removed the slowest file: a fresh user's find), else removes it and says so
     cp "$d" "$BATS_TEST_TMPDIR/d0"
@@ -81,7 +94,7 @@ CALIB="$DATA/text/groups_merged.txt"
     for a in --help -h --version --threads --; do
         run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$BATS_TEST_TMPDIR/o5" $a
         [ "$status" -eq 2 ]
-        [ "$stderr" = "lazyweights: $a: not an option here (--dist goes anywhere, --help, --version and --check first; WPACK_THREADS=N sets the steps' threads; a path: ./$a)" ]
+        [ "$stderr" = "lazyweights: $a: not an option here (--dist and --dist-only go anywhere, --help, --version and --check first; WPACK_THREADS=N sets the steps' threads; a path: ./$a)" ]
     done
     [ ! -e "$BATS_TEST_TMPDIR/o5" ]
     # --dist anywhere (given last, it was a CALIB named ./--dist: "no such file")
@@ -143,7 +156,7 @@ CALIB="$DATA/text/groups_merged.txt"
     [[ "$output" != *"--dist"* ]] || { echo "$output"; false; }
     rm "$d"
     run make -n "${args[@]}" DIST=yes
-    [[ "$output" == *"lazyweights --dist "* ]] || { echo "$output"; false; }
+    [[ "$output" == *"lazyweights --dist-only "* ]] || { echo "$output"; false; }
     run make -n "${args[@]}" DIST=bookworm
     [ "$status" -eq 2 ]
     [[ "$output" == *"DIST=bookworm: expected 1 or yes (the --dist bundles too), 0 or no.  Stop." ]] || { echo "$output"; false; }
@@ -152,6 +165,33 @@ CALIB="$DATA/text/groups_merged.txt"
     [ "$status" -eq 2 ]
     [[ "$output" == *"WPACK_THREADS=0: expected a count of threads from 1 to 512.  Stop." ]] || { echo "$output"; false; }
     [ ! -e "$BATS_TEST_TMPDIR/m6" ]
+}
+
+@test "lazyweights --dist-only: the dist bundle of an earlier run's outputs, the bytes --dist makes; refused where they are missing" {
+    out="$BATS_TEST_TMPDIR/o"
+    stem="$out/stories260K-f32-Q4_0_g1_lam0_c1.25"
+    run --separate-stderr "$ROOT/pipelines/lazyweights" --dist-only "$F32" Q4_0_g1_lam0_c1.25 "$out"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: $stem.gguf: no such file (--dist-only adds the .dist.bundle to a run's outputs: run without it first)" ]
+    [ ! -e "$out" ]
+    "$ROOT/pipelines/lazyweights" "$F32" Q4_0_g1_lam0_c1.25 "$out" 2> /dev/null
+    cp "$stem.gguf" "$BATS_TEST_TMPDIR/g0"
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q4_0_g1_lam0_c1.25 "$out" --dist-only
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "lazyweights: $stem.dist.bundle: dist bundle $(sed -n 's/^dist: GGUF [0-9.]* b\/w, bundle \([0-9.]*\) b\/w.*/\1/p' "$stem.report") b/w (from $stem.bundle: no GPTQ run)" ]
+    cmp "$stem.gguf" "$BATS_TEST_TMPDIR/g0"
+    "$ROOT/bin/unbundle" "$stem.dist.bundle" | cmp - "$stem.gguf"
+    [ "$(grep -c '^dist: GGUF ' "$stem.report")" -eq 1 ]
+    # again: the report's dist lines replaced, not added
+    "$ROOT/pipelines/lazyweights" --dist-only "$F32" Q4_0_g1_lam0_c1.25 "$out" 2> /dev/null
+    [ "$(grep -c '^dist: GGUF ' "$stem.report")" -eq 1 ]
+    "$ROOT/pipelines/lazyweights" --dist "$F32" Q4_0_g1_lam0_c1.25 "$BATS_TEST_TMPDIR/d" 2> /dev/null
+    cmp "$stem.dist.bundle" "$BATS_TEST_TMPDIR/d/stories260K-f32-Q4_0_g1_lam0_c1.25.dist.bundle"
+    cmp "$stem.report" "$BATS_TEST_TMPDIR/d/stories260K-f32-Q4_0_g1_lam0_c1.25.report"
+    [ -z "$(ls -A "$out" | grep tmp)" ]
+    run --separate-stderr "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1.25 --dist-only
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: --dist-only with --check: --check writes nothing" ]
 }
 
 @test "make model and lazyweights take IMATRIX: RTN with it is llama-quantize --imatrix's GGUF; a new one rebuilds; a missing or unfitting one is one line" {
@@ -461,7 +501,7 @@ fake_bins() {
     run "$ROOT/pipelines/lazyweights" "$F32" Q4_0_g1_lam0_c1.25 "$out" "$CALIB" b
     [ "$status" -eq 2 ]
     # both forms (--check was left out: a fresh user's find)
-    [ "$output" = "usage: lazyweights [--dist] MODEL.gguf POINT OUTDIR [CALIB.txt]
+    [ "$output" = "usage: lazyweights [--dist | --dist-only] MODEL.gguf POINT OUTDIR [CALIB.txt]
        lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
     [ ! -e "$out" ]
     # a HESSIAN_CHUNKS that is no count, refused before anything is written, as make model does
@@ -722,7 +762,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     # (said now as an option's word out of place, with the way to name such a file)
     run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 --rtn
     [ "$status" -eq 2 ]
-    [ "$output" = "lazyweights: --rtn: not an option here (--dist goes anywhere, --help, --version and --check first; WPACK_THREADS=N sets the steps' threads; a path: ./--rtn)" ]
+    [ "$output" = "lazyweights: --rtn: not an option here (--dist and --dist-only go anywhere, --help, --version and --check first; WPACK_THREADS=N sets the steps' threads; a path: ./--rtn)" ]
     run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 ./--rtn
     [ "$status" -eq 2 ]
     [ "$output" = "./--rtn: no such file" ]
