@@ -165,7 +165,7 @@ unweight|WPACK_THREADS=N in the environment is laneinterleave --dist's --threads
 EOF
     run "$ROOT/pipelines/lazyweights" --help
     [ "${lines[0]}" = "pipelines/lazyweights [--dist | --dist-only] MODEL.gguf POINT OUTDIR [CALIB.txt]" ]
-    [ "${lines[24]}" = "pipelines/lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
+    [ "${lines[23]}" = "pipelines/lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
 }
 
 @test "bitcheck: a tolerance of 0 (no rise at all) is taken as 0.0 is" {
