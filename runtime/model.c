@@ -366,12 +366,31 @@ static int rowmap_fits(const wp_record *map, const wr_matrix *m, const char *pat
     return fail(err, errlen, "%s: %s", path, why);
 }
 
+/* For a distribution bundle at path named NAME.dist.bundle, with the plain NAME.bundle beside
+ * it (as lazyweights and unweight leave them): " (the inference bundle beside it: wprun
+ * NAME.bundle)", else "" (the rebuild alone was said, a new user's trial). */
+static const char *plain_beside(const char *path, char *buf, size_t n)
+{
+    static const char dist[] = ".dist.bundle";
+    const size_t pl = strlen(path), dl = sizeof dist - 1;
+    char plain[4096 + 8], word[4 * 4096 + 6];
+    struct stat st;
+    if (pl <= dl || pl - dl + 8 > sizeof plain || strcmp(path + pl - dl, dist))
+        return "";
+    snprintf(plain, sizeof plain, "%.*s.bundle", (int)(pl - dl), path);
+    if (stat(plain, &st) || !S_ISREG(st.st_mode))
+        return "";
+    snprintf(buf, n, " (the inference bundle beside it: wprun %s)", wp_shell_word(plain, word, sizeof word));
+    return buf;
+}
+
 int wr_model_load(wr_model *md, const char *path, const char *const *match, char *err, size_t errlen)
 {
     if (!strcmp(path, "-"))   /* it said "-: No such file or directory" */
         return fail(err, errlen, "-: wprun reads a bundle from its index at the end, so not standard input: "
                                  "give the file's name");
     char word[4 * 4096 + 6];   /* path as a word of the commands suggested below */
+    char beside[4 * 4096 + 64];   /* plain_beside's note */
     FILE *f = fopen(path, "rb");
     struct stat st;
     if (!f)
@@ -387,8 +406,8 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                     "%s: a zstd-framed wpack stream (laneinterleave --dist, or a stream zstd'd whole); wprun needs "
                     "an inference bundle: "
                     "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE "
-                    "(a plain bundle that was zstd'd whole: zstd -d it)",
-                    path, wp_shell_word(path, word, sizeof word));
+                    "(a plain bundle that was zstd'd whole: zstd -d it)%s",
+                    path, wp_shell_word(path, word, sizeof word), plain_beside(path, beside, sizeof beside));
     }
     /* a GGUF's way on is its bundle, not ggufcat alone ("a GGUF file: read it with ggufcat"),
        whose stream wprun refuses too (a fresh user's find) */
@@ -460,8 +479,9 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                 rc = fail(err, errlen,
                           "%s: record '%s': a lane-coded matrix zstd'd, as in laneinterleave --dist's "
                           "distribution bundle (also after zstd -d); wprun needs an inference bundle: "
-                          "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE",
-                          path, e->name, wp_shell_word(path, word, sizeof word));
+                          "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE%s",
+                          path, e->name, wp_shell_word(path, word, sizeof word),
+                          plain_beside(path, beside, sizeof beside));
                 break;
             }
             if (of == WP_REC_SIDE || of == WP_REC_RAW || of == WP_REC_SYMBOLS) {

@@ -586,6 +586,19 @@ open('$T/name', 'w').write(r.name)"
     run --separate-stderr "$BIN/wprun" --cpu "$T/dist.zst"
     [ "$status" -eq 1 ]
     [[ "$stderr" == "wprun: $T/dist.zst: a zstd-framed wpack stream (laneinterleave --dist, or a stream zstd'd whole); wprun needs an inference bundle: unbundle --stream"* ]]
+    [[ "$stderr" != *"beside it"* ]]
+    # NAME.dist.bundle beside the pipelines' NAME.bundle: that one named, zstd -d'd or not (the
+    # rebuild alone was said: a new user's trial)
+    cp "$T/dist.zst" "$T/m.dist.bundle"
+    cp "$T/nokv.bundle" "$T/m.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/m.dist.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "wprun: $T/m.dist.bundle: a zstd-framed wpack stream "*" (a plain bundle that was zstd'd whole: zstd -d it) (the inference bundle beside it: wprun $T/m.bundle)" ]]
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --rtn --ftype Q8_0 | "$BIN/histogram" | "$BIN/huffbuild" \
+        | "$BIN/laneinterleave" --dist | zstd -dq > "$T/m.dist.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/m.dist.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "wprun: $T/m.dist.bundle: record '"*"': a lane-coded matrix zstd'd, "*" > FILE (the inference bundle beside it: wprun $T/m.bundle)" ]]
 }
 
 @test "wprun: a bare FILE is a bundle, as --bundle FILE (it was 'unknown option or missing value')" {
