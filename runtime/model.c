@@ -472,10 +472,14 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                 break;
             }
             const int of = wp_record_kind_of(&other);
+            /* (its own matrix's record zstd'd after it: another's was a side record moved away) */
+            const int z_next = i + 1 < ix.count && ix.e[i + 1].kind == WP_REC_Z && !strcmp(ix.e[i + 1].name, e->name);
             if ((of == WP_REC_CODED || of == WP_REC_SIDE || of == WP_REC_RAW || of == WP_REC_SYMBOLS) &&
-                e->kind == WP_REC_Z) {
+                (e->kind == WP_REC_Z || ((of == WP_REC_SIDE || of == WP_REC_RAW) && z_next))) {
                 /* a lane-coded matrix zstd'd has no lanes or side data to read in place (it said
-                   "symbols without their side or raw data" once bundles with nothing lane-coded ran) */
+                   "symbols without their side or raw data" once bundles with nothing lane-coded ran;
+                   "raw data without its coded record after it" of a float --dist bundle's raw
+                   record, its coded record zstd'd after it: a new user's trial) */
                 rc = fail(err, errlen,
                           "%s: record '%s': a lane-coded matrix zstd'd, as in laneinterleave --dist's "
                           "distribution bundle (also after zstd -d); wprun needs an inference bundle: "

@@ -599,6 +599,13 @@ open('$T/name', 'w').write(r.name)"
     run --separate-stderr "$BIN/wprun" --cpu "$T/m.dist.bundle"
     [ "$status" -eq 1 ]
     [[ "$stderr" == "wprun: $T/m.dist.bundle: record '"*"': a lane-coded matrix zstd'd, "*" > FILE (the inference bundle beside it: wprun $T/m.bundle)" ]]
+    # a float model's: its raw record, then its coded one zstd'd (it was "raw data without its
+    # coded record after it": a new user's trial)
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist \
+        | zstd -dq > "$T/f.dist"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/f.dist"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "wprun: $T/f.dist: record 'blk.0.attn_q.weight': a lane-coded matrix zstd'd, as in laneinterleave --dist's distribution bundle (also after zstd -d); "* ]]
 }
 
 @test "wprun: a bare FILE is a bundle, as --bundle FILE (it was 'unknown option or missing value')" {
