@@ -196,7 +196,7 @@ static inline const char *llm_not_text(const char *text, size_t len, const char 
     const char *nul = memchr(text, 0, len);
     const int zst = wp_zframe_magic((const uint8_t *)text, len);
     const int gz = len >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b;
-    if (len >= 4 && !memcmp(text, "GGUF", 4)) {
+    if (wp_gguf_magic((const uint8_t *)text, len)) {
         snprintf(why, n, "a GGUF file (the model goes to --model)");
     } else if ((zst || gz) && !strcmp(path, "-")) {
         snprintf(why, n, "a %s (pipe it through %s first: a text is read as it is)", zst ? "zstd frame" : "gzip file",
@@ -285,7 +285,7 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
         *why = "a wpack stream or bundle, not a GGUF file (ggufpack or unbundle writes the GGUF)";
         return NULL;
     }
-    if (got < 4 || memcmp(magic, "GGUF", 4)) {
+    if (!wp_gguf_magic((const uint8_t *)magic, got)) {
         /* what it is, as the GGUF reader says it: a zstd'd GGUF, a --dist bundle or a
            safetensors file said only "bad magic" (a fresh user's find) */
         static char said[1200];

@@ -52,7 +52,7 @@ static int is_gguf(const char *path)
     if (stat(path, &st) || !S_ISREG(st.st_mode))
         return 0;
     FILE *f = fopen(path, "rb");
-    const int yes = f && fread(m, 1, 4, f) == 4 && !memcmp(m, "GGUF", 4);
+    const int yes = f && fread(m, 1, 4, f) == 4 && wp_gguf_magic((const uint8_t *)m, 4);
     if (f)
         fclose(f);
     return yes;

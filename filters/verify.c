@@ -180,7 +180,7 @@ int main(int argc, char **argv)
         uint8_t a[4] = {0}, b[4] = {0};
         FILE *fa = fopen(orig, "rb"), *fb = fopen(bpath, "rb");
         const int swapped = fa && fb && fread(a, 1, 4, fa) == 4 && fread(b, 1, 4, fb) == 4 &&
-                            (!memcmp(a, WP_STREAM_MAGIC, 4) || wp_zframe_magic(a, 4)) && !memcmp(b, "GGUF", 4);
+                            (!memcmp(a, WP_STREAM_MAGIC, 4) || wp_zframe_magic(a, 4)) && wp_gguf_magic(b, 4);
         if (fa)
             fclose(fa);
         if (fb)

@@ -375,7 +375,7 @@ static wp_gguf_in *open_header(wp_gguf_in *g, char *err, size_t errlen)
     }
     if (gread(g, h, 4, "magic"))
         goto fail;
-    if (memcmp(h, "GGUF", 4)) {
+    if (!wp_gguf_magic(h, 4)) {
         /* a safetensors file, also one cut short (said only "bad magic"; safetensorscat names a
            GGUF the same way) */
         const int st = g->file_size > 9 && fread(h + 4, 1, 5, g->f) == 5 && wp_st_magic(h);
@@ -973,11 +973,16 @@ static int copy_file(FILE *from, FILE *to, uint64_t n)
     return 0;
 }
 
+int wp_gguf_magic(const uint8_t *h, size_t n)
+{
+    return n >= 4 && !memcmp(h, WP_GGUF_MAGIC, 4);
+}
+
 int wp_gguf_out_finish(wp_gguf_out *o, FILE *out)
 {
     uint8_t h[24], b[8];
     uint64_t pos;
-    memcpy(h, "GGUF", 4);
+    memcpy(h, WP_GGUF_MAGIC, 4);
     wr32(h + 4, o->version);
     wr64(h + 8, o->n_tensors);
     wr64(h + 16, o->n_kv);

@@ -34,6 +34,13 @@ extern "C" {
 #endif
 
 #define WP_GGUF_DEFAULT_ALIGNMENT 32u
+/* GGUF's magic, a file's first 4 bytes (gguf.h GGUF_MAGIC). */
+#define WP_GGUF_MAGIC "GGUF"
+
+/* Whether the n bytes at h begin with GGUF's magic: 1 or 0 (0 when n < 4). The one test
+ * of it every reader that names a file's kind makes (the stream, safetensors and imatrix
+ * readers, the filters, wprun). */
+int wp_gguf_magic(const uint8_t *h, size_t n);
 /* llama.cpp's gguf reader refuses a tensor name of this many bytes or more
  * (ggml.h GGML_MAX_NAME; gguf.cpp gguf_init_from_file_impl) */
 #define WP_GGML_MAX_NAME 64

@@ -456,7 +456,7 @@ int wp_imatrix_load(const char *path, wp_imatrix *im, char *err, size_t errlen)
         return ifail(err, errlen, "%s: %s", path, strerror(errno));
     uint8_t head[8];
     size_t got = fread(head, 1, sizeof head, f);
-    if (got >= 4 && !memcmp(head, "GGUF", 4)) {
+    if (wp_gguf_magic(head, got)) {
         fclose(f);
         int rc = load_gguf(path, im, err, errlen);
         if (rc)

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "ggml_type.h"
+#include "gguf_file.h"
 #include "zframe.h"
 
 /* Integers in the header are JSON numbers, which cJSON holds as doubles:
@@ -519,8 +520,8 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
     s->header_len = rd64(h8);
-    if (!memcmp(h8, "GGUF", 4) || !memcmp(h8, "WPACKSTR", 8) || wp_zframe_magic(h8, 8)) {
-        sfail(s, "not a safetensors file (%s)", h8[0] == 'G' ? "a GGUF file: read it with ggufcat"
+    if (wp_gguf_magic(h8, 8) || !memcmp(h8, "WPACKSTR", 8) || wp_zframe_magic(h8, 8)) {
+        sfail(s, "not a safetensors file (%s)", wp_gguf_magic(h8, 8) ? "a GGUF file: read it with ggufcat"
                                                 : h8[0] == 'W' ? "a wpack stream"
                                                                : wp_zframe_hint(s->f));
         goto fail;

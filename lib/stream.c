@@ -3,6 +3,7 @@
 #include "stream.h"
 
 #include "ggml_type.h"
+#include "gguf_file.h"
 #include "safetensors.h"
 #include "zframe.h"
 
@@ -454,7 +455,7 @@ static const char *not_stream(const uint8_t *h, size_t got, int zstd)
 {
     if (!memcmp(h, WP_STREAM_MAGIC, got < 8 ? got : 8))
         return NULL;
-    if (got >= 4 && !memcmp(h, "GGUF", 4))   /* a zstd'd GGUF was "a GGUF file: read it with ggufcat" */
+    if (wp_gguf_magic(h, got))   /* a zstd'd GGUF was "a GGUF file: read it with ggufcat" */
         return zstd ? "not a wpack stream (a zstd-compressed GGUF file: read it with ggufcat)"
                     : "not a wpack stream (a GGUF file: read it with ggufcat)";
     if (got >= 9 && wp_st_magic(h))   /* (it was "bad magic") */

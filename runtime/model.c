@@ -15,6 +15,7 @@
 #include "blocks.h"
 #include "cli.h"
 #include "ggml_type.h"
+#include "gguf_file.h"
 #include "half.h"
 #include "huffman.h"
 #include "rowmap.h"
@@ -412,7 +413,7 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
     /* a GGUF's way on is its bundle, not ggufcat alone ("a GGUF file: read it with ggufcat"),
        whose stream wprun refuses too (a fresh user's find) */
     uint8_t magic[4];
-    if (fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4)) {
+    if (wp_gguf_magic(magic, fread(magic, 1, 4, f))) {
         fclose(f);
         return fail(err, errlen, "%s: a GGUF file, not a bundle: ggufcat %s | [bf16split |] histogram | huffbuild | "
                     "laneinterleave > FILE makes its bundle", path, wp_shell_word(path, word, sizeof word));
