@@ -183,6 +183,28 @@ static inline char *llm_read_text(const char *path, size_t *len, size_t *raw_len
     return buf;
 }
 
+/* Die for a word a of hessian's or ppl's command line that names a file without its option,
+ * with the option it goes with: "m.gguf: not an option: ppl takes the model as -m m.gguf (try
+ * --help)" for a GGUF, "... takes a text as -f c.txt ..." for another regular file (it said
+ * "takes no file without its option", no way on: a note's left alone). Returns for an option,
+ * or a word that names no readable regular file (wp_cli_opt says what it is). */
+static inline void llm_bare_word(const char *a)
+{
+    struct stat st;
+    if (a[0] == '-' || stat(a, &st) || !S_ISREG(st.st_mode))
+        return;
+    FILE *f = fopen(a, "rb");
+    if (!f)
+        return;
+    uint8_t h[4];
+    const size_t n = fread(h, 1, sizeof h, f);
+    fclose(f);
+    char word[4 * 4096 + 6];
+    wp_die("%s: not an option: %s takes %s as %s %s (try --help)", a, wp_prog(),
+           wp_gguf_magic(h, n) ? "the model" : "a text", wp_gguf_magic(h, n) ? "-m" : "-f",
+           wp_shell_word(a, word, sizeof word));
+}
+
 /* Why text[0..len), read by llm_read_text from the --text file at path ("-": standard input),
  * is no text: "a GGUF file (the model goes to --model)" when it starts with GGUF's magic, "a
  * zstd frame (decompress it first: zstd -dc F.zst > F; a text is read as it is)" or "a gzip

@@ -286,6 +286,7 @@ int main(int argc, char **argv)
             kl_div = 1;
             continue;
         }
+        llm_bare_word(argv[i]);
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
         if (!a)   /* "--" last */
             break;

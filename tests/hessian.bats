@@ -356,6 +356,11 @@ bad() {  # expected-substring args...
     bad "--bogus: unknown option" --bogus
     # a file without its option said "calib.txt: unknown option" (a new user's trial)
     bad "calib.txt: not an option: hessian takes no file without its option (try --help)" --model "$M32" calib.txt
+    # a file there is told the option it goes with, its name as a shell reads it back (it said
+    # "takes no file without its option": a note's left alone)
+    printf 'Once upon a time\n' > "$BATS_TEST_TMPDIR/my calib.txt"
+    bad "$BATS_TEST_TMPDIR/my calib.txt: not an option: hessian takes a text as -f '$BATS_TEST_TMPDIR/my calib.txt' (try --help)" --model "$M32" "$BATS_TEST_TMPDIR/my calib.txt"
+    bad "$M32: not an option: hessian takes the model as -m $M32 (try --help)" "$M32" --text "$CAL"
     bad "an empty argument: hessian takes no file without its option (try --help)" --model "$M32" ""
     # "--" ends the options (it said "--: unknown option"); the word after it is a file
     run --separate-stderr "$H" --model "$M32" -o "$BATS_TEST_TMPDIR/out.hess" --

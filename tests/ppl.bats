@@ -563,6 +563,10 @@ dup_vocab() {
     bad "--text: is required" --model "$M/stories260K-f32.gguf"
     bad "--bogus: unknown option" --bogus
     bad "-: not an option: ppl takes no file without its option (try --help)" --model "$M/stories260K-f32.gguf" -
+    # llama-perplexity's habit, ppl m.gguf text: each file told its option (it said "takes no
+    # file without its option": a note's left alone)
+    bad "$M/stories260K-f32.gguf: not an option: ppl takes the model as -m $M/stories260K-f32.gguf (try --help)" "$M/stories260K-f32.gguf" "$SAMPLE"
+    bad "$SAMPLE: not an option: ppl takes a text as -f $SAMPLE (try --help)" -m "$M/stories260K-f32.gguf" "$SAMPLE"
     # the model as its text ran on the model's bytes tokenized (a new user's trial)
     bad "$M/stories260K-f32.gguf: not an evaluation text: a GGUF file (the model goes to --model)" \
         --model "$M/stories260K-f32.gguf" --text "$M/stories260K-f32.gguf"
