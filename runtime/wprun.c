@@ -1655,14 +1655,14 @@ int main(int argc, char **argv)
         opt.runs = opt.cpu ? 3 : 20;
     if (!(opt.tol > 0))
         opt.tol = opt.cpu ? 1e-5 : 1e-4;
-    char err[512];
+    char err[3 * 4 * 4096 + 1024];   /* a message may name the bundle three times, quoted (model.c) */
     many_bundles = nb > 1;
     only_bundle = nb == 1 && !ns ? bundles[0] : NULL;
     for (int i = 0; i < nb; i++)
         wp_cli_input(bundles[i]);   /* --tuning onto one of them is refused (wp_out_open) */
     for (int i = 0; i < nb; i++)
         if (wr_model_load(&md, bundles[i], opt.nmatch ? opt.match : NULL, err, sizeof err)) {
-            char msg[1100];
+            char msg[sizeof err + 4096 + 8];
             size_t pl = strlen(bundles[i]);
             /* one line naming the file, whichever layer wrote the message */
             if (strncmp(err, bundles[i], pl) || err[pl] != ':')

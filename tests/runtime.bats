@@ -599,6 +599,14 @@ open('$T/name', 'w').write(r.name)"
     run --separate-stderr "$BIN/wprun" --cpu "$T/m.dist.bundle"
     [ "$status" -eq 1 ]
     [[ "$stderr" == "wprun: $T/m.dist.bundle: record '"*"': a lane-coded matrix zstd'd, "*" > FILE (the inference bundle beside it: wprun $T/m.bundle)" ]]
+    # under a long path, named three times: whole (it was cut at 511 bytes, the note lost: a
+    # breaker's find)
+    local L="$T/Meta-Llama-3.1-8B-Instruct/out/frontier/Meta-Llama-3.1-8B-Instruct-Q4_K_M_g1_lam0_c1.25"
+    mkdir -p "${L%/*}"
+    cp "$T/m.dist.bundle" "$L.dist.bundle"
+    cp "$T/m.bundle" "$L.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu "$L.dist.bundle"
+    [[ "$stderr" == *" > FILE (the inference bundle beside it: wprun $L.bundle)" ]]
     # a float model's: its raw record, then its coded one zstd'd (it was "raw data without its
     # coded record after it": a new user's trial)
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist \
