@@ -87,7 +87,7 @@ CALIB="$DATA/text/groups_merged.txt"
     cp "$MODELS/stories260K-f16.gguf" "$BATS_TEST_TMPDIR/other/stories260K-f32.gguf"   # another GGUF, the same stem
     run --separate-stderr "$ROOT/pipelines/lazyweights" "$BATS_TEST_TMPDIR/other/stories260K-f32.gguf" Q8_0_g0_lam0_c1 "$out"
     [ "$status" -eq 0 ]
-    [ "${stderr##*$'\n'}" = "lazyweights: removed the earlier $d (it restored that run's GGUF; --dist makes it again)" ]
+    [ "${stderr##*$'\n'}" = "lazyweights: removed the earlier $d (it restored that run's GGUF; --dist-only makes it again from this run's bundle)" ]
     [ ! -e "$d" ]
     # an option's word after the first argument: it was a path (a trailing --help made a folder
     # of that name and ran the pipeline in it: a fresh user's find)
@@ -189,6 +189,29 @@ CALIB="$DATA/text/groups_merged.txt"
     cmp "$stem.dist.bundle" "$BATS_TEST_TMPDIR/d/stories260K-f32-Q4_0_g1_lam0_c1.25.dist.bundle"
     cmp "$stem.report" "$BATS_TEST_TMPDIR/d/stories260K-f32-Q4_0_g1_lam0_c1.25.report"
     [ -z "$(ls -A "$out" | grep tmp)" ]
+    # a .report gone is made again, the same (make model DIST=1 stood stuck on it: a breaker's
+    # find)
+    rm "$stem.report" "$stem.dist.bundle"
+    "$ROOT/pipelines/lazyweights" --dist-only "$F32" Q4_0_g1_lam0_c1.25 "$out" 2> /dev/null
+    cmp "$stem.report" "$BATS_TEST_TMPDIR/d/stories260K-f32-Q4_0_g1_lam0_c1.25.report"
+    cmp "$stem.dist.bundle" "$BATS_TEST_TMPDIR/d/stories260K-f32-Q4_0_g1_lam0_c1.25.dist.bundle"
+    # a .bundle of another point: said so, nothing changed (verify named the temporary file)
+    cp "$stem.dist.bundle" "$BATS_TEST_TMPDIR/d0"
+    "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" 2> /dev/null
+    cp "$stem.bundle" "$BATS_TEST_TMPDIR/b0"
+    cp "$out/stories260K-f32-Q8_0_g0_lam0_c1.bundle" "$stem.bundle"
+    run --separate-stderr "$ROOT/pipelines/lazyweights" --dist-only "$F32" Q4_0_g1_lam0_c1.25 "$out"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "lazyweights: $stem.bundle does not restore $stem.gguf: not one run's outputs (run without --dist-only)" ]
+    cmp "$stem.dist.bundle" "$BATS_TEST_TMPDIR/d0"
+    [ -z "$(ls -A "$out" | grep tmp)" ]
+    # both options (--dist-only won, unsaid), and a swap's suggestion keeps --dist-only (it
+    # dropped it, suggesting a whole GPTQ run: a breaker's find)
+    run --separate-stderr "$ROOT/pipelines/lazyweights" --dist --dist-only "$F32" Q4_0_g1_lam0_c1.25 "$out"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: --dist or --dist-only, not both (--dist runs the point and makes its .dist.bundle; --dist-only makes the .dist.bundle of an earlier run)" ]
+    run --separate-stderr "$ROOT/pipelines/lazyweights" --dist-only "$F32" "$out" Q4_0_g1_lam0_c1.25
+    [ "$stderr" = "lazyweights: POINT comes before OUTDIR: $ROOT/pipelines/lazyweights --dist-only $F32 Q4_0_g1_lam0_c1.25 $out" ]
     run --separate-stderr "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1.25 --dist-only
     [ "$status" -eq 2 ]
     [ "$stderr" = "lazyweights: --dist-only with --check: --check writes nothing" ]
