@@ -574,12 +574,12 @@ const char *wp_cli_arg(int argc, char **argv, int *i, const char *name)
 
 /* The input named by word a, the one a filter takes: once. A second word that names no
  * file is most likely the output (unbundle b.bundle out.gguf, as cp or llama-quantize take
- * it), and is told where an output goes. */
+ * it), and is told where an output goes: standard output (not "-o NAME", which tsinfo does
+ * not take and a name of another format's may not get: a breaker's find). */
 static void cli_operand(const char *a, const char **in)
 {
     if (*in && a[0] != '-' && access(a, F_OK))
-        wp_die("one input at a time (got '%s' too, no such file: an output goes to -o %s or to standard output)",
-               a, a);
+        wp_die("one input at a time (got '%s' too, no such file: the output goes to standard output)", a);
     if (*in)
         wp_die("one input at a time (got '%s' too)", a);
     *in = a;

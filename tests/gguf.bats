@@ -739,7 +739,7 @@ inputs_in_T() {
     # a second word that names no file is told where an output goes, as cp's or llama-quantize's
     # OUT (it said only "one input at a time": a fresh user's check); nothing is written there
     run "$BIN/unbundle" ./-b.bundle out.gguf
-    one_line_error "^unbundle: one input at a time \(got 'out.gguf' too, no such file: an output goes to -o out.gguf or to standard output\)$"
+    one_line_error "^unbundle: one input at a time \(got 'out.gguf' too, no such file: the output goes to standard output\)$"
     [ ! -e out.gguf ]
     run "$BIN/unbundle" ./-b.bundle q.gguf
     one_line_error "^unbundle: one input at a time \(got 'q.gguf' too\)$"
