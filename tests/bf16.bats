@@ -285,6 +285,11 @@ stories260K-bf16-p16.report" ]
     run --separate-stderr "$ROOT/pipelines/unweight" --dist "$T/sw" "$MODELS/stories260K-bf16.gguf"
     [ "$stderr" = "unweight: MODEL comes first, then OUTDIR: $ROOT/pipelines/unweight --dist $MODELS/stories260K-bf16.gguf $T/sw" ]
     [ -z "$(ls -A "$T/sw")" ]
+    # a file there that is no GGUF is no swap (a breaker's find)
+    printf 'text\n' > "$T/t.txt"
+    run --separate-stderr "$ROOT/pipelines/unweight" "$T/sw2" "$T/t.txt"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "unweight: $T/sw2: not a readable file" ]
     # an OUTDIR named as a file, llama-quantize's OUT (it was made a folder: a fresh user's find)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/o/out.gguf" 16
     [ "$status" -eq 2 ]
