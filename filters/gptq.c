@@ -213,7 +213,9 @@ static __attribute__((noreturn)) void not_hessians(const char *path, const char 
         wp_die("%s: a GGUF model, not Hessians: --hessian takes the file that hessian -o wrote", path);
     }
     /* a calibration text given as the Hessians (it said "not a wpack stream (bad magic)"):
-     * no NUL byte in its first 4 KiB, and not empty */
+     * its first 4 KiB printable (tabs and line ends too; UTF-8's bytes above 127), and not
+     * empty (a binary without a NUL, or a Hessian file cut in its magic, was "a text": a
+     * breaker's find) */
     FILE *f = fopen(path, "rb");
     if (f) {
         unsigned char b[4096];
@@ -221,7 +223,10 @@ static __attribute__((noreturn)) void not_hessians(const char *path, const char 
         fclose(f);
         char q[1024] = "";
         shell_word(q, sizeof q, path, 1);
-        if (n && !memchr(b, 0, n))
+        size_t k = 0;
+        while (k < n && (b[k] >= 0x20 || b[k] == '\t' || b[k] == '\n' || b[k] == '\r') && b[k] != 0x7f)
+            k++;
+        if (n && k == n && memcmp(b, WP_STREAM_MAGIC, n < 8 ? n : 8))
             wp_die("%s: a text, not Hessians: hessian -m MODEL.gguf -f %s -o m.hess computes them from it; "
                    "--hessian takes the file that hessian -o wrote", path, q);
     }
@@ -825,12 +830,15 @@ static const char *preset_list(void)
 static void words_refused(int argc, char **argv, char **words, int n, int has_type, int has_method, int has_threads)
 {
     for (int k = 1; k < n && k <= 2; k++) {   /* (llama-quantize's TYPE is a preset's name or number) */
-        if (k == 2 && !strcasecmp(words[k], "COPY")) {   /* (it said "one input stream at a time") */
-            char in[1024] = "", out[1024] = "";
+        /* (it said "one input stream at a time"; IN COPY without OUT too: a breaker's find) */
+        if (!strcasecmp(words[k], "COPY") && n == k + 1) {
+            char in[1024] = "", out[1024] = "", given[2100] = "";
             shell_word(in, sizeof in, words[0], 1);
-            shell_word(out, sizeof out, words[1], 1);
-            wp_die("%s %s %s: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat %s | ggufpack > %s does "
-                   "(the input's own bytes)", words[0], words[1], words[2], in, out);
+            shell_word(out, sizeof out, k == 2 ? words[1] : "OUT.gguf", 1);
+            for (int w = 0; w <= k; w++)
+                snprintf(given + strlen(given), sizeof given - strlen(given), "%s%s", w ? " " : "", words[w]);
+            wp_die("%s: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat %s | ggufpack > %s does "
+                   "(the input's own bytes)", given, in, out);
         }
         const int f = wp_ftype_from_name(words[k]);
         if (f < 0)

@@ -581,6 +581,9 @@ PY
     cmd=${output#*is, as }
     PATH="$BIN:$PATH" eval "${cmd% does (the input*}"
     cmp out.gguf "my model.gguf"
+    # IN COPY, no OUT (it said "one input stream at a time": a breaker's find)
+    run "$BIN/gptq" in.gguf COPY
+    one_line_error "^gptq: in.gguf COPY: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat in.gguf \\| ggufpack > OUT.gguf does \\(the input's own bytes\\)$"
 }
 
 @test "gptq of a GGUF v2 file writes version 3, as llama-quantize does" {
@@ -967,12 +970,16 @@ PY
     [ "$status" -eq 1 ]
     [ "$stderr" = "gptq: $d/my calib.txt: a text, not Hessians: hessian -m MODEL.gguf -f '$d/my calib.txt' -o m.hess computes them from it; --hessian takes the file that hessian -o wrote" ]
     [ ! -e "$d/g3.wts" ]
-    # a binary file of no known kind keeps the reader's message
-    head -c 100 /dev/urandom | tr '\0' '\1' | tr 'W' 'X' > "$d/rand.bin"
-    printf '\0' >> "$d/rand.bin"
+    # a binary file of no known kind keeps the reader's message, without a NUL byte too, and so
+    # does a Hessian file cut in its magic (both were "a text": a breaker's find)
+    printf '\001\002abc' > "$d/rand.bin"
     run --separate-stderr "$BIN/gptq" --type Q8_0 --quiet --hessian "$d/rand.bin" -o "$d/g3.wts" "$d/m.wts"
     [ "$status" -eq 1 ]
     [ "$stderr" = "gptq: $d/rand.bin: not a wpack stream (bad magic)" ]
+    head -c 6 "$d/h.wts" > "$d/cut.hess"
+    run --separate-stderr "$BIN/gptq" --type Q8_0 --quiet --hessian "$d/cut.hess" -o "$d/g3.wts" "$d/m.wts"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "gptq: $d/cut.hess: truncated stream: "* ]]
     # a missing file, with the reason (it said "cannot open Hessian file" alone: a fresh user's find)
     run --separate-stderr "$BIN/gptq" --check --type Q8_0 --hessian "$d/none.hess" "$d/m.wts"
     [ "$status" -eq 1 ]
