@@ -81,6 +81,12 @@ passed() {
     run "$ROOT/pipelines/bitcheck" 0.5% base.tsv "it's now.tsv"
     [ "$status" -eq 2 ]
     [ "$output" = "bitcheck: TOLERANCE comes last: $ROOT/pipelines/bitcheck base.tsv 'it'\\''s now.tsv' 0.5%" ]
+    run "$ROOT/pipelines/bitcheck" base.tsv 1% now.tsv   # (second, or with one file: a breaker's find)
+    [ "$status" -eq 2 ]
+    [ "$output" = "bitcheck: TOLERANCE comes last: $ROOT/pipelines/bitcheck base.tsv now.tsv 1%" ]
+    run "$ROOT/pipelines/bitcheck" 0.01 base.tsv
+    [ "$status" -eq 2 ]
+    [ "$output" = "bitcheck: 0.01: a TOLERANCE where a file goes: both files come first, BASELINE.tsv NOW.tsv [TOLERANCE]" ]
     cp base.tsv 0.01
     run "$ROOT/pipelines/bitcheck" 0.01 base.tsv 0.01
     [ "$status" -eq 0 ]
