@@ -1646,8 +1646,8 @@ int main(int argc, char **argv)
     if (opt.tol > 0 && !opt.verify)
         fprintf(stderr, "wprun: warning: --tol is --verify's tolerance: ignored with --bench or --tune alone\n");
     if (opt.runs && !opt.bench && !opt.tune && !(opt.graph && !opt.cpu))
-        fprintf(stderr, "wprun: warning: --runs counts the timed runs of --bench, --tune and --graph: ignored with "
-                        "--verify alone\n");
+        fprintf(stderr, "wprun: warning: --runs counts the timed runs of --bench, --tune and the GPU's --graph: this "
+                        "run times nothing\n");
     if (opt.pipe != P_AUTO && !opt.verify && !(opt.graph && !opt.cpu))
         fprintf(stderr, "wprun: warning: --pipeline picks the pipeline of --verify%s; --bench and --tune time every "
                         "pipeline\n", opt.cpu ? "" : " and --graph");

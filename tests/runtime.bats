@@ -321,7 +321,10 @@ wprun: warning: $T/n.tun:6: $w (4 fields, not 6); skipped" ]
     [ "$stderr" = "wprun: warning: --tol is --verify's tolerance: ignored with --bench or --tune alone" ]
     run --separate-stderr "$BIN/wprun" --cpu --runs 5 --synth Q4_0:64x256
     [ "$status" -eq 0 ]
-    [ "$stderr" = "wprun: warning: --runs counts the timed runs of --bench, --tune and --graph: ignored with --verify alone" ]
+    [ "$stderr" = "wprun: warning: --runs counts the timed runs of --bench, --tune and the GPU's --graph: this run times nothing" ]
+    run --separate-stderr "$BIN/wprun" --cpu --graph --runs 5 --synth Q4_0:64x256   # (a breaker's find)
+    [ "$stderr" = "wprun: warning: --graph times a CUDA graph: ignored with --cpu
+wprun: warning: --runs counts the timed runs of --bench, --tune and the GPU's --graph: this run times nothing" ]
     run --separate-stderr "$BIN/wprun" --cpu --verify --bench --tol 1e-3 --runs 1 --synth Q4_0:64x256
     [ "$status" -eq 0 ]
     [ -z "$stderr" ]
