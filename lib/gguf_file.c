@@ -973,11 +973,6 @@ static int copy_file(FILE *from, FILE *to, uint64_t n)
     return 0;
 }
 
-int wp_gguf_magic(const uint8_t *h, size_t n)
-{
-    return n >= 4 && !memcmp(h, WP_GGUF_MAGIC, 4);
-}
-
 int wp_gguf_out_finish(wp_gguf_out *o, FILE *out)
 {
     uint8_t h[24], b[8];

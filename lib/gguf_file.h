@@ -26,6 +26,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "stream.h"
 
@@ -40,7 +41,10 @@ extern "C" {
 /* Whether the n bytes at h begin with GGUF's magic: 1 or 0 (0 when n < 4). The one test
  * of it every reader that names a file's kind makes (the stream, safetensors and imatrix
  * readers, the filters, wprun). */
-int wp_gguf_magic(const uint8_t *h, size_t n);
+static inline int wp_gguf_magic(const uint8_t *h, size_t n)
+{
+    return n >= 4 && !memcmp(h, WP_GGUF_MAGIC, 4);
+}
 /* llama.cpp's gguf reader refuses a tensor name of this many bytes or more
  * (ggml.h GGML_MAX_NAME; gguf.cpp gguf_init_from_file_impl) */
 #define WP_GGML_MAX_NAME 64

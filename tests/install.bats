@@ -147,7 +147,7 @@ C
         [ "$(MANPATH="$P/share/man" man -w "$p")" = "$P/share/man/man1/$p.1" ]
         # --help names the program as installed (it said pipelines/unweight: a new user's trial)
         run "$P/bin/$p" --help
-        [[ "${lines[0]}" == "$p "[A-Z]* || "${lines[0]}" == "$p [--dist] "[A-Z]* ]] || { echo "$p: ${lines[0]}"; false; }
+        [[ "${lines[0]}" == "$p "[A-Z]* || "${lines[0]}" == "$p [--dist] "[A-Z]* || "${lines[0]}" == "$p [--dist | --dist-only] "[A-Z]* ]] || { echo "$p: ${lines[0]}"; false; }
         [[ "$output" != *"pipelines/$p"* ]] || { echo "$p: $output"; false; }
     done
     # run as a user: only PREFIX/bin and the system on PATH, from another folder
