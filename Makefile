@@ -271,7 +271,13 @@ OUT   ?= out/frontier
 # an OUT that starts with - as an absolute path: the recipes and stamps pass it to mkdir, cat,
 # rm and hessian -o, which took it for an option (make drops a ./ before a target's name; a
 # breaker's and a re-tester's finds)
+OUT_ORIGIN := $(origin OUT)
 override OUT := $(if $(filter -%,$(OUT)),$(abspath $(OUT)),$(OUT))
+# a ~ or ~/ at a path's start as the shell expands it: make's targets took ~/x for $HOME/x and
+# the recipes' single-quoted paths for ./~/x (OUT=~/x, given through a recipe's sh, built in
+# both and removed a stamp: a new user's trial); ~USER is refused below
+tilde = $(if $(filter ~ ~/%,$(1)),$(patsubst ~%,$(HOME)%,$(1)),$(1))
+$(foreach v,MODEL TEXT OUT IMATRIX EVAL,$(if $(filter ~ ~/%,$($(v))),$(eval override $(v) := $$(call tilde,$$($(v))))))
 HESSIAN_CHUNKS ?= 8
 # DIST=1 (or yes, true, on) adds the distribution bundles (lazyweights --dist-only); 0, no, false,
 # off or nothing leaves them out; from the command line only (an environment's DIST, such as
@@ -320,6 +326,7 @@ comma := ,
 path_bad = $(or $(word 2,$(1)),$(findstring ',$(1)),$(findstring ",$(1)),$(findstring \,$(1)),$(findstring ;,$(1)),$(findstring %,$(1)),$(findstring :,$(1)),$(findstring $(hash),$(1)))
 hash := \#
 $(foreach v,MODEL TEXT OUT IMATRIX,$(if $(call path_bad,$($(v))),$(error $(v)=$($(v)): a space, quote, backslash, ;, %, : or # in this path cannot go through make (link the file under a plain name))))
+$(foreach v,MODEL TEXT OUT IMATRIX,$(if $(filter ~%,$($(v))),$(error $(v)=$($(v)): a ~USER path cannot go through make (give it as the shell expands it))))
 # HESSIAN_CHUNKS, with a TEXT (RTN uses none: TEXT= HESSIAN_CHUNKS=abc was refused), is a
 # count, 1 to 2147483647 as hessian --chunks takes it (0, -3 or abc wrote the stamps, then
 # hessian failed); without its leading zeros (08 named Hessians k08, apart from 8's k8)
@@ -340,6 +347,10 @@ override WPACK_THREADS := $(call strip0,$(WPACK_THREADS))
 # (a relative path is read from the source tree, where make -C runs: said, as a path given
 # from another folder said "no such file" alone, a fresh user's find)
 rel_note = $(if $(filter /%,$(1)),, (read from $(CURDIR)$(comma) where make runs: with make -C$(comma) give a path from there or an absolute one))
+# a relative OUT given from another folder (make -C) is under this one: said, once, as the
+# outputs went there unsaid while a relative MODEL was told where it was read from (a new
+# user's trial); PWD is the caller's folder, which make -C leaves as it was
+$(if $(and $(filter command line environment,$(OUT_ORIGIN)),$(filter-out /%,$(OUT)),$(PWD),$(filter-out $(CURDIR),$(realpath $(PWD)))),$(info make model: OUT=$(OUT) is $(CURDIR)/$(OUT), under the folder where make runs (make -C): give an absolute path to put the outputs elsewhere))
 $(if $(wildcard $(MODEL)),,$(error MODEL=$(MODEL): no such file$(if $(filter $(WPACK_DATA)/%,$(MODEL)), (the default; set MODEL=FILE$(comma) or WPACK_DATA=dir),$(call rel_note,$(MODEL)))))
 $(if $(wildcard $(MODEL)/.),$(error MODEL=$(MODEL): is a directory))
 $(if $(strip $(POINT)),,$(error POINT= names no operating point (such as Q4_K_M_g1_lam0_c1.25)))

@@ -1213,3 +1213,28 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ "$output" = "hessian: it broke" ]
     [ ! -e "$out" ]
 }
+
+@test "make model: OUT=~/x is HOME's x, a ~USER path refused; a relative OUT given from another folder is said" {
+    # a recipe's sh passes ~ unexpanded: make's targets took it for HOME's, the stamps' quoted
+    # paths for ./~/x, and a stamp was removed (a new user's trial)
+    local h="$BATS_TEST_TMPDIR/home"
+    mkdir "$h"
+    run env HOME="$h" make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= 'OUT=~/wpk'
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [ -s "$h/wpk/stories260K-f32-Q8_0_g0_lam0_c1.gguf" ]
+    [ -s "$h/wpk/stories260K-f32-Q8_0_g0_lam0_c1.calib" ]
+    [ ! -e "$ROOT/~" ]
+    run env HOME="$h" make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= 'OUT=~/wpk'
+    [ "$output" = "make: Nothing to be done for 'model'." ]
+    run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= 'OUT=~nobody/wpk'
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"*** OUT=~nobody/wpk: a ~USER path cannot go through make (give it as the shell expands it).  Stop." ]] || { echo "$output"; false; }
+    # a relative OUT from another folder goes under the source tree: said (it went unsaid)
+    cd "$BATS_TEST_TMPDIR"
+    run make -C "$ROOT" --no-print-directory -n model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT=rel-out
+    [ "$status" -eq 0 ]
+    [ "${lines[0]}" = "make model: OUT=rel-out is $ROOT/rel-out, under the folder where make runs (make -C): give an absolute path to put the outputs elsewhere" ]
+    run make -C "$ROOT" --no-print-directory -n model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$BATS_TEST_TMPDIR/abs"
+    [[ "$output" != *"make model: OUT="* ]]
+    [ ! -e "$ROOT/rel-out" ]
+}
