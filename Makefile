@@ -360,7 +360,9 @@ $(if $(IMATRIX),$(if $(wildcard $(IMATRIX)),,$(error IMATRIX=$(IMATRIX): no such
 # MODEL (its metadata and tensor shapes: a type gptq lacks, a model already quantized or no
 # GGUF): what is wrong, or nothing; so gptq is built first, before the Hessians
 # (built when out of date too: an older gptq knows no --check)
-$(shell $(MAKE) -s --no-print-directory bin/gptq >&2)
+# (without the jobserver, which $(shell) does not pass on: under a parent make -j it said
+# "warning: jobserver unavailable: using -j1", a new user's trial)
+$(shell MAKEFLAGS='$(filter-out --jobserver-auth=% --jobserver-fds=% -j%,$(MAKEFLAGS))' $(MAKE) -s --no-print-directory bin/gptq >&2)
 point_why = $(shell $(if $(IMATRIX),IMATRIX='$(IMATRIX)' )pipelines/lazyweights --check '$(1)' '$(MODEL)' $(if $(TEXT),'$(TEXT)'))
 # $$(call ...): eval expands its text once more, and gptq's line can quote a tensor name
 # of the model, such as $(shell ...) (which ran)

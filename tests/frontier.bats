@@ -1238,3 +1238,14 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [[ "$output" != *"make model: OUT="* ]]
     [ ! -e "$ROOT/rel-out" ]
 }
+
+@test "make model under a parent make -j2 says nothing of the jobserver" {
+    # its $(shell $(MAKE) bin/gptq) said "warning: jobserver unavailable: using -j1.  Add '+' to
+    # parent make rule." under a user's own make -j2 (a new user's trial)
+    printf 'all:\n\t$(MAKE) -C %s --no-print-directory model MODEL=%s POINT=Q8_0_g0_lam0_c1 TEXT= OUT=%s\n' \
+        "$ROOT" "$F32" "$BATS_TEST_TMPDIR/o" > "$BATS_TEST_TMPDIR/Makefile"
+    run make -j2 -C "$BATS_TEST_TMPDIR" --no-print-directory
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [[ "$output" != *jobserver* ]] || { echo "$output"; false; }
+    [ -s "$BATS_TEST_TMPDIR/o/stories260K-f32-Q8_0_g0_lam0_c1.bundle" ]
+}
