@@ -1084,7 +1084,11 @@ int main(int argc, char **argv)
         wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
     /* a full $TMPDIR said "temporary file: spool: write error: ...", not which input (a breaker's find) */
     const char *inname = in && strcmp(in, "-") ? in : "stdin";
-    wp_writer *sw = wp_writer_open(sp, "temporary file", 64, err, sizeof err);
+    /* (the spool named with its folder: "temporary file: write error: File too large" did not
+       say where gptq writes a copy of the whole model, a new user's trial) */
+    char spname[4200];
+    snprintf(spname, sizeof spname, "temporary file in %s", wp_spool_where());
+    wp_writer *sw = wp_writer_open(sp, spname, 64, err, sizeof err);
     if (!sw)
         wp_die("%s: %s", inname, err);
     wp_record r;

@@ -49,11 +49,11 @@ int main(int argc, char **argv)
            failed last flush went unseen until the copy read back short: a breaker's find) */
         while ((n = fread(buf, 1, sizeof buf, bf)) > 0)
             if (fwrite(buf, 1, n, t) != n)
-                wp_die("%s: temporary file: write error: %s", src, strerror(errno));
+                wp_die("%s: temporary file in %s: write error: %s", src, wp_spool_where(), strerror(errno));
         if (ferror(bf))
             wp_die("%s: read error: %s", src, strerror(errno));
         if (fflush(t))
-            wp_die("%s: temporary file: write error: %s", src, strerror(errno));
+            wp_die("%s: temporary file in %s: write error: %s", src, wp_spool_where(), strerror(errno));
         rewind(t);
         bf = t;
     }

@@ -837,7 +837,7 @@ static int add_kv(wp_gguf_out *o, const wp_record *r)
     wr32(b, r->type);
     if (fput_string(o->kv, r->name) || fwrite(b, 1, 4, o->kv) != 4 ||
         (r->payload_len && fwrite(r->payload, 1, (size_t)r->payload_len, o->kv) != r->payload_len))
-        return ofail(o, "temporary file: write error: %s", strerror(errno));
+        return ofail(o, "temporary file in %s: write error: %s", wp_spool_where(), strerror(errno));
     return 1;
 }
 
@@ -894,7 +894,7 @@ static int add_tensor(wp_gguf_out *o, const wp_record *r)
     t->size = size;
     if (fseeko(o->data, (off_t)off, SEEK_SET) ||
         (size && fwrite(r->payload, 1, (size_t)size, o->data) != size))
-        return ofail(o, "temporary file: write error: %s", strerror(errno));
+        return ofail(o, "temporary file in %s: write error: %s", wp_spool_where(), strerror(errno));
     if (off + size > o->data_end)
         o->data_end = off + size;
     return 1;
@@ -982,7 +982,7 @@ int wp_gguf_out_finish(wp_gguf_out *o, FILE *out)
     wr64(h + 8, o->n_tensors);
     wr64(h + 16, o->n_kv);
     if (fflush(o->kv) || fflush(o->data))
-        return ofail(o, "temporary file: write error: %s", strerror(errno));
+        return ofail(o, "temporary file in %s: write error: %s", wp_spool_where(), strerror(errno));
     uint64_t kv_len = (uint64_t)ftello(o->kv);
     if (fwrite(h, 1, 24, out) != 24 || copy_file(o->kv, out, kv_len))
         goto werr;

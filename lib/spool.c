@@ -2,9 +2,18 @@
 #include "spool.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+const char *wp_spool_where(void)
+{
+    static char where[4096 + 16];
+    const char *env = getenv("TMPDIR");
+    snprintf(where, sizeof where, "%s%s", env && *env ? env : "/tmp", env && *env ? " (TMPDIR)" : "");
+    return where;
+}
 
 FILE *wp_spool(char *err, size_t errlen)
 {

@@ -21,6 +21,9 @@ extern "C" {
  * unlinked. Returns NULL with a one-line message in err naming the
  * directory ("cannot create a temporary file in DIR (TMPDIR): reason"). */
 FILE *wp_spool(char *err, size_t errlen);
+/* Where wp_spool makes its files, for messages: "DIR (TMPDIR)" when TMPDIR is set and not
+ * empty, else "/tmp". A static buffer. */
+const char *wp_spool_where(void);
 #ifdef __cplusplus
 }
 #endif

@@ -1041,8 +1041,12 @@ inputs_in_T() {
     "$BIN/histogram" < "$T/s.wps" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/s.bundle"
     local p
     for p in "unbundle:s.bundle" "gptq --ftype Q8_0 --rtn -q:s.wps" "ggufpack:s.wps"; do
-        run bash -c "trap '' XFSZ; ulimit -f 64; cat '$T/${p#*:}' | '$BIN/'${p%%:*} > /dev/null"
-        one_line_error "^${p%%[ :]*}: stdin: temporary file: write error: File too large$"
+        run bash -c "trap '' XFSZ; ulimit -f 64; cat '$T/${p#*:}' | TMPDIR='$T' '$BIN/'${p%%:*} > /dev/null"
+        one_line_error "^${p%%[ :]*}: stdin: temporary file in $T \(TMPDIR\): write error: File too large$"
+        # and where, without TMPDIR (it was "temporary file: write error" alone, no folder: a
+        # new user's trial, gptq's copy of a whole model in /tmp)
+        run bash -c "trap '' XFSZ; ulimit -f 64; cat '$T/${p#*:}' | env -u TMPDIR '$BIN/'${p%%:*} > /dev/null"
+        one_line_error "^${p%%[ :]*}: stdin: temporary file in /tmp: write error: File too large$"
     done
 }
 
