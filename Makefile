@@ -44,12 +44,17 @@ DEPS     := $(CURDIR)/.deps
 CACHE    ?= $(HOME)/.cache/wpack
 REF_SRC  ?= $(CACHE)/llama.cpp
 REF_BUILD?= $(CACHE)/llama.cpp-build
-REF_LIB  := $(DEPS)/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+REF_LIB_TAIL := node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+REF_LIB  := $(DEPS)/$(REF_LIB_TAIL)
 REF_CFLAGS := -I$(REF_SRC)/include -I$(REF_SRC)/ggml/include
 # the prebuilt libraries by soname (tests/helpers.bash ref_libs gives llama.cpp's
 # own build these names)
 REF_LINK   := -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -lggml-base
-REF_LIBS   := -L$(REF_LIB) -Wl,-rpath,$(REF_LIB) $(REF_LINK)
+# (found from the programs' own folder first, bin/ or build/*/, so that a build tree moved or
+# restored elsewhere, as a CI cache does, still runs; it named the tree's absolute path alone:
+# a new user's trial)
+REF_LIBS   := -L$(REF_LIB) -Wl,-rpath,'$$ORIGIN/../.deps/$(REF_LIB_TAIL)' \
+              -Wl,-rpath,'$$ORIGIN/../../.deps/$(REF_LIB_TAIL)' -Wl,-rpath,$(REF_LIB) $(REF_LINK)
 
 # Programs that run llama.cpp's forward pass prefer a llama.cpp found by
 # pkg-config; otherwise they use the pinned reference.

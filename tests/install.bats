@@ -97,6 +97,25 @@ C
     "$P/bin/ppl" --help | grep -q '^usage: ppl'
 }
 
+@test "the build tree's programs load llama.cpp's libraries from beside them, so a tree moved or restored elsewhere runs" {
+    # RUNPATH named the tree's absolute .deps/ alone: a CI cache restored at another path loaded
+    # nothing, or the old tree's (a new user's trial)
+    local lib=.deps/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+    [ -f "$ROOT/$lib/libllama.v0.4.0.so" ] || skip "a pkg-config llama.cpp is used, not the pinned one"
+    local m="$BATS_TEST_TMPDIR/moved"
+    mkdir -p "$m/bin" "$m/build/tools" "$m/$lib"
+    cp "$ROOT/bin/ppl" "$m/bin/"
+    cp "$ROOT/build/tools/llgen" "$m/build/tools/"
+    cp -P "$ROOT/$lib"/*.so* "$m/$lib/"
+    for p in bin/ppl build/tools/llgen; do
+        run sh -c "ldd '$m/$p' | grep -E 'libllama|libggml'"
+        [ "$status" -eq 0 ]
+        [ "${#lines[@]}" -ge 2 ]
+        ! echo "$output" | grep -v "=> $m/" || { echo "$output"; false; }
+    done
+    "$m/bin/ppl" --help | grep -q '^usage: ppl'
+}
+
 @test "a C and a C++ program build against the installed libwpack with pkg-config and read a stream" {
     # C++ failed to link: the headers had no extern "C" (a new user's trial)
     export PKG_CONFIG_PATH="$P/lib/pkgconfig"
