@@ -177,27 +177,19 @@ static void hmap_add(const char *w, size_t len, const wp_record *r, int named)
     n_hm++;
 }
 
-/* Append word w to the command line s (size n) as a shell reads it back: as it is when it
- * holds only safe characters, else in single quotes; a path that starts with - as ./PATH. */
+/* Append word w to the command line s (size n) as a shell reads it back (lib/cli.h's
+ * wp_shell_word for a path, which makes -x ./-x, wp_shell_arg for an option word). */
 static void shell_word(char *s, size_t n, const char *w, int path)
 {
-    size_t k = strlen(s);
-    const int safe = *w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+=:,@%-") == strlen(w);
-    const char *pre = path && w[0] == '-' ? "./" : "";
-    if (safe) {
-        snprintf(s + k, n - k, "%s%s%s", k ? " " : "", pre, w);
-        return;
-    }
-    k += (size_t)snprintf(s + k, n - k, "%s'%s", k ? " " : "", pre);
-    for (; *w && k + 5 < n; w++)
-        k += (size_t)(*w == '\'' ? snprintf(s + k, n - k, "'\\''") : snprintf(s + k, n - k, "%c", *w));
-    snprintf(s + k, n - k, "'");
+    char q[4 * 4096 + 6];
+    const size_t k = strlen(s);
+    snprintf(s + k, n - k, "%s%s", k ? " " : "", (path ? wp_shell_word : wp_shell_arg)(w, q, sizeof q));
 }
 
 /* Die for a --hessian file the stream reader refused (err, its message). The model
  * or llama-imatrix's GGUF given there was "not a wpack stream (a GGUF file: read it
  * with ggufcat)", a hint for the wrong file (a new user's trial): gguf_file and
- * imatrix say which it is, as a text's first 4 KiB (no NUL byte) says it is one. */
+ * imatrix say which it is, as a text's first 4 KiB (printable) says it is one. */
 static __attribute__((noreturn)) void not_hessians(const char *path, const char *err)
 {
     char gerr[256];

@@ -121,12 +121,13 @@ const char *wp_printable(const char *s, char *buf, size_t n)
     return buf;
 }
 
-const char *wp_shell_word(const char *s, char *buf, size_t n)
+/* wp_shell_word and wp_shell_arg: s quoted, a name starting with '-' as ./-x when path is
+ * set (a command would take it for an option) */
+static const char *shell_quote(const char *s, char *buf, size_t n, int path)
 {
     if (!n)
         return buf;
-    /* a name starting with '-' as ./-x, or a command would take it for an option */
-    const char *dot = s[0] == '-' ? "./" : "";
+    const char *dot = path && s[0] == '-' ? "./" : "";
     const size_t plain = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-");
     if (*s && !s[plain]) {
         snprintf(buf, n, "%s%s", dot, s);
@@ -157,6 +158,10 @@ const char *wp_shell_word(const char *s, char *buf, size_t n)
     buf[k < n ? k : n - 1] = 0;
     return buf;
 }
+
+const char *wp_shell_word(const char *s, char *buf, size_t n) { return shell_quote(s, buf, n, 1); }
+
+const char *wp_shell_arg(const char *s, char *buf, size_t n) { return shell_quote(s, buf, n, 0); }
 
 static void say_line(const char *prefix, const char *fmt, va_list ap)
 {

@@ -66,6 +66,9 @@ const char *wp_printable(const char *s, char *buf, size_t n);
  * with '-' as ./-NAME (./$'-a\nb'). Returns buf (n bytes; 4 x strlen(s) + 6
  * always fit; truncated to fit otherwise). */
 const char *wp_shell_word(const char *s, char *buf, size_t n);
+/* As wp_shell_word, for a word that is no file name, such as an option (--ftype, -q): a
+ * leading '-' kept as it is. */
+const char *wp_shell_arg(const char *s, char *buf, size_t n);
 
 /* Stop on record r of input `in` (NULL or "-": stdin), which this program
  * cannot act on: it belongs to a bundle ("unbundle --stream it first") or to
