@@ -7,17 +7,25 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The spools' folder: TMPDIR when set and not empty (*why " (TMPDIR)"), else /tmp (*why ""). */
+static const char *spool_dir(const char **why)
+{
+    const char *env = getenv("TMPDIR");
+    *why = env && *env ? " (TMPDIR)" : "";
+    return env && *env ? env : "/tmp";
+}
+
 const char *wp_spool_where(void)
 {
     static char where[4096 + 16];
-    const char *env = getenv("TMPDIR");
-    snprintf(where, sizeof where, "%s%s", env && *env ? env : "/tmp", env && *env ? " (TMPDIR)" : "");
+    const char *why, *dir = spool_dir(&why);
+    snprintf(where, sizeof where, "%s%s", dir, why);
     return where;
 }
 
 FILE *wp_spool(char *err, size_t errlen)
 {
-    const char *env = getenv("TMPDIR"), *dir = env && *env ? env : "/tmp", *why = env && *env ? " (TMPDIR)" : "";
+    const char *why, *dir = spool_dir(&why);
     char path[4096];
     int n = snprintf(path, sizeof path, "%s/wpack-spool-XXXXXX", dir);
     if (n < 0 || (size_t)n >= sizeof path) {
