@@ -584,7 +584,7 @@ int main(int argc, char **argv)
         wp_die("--text: is required (try --help)");
     wp_cli_input(model_path);   /* -o onto either is refused */
     wp_cli_input(text_path);
-    wp_out_refuse_tty(out_path, WP_OUT_STREAM);   /* before the model is run, not after */
+    wp_out_refuse_tty(out_path, WP_OUT_HESSIANS);   /* before the model is run, not after */
     const bool default_mem = max_mem == 0;
     const uint64_t mem = default_mem ? machine_memory() : 0;
     if (threads == 0)

@@ -337,6 +337,10 @@ static void out_suffix_check(const char *path, wp_out_kind kind)
     }
     if (!*who)
         return;
+    /* (Hessians were told ggufpack makes their GGUF, which it cannot: a note's left alone) */
+    if (!strcmp(suf, ".gguf") && kind == WP_OUT_HESSIANS)
+        wp_die("%s: refusing to write Hessians under a GGUF's name: they are gptq --hessian's input, no model "
+               "llama.cpp loads and no llama-imatrix GGUF (name it NAME.hess)", who);
     if (!strcmp(suf, ".gguf"))
         wp_die("%s: refusing to write a wpack stream under a GGUF's name: llama.cpp could not load it "
                "(name it otherwise; ggufpack makes a GGUF of a model's stream, unbundle of a bundle)", who);

@@ -110,8 +110,8 @@ void wp_out_abort(void);
  * calls alone (no stdio); the caller then exits with _exit. */
 void wp_out_abort_now(void);
 /* What a program writes, for wp_out_refuse_tty: a wpack stream (bundles too,
- * wpack-stream(5)) or a GGUF file. */
-typedef enum { WP_OUT_STREAM, WP_OUT_GGUF } wp_out_kind;
+ * wpack-stream(5)), a GGUF file, or a wpack stream of Hessians (hessian's). */
+typedef enum { WP_OUT_STREAM, WP_OUT_GGUF, WP_OUT_HESSIANS } wp_out_kind;
 /* Die "refusing to write WHAT to a terminal (redirect it, pipe it, or use -o
  * FILE)" when path is standard output (NULL or "-") and that is a terminal:
  * the binary outputs (WHAT "a binary wpack stream" for WP_OUT_STREAM, "a GGUF
@@ -119,7 +119,7 @@ typedef enum { WP_OUT_STREAM, WP_OUT_GGUF } wp_out_kind;
  * reports are not refused. A path other than "-" that wp_out_open would
  * refuse (an empty name, a directory, a write-protected file) dies here too,
  * so a program that works long before it opens its output can call this
- * first; so does a WP_OUT_STREAM to a file named NAME.gguf, in any case (the
+ * first; so does a WP_OUT_STREAM or WP_OUT_HESSIANS to a file named NAME.gguf, in any case (the
  * path, the file a link of that name points to, or a standard output
  * redirected to one, as /proc/self/fd/1 names it): llama.cpp could not load
  * it (gzip likewise refuses a name ending .gz); and either kind to one named

@@ -1225,7 +1225,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ -s "$h/wpk/stories260K-f32-Q8_0_g0_lam0_c1.calib" ]
     [ ! -e "$ROOT/~" ]
     run env HOME="$h" make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= 'OUT=~/wpk'
-    [ "$output" = "make: Nothing to be done for 'model'." ]
+    [[ "$output" == "make"*": Nothing to be done for 'model'." ]]   # (make[2]: under make check)
     run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= 'OUT=~nobody/wpk'
     [ "$status" -eq 2 ]
     [[ "$output" == *"*** OUT=~nobody/wpk: a ~USER path cannot go through make (give it as the shell expands it).  Stop." ]] || { echo "$output"; false; }

@@ -866,7 +866,8 @@ inputs_in_T() {
     run "$BIN/ggufcat" -o M.GGUF "$F32"
     one_line_error "^ggufcat: M.GGUF: refusing to write a wpack stream under a GGUF's name"
     run "$BIN/hessian" --model "$F32" --text "$DATA/text/tinystories_sample.txt" --ctx 64 --chunks 1 -o h.gguf
-    one_line_error "^hessian: h.gguf: refusing to write a wpack stream under a GGUF's name"
+    # (Hessians told otherwise: ggufpack makes no GGUF of them, a note's left alone)
+    one_line_error "^hessian: h.gguf: refusing to write Hessians under a GGUF's name: they are gptq --hessian's input, no model llama.cpp loads and no llama-imatrix GGUF \(name it NAME.hess\)$"
     "$BIN/ggufcat" -o s.wps "$F32"
     "$BIN/histogram" s.wps | "$BIN/huffbuild" > t.wps
     run "$BIN/laneinterleave" -o b.gguf t.wps
