@@ -282,7 +282,7 @@ override OUT := $(if $(filter -%,$(OUT)),$(abspath $(OUT)),$(OUT))
 # the recipes' single-quoted paths for ./~/x (OUT=~/x, given through a recipe's sh, built in
 # both and removed a stamp: a new user's trial); ~USER is refused below
 tilde = $(if $(filter ~ ~/%,$(1)),$(patsubst ~%,$(HOME)%,$(1)),$(1))
-$(foreach v,MODEL TEXT OUT IMATRIX EVAL,$(if $(filter ~ ~/%,$($(v))),$(eval override $(v) := $$(call tilde,$$($(v))))))
+$(foreach v,MODEL TEXT OUT IMATRIX EVAL,$(if $(filter ~ ~/%,$($(v))),$(if $(HOME),,$(error $(v)=$($(v)): HOME is not set: ~ means nothing here (give the path)))$(eval override $(v) := $$(call tilde,$$($(v))))))
 HESSIAN_CHUNKS ?= 8
 # DIST=1 (or yes, true, on) adds the distribution bundles (lazyweights --dist-only); 0, no, false,
 # off or nothing leaves them out; from the command line only (an environment's DIST, such as
@@ -331,7 +331,7 @@ comma := ,
 path_bad = $(or $(word 2,$(1)),$(findstring ',$(1)),$(findstring ",$(1)),$(findstring \,$(1)),$(findstring ;,$(1)),$(findstring %,$(1)),$(findstring :,$(1)),$(findstring $(hash),$(1)))
 hash := \#
 $(foreach v,MODEL TEXT OUT IMATRIX,$(if $(call path_bad,$($(v))),$(error $(v)=$($(v)): a space, quote, backslash, ;, %, : or # in this path cannot go through make (link the file under a plain name))))
-$(foreach v,MODEL TEXT OUT IMATRIX,$(if $(filter ~%,$($(v))),$(error $(v)=$($(v)): a ~USER path cannot go through make (give it as the shell expands it))))
+$(foreach v,MODEL TEXT OUT IMATRIX,$(if $(filter ~%,$($(v))),$(error $(v)=$($(v)): only ~ and ~/ are expanded here, not ~USER or ~+ (give the path as the shell expands it))))
 # HESSIAN_CHUNKS, with a TEXT (RTN uses none: TEXT= HESSIAN_CHUNKS=abc was refused), is a
 # count, 1 to 2147483647 as hessian --chunks takes it (0, -3 or abc wrote the stamps, then
 # hessian failed); without its leading zeros (08 named Hessians k08, apart from 8's k8)
@@ -355,7 +355,7 @@ rel_note = $(if $(filter /%,$(1)),, (read from $(CURDIR)$(comma) where make runs
 # a relative OUT given from another folder (make -C) is under this one: said, once, as the
 # outputs went there unsaid while a relative MODEL was told where it was read from (a new
 # user's trial); PWD is the caller's folder, which make -C leaves as it was
-$(if $(and $(filter command line environment,$(OUT_ORIGIN)),$(filter-out /%,$(OUT)),$(PWD),$(filter-out $(CURDIR),$(realpath $(PWD)))),$(info make model: OUT=$(OUT) is $(CURDIR)/$(OUT), under the folder where make runs (make -C): give an absolute path to put the outputs elsewhere))
+$(if $(and $(filter command line environment,$(OUT_ORIGIN)),$(filter-out /%,$(OUT)),$(PWD),$(filter-out $(CURDIR),$(realpath $(PWD)))),$(info make model: OUT=$(OUT) is $(CURDIR)/$(OUT), under the folder where make runs (make -C), not $(PWD): give an absolute path to put the outputs elsewhere))
 $(if $(wildcard $(MODEL)),,$(error MODEL=$(MODEL): no such file$(if $(filter $(WPACK_DATA)/%,$(MODEL)), (the default; set MODEL=FILE$(comma) or WPACK_DATA=dir),$(call rel_note,$(MODEL)))))
 $(if $(wildcard $(MODEL)/.),$(error MODEL=$(MODEL): is a directory))
 $(if $(strip $(POINT)),,$(error POINT= names no operating point (such as Q4_K_M_g1_lam0_c1.25)))
@@ -365,9 +365,13 @@ $(if $(IMATRIX),$(if $(wildcard $(IMATRIX)),,$(error IMATRIX=$(IMATRIX): no such
 # MODEL (its metadata and tensor shapes: a type gptq lacks, a model already quantized or no
 # GGUF): what is wrong, or nothing; so gptq is built first, before the Hessians
 # (built when out of date too: an older gptq knows no --check)
-# (without the jobserver, which $(shell) does not pass on: under a parent make -j it said
-# "warning: jobserver unavailable: using -j1", a new user's trial)
-$(shell MAKEFLAGS='$(filter-out --jobserver-auth=% --jobserver-fds=% -j%,$(MAKEFLAGS))' $(MAKE) -s --no-print-directory bin/gptq >&2)
+# (the environment's MAKEFLAGS, a parent make's, without its jobserver, which $(shell) does not
+# pass on: under a user's make -j it said "warning: jobserver unavailable: using -j1", a new
+# user's trial; this make's own flags, -n or -q, are not passed, as before: a breaker's find)
+# (the compiler variables given on the command line passed on: $(shell) gets none of them, and
+# gptq was built with cc whatever CC= said, a breaker's find)
+gptq_vars = $(foreach v,CC CFLAGS CPPFLAGS LDFLAGS LDLIBS WPACK_NO_CUDA,$(if $(filter command line,$(origin $(v))),'$(v)=$($(v))'))
+$(shell MAKEFLAGS=$$(printf '%s' "$$MAKEFLAGS" | sed 's/--jobserver-[a-z]*=[^ ]*//g') $(MAKE) -s --no-print-directory $(gptq_vars) bin/gptq >&2)
 point_why = $(shell $(if $(IMATRIX),IMATRIX='$(IMATRIX)' )pipelines/lazyweights --check '$(1)' '$(MODEL)' $(if $(TEXT),'$(TEXT)'))
 # $$(call ...): eval expands its text once more, and gptq's line can quote a tensor name
 # of the model, such as $(shell ...) (which ran)

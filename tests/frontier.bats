@@ -1228,18 +1228,22 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [[ "$output" == "make"*": Nothing to be done for 'model'." ]]   # (make[2]: under make check)
     run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= 'OUT=~nobody/wpk'
     [ "$status" -eq 2 ]
-    [[ "$output" == *"*** OUT=~nobody/wpk: a ~USER path cannot go through make (give it as the shell expands it).  Stop." ]] || { echo "$output"; false; }
+    [[ "$output" == *"*** OUT=~nobody/wpk: only ~ and ~/ are expanded here, not ~USER or ~+ (give the path as the shell expands it).  Stop." ]] || { echo "$output"; false; }
+    # without HOME, ~ means nothing (it became /wpk: a breaker's find)
+    run env -u HOME make -C "$ROOT" --no-print-directory -n model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= 'OUT=~/wpk'
+    [ "$status" -eq 2 ]
+    [[ "$output" == *"*** OUT=~/wpk: HOME is not set: ~ means nothing here (give the path).  Stop." ]] || { echo "$output"; false; }
     # a relative OUT from another folder goes under the source tree: said (it went unsaid)
     cd "$BATS_TEST_TMPDIR"
     run make -C "$ROOT" --no-print-directory -n model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT=rel-out
     [ "$status" -eq 0 ]
-    [ "${lines[0]}" = "make model: OUT=rel-out is $ROOT/rel-out, under the folder where make runs (make -C): give an absolute path to put the outputs elsewhere" ]
+    [ "${lines[0]}" = "make model: OUT=rel-out is $ROOT/rel-out, under the folder where make runs (make -C), not $BATS_TEST_TMPDIR: give an absolute path to put the outputs elsewhere" ]
     run make -C "$ROOT" --no-print-directory -n model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$BATS_TEST_TMPDIR/abs"
     [[ "$output" != *"make model: OUT="* ]]
     [ ! -e "$ROOT/rel-out" ]
 }
 
-@test "make model under a parent make -j2 says nothing of the jobserver" {
+@test "make model under a parent make -j2 says nothing of the jobserver; make -n still builds gptq to ask it, with CC= as given" {
     # its $(shell $(MAKE) bin/gptq) said "warning: jobserver unavailable: using -j1.  Add '+' to
     # parent make rule." under a user's own make -j2 (a new user's trial)
     printf 'all:\n\t$(MAKE) -C %s --no-print-directory model MODEL=%s POINT=Q8_0_g0_lam0_c1 TEXT= OUT=%s\n' \
@@ -1248,4 +1252,20 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ "$status" -eq 0 ] || { echo "$output"; false; }
     [[ "$output" != *jobserver* ]] || { echo "$output"; false; }
     [ -s "$BATS_TEST_TMPDIR/o/stories260K-f32-Q8_0_g0_lam0_c1.bundle" ]
+    # a tree without bin/gptq: make -n and -q build it to ask it, as before (the first mend
+    # passed this make's -n to that build, and the check said "bin/gptq: no such program":
+    # a breaker's find); CC= given on the command line reaches that build (it built with cc)
+    local w="$BATS_TEST_TMPDIR/w"
+    git clone -q "$ROOT" "$w"
+    cp "$ROOT/Makefile" "$w/"   # (the Makefile under test, committed or not)
+    mkdir -p "$w/bin"
+    ln -s "$ROOT/.deps" "$w/.deps"
+    printf '#!/bin/sh\necho "$@" >> %s/cc.log\nexec cc "$@"\n' "$BATS_TEST_TMPDIR" > "$BATS_TEST_TMPDIR/mycc"
+    chmod +x "$BATS_TEST_TMPDIR/mycc"
+    run make -C "$w" --no-print-directory -n model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$BATS_TEST_TMPDIR/n" \
+        CC="$BATS_TEST_TMPDIR/mycc" WPACK_NO_CUDA=1
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [ -x "$w/bin/gptq" ]
+    grep -q 'filters/gptq.c' "$BATS_TEST_TMPDIR/cc.log"
+    [ ! -e "$BATS_TEST_TMPDIR/n" ]
 }
