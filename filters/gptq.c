@@ -825,7 +825,7 @@ static void words_refused(int argc, char **argv, char **words, int n, int has_ty
         /* (it said "one input stream at a time"; IN COPY without OUT too: a breaker's find) */
         if (!strcasecmp(words[k], "COPY") && n == k + 1) {
             char in[1024] = "", out[1024] = "", given[2100] = "";
-            shell_word(in, sizeof in, words[0], 1);
+            shell_word(in, sizeof in, words[0], strcmp(words[0], "-") != 0);
             shell_word(out, sizeof out, k == 2 ? words[1] : "OUT.gguf", 1);
             for (int w = 0; w <= k; w++)
                 snprintf(given + strlen(given), sizeof given - strlen(given), "%s%s", w ? " " : "", words[w]);
@@ -844,7 +844,7 @@ static void words_refused(int argc, char **argv, char **words, int n, int has_ty
         for (int i = 0; i < n; i++)
             shell_word(given, sizeof given, words[i], 0);
         snprintf(cmd, sizeof cmd, "ggufcat");
-        shell_word(cmd, sizeof cmd, words[0], 1);
+        shell_word(cmd, sizeof cmd, words[0], strcmp(words[0], "-") != 0);   /* (- is stdin, not ./-) */
         strncat(cmd, " | gptq", sizeof cmd - strlen(cmd) - 1);
         /* (not -o FILE, --check, --hessian-later: the command printed then failed, or wrote
            nothing for ggufpack: a fresh user's find) */

@@ -347,7 +347,8 @@ static void out_suffix_check(const char *path, wp_out_kind kind)
     /* (unbundle -o model.safetensors wrote a GGUF there, exit 0: a new user's trial) */
     wp_die("%s: refusing to write %s under a safetensors name: safetensors loaders could not read it "
            "(name it %s; wpack writes no safetensors file)", who,
-           kind == WP_OUT_GGUF ? "a GGUF file" : "a wpack stream", kind == WP_OUT_GGUF ? "NAME.gguf" : "otherwise");
+           kind == WP_OUT_GGUF ? "a GGUF file" : kind == WP_OUT_HESSIANS ? "Hessians" : "a wpack stream",
+           kind == WP_OUT_GGUF ? "NAME.gguf" : kind == WP_OUT_HESSIANS ? "NAME.hess" : "otherwise");
 }
 
 void wp_out_refuse_tty(const char *path, wp_out_kind kind)

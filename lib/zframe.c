@@ -283,7 +283,7 @@ FILE *wp_zsrc_spool(FILE *f, const char *path, uint64_t *total, char *err, size_
     while (!bad && (n = wp_zsrc_read(s, buf, sizeof buf)) > 0) {
         *total += n;
         if (fwrite(buf, 1, n, t) != n) {
-            snprintf(err, errlen, "%s: temporary file: write error: %s", path, strerror(errno));
+            snprintf(err, errlen, "%s: temporary file in %s: write error: %s", path, wp_spool_where(), strerror(errno));
             bad = 1;
         }
     }
@@ -292,7 +292,7 @@ FILE *wp_zsrc_spool(FILE *f, const char *path, uint64_t *total, char *err, size_
         bad = 1;
     }
     if (!bad && fflush(t)) {
-        snprintf(err, errlen, "%s: temporary file: write error: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: temporary file in %s: write error: %s", path, wp_spool_where(), strerror(errno));
         bad = 1;
     }
     wp_zsrc_free(s);

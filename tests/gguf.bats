@@ -868,6 +868,8 @@ inputs_in_T() {
     run "$BIN/hessian" --model "$F32" --text "$DATA/text/tinystories_sample.txt" --ctx 64 --chunks 1 -o h.gguf
     # (Hessians told otherwise: ggufpack makes no GGUF of them, a note's left alone)
     one_line_error "^hessian: h.gguf: refusing to write Hessians under a GGUF's name: they are gptq --hessian's input, no model llama.cpp loads and no llama-imatrix GGUF \(name it NAME.hess\)$"
+    run "$BIN/hessian" --model "$F32" --text "$DATA/text/tinystories_sample.txt" --ctx 64 --chunks 1 -o h.safetensors
+    one_line_error "^hessian: h.safetensors: refusing to write Hessians under a safetensors name: safetensors loaders could not read it \(name it NAME.hess; wpack writes no safetensors file\)$"
     "$BIN/ggufcat" -o s.wps "$F32"
     "$BIN/histogram" s.wps | "$BIN/huffbuild" > t.wps
     run "$BIN/laneinterleave" -o b.gguf t.wps
@@ -1049,6 +1051,10 @@ inputs_in_T() {
         run bash -c "trap '' XFSZ; ulimit -f 64; cat '$T/${p#*:}' | env -u TMPDIR '$BIN/'${p%%:*} > /dev/null"
         one_line_error "^${p%%[ :]*}: stdin: temporary file in /tmp: write error: File too large$"
     done
+    # the spool a --dist bundle is decompressed into, too (a breaker's find)
+    "$BIN/laneinterleave" --dist -o "$T/s.dist.bundle" < <("$BIN/histogram" < "$T/s.wps" | "$BIN/huffbuild")
+    run bash -c "trap '' XFSZ; ulimit -f 64; TMPDIR='$T' '$BIN/unbundle' '$T/s.dist.bundle' > /dev/null"
+    one_line_error "^unbundle: $T/s.dist.bundle: temporary file in $T \(TMPDIR\): write error: File too large$"
 }
 
 @test "a file-size limit (ulimit -f) is a write error in one line, its output undone: SIGXFSZ killed every filter silently" {

@@ -581,6 +581,9 @@ PY
     cmd=${output#*is, as }
     PATH="$BIN:$PATH" eval "${cmd% does (the input*}"
     cmp out.gguf "my model.gguf"
+    # - as IN is standard input, not a file ./- (a breaker's find)
+    run "$BIN/gptq" - out.gguf Q8_0
+    one_line_error "^gptq: - out.gguf Q8_0: llama-quantize's order; gptq is a filter of wpack streams: ggufcat - \\| gptq --ftype Q8_0 --rtn \\| ggufpack > out.gguf "
     # IN COPY, no OUT (it said "one input stream at a time": a breaker's find)
     run "$BIN/gptq" in.gguf COPY
     one_line_error "^gptq: in.gguf COPY: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat in.gguf \\| ggufpack > OUT.gguf does \\(the input's own bytes\\)$"
