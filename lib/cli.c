@@ -295,16 +295,19 @@ static void out_name_check(const char *path, const char *what)
         wp_die("%s: is a directory", path);
 }
 
-/* The name of another format that name carries for an output of this kind, or NULL: ".gguf"
- * (in any case, after something) for a wpack stream; ".safetensors" for a stream or a GGUF. */
+/* The name of another format that name carries for an output of this kind, or NULL (in any
+ * case, after something): ".gguf" or ".gguf.zst" for a wpack stream (a --dist bundle named
+ * ship.gguf.zst became a ship.gguf llama.cpp could not load after zstd -d: a new user's
+ * trial); ".zst" for a GGUF, which is written uncompressed; ".safetensors" for either. */
 static const char *foreign_suffix(const char *name, wp_out_kind kind)
 {
-    static const char *const sufs[] = {".gguf", ".safetensors"};
+    static const char *const stream[] = {".gguf", ".gguf.zst", ".safetensors", NULL};
+    static const char *const gguf[] = {".zst", ".safetensors", NULL};
     const size_t n = name ? strlen(name) : 0;
-    for (int i = kind == WP_OUT_GGUF; i < 2; i++) {
-        const size_t l = strlen(sufs[i]);
-        if (n > l && !strcasecmp(name + n - l, sufs[i]) && name[n - l - 1] != '/')
-            return sufs[i];
+    for (const char *const *suf = kind == WP_OUT_GGUF ? gguf : stream; *suf; suf++) {
+        const size_t l = strlen(*suf);
+        if (n > l && !strcasecmp(name + n - l, *suf) && name[n - l - 1] != '/')
+            return *suf;
     }
     return NULL;
 }
@@ -344,6 +347,12 @@ static void out_suffix_check(const char *path, wp_out_kind kind)
     if (!strcmp(suf, ".gguf"))
         wp_die("%s: refusing to write a wpack stream under a GGUF's name: llama.cpp could not load it "
                "(name it otherwise; ggufpack makes a GGUF of a model's stream, unbundle of a bundle)", who);
+    if (!strcmp(suf, ".gguf.zst"))
+        wp_die("%s: refusing to write a wpack stream under a zstd'd GGUF's name: zstd -d would give a .gguf "
+               "llama.cpp cannot load (name it otherwise, such as NAME.dist.bundle; unbundle writes the GGUF)", who);
+    if (!strcmp(suf, ".zst"))
+        wp_die("%s: refusing to write a GGUF file under a zstd name: it is written uncompressed (name it "
+               "NAME.gguf, then zstd it)", who);
     /* (unbundle -o model.safetensors wrote a GGUF there, exit 0: a new user's trial) */
     wp_die("%s: refusing to write %s under a safetensors name: safetensors loaders could not read it "
            "(name it %s; wpack writes no safetensors file)", who,

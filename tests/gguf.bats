@@ -907,6 +907,16 @@ inputs_in_T() {
     [ ! -e model.safetensors ]
     "$BIN/ggufpack" -o m.safetensors.gguf s.wps
     cmp m.safetensors.gguf "$F32"
+    # a --dist bundle named as a zstd'd GGUF, which zstd -d made a ship.gguf llama.cpp could not
+    # load, and a GGUF (written uncompressed) under a .zst name (a new user's trial)
+    run "$BIN/laneinterleave" --dist -o ship.gguf.zst t.wps
+    one_line_error "^laneinterleave: ship.gguf.zst: refusing to write a wpack stream under a zstd'd GGUF's name: zstd -d would give a .gguf llama.cpp cannot load \(name it otherwise, such as NAME.dist.bundle; unbundle writes the GGUF\)$"
+    [ ! -e ship.gguf.zst ]
+    run "$BIN/unbundle" -o back.GGUF.ZST b.bundle
+    one_line_error "^unbundle: back.GGUF.ZST: refusing to write a GGUF file under a zstd name: it is written uncompressed \(name it NAME.gguf, then zstd it\)$"
+    [ ! -e back.GGUF.ZST ]
+    "$BIN/laneinterleave" --dist -o ship.dist.bundle t.wps
+    "$BIN/ggufcat" -o s.wps.zst "$F32"   # (a stream under another .zst name: as before)
 }
 
 @test "-o over a write-protected file is refused before any work, root or not; the file kept" {
