@@ -873,6 +873,10 @@ static void words_refused(int argc, char **argv, char **words, int n, int has_ty
         wp_die("%s: llama-quantize's order; gptq is a filter of wpack streams: %s (or pipelines/lazyweights)",
                given, cmd);
     }
+    /* (as the other filters say it: a second word that names no file is most likely the
+       output, a new user's trial) */
+    if (words[1][0] != '-' && access(words[1], F_OK))
+        wp_die("one input stream at a time (got '%s' too, no such file: the output goes to standard output)", words[1]);
     wp_die("one input stream at a time (got '%s' too)", words[1]);
 }
 
@@ -957,6 +961,10 @@ int main(int argc, char **argv)
             words[n_words++] = (char *)a;
         }
     }
+    /* a preset where the input goes, not a file of that name (gptq Q4_K_M --rtn m.wts blamed
+       m.wts, "one input stream at a time": a new user's trial) */
+    if (n_words && wp_ftype_from_name(words[0]) >= 0 && access(words[0], F_OK))
+        wp_die("%s: no such file: a preset goes with --ftype (gptq --ftype %s ...)", words[0], words[0]);
     if (n_words > 1)
         words_refused(argc, argv, words, n_words, type_name || ftype_name, rtn || hess_path, threads_given);
     in = n_words ? words[0] : NULL;

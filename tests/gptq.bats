@@ -584,6 +584,13 @@ PY
     # - as IN is standard input, not a file ./- (a breaker's find)
     run "$BIN/gptq" - out.gguf Q8_0
     one_line_error "^gptq: - out.gguf Q8_0: llama-quantize's order; gptq is a filter of wpack streams: ggufcat - \\| gptq --ftype Q8_0 --rtn \\| ggufpack > out.gguf "
+    # an OUT that names no file, with --ftype given, is told where the output goes, as the
+    # other filters say it; a preset where IN goes is told --ftype (it blamed the next word: a
+    # new user's trial)
+    run "$BIN/gptq" --ftype Q4_K_M in.gguf m-q4x.gguf
+    one_line_error "^gptq: one input stream at a time \\(got 'm-q4x.gguf' too, no such file: the output goes to standard output\\)$"
+    run "$BIN/gptq" Q4_K_M --rtn in.gguf
+    one_line_error "^gptq: Q4_K_M: no such file: a preset goes with --ftype \\(gptq --ftype Q4_K_M ...\\)$"
     # IN COPY, no OUT (it said "one input stream at a time": a breaker's find)
     run "$BIN/gptq" in.gguf COPY
     one_line_error "^gptq: in.gguf COPY: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat in.gguf \\| ggufpack > OUT.gguf does \\(the input's own bytes\\)$"
