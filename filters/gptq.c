@@ -48,6 +48,7 @@
 #include "ggml_type.h"
 #include "gguf_file.h"
 #include "gptq.h"
+#include "text.h"
 #include "imatrix.h"
 #include "half.h"
 #include "par.h"
@@ -215,10 +216,7 @@ static __attribute__((noreturn)) void not_hessians(const char *path, const char 
         fclose(f);
         char q[1024] = "";
         shell_word(q, sizeof q, path, 1);
-        size_t k = 0;
-        while (k < n && (b[k] >= 0x20 || b[k] == '\t' || b[k] == '\n' || b[k] == '\r') && b[k] != 0x7f)
-            k++;
-        if (n && k == n && memcmp(b, WP_STREAM_MAGIC, n < 8 ? n : 8))
+        if (wp_text_like(b, n) && memcmp(b, WP_STREAM_MAGIC, n < 8 ? n : 8))
             wp_die("%s: a text, not Hessians: hessian -m MODEL.gguf -f %s -o m.hess computes them from it; "
                    "--hessian takes the file that hessian -o wrote", path, q);
     }

@@ -15,6 +15,7 @@
 #include "ggml_type.h"
 #include "gguf_file.h"
 #include "stream.h"
+#include "text.h"
 
 static int ifail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -477,6 +478,11 @@ int wp_imatrix_load(const char *path, wp_imatrix *im, char *err, size_t errlen)
     if (!b)
         return -1;
     int rc = load_legacy(path, b, len, im, err, errlen);
+    /* a text given as the imatrix: named, where the legacy reader said "entry 1 of 1953064036:
+       name length 544108393 runs past the end of the file" (a new user's trial) */
+    if (rc && wp_text_like(b, len < 4096 ? len : 4096))
+        ifail(err, errlen, "%s: a text, not an importance matrix (llama-imatrix writes one, GGUF or imatrix.dat; "
+                           "GPTQ's Hessians of a text: hessian -f)", path);
     free(b);
     if (rc)
         wp_imatrix_free(im);

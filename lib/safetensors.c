@@ -16,6 +16,7 @@
 
 #include "ggml_type.h"
 #include "gguf_file.h"
+#include "text.h"
 #include "zframe.h"
 
 /* Integers in the header are JSON numbers, which cJSON holds as doubles:
@@ -542,7 +543,7 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
                   ? "a sharded model's index, JSON: give its shards, safetensorscat model-*.safetensors"
               : h8[0] == '{' ? "a JSON file"
               : !memcmp(h8, "PK\3\4", 4) ? "a zip archive, as PyTorch saves a .bin: convert it to safetensors first"
-              : n && !memchr(head, 0, n) ? "a text file"
+              : wp_text_like((const uint8_t *)head, n) ? "a text file"
                                         : "no header length, then a JSON header, at its start");
         goto fail;
     }

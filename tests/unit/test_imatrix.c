@@ -323,7 +323,13 @@ int main(void)
     expect_error(q, "runs past the end", "truncated file");
     path_in(p, sizeof p, "text.gguf");
     write_bytes(p, "Once upon a time there was a legacy .dat file.\n", 47);
-    expect_error(p, "not GGUF, so read as a legacy imatrix.dat: entry 1 of 1701015119: name length", "text file");
+    /* (named as a text: the legacy reader's "entry 1 of 1701015119: name length ..." was the
+       message, a new user's trial) */
+    expect_error(p, "text.gguf: a text, not an importance matrix (llama-imatrix writes one, GGUF or imatrix.dat; "
+                    "GPTQ's Hessians of a text: hessian -f)", "text file");
+    path_in(p, sizeof p, "binary.dat");
+    write_bytes(p, "\001\002\003\004\005\006\007\010junk", 12);
+    expect_error(p, "not GGUF, so read as a legacy imatrix.dat: entry 1 of ", "a binary that is no imatrix.dat");
     path_in(p, sizeof p, "missing.gguf");
     expect_error(p, "No such file", "missing file");
 
