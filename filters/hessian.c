@@ -551,7 +551,7 @@ int main(int argc, char **argv)
         /* llama-imatrix's short names too, as ppl takes llama-perplexity's (-m, -f: "unknown
            option" to a llama.cpp user: a new user's trial) */
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
-                                            "--batch", "--max-memory", "-o", LLM_LLAMA_NAMES};
+                                            "--batch", "--max-memory", "-o", "--output-file", LLM_LLAMA_NAMES};
         if (wp_cli_flag(argv[i], "--share-inputs")) {
             share = 1;
             continue;
@@ -561,7 +561,9 @@ int main(int argc, char **argv)
         if (!a)   /* "--" last */
             break;
         a = llm_long_name(a);
-        if (!strcmp(a, "--model"))
+        if (llm_shared_opt(a, v))
+            ;
+        else if (!strcmp(a, "--model"))
             model_path = v;
         else if (!strcmp(a, "--text"))
             text_path = v;

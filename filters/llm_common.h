@@ -42,16 +42,34 @@ struct gguf_context; /* llama.h names it in a prototype; its header is not neede
  * for their wp_cli_opt tables: LLM_LLAMA_NAMES among the names taken, then llm_long_name(a) is
  * ours ("--model", ...) for a, else a itself. (The two programs each carried the table: a last
  * read of the change.) */
-#define LLM_LLAMA_NAMES "-m", "-f", "-c", "-t", "-b", "--file", "--ctx-size", "--batch-size"
+#define LLM_LLAMA_NAMES "-m", "-f", "-c", "-t", "-b", "--file", "--ctx-size", "--batch-size", "-ngl", \
+                        "--n-gpu-layers", "--gpu-layers"
 static inline const char *llm_long_name(const char *a)
 {
     static const char *const longer[][2] = {{"-m", "--model"},      {"-f", "--text"},      {"-c", "--ctx"},
                                             {"-t", "--threads"},    {"-b", "--batch"},     {"--file", "--text"},
-                                            {"--ctx-size", "--ctx"}, {"--batch-size", "--batch"}};
+                                            {"--ctx-size", "--ctx"}, {"--batch-size", "--batch"},
+                                            {"-ngl", "--n-gpu-layers"}, {"--gpu-layers", "--n-gpu-layers"},
+                                            {"--output-file", "-o"}};
     for (size_t k = 0; k < sizeof longer / sizeof *longer; k++)
         if (!strcmp(a, longer[k][0]))
             return longer[k][1];
     return a;
+}
+
+/* llama.cpp's -ngl N (--n-gpu-layers): the layers llm_load_model offloads to a GPU backend of
+ * the libllama in use (the pinned one has none: the CPU runs them all); -1 for llama.cpp's
+ * default. (-ngl 99, a llama.cpp user's habit, was an unknown option: a new user's trial.) */
+static int llm_gpu_layers = -1;
+
+/* The options hessian and ppl share beyond their names (a, its long name, and its value v):
+ * 1 when a is one of them, taken, else 0. */
+static inline int llm_shared_opt(const char *a, const char *v)
+{
+    if (strcmp(a, "--n-gpu-layers"))
+        return 0;
+    llm_gpu_layers = (int)wp_arg_int("-ngl", v, 0, INT32_MAX);
+    return 1;
 }
 
 /* Log callback: drops everything unless WPACK_LLAMA_LOG is set in the
@@ -322,6 +340,8 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
     }
     llm_step(path, "llama.cpp cannot load this model");
     struct llama_model_params mp = llama_model_default_params();
+    if (llm_gpu_layers >= 0)
+        mp.n_gpu_layers = llm_gpu_layers;
     struct llama_model *m = llama_model_load_from_file(path, mp);
     if (!m)
         *why = "llama.cpp cannot load this model";

@@ -291,7 +291,9 @@ int main(int argc, char **argv)
         if (!a)   /* "--" last */
             break;
         a = llm_long_name(a);
-        if (!strcmp(a, "--kl-divergence-base"))
+        if (llm_shared_opt(a, v))
+            ;
+        else if (!strcmp(a, "--kl-divergence-base"))
             kl_div_base = v;
         else if (!strcmp(a, "--model"))
             model_path = v;

@@ -336,6 +336,9 @@ bad() {  # expected-substring args...
     # and its long ones --file, --ctx-size, --batch-size (unknown options: a new user's trial)
     "$H" -m "$M32" --file "$CAL" --ctx-size 128 --chunks 2 -t 1 --batch-size 128 -o "$T/llama.hess" 2> /dev/null
     cmp "$T/llama.hess" "$T/long.hess"
+    # and llama-imatrix's --output-file, and -ngl N (unknown options: a new user's trial)
+    "$H" -m "$M32" -f "$CAL" -c 128 --chunks 2 -t 1 -b 128 -ngl 99 --output-file "$T/of.hess" 2> /dev/null
+    cmp "$T/of.hess" "$T/long.hess"
     # and each is the option it stands for: -c 2 is --ctx's range
     run --separate-stderr "$H" -m "$M32" -f "$CAL" -c 2
     [ "$status" -eq 1 ]

@@ -606,6 +606,14 @@ dup_vocab() {
     [ "${stderr_lines[0]}" = "ppl: 1878 tokens, 2 chunks of 128, batch 256, 2 parallel, 1 thread" ]
     bad "--ctx: expected an integer from 4 to 1048576, got '2'" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -c 2
     bad "-m: needs a value" -m
+    # -ngl N, a llama.cpp user's habit, taken (an unknown option: a new user's trial): the pinned
+    # CPU libllama scores as without it
+    run --separate-stderr "$BIN/ppl" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -c 128 -t 1 -b 256 --chunks 2 -ngl 99
+    [ "$status" -eq 0 ]
+    [ "$output" = "$long" ]
+    run --separate-stderr "$BIN/ppl" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -c 128 -t 1 -b 256 --chunks 2 --n-gpu-layers=0
+    [ "$output" = "$long" ]
+    bad "-ngl: expected an integer from 0 to 2147483647, got 'all'" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" --gpu-layers all
 }
 
 # ---- llgen: greedy generation through libllama
