@@ -37,6 +37,11 @@ int main(int argc, char **argv)
     long dropped = 0, kept = 0;
     char first[64] = "";   /* the kind of the first record dropped */
     while (wp_cli_next(rd, &r)) {
+        /* a bundle: unbundle writes its GGUF itself ("unbundle --stream it first", then
+           ggufpack, was a step too many: a new user's trial) */
+        if (wp_rec_is_bundle(r.kind))
+            wp_die("%s: a bundle (a %s record): unbundle writes its GGUF", in && strcmp(in, "-") ? in : "stdin",
+                   wp_rec_kind_name(r.kind));
         if (wp_rec_is_coded(r.kind))
             wp_cli_refuse_coded(in, &r, "a tensor stream");
         int k = wp_gguf_out_add(g, &r);
