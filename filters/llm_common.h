@@ -35,6 +35,7 @@ struct gguf_context; /* llama.h names it in a prototype; its header is not neede
 
 #include "cli.h"
 #include "gguf_file.h"
+#include "imatrix.h"
 #include "zframe.h"
 
 /* llama.cpp's tools' names of the options hessian and ppl share (llama-perplexity's and
@@ -343,8 +344,18 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
     if (llm_gpu_layers >= 0)
         mp.n_gpu_layers = llm_gpu_layers;
     struct llama_model *m = llama_model_load_from_file(path, mp);
-    if (!m)
-        *why = "llama.cpp cannot load this model";
+    if (!m) {
+        /* llama-imatrix's output given as the model: named (it was "llama.cpp cannot load this
+           model" alone: a new user's trial) */
+        wp_imatrix im;
+        char ierr[256];
+        if (!wp_imatrix_load(path, &im, ierr, sizeof ierr)) {
+            wp_imatrix_free(&im);
+            *why = "an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix";
+        } else {
+            *why = "llama.cpp cannot load this model";
+        }
+    }
     return m;
 }
 

@@ -309,6 +309,13 @@ bad() {  # expected-substring args...
     # it said "-: No such file or directory"
     bad "-: llama.cpp loads a model from a file by name, not from standard input: give the file's name" \
         --model - --text "$CAL" < "$M32"
+    # llama-imatrix's output as the model: named (it was "llama.cpp cannot load this model"
+    # alone: a new user's trial)
+    local R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
+    [ -x "$R/llama-imatrix" ] || skip "llama-imatrix not built (make reftools)"
+    LD_LIBRARY_PATH="$R" "$R/llama-imatrix" -m "$M32" -f "$CAL" -c 128 --chunks 2 -t 1 -o "$BATS_TEST_TMPDIR/imat.gguf" > /dev/null 2>&1
+    bad "imat.gguf: an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix" \
+        --model "$BATS_TEST_TMPDIR/imat.gguf" --text "$CAL"
 }
 
 @test "bad input: a duplicate vocabulary token (ggml assertion in llama.cpp) gives one line, exit 1, no output" {
