@@ -10,11 +10,12 @@
 #include "cli.h"
 #include "ggml_type.h"
 #include "gguf_file.h"
+#include "safetensors.h"
 
 static const char usage[] =
     "usage: tsinfo [-a] [-x] [FILE|-]\n"
-    "One line per record of a wpack stream or bundle (or of a GGUF file, as\n"
-    "ggufcat writes it): kind, name, type,\n"
+    "One line per record of a wpack stream or bundle (or of a GGUF or safetensors file,\n"
+    "as ggufcat or safetensorscat writes it): kind, name, type,\n"
     "shape, payload bytes, and bits per weight where defined (or the value of\n"
     "a metadata key). -a also prints each record's attributes; -x each\n"
     "payload's XXH64 (diff two listings to compare tensors).\n";
@@ -43,19 +44,19 @@ static const char *type_str(const wp_record *r, char *buf, size_t n)
     return buf;
 }
 
-/* Whether the regular file at path starts with GGUF's magic (a pipe is not peeked: its bytes
- * would be lost to the stream reader). */
-static int is_gguf(const char *path)
+/* What the regular file at path starts as: 'g' GGUF's magic, 's' a safetensors header, else 0
+ * (a pipe is not peeked: its bytes would be lost to the stream reader). */
+static int file_kind(const char *path)
 {
-    char m[4];
+    uint8_t m[9];
     struct stat st;
     if (stat(path, &st) || !S_ISREG(st.st_mode))
         return 0;
     FILE *f = fopen(path, "rb");
-    const int yes = f && fread(m, 1, 4, f) == 4 && wp_gguf_magic((const uint8_t *)m, 4);
+    const size_t n = f ? fread(m, 1, sizeof m, f) : 0;
     if (f)
         fclose(f);
-    return yes;
+    return wp_gguf_magic(m, n) ? 'g' : n == sizeof m && wp_st_magic(m) ? 's' : 0;
 }
 
 int main(int argc, char **argv)
@@ -76,13 +77,20 @@ int main(int argc, char **argv)
     }
 
     /* a GGUF file named is listed as ggufcat would write it, as gguf-dump does (it said "read it
-       with ggufcat": a new user's trial); any other input is a stream */
+       with ggufcat": a new user's trial), and a safetensors file as safetensorscat would (it said
+       "read it with safetensorscat": a new user's trial); any other input is a stream */
     wp_gguf_in *g = NULL;
+    wp_st_in *st = NULL;
     wp_reader *rd = NULL;
-    if (in && strcmp(in, "-") && is_gguf(in)) {
-        char err[1024];
+    const int kind = in && strcmp(in, "-") ? file_kind(in) : 0;
+    char err[1024];
+    if (kind == 'g') {
         wp_cli_input(in);
         if (!(g = wp_gguf_open(in, err, sizeof err)))
+            wp_die("%s", err);
+    } else if (kind == 's') {
+        wp_cli_input(in);
+        if (!(st = wp_st_open(in, err, sizeof err)))
             wp_die("%s", err);
     } else {
         rd = wp_cli_reader(in);
@@ -95,7 +103,7 @@ int main(int argc, char **argv)
     static wp_weight_tally tally;   /* the weights a bundle restores */
     printf("%-8s %-40s %-8s %-14s %12s  %s\n", "kind", "name", "type", "shape", "bytes", "b/w or value");
     int k;
-    while ((k = g ? wp_gguf_next(g, &r) : wp_cli_next(rd, &r)) > 0) {
+    while ((k = g ? wp_gguf_next(g, &r) : st ? wp_st_next(st, &r) : wp_cli_next(rd, &r)) > 0) {
         char shape[96], tb[16], extra[256] = "";
         shape_str(&r, shape, sizeof shape);
         int64_t nw = wp_attr_i64(&r, "n_weights", r.kind == WP_REC_TENSOR ? wp_record_nelem(&r) : 0);
@@ -126,7 +134,7 @@ int main(int argc, char **argv)
         wp_weight_tally_add(&tally, &r);   /* every tensor once, whatever form it takes */
     }
     if (k < 0)
-        wp_die("%s", wp_gguf_error(g));
+        wp_die("%s", g ? wp_gguf_error(g) : wp_st_error(st));
     printf("# %" PRIu64 " records, %" PRIu64 " payload bytes", n, bytes);
     int64_t bundle_weights = tally.weights;
     if (weights && weights == bundle_weights)
@@ -140,5 +148,6 @@ int main(int argc, char **argv)
     if (rd)
         wp_reader_close(rd);
     wp_gguf_close(g);
+    wp_st_close(st);
     return 0;
 }

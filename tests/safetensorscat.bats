@@ -456,10 +456,20 @@ mkst_raw() {
     run "$BIN/tsinfo" "$T/one.bin"
     [ "$status" -ne 0 ]
     [ "$output" = "tsinfo: $T/one.bin: not a wpack stream (bad magic)" ]
+    # a safetensors header: tsinfo reads it as safetensorscat does (it said "read it with
+    # safetensorscat": a new user's trial), its faults as safetensorscat says them
     printf "$(le64 2){}      " > "$T/two.bin"
     run "$BIN/tsinfo" "$T/two.bin"
     [ "$status" -ne 0 ]
-    [ "$output" = "tsinfo: $T/two.bin: not a wpack stream (a safetensors file: read it with safetensorscat)" ]
+    [ "$output" = "tsinfo: $T/two.bin: bytes [0, 6) of the 6-byte data section belong to no tensor (safetensors allows no holes)" ]
+    # and a whole file is listed as safetensorscat's stream is, metadata, attributes and hashes
+    run "$BIN/tsinfo" -a -x "$CALM"
+    [ "$status" -eq 0 ]
+    [ "$output" = "$("$BIN/safetensorscat" "$CALM" | "$BIN/tsinfo" -a -x)" ]
+    [[ "${lines[-1]}" == "# "*" records, "*" tensors 16.0000 b/w" ]]
+    # a pipe is a stream, not peeked
+    run sh -c "cat '$CALM' | '$BIN/tsinfo'"
+    [ "$output" = "tsinfo: stdin: not a wpack stream (a safetensors file: read it with safetensorscat)" ]
 }
 
 @test "the same metadata in two files is written once, where the first file has it: before its tensors (a mutation test's find)" {
