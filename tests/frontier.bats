@@ -250,7 +250,7 @@ CALIB="$DATA/text/groups_merged.txt"
     echo junk > "$d/junk.dat"
     run make "${args[@]}" OUT="$d/y" IMATRIX="$d/junk.dat"
     [ "$status" -ne 0 ]
-    [[ "$output" == *"*** IMATRIX=$d/junk.dat (for POINT=Q4_K_M_g0_lam0_c1): gptq: $d/junk.dat: not GGUF, so read as a legacy imatrix.dat: "*".  Stop." ]]
+    [[ "$output" == *"*** IMATRIX=$d/junk.dat (for POINT=Q4_K_M_g0_lam0_c1): gptq: $d/junk.dat: a text, not an importance matrix (llama-imatrix writes one, GGUF or imatrix.dat; GPTQ's Hessians of a text: hessian -f).  Stop." ]] || { echo "$output"; false; }
     [ ! -e "$d/y" ]
     # another model's imatrix: said of IMATRIX, in columns (it was blamed on POINT, "(64 x 1) does
     # not fit the tensor (512 x 1)": a fresh user's find)
