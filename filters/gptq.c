@@ -827,7 +827,7 @@ static void words_refused(int argc, char **argv, char **words, int n, int has_ty
             shell_word(out, sizeof out, k == 2 ? words[1] : "OUT.gguf", 1);
             for (int w = 0; w <= k; w++)
                 snprintf(given + strlen(given), sizeof given - strlen(given), "%s%s", w ? " " : "", words[w]);
-            wp_die("%s: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat %s | ggufpack > %s does "
+            wp_die("%s: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat %s | ggufpack -o %s does "
                    "(the input's own bytes)", given, in, out);
         }
         const int f = wp_ftype_from_name(words[k]);
@@ -866,7 +866,9 @@ static void words_refused(int argc, char **argv, char **words, int n, int has_ty
         }
         if (!has_method)
             shell_word(cmd, sizeof cmd, "--rtn", 0);
-        strncat(cmd, " | ggufpack >", sizeof cmd - strlen(cmd) - 1);
+        /* (-o, not >: a paste that failed, requantizing refused, left OUT emptied by the shell,
+           an input of that name too: a fresh user's find) */
+        strncat(cmd, " | ggufpack -o", sizeof cmd - strlen(cmd) - 1);
         shell_word(cmd, sizeof cmd, out, 1);
         wp_die("%s: llama-quantize's order; gptq is a filter of wpack streams: %s (or pipelines/lazyweights)",
                given, cmd);
@@ -963,6 +965,10 @@ int main(int argc, char **argv)
        m.wts, "one input stream at a time": a new user's trial) */
     if (n_words && wp_ftype_from_name(words[0]) >= 0 && access(words[0], F_OK))
         wp_die("%s: no such file: a preset goes with --ftype (gptq --ftype %s ...)", words[0], words[0]);
+    /* (before llama-quantize's order is answered: its command with both failed when pasted, a
+       fresh user's find) */
+    if (rtn && hess_path)
+        wp_die("--rtn and --hessian exclude each other");
     if (n_words > 1)
         words_refused(argc, argv, words, n_words, type_name || ftype_name, rtn || hess_path, threads_given);
     in = n_words ? words[0] : NULL;
@@ -994,8 +1000,6 @@ int main(int argc, char **argv)
             wp_die("--type %s: no llama.cpp file type quantizes to it", type_name);
         pure = 1;
     }
-    if (rtn && hess_path)
-        wp_die("--rtn and --hessian exclude each other");
     if (hess_later && (!check || rtn || hess_path))
         wp_die(!check ? "--hessian-later is for --check (a run takes --hessian FILE)"
                       : "--hessian-later excludes --rtn and --hessian (it stands for a --hessian to come)");

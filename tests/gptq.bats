@@ -537,30 +537,41 @@ PY
     cd "$BATS_TEST_TMPDIR"
     cp "$MODELS/stories260K-f32.gguf" in.gguf
     run "$BIN/gptq" in.gguf out.gguf Q8_0
-    one_line_error "^gptq: in.gguf out.gguf Q8_0: llama-quantize's order; gptq is a filter of wpack streams: ggufcat in.gguf \\| gptq --ftype Q8_0 --rtn \\| ggufpack > out.gguf \\(or pipelines/lazyweights\\)$"
+    one_line_error "^gptq: in.gguf out.gguf Q8_0: llama-quantize's order; gptq is a filter of wpack streams: ggufcat in.gguf \\| gptq --ftype Q8_0 --rtn \\| ggufpack -o out.gguf \\(or pipelines/lazyweights\\)$"
     [ ! -e out.gguf ]
     local cmd=${output#*streams: }
     PATH="$BIN:$PATH" eval "${cmd% (or pipelines/lazyweights)}"
     "$BIN/ggufcat" in.gguf | "$BIN/gptq" -q --ftype Q8_0 --rtn | "$BIN/ggufpack" | cmp - out.gguf
+    # a pasted command that fails leaves OUT as it was: ggufpack -o, not the shell's > (it emptied
+    # OUT, here a model, when requantizing was refused: a fresh user's find)
+    cp in.gguf keep.gguf
+    run "$BIN/gptq" out.gguf keep.gguf Q4_K_M
+    cmd=${output#*streams: }
+    run env PATH="$BIN:$PATH" bash -c "${cmd% (or pipelines/lazyweights)}"
+    [ "$status" -ne 0 ]
+    cmp keep.gguf in.gguf
+    # --rtn beside --hessian is said first (the command given with both failed when pasted)
+    run "$BIN/gptq" --hessian h.hess in.gguf out.gguf Q8_0 --rtn
+    one_line_error "^gptq: --rtn and --hessian exclude each other$"
     # with llama-quantize's thread count; a preset in lower case, no OUT
     run "$BIN/gptq" -q in.gguf out.gguf Q8_0 2
-    [[ $output == "gptq: in.gguf out.gguf Q8_0 2: llama-quantize's order; "*"ggufcat in.gguf | gptq -q --threads 2 --ftype Q8_0 --rtn | ggufpack > out.gguf "* ]]
+    [[ $output == "gptq: in.gguf out.gguf Q8_0 2: llama-quantize's order; "*"ggufcat in.gguf | gptq -q --threads 2 --ftype Q8_0 --rtn | ggufpack -o out.gguf "* ]]
     # not -o FILE, --check or --hessian-later, with which it failed or wrote nothing (a fresh
     # user's find)
     run "$BIN/gptq" -o x.wts --check --hessian-later in.gguf out.gguf Q8_0
-    one_line_error "ggufcat in.gguf \\| gptq --ftype Q8_0 --rtn \\| ggufpack > out.gguf "
+    one_line_error "ggufcat in.gguf \\| gptq --ftype Q8_0 --rtn \\| ggufpack -o out.gguf "
     run "$BIN/gptq" in.gguf q4_k_m
-    one_line_error "ggufcat in.gguf \\| gptq --ftype q4_k_m --rtn \\| ggufpack > OUT.gguf "
+    one_line_error "ggufcat in.gguf \\| gptq --ftype q4_k_m --rtn \\| ggufpack -o OUT.gguf "
     # names a shell must have quoted, and the other options, kept in the form given (they were
     # left out, and a name with a space split in two: a breaker's find); IN PRESET OUT too
     cp in.gguf "my model.gguf"
     run "$BIN/gptq" --pure "my model.gguf" "out q.gguf" Q8_0
-    one_line_error "^gptq: 'my model.gguf' 'out q.gguf' Q8_0: llama-quantize's order; gptq is a filter of wpack streams: ggufcat 'my model.gguf' \\| gptq --pure --ftype Q8_0 --rtn \\| ggufpack > 'out q.gguf' \\(or pipelines/lazyweights\\)$"
+    one_line_error "^gptq: 'my model.gguf' 'out q.gguf' Q8_0: llama-quantize's order; gptq is a filter of wpack streams: ggufcat 'my model.gguf' \\| gptq --pure --ftype Q8_0 --rtn \\| ggufpack -o 'out q.gguf' \\(or pipelines/lazyweights\\)$"
     cmd=${output#*streams: }
     PATH="$BIN:$PATH" eval "${cmd% (or pipelines/lazyweights)}"
     "$BIN/ggufcat" in.gguf | "$BIN/gptq" -q --pure --ftype Q8_0 --rtn | "$BIN/ggufpack" | cmp - "out q.gguf"
     run "$BIN/gptq" --hessian h.hess -- -m.gguf Q4_K_M o.gguf
-    one_line_error "ggufcat ./-m.gguf \\| gptq --hessian h.hess --ftype Q4_K_M \\| ggufpack > o.gguf "
+    one_line_error "ggufcat ./-m.gguf \\| gptq --hessian h.hess --ftype Q4_K_M \\| ggufpack -o o.gguf "
     run "$BIN/gptq" in.gguf out.gguf NVFP4
     one_line_error "^gptq: NVFP4: llama.cpp gives this preset no type to quantize to$"
     # two inputs that are no such form: as before
@@ -573,17 +584,17 @@ PY
     run "$BIN/gptq" --ftype 4 --rtn in.gguf
     one_line_error "^gptq: unknown --ftype '4' \\(llama-quantize's presets, by name or number: F32, F16, Q4_0, "
     run "$BIN/gptq" in.gguf out.gguf 7
-    one_line_error "ggufcat in.gguf \\| gptq --ftype 7 --rtn \\| ggufpack > out.gguf "
+    one_line_error "ggufcat in.gguf \\| gptq --ftype 7 --rtn \\| ggufpack -o out.gguf "
     # llama-quantize's COPY (it said "one input stream at a time"), whose filter form writes the
     # input's own bytes
     run "$BIN/gptq" "my model.gguf" out.gguf copy
-    one_line_error "^gptq: my model.gguf out.gguf copy: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat 'my model.gguf' \\| ggufpack > out.gguf does \\(the input's own bytes\\)$"
+    one_line_error "^gptq: my model.gguf out.gguf copy: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat 'my model.gguf' \\| ggufpack -o out.gguf does \\(the input's own bytes\\)$"
     cmd=${output#*is, as }
     PATH="$BIN:$PATH" eval "${cmd% does (the input*}"
     cmp out.gguf "my model.gguf"
     # - as IN is standard input, not a file ./- (a breaker's find)
     run "$BIN/gptq" - out.gguf Q8_0
-    one_line_error "^gptq: - out.gguf Q8_0: llama-quantize's order; gptq is a filter of wpack streams: ggufcat - \\| gptq --ftype Q8_0 --rtn \\| ggufpack > out.gguf "
+    one_line_error "^gptq: - out.gguf Q8_0: llama-quantize's order; gptq is a filter of wpack streams: ggufcat - \\| gptq --ftype Q8_0 --rtn \\| ggufpack -o out.gguf "
     # an OUT that names no file, with --ftype given, is told where the output goes, as the
     # other filters say it; a preset where IN goes is told --ftype (it blamed the next word: a
     # new user's trial)
@@ -593,7 +604,7 @@ PY
     one_line_error "^gptq: Q4_K_M: no such file: a preset goes with --ftype \\(gptq --ftype Q4_K_M ...\\)$"
     # IN COPY, no OUT (it said "one input stream at a time": a breaker's find)
     run "$BIN/gptq" in.gguf COPY
-    one_line_error "^gptq: in.gguf COPY: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat in.gguf \\| ggufpack > OUT.gguf does \\(the input's own bytes\\)$"
+    one_line_error "^gptq: in.gguf COPY: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat in.gguf \\| ggufpack -o OUT.gguf does \\(the input's own bytes\\)$"
 }
 
 @test "gptq of a GGUF v2 file writes version 3, as llama-quantize does" {
