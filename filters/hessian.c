@@ -92,7 +92,8 @@ static const char usage[] =
     "Input Hessians H = X^T X (double precision, summed over all calibration\n"
     "tokens) of every weight matrix of M, collected through llama.cpp's forward\n"
     "pass as llama-imatrix does, as a wpack stream of Hessian records.\n"
-    "options (llama-imatrix's -m, -f, -c, -t, -b, --file, --ctx-size, --batch-size too):\n"
+    "options (llama-imatrix's -m, -f, -c, -t, -b, --file, --ctx-size, --batch-size,\n"
+    "--output-file, --output and -ngl N too):\n"
     "  --model FILE        GGUF model (any architecture llama.cpp runs)\n"
     "  --text FILE         calibration text, - for standard input (never the\n"
     "                      evaluation text)\n"
@@ -551,7 +552,7 @@ int main(int argc, char **argv)
         /* llama-imatrix's short names too, as ppl takes llama-perplexity's (-m, -f: "unknown
            option" to a llama.cpp user: a new user's trial) */
         static const char *const takes[] = {"--model", "--text", "--ctx", "--chunks", "--threads",
-                                            "--batch", "--max-memory", "-o", "--output-file", LLM_LLAMA_NAMES};
+                                            "--batch", "--max-memory", "-o", "--output-file", "--output", LLM_LLAMA_NAMES};
         if (wp_cli_flag(argv[i], "--share-inputs")) {
             share = 1;
             continue;

@@ -51,7 +51,7 @@ static inline const char *llm_long_name(const char *a)
                                             {"-t", "--threads"},    {"-b", "--batch"},     {"--file", "--text"},
                                             {"--ctx-size", "--ctx"}, {"--batch-size", "--batch"},
                                             {"-ngl", "--n-gpu-layers"}, {"--gpu-layers", "--n-gpu-layers"},
-                                            {"--output-file", "-o"}};
+                                            {"--output-file", "-o"}, {"--output", "-o"}};
     for (size_t k = 0; k < sizeof longer / sizeof *longer; k++)
         if (!strcmp(a, longer[k][0]))
             return longer[k][1];
@@ -69,7 +69,13 @@ static inline int llm_shared_opt(const char *a, const char *v)
 {
     if (strcmp(a, "--n-gpu-layers"))
         return 0;
-    llm_gpu_layers = (int)wp_arg_int("-ngl", v, 0, INT32_MAX);
+    /* as llama.cpp's common/arg.cpp takes it: N, "all", or "auto" (-1: its default) */
+    if (!strcmp(v, "auto") || !strcmp(v, "-1"))
+        llm_gpu_layers = -1;
+    else if (!strcmp(v, "all"))
+        llm_gpu_layers = INT32_MAX;
+    else
+        llm_gpu_layers = (int)wp_arg_int("-ngl", v, 0, INT32_MAX);
     return 1;
 }
 
@@ -323,7 +329,21 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
         return NULL;
     }
     if (got == 8 && !memcmp(magic, "WPACKSTR", 8)) {   /* (said only "llama.cpp cannot load this model") */
-        *why = "a wpack stream or bundle, not a GGUF file (ggufpack or unbundle writes the GGUF)";
+        /* Hessians (hessian's own output) named as such: ggufpack writes no GGUF of them (a
+           fresh user's find) */
+        wp_record r;
+        wp_record_init(&r);
+        char rerr[256];
+        FILE *h = fopen(path, "rb");
+        wp_reader *rd = h ? wp_reader_open(h, path, rerr, sizeof rerr) : NULL;
+        const int hess = rd && wp_reader_next_header(rd, &r) > 0 && r.kind == WP_REC_HESSIAN;
+        wp_record_free(&r);
+        if (rd)
+            wp_reader_close(rd);
+        if (h)
+            fclose(h);
+        *why = hess ? "Hessians (hessian's output), not a model: they go to gptq --hessian"
+                    : "a wpack stream or bundle, not a GGUF file (ggufpack or unbundle writes the GGUF)";
         return NULL;
     }
     if (!wp_gguf_magic((const uint8_t *)magic, got)) {

@@ -341,7 +341,7 @@ static void out_suffix_check(const char *path, wp_out_kind kind)
     if (!*who)
         return;
     /* (Hessians were told ggufpack makes their GGUF, which it cannot: a note's left alone) */
-    if (!strcmp(suf, ".gguf") && kind == WP_OUT_HESSIANS)
+    if ((!strcmp(suf, ".gguf") || !strcmp(suf, ".gguf.zst")) && kind == WP_OUT_HESSIANS)
         wp_die("%s: refusing to write Hessians under a GGUF's name: they are gptq --hessian's input, no model "
                "llama.cpp loads and no llama-imatrix GGUF (name it NAME.hess)", who);
     if (!strcmp(suf, ".gguf"))

@@ -868,6 +868,8 @@ inputs_in_T() {
     run "$BIN/hessian" --model "$F32" --text "$DATA/text/tinystories_sample.txt" --ctx 64 --chunks 1 -o h.gguf
     # (Hessians told otherwise: ggufpack makes no GGUF of them, a note's left alone)
     one_line_error "^hessian: h.gguf: refusing to write Hessians under a GGUF's name: they are gptq --hessian's input, no model llama.cpp loads and no llama-imatrix GGUF \(name it NAME.hess\)$"
+    run "$BIN/hessian" --model "$F32" --text "$DATA/text/tinystories_sample.txt" --ctx 64 --chunks 1 -o h.gguf.zst
+    one_line_error "^hessian: h.gguf.zst: refusing to write Hessians under a GGUF's name: "   # (a fresh user's find)
     run "$BIN/hessian" --model "$F32" --text "$DATA/text/tinystories_sample.txt" --ctx 64 --chunks 1 -o h.safetensors
     one_line_error "^hessian: h.safetensors: refusing to write Hessians under a safetensors name: safetensors loaders could not read it \(name it NAME.hess; wpack writes no safetensors file\)$"
     "$BIN/ggufcat" -o s.wps "$F32"

@@ -309,6 +309,11 @@ bad() {  # expected-substring args...
     # it said "-: No such file or directory"
     bad "-: llama.cpp loads a model from a file by name, not from standard input: give the file's name" \
         --model - --text "$CAL" < "$M32"
+    # Hessians as the model: named, not "ggufpack or unbundle writes the GGUF", which ggufpack
+    # cannot (a fresh user's find)
+    "$H" -m "$M32" -f "$CAL" -c 64 --chunks 1 -t 1 -o "$BATS_TEST_TMPDIR/h.hess" 2> /dev/null
+    bad "h.hess: Hessians (hessian's output), not a model: they go to gptq --hessian" \
+        --model "$BATS_TEST_TMPDIR/h.hess" --text "$CAL"
     # llama-imatrix's output as the model: named (it was "llama.cpp cannot load this model"
     # alone: a new user's trial)
     local R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
@@ -346,6 +351,8 @@ bad() {  # expected-substring args...
     # and llama-imatrix's --output-file, and -ngl N (unknown options: a new user's trial)
     "$H" -m "$M32" -f "$CAL" -c 128 --chunks 2 -t 1 -b 128 -ngl 99 --output-file "$T/of.hess" 2> /dev/null
     cmp "$T/of.hess" "$T/long.hess"
+    "$H" -m "$M32" -f "$CAL" -c 128 --chunks 2 -t 1 -b 128 -ngl all --output "$T/o2.hess" 2> /dev/null
+    cmp "$T/o2.hess" "$T/long.hess"
     # and each is the option it stands for: -c 2 is --ctx's range
     run --separate-stderr "$H" -m "$M32" -f "$CAL" -c 2
     [ "$status" -eq 1 ]

@@ -613,7 +613,12 @@ dup_vocab() {
     [ "$output" = "$long" ]
     run --separate-stderr "$BIN/ppl" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -c 128 -t 1 -b 256 --chunks 2 --n-gpu-layers=0
     [ "$output" = "$long" ]
-    bad "-ngl: expected an integer from 0 to 2147483647, got 'all'" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" --gpu-layers all
+    # and all, auto and -1, as llama.cpp takes them (refused: a fresh user's find)
+    for n in all auto -1; do
+        run --separate-stderr "$BIN/ppl" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -c 128 -t 1 -b 256 --chunks 2 --gpu-layers "$n"
+        [ "$output" = "$long" ] || { echo "-ngl $n: $output $stderr"; false; }
+    done
+    bad "-ngl: expected an integer from 0 to 2147483647, got 'x'" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -ngl x
 }
 
 # ---- llgen: greedy generation through libllama
