@@ -873,11 +873,7 @@ static void words_refused(int argc, char **argv, char **words, int n, int has_ty
         wp_die("%s: llama-quantize's order; gptq is a filter of wpack streams: %s (or pipelines/lazyweights)",
                given, cmd);
     }
-    /* (as the other filters say it: a second word that names no file is most likely the
-       output, a new user's trial) */
-    if (words[1][0] != '-' && access(words[1], F_OK))
-        wp_die("one input stream at a time (got '%s' too, no such file: the output goes to standard output)", words[1]);
-    wp_die("one input stream at a time (got '%s' too)", words[1]);
+    wp_cli_second_input(words[1], "input stream");   /* (as the other filters say it: a new user's trial) */
 }
 
 int main(int argc, char **argv)

@@ -591,16 +591,22 @@ const char *wp_cli_arg(int argc, char **argv, int *i, const char *name)
     return wp_cli_value(argv, i);
 }
 
-/* The input named by word a, the one a filter takes: once. A second word that names no
- * file is most likely the output (unbundle b.bundle out.gguf, as cp or llama-quantize take
- * it), and is told where an output goes: standard output (not "-o NAME", which tsinfo does
- * not take and a name of another format's may not get: a breaker's find). */
+void wp_cli_second_input(const char *a, const char *what)
+{
+    /* a second word that names no file is most likely the output (unbundle b.bundle out.gguf,
+       as cp or llama-quantize take it), told where an output goes: standard output (not "-o
+       NAME", which tsinfo does not take and a name of another format's may not get: a
+       breaker's find) */
+    if (a[0] != '-' && access(a, F_OK))
+        wp_die("one %s at a time (got '%s' too, no such file: the output goes to standard output)", what, a);
+    wp_die("one %s at a time (got '%s' too)", what, a);
+}
+
+/* The input named by word a, the one a filter takes: once. */
 static void cli_operand(const char *a, const char **in)
 {
-    if (*in && a[0] != '-' && access(a, F_OK))
-        wp_die("one input at a time (got '%s' too, no such file: the output goes to standard output)", a);
     if (*in)
-        wp_die("one input at a time (got '%s' too)", a);
+        wp_cli_second_input(a, "input");
     *in = a;
 }
 
