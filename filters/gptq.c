@@ -873,6 +873,12 @@ static void words_refused(int argc, char **argv, char **words, int n, int has_ty
         wp_die("%s: llama-quantize's order; gptq is a filter of wpack streams: %s (or pipelines/lazyweights)",
                given, cmd);
     }
+    /* IN OUT.gguf WORD, WORD no preset and no file: llama-quantize's order with a preset it does
+       not know (it said "one input stream at a time": a note's left alone) */
+    const size_t l1 = strlen(words[1]);
+    if (n >= 3 && l1 > 5 && !strcasecmp(words[1] + l1 - 5, ".gguf") && access(words[2], F_OK))
+        wp_die("%s: unknown preset in llama-quantize's order IN OUT PRESET (its presets, by name or number: %s; "
+               "gptq takes them as --ftype PRESET)", words[2], preset_list());
     wp_cli_second_input(words[1], "input stream");   /* (as the other filters say it: a new user's trial) */
 }
 

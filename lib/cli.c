@@ -296,13 +296,15 @@ static void out_name_check(const char *path, const char *what)
 }
 
 /* The name of another format that name carries for an output of this kind, or NULL (in any
- * case, after something): ".gguf" or ".gguf.zst" for a wpack stream (a --dist bundle named
- * ship.gguf.zst became a ship.gguf llama.cpp could not load after zstd -d: a new user's
- * trial); ".zst" for a GGUF, which is written uncompressed; ".safetensors" for either. */
+ * case, after something): ".gguf", or ".gguf" and a compressor's suffix (".gguf.zst"), for a
+ * wpack stream (a --dist bundle named ship.gguf.zst became a ship.gguf llama.cpp could not
+ * load after zstd -d: a new user's trial); a compressor's suffix (".zst", ".gz", ".xz", ".bz2",
+ * ".lz4", ".lzma") for a GGUF, which is written uncompressed; ".safetensors" for either. */
 static const char *foreign_suffix(const char *name, wp_out_kind kind)
 {
-    static const char *const stream[] = {".gguf", ".gguf.zst", ".safetensors", NULL};
-    static const char *const gguf[] = {".zst", ".safetensors", NULL};
+    static const char *const stream[] = {".gguf", ".gguf.zst", ".gguf.gz", ".gguf.xz", ".gguf.bz2",
+                                         ".gguf.lz4", ".safetensors", NULL};
+    static const char *const gguf[] = {".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma", ".safetensors", NULL};
     const size_t n = name ? strlen(name) : 0;
     for (const char *const *suf = kind == WP_OUT_GGUF ? gguf : stream; *suf; suf++) {
         const size_t l = strlen(*suf);
@@ -310,6 +312,23 @@ static const char *foreign_suffix(const char *name, wp_out_kind kind)
             return *suf;
     }
     return NULL;
+}
+
+/* The program that makes and undoes files named with suffix (".zst", ".gz", ...), as users call it. */
+static const char *compressor(const char *suffix)
+{
+    static const char *const name[][2] = {{".zst", "zstd"}, {".gz", "gzip"}, {".xz", "xz"},
+                                          {".bz2", "bzip2"}, {".lz4", "lz4"}, {".lzma", "lzma"}};
+    for (size_t i = 0; i < sizeof name / sizeof name[0]; i++)
+        if (!strcasecmp(suffix, name[i][0]))
+            return name[i][1];
+    return suffix;
+}
+
+/* "a" or "an" before a compressor's name, as it is said ("an xz name", "an lz4'd GGUF"). */
+static const char *an(const char *compressor_name)
+{
+    return strchr("xl", compressor_name[0]) ? "an" : "a";
 }
 
 /* Die when an output of this kind would go into a file named for another format
@@ -341,18 +360,19 @@ static void out_suffix_check(const char *path, wp_out_kind kind)
     if (!*who)
         return;
     /* (Hessians were told ggufpack makes their GGUF, which it cannot: a note's left alone) */
-    if ((!strcmp(suf, ".gguf") || !strcmp(suf, ".gguf.zst")) && kind == WP_OUT_HESSIANS)
+    if (!strncmp(suf, ".gguf", 5) && kind == WP_OUT_HESSIANS)
         wp_die("%s: refusing to write Hessians under a GGUF's name: they are gptq --hessian's input, no model "
                "llama.cpp loads and no llama-imatrix GGUF (name it NAME.hess)", who);
     if (!strcmp(suf, ".gguf"))
         wp_die("%s: refusing to write a wpack stream under a GGUF's name: llama.cpp could not load it "
                "(name it otherwise; ggufpack makes a GGUF of a model's stream, unbundle of a bundle)", who);
-    if (!strcmp(suf, ".gguf.zst"))
-        wp_die("%s: refusing to write a wpack stream under a zstd'd GGUF's name: zstd -d would give a .gguf "
-               "llama.cpp cannot load (name it otherwise, such as NAME.dist.bundle; unbundle writes the GGUF)", who);
-    if (!strcmp(suf, ".zst"))
-        wp_die("%s: refusing to write a GGUF file under a zstd name: it is written uncompressed (name it "
-               "NAME.gguf, then zstd it)", who);
+    if (!strncmp(suf, ".gguf.", 6))
+        wp_die("%s: refusing to write a wpack stream under %s %s'd GGUF's name: %s -d would give a .gguf "
+               "llama.cpp cannot load (name it otherwise, such as NAME.dist.bundle; unbundle writes the GGUF)",
+               who, an(compressor(suf + 5)), compressor(suf + 5), compressor(suf + 5));
+    if (strcmp(suf, ".safetensors"))   /* (unbundle -o r.gguf.gz wrote it uncompressed: a note's left alone) */
+        wp_die("%s: refusing to write a GGUF file under %s %s name: it is written uncompressed (name it "
+               "NAME.gguf, then %s it)", who, an(compressor(suf)), compressor(suf), compressor(suf));
     /* (unbundle -o model.safetensors wrote a GGUF there, exit 0: a new user's trial) */
     wp_die("%s: refusing to write %s under a safetensors name: safetensors loaders could not read it "
            "(name it %s; wpack writes no safetensors file)", who,

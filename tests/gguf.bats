@@ -917,6 +917,26 @@ inputs_in_T() {
     run "$BIN/unbundle" -o back.GGUF.ZST b.bundle
     one_line_error "^unbundle: back.GGUF.ZST: refusing to write a GGUF file under a zstd name: it is written uncompressed \(name it NAME.gguf, then zstd it\)$"
     [ ! -e back.GGUF.ZST ]
+    # nor under another compressor's name (unbundle -o r.gguf.gz wrote a plain GGUF, exit 0: a
+    # note's left alone), a stream under a compressed GGUF's, Hessians under either
+    run "$BIN/unbundle" -o r.gguf.gz b.bundle
+    one_line_error "^unbundle: r.gguf.gz: refusing to write a GGUF file under a gzip name: it is written uncompressed \(name it NAME.gguf, then gzip it\)$"
+    run "$BIN/ggufpack" -o r.GGUF.XZ s.wps
+    one_line_error "^ggufpack: r.GGUF.XZ: refusing to write a GGUF file under an xz name: it is written uncompressed \(name it NAME.gguf, then xz it\)$"
+    for c in bz2:bzip2 lz4:lz4 lzma:lzma; do
+        run "$BIN/unbundle" -o "r.gguf.${c%%:*}" b.bundle
+        one_line_error "^unbundle: r.gguf.${c%%:*}: refusing to write a GGUF file under an? ${c#*:} name: it is written uncompressed \(name it NAME.gguf, then ${c#*:} it\)$"
+    done
+    run "$BIN/ggufcat" -o s.gguf.lz4 "$F32"
+    one_line_error "^ggufcat: s.gguf.lz4: refusing to write a wpack stream under an lz4'd GGUF's name: lz4 -d would give a .gguf llama.cpp cannot load \(name it otherwise, such as NAME.dist.bundle; unbundle writes the GGUF\)$"
+    run sh -c "'$BIN/laneinterleave' --dist < t.wps > ship.gguf.gz"
+    one_line_error "^laneinterleave: stdout \($T/ship.gguf.gz\): refusing to write a wpack stream under a gzip'd GGUF's name: gzip -d would give"
+    [ ! -s ship.gguf.gz ]
+    rm ship.gguf.gz
+    run "$BIN/hessian" --model "$F32" --text "$ROOT/README.md" -o h.gguf.xz
+    one_line_error "^hessian: h.gguf.xz: refusing to write Hessians under a GGUF's name"
+    [ "$(ls r.* s.gguf.* h.* 2> /dev/null)" = "" ]
+    "$BIN/ggufcat" -o s.wps.gz "$F32"   # (a stream under a compressor's name alone: as before)
     "$BIN/laneinterleave" --dist -o ship.dist.bundle t.wps
     "$BIN/ggufcat" -o s.wps.zst "$F32"   # (a stream under another .zst name: as before)
 }

@@ -605,6 +605,14 @@ PY
     # IN COPY, no OUT (it said "one input stream at a time": a breaker's find)
     run "$BIN/gptq" in.gguf COPY
     one_line_error "^gptq: in.gguf COPY: llama-quantize's order; COPY keeps every tensor as it is, as ggufcat in.gguf \\| ggufpack -o OUT.gguf does \\(the input's own bytes\\)$"
+    # IN OUT.gguf and a preset llama-quantize does not know, by name or number, is told so (it
+    # said "one input stream at a time": a note's left alone); a third word that is a file is not
+    run "$BIN/gptq" in.gguf out.gguf Q4_K_X
+    one_line_error "^gptq: Q4_K_X: unknown preset in llama-quantize's order IN OUT PRESET \\(its presets, by name or number: F32, F16, Q4_0, .*, Q4_K_M, .*; gptq takes them as --ftype PRESET\\)$"
+    run "$BIN/gptq" in.gguf out.GGUF 99 4
+    one_line_error "^gptq: 99: unknown preset in llama-quantize's order IN OUT PRESET "
+    run "$BIN/gptq" in.gguf out.gguf in.gguf
+    one_line_error "^gptq: one input stream at a time \\(got 'out.gguf' too\\)$"
 }
 
 @test "gptq of a GGUF v2 file writes version 3, as llama-quantize does" {
