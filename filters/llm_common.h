@@ -211,11 +211,18 @@ static inline char *llm_read_text(const char *path, size_t *len, size_t *raw_len
 /* Die for a word a of hessian's or ppl's command line that names a file without its option,
  * with the option it goes with: "m.gguf: not an option: ppl takes the model as -m m.gguf (try
  * --help)" for a GGUF, "... takes a text as -f c.txt ..." for another regular file (it said
- * "takes no file without its option", no way on: a note's left alone). Returns for an option,
- * or a word that names no readable regular file (wp_cli_opt says what it is). */
+ * "takes no file without its option", no way on: a note's left alone); for hessian, a word
+ * NAME.hess, "h.hess: not an option: hessian writes its Hessians to -o h.hess
+ * (try --help)", whether or not it is there yet (the same: a note's left alone). Returns for an
+ * option, or another word that names no readable regular file (wp_cli_opt says what it is). */
 static inline void llm_bare_word(const char *a)
 {
     struct stat st;
+    char word[4 * 4096 + 6];
+    const size_t l = strlen(a);
+    if (a[0] != '-' && !strcmp(wp_prog(), "hessian") && l > 5 && !strcmp(a + l - 5, ".hess"))
+        wp_die("%s: not an option: hessian writes its Hessians to -o %s (try --help)", a,
+               wp_shell_word(a, word, sizeof word));
     if (a[0] == '-' || stat(a, &st) || !S_ISREG(st.st_mode))
         return;
     FILE *f = fopen(a, "rb");
@@ -224,7 +231,6 @@ static inline void llm_bare_word(const char *a)
     uint8_t h[4];
     const size_t n = fread(h, 1, sizeof h, f);
     fclose(f);
-    char word[4 * 4096 + 6];
     wp_die("%s: not an option: %s takes %s as %s %s (try --help)", a, wp_prog(),
            wp_gguf_magic(h, n) ? "the model" : "a text", wp_gguf_magic(h, n) ? "-m" : "-f",
            wp_shell_word(a, word, sizeof word));

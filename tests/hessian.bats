@@ -379,6 +379,13 @@ bad() {  # expected-substring args...
     bad "$BATS_TEST_TMPDIR/my calib.txt: not an option: hessian takes a text as -f '$BATS_TEST_TMPDIR/my calib.txt' (try --help)" --model "$M32" "$BATS_TEST_TMPDIR/my calib.txt"
     bad "$M32: not an option: hessian takes the model as -m $M32 (try --help)" "$M32" --text "$CAL"
     bad "an empty argument: hessian takes no file without its option (try --help)" --model "$M32" ""
+    # the output without -o, there or not yet, is told -o (it said "takes no file without its
+    # option": a note's left alone); nothing is written
+    bad "h.hess: not an option: hessian writes its Hessians to -o h.hess (try --help)" --model "$M32" --text "$CAL" h.hess
+    printf 'old\n' > "$BATS_TEST_TMPDIR/old h.hess"
+    bad "$BATS_TEST_TMPDIR/old h.hess: not an option: hessian writes its Hessians to -o '$BATS_TEST_TMPDIR/old h.hess' (try --help)" -m "$M32" -f "$CAL" "$BATS_TEST_TMPDIR/old h.hess"
+    [ "$(cat "$BATS_TEST_TMPDIR/old h.hess")" = old ]
+    [ ! -e h.hess ]
     # "--" ends the options (it said "--: unknown option"); the word after it is a file
     run --separate-stderr "$H" --model "$M32" -o "$BATS_TEST_TMPDIR/out.hess" --
     [ "$status" -eq 1 ]
