@@ -36,6 +36,7 @@ struct gguf_context; /* llama.h names it in a prototype; its header is not neede
 #include "cli.h"
 #include "gguf_file.h"
 #include "imatrix.h"
+#include "text.h"
 #include "zframe.h"
 
 /* llama.cpp's tools' names of the options hessian and ppl share (llama-perplexity's and
@@ -312,9 +313,10 @@ static inline llama_token *llm_tokenize(const struct llama_vocab *vocab, const c
  * with *why pointing to a short reason: strerror(errno) when the file cannot
  * be opened ("-", standard input, is refused: libllama opens the file by
  * name), what the file is when its first bytes are not GGUF's magic (a wpack
- * stream or bundle; else as wp_gguf_open says it: a zstd'd GGUF, a --dist
- * bundle, a safetensors file, "bad magic"), "llama.cpp cannot load this model"
- * when libllama refuses it. */
+ * stream or bundle, Hessians, llama-imatrix's imatrix.dat, a text; else as
+ * wp_gguf_open says it: a zstd'd GGUF, a --dist bundle, a safetensors file, "bad
+ * magic"), "llama.cpp cannot load this model" when libllama refuses it (an
+ * imatrix GGUF is named). */
 static inline struct llama_model *llm_load_model(const char *path, const char **why)
 {
     if (!strcmp(path, "-")) {   /* it said "No such file or directory" */
@@ -326,7 +328,7 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
         *why = strerror(errno);
         return NULL;
     }
-    char magic[8] = "";
+    char magic[4096] = "";   /* (its first 4 KiB: a text is told by them) */
     size_t got = fread(magic, 1, sizeof magic, f);
     fclose(f);
     struct stat st;
@@ -334,7 +336,7 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
         *why = "is a directory";
         return NULL;
     }
-    if (got == 8 && !memcmp(magic, "WPACKSTR", 8)) {   /* (said only "llama.cpp cannot load this model") */
+    if (got >= 8 && !memcmp(magic, "WPACKSTR", 8)) {   /* (said only "llama.cpp cannot load this model") */
         /* Hessians (hessian's own output) named as such: ggufpack writes no GGUF of them (a
            fresh user's find) */
         wp_record r;
@@ -352,7 +354,30 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
                     : "a wpack stream or bundle, not a GGUF file (ggufpack or unbundle writes the GGUF)";
         return NULL;
     }
+    static const char *const imatrix_why =
+        "an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix";
     if (!wp_gguf_magic((const uint8_t *)magic, got)) {
+        /* llama-imatrix's legacy imatrix.dat: named as its GGUF is (it was "bad magic": a
+           note's left alone) */
+        const uint32_t n_entries = (uint32_t)(uint8_t)magic[0] | (uint32_t)(uint8_t)magic[1] << 8 |
+                                   (uint32_t)(uint8_t)magic[2] << 16 | (uint32_t)(uint8_t)magic[3] << 24;
+        const uint32_t name_len = (uint32_t)(uint8_t)magic[4] | (uint32_t)(uint8_t)magic[5] << 8 |
+                                  (uint32_t)(uint8_t)magic[6] << 16 | (uint32_t)(uint8_t)magic[7] << 24;
+        wp_imatrix im = {0};
+        char ierr[256];
+        /* (its head first: the loader reads the whole file, and a model of another format can be
+           tens of GB) */
+        const int dat = got >= 8 && n_entries >= 1 && n_entries <= (1u << 20) && name_len >= 1 &&
+                        name_len <= 4096 && wp_imatrix_load(path, &im, ierr, sizeof ierr) == 0;
+        wp_imatrix_free(&im);
+        if (dat) {
+            *why = imatrix_why;
+            return NULL;
+        }
+        if (wp_text_like((const uint8_t *)magic, got)) {   /* (it said "bad magic": a helper's nit) */
+            *why = "a text, not a model: it goes to -f";
+            return NULL;
+        }
         /* what it is, as the GGUF reader says it: a zstd'd GGUF, a --dist bundle or a
            safetensors file said only "bad magic" (a fresh user's find) */
         static char said[1200];
@@ -375,12 +400,8 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
            model" alone: a new user's trial) */
         wp_imatrix im;
         char ierr[256];
-        if (!wp_imatrix_load(path, &im, ierr, sizeof ierr)) {
-            wp_imatrix_free(&im);
-            *why = "an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix";
-        } else {
-            *why = "llama.cpp cannot load this model";
-        }
+        *why = wp_imatrix_load(path, &im, ierr, sizeof ierr) == 0 ? imatrix_why : "llama.cpp cannot load this model";
+        wp_imatrix_free(&im);
     }
     return m;
 }

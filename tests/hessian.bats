@@ -298,7 +298,7 @@ bad() {  # expected-substring args...
 @test "bad input: a model llama.cpp cannot load" {
     head -c 100000 "$M32" > "$BATS_TEST_TMPDIR/trunc.gguf"
     bad "trunc.gguf: llama.cpp cannot load this model" --model "$BATS_TEST_TMPDIR/trunc.gguf" --text "$CAL"
-    bad "groups_merged.txt: not a GGUF file (bad magic)" --model "$CAL" --text "$CAL"
+    bad "groups_merged.txt: a text, not a model: it goes to -f" --model "$CAL" --text "$CAL"
     # a bundle given as the model said only "llama.cpp cannot load this model" (a breaker's find)
     "$BIN/ggufcat" -o "$BATS_TEST_TMPDIR/m.wps" "$M32"
     bad "m.wps: a wpack stream or bundle, not a GGUF file (ggufpack or unbundle writes the GGUF)" \
@@ -321,6 +321,15 @@ bad() {  # expected-substring args...
     LD_LIBRARY_PATH="$R" "$R/llama-imatrix" -m "$M32" -f "$CAL" -c 128 --chunks 2 -t 1 -o "$BATS_TEST_TMPDIR/imat.gguf" > /dev/null 2>&1
     bad "imat.gguf: an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix" \
         --model "$BATS_TEST_TMPDIR/imat.gguf" --text "$CAL"
+    # and its legacy imatrix.dat (it was "not a GGUF file (bad magic)": a note's left alone)
+    LD_LIBRARY_PATH="$R" "$R/llama-imatrix" -m "$M32" -f "$CAL" -c 128 --chunks 2 -t 1 --output-format dat \
+        -o "$BATS_TEST_TMPDIR/imat.dat" > /dev/null 2>&1
+    ! cmp -s -n 4 <(printf GGUF) "$BATS_TEST_TMPDIR/imat.dat" || false
+    bad "imat.dat: an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix" \
+        --model "$BATS_TEST_TMPDIR/imat.dat" --text "$CAL"
+    # its first 8 bytes alone, an entry cut short, are no imatrix
+    head -c 8 "$BATS_TEST_TMPDIR/imat.dat" > "$BATS_TEST_TMPDIR/cut.dat"
+    bad "cut.dat: not a GGUF file (bad magic)" --model "$BATS_TEST_TMPDIR/cut.dat" --text "$CAL"
 }
 
 @test "bad input: a duplicate vocabulary token (ggml assertion in llama.cpp) gives one line, exit 1, no output" {

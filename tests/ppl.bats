@@ -428,7 +428,10 @@ bad() {  # expected-substring args...
 }
 
 @test "bad input: a model llama.cpp cannot load" {
-    bad "tinystories_sample.txt: not a GGUF file (bad magic)" --model "$SAMPLE" --text "$SAMPLE"
+    # a text as the model is named (it said "bad magic": a helper's nit); another file says it
+    bad "tinystories_sample.txt: a text, not a model: it goes to -f" --model "$SAMPLE" --text "$SAMPLE"
+    printf 'BIN\001\002\003\004\005' > "$BATS_TEST_TMPDIR/x.bin"
+    bad "x.bin: not a GGUF file (bad magic)" --model "$BATS_TEST_TMPDIR/x.bin" --text "$SAMPLE"
     head -c 100000 "$M/stories260K-f32.gguf" > "$BATS_TEST_TMPDIR/trunc.gguf"
     bad "trunc.gguf: llama.cpp cannot load this model" --model "$BATS_TEST_TMPDIR/trunc.gguf" --text "$SAMPLE"
     bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$SAMPLE"
@@ -639,7 +642,7 @@ GEN64="432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 4
     run --separate-stderr "$LLGEN" "$SAMPLE"
     [ "$status" -ne 0 ]
     [ -z "$output" ]
-    [[ "$stderr" == "llgen: "*"tinystories_sample.txt: not a GGUF file (bad magic)" ]]
+    [[ "$stderr" == "llgen: "*"tinystories_sample.txt: a text, not a model: it goes to -f" ]]
 }
 
 @test "bad --kl-base: a token equal to the vocabulary size is outside it; --kl-base with --save-logits is refused (a mutation test's find)" {
