@@ -50,7 +50,9 @@ passed() {
     printf 'z\t0\nm\tQ8_0\t8.5\n' > zb.tsv
     printf 'z\t-0\nm\tQ8_0\t8.4\n' > zn.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" zb.tsv zn.tsv
-    [ "${stderr##*$'\n'}" = "# bitcheck: 2 rows pass, none more than 0.2 % above its baseline (the largest change: z, +0.000 %)" ]
+    # (and the largest change is the fall, larger than every rise: it said "z, +0.000 %" beside
+    # it, a note's left alone)
+    [ "${stderr##*$'\n'}" = "# bitcheck: 2 rows pass, none more than 0.2 % above its baseline (the largest change: m Q8_0, -1.176 %)" ]
     # a fall beyond the tolerance is said before the verdict (a 19 % fall passed unsaid, its
     # stale baseline hiding later rises: a new user's trial); one within it is not
     [ "${stderr_lines[-2]}" = "# bitcheck: 1 row fell more than 0.2 % below its baseline (the largest fall: m Q8_0, -1.176 %): lower it in the commit that earns it" ]
@@ -103,6 +105,17 @@ passed() {
     cp base.tsv 0.01
     run "$ROOT/pipelines/bitcheck" 0.01 base.tsv 0.01
     [ "$status" -eq 0 ]
+    # an option, which bitcheck takes none of (-t 0.01 got the usage line alone: a note's left
+    # alone); a file of that name is read as one, a negative TOLERANCE refused as one
+    for o in -t --tolerance=1% -v; do
+        run "$ROOT/pipelines/bitcheck" "$o" 0.01 base.tsv now.tsv
+        [ "$status" -eq 2 ]
+        [ "$output" = "bitcheck: $o: not an option: bitcheck takes none (TOLERANCE is the third word: bitcheck BASELINE.tsv NOW.tsv [TOLERANCE])" ]
+    done
+    cp base.tsv ./-t
+    run "$ROOT/pipelines/bitcheck" -t base.tsv
+    [ "$status" -eq 0 ]
+    rm ./-t
     # and a tolerance with a backslash escape, which dash's echo made a line of its own ('\n50%'
     # passed a 44 % rise), or one that rounds to 1 (a breaker's finds)
     for t in 5 1 1e-3 100% 2.% 1e-1% % '\n50%' '.5\n' '5%\c' 'x\c' '-5' '99.9999999999999999%' '.99999999999999999999'; do
