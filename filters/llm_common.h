@@ -239,8 +239,9 @@ static inline void llm_bare_word(const char *a)
 
 /* Why text[0..len), read by llm_read_text from the --text file at path ("-": standard input),
  * is no text: "a GGUF file (the model goes to --model)" when it starts with GGUF's magic, "a
- * zstd frame (decompress it first: zstd -dc F.zst > F; a text is read as it is)" or "a gzip
- * file (...)" when it starts with theirs (with path's own names; for standard input, "pipe it
+ * zstd frame (decompress it first: zstd -d F.zst -o F; a text is read as it is)" or "a gzip
+ * file (... gzip -dk F.gz ...)" when it starts with theirs (with path's own names, quoted as a
+ * shell reads them back; without the suffix, OUT is F.txt; for standard input, "pipe it
  * through zstd -dc first"), "a binary file (a NUL byte at byte N)" when it holds a NUL; NULL
  * for a text. why holds n bytes. (hessian --text m.gguf ran, exit 0, on the model's bytes
  * tokenized: a new user's trial; a zstd'd text was "a binary file", no way on: a helper's;
@@ -256,13 +257,24 @@ static inline const char *llm_not_text(const char *text, size_t len, const char 
         snprintf(why, n, "a %s (pipe it through %s first: a text is read as it is)", zst ? "zstd frame" : "gzip file",
                  zst ? "zstd -dc" : "gzip -dc");
     } else if (zst || gz) {
-        /* the name without its suffix (.zst, .gz), or with .txt added */
+        /* into the name without its suffix (.zst, .gz), or with .txt added, by commands that
+           leave a file of that name as it is (zstd -dc F > OUT overwrote one: a helper's nit) */
         const char *suf = zst ? ".zst" : ".gz";
         const size_t pl = strlen(path), sl = strlen(suf);
         const int has = pl > sl && !strcmp(path + pl - sl, suf);
-        snprintf(why, n, "a %s (decompress it first: %s '%s' > '%.*s%s'; a text is read as it is)",
-                 zst ? "zstd frame" : "gzip file", zst ? "zstd -dc" : "gzip -dc", path, (int)(has ? pl - sl : pl), path,
-                 has ? "" : ".txt");
+        char in[4 * 4096 + 6], out[4 * 4096 + 6], plain[4096 + 8];
+        snprintf(plain, sizeof plain, "%.*s%s", (int)(has ? pl - sl : pl), path, has ? "" : ".txt");
+        wp_shell_word(path, in, sizeof in);
+        wp_shell_word(plain, out, sizeof out);
+        /* (pieces, cut at n - 1 bytes under names of thousands: still one line) */
+        const char *head = zst ? "a zstd frame (decompress it first: zstd -d "
+                         : has ? "a gzip file (decompress it first: gzip -dk "
+                               : "a gzip file (decompress it first: gzip -dc ";
+        const char *piece[] = {head, in, zst ? " -o " : has ? "" : " > ", zst || !has ? out : "",
+                               "; a text is read as it is)"};
+        why[0] = 0;
+        for (size_t p = 0; p < sizeof piece / sizeof *piece; p++)
+            strncat(why, piece[p], n - strlen(why) - 1);
     } else if (nul) {
         snprintf(why, n, "a binary file (a NUL byte at byte %zu)", (size_t)(nul - text));
     } else {

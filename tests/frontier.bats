@@ -834,8 +834,9 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ -z "$output" ]
     for c in "$w/cal.txt.zst" "$w/cal.txt.gz" "$w/cal.txt.xz" "$F32"; do
         case $c in
-        *.zst) why="$c: not a calibration text: a zstd frame (decompress it first: zstd -dc '$c' > '${c%.zst}'; a text is read as it is)" ;;
-        *.gz) why="$c: not a calibration text: a gzip file (decompress it first: gzip -dc '$c' > '${c%.gz}'; a text is read as it is)" ;;
+        # (by commands that leave a cal.txt there as it is: a helper's nit)
+        *.zst) why="$c: not a calibration text: a zstd frame (decompress it first: zstd -d $c -o ${c%.zst}; a text is read as it is)" ;;
+        *.gz) why="$c: not a calibration text: a gzip file (decompress it first: gzip -dk $c; a text is read as it is)" ;;
         *.xz) why="$c: not a calibration text: a binary file (a NUL byte at byte 9)" ;;
         *) why="$c: not a calibration text: a GGUF file (a model, not a text)" ;;
         esac

@@ -408,16 +408,29 @@ bad() {  # expected-substring args...
     bad "$BATS_TEST_TMPDIR/nul.txt: not a calibration text: a binary file (a NUL byte at byte 9)" --model "$M32" --text "$BATS_TEST_TMPDIR/nul.txt"
     # a zstd'd or gzipped text was "a binary file", no way on (a helper's trial)
     zstd -q -c "$CAL" > "$BATS_TEST_TMPDIR/cal.txt.zst"
-    bad "$BATS_TEST_TMPDIR/cal.txt.zst: not a calibration text: a zstd frame (decompress it first: zstd -dc '$BATS_TEST_TMPDIR/cal.txt.zst' > '$BATS_TEST_TMPDIR/cal.txt'; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.zst"
+    bad "$BATS_TEST_TMPDIR/cal.txt.zst: not a calibration text: a zstd frame (decompress it first: zstd -d $BATS_TEST_TMPDIR/cal.txt.zst -o $BATS_TEST_TMPDIR/cal.txt; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.zst"
     gzip -c "$CAL" > "$BATS_TEST_TMPDIR/cal.txt.gz"
-    bad "$BATS_TEST_TMPDIR/cal.txt.gz: not a calibration text: a gzip file (decompress it first: gzip -dc '$BATS_TEST_TMPDIR/cal.txt.gz' > '$BATS_TEST_TMPDIR/cal.txt'; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.gz"
+    bad "$BATS_TEST_TMPDIR/cal.txt.gz: not a calibration text: a gzip file (decompress it first: gzip -dk $BATS_TEST_TMPDIR/cal.txt.gz; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.gz"
     # from standard input, no name to give (a fresh user's find: "zstd -dc it > TEXT.txt")
     run --separate-stderr "$H" --threads 1 --model "$M32" --text - -o "$BATS_TEST_TMPDIR/out.hess" < "$BATS_TEST_TMPDIR/cal.txt.zst"
     [ "$status" -eq 1 ]
     [ "$stderr" = "hessian: stdin: not a calibration text: a zstd frame (pipe it through zstd -dc first: a text is read as it is)" ]
     # a name without the suffix: .txt added
     cp "$BATS_TEST_TMPDIR/cal.txt.zst" "$BATS_TEST_TMPDIR/calz"
-    bad "$BATS_TEST_TMPDIR/calz: not a calibration text: a zstd frame (decompress it first: zstd -dc '$BATS_TEST_TMPDIR/calz' > '$BATS_TEST_TMPDIR/calz.txt'; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/calz"
+    bad "$BATS_TEST_TMPDIR/calz: not a calibration text: a zstd frame (decompress it first: zstd -d $BATS_TEST_TMPDIR/calz -o $BATS_TEST_TMPDIR/calz.txt; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/calz"
+    # the commands given leave a text of that name as it is (zstd -dc F > OUT overwrote it: a
+    # helper's nit), and are quoted as a shell reads them back
+    cp "$BATS_TEST_TMPDIR/cal.txt.gz" "$BATS_TEST_TMPDIR/gzn"
+    bad "$BATS_TEST_TMPDIR/gzn: not a calibration text: a gzip file (decompress it first: gzip -dc $BATS_TEST_TMPDIR/gzn > $BATS_TEST_TMPDIR/gzn.txt; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/gzn"
+    cp "$BATS_TEST_TMPDIR/cal.txt.zst" "$BATS_TEST_TMPDIR/it's.txt.zst"
+    bad "$BATS_TEST_TMPDIR/it's.txt.zst: not a calibration text: a zstd frame (decompress it first: zstd -d '$BATS_TEST_TMPDIR/it'\\''s.txt.zst' -o '$BATS_TEST_TMPDIR/it'\\''s.txt'; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/it's.txt.zst"
+    printf 'keep\n' > "$BATS_TEST_TMPDIR/cal.txt"
+    (cd "$BATS_TEST_TMPDIR" && zstd -q -d cal.txt.zst -o cal.txt < /dev/null 2> /dev/null) || true
+    (cd "$BATS_TEST_TMPDIR" && gzip -dk cal.txt.gz < /dev/null 2> /dev/null) || true
+    [ "$(cat "$BATS_TEST_TMPDIR/cal.txt")" = keep ]
+    rm "$BATS_TEST_TMPDIR/cal.txt"
+    (cd "$BATS_TEST_TMPDIR" && gzip -dk cal.txt.gz)
+    cmp "$BATS_TEST_TMPDIR/cal.txt" "$CAL"
     # it said ": No such file or directory"
     bad "--text: needs a value" --model "$M32" --text=
     bad "--ctx: expected an integer" --model "$M32" --text "$CAL" --ctx 2

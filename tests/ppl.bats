@@ -575,7 +575,7 @@ dup_vocab() {
         --model "$M/stories260K-f32.gguf" --text "$M/stories260K-f32.gguf"
     # a zstd'd text was "a binary file", no way on (a helper's trial)
     zstd -q -c "$SAMPLE" > "$BATS_TEST_TMPDIR/eval.txt.zst"
-    bad "$BATS_TEST_TMPDIR/eval.txt.zst: not an evaluation text: a zstd frame (decompress it first: zstd -dc '$BATS_TEST_TMPDIR/eval.txt.zst' > '$BATS_TEST_TMPDIR/eval.txt'; a text is read as it is)" \
+    bad "$BATS_TEST_TMPDIR/eval.txt.zst: not an evaluation text: a zstd frame (decompress it first: zstd -d $BATS_TEST_TMPDIR/eval.txt.zst -o $BATS_TEST_TMPDIR/eval.txt; a text is read as it is)" \
         --model "$M/stories260K-f32.gguf" --text "$BATS_TEST_TMPDIR/eval.txt.zst"
     # "--" ends the options (it said "--: unknown option"); the word after it is a file
     bad "--text: is required" --model "$M/stories260K-f32.gguf" --
