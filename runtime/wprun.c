@@ -1740,6 +1740,9 @@ int main(int argc, char **argv)
     } else if (tf) {
         const int nk = tuning_put_kept(tf);
         wp_out_commit();   /* dies, the temporary file removed, on a write error */
+        /* the file named, before the verdict (--tune said nothing of it: a helper's nit) */
+        printf("wrote %s: %d %s tuned in this run (%s)\n", opt.tuning, n_tuned, n_tuned == 1 ? "line" : "lines",
+               opt.tuning_given ? "auto reads it given --tuning FILE" : "auto reads it in runs from this folder");
         if (nk)
             fprintf(stderr, "wprun: %s: %d %s of matrices or batches not tuned in this run kept\n", opt.tuning, nk,
                     nk == 1 ? "line" : "lines");

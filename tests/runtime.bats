@@ -782,6 +782,14 @@ open('$T/name', 'w').write(r.name)"
     [ "$(head -n 1 "$T/t.tun")" = "# wprun tuning v2 (cpu): matrix type shape batch pipeline microseconds" ]
     [ "$(grep -cE '^synth.Q4_0.128x512	Q4_0	128x512	(1|16)	(fused|full)	[0-9.]+$' "$T/t.tun")" -eq 4 ]
     [ "$(echo "$output" | grep -cE '^tune +synth.Q4_0.128x512 +batch (1|16) +-> (fused|full)$')" -eq 2 ]
+    # the file is named, before the verdict on stdout (it went unsaid: a helper's nit)
+    run --separate-stderr "$BIN/wprun" --cpu --tune --synth Q4_0:128x512 --batch 1,16 --tuning "$T/t.tun" --runs 1
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): ok" ]
+    [ "${lines[-2]}" = "wrote $T/t.tun: 4 lines tuned in this run (auto reads it given --tuning FILE)" ]
+    mkdir "$T/deflt"
+    run --separate-stderr bash -c "cd '$T/deflt' && '$BIN/wprun' --cpu --tune --synth Q4_0:128x512 --runs 1"
+    [ "${lines[-2]}" = "wrote wprun.tuning: 2 lines tuned in this run (auto reads it in runs from this folder)" ]
+    [ "$(grep -vc '^#' "$T/deflt/wprun.tuning")" -eq 2 ]
     # a later, faster "full" measurement for batch 1: auto follows the file
     printf 'synth.Q4_0.128x512\tQ4_0\t128x512\t1\tfull\t0.5\n' >> "$T/t.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_0:128x512 --tuning "$T/t.tun"
