@@ -302,7 +302,22 @@ wprun: warning: $T/n.tun:6: $w (4 fields, not 6); skipped" ]
     ! echo "$output" | grep -q 'warning' || false
     echo "$output" | grep -qE '^bench +Q4_0 +synth.Q4_0.64x256 +batch 1 +cpu fused'
     # the pipelines a Q4_0 matrix does not take are "-" (they read "nan us", as a failure would)
-    echo "$output" | grep -qE '^bench +Q4_0 .* cpu fused +[0-9.]+ us  full +[0-9.]+ us  transcode +-     palette +-     best (fused|full)$'
+    # and the twin beside them with best/twin, the GPU table's baseline (a coded matrix had
+    # none on the CPU: a helper's nit); the twin is never "best", nor a tuning line
+    echo "$output" | grep -qE '^bench +Q4_0 .* cpu fused +[0-9.]+ us  full +[0-9.]+ us  transcode +-     palette +-     twin +[0-9.]+ us  best (fused|full)  best/twin [0-9]+\.[0-9]{2}$'
+    local line twin best ratio
+    line=$(echo "$output" | grep '^bench')
+    twin=$(echo "$line" | sed -E 's/.* twin +([0-9.]+) us .*/\1/')
+    best=$(echo "$line" | sed -E 's/.* best ([a-z]+) .*/\1/')
+    best=$(echo "$line" | sed -E "s/.* $best +([0-9.]+) us .*/\\1/")
+    ratio=${line##* }
+    # (from the times as printed, to 0.1 us: within 0.02)
+    awk -v b="$best" -v t="$twin" -v r="$ratio" 'BEGIN { d = b / t - r; exit !(t > 0 && d < 0.02 && d > -0.02) }'
+    [ "$best" != "$twin" ]
+    run "$BIN/wprun" --cpu --bench --tune --synth Q8_0:64x256 --tuning "$T/bt.tun" --runs 1
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '	twin	' "$T/bt.tun")" -eq 0 ]
+    echo "$output" | grep -qE '^tune +synth.Q8_0.64x256 +batch 1 +-> (fused|full)$'
 }
 
 @test "wprun says when an option does nothing: --graph with --cpu, --pipeline or --tol without --verify, --runs with it alone" {
