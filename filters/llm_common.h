@@ -239,9 +239,9 @@ static inline void llm_bare_word(const char *a)
 
 /* Why text[0..len), read by llm_read_text from the --text file at path ("-": standard input),
  * is no text: "a GGUF file (the model goes to --model)" when it starts with GGUF's magic, "a
- * zstd frame (decompress it first: zstd -d F.zst -o F; a text is read as it is)" or "a gzip
- * file (... gzip -dk F.gz ...)" when it starts with theirs (with path's own names, quoted as a
- * shell reads them back; without the suffix, OUT is F.txt; for standard input, "pipe it
+ * zstd frame (decompress it first: zstd -d -o F < F.zst; a text is read as it is)" or "a gzip
+ * file (... zstd -d -o F < F.gz, as zstd reads gzip ...)" when it starts with theirs (with
+ * path's own names, quoted as a shell reads them back; without the suffix, OUT is F.txt; for standard input, "pipe it
  * through zstd -dc first"), "a binary file (a NUL byte at byte N)" when it holds a NUL; NULL
  * for a text. why holds n bytes. (hessian --text m.gguf ran, exit 0, on the model's bytes
  * tokenized: a new user's trial; a zstd'd text was "a binary file", no way on: a helper's;
@@ -257,8 +257,10 @@ static inline const char *llm_not_text(const char *text, size_t len, const char 
         snprintf(why, n, "a %s (pipe it through %s first: a text is read as it is)", zst ? "zstd frame" : "gzip file",
                  zst ? "zstd -dc" : "gzip -dc");
     } else if (zst || gz) {
-        /* into the name without its suffix (.zst, .gz), or with .txt added, by commands that
-           leave a file of that name as it is (zstd -dc F > OUT overwrote one: a helper's nit) */
+        /* into the name without its suffix (.zst, .gz), or with .txt added, by a command that
+           leaves a file of that name as it is (zstd -dc F > OUT overwrote one: a helper's nit)
+           and reads F through a link too (zstd -d F and gzip -dk F ignore a link, and a
+           Hugging Face snapshot is links: a breaker's find); zstd reads gzip too */
         const char *suf = zst ? ".zst" : ".gz";
         const size_t pl = strlen(path), sl = strlen(suf);
         const int has = pl > sl && !strcmp(path + pl - sl, suf);
@@ -267,11 +269,8 @@ static inline const char *llm_not_text(const char *text, size_t len, const char 
         wp_shell_word(path, in, sizeof in);
         wp_shell_word(plain, out, sizeof out);
         /* (pieces, cut at n - 1 bytes under names of thousands: still one line) */
-        const char *head = zst ? "a zstd frame (decompress it first: zstd -d "
-                         : has ? "a gzip file (decompress it first: gzip -dk "
-                               : "a gzip file (decompress it first: gzip -dc ";
-        const char *piece[] = {head, in, zst ? " -o " : has ? "" : " > ", zst || !has ? out : "",
-                               "; a text is read as it is)"};
+        const char *piece[] = {zst ? "a zstd frame" : "a gzip file", " (decompress it first: zstd -d -o ", out, " < ", in,
+                               zst ? "" : ", as zstd reads gzip", "; a text is read as it is)"};
         why[0] = 0;
         for (size_t p = 0; p < sizeof piece / sizeof *piece; p++)
             strncat(why, piece[p], n - strlen(why) - 1);
@@ -377,10 +376,14 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
                                   (uint32_t)(uint8_t)magic[6] << 16 | (uint32_t)(uint8_t)magic[7] << 24;
         wp_imatrix im = {0};
         char ierr[256];
-        /* (its head first: the loader reads the whole file, and a model of another format can be
-           tens of GB) */
-        const int dat = got >= 8 && n_entries >= 1 && n_entries <= (1u << 20) && name_len >= 1 &&
-                        name_len <= 4096 && wp_imatrix_load(path, &im, ierr, sizeof ierr) == 0;
+        /* (its head first, the first entry's name printable: the loader reads the whole file, and
+           a model of another format can be tens of GB; a llama2.c checkpoint's dim and
+           hidden_dim passed as a count and a length, and it was read whole: a breaker's find) */
+        int dat = got >= 8 && n_entries >= 1 && n_entries <= (1u << 20) && name_len >= 1 && name_len <= 4096 &&
+                  8 + (size_t)name_len <= got;
+        for (uint32_t k = 0; dat && k < name_len; k++)
+            dat = magic[8 + k] > 0x20 && magic[8 + k] < 0x7f;
+        dat = dat && wp_imatrix_load(path, &im, ierr, sizeof ierr) == 0;
         wp_imatrix_free(&im);
         if (dat) {
             *why = imatrix_why;

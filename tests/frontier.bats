@@ -834,9 +834,9 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ -z "$output" ]
     for c in "$w/cal.txt.zst" "$w/cal.txt.gz" "$w/cal.txt.xz" "$F32"; do
         case $c in
-        # (by commands that leave a cal.txt there as it is: a helper's nit)
-        *.zst) why="$c: not a calibration text: a zstd frame (decompress it first: zstd -d $c -o ${c%.zst}; a text is read as it is)" ;;
-        *.gz) why="$c: not a calibration text: a gzip file (decompress it first: gzip -dk $c; a text is read as it is)" ;;
+        # (by a command that leaves a cal.txt there as it is: a helper's nit)
+        *.zst) why="$c: not a calibration text: a zstd frame (decompress it first: zstd -d -o ${c%.zst} < $c; a text is read as it is)" ;;
+        *.gz) why="$c: not a calibration text: a gzip file (decompress it first: zstd -d -o ${c%.gz} < $c, as zstd reads gzip; a text is read as it is)" ;;
         *.xz) why="$c: not a calibration text: a binary file (a NUL byte at byte 9)" ;;
         *) why="$c: not a calibration text: a GGUF file (a model, not a text)" ;;
         esac
@@ -851,6 +851,19 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
         [ "$status" -eq 2 ]
         [[ $output == *"*** TEXT=$why.  Stop." ]] || { echo "$output"; false; }
         [ ! -e "$w/o" ]
+    done
+    # its line is hessian's, byte for byte, for names a shell quotes (a newline made it three
+    # lines: a breaker's find)
+    local n said
+    for n in "it's.txt.zst" $'nl\nx.txt.zst' $'d\177q\'.gz' $'t\tb' "sp ace.gz"; do
+        case $n in *.gz) cp "$w/cal.txt.gz" "$w/$n" ;; *) cp "$w/cal.txt.zst" "$w/$n" ;; esac
+        run "$ROOT/pipelines/lazyweights" --check Q5_0_g0_lam0_c1 "$F32" "$w/$n"
+        [ "$status" -eq 2 ]
+        said=$output
+        [ "${#lines[@]}" -eq 1 ]
+        run --separate-stderr "$BIN/hessian" --model "$F32" --text "$w/$n" -o "$w/x.hess"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "hessian: $said" ]
     done
 }
 

@@ -408,29 +408,44 @@ bad() {  # expected-substring args...
     bad "$BATS_TEST_TMPDIR/nul.txt: not a calibration text: a binary file (a NUL byte at byte 9)" --model "$M32" --text "$BATS_TEST_TMPDIR/nul.txt"
     # a zstd'd or gzipped text was "a binary file", no way on (a helper's trial)
     zstd -q -c "$CAL" > "$BATS_TEST_TMPDIR/cal.txt.zst"
-    bad "$BATS_TEST_TMPDIR/cal.txt.zst: not a calibration text: a zstd frame (decompress it first: zstd -d $BATS_TEST_TMPDIR/cal.txt.zst -o $BATS_TEST_TMPDIR/cal.txt; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.zst"
+    bad "$BATS_TEST_TMPDIR/cal.txt.zst: not a calibration text: a zstd frame (decompress it first: zstd -d -o $BATS_TEST_TMPDIR/cal.txt < $BATS_TEST_TMPDIR/cal.txt.zst; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.zst"
     gzip -c "$CAL" > "$BATS_TEST_TMPDIR/cal.txt.gz"
-    bad "$BATS_TEST_TMPDIR/cal.txt.gz: not a calibration text: a gzip file (decompress it first: gzip -dk $BATS_TEST_TMPDIR/cal.txt.gz; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.gz"
+    bad "$BATS_TEST_TMPDIR/cal.txt.gz: not a calibration text: a gzip file (decompress it first: zstd -d -o $BATS_TEST_TMPDIR/cal.txt < $BATS_TEST_TMPDIR/cal.txt.gz, as zstd reads gzip; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.gz"
     # from standard input, no name to give (a fresh user's find: "zstd -dc it > TEXT.txt")
     run --separate-stderr "$H" --threads 1 --model "$M32" --text - -o "$BATS_TEST_TMPDIR/out.hess" < "$BATS_TEST_TMPDIR/cal.txt.zst"
     [ "$status" -eq 1 ]
     [ "$stderr" = "hessian: stdin: not a calibration text: a zstd frame (pipe it through zstd -dc first: a text is read as it is)" ]
     # a name without the suffix: .txt added
     cp "$BATS_TEST_TMPDIR/cal.txt.zst" "$BATS_TEST_TMPDIR/calz"
-    bad "$BATS_TEST_TMPDIR/calz: not a calibration text: a zstd frame (decompress it first: zstd -d $BATS_TEST_TMPDIR/calz -o $BATS_TEST_TMPDIR/calz.txt; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/calz"
-    # the commands given leave a text of that name as it is (zstd -dc F > OUT overwrote it: a
-    # helper's nit), and are quoted as a shell reads them back
+    bad "$BATS_TEST_TMPDIR/calz: not a calibration text: a zstd frame (decompress it first: zstd -d -o $BATS_TEST_TMPDIR/calz.txt < $BATS_TEST_TMPDIR/calz; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/calz"
+    # the command given, pasted, leaves a text of that name as it is (zstd -dc F > OUT
+    # overwrote it: a helper's nit) and reads a link (zstd -d F and gzip -dk F ignore one, and
+    # a Hugging Face snapshot is links: a breaker's find); names quoted as a shell reads them back
+    local d="$BATS_TEST_TMPDIR/paste" n cmd
+    mkdir -p "$d/real"
+    gzip -c "$CAL" > "$d/real/c.txt.gz"
+    ln -s real/c.txt.gz "$d/c.txt.gz"
+    zstd -q -c "$CAL" > "$d/it's.txt.zst"
+    zstd -q -c "$CAL" > "$d/"$'nl\nx.txt.zst'
+    for n in c.txt.gz "it's.txt.zst" $'nl\nx.txt.zst'; do
+        run --separate-stderr bash -c 'cd "$1" && "$2" --model "$3" --text "$4" -o x.hess' sh "$d" "$H" "$M32" "$n"
+        [ "$status" -eq 1 ]
+        cmd=$(printf '%s' "$stderr" | sed -E 's/.*decompress it first: (.*); a text is read as it is\)$/\1/; s/, as zstd reads gzip$//')
+        case $n in
+        c.txt.gz) [ "$cmd" = "zstd -d -o c.txt < c.txt.gz" ] ;;
+        it*) [ "$cmd" = "zstd -d -o 'it'\\''s.txt' < 'it'\\''s.txt.zst'" ] ;;
+        *) [ "$cmd" = "zstd -d -o \$'nl\\nx.txt' < \$'nl\\nx.txt.zst'" ]
+           [ "${stderr%%:*}" = 'hessian' ]
+           [[ $stderr == 'hessian: nl\x0ax.txt.zst: not a calibration text: '* ]] ;;
+        esac
+        (cd "$d" && eval "$cmd" 2> /dev/null)
+        cmp "$d/${n%.*}" "$CAL"
+        printf 'keep\n' > "$d/${n%.*}"
+        ! (cd "$d" && eval "$cmd" < /dev/null 2> /dev/null) || false
+        [ "$(cat "$d/${n%.*}")" = keep ]
+    done
     cp "$BATS_TEST_TMPDIR/cal.txt.gz" "$BATS_TEST_TMPDIR/gzn"
-    bad "$BATS_TEST_TMPDIR/gzn: not a calibration text: a gzip file (decompress it first: gzip -dc $BATS_TEST_TMPDIR/gzn > $BATS_TEST_TMPDIR/gzn.txt; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/gzn"
-    cp "$BATS_TEST_TMPDIR/cal.txt.zst" "$BATS_TEST_TMPDIR/it's.txt.zst"
-    bad "$BATS_TEST_TMPDIR/it's.txt.zst: not a calibration text: a zstd frame (decompress it first: zstd -d '$BATS_TEST_TMPDIR/it'\\''s.txt.zst' -o '$BATS_TEST_TMPDIR/it'\\''s.txt'; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/it's.txt.zst"
-    printf 'keep\n' > "$BATS_TEST_TMPDIR/cal.txt"
-    (cd "$BATS_TEST_TMPDIR" && zstd -q -d cal.txt.zst -o cal.txt < /dev/null 2> /dev/null) || true
-    (cd "$BATS_TEST_TMPDIR" && gzip -dk cal.txt.gz < /dev/null 2> /dev/null) || true
-    [ "$(cat "$BATS_TEST_TMPDIR/cal.txt")" = keep ]
-    rm "$BATS_TEST_TMPDIR/cal.txt"
-    (cd "$BATS_TEST_TMPDIR" && gzip -dk cal.txt.gz)
-    cmp "$BATS_TEST_TMPDIR/cal.txt" "$CAL"
+    bad "$BATS_TEST_TMPDIR/gzn: not a calibration text: a gzip file (decompress it first: zstd -d -o $BATS_TEST_TMPDIR/gzn.txt < $BATS_TEST_TMPDIR/gzn, as zstd reads gzip; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/gzn"
     # it said ": No such file or directory"
     bad "--text: needs a value" --model "$M32" --text=
     bad "--ctx: expected an integer" --model "$M32" --text "$CAL" --ctx 2

@@ -432,6 +432,15 @@ bad() {  # expected-substring args...
     bad "tinystories_sample.txt: a text, not a model: it goes to -f" --model "$SAMPLE" --text "$SAMPLE"
     printf 'BIN\001\002\003\004\005' > "$BATS_TEST_TMPDIR/x.bin"
     bad "x.bin: not a GGUF file (bad magic)" --model "$BATS_TEST_TMPDIR/x.bin" --text "$SAMPLE"
+    # an imatrix.dat is read whole only when its first entry's name is printable: a llama2.c
+    # checkpoint's dim and hidden_dim passed as a count and a name length, and a model so was
+    # read whole, GBs (a breaker's find); a .dat the loader takes but for a name of control
+    # bytes proves the loader is not run
+    bad "stories260K.bin: not a GGUF file (bad magic)" --model "$M/stories260K.bin" --text "$SAMPLE"
+    printf '\001\000\000\000\002\000\000\000\001\002\001\000\000\000\001\000\000\000\000\000\200\077' > "$BATS_TEST_TMPDIR/ctl.dat"
+    bad "ctl.dat: not a GGUF file (bad magic)" --model "$BATS_TEST_TMPDIR/ctl.dat" --text "$SAMPLE"
+    printf '\001\000\000\000\002\000\000\000ab\001\000\000\000\001\000\000\000\000\000\200\077' > "$BATS_TEST_TMPDIR/ab.dat"
+    bad "ab.dat: an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix" --model "$BATS_TEST_TMPDIR/ab.dat" --text "$SAMPLE"
     head -c 100000 "$M/stories260K-f32.gguf" > "$BATS_TEST_TMPDIR/trunc.gguf"
     bad "trunc.gguf: llama.cpp cannot load this model" --model "$BATS_TEST_TMPDIR/trunc.gguf" --text "$SAMPLE"
     bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$SAMPLE"
@@ -575,7 +584,7 @@ dup_vocab() {
         --model "$M/stories260K-f32.gguf" --text "$M/stories260K-f32.gguf"
     # a zstd'd text was "a binary file", no way on (a helper's trial)
     zstd -q -c "$SAMPLE" > "$BATS_TEST_TMPDIR/eval.txt.zst"
-    bad "$BATS_TEST_TMPDIR/eval.txt.zst: not an evaluation text: a zstd frame (decompress it first: zstd -d $BATS_TEST_TMPDIR/eval.txt.zst -o $BATS_TEST_TMPDIR/eval.txt; a text is read as it is)" \
+    bad "$BATS_TEST_TMPDIR/eval.txt.zst: not an evaluation text: a zstd frame (decompress it first: zstd -d -o $BATS_TEST_TMPDIR/eval.txt < $BATS_TEST_TMPDIR/eval.txt.zst; a text is read as it is)" \
         --model "$M/stories260K-f32.gguf" --text "$BATS_TEST_TMPDIR/eval.txt.zst"
     # "--" ends the options (it said "--: unknown option"); the word after it is a file
     bad "--text: is required" --model "$M/stories260K-f32.gguf" --
