@@ -303,7 +303,7 @@ static void out_name_check(const char *path, const char *what)
 static const char *foreign_suffix(const char *name, wp_out_kind kind)
 {
     static const char *const stream[] = {".gguf", ".gguf.zst", ".gguf.gz", ".gguf.xz", ".gguf.bz2",
-                                         ".gguf.lz4", ".safetensors", NULL};
+                                         ".gguf.lz4", ".gguf.lzma", ".safetensors", NULL};
     static const char *const gguf[] = {".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma", ".safetensors", NULL};
     const size_t n = name ? strlen(name) : 0;
     for (const char *const *suf = kind == WP_OUT_GGUF ? gguf : stream; *suf; suf++) {

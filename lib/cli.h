@@ -122,8 +122,9 @@ typedef enum { WP_OUT_STREAM, WP_OUT_GGUF, WP_OUT_HESSIANS } wp_out_kind;
  * first; so does a WP_OUT_STREAM or WP_OUT_HESSIANS to a file named NAME.gguf, in any case (the
  * path, the file a link of that name points to, or a standard output
  * redirected to one, as /proc/self/fd/1 names it): llama.cpp could not load
- * it (gzip likewise refuses a name ending .gz), or NAME.gguf.zst, which zstd -d
- * would make such a NAME.gguf; a WP_OUT_GGUF to one named NAME.zst (it is
+ * it (gzip likewise refuses a name ending .gz), or NAME.gguf.zst (.gz, .xz,
+ * .bz2, .lz4, .lzma), which zstd -d (gzip -d, ...) would make such a NAME.gguf;
+ * a WP_OUT_GGUF to one named NAME.zst, .gz, .xz, .bz2, .lz4 or .lzma (it is
  * written uncompressed); and any kind to one named NAME.safetensors, which
  * safetensors loaders could not read. */
 void wp_out_refuse_tty(const char *path, wp_out_kind kind);

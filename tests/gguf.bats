@@ -935,6 +935,8 @@ inputs_in_T() {
     rm ship.gguf.gz
     run "$BIN/hessian" --model "$F32" --text "$ROOT/README.md" -o h.gguf.xz
     one_line_error "^hessian: h.gguf.xz: refusing to write Hessians under a GGUF's name"
+    run "$BIN/ggufcat" -o s.gguf.LZMA "$F32"   # (.lzma was left out: a breaker's find)
+    one_line_error "^ggufcat: s.gguf.LZMA: refusing to write a wpack stream under an lzma'd GGUF's name: lzma -d would give"
     [ "$(ls r.* s.gguf.* h.* 2> /dev/null)" = "" ]
     "$BIN/ggufcat" -o s.wps.gz "$F32"   # (a stream under a compressor's name alone: as before)
     "$BIN/laneinterleave" --dist -o ship.dist.bundle t.wps
