@@ -875,10 +875,14 @@ static void words_refused(int argc, char **argv, char **words, int n, int has_ty
     }
     /* IN OUT.gguf WORD, WORD no preset and no file: llama-quantize's order with a preset it does
        not know (it said "one input stream at a time": a note's left alone) */
-    const size_t l1 = strlen(words[1]);
-    if (n >= 3 && l1 > 5 && !strcasecmp(words[1] + l1 - 5, ".gguf") && access(words[2], F_OK))
-        wp_die("%s: unknown preset in llama-quantize's order IN OUT PRESET (its presets, by name or number: %s; "
-               "gptq takes them as --ftype PRESET)", words[2], preset_list());
+    const size_t l1 = strlen(words[1]), l2 = n >= 3 ? strlen(words[2]) : 0;
+    if (n >= 3 && l1 > 5 && !strcasecmp(words[1] + l1 - 5, ".gguf") && access(words[2], F_OK)) {
+        /* (a GGUF's name there is a missing file, not a preset; an empty word named: a breaker's) */
+        if (l2 > 5 && !strcasecmp(words[2] + l2 - 5, ".gguf"))
+            wp_die("%s: no such file", words[2]);
+        wp_die("%s%s: unknown preset in llama-quantize's order IN OUT PRESET (its presets, by name or number: %s; "
+               "gptq takes them as --ftype PRESET)", l2 ? words[2] : "''", l2 ? "" : " (an empty word)", preset_list());
+    }
     wp_cli_second_input(words[1], "input stream");   /* (as the other filters say it: a new user's trial) */
 }
 

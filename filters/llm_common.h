@@ -221,7 +221,7 @@ static inline void llm_bare_word(const char *a)
     struct stat st;
     char word[4 * 4096 + 6];
     const size_t l = strlen(a);
-    if (a[0] != '-' && !strcmp(wp_prog(), "hessian") && l > 5 && !strcmp(a + l - 5, ".hess"))
+    if (a[0] != '-' && !strcmp(wp_prog(), "hessian") && l > 5 && !strcasecmp(a + l - 5, ".hess"))
         wp_die("%s: not an option: hessian writes its Hessians to -o %s (try --help)", a,
                wp_shell_word(a, word, sizeof word));
     if (a[0] == '-' || stat(a, &st) || !S_ISREG(st.st_mode))

@@ -613,6 +613,11 @@ PY
     one_line_error "^gptq: 99: unknown preset in llama-quantize's order IN OUT PRESET "
     run "$BIN/gptq" in.gguf out.gguf in.gguf
     one_line_error "^gptq: one input stream at a time \\(got 'out.gguf' too\\)$"
+    # a GGUF's name there is a missing file; an empty word is named (a breaker's finds)
+    run "$BIN/gptq" in.gguf out.gguf in2.GGUF
+    one_line_error "^gptq: in2.GGUF: no such file$"
+    run "$BIN/gptq" in.gguf out.gguf ''
+    one_line_error "^gptq: '' \\(an empty word\\): unknown preset in llama-quantize's order IN OUT PRESET "
 }
 
 @test "gptq of a GGUF v2 file writes version 3, as llama-quantize does" {

@@ -391,6 +391,7 @@ bad() {  # expected-substring args...
     # the output without -o, there or not yet, is told -o (it said "takes no file without its
     # option": a note's left alone); nothing is written
     bad "h.hess: not an option: hessian writes its Hessians to -o h.hess (try --help)" --model "$M32" --text "$CAL" h.hess
+    bad "H.HESS: not an option: hessian writes its Hessians to -o H.HESS (try --help)" --model "$M32" --text "$CAL" H.HESS
     printf 'old\n' > "$BATS_TEST_TMPDIR/old h.hess"
     bad "$BATS_TEST_TMPDIR/old h.hess: not an option: hessian writes its Hessians to -o '$BATS_TEST_TMPDIR/old h.hess' (try --help)" -m "$M32" -f "$CAL" "$BATS_TEST_TMPDIR/old h.hess"
     [ "$(cat "$BATS_TEST_TMPDIR/old h.hess")" = old ]
