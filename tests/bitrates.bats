@@ -56,6 +56,11 @@ passed() {
     # a fall beyond the tolerance is said before the verdict (a 19 % fall passed unsaid, its
     # stale baseline hiding later rises: a new user's trial); one within it is not
     [ "${stderr_lines[-2]}" = "# bitcheck: 1 row fell more than 0.2 % below its baseline (the largest fall: m Q8_0, -1.176 %): lower it in the commit that earns it" ]
+    # (but not a fall that shows as -0.000 %, beside no change: a breaker's find)
+    printf 'z\t0\nm\tQ8_0\t2\n' > zb2.tsv
+    printf 'z\t0\nm\tQ8_0\t1.99999998\n' > zn2.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" zb2.tsv zn2.tsv
+    [ "${stderr##*$'\n'}" = "# bitcheck: 2 rows pass, none more than 0.2 % above its baseline (the largest change: z, +0.000 %)" ]
     printf 'a\t9.0\nb\t7.0\nc\t7.0\n' > fb.tsv
     printf 'a\t7.2739\nb\t6.9\nc\t6.999\n' > fn.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" fb.tsv fn.tsv
@@ -116,6 +121,20 @@ passed() {
     run "$ROOT/pipelines/bitcheck" -t base.tsv
     [ "$status" -eq 0 ]
     rm ./-t
+    # -- ends the options, anywhere, as in every program; --help after a file is told it comes
+    # first (both were "not an option": a breaker's finds)
+    cp base.tsv ./-b
+    run "$ROOT/pipelines/bitcheck" -- -b base.tsv
+    [ "$status" -eq 0 ]
+    run "$ROOT/pipelines/bitcheck" base.tsv -- -b 0.5%
+    [ "$status" -eq 0 ]
+    rm ./-b
+    run "$ROOT/pipelines/bitcheck" base.tsv now.tsv --help
+    [ "$status" -eq 2 ]
+    [ "$output" = "bitcheck: --help: comes first, alone (bitcheck --help)" ]
+    run "$ROOT/pipelines/bitcheck" -- --help base.tsv
+    [ "$status" -eq 2 ]
+    [ "$output" = "bitcheck: --help: not a readable file" ]
     # and a tolerance with a backslash escape, which dash's echo made a line of its own ('\n50%'
     # passed a 44 % rise), or one that rounds to 1 (a breaker's finds)
     for t in 5 1 1e-3 100% 2.% 1e-1% % '\n50%' '.5\n' '5%\c' 'x\c' '-5' '99.9999999999999999%' '.99999999999999999999'; do
