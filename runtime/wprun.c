@@ -1748,8 +1748,12 @@ int main(int argc, char **argv)
         const int nk = tuning_put_kept(tf);
         wp_out_commit();   /* dies, the temporary file removed, on a write error */
         /* the file named, before the verdict (--tune said nothing of it: a helper's nit) */
-        printf("wrote %s: %d %s tuned in this run (%s)\n", opt.tuning, n_tuned, n_tuned == 1 ? "line" : "lines",
-               opt.tuning_given ? "auto reads it given --tuning FILE" : "auto reads it in runs from this folder");
+        /* (the file - as ./-, and no word of auto for a FIFO or device: a breaker's finds) */
+        struct stat st;
+        const int file = stat(opt.tuning, &st) == 0 && S_ISREG(st.st_mode);
+        printf("wrote %s%s: %d %s tuned in this run%s\n", strcmp(opt.tuning, "-") ? "" : "./", opt.tuning, n_tuned,
+               n_tuned == 1 ? "line" : "lines",
+               !file ? "" : opt.tuning_given ? " (auto reads it given --tuning FILE)" : " (auto reads it in runs from this folder)");
         if (nk)
             fprintf(stderr, "wprun: %s: %d %s of matrices or batches not tuned in this run kept\n", opt.tuning, nk,
                     nk == 1 ? "line" : "lines");

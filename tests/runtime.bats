@@ -805,6 +805,12 @@ open('$T/name', 'w').write(r.name)"
     run --separate-stderr bash -c "cd '$T/deflt' && '$BIN/wprun' --cpu --tune --synth Q4_0:128x512 --runs 1"
     [ "${lines[-2]}" = "wrote wprun.tuning: 2 lines tuned in this run (auto reads it in runs from this folder)" ]
     [ "$(grep -vc '^#' "$T/deflt/wprun.tuning")" -eq 2 ]
+    # the file - as ./-, and no word of auto for a device (a breaker's finds)
+    run --separate-stderr bash -c "cd '$T/deflt' && '$BIN/wprun' --cpu --tune --synth Q4_0:128x512 --runs 1 --tuning -"
+    [ "${lines[-2]}" = "wrote ./-: 2 lines tuned in this run (auto reads it given --tuning FILE)" ]
+    [ -s "$T/deflt/-" ]
+    run --separate-stderr "$BIN/wprun" --cpu --tune --synth Q4_0:128x512 --runs 1 --tuning /dev/null
+    [ "${lines[-2]}" = "wrote /dev/null: 2 lines tuned in this run" ]
     # a later, faster "full" measurement for batch 1: auto follows the file
     printf 'synth.Q4_0.128x512\tQ4_0\t128x512\t1\tfull\t0.5\n' >> "$T/t.tun"
     run "$BIN/wprun" --cpu --verify --synth Q4_0:128x512 --tuning "$T/t.tun"
