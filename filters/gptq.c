@@ -190,36 +190,39 @@ static void shell_word(char *s, size_t n, const char *w, int path)
 /* Die for a --hessian file the stream reader refused (err, its message). The model
  * or llama-imatrix's GGUF given there was "not a wpack stream (a GGUF file: read it
  * with ggufcat)", a hint for the wrong file (a new user's trial): gguf_file and
- * imatrix say which it is, as a text's first 4 KiB (printable) says it is one. */
+ * imatrix say which it is (an imatrix.dat by its head first: wp_imatrix_dat_head), as
+ * a text's first 4 KiB (printable) says it is one. */
 static __attribute__((noreturn)) void not_hessians(const char *path, const char *err)
 {
+    unsigned char b[4096];   /* its first 4 KiB */
+    size_t n = 0;
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        n = fread(b, 1, sizeof b, f);
+        fclose(f);
+    }
     char gerr[256];
     wp_gguf_in *g = wp_gguf_open(path, gerr, sizeof gerr);
-    if (g) {
-        wp_gguf_close(g);
-        wp_imatrix im;
-        if (!wp_imatrix_load(path, &im, gerr, sizeof gerr)) {
-            wp_imatrix_free(&im);
-            wp_die("%s: an importance matrix (llama-imatrix), not Hessians: give it with --imatrix; "
-                   "--hessian takes the file that hessian -o wrote", path);
-        }
-        wp_die("%s: a GGUF model, not Hessians: --hessian takes the file that hessian -o wrote", path);
+    wp_gguf_close(g);
+    /* llama-imatrix's output, GGUF or legacy imatrix.dat (the .dat was "not a wpack stream (bad
+       magic)": a new user's trial) */
+    wp_imatrix im;
+    if ((g || wp_imatrix_dat_head(b, n)) && !wp_imatrix_load(path, &im, gerr, sizeof gerr)) {
+        wp_imatrix_free(&im);
+        wp_die("%s: an importance matrix (llama-imatrix), not Hessians: give it with --imatrix; "
+               "--hessian takes the file that hessian -o wrote", path);
     }
+    if (g)
+        wp_die("%s: a GGUF model, not Hessians: --hessian takes the file that hessian -o wrote", path);
     /* a calibration text given as the Hessians (it said "not a wpack stream (bad magic)"):
      * its first 4 KiB printable (tabs and line ends too; UTF-8's bytes above 127), and not
      * empty (a binary without a NUL, or a Hessian file cut in its magic, was "a text": a
      * breaker's find) */
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        unsigned char b[4096];
-        const size_t n = fread(b, 1, sizeof b, f);
-        fclose(f);
-        char q[1024] = "";
-        shell_word(q, sizeof q, path, 1);
-        if (wp_text_like(b, n) && memcmp(b, WP_STREAM_MAGIC, n < 8 ? n : 8))
-            wp_die("%s: a text, not Hessians: hessian -m MODEL.gguf -f %s -o m.hess computes them from it; "
-                   "--hessian takes the file that hessian -o wrote", path, q);
-    }
+    char q[1024] = "";
+    shell_word(q, sizeof q, path, 1);
+    if (wp_text_like(b, n) && memcmp(b, WP_STREAM_MAGIC, n < 8 ? n : 8))
+        wp_die("%s: a text, not Hessians: hessian -m MODEL.gguf -f %s -o m.hess computes them from it; "
+               "--hessian takes the file that hessian -o wrote", path, q);
     wp_die("%s", err);
 }
 

@@ -370,20 +370,13 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
     if (!wp_gguf_magic((const uint8_t *)magic, got)) {
         /* llama-imatrix's legacy imatrix.dat: named as its GGUF is (it was "bad magic": a
            note's left alone) */
-        const uint32_t n_entries = (uint32_t)(uint8_t)magic[0] | (uint32_t)(uint8_t)magic[1] << 8 |
-                                   (uint32_t)(uint8_t)magic[2] << 16 | (uint32_t)(uint8_t)magic[3] << 24;
-        const uint32_t name_len = (uint32_t)(uint8_t)magic[4] | (uint32_t)(uint8_t)magic[5] << 8 |
-                                  (uint32_t)(uint8_t)magic[6] << 16 | (uint32_t)(uint8_t)magic[7] << 24;
         wp_imatrix im = {0};
         char ierr[256];
-        /* (its head first, the first entry's name printable: the loader reads the whole file, and
-           a model of another format can be tens of GB; a llama2.c checkpoint's dim and
-           hidden_dim passed as a count and a length, and it was read whole: a breaker's find) */
-        int dat = got >= 8 && n_entries >= 1 && n_entries <= (1u << 20) && name_len >= 1 && name_len <= 4096 &&
-                  8 + (size_t)name_len <= got;
-        for (uint32_t k = 0; dat && k < name_len; k++)
-            dat = magic[8 + k] > 0x20 && magic[8 + k] < 0x7f;
-        dat = dat && wp_imatrix_load(path, &im, ierr, sizeof ierr) == 0;
+        /* (its head first, wp_imatrix_dat_head: the loader reads the whole file, and a model of
+           another format can be tens of GB; a llama2.c checkpoint was read whole: a breaker's
+           find) */
+        const int dat = wp_imatrix_dat_head((const uint8_t *)magic, got) &&
+                        wp_imatrix_load(path, &im, ierr, sizeof ierr) == 0;
         wp_imatrix_free(&im);
         if (dat) {
             *why = imatrix_why;

@@ -489,6 +489,19 @@ int wp_imatrix_load(const char *path, wp_imatrix *im, char *err, size_t errlen)
     return rc;
 }
 
+int wp_imatrix_dat_head(const uint8_t *head, size_t n)
+{
+    if (n < 8)
+        return 0;
+    const uint32_t n_entries = rd32(head), name_len = rd32(head + 4);
+    if (n_entries < 1 || n_entries > (1u << 20) || name_len < 1 || name_len > 4096 || 8 + (size_t)name_len > n)
+        return 0;
+    for (uint32_t k = 0; k < name_len; k++)
+        if (head[8 + k] <= 0x20 || head[8 + k] >= 0x7f)
+            return 0;
+    return 1;
+}
+
 const wp_imatrix_entry *wp_imatrix_find(const wp_imatrix *im, const char *name)
 {
     int lo = 0, hi = im->n - 1;

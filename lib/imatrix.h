@@ -103,6 +103,15 @@ typedef struct wp_imatrix {
  * *im holds nothing. */
 int wp_imatrix_load(const char *path, wp_imatrix *im, char *err, size_t errlen);
 
+/* Whether the n bytes at head (a file's first, up to 4 KiB) begin as
+ * llama-imatrix's legacy imatrix.dat (its save_imatrix_legacy layout): an
+ * int32 entry count of 1 to 2^20, then the first name's int32 length, 1 to
+ * 4096, and that many bytes, all within head, of printable ASCII with no
+ * blank.  A cheap test before wp_imatrix_load, which reads the file whole: a
+ * llama2.c checkpoint's dim and hidden_dim pass as a count and a length, but
+ * not its next bytes as a name.  Returns 1 or 0. */
+int wp_imatrix_dat_head(const uint8_t *head, size_t n);
+
 /* The entry of weight `name` ("blk.0.attn_q.weight"), or NULL. */
 const wp_imatrix_entry *wp_imatrix_find(const wp_imatrix *im, const char *name);
 

@@ -761,6 +761,13 @@ PY
     [ "$status" -eq 1 ]
     [ "$stderr" = "gptq: $d/imat.gguf: an importance matrix (llama-imatrix), not Hessians: give it with --imatrix; --hessian takes the file that hessian -o wrote" ]
     [ ! -e "$d/h.wts" ]
+    # and its legacy imatrix.dat (it was "not a wpack stream (bad magic)": a new user's trial)
+    "$R/llama-imatrix" -m "$m" -f "$DATA/text/groups_merged.txt" -c 128 --chunks 4 -t 1 --output-format dat \
+        -o "$d/imat.dat" > /dev/null 2>&1
+    run --separate-stderr "$BIN/gptq" --ftype Q8_0 --quiet --hessian "$d/imat.dat" -o "$d/h.wts" "$m"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $d/imat.dat: an importance matrix (llama-imatrix), not Hessians: give it with --imatrix; --hessian takes the file that hessian -o wrote" ]
+    [ ! -e "$d/h.wts" ]
 }
 
 @test "gptq --imatrix with a legacy imatrix.dat equals llama-quantize --imatrix on the same .dat byte for byte (K-quants)" {
