@@ -91,10 +91,11 @@ CALIB="$DATA/text/groups_merged.txt"
     [ ! -e "$d" ]
     # an option's word after the first argument: it was a path (a trailing --help made a folder
     # of that name and ran the pipeline in it: a fresh user's find)
-    for a in --help -h --version --threads --; do
+    # (--imatrix too, told IMATRIX=FILE, which the hint left out: a new user's trial)
+    for a in --help -h --version --threads -- --imatrix; do
         run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$BATS_TEST_TMPDIR/o5" $a
         [ "$status" -eq 2 ]
-        [ "$stderr" = "lazyweights: $a: not an option here (--dist and --dist-only go anywhere, --help, --version and --check first; WPACK_THREADS=N sets the steps' threads; a path: ./$a)" ]
+        [ "$stderr" = "lazyweights: $a: not an option here (--dist and --dist-only go anywhere, --help, --version and --check first; WPACK_THREADS=N sets the steps' threads, IMATRIX=FILE gives llama-imatrix's matrix; a path: ./$a)" ]
     done
     [ ! -e "$BATS_TEST_TMPDIR/o5" ]
     # --dist anywhere (given last, it was a CALIB named ./--dist: "no such file")
@@ -785,7 +786,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     # (said now as an option's word out of place, with the way to name such a file)
     run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 --rtn
     [ "$status" -eq 2 ]
-    [ "$output" = "lazyweights: --rtn: not an option here (--dist and --dist-only go anywhere, --help, --version and --check first; WPACK_THREADS=N sets the steps' threads; a path: ./--rtn)" ]
+    [ "$output" = "lazyweights: --rtn: not an option here (--dist and --dist-only go anywhere, --help, --version and --check first; WPACK_THREADS=N sets the steps' threads, IMATRIX=FILE gives llama-imatrix's matrix; a path: ./--rtn)" ]
     run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 ./--rtn
     [ "$status" -eq 2 ]
     [ "$output" = "./--rtn: no such file" ]
