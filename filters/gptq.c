@@ -650,9 +650,20 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
     }
     /* no tensor llama-quantize would quantize: not a model (llama-imatrix's GGUF went through
        make model, "quantized" into a copy of itself, exit 0: a breaker's find) */
-    if (n_t && !n_quant)
+    if (n_t && !n_quant) {
+        /* llama-imatrix's GGUF, its tensors NAME.in_sum2 and NAME.counts alone, named (it was "no
+           weight matrix": a new user's trial) */
+        size_t n_imat = 0;
+        for (size_t i = 0; i < n_t; i++) {
+            const size_t l = strlen(tl[i].name);
+            n_imat += (l > 8 && !strcmp(tl[i].name + l - 8, ".in_sum2")) || (l > 7 && !strcmp(tl[i].name + l - 7, ".counts"));
+        }
+        if (n_imat == n_t)
+            wp_die("%s: an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix "
+                   "(IMATRIX=FILE for make model and lazyweights)", src);
         wp_die("%s: no weight matrix to quantize among its %zu tensors (2-D *.weight tensors, as llama-quantize "
                "takes them): not a model", src, n_t);
+    }
     if (n_copied && quant_opts[0]) {
         const char *ty = wp_ggml_type_name(tl[first_copied].type);
         if (checking)

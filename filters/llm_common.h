@@ -238,7 +238,9 @@ static inline void llm_bare_word(const char *a)
 }
 
 /* Why text[0..len), read by llm_read_text from the --text file at path ("-": standard input),
- * is no text: "a GGUF file (the model goes to --model)" when it starts with GGUF's magic, "a
+ * is no text: "a GGUF file (the model goes to --model)" when it starts with GGUF's magic
+ * ("an importance matrix (...)" when its first 64 KiB hold llama-imatrix's key
+ * imatrix.chunk_count), "a
  * zstd frame (decompress it first: zstd -d -o F < F.zst; a text is read as it is)" or "a gzip
  * file (... zstd -d -o F < F.gz, as zstd reads gzip ...)" when it starts with theirs (with
  * path's own names, quoted as a shell reads them back; without the suffix, OUT is F.txt; for standard input, "pipe it
@@ -251,7 +253,11 @@ static inline const char *llm_not_text(const char *text, size_t len, const char 
     const char *nul = memchr(text, 0, len);
     const int zst = wp_zframe_magic((const uint8_t *)text, len);
     const int gz = len >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b;
-    if (wp_gguf_magic((const uint8_t *)text, len)) {
+    if (wp_gguf_magic((const uint8_t *)text, len) && memmem(text, len < 65536 ? len : 65536, "imatrix.chunk_count", 19)) {
+        /* llama-imatrix's GGUF, by its key in the header (it was "a GGUF file (the model goes to
+           --model)": a new user's trial) */
+        snprintf(why, n, "an importance matrix (llama-imatrix's output; it goes to gptq --imatrix)");
+    } else if (wp_gguf_magic((const uint8_t *)text, len)) {
         snprintf(why, n, "a GGUF file (the model goes to --model)");
     } else if ((zst || gz) && !strcmp(path, "-")) {
         snprintf(why, n, "a %s (pipe it through %s first: a text is read as it is)", zst ? "zstd frame" : "gzip file",

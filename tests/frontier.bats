@@ -931,7 +931,12 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     run make -C "$ROOT" --no-print-directory model MODEL="$im" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out"
     [ "$status" -ne 0 ]
     [ "${#lines[@]}" -eq 1 ]
-    [[ $output == *"*** MODEL=$im: no weight matrix to quantize among its "*" tensors (2-D *.weight tensors, as llama-quantize takes them): not a model.  Stop." ]]
+    [[ $output == *"*** MODEL=$im: an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix (IMATRIX=FILE for make model and lazyweights).  Stop." ]] || { echo "$output"; false; }
+    # and as the text, named for what it is (it was "a GGUF file (a model, not a text)": a new
+    # user's trial)
+    run "$ROOT/pipelines/lazyweights" --check Q8_0_g0_lam0_c1 "$F32" "$im"
+    [ "$status" -eq 2 ]
+    [ "$output" = "$im: not a calibration text: an importance matrix (llama-imatrix's output; it goes to IMATRIX=FILE)" ]
     [ ! -e "$out" ]
     # an OUT that starts with - (mkdir took it for an option, four times, then make stopped;
     # a breaker's find): built there (make runs in the source tree: OUT is under it)

@@ -913,6 +913,26 @@ open('z.gguf', 'wb').write(h + b'\0' * (-len(h) % 32))"
     [ ! -e out.wts ]
 }
 
+@test "gptq: llama-imatrix's GGUF as the model is named; a GGUF of no weight matrix is not a model" {
+    cd "$BATS_TEST_TMPDIR"
+    imatrix_py
+    python3 - <<'PY'
+import struct
+from imx import gguf, s
+gguf('im.gguf', [(b'blk.0.attn_q.weight', [1.0] * 64, 10.0), (b'blk.0.attn_k.weight', [2.0] * 64, 10.0)])
+head = b'GGUF' + struct.pack('<IQQ', 3, 1, 0) + s(b'output_norm.weight') + struct.pack('<IQIQ', 1, 64, 0, 0)
+open('norm.gguf', 'wb').write(head + bytes(-len(head) % 32) + struct.pack('<64f', *([1.0] * 64)))
+PY
+    # (it was "no weight matrix to quantize among its 4 tensors": a new user's trial)
+    run "$BIN/gptq" --check --ftype Q8_0 im.gguf
+    one_line_error "^gptq: im.gguf: an importance matrix \\(llama-imatrix's output\\), not a model: it goes to gptq --imatrix \\(IMATRIX=FILE for make model and lazyweights\\)$"
+    run sh -c "'$BIN/ggufcat' im.gguf | '$BIN/gptq' --rtn --ftype Q8_0 -o out.wps"
+    one_line_error "^gptq: stdin: an importance matrix \\(llama-imatrix's output\\), not a model"
+    [ ! -e out.wps ]
+    run "$BIN/gptq" --check --ftype Q8_0 norm.gguf
+    one_line_error "^gptq: norm.gguf: no weight matrix to quantize among its 1 tensors \\(2-D \\*.weight tensors, as llama-quantize takes them\\): not a model$"
+}
+
 @test "gptq --imatrix: a negative importance (imatrix.dat value, GGUF in_sum2 with a count) is one line naming the file, before any output" {
     cd "$BATS_TEST_TMPDIR"
     "$BIN/ggufcat" "$F32" > m.wts

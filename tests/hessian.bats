@@ -321,6 +321,9 @@ bad() {  # expected-substring args...
     LD_LIBRARY_PATH="$R" "$R/llama-imatrix" -m "$M32" -f "$CAL" -c 128 --chunks 2 -t 1 -o "$BATS_TEST_TMPDIR/imat.gguf" > /dev/null 2>&1
     bad "imat.gguf: an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix" \
         --model "$BATS_TEST_TMPDIR/imat.gguf" --text "$CAL"
+    # and as the text (it was "a GGUF file (the model goes to --model)": a new user's trial)
+    bad "imat.gguf: not a calibration text: an importance matrix (llama-imatrix's output; it goes to gptq --imatrix)" \
+        --model "$M32" --text "$BATS_TEST_TMPDIR/imat.gguf"
     # and its legacy imatrix.dat (it was "not a GGUF file (bad magic)": a note's left alone)
     LD_LIBRARY_PATH="$R" "$R/llama-imatrix" -m "$M32" -f "$CAL" -c 128 --chunks 2 -t 1 --output-format dat \
         -o "$BATS_TEST_TMPDIR/imat.dat" > /dev/null 2>&1
