@@ -356,18 +356,7 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
     if (got >= 8 && !memcmp(magic, "WPACKSTR", 8)) {   /* (said only "llama.cpp cannot load this model") */
         /* Hessians (hessian's own output) named as such: ggufpack writes no GGUF of them (a
            fresh user's find) */
-        wp_record r;
-        wp_record_init(&r);
-        char rerr[256];
-        FILE *h = fopen(path, "rb");
-        wp_reader *rd = h ? wp_reader_open(h, path, rerr, sizeof rerr) : NULL;
-        const int hess = rd && wp_reader_next_header(rd, &r) > 0 && r.kind == WP_REC_HESSIAN;
-        wp_record_free(&r);
-        if (rd)
-            wp_reader_close(rd);
-        if (h)
-            fclose(h);
-        *why = hess ? "Hessians (hessian's output), not a model: they go to gptq --hessian"
+        *why = wp_file_is_hessians(path) ? "Hessians (hessian's output), not a model: they go to gptq --hessian"
                     : "a wpack stream or bundle, not a GGUF file (ggufpack or unbundle writes the GGUF)";
         return NULL;
     }

@@ -466,7 +466,10 @@ int wp_imatrix_load(const char *path, wp_imatrix *im, char *err, size_t errlen)
     }
     if (got == 8 && !memcmp(head, WP_STREAM_MAGIC, 8)) {
         fclose(f);
-        return ifail(err, errlen, "%s: a wpack stream, not an imatrix (llama-imatrix writes GGUF or imatrix.dat)", path);
+        /* Hessians named (they were "a wpack stream": a new user's trial) */
+        return ifail(err, errlen, wp_file_is_hessians(path)
+                                      ? "%s: Hessians (hessian's output), not an imatrix: they go to gptq --hessian"
+                                      : "%s: a wpack stream, not an imatrix (llama-imatrix writes GGUF or imatrix.dat)", path);
     }
     size_t len = 0;
     uint8_t *b = NULL;

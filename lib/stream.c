@@ -531,6 +531,22 @@ fail:
     return NULL;
 }
 
+int wp_file_is_hessians(const char *path)
+{
+    wp_record r;
+    wp_record_init(&r);
+    char err[256];
+    FILE *f = fopen(path, "rb");
+    wp_reader *rd = f ? wp_reader_open(f, path, err, sizeof err) : NULL;
+    const int hess = rd && wp_reader_next_header(rd, &r) > 0 && r.kind == WP_REC_HESSIAN;
+    wp_record_free(&r);
+    if (rd)
+        wp_reader_close(rd);
+    if (f)
+        fclose(f);
+    return hess;
+}
+
 wp_reader *wp_reader_open(FILE *f, const char *path, char *err, size_t errlen)
 {
     return reader_open(f, path, 0, err, errlen);

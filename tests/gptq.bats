@@ -913,7 +913,7 @@ open('z.gguf', 'wb').write(h + b'\0' * (-len(h) % 32))"
     [ ! -e out.wts ]
 }
 
-@test "gptq: llama-imatrix's GGUF as the model is named; a GGUF of no weight matrix is not a model" {
+@test "gptq: llama-imatrix's GGUF as the model, Hessians as --imatrix, are named; a GGUF of no weight matrix is not a model" {
     cd "$BATS_TEST_TMPDIR"
     imatrix_py
     python3 - <<'PY'
@@ -931,6 +931,16 @@ PY
     [ ! -e out.wps ]
     run "$BIN/gptq" --check --ftype Q8_0 norm.gguf
     one_line_error "^gptq: norm.gguf: no weight matrix to quantize among its 1 tensors \\(2-D \\*.weight tensors, as llama-quantize takes them\\): not a model$"
+    # Hessians as --imatrix are named, another stream is one (it was "a wpack stream" both: a
+    # new user's trial)
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians h.wts
+    run "$BIN/gptq" --rtn --ftype Q8_0 --imatrix h.wts -o out.wps "$F32"
+    one_line_error "^gptq: h.wts: Hessians \\(hessian's output\\), not an imatrix: they go to gptq --hessian$"
+    "$BIN/ggufcat" "$F32" > s.wps
+    run "$BIN/gptq" --rtn --ftype Q8_0 --imatrix s.wps -o out.wps "$F32"
+    one_line_error "^gptq: s.wps: a wpack stream, not an imatrix \\(llama-imatrix writes GGUF or imatrix.dat\\)$"
+    [ ! -e out.wps ]
 }
 
 @test "gptq --imatrix: a negative importance (imatrix.dat value, GGUF in_sum2 with a count) is one line naming the file, before any output" {
