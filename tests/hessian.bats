@@ -383,6 +383,16 @@ bad() {  # expected-substring args...
     bad "--model: is required" --text "$CAL"
     bad "--text: is required" --model "$M32"
     bad "--bogus: unknown option" --bogus
+    # llama-imatrix's options of its file alone are named (they were "unknown option": a new
+    # user's trial); its --process-output is what hessian does, taken
+    bad "--output-format: llama-imatrix's option, not hessian's: hessian writes GPTQ's Hessians, one file in one format, gptq --hessian's input (try --help)" \
+        --model "$M32" --text "$CAL" --output-format dat
+    bad "-ofreq: llama-imatrix's option, not hessian's" --model "$M32" --text "$CAL" -ofreq=10
+    bad "--chunk: llama-imatrix's option, not hessian's" --model "$M32" --text "$CAL" --chunk 2
+    "$H" -m "$M32" -f "$CAL" -c 64 --chunks 1 -t 1 -o "$BATS_TEST_TMPDIR/p0.hess" 2> /dev/null
+    "$H" -m "$M32" -f "$CAL" -c 64 --chunks 1 -t 1 --process-output -o "$BATS_TEST_TMPDIR/p1.hess" 2> /dev/null
+    cmp "$BATS_TEST_TMPDIR/p0.hess" "$BATS_TEST_TMPDIR/p1.hess"
+    rm "$BATS_TEST_TMPDIR/p0.hess" "$BATS_TEST_TMPDIR/p1.hess"
     # a file without its option said "calib.txt: unknown option" (a new user's trial)
     bad "calib.txt: not an option: hessian takes no file without its option (try --help)" --model "$M32" calib.txt
     # a file there is told the option it goes with, its name as a shell reads it back (it said
