@@ -68,6 +68,14 @@ int main(int argc, char **argv)
     char self[64];
     snprintf(self, sizeof self, "/proc/self/fd/%d", fileno(bf));
     FILE *ix = fopen(self, "rb");
+    /* a GGUF is one already (it was "a GGUF file: read it with ggufcat", a hint for a stream
+       filter: a new user's trial) */
+    uint8_t head[4];
+    const size_t got = fread(head, 1, sizeof head, bf);
+    if (wp_gguf_magic(head, got))
+        wp_die("%s: a %sGGUF file already: unbundle restores one from a bundle (%s)", src, copy ? "zstd-compressed " : "",
+               copy ? "zstd -d gives the GGUF" : "llama.cpp loads this one as it is");
+    rewind(bf);
     wp_reader *rd = (copy ? wp_reader_open_decompressed : wp_reader_open)(bf, src, err, sizeof err);
     if (!rd)
         wp_die("%s", err);
