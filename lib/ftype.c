@@ -788,8 +788,9 @@ int wp_ftype_plan_finish(wp_ftype_plan *p, char *err, size_t errlen)
                 return -1;
             }
             if (type != t->type && is_quantized(t->type) && !p->opts.allow_requantize) {
-                seterr(err, errlen, "requantizing from type %s is disabled (tensor %s)",
-                       tname(t->type), t->name);
+                /* llama-quantize's words, and its flag (unsaid: a new user's trial) */
+                seterr(err, errlen, "requantizing from type %s is disabled (tensor %s; --allow-requantize "
+                       "allows it, at a cost in quality: quantize the F32, F16 or BF16 model)", tname(t->type), t->name);
                 free(ord);
                 return -1;
             }

@@ -877,7 +877,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     for text in "$CALIB" ""; do
         run make -C "$ROOT" --no-print-directory model MODEL="$q8" POINT=Q4_0_g0_lam0_c1 TEXT="$text" OUT="$out"
         [ "$status" -ne 0 ] && [ "${#lines[@]}" -eq 1 ] || { echo "$output"; false; }
-        [[ $output == *"*** POINT=Q4_0_g0_lam0_c1: gptq: $q8: requantizing from type Q8_0 is disabled (tensor "*").  Stop." ]]
+        [[ $output == *"*** POINT=Q4_0_g0_lam0_c1: gptq: $q8: requantizing from type Q8_0 is disabled (tensor "*"; --allow-requantize allows it, at a cost in quality: quantize the F32, F16 or BF16 model).  Stop." ]]
         [ ! -e "$out" ]
     done
     run "$ROOT/pipelines/lazyweights" "$q8" Q4_0_g0_lam0_c1 "$out" "$CALIB"

@@ -734,7 +734,7 @@ PY
         cmp "$T/ref.gguf" "$T/ours.gguf" || { echo "$from -> $to differs"; return 1; }
         # the option was needed: the tensors changed type
         run "$BIN/gptq" --check --ftype "$to" "$T/$from.gguf"
-        one_line_error "^gptq: $T/$from.gguf: requantizing from type [A-Z0-9_]+ is disabled \(tensor [a-z0-9_.]+\)$"
+        one_line_error "^gptq: $T/$from.gguf: requantizing from type [A-Z0-9_]+ is disabled \(tensor [a-z0-9_.]+; --allow-requantize allows it, at a cost in quality: quantize the F32, F16 or BF16 model\)$"
     done
     # a type gptq has no dequantizer for: refused before any output, naming the types it reads
     "$R/llama-quantize" "$T/synth.gguf" "$T/tq2.gguf" TQ2_0 1 > /dev/null 2>&1
@@ -1106,7 +1106,7 @@ PY
     # a quantized model, a file that is no GGUF, -o
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q8_0 --rtn -q | "$BIN/ggufpack" > q8.gguf
     run "$BIN/gptq" --check --ftype Q4_0 q8.gguf
-    one_line_error "^gptq: q8.gguf: requantizing from type Q8_0 is disabled \(tensor token_embd.weight\)$"
+    one_line_error "^gptq: q8.gguf: requantizing from type Q8_0 is disabled \(tensor token_embd.weight; --allow-requantize allows it, at a cost in quality: quantize the F32, F16 or BF16 model\)$"
     run "$BIN/gptq" --check --ftype Q4_0 "$ROOT/README.md"
     one_line_error "not a GGUF file \(bad magic\)$"
     run "$BIN/gptq" --check --ftype Q4_0 -o out.wts "$F32"
