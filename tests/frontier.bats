@@ -1094,6 +1094,48 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [[ "$output" == *"hessian: $BATS_TEST_TMPDIR/tiny.txt: tokenizes to only"* ]]
 }
 
+@test "lazyweights: two runs at once into one OUTDIR with the same model and text compute the Hessians once" {
+    # each computed them, under make -j2 (41 GiB each on a 7B: a new user's trial); the second
+    # waits on the first's lock, then reuses its Hessians
+    local out="$BATS_TEST_TMPDIR/two" hess a b
+    hess="$out/stories260K-f32-groups_merged-k4.hess"
+    HESSIAN_CHUNKS=4 WPACK_THREADS=1 "$ROOT/pipelines/lazyweights" "$F32" Q5_0_g0_lam0_c1 "$out" "$CALIB" \
+        2> "$BATS_TEST_TMPDIR/a.err" 3>&- &
+    a=$!
+    # (once the first holds the lock: its .id is written under it, before hessian starts)
+    for ((i = 0; i < 600; i++)); do [ -e "$hess.id" ] && break; sleep 0.05; done
+    [ -e "$hess.id" ]
+    HESSIAN_CHUNKS=4 WPACK_THREADS=1 "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$CALIB" \
+        2> "$BATS_TEST_TMPDIR/b.err"
+    wait "$a"
+    [ "$(cat "$BATS_TEST_TMPDIR/a.err" "$BATS_TEST_TMPDIR/b.err" | grep -c '^hessian: pass 1/1')" -eq 1 ]
+    [ "$(grep -c '^hessian: ' "$BATS_TEST_TMPDIR/b.err")" -eq 0 ]
+    # the Hessians are those a run alone computes, and both points are whole
+    "$ROOT/bin/hessian" --model "$F32" --text "$CALIB" --chunks 4 --threads 1 -o "$BATS_TEST_TMPDIR/one.hess" 2> /dev/null
+    cmp "$hess" "$BATS_TEST_TMPDIR/one.hess"
+    "$ROOT/bin/unbundle" "$out/stories260K-f32-Q5_0_g0_lam0_c1.bundle" | cmp - "$out/stories260K-f32-Q5_0_g0_lam0_c1.gguf"
+    "$ROOT/bin/unbundle" "$out/stories260K-f32-Q8_0_g0_lam0_c1.bundle" | cmp - "$out/stories260K-f32-Q8_0_g0_lam0_c1.gguf"
+    # a TERM while it waits ends it at once, nothing of its own left, the first run unharmed
+    rm -rf "$out"
+    HESSIAN_CHUNKS=12 WPACK_THREADS=1 "$ROOT/pipelines/lazyweights" "$F32" Q5_0_g0_lam0_c1 "$out" "$CALIB" \
+        2> /dev/null 3>&- &
+    a=$!
+    hess="$out/stories260K-f32-groups_merged-k12.hess"
+    for ((i = 0; i < 600; i++)); do [ -e "$hess.id" ] && break; sleep 0.05; done
+    HESSIAN_CHUNKS=12 WPACK_THREADS=1 "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$CALIB" \
+        2> "$BATS_TEST_TMPDIR/b.err" 3>&- &
+    b=$!
+    for ((i = 0; i < 600; i++)); do grep -q waiting "$BATS_TEST_TMPDIR/b.err" && break; sleep 0.05; done
+    [ "$(cat "$BATS_TEST_TMPDIR/b.err")" = "lazyweights: waiting for another run's Hessians in $out" ]
+    kill -TERM "$b"
+    local rc=0
+    wait "$b" || rc=$?
+    [ "$rc" -eq 143 ]
+    wait "$a"
+    [ ! -e "$out/stories260K-f32-Q8_0_g0_lam0_c1.gguf" ]
+    "$ROOT/bin/unbundle" "$out/stories260K-f32-Q5_0_g0_lam0_c1.bundle" | cmp - "$out/stories260K-f32-Q5_0_g0_lam0_c1.gguf"
+}
+
 @test "make model: another TEXT or MODEL file of the same name, older than the outputs, still rebuilds" {
     # the Hessians were named by the text's name and rebuilt by time, so a second calib.txt
     # older than the first's Hessians reused them, and an older m.gguf elsewhere left the first
