@@ -92,7 +92,7 @@ FUZZ     := $(sort $(basename $(notdir $(wildcard tests/fuzz/*.c))))
 # source tree (build/tools, .deps, the reference llama.cpp tools) and stay there
 INSTALL_PIPES := bitcheck lazyweights unweight
 
-.PHONY: all check demo bench fuzz install uninstall clean deps deps-apt reftools tests runtime
+.PHONY: all check demo bench fuzz install install-strip uninstall clean deps deps-apt reftools tests runtime
 all: lib/libwpack.a $(BINS) runtime
 
 # The GPU runner (runtime/): its own rules, built with nvcc when present.
@@ -205,7 +205,7 @@ WPACK_VERSION := $(shell sed -n 's/^\#define WPACK_VERSION "\(.*\)"$$/\1/p' lib/
 # PREFIX goes into wpack.pc: a relative one would name a folder relative to
 # wherever it is read (autoconf refuses it too); one with a blank is several
 # words to install and rm (PREFIX="x /usr" removed /usr/bin/gptq, DESTDIR or not)
-ifneq ($(filter install uninstall,$(MAKECMDGOALS)),)
+ifneq ($(filter install install-strip uninstall,$(MAKECMDGOALS)),)
 ifneq ($(words $(PREFIX))$(filter /%,$(PREFIX)),1$(PREFIX))
 $(error PREFIX must be an absolute path without blanks, got '$(PREFIX)')
 endif
@@ -216,10 +216,10 @@ install: all $(INSTALL_LLAMA)
 	  $(DESTDIR)$(PREFIX)/include/wpack $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man5 \
 	  $(DESTDIR)$(PREFIX)/share/man/man7
-	install -m 755 $(BINS) $(wildcard bin/wprun) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(INSTALL_STRIP) $(BINS) $(wildcard bin/wprun) $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 $(INSTALL_PIPES:%=pipelines/%) $(DESTDIR)$(PREFIX)/bin/
 	install -d $(DESTDIR)$(PREFIX)/lib/wpack && install -m 644 pipelines/jobs.sh $(DESTDIR)$(PREFIX)/lib/wpack/
-	$(if $(INSTALL_LLAMA),install -m 755 $(INSTALL_LLAMA) $(DESTDIR)$(PREFIX)/bin/)
+	$(if $(INSTALL_LLAMA),install -m 755 $(INSTALL_STRIP) $(INSTALL_LLAMA) $(DESTDIR)$(PREFIX)/bin/)
 	install -m 644 lib/libwpack.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 lib/*.h $(DESTDIR)$(PREFIX)/include/wpack/
 	if [ -n "$(INSTALL_REF)" ]; then install -d $(DESTDIR)$(PREFIX)/lib/wpack && \
@@ -231,6 +231,11 @@ install: all $(INSTALL_LLAMA)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBS@|$(LDLIBS)|' -e 's|@VERSION@|$(WPACK_VERSION)|' lib/wpack.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/wpack.pc
 
+# install-strip: install with the programs stripped (install -s), as GNU's targets have it:
+# unstripped, their debug info names this tree (a new user's trial)
+install-strip:
+	$(MAKE) --no-print-directory install INSTALL_STRIP=-s
+
 # removes the files install writes, by name, and wpack's own folders (include/wpack,
 # lib/wpack); the shared folders (bin, lib, share/man/man1 ...) stay, as automake leaves them
 uninstall:
@@ -240,8 +245,10 @@ uninstall:
 	  $(patsubst lib/%,$(DESTDIR)$(PREFIX)/include/wpack/%,$(wildcard lib/*.h)) \
 	  $(patsubst man/%,$(DESTDIR)$(PREFIX)/share/man/%,$(wildcard man/man1/*.1 man/man3/*.3 man/man5/*.5 man/man7/*.7))
 	rm -f $(DESTDIR)$(PREFIX)/lib/wpack/*.so* $(DESTDIR)$(PREFIX)/lib/wpack/jobs.sh
-	for d in $(DESTDIR)$(PREFIX)/include/wpack $(DESTDIR)$(PREFIX)/lib/wpack; do \
-	  [ ! -d $$d ] || rmdir $$d; done
+	@# (a folder holding files install did not write is kept, said, not an error: it failed with
+	@# rmdir's "Directory not empty", a new user's trial)
+	@for d in $(DESTDIR)$(PREFIX)/include/wpack $(DESTDIR)$(PREFIX)/lib/wpack; do \
+	  [ ! -d $$d ] || rmdir $$d 2> /dev/null || echo "make uninstall: kept $$d: it holds files make install did not write" >&2; done
 
 clean:
 	rm -rf build lib/libwpack.a $(BINS)

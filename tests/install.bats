@@ -259,6 +259,28 @@ C
     # a second uninstall finds nothing to remove, and does not fail
     run make -s -C "$ROOT" --no-print-directory uninstall DESTDIR="$d" PREFIX="$q"
     [ "$status" -eq 0 ]
+    # install-strip: the programs without their debug info, which names this tree, and working
+    # (there was none: a new user's trial); the plain install keeps it
+    make -s -C "$ROOT" --no-print-directory install-strip DESTDIR="$d" PREFIX="$q" > /dev/null 2>&1
+    [ "$(readelf -S "$d$q/bin/gptq" | grep -c '\.debug_info')" -eq 0 ]
+    [ "$(readelf -S "$d$q/bin/hessian" | grep -c '\.debug_info')" -eq 0 ]
+    [ "$(readelf -S "$ROOT/bin/gptq" | grep -c '\.debug_info')" -eq 1 ]
+    "$d$q/bin/gptq" --version | grep -q '^gptq (wpack) '
+    "$d$q/bin/ggufcat" "$MODELS/stories260K-f32.gguf" | "$d$q/bin/ggufpack" | cmp - "$MODELS/stories260K-f32.gguf"
+    run make -s -C "$ROOT" --no-print-directory install-strip DESTDIR="$d" PREFIX=rel
+    [ "$status" -ne 0 ]
+    [[ $output == *"PREFIX must be an absolute path without blanks, got 'rel'"* ]]
+    make -s -C "$ROOT" --no-print-directory uninstall DESTDIR="$d" PREFIX="$q" > /dev/null 2>&1
+    # a file of the user's in wpack's folder is kept, with the folder, said (it failed with
+    # rmdir's "Directory not empty": a new user's trial)
+    make -s -C "$ROOT" --no-print-directory install DESTDIR="$d" PREFIX="$q" > /dev/null 2>&1
+    echo mine > "$d$q/lib/wpack/mine.txt"
+    run --separate-stderr make -s -C "$ROOT" --no-print-directory uninstall DESTDIR="$d" PREFIX="$q"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "make uninstall: kept $d$q/lib/wpack: it holds files make install did not write" ]
+    [ "$(cat "$d$q/lib/wpack/mine.txt")" = mine ]
+    [ "$(ls "$d$q/lib/wpack")" = mine.txt ]
+    [ ! -e "$d$q/include/wpack" ]
 }
 
 @test "installed man pages name headers as installed, and say which files are only in the source tree" {
