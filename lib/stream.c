@@ -5,6 +5,7 @@
 #include "ggml_type.h"
 #include "gguf_file.h"
 #include "safetensors.h"
+#include "text.h"
 #include "zframe.h"
 
 #include <ctype.h>
@@ -450,7 +451,8 @@ static int rskip(wp_reader *rd, uint64_t n, const char *what)
 /* Why the first `got` bytes h of a file, or of a zstd frame's content (zstd
  * 1), are not a wpack stream's start: NULL when they are one so far, else
  * the reason, with the way on for a GGUF or safetensors file, compressed
- * or not, and for a frame inside a frame (one message for every reader). */
+ * or not, and for a frame inside a frame, and "a text file" when they are
+ * all printable (one message for every reader). */
 static const char *not_stream(const uint8_t *h, size_t got, int zstd)
 {
     if (!memcmp(h, WP_STREAM_MAGIC, got < 8 ? got : 8))
@@ -466,6 +468,8 @@ static const char *not_stream(const uint8_t *h, size_t got, int zstd)
         return "not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)";
     if (wp_zframe_skippable(h, got))   /* (it was "bad magic", though zstd -d reads it: a breaker's find) */
         return "not a wpack stream (a zstd skippable frame first, as pzstd writes: zstd -d it, then read the stream)";
+    if (!zstd && wp_text_like(h, got))   /* (it was "bad magic": a helper's nit) */
+        return "not a wpack stream (a text file)";
     return zstd ? "a zstd frame that does not hold a wpack stream" : "not a wpack stream (bad magic)";
 }
 

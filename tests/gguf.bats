@@ -370,10 +370,13 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<15f"
 }
 
 @test "bad input shorter than a stream header: bad magic unless it starts as a stream does" {
-    # echo junk | tsinfo said "truncated stream" (a new user's trial)
+    # echo junk | tsinfo said "truncated stream" (a new user's trial); a text is named as one
+    # (it was "bad magic": a helper's nit), and any other bytes are a bad magic
     run sh -c "echo junk | '$BIN/tsinfo'"
-    one_line_error "^tsinfo: stdin: not a wpack stream \(bad magic\)$"
+    one_line_error "^tsinfo: stdin: not a wpack stream \(a text file\)$"
     run sh -c "printf x | '$BIN/histogram'"
+    one_line_error "^histogram: stdin: not a wpack stream \(a text file\)$"
+    run sh -c "printf '\\001x' | '$BIN/histogram'"
     one_line_error "^histogram: stdin: not a wpack stream \(bad magic\)$"
     # the first 5 bytes of a real stream are a stream cut short; no bytes at all, too
     "$BIN/ggufcat" "$F32" > "$T/s.wps"

@@ -497,6 +497,7 @@ open('$T/name', 'w').write(r.name)"
     zstd -q -c "$Q/syn.bundle" > "$T/dist.zst"
     printf 'not a bundle at all, some text\n%.0s' 1 2 3 > "$T/text"
     printf 'hi' > "$T/hi"   # shorter than a header: what it holds is not the magic
+    printf 'BIN\001\002\003\004\005\006' > "$T/bin"   # (a text is named as one; this is not: "bad magic")
     # what a zstd frame holds, said (a zstd'd GGUF was "a zstd frame that does not hold a wpack
     # stream", a --dist bundle zstd'd again a --dist bundle "with no random access: unbundle it";
     # a safetensors file was "bad magic": a fresh user's finds)
@@ -511,8 +512,9 @@ open('$T/name', 'w').write(r.name)"
              "cut:truncated stream: record 'Q4_0.r63x256' at byte 3392 claims 6876 payload bytes, the file has 411 after its header" \
              "trail:damaged or missing index trailer: the last 8 bytes are not \"WPACKEND\"" \
              "more:corrupt stream: data after its end (1 byte after the trailer at byte $(( $(stat -c %s "$Q/syn.bundle") - 16 )))" \
-             "text:not a wpack stream (bad magic)" \
-             "hi:not a wpack stream (bad magic)" \
+             "text:not a wpack stream (a text file)" \
+             "hi:not a wpack stream (a text file)" \
+             "bin:not a wpack stream (bad magic)" \
              "gguf.zst:not a wpack stream (a zstd-compressed GGUF file: read it with ggufcat)" \
              "text.zst:a zstd frame that does not hold a wpack stream" \
              "cut.zst:truncated zstd frame: the file is cut short" \
