@@ -207,10 +207,15 @@ static __attribute__((noreturn)) void not_hessians(const char *path, const char 
     /* llama-imatrix's output, GGUF or legacy imatrix.dat (the .dat was "not a wpack stream (bad
        magic)": a new user's trial) */
     wp_imatrix im;
-    if ((g || wp_imatrix_dat_head(b, n)) && !wp_imatrix_load(path, &im, gerr, sizeof gerr)) {
-        wp_imatrix_free(&im);
-        wp_die("%s: an importance matrix (llama-imatrix), not Hessians: give it with --imatrix; "
-               "--hessian takes the file that hessian -o wrote", path);
+    const int dat = !g && wp_imatrix_dat_head(b, n);
+    if (g || dat) {
+        if (!wp_imatrix_load(path, &im, gerr, sizeof gerr)) {
+            wp_imatrix_free(&im);
+            wp_die("%s: an importance matrix (llama-imatrix), not Hessians: give it with --imatrix; "
+                   "--hessian takes the file that hessian -o wrote", path);
+        }
+        if (dat)   /* one cut short: the loader says where */
+            wp_die("%s", gerr);
     }
     if (g)
         wp_die("%s: a GGUF model, not Hessians: --hessian takes the file that hessian -o wrote", path);
@@ -224,6 +229,34 @@ static __attribute__((noreturn)) void not_hessians(const char *path, const char 
         wp_die("%s: a text, not Hessians: hessian -m MODEL.gguf -f %s -o m.hess computes them from it; "
                "--hessian takes the file that hessian -o wrote", path, q);
     wp_die("%s", err);
+}
+
+/* Die when the input file in is llama-imatrix's legacy imatrix.dat (its head, then the
+ * whole file loads as one), naming it as make model does its GGUF (it was "not a GGUF file
+ * (bad magic)", "not a wpack stream (bad magic)": a breaker's find); one whose head passes
+ * and the rest does not, with the loader's message. A pipe, standard input or any other
+ * file returns. */
+static void imatrix_dat_as_model(const char *in)
+{
+    struct stat st;
+    if (!in || !strcmp(in, "-") || stat(in, &st) || !S_ISREG(st.st_mode))
+        return;
+    unsigned char b[4096];
+    size_t n = 0;
+    FILE *f = fopen(in, "rb");
+    if (f) {
+        n = fread(b, 1, sizeof b, f);
+        fclose(f);
+    }
+    wp_imatrix im;
+    char err[256];
+    if (!wp_imatrix_dat_head(b, n))
+        return;
+    if (wp_imatrix_load(in, &im, err, sizeof err))   /* one cut short: the loader says where */
+        wp_die("%s", err);
+    wp_imatrix_free(&im);
+    wp_die("%s: an importance matrix (llama-imatrix's imatrix.dat), not a model: it goes to gptq --imatrix "
+           "(IMATRIX=FILE for make model and lazyweights)", in);
 }
 
 static void hessian_open(const char *path)
@@ -650,7 +683,9 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
     }
     /* no tensor llama-quantize would quantize: not a model (llama-imatrix's GGUF went through
        make model, "quantized" into a copy of itself, exit 0: a breaker's find) */
-    if (n_t && !n_quant) {
+    if (!n_t)   /* (an empty GGUF made a 128-byte "model", exit 0; llama-quantize refuses it: a breaker's find) */
+        wp_die("%s: no tensors: not a model", src);
+    if (!n_quant) {
         /* llama-imatrix's GGUF, its tensors NAME.in_sum2 and NAME.counts alone, named (it was "no
            weight matrix": a new user's trial) */
         size_t n_imat = 0;
@@ -759,6 +794,7 @@ static void check_model(const char *in, int ftype, int pure, int strict, const c
     /* a regular file that is no stream (plain or zstd-framed) is read as a GGUF file;
      * anything else (-, a pipe, <(ggufcat m.gguf)) goes to the stream reader whole
      * (the magic was read off a pipe and lost, and a zstd'd stream read as GGUF) */
+    imatrix_dat_as_model(in);
     struct stat st;
     int as_gguf = 0;
     FILE *f = strcmp(in, "-") && stat(in, &st) == 0 && S_ISREG(st.st_mode) ? fopen(in, "rb") : NULL;
@@ -1100,6 +1136,7 @@ int main(int argc, char **argv)
     }
 
     /* ---- pass 1: spool everything, collect metadata and the tensor list */
+    imatrix_dat_as_model(in);
     wp_reader *rd = wp_cli_reader(in);
     FILE *sp = wp_spool(err, sizeof err);
     if (!sp)

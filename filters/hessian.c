@@ -93,7 +93,8 @@ static const char usage[] =
     "tokens) of every weight matrix of M, collected through llama.cpp's forward\n"
     "pass as llama-imatrix does, as a wpack stream of Hessian records.\n"
     "options (llama-imatrix's -m, -f, -c, -t, -b, --file, --ctx-size, --batch-size,\n"
-    "--output-file, --output, -ngl N and --process-output, which it always does, too):\n"
+    "--output-file, --output, -ngl N, and --process-output and --no-ppl, which it\n"
+    "always does, too):\n"
     "  --model FILE        GGUF model (any architecture llama.cpp runs)\n"
     "  --text FILE         calibration text, - for standard input (never the\n"
     "                      evaluation text)\n"
@@ -560,15 +561,16 @@ int main(int argc, char **argv)
         /* llama-imatrix's --process-output: what hessian always does (output.weight recorded);
            its options of the imatrix file alone named (they were "unknown option": a new user's
            trial) */
-        if (wp_cli_flag(argv[i], "--process-output"))
-            continue;
+        if (wp_cli_flag(argv[i], "--process-output") || wp_cli_flag(argv[i], "--no-ppl"))
+            continue;   /* (and --no-ppl: hessian computes no perplexity) */
         static const char *const imatrix_only[] = {"--output-format", "-ofreq", "--output-frequency", "--save-frequency",
-                                                   "--in-file", "--no-ppl", "--parse-special", "--show-statistics", "--chunk"};
+                                                   "--in-file", "--ppl", "--parse-special", "--show-statistics",
+                                                   "--chunk", "--from-chunk"};
         for (size_t k = 0; k < sizeof imatrix_only / sizeof *imatrix_only; k++) {
             const size_t l = strlen(imatrix_only[k]);
             if (!strncmp(argv[i], imatrix_only[k], l) && (!argv[i][l] || argv[i][l] == '='))
-                wp_die("%s: llama-imatrix's option, not hessian's: hessian writes GPTQ's Hessians, one file in one "
-                       "format, gptq --hessian's input (try --help)", imatrix_only[k]);
+                wp_die("%s: llama-imatrix's option, not hessian's: hessian writes GPTQ's Hessians of the whole text, "
+                       "for gptq --hessian, and nothing else (try --help)", imatrix_only[k]);
         }
         llm_bare_word(argv[i]);
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);

@@ -253,12 +253,18 @@ static inline const char *llm_not_text(const char *text, size_t len, const char 
     const char *nul = memchr(text, 0, len);
     const int zst = wp_zframe_magic((const uint8_t *)text, len);
     const int gz = len >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b;
-    if (wp_gguf_magic((const uint8_t *)text, len) && memmem(text, len < 65536 ? len : 65536, "imatrix.chunk_count", 19)) {
+    /* a GGUF by its magic and a version of 1 to 3 after it (a text starting "GGUF notes" was
+       refused as one: a breaker's find) */
+    const int gguf = wp_gguf_magic((const uint8_t *)text, len) && len >= 8 && text[5] == 0 && text[6] == 0 &&
+                     text[7] == 0 && text[4] >= 1 && text[4] <= 3;
+    if (gguf && memmem(text, len < 65536 ? len : 65536, "imatrix.chunk_count", 19)) {
         /* llama-imatrix's GGUF, by its key in the header (it was "a GGUF file (the model goes to
            --model)": a new user's trial) */
         snprintf(why, n, "an importance matrix (llama-imatrix's output; it goes to gptq --imatrix)");
-    } else if (wp_gguf_magic((const uint8_t *)text, len)) {
+    } else if (gguf) {
         snprintf(why, n, "a GGUF file (the model goes to --model)");
+    } else if (wp_imatrix_dat_head((const uint8_t *)text, len)) {   /* (it was "a binary file": a breaker's) */
+        snprintf(why, n, "an importance matrix (llama-imatrix's imatrix.dat; it goes to gptq --imatrix)");
     } else if ((zst || gz) && !strcmp(path, "-")) {
         snprintf(why, n, "a %s (pipe it through %s first: a text is read as it is)", zst ? "zstd frame" : "gzip file",
                  zst ? "zstd -dc" : "gzip -dc");
@@ -366,15 +372,19 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
         /* llama-imatrix's legacy imatrix.dat: named as its GGUF is (it was "bad magic": a
            note's left alone) */
         wp_imatrix im = {0};
-        char ierr[256];
+        char ierr[256] = "";
         /* (its head first, wp_imatrix_dat_head: the loader reads the whole file, and a model of
            another format can be tens of GB; a llama2.c checkpoint was read whole: a breaker's
            find) */
-        const int dat = wp_imatrix_dat_head((const uint8_t *)magic, got) &&
-                        wp_imatrix_load(path, &im, ierr, sizeof ierr) == 0;
-        wp_imatrix_free(&im);
-        if (dat) {
-            *why = imatrix_why;
+        if (wp_imatrix_dat_head((const uint8_t *)magic, got)) {
+            /* (one cut short, with the loader's message, its name dropped: it was "bad magic",
+               a breaker's find) */
+            static char dat_why[300];
+            const size_t pl = strlen(path);
+            const int bad = wp_imatrix_load(path, &im, ierr, sizeof ierr) != 0;
+            wp_imatrix_free(&im);
+            snprintf(dat_why, sizeof dat_why, "%s", !strncmp(ierr, path, pl) && !strncmp(ierr + pl, ": ", 2) ? ierr + pl + 2 : ierr);
+            *why = bad ? dat_why : imatrix_why;
             return NULL;
         }
         if (wp_text_like((const uint8_t *)magic, got)) {   /* (it said "bad magic": a helper's nit) */

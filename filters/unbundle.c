@@ -68,13 +68,16 @@ int main(int argc, char **argv)
     char self[64];
     snprintf(self, sizeof self, "/proc/self/fd/%d", fileno(bf));
     FILE *ix = fopen(self, "rb");
-    /* a GGUF is one already (it was "a GGUF file: read it with ggufcat", a hint for a stream
-       filter: a new user's trial) */
+    /* a GGUF is no bundle: said so, with the way to what was asked (it was "a GGUF file: read
+       it with ggufcat", a stream filter's hint, for a GGUF wanted: a new user's trial; with
+       --stream that is the way: a breaker's) */
     uint8_t head[4];
     const size_t got = fread(head, 1, sizeof head, bf);
     if (wp_gguf_magic(head, got))
-        wp_die("%s: a %sGGUF file already: unbundle restores one from a bundle (%s)", src, copy ? "zstd-compressed " : "",
-               copy ? "zstd -d gives the GGUF" : "llama.cpp loads this one as it is");
+        wp_die("%s: a %sGGUF file, no bundle: %s", src, copy ? "zstd-compressed " : "",
+               as_stream ? "ggufcat reads it as a stream"
+               : copy    ? "unbundle restores a GGUF from a bundle, and zstd -d gives this one"
+                         : "unbundle restores a GGUF from a bundle, and this is one already");
     rewind(bf);
     wp_reader *rd = (copy ? wp_reader_open_decompressed : wp_reader_open)(bf, src, err, sizeof err);
     if (!rd)

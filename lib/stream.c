@@ -537,6 +537,11 @@ fail:
 
 int wp_file_is_hessians(const char *path)
 {
+    /* (a FIFO opened a second time, its writer done, hung gptq --imatrix for good: a breaker's
+       find) */
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode))
+        return 0;
     wp_record r;
     wp_record_init(&r);
     char err[256];

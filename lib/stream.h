@@ -213,7 +213,8 @@ int wp_reader_close(wp_reader *rd);
 
 /* Whether the file at path is a wpack stream whose first record is a
  * Hessian (hessian's output): 1, or 0 (another stream, no stream, or a file
- * that cannot be read). Reads its header and first record's header only.
+ * that cannot be read, or is no regular file: a FIFO is not opened again).
+ * Reads its header and first record's header only.
  * For naming a file given where another kind goes. */
 int wp_file_is_hessians(const char *path);
 

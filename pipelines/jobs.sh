@@ -162,13 +162,14 @@ model_name() {
     printf '%s\n' "$n"
 }
 
-# magic_of FILE: what FILE's first bytes say it is: gguf (GGUF's magic), stream (a wpack stream
+# magic_of FILE: what FILE's first bytes say it is: gguf (GGUF's magic and a version, 1 to 3), stream (a wpack stream
 # or bundle: WP_STREAM_MAGIC, lib/stream.h), zstd (a zstd frame: a compressed file, or a --dist
 # bundle), gzip, or nothing. (lazyweights' CALIB check and model_not_gguf each read the bytes
 # with their own od and case: a last read of the change.)
 magic_of() {
     case $(od -An -tx1 -N8 -- "$1" 2> /dev/null | tr -d ' ') in
-    47475546*) echo gguf ;;
+    # (with its version, 1 to 3: a text starting "GGUF notes" was one, a breaker's find)
+    4747554601000000 | 4747554602000000 | 4747554603000000) echo gguf ;;
     575041434b535452) echo stream ;;
     28b52ffd*) echo zstd ;;
     1f8b*) echo gzip ;;

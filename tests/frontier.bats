@@ -853,6 +853,19 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
         [[ $output == *"*** TEXT=$why.  Stop." ]] || { echo "$output"; false; }
         [ ! -e "$w/o" ]
     done
+    # a text that starts "GGUF" is a text (it was refused as a GGUF: a breaker's find); an
+    # imatrix.dat is named (it was "a binary file")
+    printf 'GGUF notes: the header.\nOnce upon a time.\n' > "$w/gguf.txt"
+    run "$ROOT/pipelines/lazyweights" --check Q5_0_g0_lam0_c1 "$F32" "$w/gguf.txt"
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
+    printf '\001\000\000\000\002\000\000\000ab\001\000\000\000\001\000\000\000\000\000\200\077' > "$w/ab.dat"
+    run "$ROOT/pipelines/lazyweights" --check Q5_0_g0_lam0_c1 "$F32" "$w/ab.dat"
+    [ "$status" -eq 2 ]
+    [ "$output" = "$w/ab.dat: not a calibration text: an importance matrix (llama-imatrix's imatrix.dat; it goes to IMATRIX=FILE)" ]
+    printf '\001\000\000\000\002\000\000\000a b\000' > "$w/ab2.dat"   # (a blank in the name: no .dat)
+    run "$ROOT/pipelines/lazyweights" --check Q5_0_g0_lam0_c1 "$F32" "$w/ab2.dat"
+    [ "$output" = "$w/ab2.dat: not a calibration text: a binary file (a NUL byte at byte 1)" ]
     # its line is hessian's, byte for byte, for names a shell quotes (a newline made it three
     # lines: a breaker's find)
     local n said

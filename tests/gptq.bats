@@ -768,6 +768,21 @@ PY
     [ "$status" -eq 1 ]
     [ "$stderr" = "gptq: $d/imat.dat: an importance matrix (llama-imatrix), not Hessians: give it with --imatrix; --hessian takes the file that hessian -o wrote" ]
     [ ! -e "$d/h.wts" ]
+    # given as the model, to --check or a run (both were "bad magic": a breaker's find); one cut
+    # short says where, as the loader does
+    run --separate-stderr "$BIN/gptq" --check --ftype Q8_0 "$d/imat.dat"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $d/imat.dat: an importance matrix (llama-imatrix's imatrix.dat), not a model: it goes to gptq --imatrix (IMATRIX=FILE for make model and lazyweights)" ]
+    run --separate-stderr "$BIN/gptq" --rtn --ftype Q8_0 -o "$d/h.wts" "$d/imat.dat"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $d/imat.dat: an importance matrix (llama-imatrix's imatrix.dat), not a model: it goes to gptq --imatrix (IMATRIX=FILE for make model and lazyweights)" ]
+    head -c 3000 "$d/imat.dat" > "$d/cut.dat"
+    for a in "--check --ftype Q8_0 $d/cut.dat" "--ftype Q8_0 --quiet --hessian $d/cut.dat -o $d/h.wts $m"; do
+        run --separate-stderr "$BIN/gptq" $a
+        [ "$status" -eq 1 ]
+        [[ $stderr == "gptq: $d/cut.dat: not GGUF, so read as a legacy imatrix.dat: entry "*" runs past the end of the file "* ]]
+    done
+    [ ! -e "$d/h.wts" ]
 }
 
 @test "gptq --imatrix with a legacy imatrix.dat equals llama-quantize --imatrix on the same .dat byte for byte (K-quants)" {
@@ -940,6 +955,21 @@ PY
     "$BIN/ggufcat" "$F32" > s.wps
     run "$BIN/gptq" --rtn --ftype Q8_0 --imatrix s.wps -o out.wps "$F32"
     one_line_error "^gptq: s.wps: a wpack stream, not an imatrix \\(llama-imatrix writes GGUF or imatrix.dat\\)$"
+    [ ! -e out.wps ]
+    # Hessians' head through a FIFO, its writer done: said, not read a second time (that hung
+    # for good: a breaker's find)
+    mkfifo ff
+    head -c 3000 h.wts > ff &
+    run timeout 20 "$BIN/gptq" --rtn --ftype Q8_0 --imatrix ff -o out.wps "$F32"
+    one_line_error "^gptq: ff: a wpack stream, not an imatrix \\(llama-imatrix writes GGUF or imatrix.dat\\)$"
+    wait
+    # a GGUF of no tensors at all is no model (an empty GGUF made a 128-byte "model", exit 0;
+    # llama-quantize refuses it: a breaker's find)
+    printf 'GGUF\003\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0' > e.gguf
+    run "$BIN/gptq" --check --ftype Q8_0 e.gguf
+    one_line_error "^gptq: e.gguf: no tensors: not a model$"
+    run sh -c "'$BIN/ggufcat' e.gguf | '$BIN/gptq' --rtn --ftype Q8_0 -o out.wps"
+    one_line_error "^gptq: stdin: no tensors: not a model$"
     [ ! -e out.wps ]
 }
 

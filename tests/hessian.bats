@@ -385,12 +385,13 @@ bad() {  # expected-substring args...
     bad "--bogus: unknown option" --bogus
     # llama-imatrix's options of its file alone are named (they were "unknown option": a new
     # user's trial); its --process-output is what hessian does, taken
-    bad "--output-format: llama-imatrix's option, not hessian's: hessian writes GPTQ's Hessians, one file in one format, gptq --hessian's input (try --help)" \
+    bad "--output-format: llama-imatrix's option, not hessian's: hessian writes GPTQ's Hessians of the whole text, for gptq --hessian, and nothing else (try --help)" \
         --model "$M32" --text "$CAL" --output-format dat
     bad "-ofreq: llama-imatrix's option, not hessian's" --model "$M32" --text "$CAL" -ofreq=10
     bad "--chunk: llama-imatrix's option, not hessian's" --model "$M32" --text "$CAL" --chunk 2
+    bad "--from-chunk: llama-imatrix's option, not hessian's" --model "$M32" --text "$CAL" --from-chunk=2
     "$H" -m "$M32" -f "$CAL" -c 64 --chunks 1 -t 1 -o "$BATS_TEST_TMPDIR/p0.hess" 2> /dev/null
-    "$H" -m "$M32" -f "$CAL" -c 64 --chunks 1 -t 1 --process-output -o "$BATS_TEST_TMPDIR/p1.hess" 2> /dev/null
+    "$H" -m "$M32" -f "$CAL" -c 64 --chunks 1 -t 1 --process-output --no-ppl -o "$BATS_TEST_TMPDIR/p1.hess" 2> /dev/null
     cmp "$BATS_TEST_TMPDIR/p0.hess" "$BATS_TEST_TMPDIR/p1.hess"
     rm "$BATS_TEST_TMPDIR/p0.hess" "$BATS_TEST_TMPDIR/p1.hess"
     # a file without its option said "calib.txt: unknown option" (a new user's trial)
@@ -420,6 +421,12 @@ bad() {  # expected-substring args...
     bad "$M32: not a calibration text: a GGUF file (the model goes to --model)" --model "$M32" --text "$M32"
     printf 'once upon\0a time' > "$BATS_TEST_TMPDIR/nul.txt"
     bad "$BATS_TEST_TMPDIR/nul.txt: not a calibration text: a binary file (a NUL byte at byte 9)" --model "$M32" --text "$BATS_TEST_TMPDIR/nul.txt"
+    # a text that starts "GGUF" is a text (it was refused as a GGUF: a breaker's find), here
+    # too short for a chunk; llama-imatrix's imatrix.dat is named (it was "a binary file")
+    printf 'GGUF notes: imatrix.chunk_count is a key.\nOnce upon a time.\n' > "$BATS_TEST_TMPDIR/gguf.txt"
+    bad "$BATS_TEST_TMPDIR/gguf.txt: tokenizes to only " --model "$M32" --text "$BATS_TEST_TMPDIR/gguf.txt"
+    printf '\001\000\000\000\002\000\000\000ab\001\000\000\000\001\000\000\000\000\000\200\077' > "$BATS_TEST_TMPDIR/ab.dat"
+    bad "$BATS_TEST_TMPDIR/ab.dat: not a calibration text: an importance matrix (llama-imatrix's imatrix.dat; it goes to gptq --imatrix)" --model "$M32" --text "$BATS_TEST_TMPDIR/ab.dat"
     # a zstd'd or gzipped text was "a binary file", no way on (a helper's trial)
     zstd -q -c "$CAL" > "$BATS_TEST_TMPDIR/cal.txt.zst"
     bad "$BATS_TEST_TMPDIR/cal.txt.zst: not a calibration text: a zstd frame (decompress it first: zstd -d -o $BATS_TEST_TMPDIR/cal.txt < $BATS_TEST_TMPDIR/cal.txt.zst; a text is read as it is)" --model "$M32" --text "$BATS_TEST_TMPDIR/cal.txt.zst"

@@ -300,15 +300,17 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
         # (unbundle says a zstd'd GGUF is one already: "read it with ggufcat" is a stream
         # filter's hint, a new user's trial)
         if [ "${c%%:*}" = g.zst ]; then
-            fails_saying "unbundle: $f: a zstd-compressed GGUF file already: unbundle restores one from a bundle (zstd -d gives the GGUF)" \
+            fails_saying "unbundle: $f: a zstd-compressed GGUF file, no bundle: unbundle restores a GGUF from a bundle, and zstd -d gives this one" \
                 "$BIN/unbundle" -o "$T/out.gguf" "$f"
         else
             fails_saying "unbundle: $f: ${c#*:}" "$BIN/unbundle" -o "$T/out.gguf" "$f"
         fi
         fails_saying "tsinfo: $f: ${c#*:}" "$BIN/tsinfo" "$f"
     done
-    fails_saying "unbundle: $g: a GGUF file already: unbundle restores one from a bundle (llama.cpp loads this one as it is)" \
+    fails_saying "unbundle: $g: a GGUF file, no bundle: unbundle restores a GGUF from a bundle, and this is one already" \
         "$BIN/unbundle" -o "$T/out.gguf" "$g"
+    # (with --stream, ggufcat is the way, as it was: a breaker's find)
+    fails_saying "unbundle: $g: a GGUF file, no bundle: ggufcat reads it as a stream" "$BIN/unbundle" --stream "$g"
     [ ! -e "$T/out.gguf" ]
     fails_saying "verify: $st: not a wpack stream (a safetensors file: read it with safetensorscat)" "$BIN/verify" "$g" "$st"
     # ggufcat reads it (it said "a zstd frame: zstd -d it"); a zstd'd safetensors file it names
