@@ -385,8 +385,9 @@ point_why = $(shell $(if $(IMATRIX),IMATRIX='$(IMATRIX)' )pipelines/lazyweights 
 # (a reason that names the IMATRIX file is said of IMATRIX: it was blamed on POINT, a fresh user's find;
 # one that starts with TEXT's or MODEL's name ("TEXT: not a calibration text: ..."), of TEXT or
 # MODEL, as is gptq's "gptq: MODEL: not a GGUF file", "empty file", "no weight matrix", "an
-# importance matrix": a breaker's and fresh and new users' finds)
-model_why = $(or $(filter $(MODEL):,$(firstword $(why_))),$(and $(filter gptq:,$(word 1,$(why_))),$(filter $(MODEL):,$(word 2,$(why_))),$(or $(filter not empty no,$(word 3,$(why_))),$(filter importance,$(word 4,$(why_))))))
+# importance matrix", "requantizing ... is disabled", "an already quantized model": a
+# breaker's and fresh and new users' finds; the last two were blamed on POINT)
+model_why = $(or $(filter $(MODEL):,$(firstword $(why_))),$(and $(filter gptq:,$(word 1,$(why_))),$(filter $(MODEL):,$(word 2,$(why_))),$(or $(filter not empty no requantizing,$(word 3,$(why_))),$(filter importance already,$(word 4,$(why_))))))
 $(foreach p,$(POINT),$(eval why_ := $$(call point_why,$(p)))$(if $(why_),$(error $(if $(and $(TEXT),$(filter $(TEXT):,$(firstword $(why_)))),TEXT=$(why_),$(if $(model_why),MODEL=$(strip $(patsubst gptq:,,$(why_))),$(if $(and $(IMATRIX),$(findstring $(IMATRIX),$(why_))),IMATRIX=$(IMATRIX) (for POINT=$(p)),POINT=$(p)): $(why_))))))
 # OUT must be a directory that can be made (a regular file on its path left make deleting
 # a .calib it could not write: "make: unlink: ... Not a directory")
