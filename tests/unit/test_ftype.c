@@ -790,7 +790,9 @@ static void rule_checks(void)
         if (allow)
             CHECK(rc == 0 && a == WP_Q4_0, "allow_requantize: a Q8_0 tensor becomes Q4_0 (%d, %d: %s)", rc, a, err);
         else
-            CHECK(rc == -1 && !strcmp(err, "requantizing from type Q8_0 is disabled (tensor blk.0.attn_q.weight)"),
+            CHECK(rc == -1 && !strcmp(err, "requantizing from type Q8_0 is disabled (tensor blk.0.attn_q.weight; "
+                                                  "--allow-requantize allows it, at a cost in quality: quantize "
+                                                  "the F32, F16 or BF16 model)"),
                   "a Q8_0 tensor without allow_requantize is refused (%s)", err);
         wp_ftype_plan_free(p);
     }

@@ -634,6 +634,23 @@ int main(void)
         }
     }
 
+    /* wp_imatrix_dat_head: a .dat's head, and what is not one (a llama2.c checkpoint's dim and
+       hidden_dim passed as a count and a length, and it was read whole: a breaker's find) */
+    {
+        struct dat d = {0};
+        size_t end = 0;
+        dat_synthetic(&d, &end);
+        CHECK(wp_imatrix_dat_head(d.b, d.n) == 1, "dat_head: a synthetic imatrix.dat's head is one");
+        const uint8_t ckpt[16] = {64, 0, 0, 0, 172, 0, 0, 0, 5, 0, 0, 0, 8, 0, 0, 0};   /* dim 64, hidden 172 */
+        const uint8_t blank[12] = {1, 0, 0, 0, 3, 0, 0, 0, 'a', ' ', 'b', 0};
+        const uint8_t zero[12] = {0, 0, 0, 0, 3, 0, 0, 0, 'a', 'b', 'c', 0};
+        const uint8_t cut[10] = {1, 0, 0, 0, 3, 0, 0, 0, 'a', 'b'};
+        CHECK(!wp_imatrix_dat_head(ckpt, sizeof ckpt) && !wp_imatrix_dat_head(blank, sizeof blank) &&
+                  !wp_imatrix_dat_head(zero, sizeof zero) && !wp_imatrix_dat_head(cut, sizeof cut) &&
+                  !wp_imatrix_dat_head(d.b, 7),
+              "dat_head: a checkpoint's head, a name with a blank, 0 entries, a name past the bytes, 7 bytes are none");
+    }
+
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "# could not remove %s\n", dir);
