@@ -187,6 +187,18 @@ static void shell_word(char *s, size_t n, const char *w, int path)
     snprintf(s + k, n - k, "%s%s", k ? " " : "", (path ? wp_shell_word : wp_shell_arg)(w, q, sizeof q));
 }
 
+/* The first bytes of the file at path, up to cap, into b: how many (0 when it cannot be
+ * opened). For naming a file given where another kind goes. */
+static size_t file_head(const char *path, unsigned char *b, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    const size_t n = fread(b, 1, cap, f);
+    fclose(f);
+    return n;
+}
+
 /* Die for a --hessian file the stream reader refused (err, its message). The model
  * or llama-imatrix's GGUF given there was "not a wpack stream (a GGUF file: read it
  * with ggufcat)", a hint for the wrong file (a new user's trial): gguf_file and
@@ -195,12 +207,7 @@ static void shell_word(char *s, size_t n, const char *w, int path)
 static __attribute__((noreturn)) void not_hessians(const char *path, const char *err)
 {
     unsigned char b[4096];   /* its first 4 KiB */
-    size_t n = 0;
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        n = fread(b, 1, sizeof b, f);
-        fclose(f);
-    }
+    const size_t n = file_head(path, b, sizeof b);
     char gerr[256];
     wp_gguf_in *g = wp_gguf_open(path, gerr, sizeof gerr);
     wp_gguf_close(g);
@@ -242,12 +249,7 @@ static void imatrix_dat_as_model(const char *in)
     if (!in || !strcmp(in, "-") || stat(in, &st) || !S_ISREG(st.st_mode))
         return;
     unsigned char b[4096];
-    size_t n = 0;
-    FILE *f = fopen(in, "rb");
-    if (f) {
-        n = fread(b, 1, sizeof b, f);
-        fclose(f);
-    }
+    const size_t n = file_head(in, b, sizeof b);
     wp_imatrix im;
     char err[256];
     if (!wp_imatrix_dat_head(b, n))
