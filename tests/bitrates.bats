@@ -268,6 +268,18 @@ EOF
     done
     run --separate-stderr "$ROOT/pipelines/bitcheck" b.tsv n.tsv .004
     [ "$status" -eq 1 ]
+    # a fraction of 5 % or more is said to be one (0.2, meant as 0.2 %, passed a 19 % rise
+    # unsaid: a fresh user's nit); below 5 %, and as a percentage, nothing is said
+    printf 'a\t11.9\n' > n19.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" b.tsv n19.tsv 0.2
+    [ "$status" -eq 0 ]
+    [ "${stderr_lines[0]}" = "bitcheck: warning: TOLERANCE 0.2 is a fraction, 20 %: write 0.2% for 0.2 %" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" b.tsv n19.tsv .05
+    [ "${stderr_lines[0]}" = "bitcheck: warning: TOLERANCE .05 is a fraction, 5 %: write .05% for .05 %" ]
+    for t in 0.049 0.2% 20%; do
+        run --separate-stderr "$ROOT/pipelines/bitcheck" b.tsv n.tsv "$t"
+        [[ $stderr != *warning* ]]
+    done
     # an empty tolerance, or one of two lines, is refused (the first took the default, the second
     # passed when a line of it was a number: a review)
     run "$ROOT/pipelines/bitcheck" b.tsv n.tsv ''
