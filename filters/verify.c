@@ -197,6 +197,16 @@ int main(int argc, char **argv)
         wp_die("%s: %s", bpath, strerror(errno));
     if (!S_ISREG(st.st_mode))
         wp_die("%s: not a regular file (verify reads the bundle twice: give a file)", bpath);
+    /* two GGUFs (it said "a GGUF file: read it with ggufcat", a stream filter's hint: a fresh
+       user's nit) */
+    uint8_t h[4] = {0};
+    FILE *fh = fopen(bpath, "rb");
+    const int gguf = fh && fread(h, 1, 4, fh) == 4 && wp_gguf_magic(h, 4);
+    if (fh)
+        fclose(fh);
+    if (gguf)
+        wp_die("%s: a GGUF file, no bundle: verify checks a bundle against the GGUF it was made of (verify "
+               "ORIGINAL.gguf BUNDLE; cmp compares two GGUFs)", bpath);
     wp_reader *rd = wp_cli_reader(bpath);
     wp_out_open(NULL);   /* a failure truncates a redirected report */
     char first_bad[WP_MAX_NAME + 256] = "";

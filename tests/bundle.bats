@@ -153,6 +153,9 @@ bundle() { # GGUF BUNDLE [histogram options]
     # two bundles: the GGUF reader's own line
     run "$BIN/verify" "$T/syn.bundle" "$T/syn.bundle"
     one_line_error "^verify: $T/syn.bundle: not a GGUF file \(a wpack stream: use ggufpack or unbundle\)$"
+    # two GGUFs: said so (it was "a GGUF file: read it with ggufcat": a fresh user's nit)
+    run "$BIN/verify" "$Q/syn.gguf" "$Q/syn.gguf"
+    one_line_error "^verify: $Q/syn.gguf: a GGUF file, no bundle: verify checks a bundle against the GGUF it was made of \(verify ORIGINAL.gguf BUNDLE; cmp compares two GGUFs\)$"
 }
 
 @test "bad input: a flipped bit in a bundle is a checksum error for verify" {
