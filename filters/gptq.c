@@ -187,18 +187,6 @@ static void shell_word(char *s, size_t n, const char *w, int path)
     snprintf(s + k, n - k, "%s%s", k ? " " : "", (path ? wp_shell_word : wp_shell_arg)(w, q, sizeof q));
 }
 
-/* The first bytes of the file at path, up to cap, into b: how many (0 when it cannot be
- * opened). For naming a file given where another kind goes. */
-static size_t file_head(const char *path, unsigned char *b, size_t cap)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    const size_t n = fread(b, 1, cap, f);
-    fclose(f);
-    return n;
-}
-
 /* Die for a --hessian file the stream reader refused (err, its message). The model
  * or llama-imatrix's GGUF given there was "not a wpack stream (a GGUF file: read it
  * with ggufcat)", a hint for the wrong file (a new user's trial): gguf_file and
@@ -207,7 +195,7 @@ static size_t file_head(const char *path, unsigned char *b, size_t cap)
 static __attribute__((noreturn)) void not_hessians(const char *path, const char *err)
 {
     unsigned char b[4096];   /* its first 4 KiB */
-    const size_t n = file_head(path, b, sizeof b);
+    const size_t n = wp_file_head(path, b, sizeof b);
     char gerr[256];
     wp_gguf_in *g = wp_gguf_open(path, gerr, sizeof gerr);
     wp_gguf_close(g);
@@ -249,7 +237,7 @@ static void imatrix_dat_as_model(const char *in)
     if (!in || !strcmp(in, "-") || stat(in, &st) || !S_ISREG(st.st_mode))
         return;
     unsigned char b[4096];
-    const size_t n = file_head(in, b, sizeof b);
+    const size_t n = wp_file_head(in, b, sizeof b);
     wp_imatrix im;
     char err[256];
     if (!wp_imatrix_dat_head(b, n))
@@ -691,10 +679,8 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
         /* llama-imatrix's GGUF, its tensors NAME.in_sum2 and NAME.counts alone, named (it was "no
            weight matrix": a new user's trial) */
         size_t n_imat = 0;
-        for (size_t i = 0; i < n_t; i++) {
-            const size_t l = strlen(tl[i].name);
-            n_imat += (l > 8 && !strcmp(tl[i].name + l - 8, ".in_sum2")) || (l > 7 && !strcmp(tl[i].name + l - 7, ".counts"));
-        }
+        for (size_t i = 0; i < n_t; i++)
+            n_imat += wp_imatrix_tensor_kind(tl[i].name) != 0;
         if (n_imat == n_t)
             wp_die("%s: an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix "
                    "(IMATRIX=FILE for make model and lazyweights)", src);

@@ -253,11 +253,10 @@ static inline const char *llm_not_text(const char *text, size_t len, const char 
     const char *nul = memchr(text, 0, len);
     const int zst = wp_zframe_magic((const uint8_t *)text, len);
     const int gz = len >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b;
-    /* a GGUF by its magic and a version of 1 to 3 after it (a text starting "GGUF notes" was
-       refused as one: a breaker's find) */
-    const int gguf = wp_gguf_magic((const uint8_t *)text, len) && len >= 8 && text[5] == 0 && text[6] == 0 &&
-                     text[7] == 0 && text[4] >= 1 && text[4] <= 3;
-    if (gguf && memmem(text, len < 65536 ? len : 65536, "imatrix.chunk_count", 19)) {
+    /* a GGUF by its magic and a version after it (a text starting "GGUF notes" was refused as
+       one: a breaker's find) */
+    const int gguf = wp_gguf_head((const uint8_t *)text, len);
+    if (gguf && memmem(text, len < 65536 ? len : 65536, WP_IMATRIX_KEY_CHUNK_COUNT, strlen(WP_IMATRIX_KEY_CHUNK_COUNT))) {
         /* llama-imatrix's GGUF, by its key in the header (it was "a GGUF file (the model goes to
            --model)": a new user's trial) */
         snprintf(why, n, "an importance matrix (llama-imatrix's output; it goes to gptq --imatrix)");
@@ -359,7 +358,7 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
         *why = "is a directory";
         return NULL;
     }
-    if (got >= 8 && !memcmp(magic, "WPACKSTR", 8)) {   /* (said only "llama.cpp cannot load this model") */
+    if (got >= 8 && !memcmp(magic, WP_STREAM_MAGIC, 8)) {   /* (said only "llama.cpp cannot load this model") */
         /* Hessians (hessian's own output) named as such: ggufpack writes no GGUF of them (a
            fresh user's find) */
         *why = wp_file_is_hessians(path) ? "Hessians (hessian's output), not a model: they go to gptq --hessian"

@@ -178,13 +178,8 @@ int main(int argc, char **argv)
         /* the two given the other way round: "not a GGUF file (a wpack stream ...)" did not say
            so (a new user's trial) */
         uint8_t a[4] = {0}, b[4] = {0};
-        FILE *fa = fopen(orig, "rb"), *fb = fopen(bpath, "rb");
-        const int swapped = fa && fb && fread(a, 1, 4, fa) == 4 && fread(b, 1, 4, fb) == 4 &&
+        const int swapped = wp_file_head(orig, a, 4) == 4 && wp_file_head(bpath, b, 4) == 4 &&
                             (!memcmp(a, WP_STREAM_MAGIC, 4) || wp_zframe_magic(a, 4)) && wp_gguf_magic(b, 4);
-        if (fa)
-            fclose(fa);
-        if (fb)
-            fclose(fb);
         if (swapped)
             wp_die("%s: a bundle or stream, and %s a GGUF file: the order is verify ORIGINAL.gguf BUNDLE", orig,
                    bpath);
@@ -200,11 +195,7 @@ int main(int argc, char **argv)
     /* two GGUFs (it said "a GGUF file: read it with ggufcat", a stream filter's hint: a fresh
        user's nit) */
     uint8_t h[4] = {0};
-    FILE *fh = fopen(bpath, "rb");
-    const int gguf = fh && fread(h, 1, 4, fh) == 4 && wp_gguf_magic(h, 4);
-    if (fh)
-        fclose(fh);
-    if (gguf)
+    if (wp_gguf_magic(h, wp_file_head(bpath, h, 4)))
         wp_die("%s: a GGUF file, no bundle: verify checks a bundle against the GGUF it was made of (verify "
                "ORIGINAL.gguf BUNDLE; cmp compares two GGUFs)", bpath);
     wp_reader *rd = wp_cli_reader(bpath);

@@ -268,6 +268,16 @@ static void out_protect_check(const char *path)
         wp_die("%s: another user's file in a sticky folder: not replaced (write elsewhere)", path);
 }
 
+size_t wp_file_head(const char *path, void *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    const size_t n = fread(buf, 1, cap, f);
+    fclose(f);
+    return n;
+}
+
 FILE *wp_in_open(const char *path)
 {
     if (path && !*path)   /* it said ": No such file or directory" (a breaker's find) */

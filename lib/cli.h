@@ -85,6 +85,10 @@ void wp_cli_refuse_coded(const char *in, const wp_record *r, const char *takes) 
  * (`prog x >> x`), as cat does. */
 void wp_cli_input(const char *path);
 
+/* The first bytes of the file at path, up to cap, into buf: how many (0 when it cannot be
+ * opened). For naming a file given where another kind goes; a FIFO is read from. */
+size_t wp_file_head(const char *path, void *buf, size_t cap);
+
 /* Open input: NULL or "-" means stdin (refused when it is a terminal:
  * "stdin: a terminal, not a wpack stream ...", as zstd refuses). Dies with
  * "prog: PATH: reason". */

@@ -45,6 +45,13 @@ static inline int wp_gguf_magic(const uint8_t *h, size_t n)
 {
     return n >= 4 && !memcmp(h, WP_GGUF_MAGIC, 4);
 }
+/* Whether the n bytes at h begin as a GGUF file's header does: the magic, then a version
+ * of 1 to 3 (u32, little-endian), as no text does ("GGUF notes: ..."). 1 or 0 (0 when
+ * n < 8). For telling a GGUF from a text given where a text goes. */
+static inline int wp_gguf_head(const uint8_t *h, size_t n)
+{
+    return wp_gguf_magic(h, n) && n >= 8 && h[4] >= 1 && h[4] <= 3 && !h[5] && !h[6] && !h[7];
+}
 /* llama.cpp's gguf reader refuses a tensor name of this many bytes or more
  * (ggml.h GGML_MAX_NAME; gguf.cpp gguf_init_from_file_impl) */
 #define WP_GGML_MAX_NAME 64

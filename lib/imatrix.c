@@ -114,12 +114,12 @@ static int load_gguf(const char *path, wp_imatrix *im, char *err, size_t errlen)
                     goto out;
                 }
                 has_ds = 1;
-            } else if (!strcmp(r.name, "imatrix.chunk_count") || !strcmp(r.name, "imatrix.chunk_size")) {
+            } else if (!strcmp(r.name, WP_IMATRIX_KEY_CHUNK_COUNT) || !strcmp(r.name, "imatrix.chunk_size")) {
                 if (r.type != WP_GGUF_U32 || r.payload_len != 4) {
                     ifail(err, errlen, "%s: %s is not a u32", path, r.name);
                     goto out;
                 }
-                if (!strcmp(r.name, "imatrix.chunk_count")) {
+                if (!strcmp(r.name, WP_IMATRIX_KEY_CHUNK_COUNT)) {
                     im->chunk_count = rd32(r.payload);
                     has_cc = 1;
                 } else {
@@ -132,8 +132,8 @@ static int load_gguf(const char *path, wp_imatrix *im, char *err, size_t errlen)
         if (r.kind != WP_REC_TENSOR)
             continue;
         size_t nl = strlen(r.name);
-        int is_sum = nl >= 8 && !strcmp(r.name + nl - 8, ".in_sum2");   /* ".in_sum2" alone: the entry "" */
-        int is_cnt = nl >= 7 && !strcmp(r.name + nl - 7, ".counts");
+        const int kind = wp_imatrix_tensor_kind(r.name);   /* ".in_sum2" alone: the entry "" */
+        int is_sum = kind == 1, is_cnt = kind == 2;
         if (!is_sum && !is_cnt)
             continue;
         if (r.type != WP_F32) {
@@ -490,6 +490,12 @@ int wp_imatrix_load(const char *path, wp_imatrix *im, char *err, size_t errlen)
     if (rc)
         wp_imatrix_free(im);
     return rc;
+}
+
+int wp_imatrix_tensor_kind(const char *name)
+{
+    const size_t nl = strlen(name);
+    return nl >= 8 && !strcmp(name + nl - 8, ".in_sum2") ? 1 : nl >= 7 && !strcmp(name + nl - 7, ".counts") ? 2 : 0;
 }
 
 int wp_imatrix_dat_head(const uint8_t *head, size_t n)

@@ -112,6 +112,14 @@ int wp_imatrix_load(const char *path, wp_imatrix *im, char *err, size_t errlen);
  * not its next bytes as a name.  Returns 1 or 0. */
 int wp_imatrix_dat_head(const uint8_t *head, size_t n);
 
+/* llama-imatrix's GGUF key of its chunk count, which its header holds near the start (a
+ * model's quantize.imatrix.chunks_count is another key). */
+#define WP_IMATRIX_KEY_CHUNK_COUNT "imatrix.chunk_count"
+
+/* What a tensor name of llama-imatrix's GGUF is: 1 for NAME.in_sum2, 2 for NAME.counts
+ * (NAME may be empty), 0 for any other name. */
+int wp_imatrix_tensor_kind(const char *name);
+
 /* The entry of weight `name` ("blk.0.attn_q.weight"), or NULL. */
 const wp_imatrix_entry *wp_imatrix_find(const wp_imatrix *im, const char *name);
 
