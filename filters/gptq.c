@@ -249,6 +249,26 @@ static void imatrix_dat_as_model(const char *in)
            "(IMATRIX=FILE for make model and lazyweights)", in);
 }
 
+/* Whether the input file in is an importance matrix that loads, GGUF or imatrix.dat: a
+ * swapped MODEL and IMATRIX said (a note's left alone). Cheap for a model: the GGUF loader
+ * stops at its first tensor, and another file's head is no .dat's. */
+static int is_imatrix_file(const char *in)
+{
+    struct stat st;
+    if (!in || !strcmp(in, "-") || stat(in, &st) || !S_ISREG(st.st_mode))
+        return 0;
+    unsigned char b[4096];
+    const size_t n = wp_file_head(in, b, sizeof b);
+    wp_imatrix im;
+    char err[256];
+    if (!wp_gguf_head(b, n) && !wp_imatrix_dat_head(b, n))
+        return 0;
+    if (wp_imatrix_load(in, &im, err, sizeof err))
+        return 0;
+    wp_imatrix_free(&im);
+    return 1;
+}
+
 static void hessian_open(const char *path)
 {
     hpath = path;
@@ -1086,6 +1106,8 @@ int main(int argc, char **argv)
     if (imat_path) {
         wp_cli_input(imat_path);
         have_imat = wp_imatrix_load(imat_path, &imatrix, err, sizeof err) == 0;
+        if (!have_imat && strstr(err, "), not an importance matrix (") && is_imatrix_file(in))
+            wp_die("%s; %s is one: the model and the importance matrix look swapped", err, in);
         if (!have_imat)
             wp_die("%s", err);
         /* any non-finite importance refuses the whole file, as llama_model_quantize_impl

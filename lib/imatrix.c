@@ -104,6 +104,7 @@ static int load_gguf(const char *path, wp_imatrix *im, char *err, size_t errlen)
     struct part *parts = NULL;
     size_t np = 0, cap = 0;
     int has_ds = 0, has_cc = 0, has_cs = 0, k, rc = -1;
+    char arch[64] = "";   /* general.architecture: a model's */
     wp_record r;
     wp_record_init(&r);
     while ((k = wp_gguf_next(g, &r)) > 0) {
@@ -127,10 +128,23 @@ static int load_gguf(const char *path, wp_imatrix *im, char *err, size_t errlen)
                     has_cs = 1;
                 }
             }
+            if (!strcmp(r.name, "general.architecture") && r.type == WP_GGUF_STRING && r.payload_len >= 8) {
+                const uint64_t l = rd64(r.payload);
+                if (l < sizeof arch && 8 + l <= r.payload_len) {
+                    memcpy(arch, r.payload + 8, l);
+                    arch[l] = 0;
+                }
+            }
             continue;
         }
         if (r.kind != WP_REC_TENSOR)
             continue;
+        /* the key/values all come before the first tensor: a file without llama-imatrix's is
+           refused there, not after reading every tensor (a model given as the imatrix read a
+           7B model's 14 GB to say so), and a model is named (MODEL and IMATRIX swapped said
+           "missing imatrix metadata": a note's left alone) */
+        if (!has_ds || !has_cc || !has_cs)
+            break;
         size_t nl = strlen(r.name);
         const int kind = wp_imatrix_tensor_kind(r.name);   /* ".in_sum2" alone: the entry "" */
         int is_sum = kind == 1, is_cnt = kind == 2;
@@ -171,6 +185,11 @@ static int load_gguf(const char *path, wp_imatrix *im, char *err, size_t errlen)
         goto out;
     }
     /* llama-quantize's load_imatrix refuses GGUF files without these */
+    if ((!has_ds || !has_cc || !has_cs) && arch[0]) {
+        ifail(err, errlen, "%s: a model (general.architecture %s), not an importance matrix (llama-imatrix -m "
+              "MODEL -f TEXT makes one)", path, arch);
+        goto out;
+    }
     if (!has_ds || !has_cc || !has_cs) {
         ifail(err, errlen, "%s: missing imatrix metadata (imatrix.datasets, chunk_count, chunk_size): not a llama-imatrix file",
               path);

@@ -93,7 +93,8 @@ typedef struct wp_imatrix {
  * common_imatrix_load + quantize.cpp load_imatrix read the same values.
  * Returns 0, or -1 with one line in err naming the file.  GGUF: truncated or
  * malformed GGUF, missing imatrix metadata (llama-quantize refuses such files
- * too), no imatrix entries, in_sum2 without counts or the reverse, a tensor
+ * too; told at the first tensor, and a model, one with general.architecture,
+ * named as such), no imatrix entries, in_sum2 without counts or the reverse, a tensor
  * that is not F32, sizes that do not divide, a negative or non-finite count.
  * Legacy (the message says "not GGUF, so read as a legacy imatrix.dat"): an
  * entry count < 1, a negative name length, a value count < 1, an entry cut

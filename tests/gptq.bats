@@ -944,6 +944,14 @@ PY
     run sh -c "'$BIN/ggufcat' im.gguf | '$BIN/gptq' --rtn --ftype Q8_0 -o out.wps"
     one_line_error "^gptq: stdin: an importance matrix \\(llama-imatrix's output\\), not a model"
     [ ! -e out.wps ]
+    # a model as --imatrix is named; with the importance matrix as the model, the two are
+    # said to look swapped (it was "missing imatrix metadata": a note's left alone)
+    cp "$F32" model.gguf
+    run "$BIN/gptq" --check --ftype Q8_0 --imatrix model.gguf im.gguf
+    one_line_error "^gptq: model.gguf: a model \\(general.architecture llama\\), not an importance matrix \\(llama-imatrix -m MODEL -f TEXT makes one\\); im.gguf is one: the model and the importance matrix look swapped$"
+    run "$BIN/gptq" --rtn --ftype Q8_0 --imatrix model.gguf -o out.wps "$F32"
+    one_line_error "^gptq: model.gguf: a model \\(general.architecture llama\\), not an importance matrix \\(llama-imatrix -m MODEL -f TEXT makes one\\)$"
+    [ ! -e out.wps ]
     run "$BIN/gptq" --check --ftype Q8_0 norm.gguf
     one_line_error "^gptq: norm.gguf: no weight matrix to quantize among its 1 tensors \\(2-D \\*.weight tensors, as llama-quantize takes them\\): not a model$"
     # Hessians as --imatrix are named, another stream is one (it was "a wpack stream" both: a

@@ -573,6 +573,11 @@ int main(void)
         snprintf(tool, sizeof tool, "%s/.cache/wpack/llama.cpp-build/bin/llama-imatrix", home ? home : "");
     snprintf(model, sizeof model, "%s/models/stories260K/stories260K-f32.gguf", data && *data ? data : "../shared/data");
     snprintf(text, sizeof text, "%s/text/groups_merged.txt", data && *data ? data : "../shared/data");
+    /* a model given as the imatrix (MODEL and IMATRIX swapped) is named, at its first tensor
+       (it said "missing imatrix metadata", after reading every tensor: a note's left alone) */
+    if (access(model, R_OK) == 0)
+        expect_error(model, "stories260K-f32.gguf: a model (general.architecture llama), not an importance matrix "
+                            "(llama-imatrix -m MODEL -f TEXT makes one)", "a model GGUF");
     if (access(tool, X_OK) != 0) {
         SKIP("llama-imatrix not built at %s (make reftools): real-file comparison skipped", tool);
     } else if (access(model, R_OK) != 0 || access(text, R_OK) != 0) {
