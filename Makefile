@@ -141,7 +141,7 @@ tests: all $(UNIT_BINS) $(TOOL_BINS)
 
 # ---- what a fresh Debian 12 machine needs (root); each step skips itself when done
 APT_PKGS := build-essential pkg-config git cmake clang libopenblas-dev liblapacke-dev \
-            libzstd-dev zstd libxxhash-dev libcjson-dev bats parallel gnuplot-nox procps
+            libzstd-dev zstd libxxhash-dev libcjson-dev bats parallel gnuplot-nox procps man-db
 deps-apt:
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
