@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -518,6 +519,44 @@ static void tuning_keep(const char *path)
     fclose(f);
     if (err)
         die(WR_EXIT_FAIL, "%s: read error: --tune does not overwrite it", path);
+}
+
+/* Before --tune reads and replaces the tuning file at path: an exclusive
+ * flock(2) on the folder it is in, held to the end of the run, so --tune runs
+ * into one folder (make -j, two bundles, the default file) take turns: each
+ * keeps the other's lines (the second started from the file as it was before
+ * the first wrote it, and dropped its lines: a new user's trial), and none
+ * times its pipelines against the other's load.  The folder, not the file: the
+ * file is replaced by a rename.  A run that waits says so, once.  A FIFO or
+ * device, or a folder that cannot be opened or locked (a file system without
+ * flock), takes no lock. */
+static void tuning_lock(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return;   /* held until the run ends (fd left open) */
+    if (errno != EWOULDBLOCK) {
+        close(fd);
+        return;
+    }
+    fprintf(stderr, "wprun: waiting for another wprun --tune writing into %s (runs into one folder take turns)\n",
+            slash ? dir : "this folder");
+    while (flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) {
+            close(fd);
+            return;
+        }
 }
 
 /* After the run's own lines: the kept lines whose matrix and batch this run
@@ -1714,6 +1753,7 @@ int main(int argc, char **argv)
         tuning_read(opt.tuning);
     FILE *tf = NULL;
     if (opt.tune) {
+        tuning_lock(strcmp(opt.tuning, "-") ? opt.tuning : "./-");
         /* written as every wpack output is (lib/cli.h): a temporary file beside it, renamed
            when complete; a link's file replaced, the link kept; its permission bits kept; a
            FIFO or device written in place; one of the run's bundles refused. "-" is a file. */

@@ -1288,6 +1288,46 @@ for r in recs:
     [ "$(cat "$T/notakit/file")" = keep ]
 }
 
+@test "wprun --tune runs into one folder take turns: each keeps the other's lines, a waiting run says so" {
+    # two runs at once (make -j, the default file) each read the file before the other wrote it,
+    # and the last rename dropped the first's lines, exit 0 both (a new user's trial)
+    mkdir "$T/tf"
+    cd "$T/tf"
+    for i in 1 2 3; do
+        rm -f wprun.tuning
+        "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --batch 1,2 --runs 3 > a.out 2> a.err &
+        a=$!
+        "$BIN/wprun" --cpu --tune --synth Q8_0:64x256 --batch 1,2 --runs 3 > b.out 2> b.err &
+        b=$!
+        wait "$a"
+        wait "$b"
+        [ "$(grep -c '^synth.Q4_0.64x256	' wprun.tuning)" -eq 4 ] || { cat wprun.tuning a.err b.err; false; }
+        [ "$(grep -c '^synth.Q8_0.64x256	' wprun.tuning)" -eq 4 ] || { cat wprun.tuning a.err b.err; false; }
+    done
+    # a run that finds the folder locked waits, says so once, and then runs
+    flock . sleep 2 &
+    sleep 0.5
+    run --separate-stderr "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --runs 1 --tuning t2.tuning
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: waiting for another wprun --tune writing into this folder (runs into one folder take turns)" ]
+    [ "$(grep -c '^synth.Q4_0.64x256	' t2.tuning)" -eq 2 ] || { cat t2.tuning; false; }
+    wait
+    mkdir sub
+    flock sub sleep 2 &
+    sleep 0.5
+    run --separate-stderr "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --runs 1 --tuning sub/t.tuning
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: waiting for another wprun --tune writing into sub (runs into one folder take turns)" ]
+    wait
+    # another folder's lock is not waited for
+    flock sub sleep 3 &
+    sleep 0.5
+    run --separate-stderr "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --runs 1 --tuning t3.tuning
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    wait
+}
+
 @test "wprun --tune leaves the old tuning file and no temporary file when a check fails or a signal ends it" {
     printf '# wprun tuning v2 (cpu): old\n' > "$T/keep.tun"
     # a failed check (lane words altered, checksums resealed: the restore fails): exit 1,
