@@ -584,6 +584,7 @@ static const char *type_name(const wr_matrix *m);
 
 static int n_tuned;   /* lines tuning_put wrote */
 static int n_skipped;   /* GEMV checks skipped: the pipeline --pipeline named does not apply */
+static int n_checked;   /* GEMV checks run (--verify) */
 
 /* One measurement line of the tuning file (the form tuning_line reads),
  * the time with `digits` decimals. */
@@ -955,6 +956,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                 skip_line(m, batch, opt.pipe, pipe_refusal(m, opt.pipe));
                 n_skipped++;
             } else if (opt.verify) {
+                n_checked++;
                 const int pf = cpu_pipe(m, pipe_for(m, batch));   /* one that applies, else fused */
                 if (cpu_gemv(m, ref, NULL, pf, x, batch, yf, err, sizeof err)) {
                     printf("FAIL %s: %s\n", mlabel(m), err);
@@ -1189,6 +1191,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                         n_skipped += opt.pipe != P_AUTO && !m->stored;   /* (a stored one's is the twin's) */
                         continue;
                     }
+                    n_checked++;
                     if (wr_gpu_gemv(g, dm[i], p, x, batch, y, err, sizeof err)) {
                         printf("FAIL %s: %s: %s\n", mlabel(m), pipe_name[p], err);
                         bad++;
@@ -1834,7 +1837,11 @@ int main(int argc, char **argv)
     if (bad)
         printf("wprun: %d %s (%s): FAILED (%d %s above)\n", md.n, md.n == 1 ? "matrix" : "matrices",
                opt.cpu ? "cpu" : "gpu", bad, bad == 1 ? "failure" : "failures");
-    else   /* (a run whose every GEMV check was skipped said "ok" alone: a fresh user's find) */
+    else if (n_skipped && !n_checked) {   /* a CI job green while checking nothing (a new user's trial) */
+        printf("wprun: %d %s (%s): nothing checked: %s ran on no matrix%s\n", md.n, md.n == 1 ? "matrix" : "matrices",
+               opt.cpu ? "cpu" : "gpu", pipe_name[opt.pipe], skipped_note(n_skipped, opt.pipe));
+        bad = 1;
+    } else   /* (a run whose every GEMV check was skipped said "ok" alone: a fresh user's find) */
         printf("wprun: %d %s (%s): ok%s\n", md.n, md.n == 1 ? "matrix" : "matrices", opt.cpu ? "cpu" : "gpu",
                n_skipped ? skipped_note(n_skipped, opt.pipe) : "");
     wr_model_free(&md);

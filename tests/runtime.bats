@@ -90,8 +90,14 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + d)' "$T/inf.safete
     "$BIN/safetensorscat" "$T/inf.safetensors" | "$BIN/bf16split" --palette 16 | "$BIN/histogram" \
         | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" > "$T/inf.bundle"
     run "$BIN/wprun" --cpu --pipeline palette "$T/inf.bundle"
-    [ "$status" -eq 0 ]
+    # every check skipped: nothing checked, exit 1 (it said "ok", exit 0: a CI job green while
+    # checking nothing, a new user's trial)
+    [ "$status" -eq 1 ]
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): nothing checked: palette ran on no matrix (1 GEMV check of palette skipped: the skipped lines above say why)" ]
     [[ "${lines[2]}" =~ ^gemv\ +BF16\ +w\.weight\ +batch\ 1\ +palette\ skipped\ \(palette\ takes\ palette-pair\ BF16\ only\ \(whose\ palette\ entry\ 0\ is\ not\ exponent\ 255\)\)$ ]]
+    run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --synth Q8_0:64x256 --batch 1,2 --pipeline recon
+    [ "$status" -eq 1 ]
+    [ "${lines[-1]}" = "wprun: 2 matrices (cpu): nothing checked: recon ran on no matrix (4 GEMV checks of recon skipped: the skipped lines above say why)" ]
 }
 
 @test "wprun --cpu --pipeline staged|ring|private|recon|split4|twin: labels say what ran; BF16-only ones are skipped on Q4_K" {
