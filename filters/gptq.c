@@ -1038,8 +1038,11 @@ int main(int argc, char **argv)
     in = n_words ? words[0] : NULL;
     free(words);
     wp_blas_room_init();   /* OpenBLAS's workers' buffers, before gptq's own (blas_room.h); after --help */
-    if (!threads_given)
-        go.threads = wp_par_cpus();
+    if (!threads_given) {   /* (WPACK_THREADS, the pipelines' variable, went unread here: a new user's trial) */
+        char terr[128];
+        if ((go.threads = wp_par_env_threads(wp_par_cpus(), terr, sizeof terr)) < 0)
+            wp_die("%s", terr);
+    }
     if (!!type_name == !!ftype_name)
         wp_die("give exactly one of --type T or --ftype PRESET (try --help)");
     int ftype, pure = pure_flag;

@@ -100,7 +100,7 @@ static const char usage[] =
     "                      evaluation text)\n"
     "  --ctx N             tokens per chunk (default 512)\n"
     "  --chunks N          use at most N chunks (default all)\n"
-    "  --threads N         CPU threads (default: online CPUs)\n"
+    "  --threads N         CPU threads (default: WPACK_THREADS, else the CPUs)\n"
     "  --batch N           logical batch; batch/ctx chunks run in parallel (default 2048)\n"
     "  --max-memory BYTES  bound on the Hessians held at once (suffix K, M, G, T;\n"
     "                      default: memory less the model's size less an eighth,\n"
@@ -605,8 +605,11 @@ int main(int argc, char **argv)
     wp_out_refuse_tty(out_path, WP_OUT_HESSIANS);   /* before the model is run, not after */
     const bool default_mem = max_mem == 0;
     const uint64_t mem = default_mem ? machine_memory() : 0;
-    if (threads == 0)
-        threads = wp_par_cpus();
+    if (threads == 0) {   /* (WPACK_THREADS, the pipelines' variable, went unread here: a new user's trial) */
+        char terr[128];
+        if ((threads = wp_par_env_threads(wp_par_cpus(), terr, sizeof terr)) < 0)
+            wp_die("%s", terr);
+    }
     /* OpenBLAS's threads set before anything of hessian's own is allocated: a count above the
        one it started with starts more workers, whose buffers wp_blas_room_init waits for (set
        after the model, they went unchecked: a reviewer's find) */

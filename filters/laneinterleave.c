@@ -34,7 +34,8 @@ static const char usage[] =
     "        --dist chose them, mostly zstd'd, so wprun needs a bundle made\n"
     "        without --dist).\n"
     "--threads N  --dist compresses N matrices at a time (1 to 512; default:\n"
-    "        the CPUs, at most 8; the output is the same for any N).\n"
+    "        WPACK_THREADS, else the CPUs, at most 8; the output is the same\n"
+    "        for any N).\n"
     "--align N aligns payloads to N bytes (a power of two; default 8: the GPU\n"
     "runner copies each matrix into its own device buffer).\n";
 
@@ -433,7 +434,7 @@ int main(int argc, char **argv)
     size_t kvlen = 0;
     uint64_t nkv = 0;
     wp_cli_init(argv[0]);
-    threads = wp_par_cpus() < DIST_THREADS ? wp_par_cpus() : DIST_THREADS;
+    threads = 0;   /* not given */
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (wp_cli_flag(argv[i], "--dist")) {
@@ -450,6 +451,14 @@ int main(int argc, char **argv)
     }
     if (in && strcmp(in, "-"))
         src = in;
+    if (!threads && dist) {   /* (WPACK_THREADS, the pipelines' variable, went unread here: a new user's trial) */
+        char terr[128];
+        if ((threads = wp_par_env_threads(wp_par_cpus() < DIST_THREADS ? wp_par_cpus() : DIST_THREADS, terr,
+                                          sizeof terr)) < 0)
+            wp_die("%s", terr);
+    }
+    if (!threads)
+        threads = 1;
 
     wp_reader *rd = wp_cli_reader(in);
     wp_writer *w = wp_cli_writer_framed(out, align, dist ? DIST_FRAME_LEVEL : 0);

@@ -55,7 +55,7 @@ static const char usage[] =
     "                      --kl-base)\n"
     "  --ctx N             tokens per chunk (default 512)\n"
     "  --chunks N          score at most N chunks (default all)\n"
-    "  --threads N         CPU threads (default: online CPUs)\n"
+    "  --threads N         CPU threads (default: WPACK_THREADS, else the CPUs)\n"
     "  --batch N           logical batch; batch/ctx chunks run in parallel (default 2048)\n"
     "  --save-logits FILE  store the scored positions' log-probabilities\n"
     "                      (llama-perplexity's --kl-divergence-base format)\n"
@@ -350,8 +350,11 @@ int main(int argc, char **argv)
         wp_cli_input(kl_stdin ? "-" : kl_path);
     if (save_path && (!*save_path || !strcmp(save_path, "-")))
         die("--save-logits", "needs a file name (stdout carries the report)");
-    if (threads == 0)
-        threads = wp_par_cpus();
+    if (threads == 0) {   /* (WPACK_THREADS, the pipelines' variable, went unread here: a new user's trial) */
+        char terr[128];
+        if ((threads = wp_par_env_threads(wp_par_cpus(), terr, sizeof terr)) < 0)
+            wp_die("%s", terr);
+    }
 
     /* The base file's header: magic, uint32 ctx, int32 n_vocab, int32 n_chunk,
      * int32 tokens[n_chunk*ctx]; rows follow (read chunk by chunk below). */

@@ -1,5 +1,6 @@
 /* par.c - split a range of rows over threads (see par.h). */
 #include "par.h"
+#include <stdio.h>
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -56,4 +57,20 @@ int wp_par_cpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 512 ? 512 : (int)n;
+}
+
+int wp_par_env_threads(int dflt, char *err, size_t errlen)
+{
+    const char *v = getenv("WPACK_THREADS");
+    if (!v || !*v)
+        return dflt;
+    long n = 0;
+    const char *p = v;
+    while (*p >= '0' && *p <= '9' && n <= 512)
+        n = n * 10 + (*p++ - '0');
+    if (*p || n < 1 || n > 512) {
+        snprintf(err, errlen, "WPACK_THREADS '%s': expected a count of threads, 1 to 512", v);
+        return -1;
+    }
+    return (int)n;
 }

@@ -11,6 +11,7 @@
 #ifndef WPACK_PAR_H
 #define WPACK_PAR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -35,6 +36,14 @@ int wp_par_rows(int threads, int64_t n, wp_par_fn fn, void *ctx);
  * the default of the programs' --threads, as llama-quantize's is
  * std::thread::hardware_concurrency(). */
 int wp_par_cpus(void);
+
+/* The programs' default --threads: WPACK_THREADS from the environment when it
+ * is set and not empty (a count of 1 to 512, leading zeros dropped, as the
+ * pipelines read it; zstd reads ZSTD_NBTHREADS so), else dflt.  --threads
+ * given overrides both.  Returns the count, or -1 with one line in err
+ * ("WPACK_THREADS 'x': expected a count of threads, 1 to 512") when the
+ * variable is set to anything else. */
+int wp_par_env_threads(int dflt, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -157,6 +157,44 @@ same_ppl() {
     same_ppl "$(echo "$out" | ppl_of)" "7.0291 0.62932"
 }
 
+@test "WPACK_THREADS is the default --threads of ppl, hessian, gptq and laneinterleave --dist run alone; --threads overrides it" {
+    # the pipelines' variable went unread by the programs run alone: ppl said "2 threads" under
+    # WPACK_THREADS=1 (a new user's trial)
+    run --separate-stderr env WPACK_THREADS=1 "$PPL" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --chunks 1
+    [ "$status" -eq 0 ]
+    [[ "$stderr" == *"ppl: 1878 tokens, 1 chunk of 512, batch 2048, 4 parallel, 1 thread"* ]] || { echo "$stderr"; false; }
+    run --separate-stderr env WPACK_THREADS=3 "$PPL" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --chunks 1
+    [[ "$stderr" == *", 4 parallel, 3 threads"* ]] || { echo "$stderr"; false; }
+    run --separate-stderr env WPACK_THREADS=abc "$PPL" --threads 2 --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --chunks 1
+    [ "$status" -eq 0 ]
+    [[ "$stderr" == *", 4 parallel, 2 threads"* ]] || { echo "$stderr"; false; }
+    cd "$BATS_TEST_TMPDIR"
+    "$ROOT/bin/ggufcat" "$M/stories260K-f32.gguf" > m.wps
+    for v in abc 0 513 -1; do
+        run env WPACK_THREADS="$v" "$PPL" --model "$M/stories260K-f32.gguf" --text "$SAMPLE" --chunks 1
+        [ "$status" -eq 1 ]
+        [ "$output" = "ppl: WPACK_THREADS '$v': expected a count of threads, 1 to 512" ]
+        run env WPACK_THREADS="$v" "$ROOT/bin/hessian" -m "$M/stories260K-f32.gguf" -f "$SAMPLE" -o h.hess
+        [ "$status" -eq 1 ]
+        [ "$output" = "hessian: WPACK_THREADS '$v': expected a count of threads, 1 to 512" ]
+        run env WPACK_THREADS="$v" "$ROOT/bin/gptq" --rtn --type Q8_0 -o q.wps m.wps
+        [ "$status" -eq 1 ]
+        [ "$output" = "gptq: WPACK_THREADS '$v': expected a count of threads, 1 to 512" ]
+        run env WPACK_THREADS="$v" "$ROOT/bin/laneinterleave" --dist -o d.bundle m.wps
+        [ "$status" -eq 1 ]
+        [ "$output" = "laneinterleave: WPACK_THREADS '$v': expected a count of threads, 1 to 512" ]
+        [ ! -e h.hess ]
+        [ ! -e q.wps ]
+        [ ! -e d.bundle ]
+    done
+    # --threads given: the variable is not read; laneinterleave without --dist does not read it
+    WPACK_THREADS=abc "$ROOT/bin/gptq" --threads 1 --rtn --type Q8_0 -o q.wps m.wps
+    WPACK_THREADS=abc "$ROOT/bin/laneinterleave" -o i.bundle m.wps
+    WPACK_THREADS=abc "$ROOT/bin/laneinterleave" --dist --threads 1 -o d.bundle m.wps
+    WPACK_THREADS=2 "$ROOT/bin/gptq" --rtn --type Q8_0 -o q2.wps m.wps
+    cmp q.wps q2.wps
+}
+
 @test "ppl --text - reads standard input: the same result as the file" {
     # it said "ppl: -: No such file or directory" (wpack(7): - alone is standard input)
     run --separate-stderr bash -c "'$PPL' --threads 1 --model '$M/stories260K-f16.gguf' --text - < '$SAMPLE'"

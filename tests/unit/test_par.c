@@ -5,6 +5,8 @@
 #include "tap.h"
 
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -46,5 +48,26 @@ int main(void)
         CHECK(ok, "threads %d, n %lld: %d shares (want %d), each row once, share 0 on the caller", threads,
               (long long)n, T, cases[c].T);
     }
+
+    /* WPACK_THREADS, the programs' default --threads (the pipelines' variable, unread by the
+       programs alone: a new user's trial) */
+    static const struct { const char *v; int want; } env[] = {
+        {NULL, 7}, {"", 7}, {"1", 1}, {"3", 3}, {"007", 7}, {"0000000000000000000012", 12}, {"512", 512},
+        {"0", -1}, {"513", -1}, {"1000", -1}, {"99999999999999999999999", -1}, {"-2", -1}, {"2x", -1},
+        {" 2", -1}, {"abc", -1}, {"2.5", -1},
+    };
+    for (size_t c = 0; c < sizeof env / sizeof env[0]; c++) {
+        char err[128] = "", want_err[128];
+        if (env[c].v)
+            setenv("WPACK_THREADS", env[c].v, 1);
+        else
+            unsetenv("WPACK_THREADS");
+        const int n = wp_par_env_threads(7, err, sizeof err);
+        snprintf(want_err, sizeof want_err, "WPACK_THREADS '%s': expected a count of threads, 1 to 512",
+                 env[c].v ? env[c].v : "");
+        CHECK(n == env[c].want && (n > 0 ? !err[0] : !strcmp(err, want_err)), "WPACK_THREADS %s%s%s: %d (want %d) '%s'",
+              env[c].v ? "'" : "", env[c].v ? env[c].v : "unset", env[c].v ? "'" : "", n, env[c].want, err);
+    }
+    unsetenv("WPACK_THREADS");
     return tap_done();
 }
