@@ -72,6 +72,8 @@ passed() {
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv
     [ "$status" -eq 1 ]
     [ "$output" = "$(printf 'm\tQ8_0: 8.6060 b/w, more than 0.2 %% above the baseline 8.5878 (at most 8.6049)')" ]
+    # a failure summed up last on stderr too (a log ended with the passing rows: a new user's trial)
+    [ "$stderr" = "$(printf '# m\tQ4_0: 6.4734 b/w (baseline 6.4734)\n# bitcheck: FAILED: 1 problem above; 1 row passes')" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv rise.tsv 0.01
     [ "$status" -eq 0 ]
     printf 'm\tQ8_0\t\nm\tQ4_0\t6.4734\n' > empty.tsv
@@ -170,7 +172,7 @@ passed() {
     run --separate-stderr "$ROOT/pipelines/bitcheck" base.tsv twice.tsv
     [ "$status" -eq 1 ]
     [ "$output" = "$(printf 'twice.tsv:3: m\tQ8_0 appears twice')" ]
-    [ "$stderr" = "$(printf '# m\tQ8_0: 8.5878 b/w (baseline 8.5878)\n# m\tQ4_0: 6.0000 b/w (baseline 6.4734)')" ]
+    [ "$stderr" = "$(printf '# m\tQ8_0: 8.5878 b/w (baseline 8.5878)\n# m\tQ4_0: 6.0000 b/w (baseline 6.4734)\n# bitcheck: FAILED: 1 problem above; 2 rows pass')" ]
 }
 
 @test "bitrates: --help, a bad option or two OUTDIRs; without OUTDIR its temporary directory is removed" {
@@ -429,7 +431,7 @@ EOF
     [ "${lines[0]}" = "many.tsv:1: expected KEY<TAB>B/W" ]
     [ "${lines[9]}" = "many.tsv:10: expected KEY<TAB>B/W" ]
     [ "${lines[10]}" = "many.tsv: 5 more bad lines, not said" ]
-    [ "$stderr" = "# a: 1.0 b/w (baseline 1.0)" ]
+    [ "$stderr" = "$(printf '# a: 1.0 b/w (baseline 1.0)\n# bitcheck: FAILED: 15 problems above; 1 row passes')" ]
     # one file given as both: 10 said a side (the count was by name: 10 in all)
     run --separate-stderr "$ROOT/pipelines/bitcheck" many.tsv many.tsv
     [ "$(printf '%s\n' "$output" | grep -c 'expected KEY')" -eq 20 ]
@@ -450,11 +452,11 @@ EOF
     run --separate-stderr "$ROOT/pipelines/bitcheck" neg.tsv lf.tsv
     [ "$status" -eq 1 ]
     [ "$output" = 'neg.tsv:1: b/w "-1" is negative, not a valid b/w' ]
-    [ "$stderr" = "" ]
+    [ "$stderr" = "# bitcheck: FAILED: 1 problem above; 0 rows pass" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" nan.tsv lf.tsv
     [ "$status" -eq 1 ]
     [ "$output" = 'nan.tsv:1: b/w "x" is not a number' ]
-    [ "$stderr" = "" ]
+    [ "$stderr" = "# bitcheck: FAILED: 1 problem above; 0 rows pass" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" lf.tsv neg.tsv
     [ "$status" -eq 1 ]
     [ "$output" = 'neg.tsv:1: b/w "-1" is negative, not a valid b/w' ]
