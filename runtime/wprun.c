@@ -1501,6 +1501,27 @@ static const char *skipped_note(int n, int p)
 
 static const char *only_bundle;   /* the run's one input, when it is one bundle, for messages */
 
+/* For bundles[i] named NAME.dist.bundle (laneinterleave --dist's, as lazyweights and unweight
+ * name it), the bundle of the run (among the nb) that is its NAME.bundle, the same file by
+ * device and inode, else NULL: the one wprun loads when both are given, as `wprun *.bundle`
+ * gives them (the .dist.bundle failed the whole run). */
+static const char *plain_in_run(const char *const *bundles, int nb, int i)
+{
+    static const char dist[] = ".dist.bundle";
+    const size_t pl = strlen(bundles[i]), dl = sizeof dist - 1;
+    char plain[PATH_MAX + 8];
+    struct stat a, b;
+    if (pl <= dl || pl - dl + 8 > sizeof plain || strcmp(bundles[i] + pl - dl, dist))
+        return NULL;
+    snprintf(plain, sizeof plain, "%.*s.bundle", (int)(pl - dl), bundles[i]);
+    if (stat(plain, &a) || !S_ISREG(a.st_mode))
+        return NULL;
+    for (int k = 0; k < nb; k++)
+        if (k != i && stat(bundles[k], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return bundles[k];
+    return NULL;
+}
+
 /* The matrices md keeps after --match (wr_model_keep), checked: none (no matrix in the input, or
  * --match named none that runs: what it named said) or a --match that names none of them dies
  * with the reason, exit 1. */
@@ -1711,6 +1732,12 @@ int main(int argc, char **argv)
         wp_cli_input(bundles[i]);   /* --tuning onto one of them is refused (wp_out_open) */
     for (int i = 0; i < nb; i++)
         if (wr_model_load(&md, bundles[i], opt.nmatch ? opt.match : NULL, err, sizeof err)) {
+            const char *plain = plain_in_run(bundles, nb, i);
+            if (plain) {   /* `wprun *.bundle` beside a pipeline's outputs (a new user's trial) */
+                fprintf(stderr, "wprun: %s: a --dist bundle, skipped: its inference bundle, %s, is in this run\n",
+                        bundles[i], plain);
+                continue;
+            }
             char msg[sizeof err + 4096 + 8];
             size_t pl = strlen(bundles[i]);
             /* one line naming the file, whichever layer wrote the message */

@@ -633,6 +633,24 @@ open('$T/name', 'w').write(r.name)"
     cp "$T/m.bundle" "$L.bundle"
     run --separate-stderr "$BIN/wprun" --cpu "$L.dist.bundle"
     [[ "$stderr" == *" > FILE (the inference bundle beside it: wprun $L.bundle)" ]]
+    # both in one run (wprun *.bundle beside a pipeline's outputs, which failed the whole run: a
+    # new user's trial): the .dist.bundle skipped, said; one beside no NAME.bundle of the run fails
+    mkdir "$T/glob"
+    cp "$T/m.dist.bundle" "$T/glob/m.dist.bundle"
+    cp "$T/m.bundle" "$T/glob/m.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu "$T"/glob/*.bundle
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: $T/glob/m.dist.bundle: a --dist bundle, skipped: its inference bundle, $T/glob/m.bundle, is in this run" ]
+    [ "${lines[-1]}" = "wprun: 111 matrices (cpu): ok" ]
+    (cd "$T/glob" && "$BIN/wprun" --cpu m.dist.bundle ./m.bundle > /dev/null 2> err)
+    [ "$(cat "$T/glob/err")" = "wprun: m.dist.bundle: a --dist bundle, skipped: its inference bundle, ./m.bundle, is in this run" ]
+    cp "$T/m.dist.bundle" "$T/glob/o.dist.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu "$T"/glob/*.bundle
+    [ "$status" -eq 1 ]
+    [ "${#stderr_lines[@]}" -eq 2 ]
+    [[ "${stderr_lines[1]}" == "wprun: $T/glob/o.dist.bundle: record '"*"': a lane-coded matrix zstd'd, "* ]]
+    run --separate-stderr "$BIN/wprun" --cpu "$T/glob/m.dist.bundle" "$T/nokv.bundle"
+    [ "$status" -eq 1 ]
     # a float model's: its raw record, then its coded one zstd'd (it was "raw data without its
     # coded record after it": a new user's trial)
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist \
