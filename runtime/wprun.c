@@ -522,41 +522,48 @@ static void tuning_keep(const char *path)
 }
 
 /* Before --tune reads and replaces the tuning file at path: an exclusive
- * flock(2) on the folder it is in, held to the end of the run, so --tune runs
- * into one folder (make -j, two bundles, the default file) take turns: each
- * keeps the other's lines (the second started from the file as it was before
- * the first wrote it, and dropped its lines: a new user's trial), and none
- * times its pipelines against the other's load.  The folder, not the file: the
- * file is replaced by a rename.  A run that waits says so, once.  A FIFO or
- * device, or a folder that cannot be opened or locked (a file system without
- * flock), takes no lock. */
+ * flock(2) on the folder of the file it replaces (a symbolic link's: the file
+ * it names, as wp_out_open replaces that one), held to the end of the run, so
+ * --tune runs into one file (make -j, two bundles, the default file, links to
+ * one file from two folders) take turns: each keeps the other's lines (the
+ * second started from the file as it was before the first wrote it, and
+ * dropped its lines: a new user's trial), and none times its pipelines
+ * against the other's load.  The folder, not the file: the file is replaced
+ * by a rename.  A run that waits says so, once.  A FIFO or device takes no
+ * lock; a folder that cannot be opened (no read permission) or locked (a file
+ * system without flock) is said in a warning, and the run goes on unlocked. */
 static void tuning_lock(const char *path)
 {
-    struct stat st;
+    struct stat st, lst;
+    char real[PATH_MAX], dir[PATH_MAX], shown[4 * PATH_MAX + 4];
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
         return;
-    char dir[PATH_MAX];
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) && realpath(path, real))
+        path = real;   /* (a link's folder was locked: two links to one file lost lines, a breaker's find) */
     const char *slash = strrchr(path, '/');
     if (!slash)
         snprintf(dir, sizeof dir, ".");
     else
         snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    /* (the name escaped, as the other messages escape it: a breaker's find) */
+    const char *said = strcmp(dir, ".") ? wp_printable(dir, shown, sizeof shown) : "this folder";
     const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
         return;   /* held until the run ends (fd left open) */
-    if (errno != EWOULDBLOCK) {
-        close(fd);
-        return;
-    }
-    fprintf(stderr, "wprun: waiting for another wprun --tune writing into %s (runs into one folder take turns)\n",
-            slash ? dir : "this folder");
-    while (flock(fd, LOCK_EX) != 0)
-        if (errno != EINTR) {
-            close(fd);
+    if (fd >= 0 && errno == EWOULDBLOCK) {
+        fprintf(stderr, "wprun: waiting for another wprun --tune writing into %s (runs into one folder take turns)\n",
+                said);
+        int rc;
+        while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
+            ;
+        if (rc == 0)
             return;
-        }
+    }
+    /* (a folder without read permission went unlocked unsaid: a breaker's find) */
+    fprintf(stderr, "wprun: warning: cannot lock %s (%s): another --tune into it at once would drop this run's lines or "
+                    "lose its own\n", said, strerror(errno));
+    if (fd >= 0)
+        close(fd);
 }
 
 /* After the run's own lines: the kept lines whose matrix and batch this run
@@ -584,7 +591,8 @@ static const char *type_name(const wr_matrix *m);
 
 static int n_tuned;   /* lines tuning_put wrote */
 static int n_skipped;   /* GEMV checks skipped: the pipeline --pipeline named does not apply */
-static int n_checked;   /* GEMV checks run (--verify) */
+static int n_checked;   /* GEMV checks of lane-coded matrices run (--verify); a stored matrix's is the twin's,
+                           whatever --pipeline names */
 
 /* One measurement line of the tuning file (the form tuning_line reads),
  * the time with `digits` decimals. */
@@ -956,7 +964,7 @@ static int cpu_matrix(const wr_matrix *m, FILE *tf)
                 skip_line(m, batch, opt.pipe, pipe_refusal(m, opt.pipe));
                 n_skipped++;
             } else if (opt.verify) {
-                n_checked++;
+                n_checked += !m->stored;
                 const int pf = cpu_pipe(m, pipe_for(m, batch));   /* one that applies, else fused */
                 if (cpu_gemv(m, ref, NULL, pf, x, batch, yf, err, sizeof err)) {
                     printf("FAIL %s: %s\n", mlabel(m), err);
@@ -1191,7 +1199,7 @@ static int gpu_run(wr_model *md, FILE *tf)
                         n_skipped += opt.pipe != P_AUTO && !m->stored;   /* (a stored one's is the twin's) */
                         continue;
                     }
-                    n_checked++;
+                    n_checked += !m->stored;
                     if (wr_gpu_gemv(g, dm[i], p, x, batch, y, err, sizeof err)) {
                         printf("FAIL %s: %s: %s\n", mlabel(m), pipe_name[p], err);
                         bad++;
@@ -1801,14 +1809,18 @@ int main(int argc, char **argv)
         bad = gpu_run(&md, tf);
 #endif
     }
-    if (tf && (bad || !n_tuned)) {   /* a failed check, or nothing tuned: the old tuning file stays as it was */
+    /* the pipeline --pipeline named ran on no matrix (every lane-coded matrix's check skipped; a
+       stored one's twin ran), a CI job green while checking it nowhere (a new user's trial; the
+       stored matrices' twin made a real bundle "ok": a breaker's find) */
+    const int ran_nowhere = !bad && n_skipped && !n_checked;
+    if (tf && (bad || ran_nowhere || !n_tuned)) {   /* a failed check, or nothing tuned: the old tuning file stays */
         wp_out_abort();
         tuning_put_kept(NULL);
         struct stat st;
         const int kept = stat(opt.tuning, &st) == 0;
-        if (bad)
-            fprintf(stderr, "wprun: a check failed: the tuning file %s is %s\n", opt.tuning,
-                    kept ? "left as it was" : "not written");
+        if (bad || ran_nowhere)   /* (replaced under a run that exits 1: a breaker's find) */
+            fprintf(stderr, "wprun: %s%s: the tuning file %s is %s\n", bad ? "a check failed" : pipe_name[opt.pipe],
+                    bad ? "" : " ran on no matrix", opt.tuning, kept ? "left as it was" : "not written");
         else   /* it replaced the file with its header alone (a fresh user's find) */
             fprintf(stderr, "wprun: warning: nothing to tune: the %s run %s not lane-coded (the twin is %s one "
                             "pipeline); the tuning file %s is %s\n", md.n == 1 ? "matrix" : "matrices",
@@ -1864,8 +1876,8 @@ int main(int argc, char **argv)
     if (bad)
         printf("wprun: %d %s (%s): FAILED (%d %s above)\n", md.n, md.n == 1 ? "matrix" : "matrices",
                opt.cpu ? "cpu" : "gpu", bad, bad == 1 ? "failure" : "failures");
-    else if (n_skipped && !n_checked) {   /* a CI job green while checking nothing (a new user's trial) */
-        printf("wprun: %d %s (%s): nothing checked: %s ran on no matrix%s\n", md.n, md.n == 1 ? "matrix" : "matrices",
+    else if (ran_nowhere) {
+        printf("wprun: %d %s (%s): FAILED: %s ran on no matrix%s\n", md.n, md.n == 1 ? "matrix" : "matrices",
                opt.cpu ? "cpu" : "gpu", pipe_name[opt.pipe], skipped_note(n_skipped, opt.pipe));
         bad = 1;
     } else   /* (a run whose every GEMV check was skipped said "ok" alone: a fresh user's find) */

@@ -93,11 +93,24 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + d)' "$T/inf.safete
     # every check skipped: nothing checked, exit 1 (it said "ok", exit 0: a CI job green while
     # checking nothing, a new user's trial)
     [ "$status" -eq 1 ]
-    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): nothing checked: palette ran on no matrix (1 GEMV check of palette skipped: the skipped lines above say why)" ]
+    [ "${lines[-1]}" = "wprun: 1 matrix (cpu): FAILED: palette ran on no matrix (1 GEMV check of palette skipped: the skipped lines above say why)" ]
     [[ "${lines[2]}" =~ ^gemv\ +BF16\ +w\.weight\ +batch\ 1\ +palette\ skipped\ \(palette\ takes\ palette-pair\ BF16\ only\ \(whose\ palette\ entry\ 0\ is\ not\ exponent\ 255\)\)$ ]]
     run "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --synth Q8_0:64x256 --batch 1,2 --pipeline recon
     [ "$status" -eq 1 ]
-    [ "${lines[-1]}" = "wprun: 2 matrices (cpu): nothing checked: recon ran on no matrix (4 GEMV checks of recon skipped: the skipped lines above say why)" ]
+    [ "${lines[-1]}" = "wprun: 2 matrices (cpu): FAILED: recon ran on no matrix (4 GEMV checks of recon skipped: the skipped lines above say why)" ]
+    # a real bundle: its stored matrices' twin checks do not count (it said "ok": a breaker's find)
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --rtn --ftype Q8_0 | "$BIN/histogram" | "$BIN/huffbuild" \
+        | "$BIN/laneinterleave" > "$T/q8.bundle"
+    run "$BIN/wprun" --cpu --verify --pipeline recon "$T/q8.bundle"
+    [ "$status" -eq 1 ]
+    [ "${lines[-1]}" = "wprun: 36 matrices (cpu): FAILED: recon ran on no matrix (13 GEMV checks of recon skipped: the skipped lines above say why)" ]
+    [ "$(echo "$output" | grep -c '(stored .*) ok$')" -eq 23 ]
+    # --tune with it: the tuning file is not replaced under a run that exits 1 (a breaker's find)
+    printf '# wprun tuning v2 (cpu): keep\n' > "$T/r.tun"
+    run --separate-stderr "$BIN/wprun" --cpu --verify --tune --pipeline recon --synth Q4_0:64x256 --runs 1 --tuning "$T/r.tun"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: recon ran on no matrix: the tuning file $T/r.tun is left as it was" ]
+    [ "$(cat "$T/r.tun")" = "# wprun tuning v2 (cpu): keep" ]
 }
 
 @test "wprun --cpu --pipeline staged|ring|private|recon|split4|twin: labels say what ran; BF16-only ones are skipped on Q4_K" {
@@ -1343,6 +1356,27 @@ for r in recs:
     [ "$status" -eq 0 ]
     [ "$stderr" = "wprun: waiting for another wprun --tune writing into sub (runs into one folder take turns)" ]
     wait
+    # through symbolic links in two folders, the file they name is locked (the links' folders were:
+    # lines lost, a breaker's find)
+    mkdir L1 L2 shared
+    ln -s ../shared/t.tun L1/wprun.tuning
+    ln -s ../shared/t.tun L2/wprun.tuning
+    printf '# wprun tuning v2 (cpu): x\n' > shared/t.tun
+    flock shared sleep 2 &
+    sleep 0.5
+    run --separate-stderr sh -c 'cd L1 && "$1" --cpu --tune --synth Q4_0:64x256 --runs 1' sh "$BIN/wprun"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: waiting for another wprun --tune writing into $(cd shared && pwd -P) (runs into one folder take turns)" ]
+    wait
+    [ -L L1/wprun.tuning ]
+    [ "$(grep -c '^synth.Q4_0.64x256	' shared/t.tun)" -eq 2 ]
+    # a folder name with a control byte is escaped
+    mkdir "$(printf 'n\033l')"
+    flock "$(printf 'n\033l')" sleep 2 &
+    sleep 0.5
+    run --separate-stderr "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --runs 1 --tuning "$(printf 'n\033l')/t.tun"
+    [ "$stderr" = "wprun: waiting for another wprun --tune writing into n\x1bl (runs into one folder take turns)" ]
+    wait
     # another folder's lock is not waited for
     flock sub sleep 3 &
     sleep 0.5
@@ -1350,6 +1384,18 @@ for r in recs:
     [ "$status" -eq 0 ]
     [ -z "$stderr" ]
     wait
+    # a folder this user cannot read (so cannot lock): said, and the run goes on (it went unlocked
+    # unsaid: a breaker's find)
+    [ "$(id -u)" -eq 0 ] || skip "not root: no other user to run as"
+    command -v setpriv > /dev/null || skip "setpriv not installed"
+    mkdir -m 333 np
+    local as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+    "${as[@]}" test -x "$BIN/wprun" || skip "the build is not reachable by user 65534"
+    "${as[@]}" test -w np || skip "$PWD is not reachable by user 65534"
+    run --separate-stderr "${as[@]}" "$BIN/wprun" --cpu --tune --synth Q4_0:64x256 --runs 1 --tuning np/t.tun
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: cannot lock np (Permission denied): another --tune into it at once would drop this run's lines or lose its own" ]
+    [ "$(grep -c '^synth.Q4_0.64x256	' np/t.tun)" -eq 2 ]
 }
 
 @test "wprun --tune leaves the old tuning file and no temporary file when a check fails or a signal ends it" {
