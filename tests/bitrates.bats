@@ -152,6 +152,14 @@ passed() {
     run --separate-stderr "$ROOT/pipelines/bitcheck" empty.tsv fall.tsv
     [ "$status" -eq 1 ]
     [ "$output" = "empty.tsv: no rows" ]
+    # one problem, counted once (the rows of NOW not said were counted: "FAILED: 3 problems", a
+    # breaker's find)
+    [ "$stderr" = "# bitcheck: FAILED: 1 problem above; 0 rows pass" ]
+    tr '\t' ' ' < fall.tsv > spaces.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" spaces.tsv fall.tsv
+    [ "${#lines[@]}" -eq 3 ]
+    [ "${lines[2]}" = "spaces.tsv: no rows" ]
+    [ "$stderr" = "# bitcheck: FAILED: 3 problems above; 0 rows pass" ]
     run --separate-stderr "$ROOT/pipelines/bitcheck" fall.tsv empty.tsv
     [ "$status" -eq 1 ]
     [ "$output" = "empty.tsv: no rows" ]
