@@ -104,7 +104,7 @@ static int load_gguf(const char *path, wp_imatrix *im, char *err, size_t errlen)
     struct part *parts = NULL;
     size_t np = 0, cap = 0;
     int has_ds = 0, has_cc = 0, has_cs = 0, k, rc = -1;
-    char arch[64] = "";   /* general.architecture: a model's */
+    char arch[256] = "";   /* general.architecture: a model's */
     wp_record r;
     wp_record_init(&r);
     while ((k = wp_gguf_next(g, &r)) > 0) {
@@ -185,7 +185,8 @@ static int load_gguf(const char *path, wp_imatrix *im, char *err, size_t errlen)
         goto out;
     }
     /* llama-quantize's load_imatrix refuses GGUF files without these */
-    if ((!has_ds || !has_cc || !has_cs) && arch[0]) {
+    /* (one with some of llama-imatrix's keys is a damaged imatrix, not a model: a breaker's find) */
+    if (!has_ds && !has_cc && !has_cs && arch[0]) {
         ifail(err, errlen, "%s: a model (general.architecture %s), not an importance matrix (llama-imatrix -m "
               "MODEL -f TEXT makes one)", path, arch);
         goto out;

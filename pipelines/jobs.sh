@@ -135,7 +135,9 @@ refuse_option_words() {
 threads_opt() {
     thr=()
     [ -n "${WPACK_THREADS:-}" ] || return 0
-    [[ $WPACK_THREADS =~ ^[0-9]{1,3}$ ]] && [ "$((10#$WPACK_THREADS))" -ge 1 ] && [ "$((10#$WPACK_THREADS))" -le 512 ] ||
+    # (any leading zeros, as the programs read it, lib/par.c: 0002 was refused here alone, a
+    # breaker's find)
+    [[ $WPACK_THREADS =~ ^0*[0-9]{1,3}$ ]] && [ "$((10#$WPACK_THREADS))" -ge 1 ] && [ "$((10#$WPACK_THREADS))" -le 512 ] ||
         { echo "$1: WPACK_THREADS '$WPACK_THREADS': expected a count of threads, 1 to 512" >&2; exit 2; }
     thr=(--threads "$((10#$WPACK_THREADS))")
 }

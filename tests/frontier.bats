@@ -129,10 +129,10 @@ CALIB="$DATA/text/groups_merged.txt"
     [ -z "$(ls -A "$out" | grep '^\.')" ]
     # WPACK_THREADS: the steps' --threads, the same bytes (a shared machine had no way to set it)
     fake_bins "$BATS_TEST_TMPDIR/tb" laneinterleave "echo \"\$*\" >> '$BATS_TEST_TMPDIR/li.args'; exec '$ROOT/bin/laneinterleave' \"\$@\""
-    WPACK_THREADS=01 WPACK_BIN="$BATS_TEST_TMPDIR/tb" "$ROOT/pipelines/lazyweights" --dist "$F32" Q8_0_g0_lam0_c1 "$BATS_TEST_TMPDIR/t1" 2> /dev/null
+    WPACK_THREADS=0001 WPACK_BIN="$BATS_TEST_TMPDIR/tb" "$ROOT/pipelines/lazyweights" --dist "$F32" Q8_0_g0_lam0_c1 "$BATS_TEST_TMPDIR/t1" 2> /dev/null
     grep -q -- "^--dist --threads 1 -o " "$BATS_TEST_TMPDIR/li.args"
     cmp "$BATS_TEST_TMPDIR/t1/stories260K-f32-Q8_0_g0_lam0_c1.dist.bundle" "$BATS_TEST_TMPDIR/d"
-    for n in 0 abc 513 1000; do
+    for n in 0 0000 abc 513 1000 00513; do
         run --separate-stderr env WPACK_THREADS=$n "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$BATS_TEST_TMPDIR/t2"
         [ "$status" -eq 2 ]
         [ "$stderr" = "lazyweights: WPACK_THREADS '$n': expected a count of threads, 1 to 512" ]

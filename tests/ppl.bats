@@ -193,6 +193,11 @@ same_ppl() {
     WPACK_THREADS=abc "$ROOT/bin/laneinterleave" --dist --threads 1 -o d.bundle m.wps
     WPACK_THREADS=2 "$ROOT/bin/gptq" --rtn --type Q8_0 -o q2.wps m.wps
     cmp q.wps q2.wps
+    # gptq --check runs no threads: it does not read it (lazyweights --check said gptq's refusal
+    # of it: a breaker's find)
+    run env WPACK_THREADS=abc "$ROOT/bin/gptq" --check --ftype Q8_0 "$M/stories260K-f32.gguf"
+    [ "$status" -eq 0 ]
+    [ -z "$output" ]
 }
 
 @test "ppl --text - reads standard input: the same result as the file" {

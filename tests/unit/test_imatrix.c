@@ -153,6 +153,8 @@ static void write_tensors(const char *path, int meta, int nt, const char *const 
         gguf_set_val_i32(g, "imatrix.chunk_count", 2);
     if (meta & 8)
         gguf_set_val_u32(g, "imatrix.chunk_size", 5);
+    if (meta & 16)
+        gguf_set_val_str(g, "general.architecture", "llama");
     for (int i = 0; i < nt; i++) {
         struct ggml_tensor *t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n[i]);
         ggml_set_name(t, names[i]);
@@ -347,6 +349,20 @@ int main(void)
         expect_error(p, "missing imatrix metadata", "no imatrix.datasets");
         write_tensors(p, 1 | 2, 2, ab, n41, v41);
         expect_error(p, "missing imatrix metadata", "no imatrix.chunk_size");
+        /* with general.architecture: some of llama-imatrix's keys make it a damaged imatrix, none a
+           model (a damaged one was called a model: a breaker's find) */
+        write_tensors(p, 1 | 2 | 16, 2, ab, n41, v41);
+        expect_error(p, "meta.gguf: missing imatrix metadata", "no imatrix.chunk_size, an architecture");
+        write_tensors(p, 16, 2, ab, n41, v41);
+        expect_error(p, "meta.gguf: a model (general.architecture llama), not an importance matrix", "an architecture alone");
+        write_tensors(p, 1 | 2 | 8 | 16, 2, ab, n41, v41);
+        {
+            wp_imatrix im;
+            char err[512] = "";
+            CHECK(wp_imatrix_load(p, &im, err, sizeof err) == 0 && im.n == 1, "every key and an architecture: loads (%s)", err);
+            if (im.n)
+                wp_imatrix_free(&im);
+        }
         write_tensors(p, 1 | 4 | 8, 2, ab, n41, v41);
         expect_error(p, "imatrix.chunk_count is not a u32", "imatrix.chunk_count an i32");
         write_tensors(p, 1 | 2 | 8, 0, NULL, NULL, NULL);
