@@ -295,6 +295,9 @@ C
 @test "man pages render without a groff warning (a line starting with a dot is a request: its words went missing)" {
     # lazyweights(1) lost ".report, as a --dist run ..." and wpack(7) the refused ".gguf.lz4"
     # suffixes, read as undefined macros: a new user's trial
+    # each page dated as YYYY-MM-DD (hessian(1) and ppl(1) said "2025": a new user's trial)
+    run grep -L '^\.TH [A-Z0-9-]* [1-8] 20[0-9][0-9]-[01][0-9]-[0-3][0-9] wpack "' "$ROOT"/man/man*/*
+    [ -z "$output" ] || { echo "undated: $output"; false; }
     command -v groff > /dev/null || skip "groff not installed (make deps installs man-db, which brings it)"
     for f in "$ROOT"/man/man*/*; do
         run --separate-stderr groff -ww -man -Tutf8 "$f"
