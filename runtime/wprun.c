@@ -530,8 +530,9 @@ static void tuning_keep(const char *path)
  * dropped its lines: a new user's trial), and none times its pipelines
  * against the other's load.  The folder, not the file: the file is replaced
  * by a rename.  A run that waits says so, once.  A FIFO or device takes no
- * lock; a folder that cannot be opened (no read permission) or locked (a file
- * system without flock) is said in a warning, and the run goes on unlocked. */
+ * lock, nor a folder that is not there (wp_out_open's error says it); one that
+ * cannot be opened (no read permission) or locked (a file system without
+ * flock) is said in a warning, and the run goes on unlocked. */
 static void tuning_lock(const char *path)
 {
     struct stat st, lst;
@@ -548,6 +549,8 @@ static void tuning_lock(const char *path)
     /* (the name escaped, as the other messages escape it: a breaker's find) */
     const char *said = strcmp(dir, ".") ? wp_printable(dir, shown, sizeof shown) : "this folder";
     const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        return;   /* no such folder: wp_out_open says so */
     if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
         return;   /* held until the run ends (fd left open) */
     if (fd >= 0 && errno == EWOULDBLOCK) {
