@@ -80,13 +80,55 @@ static inline int llm_shared_opt(const char *a, const char *v)
     return 1;
 }
 
+/* llama.cpp's first error line since llm_log_error_reset (its reason, where a
+ * load fails: "check_tensor_dims: tensor 'token_embd.weight' has wrong
+ * shape; ..."), without its function's prefix, or "". */
+static char llm_log_error[512];
+static int llm_log_error_done;   /* the line is complete (its newline seen) */
+
+static inline void llm_log_error_reset(void)
+{
+    llm_log_error[0] = 0;
+    llm_log_error_done = 0;
+}
+
 /* Log callback: drops everything unless WPACK_LLAMA_LOG is set in the
- * environment, in which case llama.cpp's text goes to stderr unchanged. */
+ * environment, in which case llama.cpp's text goes to stderr unchanged;
+ * the first error line is kept either way (llm_log_error). */
 static inline void llm_log_cb(enum ggml_log_level level, const char *text, void *user)
 {
-    (void)level;
     if (user)
         fputs(text, stderr);
+    if (llm_log_error_done || !text || (level != GGML_LOG_LEVEL_ERROR && !(level == GGML_LOG_LEVEL_CONT &&
+                                                                           llm_log_error[0])))
+        return;
+    const size_t have = strlen(llm_log_error);
+    snprintf(llm_log_error + have, sizeof llm_log_error - have, "%s", text);
+    char *nl = strchr(llm_log_error, '\n');
+    if (nl) {
+        *nl = 0;
+        llm_log_error_done = 1;
+    }
+}
+
+/* llm_log_error less llama.cpp's "function: " prefixes that say where, not
+ * what ("llama_model_load: error loading model: "), or NULL when empty. */
+static inline const char *llm_log_reason(void)
+{
+    const char *r = llm_log_error;
+    while (*r == ' ')
+        r++;
+    for (const char *p = strstr(r, ": error loading model: "); p; p = NULL)
+        r = p + strlen(": error loading model: ");
+    static char out[sizeof llm_log_error];   /* runs of blanks as one ("expected     64,    512") */
+    size_t n = 0;
+    for (; *r && n + 1 < sizeof out; r++)
+        if (*r != ' ' || (n && out[n - 1] != ' '))
+            out[n++] = *r;
+    while (n && out[n - 1] == ' ')
+        n--;
+    out[n] = 0;
+    return n ? out : NULL;
 }
 
 /* What the program is doing in libllama, for the message of an abort there
@@ -406,13 +448,22 @@ static inline struct llama_model *llm_load_model(const char *path, const char **
     struct llama_model_params mp = llama_model_default_params();
     if (llm_gpu_layers >= 0)
         mp.n_gpu_layers = llm_gpu_layers;
+    llm_log_error_reset();
     struct llama_model *m = llama_model_load_from_file(path, mp);
     if (!m) {
         /* llama-imatrix's output given as the model: named (it was "llama.cpp cannot load this
            model" alone: a new user's trial) */
         wp_imatrix im;
         char ierr[256];
-        *why = wp_imatrix_load(path, &im, ierr, sizeof ierr) == 0 ? imatrix_why : "llama.cpp cannot load this model";
+        /* llama.cpp's reason said (it showed only under WPACK_LLAMA_LOG=1, unnamed: a new
+           user's trial at 7B shapes) */
+        static char said[sizeof llm_log_error + 64];
+        const char *reason = llm_log_reason();
+        if (reason)
+            snprintf(said, sizeof said, "llama.cpp cannot load this model: %s", reason);
+        else
+            snprintf(said, sizeof said, "llama.cpp cannot load this model (WPACK_LLAMA_LOG=1 shows its log)");
+        *why = wp_imatrix_load(path, &im, ierr, sizeof ierr) == 0 ? imatrix_why : said;
         wp_imatrix_free(&im);
     }
     return m;

@@ -485,7 +485,12 @@ bad() {  # expected-substring args...
     printf '\001\000\000\000\002\000\000\000ab\001\000\000\000\001\000\000\000\000\000\200\077' > "$BATS_TEST_TMPDIR/ab.dat"
     bad "ab.dat: an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix" --model "$BATS_TEST_TMPDIR/ab.dat" --text "$SAMPLE"
     head -c 100000 "$M/stories260K-f32.gguf" > "$BATS_TEST_TMPDIR/trunc.gguf"
-    bad "trunc.gguf: llama.cpp cannot load this model" --model "$BATS_TEST_TMPDIR/trunc.gguf" --text "$SAMPLE"
+    # llama.cpp's reason said (it showed only under WPACK_LLAMA_LOG=1: a new user's trial)
+    bad "trunc.gguf: llama.cpp cannot load this model: tensor 'token_embd.weight' data is not within the file bounds, model is corrupted or incomplete" --model "$BATS_TEST_TMPDIR/trunc.gguf" --text "$SAMPLE"
+    if [ -x "$ROOT/build/tools/mkllama" ]; then
+        "$ROOT/build/tools/mkllama" "$M/stories260K-f32.gguf" "$BATS_TEST_TMPDIR/v1k.gguf" F16 64,172,1,8,4,1000
+        bad "v1k.gguf: llama.cpp cannot load this model: check_tensor_dims: tensor 'token_embd.weight' has wrong shape; expected 64, 512, got 64, 1000, 1, 1" --model "$BATS_TEST_TMPDIR/v1k.gguf" --text "$SAMPLE"
+    fi
     bad "missing.gguf: No such file" --model "$BATS_TEST_TMPDIR/missing.gguf" --text "$SAMPLE"
     # a zstd'd GGUF, a --dist bundle and a safetensors file said only "bad magic" (fresh users' finds)
     zstd -q -c "$M/stories260K-f32.gguf" > "$BATS_TEST_TMPDIR/m.gguf.zst"
