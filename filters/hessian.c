@@ -733,7 +733,7 @@ int main(int argc, char **argv)
             /* held: the Hessians in memory (one for the weights of an input); written: the
                records' payloads, where without --share-inputs each weight's record holds its
                input's H (the line said "36 records, 1.6 MiB of Hessians" of a 2.1 MiB file) */
-            uint64_t held = 0, written = 0;
+            uint64_t held = 0, written = 0, shared = 0;
             int n_rec = 0;
             for (int i = 0; i < st.n; i++) {
                 held += hbytes(&st.w[i], i);
@@ -741,10 +741,24 @@ int main(int argc, char **argv)
                     n_rec++;
                     written += hbytes(&st.w[st.w[i].lead], st.w[i].lead);
                 }
+                if (st.w[i].lead == i)
+                    shared += hbytes(&st.w[i], i);
+            }
+            /* the output's room, before the passes (a full disk or ulimit -f said "write error"
+               after them: tens of minutes on a 7B model, a new user's trial); each record's
+               header and name allowed 4 KiB */
+            char room[160];
+            if (!wp_out_room(written + (uint64_t)n_rec * 4096, room, sizeof room)) {
+                char alt[160] = "";
+                if (!share && shared < written)
+                    snprintf(alt, sizeof alt, "; --share-inputs writes %.1f %s, one H for the weights of an input",
+                             shared >= (1ull << 30) ? shared / 1073741824.0 : shared / 1048576.0,
+                             shared >= (1ull << 30) ? "GiB" : "MiB");
+                wp_die("%s: no room for the Hessians: %s%s", wp_out_name(), room, alt);
             }
             /* "36 records of 2.1 MiB" read as 2.1 MiB each (a fresh user's find) */
             fprintf(stderr, "hessian: %d tokens, %d chunk%s of %d, %d weights, %d record%s, %.1f MiB in all "
-                    "(%.1f MiB of Hessians in memory), %d pass%s of at most %.1f MiB%s\n", n_tokens, n_chunk,
+                    "(%.1f MiB of Hessians to hold, over the passes), %d pass%s of at most %.1f MiB%s\n", n_tokens, n_chunk,
                     n_chunk > 1 ? "s" : "", n_ctx, st.n, n_rec, n_rec > 1 ? "s" : "", written / 1048576.0,
                     held / 1048576.0, n_pass, n_pass > 1 ? "es" : "", max_mem / 1048576.0,
                     default_mem ? " (the default --max-memory)" : "");

@@ -205,11 +205,22 @@ typedef struct {
     atomic_size_t next;
 } unit_work;
 
+/* --dist's progress on a terminal (wp_progress): the matrices whose form is chosen and their
+ * fixed-width bytes (minutes of silence on a 7B model: a new user's trial) */
+static atomic_size_t n_chosen;
+static atomic_uint_least64_t bytes_chosen;
+
 static void unit_run(void *ctx, int64_t lo, int64_t hi, int part)
 {
     unit_work *uw = ctx;
-    for (size_t k; (k = atomic_fetch_add(&uw->next, 1)) < uw->n;)
+    for (size_t k; (k = atomic_fetch_add(&uw->next, 1)) < uw->n;) {
+        char name[48];   /* (the symbols record is moved out by dist_choose) */
+        snprintf(name, sizeof name, "%s", uw->u[k]->sym.name ? uw->u[k]->sym.name : "");
         dist_choose(uw->u[k]);
+        const size_t nc = atomic_fetch_add(&n_chosen, 1) + 1;
+        const uint64_t bc = atomic_fetch_add(&bytes_chosen, uw->u[k]->fixed) + uw->u[k]->fixed;
+        wp_progress("--dist: %zu %s chosen, %.2f GiB (%.40s)", nc, nc == 1 ? "matrix" : "matrices", bc / 1073741824.0, name);
+    }
 }
 
 /* Choose the waiting matrices' forms on the threads, then write the queue. */
@@ -606,6 +617,7 @@ int main(int argc, char **argv)
         queue_matrix(w, &held, &r, &coded);
     }
     queue_flush(w);
+    wp_progress_end();
     if (holding)
         wp_die("%s: '%s': %s data without its symbols (truncated stream?)", src, held.name,
                wp_rec_kind_name(held.kind));

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static const char *prog = "wpack";
@@ -163,9 +165,13 @@ const char *wp_shell_word(const char *s, char *buf, size_t n) { return shell_quo
 
 const char *wp_shell_arg(const char *s, char *buf, size_t n) { return shell_quote(s, buf, n, 0); }
 
+static atomic_int progress_shown;   /* a wp_progress line is on the terminal */
+
 static void say_line(const char *prefix, const char *fmt, va_list ap)
 {
     char buf[8192], line[4 * sizeof buf];
+    if (atomic_exchange(&progress_shown, 0))
+        fputs("\r\033[K", stderr);
     vsnprintf(buf, sizeof buf, fmt, ap);
     fprintf(stderr, "%s: %s%s\n", prog, prefix, wp_printable(buf, line, sizeof line));
 }
@@ -195,6 +201,28 @@ void wp_die_now(const char *fmt, ...)
     say_line("", fmt, ap);
     va_end(ap);
     _exit(1);
+}
+
+void wp_progress(const char *fmt, ...)
+{
+    static int tty = -1;
+    if (tty < 0)
+        tty = isatty(STDERR_FILENO);
+    if (!tty)
+        return;
+    char buf[512], line[4 * sizeof buf];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\r%s: %s\033[K", prog, wp_printable(buf, line, sizeof line));
+    atomic_store(&progress_shown, 1);
+}
+
+void wp_progress_end(void)
+{
+    if (atomic_exchange(&progress_shown, 0))
+        fputs("\r\033[K", stderr);
 }
 
 void wp_warn(const char *fmt, ...)
@@ -736,4 +764,37 @@ double wp_arg_float(const char *opt, const char *val, double lo, double hi)
     if (!plain || *end || !(v >= lo && v <= hi))
         wp_die("%s: expected a number from %g to %g, got '%s'", opt, lo, hi, val ? val : "");
     return v;
+}
+
+/* bytes as "N.N GiB" (MiB below 1 GiB), for wp_out_room's phrase */
+static const char *room_size(uint64_t b, char *buf, size_t n)
+{
+    if (b >= (1ull << 30))
+        snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
+    else
+        snprintf(buf, n, "%.1f MiB", b / 1048576.0);
+    return buf;
+}
+
+int wp_out_room(uint64_t bytes, char *why, size_t n)
+{
+    struct stat st;
+    struct statvfs vf;
+    struct rlimit rl;
+    char need[32], have[32];
+    const int fd = out_f ? fileno(out_f) : -1;
+    if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+        return 1;
+    const uint64_t used = (uint64_t)st.st_size;
+    if (fstatvfs(fd, &vf) == 0 && (uint64_t)vf.f_bavail * vf.f_frsize < bytes) {
+        snprintf(why, n, "%s needed, %s free on its file system", room_size(bytes, need, sizeof need),
+                 room_size((uint64_t)vf.f_bavail * vf.f_frsize, have, sizeof have));
+        return 0;
+    }
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (uint64_t)rl.rlim_cur < used + bytes) {
+        snprintf(why, n, "%s needed, ulimit -f allows %s", room_size(bytes, need, sizeof need),
+                 room_size((uint64_t)rl.rlim_cur > used ? (uint64_t)rl.rlim_cur - used : 0, have, sizeof have));
+        return 0;
+    }
+    return 1;
 }

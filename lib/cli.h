@@ -52,6 +52,13 @@ void wp_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2))
 void wp_die_now(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 /* Print "prog: warning: message" to stderr. */
 void wp_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A progress line, as zstd's: "prog: message" on standard error when it is a
+ * terminal, rewritten in place by the next call ("\r", the rest of the line
+ * erased), cleared by wp_progress_end and before any other line the program
+ * says (wp_die, wp_die_now, wp_warn); nothing when standard error is a file
+ * or pipe. One fprintf a line: threads' lines do not mix. */
+void wp_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void wp_progress_end(void);
 
 /* s as one line for a report: each control byte (below 0x20, and 0x7f) as
  * \xNN, as wp_die writes messages, so that a name holding a newline or tab
@@ -134,6 +141,15 @@ typedef enum { WP_OUT_STREAM, WP_OUT_GGUF, WP_OUT_HESSIANS } wp_out_kind;
 void wp_out_refuse_tty(const char *path, wp_out_kind kind);
 /* The output's name for messages ("stdout" or the path). */
 const char *wp_out_name(void);
+/* Whether the output opened by wp_out_open has room for bytes more bytes,
+ * for a program that knows its output's size before a long run (hessian):
+ * on a regular file (its temporary file, or a standard output redirected to
+ * one), the free space of its file system for this user (fstatvfs's
+ * f_bavail) and the file-size limit (ulimit -f, RLIMIT_FSIZE, less what the
+ * file holds); a pipe, FIFO or device always has.  Returns 1, or 0 with one
+ * phrase in why (n bytes): "53.1 GiB needed, 20.3 GiB free on its file
+ * system", "53.1 GiB needed, ulimit -f allows 976.6 MiB". */
+int wp_out_room(uint64_t bytes, char *why, size_t n);
 
 /* A stream reader on path (NULL/"-": stdin); dies on a bad header. */
 wp_reader *wp_cli_reader(const char *path);

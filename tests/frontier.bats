@@ -168,6 +168,18 @@ CALIB="$DATA/text/groups_merged.txt"
     [ ! -e "$BATS_TEST_TMPDIR/m6" ]
 }
 
+@test "lazyweights on a terminal: gptq says a line a tensor; in a log it is quiet" {
+    # GPTQ of a 7B model was 35 silent minutes (a new user's trial)
+    command -v script > /dev/null || skip "script (util-linux) not installed"
+    cd "$BATS_TEST_TMPDIR"
+    script -qec "'$ROOT/pipelines/lazyweights' '$F32' Q8_0_g0_lam0_c1 tty" /dev/null > tty.out
+    [ "$(tr -d '\r' < tty.out | grep -c '^gptq: \[[0-9]*/48\] ')" -eq 48 ] || { cat tty.out; false; }
+    "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 log 2> log.err
+    [ "$(grep -c '^gptq: ' log.err)" -eq 0 ]
+    [ "$(wc -l < log.err)" -eq 1 ]
+    cmp tty/stories260K-f32-Q8_0_g0_lam0_c1.bundle log/stories260K-f32-Q8_0_g0_lam0_c1.bundle
+}
+
 @test "lazyweights --dist-only: the dist bundle of an earlier run's outputs, the bytes --dist makes; refused where they are missing" {
     out="$BATS_TEST_TMPDIR/o"
     stem="$out/stories260K-f32-Q4_0_g1_lam0_c1.25"

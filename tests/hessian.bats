@@ -124,10 +124,10 @@ close() {
 @test "--share-inputs: one record for q/k/v and one for gate/up, holding the per-weight H; gptq makes the same model" {
     f=$(ours base)
     g=$(ours share --share-inputs)
-    grep -q '36 weights, 21 records, 1.6 MiB in all (1.6 MiB of Hessians in memory)' "$g.err"
+    grep -q '36 weights, 21 records, 1.6 MiB in all (1.6 MiB of Hessians to hold, over the passes)' "$g.err"
     # without it as much memory, one Hessian for the weights of an input, written once a weight:
     # the file holds 2.1 MiB (the line said "36 records, 1.6 MiB of Hessians", a user's trial)
-    grep -q '36 weights, 36 records, 2.1 MiB in all (1.6 MiB of Hessians in memory)' "$f.err"
+    grep -q '36 weights, 36 records, 2.1 MiB in all (1.6 MiB of Hessians to hold, over the passes)' "$f.err"
     [ "$(stat -c %s "$f" | awk '{ printf "%.1f", $1 / 1048576 }')" = 2.1 ]
     [ "$(stat -c %s "$g" | awk '{ printf "%.1f", $1 / 1048576 }')" = 1.6 ]
     [ "$("$BIN/tsinfo" "$g" | grep -c '^hessian ')" -eq 21 ]
@@ -293,6 +293,26 @@ bad() {  # expected-substring args...
 @test "bad input: unreadable text" {
     bad "nonexistent.txt: No such file" --model "$M32" --text "$BATS_TEST_TMPDIR/nonexistent.txt"
     bad "Is a directory" --model "$M32" --text "$BATS_TEST_TMPDIR"
+}
+
+@test "hessian: no room for the Hessians (ulimit -f) is said before the passes, with --share-inputs's size; nothing written" {
+    # a full disk or ulimit -f said "write error: File too large" after the passes, tens of
+    # minutes on a 7B model (a new user's trial)
+    cd "$BATS_TEST_TMPDIR"
+    run --separate-stderr bash -c "ulimit -f 100; '$H' --threads 1 --model '$M32' --text '$CAL' --chunks 1 -o u.hess"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "hessian: u.hess: no room for the Hessians: 2.2 MiB needed, ulimit -f allows 0.1 MiB; --share-inputs writes 1.6 MiB, one H for the weights of an input" ]
+    [ -z "$(ls | grep 'u\.hess')" ]
+    run --separate-stderr bash -c "ulimit -f 100; '$H' --threads 1 --model '$M32' --text '$CAL' --chunks 1 --share-inputs > s.hess"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "hessian: stdout: no room for the Hessians: 1.7 MiB needed, ulimit -f allows 0.1 MiB" ]
+    [ ! -s s.hess ]
+    # room enough: written, and to a pipe no check
+    run bash -c "ulimit -f 3000; '$H' --threads 1 --model '$M32' --text '$CAL' --chunks 1 -o u.hess 2> /dev/null"
+    [ "$status" -eq 0 ]
+    [ "$(stat -c %s u.hess)" -gt 2000000 ]
+    run bash -c "ulimit -f 100; '$H' --threads 1 --model '$M32' --text '$CAL' --chunks 1 2> /dev/null | wc -c"
+    [ "$output" -eq "$(stat -c %s u.hess)" ]
 }
 
 @test "bad input: a model llama.cpp cannot load" {
@@ -500,7 +520,7 @@ bad() {  # expected-substring args...
     for v in 1T:1048576.0 3G:3072.0 5m:5.0; do
         run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 1 --max-memory "${v%:*}" -o "$L/s.hess"
         [ "$status" -eq 0 ]
-        [ "${stderr_lines[0]}" = "hessian: 130868 tokens, 1 chunk of 128, 36 weights, 36 records, 2.1 MiB in all (1.6 MiB of Hessians in memory), 1 pass of at most ${v#*:} MiB" ]
+        [ "${stderr_lines[0]}" = "hessian: 130868 tokens, 1 chunk of 128, 36 weights, 36 records, 2.1 MiB in all (1.6 MiB of Hessians to hold, over the passes), 1 pass of at most ${v#*:} MiB" ]
     done
     # 16777215T is the most that fits in 64 bits
     bad "--max-memory: expected" --model "$M32" --text "$CAL" --max-memory 16777216T

@@ -66,6 +66,25 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
     awk -v r="$rg" 'BEGIN { exit !(r <= 1.0) }'
 }
 
+@test "laneinterleave --dist says its progress on a terminal, in place, cleared at the end and before an error; not in a file" {
+    # minutes of silence on a 7B model (a new user's trial)
+    command -v script > /dev/null || skip "script (util-linux) not installed"
+    cd "$BATS_TEST_TMPDIR"
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --rtn --ftype Q8_0 | "$BIN/histogram" | "$BIN/huffbuild" > q.wps
+    script -qec "'$BIN/laneinterleave' --dist --threads 1 -o d.bundle q.wps" /dev/null > tty.out
+    "$BIN/laneinterleave" --dist --threads 1 -o f.bundle q.wps 2> file.err
+    cmp d.bundle f.bundle
+    [ ! -s file.err ]
+    [ "$(tr '\r' '\n' < tty.out | grep -c '^laneinterleave: --dist: [0-9]* matri[a-z]* chosen, 0.00 GiB (.*)'$'\033''\[K$')" -eq 36 ]
+    [ "$(tr '\r' '\n' < tty.out | sed -n 2p)" = "laneinterleave: --dist: 1 matrix chosen, 0.00 GiB (output.weight)"$'\033''[K' ]
+    [ "$(tail -c 4 tty.out | od -An -c | tr -s ' ')" = " \r 033 [ K" ]
+    # an error after it: the line cleared first, the message alone on its line
+    head -c 200000 q.wps > cut.wps
+    script -qec "'$BIN/laneinterleave' --dist --threads 1 -o c.bundle cut.wps" /dev/null > tty.out || true
+    [[ "$(tr '\r' '\n' < tty.out | tail -n 2 | head -n 1)" == $'\033''[Klaneinterleave: cut.wps: truncated stream: '* ]]
+    [ ! -e c.bundle ]
+}
+
 @test "a --dist bundle is one zstd frame: readers take it, zstd -d gives the plain bundle, damage is named" {
     m="$MODELS/stories260K-f16.gguf"
     B="$BATS_TEST_TMPDIR"
