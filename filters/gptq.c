@@ -1227,6 +1227,14 @@ int main(int argc, char **argv)
                     list, nf ? ")" : "");
     }
 
+    /* a model spooled to a tmpfs (/tmp on some distributions) takes memory unsaid: a 7B's 13.5 GB
+       beside the Hessians (a new user's trial at 7B shapes); said from 1 GiB */
+    struct stat sp_st;
+    const double sp_len = fstat(fileno(sp), &sp_st) == 0 ? (double)sp_st.st_size : 0;
+    if (sp_len >= 1073741824.0 && wp_spool_in_memory(sp))
+        wp_warn("%s: its copy (%.1f GiB) is held in %s, a file system in memory: set TMPDIR to a folder on disk "
+                "for a large model", inname, sp_len / 1073741824.0, wp_spool_where());
+
     /* ---- the spooled stream's index */
     wp_index ix;
     if (wp_index_read(sp, "spool", &ix, err, sizeof err))

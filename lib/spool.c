@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 /* The spools' folder: TMPDIR when set and not empty (*why " (TMPDIR)"), else /tmp (*why ""). */
@@ -44,4 +45,11 @@ FILE *wp_spool(char *err, size_t errlen)
         close(fd);
     }
     return f;
+}
+
+int wp_spool_in_memory(FILE *f)
+{
+    struct statfs fs;
+    /* TMPFS_MAGIC and RAMFS_MAGIC of <linux/magic.h> */
+    return f && fstatfs(fileno(f), &fs) == 0 && (fs.f_type == 0x01021994 || fs.f_type == (__typeof__(fs.f_type))0x858458f6);
 }

@@ -24,6 +24,10 @@ FILE *wp_spool(char *err, size_t errlen);
 /* Where wp_spool makes its files, for messages: "DIR (TMPDIR)" when TMPDIR is set and not
  * empty, else "/tmp". A static buffer. */
 const char *wp_spool_where(void);
+/* Whether the spool f (wp_spool's) is held in memory: its file system a tmpfs or ramfs
+ * (fstatfs(2)), as /tmp is on some distributions, so that a model spooled there takes RAM, not
+ * disk. Returns 1 or 0 (0 when it cannot tell). */
+int wp_spool_in_memory(FILE *f);
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,7 @@
  * message, never a crash or a wrong round trip. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "gguf_file.h"
@@ -197,6 +198,24 @@ int main(void)
     sp = wp_spool(err, sizeof err);
     snprintf(want, sizeof want, "cannot create a temporary file in %s (TMPDIR): No such file or directory", sd);
     CHECK(!sp && !strcmp(err, want), "TMPDIR missing: no spool, one message: '%s'", err);
+    if (sp)
+        fclose(sp);
+    /* a spool in memory (a tmpfs, as /dev/shm is) is told from one on disk (the build folder's:
+       gptq warns of a large model spooled in memory, a new user's trial at 7B shapes) */
+    struct statfs fs;
+    if (statfs("/dev/shm", &fs) == 0 && fs.f_type == 0x01021994) {
+        setenv("TMPDIR", "/dev/shm", 1);
+        sp = wp_spool(err, sizeof err);
+        CHECK(sp && wp_spool_in_memory(sp) == 1, "a spool in /dev/shm (a tmpfs) is in memory");
+        if (sp)
+            fclose(sp);
+    } else {
+        SKIP("/dev/shm is no tmpfs here: a spool in memory not checked");
+    }
+    setenv("TMPDIR", ".", 1);
+    sp = wp_spool(err, sizeof err);
+    if (statfs(".", &fs) == 0 && fs.f_type != 0x01021994)
+        CHECK(sp && wp_spool_in_memory(sp) == 0, "a spool in the build folder (on disk) is not in memory");
     if (sp)
         fclose(sp);
     unsetenv("TMPDIR");
