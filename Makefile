@@ -263,7 +263,9 @@ clean:
 #   make frontier MODEL=m.gguf EVAL=eval.txt [TEXT=calib.txt] [OUT=dir]
 # TEXT= (empty) builds by RTN, without Hessians; HESSIAN_CHUNKS (default 8)
 # chunks of TEXT go into the Hessians, cached in OUT/NAME-TEXTNAME-kCHUNKS.hess
-# (pipelines/lazyweights names them the same way), with the model, text and
+# (pipelines/lazyweights names them the same way; hessian --share-inputs's, one H for
+# q/k/v and one for gate/up, which gptq reads to the same bytes: a 7B's 41 GiB, not 53),
+# with the model, text and
 # chunk count they came from in OUT/NAME-TEXTNAME-kCHUNKS.hess.id: another
 # MODEL or TEXT file of the same name rebuilds them. A failed hessian leaves no
 # .id without Hessians, nor the .calib stamps (or OUT) this run made, nor does one stopped by
@@ -419,11 +421,11 @@ $(HESS).id:
 
 $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	mkdir -p -- $(@D)
-	@echo 'bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS)$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@'
+	@echo 'bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) --share-inputs$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@'
 	@undo() { [ -s $@ ] || rm -f $@.id; rm -f $(new_calibs); $(if $(out_new),rmdir $(OUT) 2>/dev/null;) :; }; \
 	stop() { [ -z "$$pid" ] || { kill -TERM $$pid 2>/dev/null; wait $$pid; }; undo; exit $$1; }; \
 	trap 'stop 130' INT; trap 'stop 143' TERM; trap 'stop 129' HUP; \
-	exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS)$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@ <&3 3<&- & pid=$$!; \
+	exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) --share-inputs$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@ <&3 3<&- & pid=$$!; \
 	wait $$pid || { rc=$$?; undo; exit $$rc; }
 
 # (the two targets of one lazyweights run; it removes an earlier .dist.bundle of a point whose

@@ -1037,7 +1037,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
             sleep 0.1
         done
         [ $found = 1 ] || { echo "hessian said nothing in 5 minutes"; cat "$BATS_TEST_TMPDIR/make.log"; false; }
-        pgrep -f "^bin/hessian --model $F32 .*--chunks 400 -o $out/" > /dev/null   # (running)
+        pgrep -f "^bin/hessian --model $F32 .*--chunks 400 --share-inputs -o $out/" > /dev/null   # (running)
         [ -s "$out/stories260K-f32-groups_merged-k400.hess.id" ]   # the stamps were written
         if [ $sig = INT ]; then kill -INT -- -$pid; else kill -TERM $pid; fi
         wait $pid || true
@@ -1060,7 +1060,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ ! -e "$BATS_TEST_TMPDIR/n" ]
     run make -n "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=08
     [ "$status" -eq 0 ]
-    [[ "$output" == *"bin/hessian --model $F32 --text $CALIB --chunks 8 -o $out/stories260K-f32-groups_merged-k8.hess"* ]]
+    [[ "$output" == *"bin/hessian --model $F32 --text $CALIB --chunks 8 --share-inputs -o $out/stories260K-f32-groups_merged-k8.hess"* ]]
     [[ "$output" != *k08* ]]
     [ ! -e "$BATS_TEST_TMPDIR/n" ]
     # a build, then another calibration: make -n shows the rebuild and leaves the stamp as it was
@@ -1137,7 +1137,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ "$(cat "$BATS_TEST_TMPDIR/a.err" "$BATS_TEST_TMPDIR/b.err" | grep -c '^hessian: pass 1/1')" -eq 1 ]
     [ "$(grep -c '^hessian: ' "$BATS_TEST_TMPDIR/b.err")" -eq 0 ]
     # the Hessians are those a run alone computes, and both points are whole
-    "$ROOT/bin/hessian" --model "$F32" --text "$CALIB" --chunks 4 --threads 1 -o "$BATS_TEST_TMPDIR/one.hess" 2> /dev/null
+    "$ROOT/bin/hessian" --model "$F32" --text "$CALIB" --chunks 4 --threads 1 --share-inputs -o "$BATS_TEST_TMPDIR/one.hess" 2> /dev/null
     cmp "$hess" "$BATS_TEST_TMPDIR/one.hess"
     "$ROOT/bin/unbundle" "$out/stories260K-f32-Q5_0_g0_lam0_c1.bundle" | cmp - "$out/stories260K-f32-Q5_0_g0_lam0_c1.gguf"
     "$ROOT/bin/unbundle" "$out/stories260K-f32-Q8_0_g0_lam0_c1.bundle" | cmp - "$out/stories260K-f32-Q8_0_g0_lam0_c1.gguf"
@@ -1181,7 +1181,7 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ "$(cat "$hess.id")" = "model $f32 $(sig "$F32") text $(realpath -s "$t2")/calib.txt $(sig "$t2/calib.txt") chunks 2" ]
     [ "$(cksum < "$hess")" != "$h1" ]
     # the Hessians of t2, as a fresh build computes them
-    "$ROOT/bin/hessian" --model "$F32" --text "$t2/calib.txt" --chunks 2 -o "$BATS_TEST_TMPDIR/fresh.hess" 2> /dev/null
+    "$ROOT/bin/hessian" --model "$F32" --text "$t2/calib.txt" --chunks 2 --share-inputs -o "$BATS_TEST_TMPDIR/fresh.hess" 2> /dev/null
     cmp "$hess" "$BATS_TEST_TMPDIR/fresh.hess"
     make -q "${a[@]}" TEXT="$t2/calib.txt"
     # lazyweights alone takes the .id as make does: nothing recomputed for the same text, and
