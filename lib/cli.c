@@ -766,13 +766,15 @@ double wp_arg_float(const char *opt, const char *val, double lo, double hi)
     return v;
 }
 
-/* bytes as "N.N GiB" (MiB below 1 GiB), for wp_out_room's phrase */
+/* bytes as "N.N GiB" (MiB below 1 GiB, KiB below 1 MiB), for wp_out_room's phrase */
 static const char *room_size(uint64_t b, char *buf, size_t n)
 {
     if (b >= (1ull << 30))
         snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
-    else
+    else if (b >= (1ull << 20))
         snprintf(buf, n, "%.1f MiB", b / 1048576.0);
+    else
+        snprintf(buf, n, "%.1f KiB", b / 1024.0);
     return buf;
 }
 

@@ -301,11 +301,11 @@ bad() {  # expected-substring args...
     cd "$BATS_TEST_TMPDIR"
     run --separate-stderr bash -c "ulimit -f 100; '$H' --threads 1 --model '$M32' --text '$CAL' --chunks 1 -o u.hess"
     [ "$status" -eq 1 ]
-    [ "$stderr" = "hessian: u.hess: no room for the Hessians: 2.2 MiB needed, ulimit -f allows 0.1 MiB; --share-inputs writes 1.6 MiB, one H for the weights of an input" ]
+    [ "$stderr" = "hessian: u.hess: no room for the Hessians: 2.2 MiB needed, ulimit -f allows 100.0 KiB; --share-inputs writes 1.6 MiB, one H for the weights of an input" ]
     [ -z "$(ls | grep 'u\.hess')" ]
     run --separate-stderr bash -c "ulimit -f 100; '$H' --threads 1 --model '$M32' --text '$CAL' --chunks 1 --share-inputs > s.hess"
     [ "$status" -eq 1 ]
-    [ "$stderr" = "hessian: stdout: no room for the Hessians: 1.7 MiB needed, ulimit -f allows 0.1 MiB" ]
+    [ "$stderr" = "hessian: stdout: no room for the Hessians: 1.7 MiB needed, ulimit -f allows 100.0 KiB" ]
     [ ! -s s.hess ]
     # room enough: written, and to a pipe no check
     run bash -c "ulimit -f 3000; '$H' --threads 1 --model '$M32' --text '$CAL' --chunks 1 -o u.hess 2> /dev/null"
