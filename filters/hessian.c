@@ -745,15 +745,18 @@ int main(int argc, char **argv)
                     shared += hbytes(&st.w[i], i);
             }
             /* the output's room, before the passes (a full disk or ulimit -f said "write error"
-               after them: tens of minutes on a 7B model, a new user's trial); each record's
-               header and name allowed 4 KiB */
+               after them: tens of minutes on a 7B model, a new user's trial); the Hessians'
+               bytes alone, a bound the file passes by its records' headers (about 210 bytes a
+               record): an allowance for them refused files that fit (a breaker's find) */
             char room[160];
-            if (!wp_out_room(written + (uint64_t)n_rec * 4096, room, sizeof room)) {
+            const uint64_t need = written;
+            if (!wp_out_room(need, room, sizeof room)) {
                 char alt[160] = "";
-                if (!share && shared < written)
+                const uint64_t need_shared = shared;
+                if (!share && need_shared < need)
                     snprintf(alt, sizeof alt, "; --share-inputs writes %.1f %s, one H for the weights of an input",
-                             shared >= (1ull << 30) ? shared / 1073741824.0 : shared / 1048576.0,
-                             shared >= (1ull << 30) ? "GiB" : "MiB");
+                             need_shared >= (1ull << 30) ? need_shared / 1073741824.0 : need_shared / 1048576.0,
+                             need_shared >= (1ull << 30) ? "GiB" : "MiB");
                 wp_die("%s: no room for the Hessians: %s%s", wp_out_name(), room, alt);
             }
             /* "36 records of 2.1 MiB" read as 2.1 MiB each (a fresh user's find) */

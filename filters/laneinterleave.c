@@ -214,12 +214,12 @@ static void unit_run(void *ctx, int64_t lo, int64_t hi, int part)
 {
     unit_work *uw = ctx;
     for (size_t k; (k = atomic_fetch_add(&uw->next, 1)) < uw->n;) {
-        char name[48];   /* (the symbols record is moved out by dist_choose) */
+        char name[WP_MAX_NAME + 1];   /* (the symbols record is moved out by dist_choose) */
         snprintf(name, sizeof name, "%s", uw->u[k]->sym.name ? uw->u[k]->sym.name : "");
         dist_choose(uw->u[k]);
         const size_t nc = atomic_fetch_add(&n_chosen, 1) + 1;
         const uint64_t bc = atomic_fetch_add(&bytes_chosen, uw->u[k]->fixed) + uw->u[k]->fixed;
-        wp_progress("--dist: %zu %s chosen, %.2f GiB (%.40s)", nc, nc == 1 ? "matrix" : "matrices", bc / 1073741824.0, name);
+        wp_progress("--dist: %zu %s chosen, %.2f GiB (%s)", nc, nc == 1 ? "matrix" : "matrices", bc / 1073741824.0, name);
     }
 }
 

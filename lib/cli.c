@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <termios.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -23,6 +25,7 @@ static char out_target[4096];   /* the file out_tmp replaces: out_path, or what 
 static volatile sig_atomic_t out_is_stdout_file;
 static off_t out_start;
 static char **inputs;   /* the regular files read, by real path (wp_cli_input) */
+static atomic_int progress_shown;   /* a wp_progress line is on the terminal (wp_progress) */
 static int n_inputs;
 
 /* Remove the temporary output, or truncate a redirected stdout back to where
@@ -43,6 +46,8 @@ void wp_out_abort_now(void) { out_abort_raw(); }
 static void on_signal(int sig)
 {
     out_abort_raw();
+    if (atomic_load(&progress_shown))   /* (a Ctrl-C left it, the prompt after it: a breaker's find) */
+        (void)!write(STDERR_FILENO, "\r\033[K", 4);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -165,8 +170,6 @@ const char *wp_shell_word(const char *s, char *buf, size_t n) { return shell_quo
 
 const char *wp_shell_arg(const char *s, char *buf, size_t n) { return shell_quote(s, buf, n, 0); }
 
-static atomic_int progress_shown;   /* a wp_progress line is on the terminal */
-
 static void say_line(const char *prefix, const char *fmt, va_list ap)
 {
     char buf[8192], line[4 * sizeof buf];
@@ -205,17 +208,38 @@ void wp_die_now(const char *fmt, ...)
 
 void wp_progress(const char *fmt, ...)
 {
-    static int tty = -1;
-    if (tty < 0)
-        tty = isatty(STDERR_FILENO);
-    if (!tty)
+    if (!isatty(STDERR_FILENO))
         return;
-    char buf[512], line[4 * sizeof buf];
+    /* a process outside the terminal's foreground group (a pipeline's step: jobs.sh runs each
+       in a group of its own) is stopped by SIGTTOU when it writes there under stty tostop:
+       no line then (lazyweights exited 150, nothing said: a breaker's find) */
+    struct termios tio;
+    if (tcgetpgrp(STDERR_FILENO) != getpgrp() && (tcgetattr(STDERR_FILENO, &tio) != 0 || (tio.c_lflag & TOSTOP)))
+        return;
+    char buf[512], line[4 * sizeof buf + 64];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\r%s: %s\033[K", prog, wp_printable(buf, line, sizeof line));
+    snprintf(line, sizeof line, "%s: ", prog);
+    const size_t pl = strlen(line);
+    wp_printable(buf, line + pl, sizeof line - pl);
+    /* within one row of the terminal, less its last column: a longer line wrapped, and each
+       update left a row behind (a breaker's find); a UTF-8 character is never cut */
+    struct winsize ws;
+    const size_t cols = ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col - 1u : 79u;
+    size_t seen = 0, i = 0;
+    for (; line[i]; i++) {
+        if (((unsigned char)line[i] & 0xC0) == 0x80)
+            continue;   /* a continuation byte: no column of its own */
+        if (seen++ == cols)
+            break;
+    }
+    line[i] = 0;
+    /* "\r", the line, the rest of the row erased, "\r": the cursor left at the row's start, so
+       another process's message (a pipeline's other step) starts there too rather than after
+       the line (a breaker's find) */
+    fprintf(stderr, "\r%s\033[K\r", line);
     atomic_store(&progress_shown, 1);
 }
 
@@ -767,14 +791,14 @@ double wp_arg_float(const char *opt, const char *val, double lo, double hi)
 }
 
 /* bytes as "N.N GiB" (MiB below 1 GiB, KiB below 1 MiB), for wp_out_room's phrase */
-static const char *room_size(uint64_t b, char *buf, size_t n)
+static const char *room_size(uint64_t b, char *buf, size_t n, int digits)
 {
     if (b >= (1ull << 30))
-        snprintf(buf, n, "%.1f GiB", b / 1073741824.0);
+        snprintf(buf, n, "%.*f GiB", digits, b / 1073741824.0);
     else if (b >= (1ull << 20))
-        snprintf(buf, n, "%.1f MiB", b / 1048576.0);
+        snprintf(buf, n, "%.*f MiB", digits, b / 1048576.0);
     else
-        snprintf(buf, n, "%.1f KiB", b / 1024.0);
+        snprintf(buf, n, "%.*f KiB", digits, b / 1024.0);
     return buf;
 }
 
@@ -787,16 +811,29 @@ int wp_out_room(uint64_t bytes, char *why, size_t n)
     const int fd = out_f ? fileno(out_f) : -1;
     if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
         return 1;
-    const uint64_t used = (uint64_t)st.st_size;
+    /* where the writes start (1<> on a longer file writes from 0: its size was counted as
+       used, a breaker's find) */
+    const off_t at = lseek(fd, 0, SEEK_CUR);
+    const uint64_t used = at > 0 ? (uint64_t)at : 0;
+    uint64_t room = UINT64_MAX;
+    const char *of = NULL;
     if (fstatvfs(fd, &vf) == 0 && (uint64_t)vf.f_bavail * vf.f_frsize < bytes) {
-        snprintf(why, n, "%s needed, %s free on its file system", room_size(bytes, need, sizeof need),
-                 room_size((uint64_t)vf.f_bavail * vf.f_frsize, have, sizeof have));
-        return 0;
+        room = (uint64_t)vf.f_bavail * vf.f_frsize;
+        of = "free on its file system";
+    } else if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (uint64_t)rl.rlim_cur < used + bytes) {
+        room = (uint64_t)rl.rlim_cur > used ? (uint64_t)rl.rlim_cur - used : 0;
+        of = "allowed by ulimit -f";
     }
-    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (uint64_t)rl.rlim_cur < used + bytes) {
-        snprintf(why, n, "%s needed, ulimit -f allows %s", room_size(bytes, need, sizeof need),
-                 room_size((uint64_t)rl.rlim_cur > used ? (uint64_t)rl.rlim_cur - used : 0, have, sizeof have));
-        return 0;
+    if (!of)
+        return 1;
+    /* (the two figures apart where one decimal rounds them alike: "1.7 MiB needed, 1.7 MiB
+       free", a breaker's find) */
+    room_size(bytes, need, sizeof need, 1);
+    room_size(room, have, sizeof have, 1);
+    if (!strcmp(need, have)) {
+        room_size(bytes, need, sizeof need, 3);
+        room_size(room, have, sizeof have, 3);
     }
-    return 1;
+    snprintf(why, n, "%s needed, %s %s", need, have, of);
+    return 0;
 }

@@ -148,7 +148,9 @@ const char *wp_out_name(void);
  * f_bavail) and the file-size limit (ulimit -f, RLIMIT_FSIZE, less what the
  * file holds); a pipe, FIFO or device always has.  Returns 1, or 0 with one
  * phrase in why (n bytes): "53.1 GiB needed, 20.3 GiB free on its file
- * system", "53.1 GiB needed, ulimit -f allows 976.6 MiB". */
+ * system", "53.1 GiB needed, 976.6 MiB allowed by ulimit -f" (three decimals
+ * where one says the two alike).  The limit counts from where the writes
+ * start (the file's offset). */
 int wp_out_room(uint64_t bytes, char *why, size_t n);
 
 /* A stream reader on path (NULL/"-": stdin); dies on a bad header. */

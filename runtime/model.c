@@ -408,7 +408,8 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                     "an inference bundle: "
                     "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE "
                     "(a plain bundle that was zstd'd whole: zstd -d it)%s",
-                    path, wp_shell_word(path, word, sizeof word), plain_beside(path, beside, sizeof beside));
+                    path, wp_shell_word(path, word, sizeof word), plain_beside(path, beside, sizeof beside)),
+               WR_LOAD_DIST;
     }
     /* a GGUF's way on is its bundle, not ggufcat alone ("a GGUF file: read it with ggufcat"),
        whose stream wprun refuses too (a fresh user's find) */
@@ -487,6 +488,7 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                           "unbundle --stream %s | [bf16split |] histogram | huffbuild | laneinterleave > FILE%s",
                           path, e->name, wp_shell_word(path, word, sizeof word),
                           plain_beside(path, beside, sizeof beside));
+                rc = WR_LOAD_DIST;
                 break;
             }
             if (of == WP_REC_SIDE || of == WP_REC_RAW || of == WP_REC_SYMBOLS) {

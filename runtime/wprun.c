@@ -1741,9 +1741,12 @@ int main(int argc, char **argv)
     only_bundle = nb == 1 && !ns ? bundles[0] : NULL;
     for (int i = 0; i < nb; i++)
         wp_cli_input(bundles[i]);   /* --tuning onto one of them is refused (wp_out_open) */
-    for (int i = 0; i < nb; i++)
-        if (wr_model_load(&md, bundles[i], opt.nmatch ? opt.match : NULL, err, sizeof err)) {
-            const char *plain = plain_in_run(bundles, nb, i);
+    for (int i = 0; i < nb; i++) {
+        int lrc;
+        if ((lrc = wr_model_load(&md, bundles[i], opt.nmatch ? opt.match : NULL, err, sizeof err))) {
+            /* only a --dist bundle's refusals: one that is missing, cut or junk fails the run as
+               any other (it was "skipped", exit 0: a breaker's find) */
+            const char *plain = lrc == WR_LOAD_DIST ? plain_in_run(bundles, nb, i) : NULL;
             if (plain) {   /* `wprun *.bundle` beside a pipeline's outputs (a new user's trial) */
                 fprintf(stderr, "wprun: %s: a --dist bundle, skipped: its inference bundle, %s, is in this run\n",
                         bundles[i], plain);
@@ -1758,6 +1761,7 @@ int main(int argc, char **argv)
                 snprintf(msg, sizeof msg, "%s", err);
             die(WR_EXIT_FAIL, "%s", msg);
         }
+    }
     /* --match checked here when the bundles hold every matrix of the run: before the device is
        asked for (a typo on a machine without a GPU got exit 3, "no CUDA device found": a note's
        left alone) */

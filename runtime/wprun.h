@@ -128,7 +128,10 @@ typedef struct {
  * page past its new end is a SIGBUS). A bundle with nothing lane-coded
  * loads as any other (the twin runs its matrices); a lane-coded matrix
  * zstd'd whole (a --dist bundle after zstd -d) is refused by name.
- * Returns 0, or -1 with a one-line message in err. */
+ * Returns 0, or -1 with a one-line message in err: WR_LOAD_DIST (-2) where
+ * the file is a --dist bundle (one zstd frame, or lane-coded matrices
+ * zstd'd), which wprun reads none of. */
+#define WR_LOAD_DIST (-2)
 int  wr_model_load(wr_model *md, const char *path, const char *const *match, char *err, size_t errlen);
 
 /* Append a synthetic coded matrix of type (a block type of blocks.h, or

@@ -178,6 +178,14 @@ CALIB="$DATA/text/groups_merged.txt"
     [ "$(grep -c '^gptq: ' log.err)" -eq 0 ]
     [ "$(wc -l < log.err)" -eq 1 ]
     cmp tty/stories260K-f32-Q8_0_g0_lam0_c1.bundle log/stories260K-f32-Q8_0_g0_lam0_c1.bundle
+    # under stty tostop, where a step (a process group of its own) writing to the terminal is
+    # stopped: gptq quiet, laneinterleave --dist's line not shown, the run whole (it exited 150,
+    # nothing made or said: a breaker's find)
+    run script -qec "stty tostop; '$ROOT/pipelines/lazyweights' --dist '$F32' Q8_0_g0_lam0_c1 ts; echo rc=\$?" /dev/null
+    [[ "$output" == *"rc=0"* ]] || { echo "$output"; false; }
+    [ "$(printf '%s\n' "$output" | grep -c 'gptq: \[')" -eq 0 ]
+    cmp ts/stories260K-f32-Q8_0_g0_lam0_c1.bundle log/stories260K-f32-Q8_0_g0_lam0_c1.bundle
+    [ -s ts/stories260K-f32-Q8_0_g0_lam0_c1.dist.bundle ]
 }
 
 @test "lazyweights --dist-only: the dist bundle of an earlier run's outputs, the bytes --dist makes; refused where they are missing" {

@@ -664,6 +664,20 @@ open('$T/name', 'w').write(r.name)"
     [[ "${stderr_lines[1]}" == "wprun: $T/glob/o.dist.bundle: record '"*"': a lane-coded matrix zstd'd, "* ]]
     run --separate-stderr "$BIN/wprun" --cpu "$T/glob/m.dist.bundle" "$T/nokv.bundle"
     [ "$status" -eq 1 ]
+    # only a --dist bundle is skipped: junk, or a folder, under that name fails the run (it was
+    # "skipped", exit 0: a breaker's find)
+    mkdir "$T/junk"
+    echo junk > "$T/junk/m.dist.bundle"
+    cp "$T/m.bundle" "$T/junk/m.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/junk/m.dist.bundle" "$T/junk/m.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "wprun: $T/junk/m.dist.bundle: "* ]]
+    [[ "$stderr" != *skipped* ]]
+    rm "$T/junk/m.dist.bundle"
+    mkdir "$T/junk/m.dist.bundle"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/junk/m.dist.bundle" "$T/junk/m.bundle"
+    [ "$status" -eq 1 ]
+    [[ "$stderr" == "wprun: $T/junk/m.dist.bundle: not a regular file"* ]]
     # a float model's: its raw record, then its coded one zstd'd (it was "raw data without its
     # coded record after it": a new user's trial)
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist \

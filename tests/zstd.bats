@@ -78,10 +78,21 @@ ratios_at_most() { # LIMIT [LANEINTERLEAVE OPTIONS]
     [ "$(tr '\r' '\n' < tty.out | grep -c '^laneinterleave: --dist: [0-9]* matri[a-z]* chosen, 0.00 GiB (.*)'$'\033''\[K$')" -eq 36 ]
     [ "$(tr '\r' '\n' < tty.out | sed -n 2p)" = "laneinterleave: --dist: 1 matrix chosen, 0.00 GiB (output.weight)"$'\033''[K' ]
     [ "$(tail -c 4 tty.out | od -An -c | tr -s ' ')" = " \r 033 [ K" ]
+    # within the terminal's width, less a column (a longer line wrapped, each update leaving a
+    # row behind: a breaker's find)
+    script -qec "stty cols 40; '$BIN/laneinterleave' --dist --threads 1 -o w.bundle q.wps" /dev/null > tty.out
+    [ "$(tr '\r' '\n' < tty.out | sed 's/'$'\033''\[K//' | awk 'length > 39' | wc -l)" -eq 0 ]
+    [ "$(tr '\r' '\n' < tty.out | grep -c '^laneinterleave: --dist: 36 matrices cho'$'\033''\[K$')" -eq 1 ]
     # an error after it: the line cleared first, the message alone on its line
     head -c 200000 q.wps > cut.wps
     script -qec "'$BIN/laneinterleave' --dist --threads 1 -o c.bundle cut.wps" /dev/null > tty.out || true
     [[ "$(tr '\r' '\n' < tty.out | tail -n 2 | head -n 1)" == $'\033''[Klaneinterleave: cut.wps: truncated stream: '* ]]
+    # a step of a pipeline, in a process group of its own (jobs.sh), under stty tostop: no line
+    # (SIGTTOU stopped it, and lazyweights exited 150 unsaid: a breaker's find)
+    run script -qec "stty tostop; bash -c 'set -m; \"\$0\" --dist --threads 1 -o t.bundle q.wps & wait \$!; echo rc=\$?' '$BIN/laneinterleave'" /dev/null
+    [[ "$output" == *"rc=0"* ]] || { echo "$output"; false; }
+    [[ "$output" != *"chosen"* ]]
+    cmp t.bundle f.bundle
     [ ! -e c.bundle ]
 }
 
