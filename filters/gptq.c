@@ -1038,13 +1038,10 @@ int main(int argc, char **argv)
     in = n_words ? words[0] : NULL;
     free(words);
     wp_blas_room_init();   /* OpenBLAS's workers' buffers, before gptq's own (blas_room.h); after --help */
-    /* (WPACK_THREADS, the pipelines' variable, went unread here: a new user's trial; not by
-       --check, which runs no threads: lazyweights --check said gptq's refusal, a breaker's find) */
-    if (!threads_given && !check) {
-        char terr[128];
-        if ((go.threads = wp_par_env_threads(wp_par_cpus(), terr, sizeof terr)) < 0)
-            wp_die("%s", terr);
-    }
+    /* (not by --check, which runs no threads: lazyweights --check said gptq's refusal of a bad
+       WPACK_THREADS, a breaker's find) */
+    if (!threads_given && !check)
+        go.threads = wp_cli_threads(wp_par_cpus());
     if (!!type_name == !!ftype_name)
         wp_die("give exactly one of --type T or --ftype PRESET (try --help)");
     int ftype, pure = pure_flag;

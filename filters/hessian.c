@@ -605,11 +605,8 @@ int main(int argc, char **argv)
     wp_out_refuse_tty(out_path, WP_OUT_HESSIANS);   /* before the model is run, not after */
     const bool default_mem = max_mem == 0;
     const uint64_t mem = default_mem ? machine_memory() : 0;
-    if (threads == 0) {   /* (WPACK_THREADS, the pipelines' variable, went unread here: a new user's trial) */
-        char terr[128];
-        if ((threads = wp_par_env_threads(wp_par_cpus(), terr, sizeof terr)) < 0)
-            wp_die("%s", terr);
-    }
+    if (threads == 0)
+        threads = wp_cli_threads(wp_par_cpus());
     /* OpenBLAS's threads set before anything of hessian's own is allocated: a count above the
        one it started with starts more workers, whose buffers wp_blas_room_init waits for (set
        after the model, they went unchecked: a reviewer's find) */

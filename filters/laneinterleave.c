@@ -462,12 +462,8 @@ int main(int argc, char **argv)
     }
     if (in && strcmp(in, "-"))
         src = in;
-    if (!threads && dist) {   /* (WPACK_THREADS, the pipelines' variable, went unread here: a new user's trial) */
-        char terr[128];
-        if ((threads = wp_par_env_threads(wp_par_cpus() < DIST_THREADS ? wp_par_cpus() : DIST_THREADS, terr,
-                                          sizeof terr)) < 0)
-            wp_die("%s", terr);
-    }
+    if (!threads && dist)
+        threads = wp_cli_threads(wp_par_cpus() < DIST_THREADS ? wp_par_cpus() : DIST_THREADS);
     if (!threads)
         threads = 1;
 

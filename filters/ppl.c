@@ -350,11 +350,8 @@ int main(int argc, char **argv)
         wp_cli_input(kl_stdin ? "-" : kl_path);
     if (save_path && (!*save_path || !strcmp(save_path, "-")))
         die("--save-logits", "needs a file name (stdout carries the report)");
-    if (threads == 0) {   /* (WPACK_THREADS, the pipelines' variable, went unread here: a new user's trial) */
-        char terr[128];
-        if ((threads = wp_par_env_threads(wp_par_cpus(), terr, sizeof terr)) < 0)
-            wp_die("%s", terr);
-    }
+    if (threads == 0)
+        threads = wp_cli_threads(wp_par_cpus());
 
     /* The base file's header: magic, uint32 ctx, int32 n_vocab, int32 n_chunk,
      * int32 tokens[n_chunk*ctx]; rows follow (read chunk by chunk below). */

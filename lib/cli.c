@@ -1,5 +1,6 @@
 /* cli.c - program name, fatal errors, atomic outputs (see cli.h). */
 #include "cli.h"
+#include "par.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -836,4 +837,15 @@ int wp_out_room(uint64_t bytes, char *why, size_t n)
     }
     snprintf(why, n, "%s needed, %s %s", need, have, of);
     return 0;
+}
+
+int wp_cli_threads(int dflt)
+{
+    /* (WPACK_THREADS, the pipelines' variable, went unread by the programs run alone: ppl said
+       "2 threads" under WPACK_THREADS=1, a new user's trial) */
+    char err[128];
+    const int n = wp_par_env_threads(dflt, err, sizeof err);
+    if (n < 0)
+        wp_die("%s", err);
+    return n;
 }

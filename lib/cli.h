@@ -139,6 +139,11 @@ typedef enum { WP_OUT_STREAM, WP_OUT_GGUF, WP_OUT_HESSIANS } wp_out_kind;
  * written uncompressed); and any kind to one named NAME.safetensors, which
  * safetensors loaders could not read. */
 void wp_out_refuse_tty(const char *path, wp_out_kind kind);
+/* The default --threads of a program: wp_par_env_threads(dflt, ...), the
+ * environment's WPACK_THREADS when set, else dflt; dies with its one line
+ * ("WPACK_THREADS 'x': expected a count of threads, 1 to 512") when it is set
+ * to anything else. */
+int wp_cli_threads(int dflt);
 /* The output's name for messages ("stdout" or the path). */
 const char *wp_out_name(void);
 /* Whether the output opened by wp_out_open has room for bytes more bytes,
