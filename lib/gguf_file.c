@@ -382,6 +382,9 @@ static wp_gguf_in *open_header(wp_gguf_in *g, char *err, size_t errlen)
         /* (g->zst: what a zstd frame held, ggufcat having decompressed it) */
         gfail(g, "not a GGUF file (%s)",
               !memcmp(h, WP_STREAM_MAGIC, 4) ? g->zst ? "a zstd-framed wpack stream, such as a --dist bundle: unbundle it"
+                                             /* (hessian's output named: "use ggufpack or unbundle" sent a
+                                                fresh user to ggufpack, which refused it) */
+                                             : wp_file_is_hessians(g->path) ? "Hessians, hessian's output: they go to gptq --hessian"
                                                       : "a wpack stream: use ggufpack or unbundle"
                  : st ? g->zst ? "a zstd-compressed safetensors file: zstd -d it, then read it with safetensorscat"
                                : "a safetensors file: read it with safetensorscat"

@@ -165,14 +165,18 @@ model_name() {
 }
 
 # magic_of FILE: what FILE's first bytes say it is: gguf (GGUF's magic and a version, 1 to 3), stream (a wpack stream
-# or bundle: WP_STREAM_MAGIC, lib/stream.h), zstd (a zstd frame: a compressed file, or a --dist
-# bundle), gzip, or nothing. (lazyweights' CALIB check and model_not_gguf each read the bytes
+# or bundle: WP_STREAM_MAGIC, lib/stream.h), hessians (a stream whose first record, after the
+# 16-byte header, is a hessian one: tag "WREC", kind WP_REC_HESSIAN 4; lib/stream's
+# wp_file_is_hessians in C), zstd (a zstd frame: a compressed file, or a --dist bundle), gzip,
+# or nothing. (lazyweights' CALIB check and model_not_gguf each read the bytes
 # with their own od and case: a last read of the change.)
 magic_of() {
-    case $(od -An -tx1 -N8 -- "$1" 2> /dev/null | tr -d ' ') in
+    case $(od -An -tx1 -N22 -- "$1" 2> /dev/null | tr -d ' \n') in
     # (with its version, 1 to 3: a text starting "GGUF notes" was one, a breaker's find)
-    4747554601000000 | 4747554602000000 | 4747554603000000) echo gguf ;;
-    575041434b535452) echo stream ;;
+    4747554601000000* | 4747554602000000* | 4747554603000000*) echo gguf ;;
+    # (hessian's output named: "a wpack stream or bundle" sent a fresh user to ggufpack)
+    575041434b535452????????????????575245430400) echo hessians ;;
+    575041434b535452*) echo stream ;;
     28b52ffd*) echo zstd ;;
     1f8b*) echo gzip ;;
     esac
@@ -184,6 +188,7 @@ magic_of() {
 model_not_gguf() {
     case $(magic_of "$1") in
     stream) echo "$1: a wpack stream or bundle, not a GGUF model (ggufpack or unbundle writes the GGUF)" ;;
+    hessians) echo "$1: Hessians (hessian's output), not a GGUF model: they go to gptq --hessian" ;;
     zstd) echo "$1: a zstd file, not a GGUF model (a compressed GGUF: zstd -d it first; a --dist bundle: unbundle writes its GGUF)" ;;
     esac
 }

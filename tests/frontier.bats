@@ -799,6 +799,16 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 "$BATS_TEST_TMPDIR/m.bundle"
     [ "$status" -eq 2 ]
     [ "$output" = "$BATS_TEST_TMPDIR/m.bundle: a wpack stream or bundle, not a GGUF model (ggufpack or unbundle writes the GGUF)" ]
+    # Hessians named, as MODEL and as the text (a fresh user, reusing theirs, was sent to
+    # ggufpack by "a wpack stream or bundle")
+    "$ROOT/bin/hessian" --model "$F32" --text "$CALIB" --chunks 1 -o "$BATS_TEST_TMPDIR/m.hess" 2> /dev/null
+    run make -C "$ROOT" --no-print-directory model MODEL="$BATS_TEST_TMPDIR/m.hess" POINT=Q4_0_g1_lam0_c1 TEXT= OUT="$out"
+    [ "$status" -ne 0 ]
+    [[ $output == *"*** MODEL=$BATS_TEST_TMPDIR/m.hess: Hessians (hessian's output), not a GGUF model: they go to gptq --hessian.  Stop." ]] || { echo "$output"; false; }
+    run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 "$F32" "$BATS_TEST_TMPDIR/m.hess"
+    [ "$status" -eq 2 ]
+    [ "$output" = "$BATS_TEST_TMPDIR/m.hess: not a calibration text: Hessians (hessian's output); lazyweights takes the text, and computes and caches the Hessians in OUTDIR itself" ]
+    [ ! -e "$out" ]
     run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q4_0_g1_lam0_c1 TEXT="$BATS_TEST_TMPDIR" OUT="$out"
     [ "$status" -ne 0 ]
     [[ $output == *"*** TEXT=$BATS_TEST_TMPDIR: not a readable file.  Stop." ]] || { echo "$output"; false; }

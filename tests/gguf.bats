@@ -1151,6 +1151,10 @@ inputs_in_T() {
     one_line_error "^ggufcat: stdin: cannot create a temporary file in $T/nowhere \(TMPDIR\): No such file or directory$"
     run bash -c "zstd -q -c '$T/ref.wps' | '$BIN/ggufcat' -o '$T/o.wps'"
     one_line_error "^ggufcat: stdin: not a GGUF file \(a wpack stream: use ggufpack or unbundle\)$"
+    # hessian's output named (a fresh user was sent to ggufpack, which refused it)
+    "$BIN/hessian" --model "$F32" --text "$DATA/text/tinystories_sample.txt" --chunks 1 -o "$T/h.hess" 2> /dev/null
+    run "$BIN/ggufcat" -o "$T/o.wps" "$T/h.hess"
+    one_line_error "^ggufcat: $T/h.hess: not a GGUF file \(Hessians, hessian's output: they go to gptq --hessian\)$"
     run "$BIN/ggufcat" -o "$T/o.wps" "$T"
     one_line_error "^ggufcat: $T: is a directory$"
     [ ! -e "$T/o.wps" ]
