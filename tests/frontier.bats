@@ -6,6 +6,19 @@ load helpers
 
 # sig FILE: a file as make model's stamps name it beside its path (size and modification time)
 sig() { stat -L -c 'size %s mtime %.9Y' -- "$1"; }
+# named_as_model_and_text FILE POINT WHY-AS-MODEL WHY-AS-TEXT OUT: make model with FILE as MODEL
+# says WHY-AS-MODEL of MODEL in one line, lazyweights --check with FILE as CALIB says
+# "FILE: not a calibration text: WHY-AS-TEXT", and OUT is not made
+named_as_model_and_text() {
+    run make -C "$ROOT" --no-print-directory model MODEL="$1" POINT="$2" TEXT= OUT="$5"
+    [ "$status" -ne 0 ]
+    [ "${#lines[@]}" -eq 1 ]
+    [[ $output == *"*** MODEL=$1: $3.  Stop." ]] || { echo "$output"; return 1; }
+    run "$ROOT/pipelines/lazyweights" --check "$2" "$F32" "$1"
+    [ "$status" -eq 2 ]
+    [ "$output" = "$1: not a calibration text: $4" ]
+    [ ! -e "$5" ]
+}
 
 REF="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}"
 F32="$MODELS/stories260K-f32.gguf"
@@ -802,13 +815,9 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     # Hessians named, as MODEL and as the text (a fresh user, reusing theirs, was sent to
     # ggufpack by "a wpack stream or bundle")
     "$ROOT/bin/hessian" --model "$F32" --text "$CALIB" --chunks 1 -o "$BATS_TEST_TMPDIR/m.hess" 2> /dev/null
-    run make -C "$ROOT" --no-print-directory model MODEL="$BATS_TEST_TMPDIR/m.hess" POINT=Q4_0_g1_lam0_c1 TEXT= OUT="$out"
-    [ "$status" -ne 0 ]
-    [[ $output == *"*** MODEL=$BATS_TEST_TMPDIR/m.hess: Hessians (hessian's output), not a GGUF model: they go to gptq --hessian.  Stop." ]] || { echo "$output"; false; }
-    run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1 "$F32" "$BATS_TEST_TMPDIR/m.hess"
-    [ "$status" -eq 2 ]
-    [ "$output" = "$BATS_TEST_TMPDIR/m.hess: not a calibration text: Hessians (hessian's output); lazyweights takes the text, and computes and caches the Hessians in OUTDIR itself" ]
-    [ ! -e "$out" ]
+    named_as_model_and_text "$BATS_TEST_TMPDIR/m.hess" Q4_0_g1_lam0_c1 \
+        "Hessians (hessian's output), not a GGUF model: they go to gptq --hessian" \
+        "Hessians (hessian's output); lazyweights takes the text, and computes and caches the Hessians in OUTDIR itself" "$out"
     run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q4_0_g1_lam0_c1 TEXT="$BATS_TEST_TMPDIR" OUT="$out"
     [ "$status" -ne 0 ]
     [[ $output == *"*** TEXT=$BATS_TEST_TMPDIR: not a readable file.  Stop." ]] || { echo "$output"; false; }
@@ -972,16 +981,11 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     # "quantized" into a copy of itself, exit 0: a breaker's find)
     local im="$BATS_TEST_TMPDIR/im.gguf"
     "$REF/bin/llama-imatrix" -m "$F32" -f "$CALIB" -c 128 --chunks 1 -t 1 -o "$im" > /dev/null 2>&1
-    run make -C "$ROOT" --no-print-directory model MODEL="$im" POINT=Q8_0_g0_lam0_c1 TEXT= OUT="$out"
-    [ "$status" -ne 0 ]
-    [ "${#lines[@]}" -eq 1 ]
-    [[ $output == *"*** MODEL=$im: an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix (IMATRIX=FILE for make model and lazyweights).  Stop." ]] || { echo "$output"; false; }
-    # and as the text, named for what it is (it was "a GGUF file (a model, not a text)": a new
+    # named, as MODEL, and as the text for what it is (it was "a GGUF file (a model, not a text)": a new
     # user's trial)
-    run "$ROOT/pipelines/lazyweights" --check Q8_0_g0_lam0_c1 "$F32" "$im"
-    [ "$status" -eq 2 ]
-    [ "$output" = "$im: not a calibration text: an importance matrix (llama-imatrix's output; it goes to IMATRIX=FILE)" ]
-    [ ! -e "$out" ]
+    named_as_model_and_text "$im" Q8_0_g0_lam0_c1 \
+        "an importance matrix (llama-imatrix's output), not a model: it goes to gptq --imatrix (IMATRIX=FILE for make model and lazyweights)" \
+        "an importance matrix (llama-imatrix's output; it goes to IMATRIX=FILE)" "$out"
     # an OUT that starts with - (mkdir took it for an option, four times, then make stopped;
     # a breaker's find): built there (make runs in the source tree: OUT is under it)
     # (with a TEXT too, whose hessian -o and cleanup took it for an option, and a stamp read with
