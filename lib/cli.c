@@ -849,3 +849,8 @@ int wp_cli_threads(int dflt)
         wp_die("%s", err);
     return n;
 }
+
+const char *wp_out_target(void)
+{
+    return out_tmp[0] ? out_target : NULL;
+}

@@ -146,6 +146,10 @@ void wp_out_refuse_tty(const char *path, wp_out_kind kind);
 int wp_cli_threads(int dflt);
 /* The output's name for messages ("stdout" or the path). */
 const char *wp_out_name(void);
+/* The file the output opened by wp_out_open will replace when committed: its
+ * path, or the file its symbolic link names; NULL where the output is written
+ * in place (standard output, a FIFO or device) or none is open. */
+const char *wp_out_target(void);
 /* Whether the output opened by wp_out_open has room for bytes more bytes,
  * for a program that knows its output's size before a long run (hessian):
  * on a regular file (its temporary file, or a standard output redirected to

@@ -521,26 +521,23 @@ static void tuning_keep(const char *path)
         die(WR_EXIT_FAIL, "%s: read error: --tune does not overwrite it", path);
 }
 
-/* Before --tune reads and replaces the tuning file at path: an exclusive
- * flock(2) on the folder of the file it replaces (a symbolic link's: the file
- * it names, as wp_out_open replaces that one), held to the end of the run, so
+/* Before --tune reads the tuning file that wp_out_open will replace (path,
+ * wp_out_target's: a symbolic link's file, not the link): an exclusive
+ * flock(2) on its folder, held to the end of the run, so
  * --tune runs into one file (make -j, two bundles, the default file, links to
  * one file from two folders) take turns: each keeps the other's lines (the
  * second started from the file as it was before the first wrote it, and
  * dropped its lines: a new user's trial), and none times its pipelines
  * against the other's load.  The folder, not the file: the file is replaced
- * by a rename.  A run that waits says so, once.  A FIFO or device takes no
- * lock, nor a folder that is not there (wp_out_open's error says it); one that
- * cannot be opened (no read permission) or locked (a file system without
- * flock) is said in a warning, and the run goes on unlocked. */
+ * by a rename.  A run that waits says so, once.  A FIFO or device (path
+ * NULL: written in place) takes no lock; a folder that cannot be opened (no
+ * read permission) or locked (a file system without flock) is said in a
+ * warning, and the run goes on unlocked. */
 static void tuning_lock(const char *path)
 {
-    struct stat st, lst;
-    char real[PATH_MAX], dir[PATH_MAX], shown[4 * PATH_MAX + 4];
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    char dir[PATH_MAX], shown[4 * PATH_MAX + 4];
+    if (!path)
         return;
-    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) && realpath(path, real))
-        path = real;   /* (a link's folder was locked: two links to one file lost lines, a breaker's find) */
     const char *slash = strrchr(path, '/');
     if (!slash)
         snprintf(dir, sizeof dir, ".");
@@ -549,8 +546,6 @@ static void tuning_lock(const char *path)
     /* (the name escaped, as the other messages escape it: a breaker's find) */
     const char *said = strcmp(dir, ".") ? wp_printable(dir, shown, sizeof shown) : "this folder";
     const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
-        return;   /* no such folder: wp_out_open says so */
     if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
         return;   /* held until the run ends (fd left open) */
     if (fd >= 0 && errno == EWOULDBLOCK) {
@@ -1798,11 +1793,12 @@ int main(int argc, char **argv)
         tuning_read(opt.tuning);
     FILE *tf = NULL;
     if (opt.tune) {
-        tuning_lock(strcmp(opt.tuning, "-") ? opt.tuning : "./-");
         /* written as every wpack output is (lib/cli.h): a temporary file beside it, renamed
            when complete; a link's file replaced, the link kept; its permission bits kept; a
            FIFO or device written in place; one of the run's bundles refused. "-" is a file. */
         tf = wp_out_open(strcmp(opt.tuning, "-") ? opt.tuning : "./-");
+        /* the folder of the file it replaces (the lock resolved links itself, as wp_out_open) */
+        tuning_lock(wp_out_target());
         tuning_keep(strcmp(opt.tuning, "-") ? opt.tuning : "./-");   /* after wp_out_open's refusals */
         signal(SIGPIPE, tune_sigpipe);   /* `wprun --tune ... | head` */
         fprintf(tf, TUNING_HEAD "%s): matrix type shape batch pipeline microseconds\n", opt.cpu ? "cpu" : "gpu");
