@@ -12,7 +12,9 @@ static const char usage[] =
     "more safetensors files, and their __metadata__ as key/values named\n"
     "safetensors.metadata.KEY, as one wpack tensor stream (wpack-stream(5)) to\n"
     "stdout or OUT. Every header is checked before anything is written; a\n"
-    "tensor name found in two files is an error.\n";
+    "tensor name found in two files is an error. One file's stream keeps its\n"
+    "header too (safetensors.header), so that unbundle and safetensorspack\n"
+    "give the file back byte for byte.\n";
 
 /* One name across all inputs: which file, and for metadata the value. */
 struct seen {
@@ -118,9 +120,14 @@ int main(int argc, char **argv)
         uint64_t m = 0;
         int k;
         while ((k = wp_st_next(st[i], &r)) > 0) {
-            if (r.kind != WP_REC_KV || !skip[i] || !skip[i][m])
+            /* a file's header only when it is alone: the stream then gives that file back */
+            if (wp_st_is_header(&r)) {
+                if (n_in == 1)
+                    wp_cli_put(w, &r);
+            } else if (r.kind != WP_REC_KV || !skip[i] || !skip[i][m]) {
                 wp_cli_put(w, &r);
-            if (r.kind == WP_REC_KV)
+            }
+            if (r.kind == WP_REC_KV && !wp_st_is_header(&r))
                 m++;
             wp_record_free(&r);
         }

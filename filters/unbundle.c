@@ -1,4 +1,4 @@
-/* unbundle - restore the original GGUF from a bundle, byte for byte.
+/* unbundle - restore the original GGUF (or safetensors file) from a bundle, byte for byte.
  * Usage: unbundle [--stream] [--reference] [-o OUT] [BUNDLE]   (see unbundle(1)) */
 #include <errno.h>
 #include <string.h>
@@ -8,12 +8,14 @@
 #include "spool.h"
 #include "zframe.h"
 #include "gguf_file.h"
+#include "safetensors.h"
 
 static const char usage[] =
     "usage: unbundle [--stream] [--reference] [-o OUT] [BUNDLE]\n"
     "Decode every coded matrix of a bundle (stdin by default) back to its exact\n"
-    "ggml blocks or floats and write the GGUF it came from, byte for byte, to\n"
-    "stdout or OUT. --stream writes the restored tensor stream instead of GGUF.\n"
+    "ggml blocks or floats and write the file it came from, byte for byte, to\n"
+    "stdout or OUT: the GGUF, or the safetensors file of a bundle of one\n"
+    "(safetensorscat FILE | ...). --stream writes the restored tensor stream.\n"
     "--reference decodes with the reference (limit-comparing) lane decoder.\n";
 
 int main(int argc, char **argv)
@@ -34,7 +36,15 @@ int main(int argc, char **argv)
     const char *src = in && strcmp(in, "-") ? in : "stdin";
     /* before the bundle is read (it wrote the GGUF onto the terminal); -o onto it said as such */
     wp_cli_input(in);
-    wp_out_refuse_tty(out, as_stream ? WP_OUT_STREAM : WP_OUT_GGUF);
+    /* the file's kind shows at the bundle's first record: until then, a name ending .safetensors
+       (or .safetensors.zst ...: refused as compressed, said of a safetensors file) is taken for
+       one, checked again then */
+    static const char *const st_names[] = {".safetensors", ".safetensors.zst", ".safetensors.gz", ".safetensors.xz",
+                                           ".safetensors.bz2", ".safetensors.lz4", ".safetensors.lzma"};
+    int st_named = 0;
+    for (size_t i = 0; i < sizeof st_names / sizeof *st_names; i++)
+        st_named |= wp_out_named(out, st_names[i]);
+    wp_out_refuse_tty(out, as_stream ? WP_OUT_STREAM : st_named ? WP_OUT_SAFETENSORS : WP_OUT_GGUF);
 
     /* Shared tensors are read back through the index: a pipe is spooled to
      * an unnamed temporary file first. */
@@ -92,14 +102,28 @@ int main(int argc, char **argv)
     wp_record r, *t;
     wp_record_init(&r);
     long kept = 0;   /* GGUF records taken */
+    int first = 1;
+    wp_st_out *so = NULL;   /* the bundle of one safetensors file: written as it comes */
+    FILE *sf = NULL;
     while (wp_cli_next(rd, &r)) {
         int k = wp_restore_put(rs, &r, reference, &t);
         if (k < 0)
             wp_die("%s: %s", src, wp_restore_error(rs));
         for (; k == 1 && t; t = wp_restore_more(rs)) {
-            int k = w ? (wp_cli_put(w, t), 1) : wp_gguf_out_add(g, t);
+            if (first && !w) {
+                first = 0;
+                if (wp_st_is_header(t)) {
+                    wp_out_refuse_tty(out, WP_OUT_SAFETENSORS);
+                    if (!(so = wp_st_out_new()))
+                        wp_die("%s: out of memory", src);
+                    sf = wp_out_open(out);
+                } else if (st_named) {
+                    wp_out_refuse_tty(out, WP_OUT_GGUF);   /* dies: a GGUF under a safetensors name */
+                }
+            }
+            int k = w ? (wp_cli_put(w, t), 1) : so ? wp_st_out_add(so, t, sf) : wp_gguf_out_add(g, t);
             if (k < 0)
-                wp_die("%s: %s", src, wp_gguf_out_error(g));
+                wp_die("%s: %s", src, so ? wp_st_out_error(so) : wp_gguf_out_error(g));
             kept += k;
         }
     }
@@ -107,6 +131,11 @@ int main(int argc, char **argv)
         wp_die("%s: side data without its symbols at the end of the bundle", src);
     if (w) {
         wp_cli_writer_close(w);
+    } else if (so) {
+        if (wp_st_out_finish(so))
+            wp_die("%s: %s", src, wp_st_out_error(so));
+        wp_out_commit();
+        wp_st_out_free(so);
     } else {
         if (!kept)   /* (a Hessian file became an empty GGUF, exit 0) */
             wp_die("%s: no GGUF header, key/value or tensor record to write (not a bundle of a GGUF or a tensor "

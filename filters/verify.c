@@ -1,5 +1,5 @@
-/* verify - check a bundle against its original GGUF, bit for bit, with both
- * lane decoders, and account bits per weight.
+/* verify - check a bundle against its original GGUF (or safetensors file), bit for
+ * bit, with both lane decoders, and account bits per weight.
  * Usage: verify [-q] [--tsv] ORIGINAL.gguf BUNDLE      (see verify(1)) */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,6 +13,7 @@
 #include "zframe.h"
 #include "ggml_type.h"
 #include "gguf_file.h"
+#include "safetensors.h"
 
 static const char usage[] =
     "usage: verify [-q] [--tsv] ORIGINAL.gguf BUNDLE\n"
@@ -22,6 +23,8 @@ static const char usage[] =
     "byte for byte, and print per matrix and in total: bits per weight (b/w) of\n"
     "the GGUF and of the bundle, the entropy bound, and the overhead of tables,\n"
     "offsets and lane padding. Exit status 0 only if everything matches.\n"
+    "ORIGINAL may be a safetensors file too, for the bundle of its stream\n"
+    "(safetensorscat FILE | ...): the file is rebuilt and compared instead.\n"
     "-q prints the totals only; --tsv prints tab-separated columns for scripts\n"
     "(a header line, a line per matrix, then the file's line, named '*').\n";
 
@@ -42,6 +45,8 @@ static int same_tensor(const wp_record *a, const wp_record *b)
  * with --tsv tab-separated, "-" where a column does not apply (a matrix not
  * lane-coded has no entropy, tables or padding). Values in b/w. */
 static int tsv;
+/* The original's format, as the report names it: "GGUF" or "safetensors". */
+static const char *fmt = "GGUF";
 
 /* The report's column names, once: before its first row, or before the totals (-q, or no
  * matrix). Printed before the bundle's first record, they came after a one-line refusal of it
@@ -55,7 +60,8 @@ static void report_header(int quiet)
     if (tsv)
         printf("matrix\ttype\tweights\tgguf_bpw\tbundle_bpw\tentropy_bpw\ttables_bpw\tpadding_bpw\tstored\tcheck\n");
     else if (!quiet)
-        printf("%-32s %-6s %9s %8s %8s %8s %8s %8s  %s\n", "matrix", "type", "weights", "GGUF", "bundle",
+        printf("%-32s %-6s %9s %8s %8s %8s %8s %8s  %s\n", "matrix", "type", "weights",
+               strcmp(fmt, "GGUF") ? "file" : "GGUF", "bundle",
                "entropy", "tables", "padding", "check");
 }
 
@@ -99,17 +105,17 @@ static void print_totals(double weights, double coded_w, uint64_t n_coded, uint6
     /* no saving when the bundle is not that GGUF's (a wrong GGUF showed "saving 56.08%", then FAILED) */
     char saving[64];
     if (bad || !whole)
-        snprintf(saving, sizeof saving, "no saving: not this GGUF's bundle");
+        snprintf(saving, sizeof saving, "no saving: not this %s's bundle", strcmp(fmt, "GGUF") ? "file" : fmt);
     else
         snprintf(saving, sizeof saving, "saving %.2f%%", 100.0 * (1 - bundle_bpw / gguf_bpw));
     if (weights == 0)   /* a GGUF without tensors (it said "inf b/w (saving -nan%)": a review) */
-        printf("GGUF and bundle: no weights, so no b/w; metadata %.0f bytes\n", meta_bytes);
+        printf("%s and bundle: no weights, so no b/w; metadata %.0f bytes\n", fmt, meta_bytes);
     else
-        printf("GGUF %.4f b/w, bundle %.4f b/w (%s); tables+offsets %.4f b/w, lane padding %.4f b/w,"
+        printf("%s %.4f b/w, bundle %.4f b/w (%s); tables+offsets %.4f b/w, lane padding %.4f b/w,"
                " metadata %.4f b/w\n",
-               gguf_bpw, bundle_bpw, saving, 8.0 * table_bytes / weights, 8.0 * pad_bytes / weights,
+               fmt, gguf_bpw, bundle_bpw, saving, 8.0 * table_bytes / weights, 8.0 * pad_bytes / weights,
                8.0 * meta_bytes / weights);
-    printf("%s: %s\n", whole ? "rebuilt GGUF byte-identical" : "rebuilt GGUF DIFFERS",
+    printf("rebuilt %s %s: %s\n", fmt, whole ? "byte-identical" : "DIFFERS",
            bad ? "FAILED" : "every tensor matches with both decoders");
 }
 
@@ -173,8 +179,14 @@ int main(int argc, char **argv)
         wp_die("-: verify reads both files twice, so not standard input: give file names");
 
     wp_cli_input(orig);   /* verify x.gguf x.bundle >> x.gguf is refused */
-    wp_gguf_in *g = wp_gguf_open(orig, err, sizeof err);
-    if (!g) {
+    uint8_t h9[9] = {0};
+    wp_st_in *sti = NULL;   /* a safetensors original (the bundle of safetensorscat FILE) */
+    wp_gguf_in *g = NULL;
+    if (wp_file_head(orig, h9, 9) == 9 && wp_st_magic(h9)) {
+        if (!(sti = wp_st_open(orig, err, sizeof err)))
+            wp_die("%s", err);
+        fmt = "safetensors";
+    } else if (!(g = wp_gguf_open(orig, err, sizeof err))) {
         /* the two given the other way round: "not a GGUF file (a wpack stream ...)" did not say
            so (a new user's trial) */
         uint8_t a[4] = {0}, b[4] = {0};
@@ -203,9 +215,16 @@ int main(int argc, char **argv)
     char first_bad[WP_MAX_NAME + 256] = "";
     int n_bad_tensors = 0;
     wp_restore *ref = wp_restore_new(), *fast = wp_restore_new();
-    wp_gguf_out *rebuilt = wp_gguf_out_new(err, sizeof err);
-    if (!rebuilt)
+    wp_gguf_out *rebuilt = g ? wp_gguf_out_new(err, sizeof err) : NULL;
+    if (g && !rebuilt)
         wp_die("%s: cannot rebuild the GGUF: %s", bpath, err);
+    /* a safetensors file is rebuilt as it comes, into a spool; its first problem is kept for the
+       end (the tensors are still checked one by one) */
+    char why[600], st_bad[8192] = "";
+    wp_st_out *st_rebuilt = sti ? wp_st_out_new() : NULL;
+    FILE *st_tmp = sti ? wp_spool(why, sizeof why) : NULL;
+    if (sti && (!st_rebuilt || !st_tmp))
+        wp_die("%s: cannot rebuild the safetensors file: %s", bpath, st_rebuilt ? why : "out of memory");
     if (!ref || !fast)
         wp_die("out of memory");
 
@@ -269,9 +288,9 @@ int main(int argc, char **argv)
             if (!b)
                 wp_die("%s: the two decoders disagree on the record count", bpath);
             if (a->kind == WP_REC_TENSOR) {
-                int k = wp_gguf_read_tensor(g, a->name, &o);
+                int k = g ? wp_gguf_read_tensor(g, a->name, &o) : wp_st_read_tensor(sti, a->name, &o);
                 if (k < 0)
-                    wp_die("%s", wp_gguf_error(g));
+                    wp_die("%s", g ? wp_gguf_error(g) : wp_st_error(sti));
                 int ok = k == 1 && same_tensor(a, &o) && same_tensor(b, &o);
                 bad += !ok;
                 if (!ok && !n_bad_tensors++) {
@@ -326,26 +345,36 @@ int main(int argc, char **argv)
                 unit_bytes = 0;
                 have_coded = 0;
             }
-            if (wp_gguf_out_add(rebuilt, a) < 0)
+            if (rebuilt && wp_gguf_out_add(rebuilt, a) < 0)
                 wp_die("%s: %s", bpath, wp_gguf_out_error(rebuilt));
+            if (st_rebuilt && !st_bad[0] && wp_st_out_add(st_rebuilt, a, st_tmp) < 0)
+                snprintf(st_bad, sizeof st_bad, "%s", wp_st_out_error(st_rebuilt));
         }
     }
     if (wp_restore_pending(ref))
         wp_die("%s: side data without its symbols at the end of the bundle", bpath);
     if (ix_err[0])
         wp_die("%s", ix_err);
-    char why[600];
-    FILE *tmp = wp_spool(why, sizeof why);
-    if (!tmp)
-        wp_die("%s: cannot rebuild the GGUF: %s", bpath, why);
-    if (wp_gguf_out_finish(rebuilt, tmp))
-        wp_die("%s: cannot rebuild the GGUF: %s", bpath, wp_gguf_out_error(rebuilt));
-    int whole = files_equal(tmp, orig);
+    FILE *tmp = st_tmp;
+    if (rebuilt) {
+        if (!(tmp = wp_spool(why, sizeof why)))
+            wp_die("%s: cannot rebuild the GGUF: %s", bpath, why);
+        if (wp_gguf_out_finish(rebuilt, tmp))
+            wp_die("%s: cannot rebuild the GGUF: %s", bpath, wp_gguf_out_error(rebuilt));
+    } else if (!st_bad[0] && wp_st_out_finish(st_rebuilt)) {
+        snprintf(st_bad, sizeof st_bad, "%s", wp_st_out_error(st_rebuilt));
+    }
+    if (fflush(tmp))
+        wp_die("%s: cannot rebuild the %s file: temporary file in %s: write error: %s", bpath, fmt,
+               wp_spool_where(), strerror(errno));
+    int whole = !st_bad[0] && files_equal(tmp, orig);
     bad += !whole;
     fclose(tmp);
 
     report_header(quiet);   /* a report without rows: its header alone, as before */
-    double gguf_bpw = 8.0 * (double)wp_gguf_file_size(g) / weights;
+    struct stat ost;
+    const double orig_size = g ? (double)wp_gguf_file_size(g) : stat(orig, &ost) ? 0 : (double)ost.st_size;
+    double gguf_bpw = 8.0 * orig_size / weights;
     double bundle_bpw = 8.0 * (double)st.st_size / weights;
     if (tsv) {   /* the file's line: everything included; no entropy column (side data, metadata) */
         print_row("*", "file", weights, gguf_bpw, bundle_bpw, -1, 8.0 * table_bytes / weights,
@@ -358,8 +387,10 @@ int main(int argc, char **argv)
     if (n_bad_tensors)
         fprintf(stderr, "verify: %s: %d tensors differ from %s (first: %s)\n", bpath, n_bad_tensors, orig,
                 first_bad);
+    else if (st_bad[0])
+        fprintf(stderr, "verify: %s: cannot rebuild %s from it: %s\n", bpath, orig, st_bad);
     else if (!whole)
-        fprintf(stderr, "verify: %s: the rebuilt GGUF differs from %s (metadata or layout)\n", bpath, orig);
+        fprintf(stderr, "verify: %s: the rebuilt %s differs from %s (metadata or layout)\n", bpath, fmt, orig);
     wp_record_free(&r);
     wp_record_free(&dup);
     wp_record_free(&o);
@@ -369,7 +400,9 @@ int main(int argc, char **argv)
     wp_restore_free(ref);
     wp_restore_free(fast);
     wp_gguf_out_free(rebuilt);
+    wp_st_out_free(st_rebuilt);
     wp_gguf_close(g);
+    wp_st_close(sti);
     wp_reader_close(rd);
     return bad ? 1 : 0;
 }

@@ -358,23 +358,68 @@ static void out_name_check(const char *path, const char *what)
         wp_die("%s: is a directory", path);
 }
 
-/* The name of another format that name carries for an output of this kind, or NULL (in any
- * case, after something): ".gguf", or ".gguf" and a compressor's suffix (".gguf.zst"), for a
- * wpack stream (a --dist bundle named ship.gguf.zst became a ship.gguf llama.cpp could not
- * load after zstd -d: a new user's trial); a compressor's suffix (".zst", ".gz", ".xz", ".bz2",
- * ".lz4", ".lzma") for a GGUF, which is written uncompressed; ".safetensors" for either. */
-static const char *foreign_suffix(const char *name, wp_out_kind kind)
+/* The suffix of list that name ends with (in any case, after something), or NULL. */
+static const char *name_suffix(const char *name, const char *const *list)
 {
-    static const char *const stream[] = {".gguf", ".gguf.zst", ".gguf.gz", ".gguf.xz", ".gguf.bz2",
-                                         ".gguf.lz4", ".gguf.lzma", ".safetensors", NULL};
-    static const char *const gguf[] = {".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma", ".safetensors", NULL};
     const size_t n = name ? strlen(name) : 0;
-    for (const char *const *suf = kind == WP_OUT_GGUF ? gguf : stream; *suf; suf++) {
+    for (const char *const *suf = list; *suf; suf++) {
         const size_t l = strlen(*suf);
         if (n > l && !strcasecmp(name + n - l, *suf) && name[n - l - 1] != '/')
             return *suf;
     }
     return NULL;
+}
+
+/* The names of another format for an output of this kind (name_suffix): ".gguf", or ".gguf"
+ * and a compressor's suffix (".gguf.zst"), for a wpack stream (a --dist bundle named
+ * ship.gguf.zst became a ship.gguf llama.cpp could not load after zstd -d: a new user's
+ * trial); a compressor's suffix (".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma") for a GGUF or
+ * a safetensors file, which are written uncompressed; ".safetensors" for a stream or a GGUF,
+ * ".gguf" for a safetensors file. */
+static const char *const *foreign_suffixes(wp_out_kind kind)
+{
+    static const char *const stream[] = {".gguf", ".gguf.zst", ".gguf.gz", ".gguf.xz", ".gguf.bz2",
+                                         ".gguf.lz4", ".gguf.lzma", ".safetensors", NULL};
+    static const char *const gguf[] = {".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma", ".safetensors", NULL};
+    /* (the compressors' before .gguf.zst's, which is a GGUF's name said as a compressed one) */
+    static const char *const st[] = {".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma", ".gguf", NULL};
+    return kind == WP_OUT_GGUF ? gguf : kind == WP_OUT_SAFETENSORS ? st : stream;
+}
+
+/* The suffix of list (name_suffix) that the output's file is named with, or NULL: path given
+ * (not "-"), else the file a symbolic link of that name points to; or, for standard output, the
+ * regular file it is redirected to, as /proc names it. who gets the name as messages say it. */
+static const char *out_suffix(const char *path, const char *const *list, char *who, size_t whon)
+{
+    char real[PATH_MAX];
+    const char *suf = NULL;
+    if (path && strcmp(path, "-")) {
+        ssize_t k = readlink(path, real, sizeof real - 1);   /* a link: what it names (maybe nothing yet) */
+        if (k > 0)
+            real[k] = 0;
+        if ((suf = name_suffix(path, list)))
+            snprintf(who, whon, "%s", path);
+        else if ((k > 0 && (suf = name_suffix(real, list))) ||
+                 (realpath(path, real) && (suf = name_suffix(real, list))))
+            snprintf(who, whon, "%s (a link to %s)", path, real);
+    } else {   /* gptq ... > m-q4.gguf: the file the shell opened, named by /proc */
+        struct stat st;
+        ssize_t n = fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode)
+                        ? readlink("/proc/self/fd/1", real, sizeof real - 1) : -1;
+        if (n > 0) {
+            real[n] = 0;
+            if ((suf = name_suffix(real, list)))
+                snprintf(who, whon, "stdout (%s)", real);
+        }
+    }
+    return suf;
+}
+
+int wp_out_named(const char *path, const char *suffix)
+{
+    const char *const list[] = {suffix, NULL};
+    char who[PATH_MAX + 64];
+    return out_suffix(path, list, who, sizeof who) != NULL;
 }
 
 /* The program that makes and undoes files named with suffix (".zst", ".gz", ...), as users call it. */
@@ -395,37 +440,21 @@ static const char *an(const char *compressor_name)
 }
 
 /* Die when an output of this kind would go into a file named for another format
- * (foreign_suffix): given (path), the file a symbolic link of that name points to, or
- * standard output redirected to one. */
+ * (foreign_suffixes): given (path), the file a symbolic link of that name points to, or
+ * standard output redirected to one (out_suffix). */
 static void out_suffix_check(const char *path, wp_out_kind kind)
 {
-    char real[PATH_MAX], who[PATH_MAX + 64] = "";
-    const char *suf = NULL;
-    if (path && strcmp(path, "-")) {
-        ssize_t k = readlink(path, real, sizeof real - 1);   /* a link: what it names (maybe nothing yet) */
-        if (k > 0)
-            real[k] = 0;
-        if ((suf = foreign_suffix(path, kind)))
-            snprintf(who, sizeof who, "%s", path);
-        else if ((k > 0 && (suf = foreign_suffix(real, kind))) ||
-                 (realpath(path, real) && (suf = foreign_suffix(real, kind))))
-            snprintf(who, sizeof who, "%s (a link to %s)", path, real);
-    } else {   /* gptq ... > m-q4.gguf: the file the shell opened, named by /proc */
-        struct stat st;
-        ssize_t n = fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode)
-                        ? readlink("/proc/self/fd/1", real, sizeof real - 1) : -1;
-        if (n > 0) {
-            real[n] = 0;
-            if ((suf = foreign_suffix(real, kind)))
-                snprintf(who, sizeof who, "stdout (%s)", real);
-        }
-    }
-    if (!*who)
+    char who[PATH_MAX + 64] = "";
+    const char *suf = out_suffix(path, foreign_suffixes(kind), who, sizeof who);
+    if (!suf)
         return;
     /* (Hessians were told ggufpack makes their GGUF, which it cannot: a note's left alone) */
     if (!strncmp(suf, ".gguf", 5) && kind == WP_OUT_HESSIANS)
         wp_die("%s: refusing to write Hessians under a GGUF's name: they are gptq --hessian's input, no model "
                "llama.cpp loads and no llama-imatrix GGUF (name it NAME.hess)", who);
+    if (kind == WP_OUT_SAFETENSORS && !strcmp(suf, ".gguf"))
+        wp_die("%s: refusing to write a safetensors file under a GGUF's name: llama.cpp could not load it (name "
+               "it NAME.safetensors; unbundle --stream B | ggufpack makes a GGUF of it)", who);
     if (!strcmp(suf, ".gguf"))
         wp_die("%s: refusing to write a wpack stream under a GGUF's name: llama.cpp could not load it "
                "(name it otherwise; ggufpack makes a GGUF of a model's stream, unbundle of a bundle)", who);
@@ -434,18 +463,25 @@ static void out_suffix_check(const char *path, wp_out_kind kind)
                "llama.cpp cannot load (name it otherwise, such as NAME.dist.bundle; unbundle writes the GGUF)",
                who, an(compressor(suf + 5)), compressor(suf + 5), compressor(suf + 5));
     if (strcmp(suf, ".safetensors"))   /* (unbundle -o r.gguf.gz wrote it uncompressed: a note's left alone) */
-        wp_die("%s: refusing to write a GGUF file under %s %s name: it is written uncompressed (name it "
-               "NAME.gguf, then %s it)", who, an(compressor(suf)), compressor(suf), compressor(suf));
+        wp_die("%s: refusing to write %s under %s %s name: it is written uncompressed (name it "
+               "%s, then %s it)", who, kind == WP_OUT_SAFETENSORS ? "a safetensors file" : "a GGUF file",
+               an(compressor(suf)), compressor(suf), kind == WP_OUT_SAFETENSORS ? "NAME.safetensors" : "NAME.gguf",
+               compressor(suf));
     /* (unbundle -o model.safetensors wrote a GGUF there, exit 0: a new user's trial) */
     wp_die("%s: refusing to write %s under a safetensors name: safetensors loaders could not read it "
-           "(name it %s; wpack writes no safetensors file)", who,
+           "(name it %s%s)", who,
            kind == WP_OUT_GGUF ? "a GGUF file" : kind == WP_OUT_HESSIANS ? "Hessians" : "a wpack stream",
-           kind == WP_OUT_GGUF ? "NAME.gguf" : kind == WP_OUT_HESSIANS ? "NAME.hess" : "otherwise");
+           kind == WP_OUT_GGUF ? "NAME.gguf" : kind == WP_OUT_HESSIANS ? "NAME.hess" : "otherwise",
+           kind == WP_OUT_HESSIANS ? ""
+           : kind == WP_OUT_GGUF   ? "; a bundle of one safetensors file's stream gives that file back"
+                                   : "; safetensorspack writes the file of one safetensors file's stream");
 }
 
 void wp_out_refuse_tty(const char *path, wp_out_kind kind)
 {
-    const char *what = kind == WP_OUT_GGUF ? "a GGUF file" : "a binary wpack stream";
+    const char *what = kind == WP_OUT_GGUF          ? "a GGUF file"
+                       : kind == WP_OUT_SAFETENSORS ? "a safetensors file"
+                                                    : "a binary wpack stream";
     if ((!path || !strcmp(path, "-")) && isatty(STDOUT_FILENO))
         wp_die("refusing to write %s to a terminal (redirect it, pipe it, or use -o FILE)", what);
     if (path && strcmp(path, "-")) {   /* and what wp_out_open refuses of FILE, before the work */

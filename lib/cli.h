@@ -121,8 +121,9 @@ void wp_out_abort(void);
  * calls alone (no stdio); the caller then exits with _exit. */
 void wp_out_abort_now(void);
 /* What a program writes, for wp_out_refuse_tty: a wpack stream (bundles too,
- * wpack-stream(5)), a GGUF file, or a wpack stream of Hessians (hessian's). */
-typedef enum { WP_OUT_STREAM, WP_OUT_GGUF, WP_OUT_HESSIANS } wp_out_kind;
+ * wpack-stream(5)), a GGUF file, a wpack stream of Hessians (hessian's), or a
+ * .safetensors file (safetensorspack's, unbundle's of one). */
+typedef enum { WP_OUT_STREAM, WP_OUT_GGUF, WP_OUT_HESSIANS, WP_OUT_SAFETENSORS } wp_out_kind;
 /* Die "refusing to write WHAT to a terminal (redirect it, pipe it, or use -o
  * FILE)" when path is standard output (NULL or "-") and that is a terminal:
  * the binary outputs (WHAT "a binary wpack stream" for WP_OUT_STREAM, "a GGUF
@@ -135,15 +136,22 @@ typedef enum { WP_OUT_STREAM, WP_OUT_GGUF, WP_OUT_HESSIANS } wp_out_kind;
  * redirected to one, as /proc/self/fd/1 names it): llama.cpp could not load
  * it (gzip likewise refuses a name ending .gz), or NAME.gguf.zst (.gz, .xz,
  * .bz2, .lz4, .lzma), which zstd -d (gzip -d, ...) would make such a NAME.gguf;
- * a WP_OUT_GGUF to one named NAME.zst, .gz, .xz, .bz2, .lz4 or .lzma (it is
- * written uncompressed); and any kind to one named NAME.safetensors, which
- * safetensors loaders could not read. */
+ * a WP_OUT_GGUF or WP_OUT_SAFETENSORS to one named NAME.zst, .gz, .xz, .bz2, .lz4
+ * or .lzma (it is written uncompressed); a WP_OUT_SAFETENSORS to NAME.gguf; and
+ * any other kind to one named NAME.safetensors, which safetensors loaders could
+ * not read. */
 void wp_out_refuse_tty(const char *path, wp_out_kind kind);
 /* The default --threads of a program: wp_par_env_threads(dflt, ...), the
  * environment's WPACK_THREADS when set, else dflt; dies with its one line
  * ("WPACK_THREADS 'x': expected a count of threads, 1 to 512") when it is set
  * to anything else. */
 int wp_cli_threads(int dflt);
+/* Whether the output named path (NULL or "-": standard output) goes to a file
+ * whose name ends with suffix, in any case: path, the file a symbolic link of
+ * that name points to, or the regular file standard output is redirected to
+ * (/proc/self/fd/1), as wp_out_refuse_tty reads the names. For unbundle,
+ * whose output's kind shows only in the bundle (".safetensors"). */
+int wp_out_named(const char *path, const char *suffix);
 /* The output's name for messages ("stdout" or the path). */
 const char *wp_out_name(void);
 /* The file the output opened by wp_out_open will replace when committed: its

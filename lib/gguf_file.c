@@ -389,6 +389,8 @@ static wp_gguf_in *open_header(wp_gguf_in *g, char *err, size_t errlen)
                  : st ? g->zst ? "a zstd-compressed safetensors file: zstd -d it, then read it with safetensorscat"
                                : "a safetensors file: read it with safetensorscat"
                  : wp_zframe_magic(h, 4) ? wp_zframe_hint(g->f)   /* was "bad magic" */
+                 /* (a Hugging Face model's pytorch_model.bin was "bad magic", as safetensorscat names it) */
+                 : !memcmp(h, "PK\3\4", 4) ? "a zip archive, as PyTorch saves a .bin: convert it to safetensors or GGUF first"
                  : wp_zframe_skippable(h, 4) ? "a zstd skippable frame first, as pzstd writes: zstd -dc it, then read "
                                                "the GGUF"   /* (was "bad magic": a breaker's find) */
                                          : "bad magic");
@@ -820,6 +822,10 @@ static int fput_string(FILE *f, const char *s)
 static int add_kv(wp_gguf_out *o, const wp_record *r)
 {
     uint8_t b[4];
+    /* a safetensors file's header (safetensorscat of one file), which is that file's layout, not
+       the GGUF's; a GGUF's own key of that name (a gguf record came first) is kept */
+    if (o->want_kv < 0 && !strcmp(r->name, WP_ST_HEADER_KEY))
+        return 0;
     if (r->type >= WP_GGUF_TYPE_COUNT)
         return ofail(o, "key '%s': unknown GGUF value type %" PRIu32, r->name, r->type);
     if (wp_gguf_value_size(r->type, r->payload, r->payload_len) != (int64_t)r->payload_len)

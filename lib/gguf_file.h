@@ -133,7 +133,9 @@ typedef struct wp_gguf_out wp_gguf_out;
 wp_gguf_out *wp_gguf_out_new(char *err, size_t errlen);
 
 /* Take one record: WP_REC_GGUF (version), WP_REC_KV, WP_REC_TENSOR.
- * Returns 1 when taken, 0 when the record is not GGUF content (ignored),
+ * Returns 1 when taken, 0 when the record is not GGUF content (ignored: other
+ * kinds, and a safetensors file's header, WP_ST_HEADER_KEY, in a stream
+ * without a WP_REC_GGUF record),
  * -1 on a bad record, which leaves o as it was (malformed value, duplicate
  * key or name, payload size not matching type and shape, row length not a
  * multiple of the block, an offset out of the layout, a count attribute

@@ -48,6 +48,9 @@ struct wp_st_in {
     uint64_t  nt, next_t;
     struct st_meta *m;
     uint64_t  nm, next_m;
+    char     *json;          /* the header, header_len bytes as in the file */
+    int       header_done;   /* its record given (wp_st_next) */
+    struct st_tensor **by_name;   /* t sorted by name, for wp_st_read_tensor (made on first use) */
 };
 
 static const struct { const char *name; uint32_t type; } dtypes[] = {
@@ -445,6 +448,10 @@ static int parse_header(wp_st_in *s, const char *json, size_t n)
         s->nt++;
     }
     qsort(s->t, s->nt, sizeof *s->t, cmp_offset);
+    if (!s->f)   /* a header from a stream (wp_st_out): the data section ends with its last tensor */
+        for (uint64_t i = s->data_size = 0; i < s->nt; i++)
+            if (s->t[i].end > s->data_size)
+                s->data_size = s->t[i].end;
     /* Overlap: each non-empty tensor must begin at or after the end of every
      * non-empty tensor before it in offset order. */
     const struct st_tensor *prev = NULL;
@@ -574,7 +581,7 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
     }
     if (parse_header(s, json, (size_t)s->header_len))
         goto fail;
-    free(json);
+    s->json = json;   /* kept for its record (next_header) */
     return s;
 fail:
     free(json);
@@ -640,9 +647,26 @@ static int next_tensor(wp_st_in *s, wp_record *r)
     return 1;
 }
 
+/* The header's record (safetensors.h, top). */
+static int next_header(wp_st_in *s, wp_record *r)
+{
+    s->header_done = 1;
+    r->kind = WP_REC_KV;
+    r->type = WP_GGUF_STRING;
+    uint8_t *p;
+    if (wp_record_set_name(r, WP_ST_HEADER_KEY) || !(p = wp_record_alloc(r, 8 + s->header_len)))
+        return sfail(s, "out of memory for the %" PRIu64 "-byte header", s->header_len);
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(s->header_len >> 8 * i);
+    memcpy(p + 8, s->json, (size_t)s->header_len);
+    return 1;
+}
+
 int wp_st_next(wp_st_in *s, wp_record *r)
 {
     wp_record_init(r);
+    if (!s->header_done)
+        return next_header(s, r);
     if (s->next_m < s->nm)
         return next_meta(s, r);
     if (s->next_t < s->nt)
@@ -662,5 +686,149 @@ void wp_st_close(wp_st_in *s)
         free(s->m[i].key), free(s->m[i].value);
     free(s->t);
     free(s->m);
+    free(s->json);
+    free(s->by_name);
     free(s);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp((*(struct st_tensor *const *)a)->name, (*(struct st_tensor *const *)b)->name);
+}
+
+int wp_st_read_tensor(wp_st_in *s, const char *name, wp_record *r)
+{
+    wp_record_init(r);
+    if (!s->by_name) {
+        if (!(s->by_name = malloc((s->nt ? s->nt : 1) * sizeof *s->by_name)))
+            return sfail(s, "out of memory");
+        for (uint64_t i = 0; i < s->nt; i++)
+            s->by_name[i] = &s->t[i];
+        qsort(s->by_name, s->nt, sizeof *s->by_name, cmp_name);
+    }
+    struct st_tensor key = {.name = (char *)name}, *kp = &key;
+    struct st_tensor **hit = bsearch(&kp, s->by_name, s->nt, sizeof *s->by_name, cmp_name);
+    if (!hit)
+        return 0;
+    const uint64_t saved = s->next_t;
+    s->next_t = (uint64_t)(*hit - s->t);
+    const int k = next_tensor(s, r);
+    s->next_t = saved;
+    return k;
+}
+
+/* ---- writing -------------------------------------------------------------- */
+
+struct wp_st_out {
+    wp_st_in *h;        /* the header, parsed (no file) */
+    char      err[8192];
+};
+
+__attribute__((format(printf, 2, 3)))
+static int wfail(wp_st_out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->err, sizeof o->err, fmt, ap);
+    va_end(ap);
+    for (char *p = o->err; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    return -1;
+}
+
+wp_st_out *wp_st_out_new(void)
+{
+    return calloc(1, sizeof(wp_st_out));
+}
+
+int wp_st_is_header(const wp_record *r)
+{
+    return r->kind == WP_REC_KV && !strcmp(r->name, WP_ST_HEADER_KEY);
+}
+
+/* The header kv: parsed as wp_st_open parses a file's, then written. */
+static int out_header(wp_st_out *o, const wp_record *r, FILE *f)
+{
+    if (o->h)
+        return wfail(o, "a second %s (the stream holds several files' tensors; safetensorscat keeps the "
+                        "header of one file given alone)", WP_ST_HEADER_KEY);
+    uint64_t n = 0;
+    if (r->type != WP_GGUF_STRING || r->payload_len < 8 || (n = rd64(r->payload)) != r->payload_len - 8)
+        return wfail(o, "%s: not a string key/value", WP_ST_HEADER_KEY);
+    if (n > WP_ST_MAX_HEADER)
+        return wfail(o, "%s: %" PRIu64 " bytes is implausible (more than %u)", WP_ST_HEADER_KEY, n,
+                     WP_ST_MAX_HEADER);
+    wp_st_in *s = o->h = calloc(1, sizeof *s);
+    if (!s)
+        return wfail(o, "out of memory");
+    snprintf(s->path, sizeof s->path, "%s", WP_ST_HEADER_KEY);
+    s->header_len = n;
+    s->data_size = UINT64_MAX;   /* parse_header sets it from the tensors */
+    if (parse_header(s, (const char *)r->payload + 8, (size_t)n)) {
+        wfail(o, "%s", s->err);
+        wp_st_close(s);
+        o->h = NULL;
+        return -1;
+    }
+    if (fwrite(r->payload, 1, (size_t)r->payload_len, f) != r->payload_len)
+        return wfail(o, "write error: %s", strerror(errno));
+    return 1;
+}
+
+int wp_st_out_add(wp_st_out *o, const wp_record *r, FILE *f)
+{
+    if (wp_st_is_header(r))
+        return out_header(o, r, f);
+    if (!o->h)
+        return wfail(o, "record '%s' before the %s key/value (not a stream of one safetensors file: "
+                        "safetensorscat FILE makes one)", r->name, WP_ST_HEADER_KEY);
+    wp_st_in *s = o->h;
+    if (r->kind == WP_REC_KV) {
+        if (!strncmp(r->name, WP_ST_META_PREFIX, sizeof WP_ST_META_PREFIX - 1))
+            return 0;   /* __metadata__, which the header holds */
+        return wfail(o, "key/value '%s' is not a safetensors file's (the header holds its file's __metadata__)",
+                     r->name);
+    }
+    if (r->kind != WP_REC_TENSOR)
+        return 0;
+    if (s->next_t >= s->nt)
+        return wfail(o, "tensor '%s' is not in %s (it lists %" PRIu64 " tensors)", r->name, WP_ST_HEADER_KEY,
+                     s->nt);
+    const struct st_tensor *t = &s->t[s->next_t];
+    if (strcmp(r->name, t->name))
+        return wfail(o, "tensor '%s' where %s lists '%s' next (its data-offset order)", r->name,
+                     WP_ST_HEADER_KEY, t->name);
+    if (r->type != t->type) {
+        const char *a = wp_ggml_type_name(r->type), *b = wp_ggml_type_name(t->type);
+        return wfail(o, "tensor '%s' is %s, %s says %s (no longer the file's tensors: ggufpack writes a GGUF)",
+                     r->name, a ? a : "?", WP_ST_HEADER_KEY, b ? b : "?");
+    }
+    if (r->n_dims != t->n_dims || memcmp(r->ne, t->ne, sizeof r->ne) || r->payload_len != t->end - t->begin)
+        return wfail(o, "tensor '%s' has another shape than %s says", r->name, WP_ST_HEADER_KEY);
+    if (r->payload_len && fwrite(r->payload, 1, (size_t)r->payload_len, f) != r->payload_len)
+        return wfail(o, "write error: %s", strerror(errno));
+    s->next_t++;
+    return 1;
+}
+
+int wp_st_out_finish(wp_st_out *o)
+{
+    if (!o->h)
+        return wfail(o, "no %s key/value (not a stream of one safetensors file: safetensorscat FILE makes one)",
+                     WP_ST_HEADER_KEY);
+    if (o->h->next_t < o->h->nt)
+        return wfail(o, "the stream ends before tensor '%s' (%" PRIu64 " of the %" PRIu64 " tensors %s lists)",
+                     o->h->t[o->h->next_t].name, o->h->next_t, o->h->nt, WP_ST_HEADER_KEY);
+    return 0;
+}
+
+const char *wp_st_out_error(const wp_st_out *o) { return o->err; }
+
+void wp_st_out_free(wp_st_out *o)
+{
+    if (!o)
+        return;
+    wp_st_close(o->h);
+    free(o);
 }

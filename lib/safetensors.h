@@ -15,6 +15,11 @@
  *                              start of this section (byte 8 + N)
  *
  * A safetensors file becomes this stream (stream.h):
+ *   first one WP_REC_KV named
+ *       WP_ST_HEADER_KEY, type WP_GGUF_STRING, payload the file's first
+ *       8 + N bytes (u64 N, the JSON as in the file, padding included),
+ *       which is GGUF's serialization of that string: with it, the
+ *       stream's tensors give the file back byte for byte (wp_st_out)
  *   one WP_REC_KV per __metadata__ entry, in header order: name
  *       "safetensors.metadata.KEY", type WP_GGUF_STRING, payload the value
  *       as GGUF serializes a string (u64 length, the bytes, no NUL)
@@ -43,6 +48,9 @@ extern "C" {
 #define WP_ST_MAX_HEADER   100000000u
 /* Prefix of the stream names of __metadata__ key/values. */
 #define WP_ST_META_PREFIX  "safetensors.metadata."
+/* Name of the key/value that holds a file's whole header (see above). A GGUF
+ * does not carry it: wp_gguf_out_add passes it over. */
+#define WP_ST_HEADER_KEY   "safetensors.header"
 
 typedef struct wp_st_in wp_st_in;
 
@@ -88,12 +96,63 @@ const char *wp_st_meta(const wp_st_in *s, uint64_t i, const char **value, size_t
 const char *wp_st_tensor_name(const wp_st_in *s, uint64_t i);
 
 /* Next record of the file as a stream (see the top of this file) into r,
- * which is initialised first (free it before reusing it). Metadata records
- * come first, then tensors; each tensor is read with one seek and one read.
+ * which is initialised first (free it before reusing it). The header's
+ * record comes first (safetensorscat of several files passes it over: it
+ * is one file's), then metadata records, then tensors; each tensor is read with one seek and one read.
  * Returns 1 for a record, 0 after the last tensor, -1 on error (short read:
  * the file changed or was truncated; out of memory); wp_st_error() says
  * which. */
 int wp_st_next(wp_st_in *s, wp_record *r);
+
+/* Read the tensor called name into r (initialised first), as wp_st_next
+ * gives it, independently of the sequential position. Returns 1, 0 when the
+ * file has no such tensor, -1 on a read error or out of memory
+ * (wp_st_error). The first call sorts the names (memory: one pointer a
+ * tensor); each is then a binary search and one read. For verify, as
+ * wp_gguf_read_tensor is for a GGUF. */
+int wp_st_read_tensor(wp_st_in *s, const char *name, wp_record *r);
+
+/* ---- writing: a stream back into its .safetensors file ---------------------
+ * The inverse of the reader, for a stream that holds one file's header
+ * (WP_ST_HEADER_KEY): the file is written as it goes (8 + N bytes of the
+ * header kept byte for byte, then each tensor's payload), so memory holds
+ * the parsed header only. The header is checked as wp_st_open checks a
+ * file's; each tensor must be the next one the header lists in data-offset
+ * order (the order the reader gives them), with its name, dtype, shape and
+ * byte count. The file is then the one the stream was read from, byte for
+ * byte: the format allows no gap between tensors, so nothing else is in
+ * it. */
+typedef struct wp_st_out wp_st_out;
+
+/* A writer, or NULL out of memory. */
+wp_st_out *wp_st_out_new(void);
+
+/* Whether r is the header key/value (WP_ST_HEADER_KEY): a stream whose first
+ * record it is came from one safetensors file. */
+int wp_st_is_header(const wp_record *r);
+
+/* Take record r and write what it adds to f: the header record first
+ * (written whole), then the tensors. __metadata__ key/values
+ * (WP_ST_META_PREFIX, which the header holds) and records other than kv and
+ * tensor are passed over (0). Returns 1 when written, 0 when passed over,
+ * -1 with wp_st_out_error: a record before the header or a second header,
+ * a header that does not parse (its problem, as wp_st_open words it, after
+ * "safetensors.header: "), another key/value, a tensor the header does not
+ * list next, or of another dtype or shape (quantized by gptq: no longer the
+ * file's), a write error. */
+int wp_st_out_add(wp_st_out *o, const wp_record *r, FILE *f);
+
+/* After the last record: 0 when every tensor the header lists was
+ * written, else -1 (wp_st_out_error names the first missing one, or says
+ * there was no header). The caller flushes and commits f. */
+int wp_st_out_finish(wp_st_out *o);
+
+/* The last error, one line, without a file name (the caller adds the
+ * stream's). */
+const char *wp_st_out_error(const wp_st_out *o);
+
+/* Free o; NULL is ignored. */
+void wp_st_out_free(wp_st_out *o);
 
 /* The last error, one line, naming the file. */
 const char *wp_st_error(const wp_st_in *s);

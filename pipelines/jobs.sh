@@ -159,7 +159,7 @@ outdir_not_file() {
 model_name() {
     local n=${1##*/}
     case $n in
-    ?*.gguf | ?*.GGUF) n=${n%.*} ;;
+    ?*.gguf | ?*.GGUF | ?*.safetensors | ?*.SAFETENSORS) n=${n%.*} ;;
     esac
     printf '%s\n' "$n"
 }
@@ -167,8 +167,8 @@ model_name() {
 # magic_of FILE: what FILE's first bytes say it is: gguf (GGUF's magic and a version, 1 to 3), stream (a wpack stream
 # or bundle: WP_STREAM_MAGIC, lib/stream.h), hessians (a stream whose first record, after the
 # 16-byte header, is a hessian one: tag "WREC", kind WP_REC_HESSIAN 4; lib/stream's
-# wp_file_is_hessians in C), zstd (a zstd frame: a compressed file, or a --dist bundle), gzip,
-# or nothing. (lazyweights' CALIB check and model_not_gguf each read the bytes
+# wp_file_is_hessians in C), safetensors (a header length, then '{': lib/safetensors'
+# wp_st_magic), zstd (a zstd frame: a compressed file, or a --dist bundle), gzip, or nothing. (lazyweights' CALIB check and model_not_gguf each read the bytes
 # with their own od and case: a last read of the change.)
 magic_of() {
     case $(od -An -tx1 -N22 -- "$1" 2> /dev/null | tr -d ' \n') in
@@ -177,6 +177,8 @@ magic_of() {
     # (hessian's output named: "a wpack stream or bundle" sent a fresh user to ggufpack)
     575041434b535452????????????????575245430400) echo hessians ;;
     575041434b535452*) echo stream ;;
+    # a u64 header length below 2^56, then the JSON header's '{' (wp_st_magic checks the rest)
+    ??????????????007b*) echo safetensors ;;
     28b52ffd*) echo zstd ;;
     1f8b*) echo gzip ;;
     esac

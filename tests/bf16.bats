@@ -305,7 +305,7 @@ stories260K-bf16-p16.report" ]
     # a fourth argument was ignored, with exit status 0 (a new user's trial)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/x" 16 extra
     [ "$status" -eq 2 ]
-    [ "$output" = "usage: unweight [--dist] MODEL.gguf OUTDIR [PALETTE]" ]
+    [ "$output" = "usage: unweight [--dist] MODEL OUTDIR [PALETTE]" ]
     [ ! -e "$T/x" ]
     # a leading zero is the same palette, in the same files (they were named -p016)
     "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/z" 016
@@ -320,28 +320,25 @@ stories260K-bf16-p16.report" ]
     [ -z "$(ls -A "$T/u" | grep tmp)" ]
 }
 
-@test "pipelines/unweight: a file that is no GGUF gives ggufcat's one line and status, and leaves no OUTDIR it made" {
+@test "pipelines/unweight: a file that is no GGUF or safetensors file gives ggufcat's one line and status, and leaves no OUTDIR it made" {
     # it gave ggufcat's line, then four "empty input" lines from the stages after it, and
-    # left an empty OUTDIR (a new user's trial)
-    cp "$DATA/safetensors/open-calm-1b-lora-r1-f16.safetensors" "$T/m.safetensors"
-    run "$ROOT/pipelines/unweight" "$T/m.safetensors" "$T/new/out"
+    # left an empty OUTDIR (a new user's trial); a PyTorch .bin (a zip archive) is named (it
+    # was "bad magic")
+    printf 'PK\003\004%0100d' 0 > "$T/pytorch_model.bin"
+    run "$ROOT/pipelines/unweight" "$T/pytorch_model.bin" "$T/new/out"
     [ "$status" -eq 1 ]
-    # ggufcat's way on, "read it with safetensorscat", was passed on, which unweight does not take
-    # (a fresh user's find): the way to the GGUF instead
-    [ "$output" = "ggufcat: $T/m.safetensors: not a GGUF file (a safetensors file: make the GGUF first, safetensorscat FILE | ggufpack > FILE.gguf, and unweight that)" ]
+    [ "$output" = "ggufcat: $T/pytorch_model.bin: not a GGUF file (a zip archive, as PyTorch saves a .bin: convert it to safetensors or GGUF first)" ]
     [ ! -e "$T/new" ]
     # an OUTDIR that was there is kept, with nothing left in it
     mkdir "$T/had"
-    run "$ROOT/pipelines/unweight" "$T/m.safetensors" "$T/had"
+    run "$ROOT/pipelines/unweight" "$T/pytorch_model.bin" "$T/had"
     [ "$status" -eq 1 ]
-    # ggufcat's way on, "read it with safetensorscat", was passed on, which unweight does not take
-    # (a fresh user's find): the way to the GGUF instead
-    [ "$output" = "ggufcat: $T/m.safetensors: not a GGUF file (a safetensors file: make the GGUF first, safetensorscat FILE | ggufpack > FILE.gguf, and unweight that)" ]
+    [ "$output" = "ggufcat: $T/pytorch_model.bin: not a GGUF file (a zip archive, as PyTorch saves a .bin: convert it to safetensors or GGUF first)" ]
     [ -d "$T/had" ]
     [ -z "$(ls -A "$T/had")" ]
     # an OUTDIR through .. : every folder it made removed (nx stayed: the walk up stopped at
     # nx/.., which rmdir cannot remove; a breaker's find)
-    run "$ROOT/pipelines/unweight" "$T/m.safetensors" "$T/nx/../ny"
+    run "$ROOT/pipelines/unweight" "$T/pytorch_model.bin" "$T/nx/../ny"
     [ "$status" -eq 1 ]
     [ ! -e "$T/nx" ]
     [ ! -e "$T/ny" ]

@@ -645,7 +645,7 @@ inputs_in_T() {
         [ "$output" = "$(basename "$p") (wpack) $v, wpack stream format 2" ]
         n=$((n + 1))
     done
-    [ "$n" -eq 14 ]
+    [ "$n" -eq 15 ]
     # the pipelines too, under their own names (they had none: "usage: ...", exit 2)
     for p in bitcheck bitrates frontier lazyweights unweight; do
         run "$ROOT/pipelines/$p" --version
@@ -874,7 +874,7 @@ inputs_in_T() {
     run "$BIN/hessian" --model "$F32" --text "$DATA/text/tinystories_sample.txt" --ctx 64 --chunks 1 -o h.gguf.zst
     one_line_error "^hessian: h.gguf.zst: refusing to write Hessians under a GGUF's name: "   # (a fresh user's find)
     run "$BIN/hessian" --model "$F32" --text "$DATA/text/tinystories_sample.txt" --ctx 64 --chunks 1 -o h.safetensors
-    one_line_error "^hessian: h.safetensors: refusing to write Hessians under a safetensors name: safetensors loaders could not read it \(name it NAME.hess; wpack writes no safetensors file\)$"
+    one_line_error "^hessian: h.safetensors: refusing to write Hessians under a safetensors name: safetensors loaders could not read it \(name it NAME.hess\)$"
     "$BIN/ggufcat" -o s.wps "$F32"
     "$BIN/histogram" s.wps | "$BIN/huffbuild" > t.wps
     run "$BIN/laneinterleave" -o b.gguf t.wps
@@ -902,12 +902,12 @@ inputs_in_T() {
     # nor a GGUF or a stream under a safetensors name (unbundle -o model.safetensors wrote a GGUF
     # there, exit 0: a new user's trial), in any case, redirected too
     run "$BIN/unbundle" -o model.safetensors b.bundle
-    one_line_error "^unbundle: model.safetensors: refusing to write a GGUF file under a safetensors name: safetensors loaders could not read it \(name it NAME.gguf; wpack writes no safetensors file\)$"
+    one_line_error "^unbundle: model.safetensors: refusing to write a GGUF file under a safetensors name: safetensors loaders could not read it \(name it NAME.gguf; a bundle of one safetensors file's stream gives that file back\)$"
     run sh -c "'$BIN/ggufpack' < s.wps > m.SafeTensors"
     one_line_error "^ggufpack: stdout \($T/m.SafeTensors\): refusing to write a GGUF file under a safetensors name"
     [ ! -s m.SafeTensors ]
     run "$BIN/safetensorscat" -o s.safetensors "$DATA/safetensors/sd15-lora-r4-f16.safetensors"
-    one_line_error "^safetensorscat: s.safetensors: refusing to write a wpack stream under a safetensors name: safetensors loaders could not read it \(name it otherwise; wpack writes no safetensors file\)$"
+    one_line_error "^safetensorscat: s.safetensors: refusing to write a wpack stream under a safetensors name: safetensors loaders could not read it \(name it otherwise; safetensorspack writes the file of one safetensors file's stream\)$"
     [ ! -e s.safetensors ]
     [ ! -e model.safetensors ]
     "$BIN/ggufpack" -o m.safetensors.gguf s.wps
@@ -1235,8 +1235,12 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + b"\x00\x3c" * 3)' 
     [ "$(tail -c 32 "$T/z.gguf" | od -An -v -tx1 | tr -d ' \n')" = "003c003c003c$(printf '0%.0s' $(seq 52))" ]
     [ $(( $(wc -c < "$T/z.gguf") % 32 )) -eq 0 ]
     "$BIN/bf16split" "$T/z.wps" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/z.bundle"
-    "$BIN/unbundle" "$T/z.bundle" | cmp - "$T/z.gguf"
+    # the bundle of one file's stream gives that file back; its stream, the GGUF
+    "$BIN/unbundle" "$T/z.bundle" | cmp - "$T/z.safetensors"
+    "$BIN/unbundle" --stream "$T/z.bundle" | "$BIN/ggufpack" | cmp - "$T/z.gguf"
     run "$BIN/verify" --tsv "$T/z.gguf" "$T/z.bundle"
+    [ "$status" -eq 0 ]
+    run "$BIN/verify" --tsv "$T/z.safetensors" "$T/z.bundle"
     [ "$status" -eq 0 ]
     # and no weights, no b/w: "-" (the empty tensor's line read "-nan")
     [ "${lines[2]}" = "$(printf 'z\tF16\t0\t-\t-\t-\t-\t-\tfixed\tok')" ]

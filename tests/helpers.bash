@@ -96,14 +96,30 @@ one_line_error() {
 rec_words() { od -An -v -t u4 -j "$2" -N 72 "$1"; }
 align64() { echo $(( ($1 + 63) / 64 * 64 )); }
 
+# record_at STREAM NAME: the offset of record NAME's header (its "WREC" tag): the first place
+# the name's bytes follow a header whose name_len is theirs (a safetensors file's header
+# key/value holds every tensor name in its JSON, before the tensors' records).
+record_at() {
+    local at w n
+    n=$(printf '%s' "$2" | LC_ALL=C wc -c)
+    for at in $(grep -obUaF -- "$2" "$1" | cut -d: -f1); do
+        at=$((at - 72))
+        [ "$at" -ge 16 ] || continue
+        w=($(rec_words "$1" "$at"))
+        if [ "${w[0]}" -eq 1128616535 ] && [ "${w[3]}" -eq "$n" ]; then   # "WREC"
+            echo "$at"
+            return 0
+        fi
+    done
+    return 1
+}
+
 # payload_of STREAM NAME: "OFFSET LENGTH" of the payload of record NAME (a
-# stream of alignment 64, the default),
-# found by its name in the header (checked against the header's name_len).
+# stream of alignment 64, the default), its header found by record_at.
 payload_of() {
     local at w
-    at=$(( $(offset_of "$1" "$2") - 72 ))
+    at=$(record_at "$1" "$2") || return 1
     w=($(rec_words "$1" "$at"))
-    [ "${w[0]}" -eq 1128616535 ] && [ "${w[3]}" -eq "${#2}" ] || return 1  # "WREC"
     echo "$(align64 $((at + 72 + w[3] + w[12] + 8))) $(( w[14] + w[15] * 4294967296 ))"
 }
 
@@ -187,5 +203,41 @@ end_at = len(out)
 out += record(65535, 0, 0, [1, 1, 1, 1], b"", {}, struct.pack("<QQ", len(recs), len(entries)) + z, end_at)
 out += struct.pack("<Q", end_at) + b"WPACKEND"
 open(sys.argv[2], "wb").write(out)
+PY
+}
+
+# st_of_stream STREAM OUT [SHARDS]: the tensors of a wpack stream (F32, F16, BF16) written as a
+# safetensors file as the safetensors library writes one (header JSON without spaces, padded
+# with spaces to 8 bytes, __metadata__ {"format": "pt"}, tensors in stream order, shapes in
+# row-major order), or as SHARDS files OUT-0000K-of-0000N.safetensors of consecutive tensors.
+# A fixture of real weights (a model's GGUF through ggufcat), read back by safetensorscat.
+st_of_stream() {
+    /usr/bin/python3 - "$@" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+out, shards = sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 1
+dtype = {0: "F32", 1: "F16", 30: "BF16"}
+align, off, ts = struct.unpack_from("<I", b, 12)[0], 16, []
+while True:
+    kind, nd, typ, nl = struct.unpack_from("<HHII", b, off + 4)
+    ne = struct.unpack_from("<4Q", b, off + 16)
+    al, pl = struct.unpack_from("<I", b, off + 48)[0], struct.unpack_from("<Q", b, off + 56)[0]
+    if kind == 65535:
+        break
+    p = (off + 72 + nl + al + 8 + align - 1) // align * align
+    if kind == 3:
+        ts.append((b[off + 72:off + 72 + nl].decode(), dtype[typ], list(reversed(ne[:nd])), b[p:p + pl]))
+    off = (p + pl + align - 1) // align * align
+per = (len(ts) + shards - 1) // shards
+for k in range(shards):
+    part, hdr, pos = ts[k * per:(k + 1) * per], {"__metadata__": {"format": "pt"}}, 0
+    for name, dt, shape, data in part:
+        hdr[name] = {"dtype": dt, "shape": shape, "data_offsets": [pos, pos + len(data)]}
+        pos += len(data)
+    h = json.dumps(hdr, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    name = out if shards == 1 else "%s-%05d-of-%05d.safetensors" % (out, k + 1, shards)
+    with open(name, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(t[3] for t in part))
 PY
 }

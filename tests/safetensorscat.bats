@@ -59,7 +59,9 @@ tensor_payloads() {
     [ "$status" -eq 0 ]
     [ "$(echo "$output" | grep -c '^tensor ')" -eq 48 ]
     [ "$(echo "$output" | grep -c '^tensor .* F16 ')" -eq 48 ]
-    [ "$(echo "$output" | grep -c '^kv ')" -eq 1 ]
+    [ "$(echo "$output" | grep -c '^kv ')" -eq 2 ]
+    # first the file's header (8 + 6800 bytes: its length, then the JSON), which gives the file back
+    [[ "${lines[1]}" =~ ^kv\ +safetensors.header\ +string\ +-\ +6808\ +\"\{\"__metadata__\" ]]
     echo "$output" | grep -E '^kv +safetensors.metadata.format +string .* 10 +"pt"$'
     # safetensors [1, 2048] -> ne 2048x1; [6144, 1] -> 1x6144
     echo "$output" | grep -E '^tensor +base_model.model.gpt_neox.layers.0.attention.query_key_value.lora_A.weight +F16 +2048x1 +4096 '
@@ -75,12 +77,21 @@ tensor_payloads() {
     [ "$status" -eq 0 ]
     [ "$stderr" = "ggufpack: warning: 48 tensor names of 64 bytes or more ('base_model.model.gpt_neox.layers.0.attention.query_key_value.lora_A.weight', 74): llama.cpp refuses to load such a file" ]
     [ "$(head -c 4 "$T/c.gguf")" = GGUF ]
-    # unbundle writes the same GGUF from the bundle, and says the same (it said nothing)
-    "$BIN/safetensorscat" "$CALM" | "$BIN/bf16split" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/c.bundle"
+    # unbundle writes the same GGUF from the bundle of two files' stream, and says the same (it
+    # said nothing); the bundle of one file's stream gives that file back, no GGUF
+    mkst "$T/one.safetensors" '{"one":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
+    "$BIN/safetensorscat" "$CALM" "$T/one.safetensors" > "$T/c2.wps"
+    "$BIN/ggufpack" -o "$T/c2.gguf" "$T/c2.wps" 2> /dev/null
+    "$BIN/bf16split" "$T/c2.wps" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/c.bundle"
     run --separate-stderr "$BIN/unbundle" -o "$T/u.gguf" "$T/c.bundle"
     [ "$status" -eq 0 ]
     [ "$stderr" = "unbundle: warning: 48 tensor names of 64 bytes or more ('base_model.model.gpt_neox.layers.0.attention.query_key_value.lora_A.weight', 74): llama.cpp refuses to load such a file" ]
-    cmp "$T/u.gguf" "$T/c.gguf"
+    cmp "$T/u.gguf" "$T/c2.gguf"
+    "$BIN/safetensorscat" "$CALM" | "$BIN/bf16split" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/c1.bundle"
+    run --separate-stderr "$BIN/unbundle" -o "$T/c1.safetensors" "$T/c1.bundle"
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
+    cmp "$T/c1.safetensors" "$CALM"
     # a name past 255 bytes: its real length (the message cuts the name, not the count)
     long=$(printf 'w%.0s' $(seq 300))
     mkst "$T/l.safetensors" "{\"$long\":{\"dtype\":\"F16\",\"shape\":[2,2],\"data_offsets\":[0,8]}}" 8
@@ -125,7 +136,7 @@ tensor_payloads() {
     n=$(header_len "$SD")
     [ "$sum" -eq $(( $(stat -c %s "$SD") - 8 - n )) ]
     [ "$sum" -eq 3082752 ]
-    echo "$output" | grep -E '^# 578 records, .* 1541376 tensor weights, tensors 16.0000 b/w'
+    echo "$output" | grep -E '^# 579 records, .* 1541376 tensor weights, tensors 16.0000 b/w'
 }
 
 @test "sd15 LoRA: one tensor's payload equals the file's bytes at its data_offsets" {
@@ -307,9 +318,9 @@ bad() {
     "$BIN/safetensorscat" "$T/nl.safetensors" > "$T/nl.wps"
     run "$BIN/tsinfo" "$T/nl.wps"
     [ "$status" -eq 0 ]
-    [ "${#lines[@]}" -eq 4 ]
-    [[ "${lines[1]}" == 'tensor   a\x0ab '*' F16 '* ]]
-    [[ "${lines[2]}" == 'tensor   c\x09d '*' F16 '* ]]
+    [ "${#lines[@]}" -eq 5 ]   # the header's key/value, the two tensors, the title and the total
+    [[ "${lines[2]}" == 'tensor   a\x0ab '*' F16 '* ]]
+    [[ "${lines[3]}" == 'tensor   c\x09d '*' F16 '* ]]
     "$BIN/ggufpack" -o "$T/nl.gguf" "$T/nl.wps"
     # c\td has a\nb's bytes: a reference to it cannot carry the newline, so it is stored
     # again (laneinterleave died with "out of memory")
@@ -403,9 +414,8 @@ mkst_raw() {
     "$BIN/safetensorscat" -o "$T/u.wps" "$T/u.safetensors"
     local name w at
     for name in 'é' 'ünïcødé😀' $'xé😀"\\/\b\f\r\t' 'safetensors.metadata.k'; do
-        at=$(( $(offset_of "$T/u.wps" "$name") - 72 ))
+        at=$(record_at "$T/u.wps" "$name")   # a record's, whole (its "WREC" tag and name_len)
         w=($(rec_words "$T/u.wps" "$at"))
-        [ "${w[0]}" -eq 1128616535 ]   # "WREC": the name is a record's, whole
         [ "${w[3]}" -eq "$(printf '%s' "$name" | LC_ALL=C wc -c)" ]
     done
     run "$BIN/tsinfo" "$T/u.wps"
@@ -432,7 +442,7 @@ mkst_raw() {
     mkst "$T/k.safetensors" "{\"__metadata__\":{\"$k4075\":\"v\"}}" 0
     run sh -c "'$BIN/safetensorscat' '$T/k.safetensors' | '$BIN/tsinfo' -"
     [ "$status" -eq 0 ]
-    [ "$(echo "$output" | awk '$1 == "kv" { print length($2) }')" = 4096 ]
+    [ "$(echo "$output" | awk '$1 == "kv" && $2 != "safetensors.header" { print length($2) }')" = 4096 ]
     mkst "$T/k2.safetensors" "{\"__metadata__\":{\"$k4076\":\"v\"}}" 0
     bad "^safetensorscat: $T/k2.safetensors: __metadata__ key '${k4075:0:64}\.\.\.' is too long$" "$T/k2.safetensors"
 }

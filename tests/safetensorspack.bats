@@ -1,0 +1,162 @@
+#!/usr/bin/env bats
+# safetensorspack, and unbundle, verify and unweight on a safetensors file: the stream
+# of one file (safetensorscat FILE) and its bundles give the file back byte for byte;
+# real LoRA files, and stories260K's real BF16 weights written as the safetensors
+# library writes a model (tests/helpers.bash's st_of_stream), whole and in two shards.
+bats_require_minimum_version 1.5.0
+load helpers
+
+setup() {
+    T="$BATS_TEST_TMPDIR"
+    ST="$DATA/safetensors"
+    CALM="$ST/open-calm-1b-lora-r1-f16.safetensors"   # 400,024 bytes: 48 F16 tensors
+    SD="$ST/sd15-lora-r4-f16.safetensors"             # 3,117,793 bytes: 384 F16 tensors
+}
+
+# lossless CHAIN: the lossless coders after bf16split (unweight's), stream on stdin, bundle on stdout.
+lossless() {
+    "$BIN/bf16split" --palette 16 --row 64 | "$BIN/histogram" | "$BIN/huffbuild" --max-len 11 | "$BIN/laneinterleave" "$@"
+}
+
+@test "safetensorspack --help and --version" {
+    run "$BIN/safetensorspack" --help
+    [ "$status" -eq 0 ]
+    [[ "${lines[0]}" == "usage: safetensorspack [-o OUT.safetensors] [STREAM]" ]]
+    run "$BIN/safetensorspack" --version
+    [ "$status" -eq 0 ]
+    [[ "$output" == "safetensorspack (wpack) "* ]]
+}
+
+@test "real LoRA files: safetensorscat | safetensorspack gives each file back byte for byte" {
+    for f in "$CALM" "$SD"; do
+        "$BIN/safetensorscat" "$f" | "$BIN/safetensorspack" > "$T/back.safetensors"
+        cmp "$T/back.safetensors" "$f"
+        "$BIN/safetensorscat" -o "$T/s.wps" "$f"
+        "$BIN/safetensorspack" -o "$T/back2.safetensors" "$T/s.wps"
+        cmp "$T/back2.safetensors" "$f"
+    done
+    # the header kept is the file's first 8 + N bytes (sd15's N = 35033, not a multiple of 8)
+    read -r p len <<< "$(payload_of "$T/s.wps" safetensors.header)"
+    [ "$len" -eq $((8 + 35033)) ]
+    cmp -n "$len" -i "$p:0" "$T/s.wps" "$SD"
+}
+
+@test "the bundle of one file's stream: unbundle gives the file back, plain and --dist, and verify checks it against the file" {
+    "$BIN/safetensorscat" "$SD" | lossless -o "$T/s.bundle"
+    "$BIN/safetensorscat" "$SD" | lossless --dist -o "$T/s.dist.bundle"
+    "$BIN/unbundle" "$T/s.bundle" | cmp - "$SD"
+    "$BIN/unbundle" -o "$T/back.safetensors" "$T/s.dist.bundle"
+    cmp "$T/back.safetensors" "$SD"
+    "$BIN/unbundle" --stream "$T/s.bundle" | "$BIN/safetensorspack" | cmp - "$SD"
+    # the file's b/w: 3,117,793 bytes x 8 / 1,541,376 weights
+    run "$BIN/verify" -q "$SD" "$T/s.bundle"
+    [ "$status" -eq 0 ]
+    [[ "${lines[1]}" == "safetensors 16.1819 b/w, bundle "* ]]
+    [ "${lines[2]}" = "rebuilt safetensors byte-identical: every tensor matches with both decoders" ]
+    run "$BIN/verify" --tsv "$SD" "$T/s.dist.bundle"
+    [ "$status" -eq 0 ]
+    [[ "${lines[-1]}" == "*	file	1541376	16.1819	"*"	ok" ]]
+    # the --dist bundle is smaller than zstd -19 of the file (0.86 times it)
+    z=$(zstd -19 -q -c "$SD" | wc -c)
+    [ "$(stat -c %s "$T/s.dist.bundle")" -lt "$z" ]
+    # against another file: each tensor named, FAILED, exit 1
+    run --separate-stderr "$BIN/verify" -q "$CALM" "$T/s.bundle"
+    [ "$status" -eq 1 ]
+    [ "${lines[2]}" = "rebuilt safetensors DIFFERS: FAILED" ]
+    [[ "$stderr" == "verify: $T/s.bundle: 384 tensors differ from $CALM (first: "*" is not in $CALM)" ]]
+}
+
+@test "a BF16 model as a safetensors file: unweight codes it and checks it restores the file, whole and in shards" {
+    "$BIN/ggufcat" "$MODELS/stories260K-bf16.gguf" > "$T/m.wps"
+    st_of_stream "$T/m.wps" "$T/model.safetensors"
+    st_of_stream "$T/m.wps" "$T/model" 2
+    [ "$(stat -c %s "$T/model.safetensors")" -eq 591208 ]
+    run --separate-stderr "$ROOT/pipelines/unweight" --dist "$T/model.safetensors" "$T/out"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "unweight: $T/out/model-p16.bundle and .dist.bundle: safetensors 16.1532 b/w, bundle 10.2660 b/w, dist bundle 9.3418 b/w, lossless (palette 16)" ]
+    "$BIN/unbundle" "$T/out/model-p16.bundle" | cmp - "$T/model.safetensors"
+    "$BIN/unbundle" "$T/out/model-p16.dist.bundle" | cmp - "$T/model.safetensors"
+    grep -q "^rebuilt safetensors byte-identical: every tensor matches with both decoders$" "$T/out/model-p16.report"
+    # shipped against shipped: 9.34 b/w against zstd -19's 10.71
+    [ $(( $(stat -c %s "$T/out/model-p16.dist.bundle") * 100 / $(zstd -19 -q -c "$T/model.safetensors" | wc -c) )) -le 87 ]
+    # the tensors are the GGUF's: the same exponents and bundle bytes for each matrix
+    "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/g" 2> /dev/null
+    [ "$(grep -c '^blk' "$T/g/stories260K-bf16-p16.report")" -eq "$(grep -c '^blk' "$T/out/model-p16.report")" ]
+    diff <(grep '^blk' "$T/g/stories260K-bf16-p16.report" | awk '{print $1, $5, $6}') \
+         <(grep '^blk' "$T/out/model-p16.report" | awk '{print $1, $5, $6}')
+    # each shard alone, named by its file
+    for k in 1 2; do
+        s="$T/model-0000$k-of-00002.safetensors"
+        "$ROOT/pipelines/unweight" "$s" "$T/shards" 2> /dev/null
+        "$BIN/unbundle" "$T/shards/model-0000$k-of-00002-p16.bundle" | cmp - "$s"
+    done
+}
+
+@test "ggufpack of one file's stream leaves its header out: the GGUF is the one of the file's tensors alone" {
+    "$BIN/safetensorscat" "$SD" > "$T/s.wps"
+    "$BIN/ggufpack" -o "$T/s.gguf" "$T/s.wps"
+    run "$BIN/tsinfo" "$T/s.gguf"
+    [ "$status" -eq 0 ]
+    [ "$(echo "$output" | grep -c '^kv ')" -eq 194 ]
+    ! echo "$output" | grep -q 'safetensors.header' || false
+    # ggufpack -v counts it as the one record it dropped
+    run --separate-stderr "$BIN/ggufpack" -v -o "$T/s2.gguf" "$T/s.wps"
+    [ "$stderr" = "ggufpack: 1 non-GGUF records dropped" ]
+    cmp "$T/s.gguf" "$T/s2.gguf"
+}
+
+@test "bad input: streams that are no single file's, or no longer its tensors, are one line, exit 1, nothing written" {
+    "$BIN/safetensorscat" "$CALM" "$SD" > "$T/two.wps"
+    run "$BIN/safetensorspack" -o "$T/o.safetensors" "$T/two.wps"
+    one_line_error "^safetensorspack: $T/two.wps: record 'safetensors.metadata.format' before the safetensors.header key/value \(not a stream of one safetensors file: safetensorscat FILE makes one\)$"
+    "$BIN/ggufcat" -o "$T/g.wps" "$MODELS/stories260K-f32.gguf"
+    run "$BIN/safetensorspack" -o "$T/o.safetensors" "$T/g.wps"
+    one_line_error "^safetensorspack: $T/g.wps: record 'stories260K-f32.gguf' before the safetensors.header key/value"
+    # quantized on the way: no longer the file's tensors (gptq takes the stream of a model)
+    "$BIN/safetensorscat" "$CALM" | "$BIN/bf16split" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/c.bundle"
+    run "$BIN/safetensorspack" -o "$T/o.safetensors" "$T/c.bundle"
+    one_line_error "^safetensorspack: $T/c.bundle: a bundle \(a [a-z]* record\): unbundle writes its file$"
+    # a stream cut short: its reader's line, no file
+    "$BIN/safetensorscat" -o "$T/c.wps" "$CALM"
+    head -c 200000 "$T/c.wps" > "$T/cut.wps"
+    run "$BIN/safetensorspack" -o "$T/o.safetensors" "$T/cut.wps"
+    one_line_error "^safetensorspack: $T/cut.wps: truncated stream"
+    [ ! -e "$T/o.safetensors" ]
+    [ -z "$(ls -A "$T" | grep '\.tmp')" ]
+    # a redirected output is left empty
+    run sh -c "'$BIN/safetensorspack' '$T/cut.wps' > '$T/r.safetensors'"
+    [ "$status" -eq 1 ]
+    [ ! -s "$T/r.safetensors" ]
+    # a damaged header: its problem, as safetensorscat would say it of the file (__metadata__
+    # becomes a tensor's name)
+    cp "$T/c.wps" "$T/d.wps"
+    read -r p len <<< "$(payload_of "$T/d.wps" safetensors.header)"
+    patch_bytes "$T/d.wps" $((p + 16)) 'X'
+    reseal "$T/d.wps"
+    run "$BIN/safetensorspack" -o "$T/o.safetensors" "$T/d.wps"
+    one_line_error "^safetensorspack: $T/d.wps: safetensors.header: tensor '__metaXata__': missing or bad \"dtype\"$"
+    [ ! -e "$T/o.safetensors" ]
+}
+
+@test "names: a safetensors file is not written under a GGUF's or a compressor's name, nor a GGUF under a safetensors name" {
+    "$BIN/safetensorscat" -o "$T/c.wps" "$CALM"
+    "$BIN/safetensorscat" "$CALM" | lossless -o "$T/c.bundle"
+    cd "$T"
+    run "$BIN/safetensorspack" -o x.gguf c.wps
+    one_line_error "^safetensorspack: x.gguf: refusing to write a safetensors file under a GGUF's name: llama.cpp could not load it \(name it NAME.safetensors; unbundle --stream B \| ggufpack makes a GGUF of it\)$"
+    run "$BIN/unbundle" -o x.gguf c.bundle
+    one_line_error "^unbundle: x.gguf: refusing to write a safetensors file under a GGUF's name"
+    run sh -c "'$BIN/unbundle' c.bundle > x.safetensors.zst"
+    one_line_error "^unbundle: stdout \($T/x.safetensors.zst\): refusing to write a safetensors file under a zstd name: it is written uncompressed \(name it NAME.safetensors, then zstd it\)$"
+    [ ! -s x.safetensors.zst ]
+    [ ! -e x.gguf ]
+    # a GGUF's bundle under a safetensors name, given or redirected: refused after its first record
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/histogram" | "$BIN/huffbuild" | "$BIN/laneinterleave" > g.bundle
+    run sh -c "'$BIN/unbundle' g.bundle > g.SafeTensors"
+    one_line_error "^unbundle: stdout \($T/g.SafeTensors\): refusing to write a GGUF file under a safetensors name"
+    [ ! -s g.SafeTensors ]
+    # and a stream to a terminal
+    run script -qec "'$BIN/safetensorspack' c.wps" /dev/null
+    [ "$status" -eq 1 ]
+    [[ "$output" == *"safetensorspack: refusing to write a safetensors file to a terminal (redirect it, pipe it, or use -o FILE)"* ]]
+}
