@@ -272,7 +272,10 @@ clean:
 # INT, TERM or HUP (Ctrl-C, or timeout's TERM to make alone: hessian is stopped too, as the
 # recipe's shell waits for it in the background; INT or HUP sent to make alone, not to its
 # group, reaches no recipe: GNU make waits for hessian to end, whose Hessians and stamps then
-# stand). A point's outputs are
+# stand). One run at a time computes OUT's Hessians, by a lock on OUT (flock, as lazyweights
+# takes it): a second make model into OUT, a run of its own, waits, then reuses the Hessians the
+# first made (each computed them, and the second's replaced them under the first's points,
+# which were then out of date: a CI maintainer's trial). A point's outputs are
 # rebuilt when its model or calibration changes (MODEL, TEXT, HESSIAN_CHUNKS,
 # or RTN against GPTQ, IMATRIX): OUT/NAME-POINT.calib holds the one it was built with.
 # IMATRIX=FILE: llama-imatrix's importance matrix (GGUF or imatrix.dat) for gptq
@@ -387,9 +390,10 @@ point_why = $(shell $(if $(IMATRIX),IMATRIX='$(IMATRIX)' )pipelines/lazyweights 
 # (a reason that names the IMATRIX file is said of IMATRIX: it was blamed on POINT, a fresh user's find;
 # one that starts with TEXT's or MODEL's name ("TEXT: not a calibration text: ..."), of TEXT or
 # MODEL, as is gptq's "gptq: MODEL: not a GGUF file", "empty file", "no weight matrix", "an
-# importance matrix", "requantizing ... is disabled", "an already quantized model": a
-# breaker's and fresh and new users' finds; the last two were blamed on POINT)
-model_why = $(or $(filter $(MODEL):,$(firstword $(why_))),$(and $(filter gptq:,$(word 1,$(why_))),$(filter $(MODEL):,$(word 2,$(why_))),$(or $(filter not empty no requantizing,$(word 3,$(why_))),$(filter importance already,$(word 4,$(why_))))))
+# importance matrix", "requantizing ... is disabled", "an already quantized model", a file
+# cut short ("runs past the end of the file", "larger than the file allows", "truncated"): a breaker's and fresh and new
+# users' finds; the last three were blamed on POINT, the last by a CI maintainer's trial)
+model_why = $(or $(filter $(MODEL):,$(firstword $(why_))),$(and $(filter gptq:,$(word 1,$(why_))),$(filter $(MODEL):,$(word 2,$(why_))),$(or $(filter not empty no requantizing,$(word 3,$(why_))),$(filter importance already,$(word 4,$(why_))),$(findstring past the end of the file,$(why_)),$(findstring the file allows,$(why_)),$(findstring truncated,$(why_)))))
 $(foreach p,$(POINT),$(eval why_ := $$(call point_why,$(p)))$(if $(why_),$(error $(if $(and $(TEXT),$(filter $(TEXT):,$(firstword $(why_)))),TEXT=$(why_),$(if $(model_why),MODEL=$(strip $(patsubst gptq:,,$(why_))),$(if $(and $(IMATRIX),$(findstring $(IMATRIX),$(why_))),IMATRIX=$(IMATRIX) (for POINT=$(p)),POINT=$(p)): $(why_))))))
 # OUT must be a directory that can be made (a regular file on its path left make deleting
 # a .calib it could not write: "make: unlink: ... Not a directory")
@@ -421,18 +425,27 @@ $(HESS).id:
 
 $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	mkdir -p -- $(@D)
-	@echo 'bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) --share-inputs$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@'
 	@undo() { [ -s $@ ] || rm -f $@.id; rm -f $(new_calibs); $(if $(out_new),rmdir $(OUT) 2>/dev/null;) :; }; \
 	stop() { [ -z "$$pid" ] || { kill -TERM $$pid 2>/dev/null; wait $$pid; }; undo; exit $$1; }; \
 	trap 'stop 130' INT; trap 'stop 143' TERM; trap 'stop 129' HUP; \
-	exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) --share-inputs$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@ <&3 3<&- & pid=$$!; \
+	if command -v flock > /dev/null && { exec 9< $(OUT); } 2> /dev/null && ! flock -n 9; then \
+	    echo "make: waiting for another run's Hessians in $(OUT)" >&2; \
+	    flock 9 & pid=$$!; wait $$pid; pid=; \
+	    if [ -s $@ ] && [ $@ -nt $@.id ] && ! [ $(MODEL) -nt $@ ] && ! [ $(TEXT) -nt $@ ] && ! [ bin/hessian -nt $@ ]; then \
+	        echo "make: $@: made by the other run meanwhile: reused" >&2; exit 0; \
+	    fi; \
+	fi; \
+	echo 'bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) --share-inputs$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@'; \
+	exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) --share-inputs$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@ <&3 3<&- 9<&- & pid=$$!; \
 	wait $$pid || { rc=$$?; undo; exit $$rc; }
 
 # (the two targets of one lazyweights run; it removes an earlier .dist.bundle of a point whose
-# GGUF it changes)
+# GGUF it changes; exec'd, so that the TERM make passes its children on reaches lazyweights:
+# the recipe's shell, there for the variables, died of it, and lazyweights and gptq ran on and
+# installed the point after make had exited, a CI cancel's TERM: a CI maintainer's trial)
 $(OUT)/$(MODEL_NAME)-%.gguf $(OUT)/$(MODEL_NAME)-%.bundle: \
     $(MODEL) $(OUT)/$(MODEL_NAME)-%.calib $(if $(TEXT),$(HESS)) $(IMATRIX) $(LAZY_BINS) pipelines/lazyweights
-	$(if $(TEXT),HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) )$(if $(IMATRIX),IMATRIX=$(IMATRIX) )pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
+	exec $(if $(TEXT)$(IMATRIX),env )$(if $(TEXT),HESSIAN_CHUNKS=$(HESSIAN_CHUNKS) )$(if $(IMATRIX),IMATRIX=$(IMATRIX) )pipelines/lazyweights $(MODEL) $* $(OUT) $(TEXT)
 # DIST: a point's .dist.bundle made from its bundle, the bytes lazyweights --dist makes, without
 # GPTQ (the three were one run's targets: a point built without DIST, then with it, ran GPTQ
 # again, an hour on a 7B model)
