@@ -428,12 +428,15 @@ $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	@undo() { [ -s $@ ] || rm -f $@.id; rm -f $(new_calibs); $(if $(out_new),rmdir $(OUT) 2>/dev/null;) :; }; \
 	stop() { [ -z "$$pid" ] || { kill -TERM $$pid 2>/dev/null; wait $$pid; }; undo; exit $$1; }; \
 	trap 'stop 130' INT; trap 'stop 143' TERM; trap 'stop 129' HUP; \
-	if command -v flock > /dev/null && { exec 9< $(OUT); } 2> /dev/null && ! flock -n 9; then \
-	    echo "make: waiting for another run's Hessians in $(OUT)" >&2; \
-	    flock 9 & pid=$$!; wait $$pid; pid=; \
-	    if [ -s $@ ] && [ $@ -nt $@.id ] && ! [ $(MODEL) -nt $@ ] && ! [ $(TEXT) -nt $@ ] && ! [ bin/hessian -nt $@ ]; then \
-	        echo "make: $@: made by the other run meanwhile: reused" >&2; exit 0; \
+	if command -v flock > /dev/null && { exec 9< $(OUT); } 2> /dev/null; then \
+	    if ! flock -n 9; then \
+	        echo "make: waiting for another run's Hessians in $(OUT)" >&2; \
+	        flock 9 & pid=$$!; wait $$pid; pid=; \
+	        if [ -s $@ ] && [ $@ -nt $@.id ] && ! [ $(MODEL) -nt $@ ] && ! [ $(TEXT) -nt $@ ] && ! [ bin/hessian -nt $@ ]; then \
+	            echo "make: $@: made by the other run meanwhile: reused" >&2; exit 0; \
+	        fi; \
 	    fi; \
+	    for f in $@.tmp.??????; do [ -f "$$f" ] && rm -f -- "$$f" && echo "make: removed $$f, a killed run's temporary Hessians" >&2; done; \
 	fi; \
 	echo 'bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) --share-inputs$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@'; \
 	exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) --share-inputs$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@ <&3 3<&- 9<&- & pid=$$!; \

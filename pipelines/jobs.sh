@@ -96,6 +96,24 @@ need_programs() {
     done
 }
 
+# rm_stale_tmp NAME PREFIX: removes the PREFIX.tmpPID.* files of runs no longer running (no
+# /proc/PID: a SIGKILL, a CI runner's timeout, left them, which no trap could remove; they
+# piled up, a 7B's a GiB each: a CI maintainer's trial), saying how many in one line; those of a
+# run still going stay; never fails (no $(...): it may run after trap_signals)
+rm_stale_tmp() {
+    local f pid n=0 s=s
+    for f in "$2".tmp[0-9]*; do
+        [ -e "$f" ] || [ -L "$f" ] || continue
+        pid=${f#"$2".tmp}
+        pid=${pid%%.*}
+        [[ $pid =~ ^[0-9]+$ ]] && [ ! -d "/proc/$pid" ] || continue
+        rm -f -- "$f" 2> /dev/null && n=$((n + 1))
+    done
+    [ "$n" -ne 1 ] || s=
+    [ "$n" -eq 0 ] || echo "$1: removed $n temporary file$s a killed run left ($2.tmpPID.*)" >&2
+    return 0
+}
+
 # rm_made: removes the folders outdir_made listed, those left empty; never fails
 rm_made() {
     local m

@@ -320,6 +320,18 @@ stories260K-bf16-p16.report" ]
     [ -z "$(ls -A "$T/u" | grep tmp)" ]
 }
 
+@test "pipelines/unweight: a killed run's temporary files (SIGKILL) are removed by the next, said" {
+    # no trap removes them after a SIGKILL (a CI runner's timeout): they piled up (a CI
+    # maintainer's trial); a running one's (this test's shell's PID) stay
+    mkdir -p "$T/u"
+    echo x > "$T/u/.stories260K-bf16-p16.tmp4194999.bundle"
+    echo x > "$T/u/.stories260K-bf16-p16.tmp$$.bundle"
+    run --separate-stderr "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u"
+    [ "$status" -eq 0 ]
+    [ "${stderr_lines[0]}" = "unweight: removed 1 temporary file a killed run left ($T/u/.stories260K-bf16-p16.tmpPID.*)" ]
+    [ "$(ls -A "$T/u" | grep tmp)" = ".stories260K-bf16-p16.tmp$$.bundle" ]
+}
+
 @test "pipelines/unweight: a file that is no GGUF or safetensors file gives ggufcat's one line and status, and leaves no OUTDIR it made" {
     # it gave ggufcat's line, then four "empty input" lines from the stages after it, and
     # left an empty OUTDIR (a new user's trial); a PyTorch .bin (a zip archive) is named (it

@@ -431,6 +431,30 @@ fake_bins() {
     [ -z "$(ls -A "$out" | grep tmp)" ]
 }
 
+@test "lazyweights and make model: the temporary files of a killed run (SIGKILL) are removed by the next, said; a live run's stay" {
+    # a CI runner's timeout (SIGKILL) left them, which no trap can remove, and they piled up,
+    # a GiB each on a 7B (a CI maintainer's trial)
+    out="$BATS_TEST_TMPDIR/o"
+    mkdir -p "$out"
+    dead=4194999   # above Linux's PID limit (4194304): no such process
+    [ ! -d "/proc/$dead" ]
+    for f in wts dist.bundle; do echo x > "$out/.stories260K-f32-Q8_0_g0_lam0_c1.tmp$dead.$f"; done
+    echo x > "$out/.stories260K-f32-Q8_0_g0_lam0_c1.tmp$$.wts"   # this test's own shell: alive
+    echo x > "$out/stories260K-f32-groups_merged-k1.hess.tmp.AbC123"
+    run --separate-stderr env HESSIAN_CHUNKS=1 "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$CALIB"
+    [ "$status" -eq 0 ]
+    printf '%s\n' "${stderr_lines[@]}" | grep -qxF "lazyweights: removed $out/stories260K-f32-groups_merged-k1.hess.tmp.AbC123, a killed run's temporary Hessians"
+    printf '%s\n' "${stderr_lines[@]}" | grep -qxF "lazyweights: removed 2 temporary files a killed run left ($out/.stories260K-f32-Q8_0_g0_lam0_c1.tmpPID.*)"
+    [ "$(ls -A "$out" | grep tmp)" = ".stories260K-f32-Q8_0_g0_lam0_c1.tmp$$.wts" ]
+    # make's own hessian (make model) removes a killed one's temporary Hessians too
+    rm -f "$out"/*.hess
+    echo x > "$out/stories260K-f32-groups_merged-k1.hess.tmp.XyZ789"
+    run make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT="$CALIB" HESSIAN_CHUNKS=1 OUT="$out"
+    [ "$status" -eq 0 ]
+    [[ $output == *"make: removed $out/stories260K-f32-groups_merged-k1.hess.tmp.XyZ789, a killed run's temporary Hessians"* ]]
+    [ "$(ls -A "$out" | grep tmp)" = ".stories260K-f32-Q8_0_g0_lam0_c1.tmp$$.wts" ]
+}
+
 @test "make model: two runs of their own into one OUT compute its Hessians once, and leave both points up to date" {
     # each make computed them, and the second's replaced them under the first's point, which was
     # then out of date (a CI maintainer's trial): make's hessian takes lazyweights' lock on OUT
