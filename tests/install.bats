@@ -194,7 +194,7 @@ C
     printf 'bf16\tlossless_p16\t10.2000\nf32\tQ8_0_g0_lam0_c1\t8.5878\n' > lower.tsv
     run --separate-stderr env PATH="$P/bin:/usr/bin:/bin" bitcheck lower.tsv now.tsv
     [ "$status" -eq 1 ]
-    [ "$output" = "bf16	lossless_p16: 10.3117 b/w, more than 0.2 % above the baseline 10.2000 (at most 10.2204)" ]
+    [ "$output" = "bf16	lossless_p16: 10.3117 b/w, +1.095 %, more than 0.2 % above the baseline 10.2000 (at most 10.2204)" ]
 }
 
 @test "make install and uninstall refuse a relative PREFIX before doing anything" {
