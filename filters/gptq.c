@@ -53,6 +53,7 @@
 #include "half.h"
 #include "par.h"
 #include "rtn.h"
+#include "safetensors.h"
 #include "zframe.h"
 
 static const char usage[] =
@@ -121,8 +122,11 @@ static int llama_order(const void *a, const void *b)
 
 static int dropped_kv(const char *k)
 {
+    /* (and a safetensors file's header, safetensorscat's: the output is no longer that file's
+       tensors, and unbundle of its bundle refused to write a GGUF, a breaker's find) */
     return !strcmp(k, "general.quantization_version") || !strcmp(k, "general.file_type") ||
-           !strcmp(k, "split.no") || !strcmp(k, "split.count") || !strcmp(k, "split.tensors.count");
+           !strcmp(k, "split.no") || !strcmp(k, "split.count") || !strcmp(k, "split.tensors.count") ||
+           !strcmp(k, WP_ST_HEADER_KEY);
 }
 
 /* ---- Hessian file -------------------------------------------------------- */

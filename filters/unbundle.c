@@ -36,15 +36,23 @@ int main(int argc, char **argv)
     const char *src = in && strcmp(in, "-") ? in : "stdin";
     /* before the bundle is read (it wrote the GGUF onto the terminal); -o onto it said as such */
     wp_cli_input(in);
-    /* the file's kind shows at the bundle's first record: until then, a name ending .safetensors
-       (or .safetensors.zst ...: refused as compressed, said of a safetensors file) is taken for
-       one, checked again then */
-    static const char *const st_names[] = {".safetensors", ".safetensors.zst", ".safetensors.gz", ".safetensors.xz",
-                                           ".safetensors.bz2", ".safetensors.lz4", ".safetensors.lzma"};
-    int st_named = 0;
-    for (size_t i = 0; i < sizeof st_names / sizeof *st_names; i++)
-        st_named |= wp_out_named(out, st_names[i]);
-    wp_out_refuse_tty(out, as_stream ? WP_OUT_STREAM : st_named ? WP_OUT_SAFETENSORS : WP_OUT_GGUF);
+    /* the file's kind shows at the bundle's first record, checked again then: until then a name
+       ending .safetensors (.zst ...) is taken for one, .gguf for a GGUF, any other for either (a compressor's
+       suffix refused in words that fit both: the GGUF's advice was given for a safetensors file,
+       and the other way round, a breaker's find) */
+    static const char *const comp[] = {"", ".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma"};
+    int st_named = 0, gguf_named = 0;
+    for (size_t i = 0; i < sizeof comp / sizeof *comp; i++) {
+        char a[32], b[32];
+        snprintf(a, sizeof a, ".safetensors%s", comp[i]);
+        snprintf(b, sizeof b, ".gguf%s", comp[i]);
+        st_named |= wp_out_named(out, a);
+        gguf_named |= wp_out_named(out, b);
+    }
+    wp_out_refuse_tty(out, as_stream                    ? WP_OUT_STREAM
+                           : st_named                     ? WP_OUT_SAFETENSORS
+                           : gguf_named                   ? WP_OUT_GGUF
+                                                          : WP_OUT_RESTORED);
 
     /* Shared tensors are read back through the index: a pipe is spooled to
      * an unnamed temporary file first. */
@@ -96,9 +104,9 @@ int main(int argc, char **argv)
     if (rs && ix)
         (copy ? wp_restore_source_decompressed : wp_restore_source)(rs, ix, src);
     wp_writer *w = as_stream ? wp_cli_writer(out) : NULL;
-    wp_gguf_out *g = as_stream ? NULL : wp_gguf_out_new(err, sizeof err);
-    if (!rs || (!as_stream && !g))
-        wp_die("%s: %s", src, rs ? err : "out of memory");
+    wp_gguf_out *g = NULL;   /* made at the first record, for a GGUF (its spools: not for a safetensors file) */
+    if (!rs)
+        wp_die("%s: out of memory", src);
     wp_record r, *t;
     wp_record_init(&r);
     long kept = 0;   /* GGUF records taken */
@@ -117,8 +125,10 @@ int main(int argc, char **argv)
                     if (!(so = wp_st_out_new()))
                         wp_die("%s: out of memory", src);
                     sf = wp_out_open(out);
-                } else if (st_named) {
-                    wp_out_refuse_tty(out, WP_OUT_GGUF);   /* dies: a GGUF under a safetensors name */
+                } else {
+                    wp_out_refuse_tty(out, WP_OUT_GGUF);   /* a GGUF under a safetensors name dies */
+                    if (!(g = wp_gguf_out_new(err, sizeof err)))
+                        wp_die("%s: %s", src, err);
                 }
             }
             int k = w ? (wp_cli_put(w, t), 1) : so ? wp_st_out_add(so, t, sf) : wp_gguf_out_add(g, t);
@@ -137,7 +147,7 @@ int main(int argc, char **argv)
         wp_out_commit();
         wp_st_out_free(so);
     } else {
-        if (!kept)   /* (a Hessian file became an empty GGUF, exit 0) */
+        if (!kept || !g)   /* (a Hessian file became an empty GGUF, exit 0) */
             wp_die("%s: no GGUF header, key/value or tensor record to write (not a bundle of a GGUF or a tensor "
                    "stream; unbundle --stream gives its records back)", src);
         if (wp_gguf_out_complete(g))

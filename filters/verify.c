@@ -189,12 +189,14 @@ int main(int argc, char **argv)
     } else if (!(g = wp_gguf_open(orig, err, sizeof err))) {
         /* the two given the other way round: "not a GGUF file (a wpack stream ...)" did not say
            so (a new user's trial) */
-        uint8_t a[4] = {0}, b[4] = {0};
-        const int swapped = wp_file_head(orig, a, 4) == 4 && wp_file_head(bpath, b, 4) == 4 &&
-                            (!memcmp(a, WP_STREAM_MAGIC, 4) || wp_zframe_magic(a, 4)) && wp_gguf_magic(b, 4);
+        uint8_t a[4] = {0}, b[9] = {0};
+        const size_t nb = wp_file_head(bpath, b, 9);
+        const int st_second = nb == 9 && wp_st_magic(b);   /* (a safetensors file second: no hint, a breaker's find) */
+        const int swapped = wp_file_head(orig, a, 4) == 4 && nb >= 4 &&
+                            (!memcmp(a, WP_STREAM_MAGIC, 4) || wp_zframe_magic(a, 4)) && (wp_gguf_magic(b, 4) || st_second);
         if (swapped)
-            wp_die("%s: a bundle or stream, and %s a GGUF file: the order is verify ORIGINAL.gguf BUNDLE", orig,
-                   bpath);
+            wp_die("%s: a bundle or stream, and %s a %s file: the order is verify ORIGINAL.%s BUNDLE", orig, bpath,
+                   st_second ? "safetensors" : "GGUF", st_second ? "safetensors" : "gguf");
         wp_die("%s", err);
     }
     struct stat st;

@@ -383,7 +383,8 @@ static const char *const *foreign_suffixes(wp_out_kind kind)
     static const char *const gguf[] = {".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma", ".safetensors", NULL};
     /* (the compressors' before .gguf.zst's, which is a GGUF's name said as a compressed one) */
     static const char *const st[] = {".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma", ".gguf", NULL};
-    return kind == WP_OUT_GGUF ? gguf : kind == WP_OUT_SAFETENSORS ? st : stream;
+    static const char *const restored[] = {".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma", NULL};
+    return kind == WP_OUT_GGUF ? gguf : kind == WP_OUT_SAFETENSORS ? st : kind == WP_OUT_RESTORED ? restored : stream;
 }
 
 /* The suffix of list (name_suffix) that the output's file is named with, or NULL: path given
@@ -462,6 +463,10 @@ static void out_suffix_check(const char *path, wp_out_kind kind)
         wp_die("%s: refusing to write a wpack stream under %s %s'd GGUF's name: %s -d would give a .gguf "
                "llama.cpp cannot load (name it otherwise, such as NAME.dist.bundle; unbundle writes the GGUF)",
                who, an(compressor(suf + 5)), compressor(suf + 5), compressor(suf + 5));
+    if (kind == WP_OUT_RESTORED)   /* (a GGUF's advice, for what was a safetensors file: a breaker's find) */
+        wp_die("%s: refusing to write the restored file under %s %s name: it is written uncompressed (name it "
+               "NAME.gguf or NAME.safetensors, as the bundle's source was, then %s it)", who, an(compressor(suf)),
+               compressor(suf), compressor(suf));
     if (strcmp(suf, ".safetensors"))   /* (unbundle -o r.gguf.gz wrote it uncompressed: a note's left alone) */
         wp_die("%s: refusing to write %s under %s %s name: it is written uncompressed (name it "
                "%s, then %s it)", who, kind == WP_OUT_SAFETENSORS ? "a safetensors file" : "a GGUF file",
@@ -481,6 +486,7 @@ void wp_out_refuse_tty(const char *path, wp_out_kind kind)
 {
     const char *what = kind == WP_OUT_GGUF          ? "a GGUF file"
                        : kind == WP_OUT_SAFETENSORS ? "a safetensors file"
+                       : kind == WP_OUT_RESTORED    ? "the restored file"
                                                     : "a binary wpack stream";
     if ((!path || !strcmp(path, "-")) && isatty(STDOUT_FILENO))
         wp_die("refusing to write %s to a terminal (redirect it, pipe it, or use -o FILE)", what);

@@ -123,7 +123,9 @@ void wp_out_abort_now(void);
 /* What a program writes, for wp_out_refuse_tty: a wpack stream (bundles too,
  * wpack-stream(5)), a GGUF file, a wpack stream of Hessians (hessian's), or a
  * .safetensors file (safetensorspack's, unbundle's of one). */
-typedef enum { WP_OUT_STREAM, WP_OUT_GGUF, WP_OUT_HESSIANS, WP_OUT_SAFETENSORS } wp_out_kind;
+typedef enum { WP_OUT_STREAM, WP_OUT_GGUF, WP_OUT_HESSIANS, WP_OUT_SAFETENSORS, WP_OUT_RESTORED } wp_out_kind;
+/* (WP_OUT_RESTORED: a GGUF or a safetensors file, unbundle's before its bundle says which:
+ * refused to a terminal and under a compressor's suffix, in words that fit both) */
 /* Die "refusing to write WHAT to a terminal (redirect it, pipe it, or use -o
  * FILE)" when path is standard output (NULL or "-") and that is a terminal:
  * the binary outputs (WHAT "a binary wpack stream" for WP_OUT_STREAM, "a GGUF

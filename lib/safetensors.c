@@ -143,6 +143,8 @@ static int parse_meta(wp_st_in *s, const cJSON *md)
     return 0;
 }
 
+static const char *find_duplicate(wp_st_in *s, const cJSON *obj, int *oom);
+
 static int parse_tensor(wp_st_in *s, const cJSON *e, struct st_tensor *t)
 {
     const char *name = e->string;
@@ -150,6 +152,12 @@ static int parse_tensor(wp_st_in *s, const cJSON *e, struct st_tensor *t)
         return sfail(s, "tensor '%s': not a JSON object", name);
     if (!name[0])
         return sfail(s, "tensor with an empty name");
+    /* a field twice ("dtype" given two values): the first was taken, where the safetensors
+       library (serde) refuses the file (a breaker's find) */
+    int oom;
+    const char *twice = find_duplicate(s, e, &oom);
+    if (oom || twice)
+        return oom ? sfail(s, "out of memory") : sfail(s, "tensor '%s': \"%s\" given twice", name, twice);
     if (strlen(name) > WP_MAX_NAME)
         return sfail(s, "tensor '%.64s...': name longer than %u bytes", name, WP_MAX_NAME);
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
@@ -787,8 +795,8 @@ int wp_st_out_add(wp_st_out *o, const wp_record *r, FILE *f)
     if (r->kind == WP_REC_KV) {
         if (!strncmp(r->name, WP_ST_META_PREFIX, sizeof WP_ST_META_PREFIX - 1))
             return 0;   /* __metadata__, which the header holds */
-        return wfail(o, "key/value '%s' is not a safetensors file's (the header holds its file's __metadata__)",
-                     r->name);
+        return wfail(o, "key/value '%s' is not a safetensors file's (the stream is no longer the file's: ggufpack "
+                        "makes a GGUF of it)", r->name);
     }
     if (r->kind != WP_REC_TENSOR)
         return 0;

@@ -69,7 +69,7 @@ int wp_st_dtype_type(const char *dtype);
  * at most 4 dims) and data_offsets (the same integers; begin <= end,
  * end - begin = bytes of dtype x shape, end within the data section, so a
  * truncated file is caught here), no two tensors overlapping, no duplicate
- * names or metadata keys.
+ * names, metadata keys or fields of a tensor ("dtype" twice).
  * Returns NULL on failure with a one-line message in err naming the file
  * ("x.safetensors: tensor 'w': dtype U8 is not supported ..."). */
 wp_st_in *wp_st_open(const char *path, char *err, size_t errlen);

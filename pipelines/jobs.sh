@@ -164,7 +164,7 @@ threads_opt() {
 # (NAME.gguf or .bundle, in any case) and no folder of that name is there: llama-quantize's OUT,
 # uw/out.gguf, was made a folder with the outputs in it (a fresh user's find); WHAT names them
 outdir_not_file() {
-    if [[ ${2,,} == ?*.gguf || ${2,,} == ?*.bundle ]] && ! [ -d "$2" ]; then
+    if [[ ${2,,} == ?*.gguf || ${2,,} == ?*.bundle || ${2,,} == ?*.safetensors ]] && ! [ -d "$2" ]; then
         echo "$1: OUTDIR $2: named as a file; OUTDIR is the folder $3 (such as $(dirname -- "$2"))" >&2
         exit 2
     fi
@@ -173,11 +173,12 @@ outdir_not_file() {
 # model_name FILE: the NAME in the outputs' names: FILE's name without its directory and a last
 # .gguf or .GGUF (Story.GGUF named them Story.GGUF-POINT.gguf, and make model, which looked for
 # Story-POINT.gguf, built the point again at every run: a helper's find); make's MODEL_NAME is
-# the same
+# the same; a last .safetensors in any case (unweight's: make takes no safetensors file)
 model_name() {
     local n=${1##*/}
     case $n in
-    ?*.gguf | ?*.GGUF | ?*.safetensors | ?*.SAFETENSORS) n=${n%.*} ;;
+    ?*.gguf | ?*.GGUF) n=${n%.*} ;;
+    *) [[ ${n,,} != ?*.safetensors ]] || n=${n%.*} ;;
     esac
     printf '%s\n' "$n"
 }
@@ -186,7 +187,7 @@ model_name() {
 # or bundle: WP_STREAM_MAGIC, lib/stream.h), hessians (a stream whose first record, after the
 # 16-byte header, is a hessian one: tag "WREC", kind WP_REC_HESSIAN 4; lib/stream's
 # wp_file_is_hessians in C), safetensors (a header length, then '{': lib/safetensors'
-# wp_st_magic), zstd (a zstd frame: a compressed file, or a --dist bundle), gzip, or nothing. (lazyweights' CALIB check and model_not_gguf each read the bytes
+# wp_st_magic), json (a '{' first), zstd (a zstd frame: a compressed file, or a --dist bundle), gzip, or nothing. (lazyweights' CALIB check and model_not_gguf each read the bytes
 # with their own od and case: a last read of the change.)
 magic_of() {
     case $(od -An -tx1 -N22 -- "$1" 2> /dev/null | tr -d ' \n') in
@@ -197,6 +198,8 @@ magic_of() {
     575041434b535452*) echo stream ;;
     # a u64 header length below 2^56, then the JSON header's '{' (wp_st_magic checks the rest)
     ??????????????007b*) echo safetensors ;;
+    # (a sharded model's index, model.safetensors.index.json, went to ggufcat: "bad magic")
+    7b*) echo json ;;
     28b52ffd*) echo zstd ;;
     1f8b*) echo gzip ;;
     esac

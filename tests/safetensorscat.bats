@@ -447,6 +447,12 @@ mkst_raw() {
     bad "^safetensorscat: $T/k2.safetensors: __metadata__ key '${k4075:0:64}\.\.\.' is too long$" "$T/k2.safetensors"
 }
 
+@test "bad safetensors: a tensor's field given twice is refused, as the safetensors library refuses it (a breaker's find)" {
+    # the first "dtype" was taken, where serde refuses the file
+    mkst "$T/d.safetensors" '{"a":{"dtype":"F16","dtype":"BF16","shape":[2],"data_offsets":[0,4]}}' 4
+    bad "^safetensorscat: $T/d.safetensors: tensor 'a': \"dtype\" given twice$" "$T/d.safetensors"
+}
+
 @test "bad safetensors: an empty tensor name, a duplicate __metadata__ key (a mutation test's find)" {
     mkst "$T/e.safetensors" '{"":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}}' 4
     bad "^safetensorscat: $T/e.safetensors: tensor with an empty name$" "$T/e.safetensors"

@@ -77,7 +77,7 @@ lossless() {
     "$BIN/unbundle" "$T/out/model-p16.bundle" | cmp - "$T/model.safetensors"
     "$BIN/unbundle" "$T/out/model-p16.dist.bundle" | cmp - "$T/model.safetensors"
     grep -q "^rebuilt safetensors byte-identical: every tensor matches with both decoders$" "$T/out/model-p16.report"
-    # shipped against shipped: 9.34 b/w against zstd -19's 10.71
+    # shipped against shipped: 9.34 b/w against zstd -19's 10.81
     [ $(( $(stat -c %s "$T/out/model-p16.dist.bundle") * 100 / $(zstd -19 -q -c "$T/model.safetensors" | wc -c) )) -le 87 ]
     # the tensors are the GGUF's: the same exponents and bundle bytes for each matrix
     "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/g" 2> /dev/null
@@ -159,4 +159,61 @@ lossless() {
     run script -qec "'$BIN/safetensorspack' c.wps" /dev/null
     [ "$status" -eq 1 ]
     [[ "$output" == *"safetensorspack: refusing to write a safetensors file to a terminal (redirect it, pipe it, or use -o FILE)"* ]]
+}
+
+@test "a stream quantized by gptq is no longer the file's: gptq leaves its header out, and its bundle gives the GGUF (a breaker's find)" {
+    # gptq kept the header: unbundle refused to write the GGUF under any name, and wrote the
+    # header alone to a pipe
+    "$BIN/safetensorscat" "$CALM" | "$BIN/gptq" --rtn --type Q8_0 --quiet > "$T/q.wts"
+    ! "$BIN/tsinfo" "$T/q.wts" | grep -q safetensors.header || false
+    "$BIN/ggufpack" -o "$T/q.gguf" "$T/q.wts" 2> /dev/null
+    "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/q.bundle"
+    "$BIN/unbundle" -o "$T/back.gguf" "$T/q.bundle" 2> /dev/null
+    cmp "$T/back.gguf" "$T/q.gguf"
+    # and safetensorspack says it is no single file's stream
+    run "$BIN/safetensorspack" "$T/q.wts"
+    one_line_error "^safetensorspack: $T/q.wts: record 'safetensors.metadata.format' before the safetensors.header key/value \(not a stream of one safetensors file: safetensorscat FILE makes one\)$"
+}
+
+@test "unbundle writes a safetensors file without temporary files (TMPDIR unused), and names the restored file's kind only when it knows it (breakers' finds)" {
+    "$BIN/safetensorscat" "$CALM" | lossless -o "$T/c.bundle"
+    TMPDIR=/nonexistent "$BIN/unbundle" "$T/c.bundle" > "$T/c.safetensors"
+    cmp "$T/c.safetensors" "$CALM"
+    # a compressor's suffix of a name that says neither kind: words that fit both (a GGUF's
+    # advice was given for a safetensors file)
+    cd "$T"
+    run "$BIN/unbundle" -o x.zst c.bundle
+    one_line_error "^unbundle: x.zst: refusing to write the restored file under a zstd name: it is written uncompressed \(name it NAME.gguf or NAME.safetensors, as the bundle's source was, then zstd it\)$"
+    run "$BIN/unbundle" -o x.safetensors.gz c.bundle
+    one_line_error "^unbundle: x.safetensors.gz: refusing to write a safetensors file under a gzip name: it is written uncompressed \(name it NAME.safetensors, then gzip it\)$"
+    [ ! -e x.zst ]
+    [ ! -e x.safetensors.gz ]
+}
+
+@test "unweight on safetensors names: .safetensors in any case, an OUTDIR named .safetensors refused, no weights said, a shard index named (a breaker's finds)" {
+    cp "$CALM" "$T/My Model.Safetensors"
+    "$ROOT/pipelines/unweight" "$T/My Model.Safetensors" "$T/u" 2> /dev/null
+    [ -f "$T/u/My Model-p16.bundle" ]
+    run "$ROOT/pipelines/unweight" "$CALM" "$T/out.safetensors"
+    [ "$status" -eq 2 ]
+    [ "$output" = "unweight: OUTDIR $T/out.safetensors: named as a file; OUTDIR is the folder NAME-pP.bundle goes into (such as $T)" ]
+    [ ! -e "$T/out.safetensors" ]
+    # a file of metadata alone: its line said ", lossless"
+    python3 -c 'import struct, sys; h = b"{\"__metadata__\":{\"a\":\"b\"}}"; open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h)' "$T/meta.safetensors"
+    run --separate-stderr "$ROOT/pipelines/unweight" "$T/meta.safetensors" "$T/m"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "unweight: $T/m/meta-p16.bundle: no weights, so no b/w, lossless (palette 16)" ]
+    "$BIN/unbundle" "$T/m/meta-p16.bundle" | cmp - "$T/meta.safetensors"
+    # a sharded model's index: safetensorscat's words (ggufcat said "bad magic")
+    printf '{"metadata": {"total_size": 8}, "weight_map": {"a": "model-00001-of-00002.safetensors"}}\n' > "$T/model.safetensors.index.json"
+    run "$ROOT/pipelines/unweight" "$T/model.safetensors.index.json" "$T/i"
+    [ "$status" -eq 1 ]
+    [ "$output" = "safetensorscat: $T/model.safetensors.index.json: not a safetensors file (a sharded model's index, JSON: give its shards, safetensorscat model-*.safetensors)" ]
+    [ ! -e "$T/i" ]
+}
+
+@test "verify: a safetensors file given second is said as the order (a breaker's find)" {
+    "$BIN/safetensorscat" "$CALM" | lossless -o "$T/c.bundle"
+    run "$BIN/verify" "$T/c.bundle" "$CALM"
+    one_line_error "^verify: $T/c.bundle: a bundle or stream, and $CALM a safetensors file: the order is verify ORIGINAL.safetensors BUNDLE$"
 }
