@@ -56,11 +56,13 @@ setup() {
         [ "$status" -eq 1 ]
         [ "${output//$'\r'/}" = "${c%% *}: $msg" ]
     done
-    for c in "ggufpack $T/m.wts" "unbundle $T/m.bundle"; do
-        run script -qec "$BIN/$c" /dev/null
-        [ "$status" -eq 1 ]
-        [ "${output//$'\r'/}" = "${c%% *}: refusing to write a GGUF file to a terminal (redirect it, pipe it, or use -o FILE)" ]
-    done
+    run script -qec "$BIN/ggufpack $T/m.wts" /dev/null
+    [ "$status" -eq 1 ]
+    [ "${output//$'\r'/}" = "ggufpack: refusing to write a GGUF file to a terminal (redirect it, pipe it, or use -o FILE)" ]
+    # unbundle, before its bundle says whether a GGUF or a safetensors file comes back
+    run script -qec "$BIN/unbundle $T/m.bundle" /dev/null
+    [ "$status" -eq 1 ]
+    [ "${output//$'\r'/}" = "unbundle: refusing to write the restored file to a terminal (redirect it, pipe it, or use -o FILE)" ]
     # nor read from one: they waited for a stream typed in (a fresh user's trial); a pipe is read
     for c in histogram tsinfo "unbundle --stream -o $T/y.wts" "laneinterleave -o $T/x.bundle"; do
         run script -qec "$BIN/$c" /dev/null
