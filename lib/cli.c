@@ -379,7 +379,9 @@ static const char *name_suffix(const char *name, const char *const *list)
 static const char *const *foreign_suffixes(wp_out_kind kind)
 {
     static const char *const stream[] = {".gguf", ".gguf.zst", ".gguf.gz", ".gguf.xz", ".gguf.bz2",
-                                         ".gguf.lz4", ".gguf.lzma", ".safetensors", NULL};
+                                         ".gguf.lz4", ".gguf.lzma", ".safetensors", ".safetensors.zst",
+                                         ".safetensors.gz", ".safetensors.xz", ".safetensors.bz2",
+                                         ".safetensors.lz4", ".safetensors.lzma", NULL};
     static const char *const gguf[] = {".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma", ".safetensors", NULL};
     /* (the compressors' before .gguf.zst's, which is a GGUF's name said as a compressed one) */
     static const char *const st[] = {".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma", ".gguf", NULL};
@@ -463,6 +465,13 @@ static void out_suffix_check(const char *path, wp_out_kind kind)
         wp_die("%s: refusing to write a wpack stream under %s %s'd GGUF's name: %s -d would give a .gguf "
                "llama.cpp cannot load (name it otherwise, such as NAME.dist.bundle; unbundle writes the GGUF)",
                who, an(compressor(suf + 5)), compressor(suf + 5), compressor(suf + 5));
+    /* (a --dist bundle named ship.safetensors.zst became, through zstd -d, a .safetensors no
+       loader reads: a publisher's trial) */
+    if (!strncmp(suf, ".safetensors.", 13))
+        wp_die("%s: refusing to write %s under %s %s'd safetensors file's name: %s -d would give a .safetensors "
+               "that loaders cannot read (name it otherwise, such as NAME.dist.bundle; unbundle writes the file)",
+               who, kind == WP_OUT_HESSIANS ? "Hessians" : "a wpack stream", an(compressor(suf + 12)),
+               compressor(suf + 12), compressor(suf + 12));
     if (kind == WP_OUT_RESTORED)   /* (a GGUF's advice, for what was a safetensors file: a breaker's find) */
         wp_die("%s: refusing to write the restored file under %s %s name: it is written uncompressed (name it "
                "NAME.gguf or NAME.safetensors, as the bundle's source was, then %s it)", who, an(compressor(suf)),

@@ -32,6 +32,8 @@ struct st_tensor {
     int64_t  ne[WP_MAX_DIMS];
     uint64_t begin, end;     /* relative to the data section */
     size_t   order;          /* position in the header (tie-break) */
+    const char *carried;     /* a dtype no ggml type is, carried as the integer type of its width */
+    char    *shape;          /* a shape of more than WP_MAX_DIMS dimensions, as the header writes it */
 };
 
 struct st_meta {
@@ -53,17 +55,29 @@ struct wp_st_in {
     struct st_tensor **by_name;   /* t sorted by name, for wp_st_read_tensor (made on first use) */
 };
 
-static const struct { const char *name; uint32_t type; } dtypes[] = {
-    {"F32", WP_F32}, {"F16", WP_F16}, {"BF16", WP_BF16}, {"F64", WP_F64},
-    {"I8", WP_I8},   {"I16", WP_I16}, {"I32", WP_I32},   {"I64", WP_I64},
+/* carried: no ggml type is this dtype; its bytes go as the integer type of its width, the
+ * record naming the dtype (WP_ST_DTYPE_ATTR): a shard of a bitsandbytes (U8) or FP8 checkpoint
+ * was refused whole, where a lossless round trip needs only the bytes (a publisher's trial) */
+static const struct { const char *name; uint32_t type; int carried; } dtypes[] = {
+    {"F32", WP_F32, 0}, {"F16", WP_F16, 0}, {"BF16", WP_BF16, 0}, {"F64", WP_F64, 0},
+    {"I8", WP_I8, 0},   {"I16", WP_I16, 0}, {"I32", WP_I32, 0},   {"I64", WP_I64, 0},
+    {"U8", WP_I8, 1},   {"U16", WP_I16, 1}, {"U32", WP_I32, 1},   {"U64", WP_I64, 1},
+    {"BOOL", WP_I8, 1}, {"F8_E4M3", WP_I8, 1}, {"F8_E5M2", WP_I8, 1}, {"F8_E8M0", WP_I8, 1},
 };
 
-int wp_st_dtype_type(const char *dtype)
+/* The dtypes table's entry of a dtype name, or -1. */
+static int dtype_index(const char *dtype)
 {
     for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
         if (!strcmp(dtype, dtypes[i].name))
-            return (int)dtypes[i].type;
+            return (int)i;
     return -1;
+}
+
+int wp_st_dtype_type(const char *dtype)
+{
+    const int i = dtype_index(dtype);
+    return i < 0 ? -1 : (int)dtypes[i].type;
 }
 
 __attribute__((format(printf, 2, 3)))
@@ -170,16 +184,18 @@ static int parse_tensor(wp_st_in *s, const cJSON *e, struct st_tensor *t)
     if (!cJSON_IsArray(of) || cJSON_GetArraySize(of) != 2 ||
         json_uint(of->child, &t->begin) || json_uint(of->child->next, &t->end))
         return sfail(s, "tensor '%s': \"data_offsets\" is not two non-negative integers", name);
-    int type = wp_st_dtype_type(dt->valuestring);
-    if (type < 0)
-        return sfail(s, "tensor '%s': dtype %.32s is not supported (wpack reads F32, F16, BF16, F64, I8, I16, I32, I64)",
+    const int di = dtype_index(dt->valuestring);
+    if (di < 0)
+        return sfail(s, "tensor '%s': dtype %.32s is not supported (wpack reads F32, F16, BF16, F64, I8, I16, I32, "
+                        "I64, and carries U8, U16, U32, U64, BOOL, F8_E4M3, F8_E5M2 and F8_E8M0 as bytes)",
                      name, dt->valuestring);
-    t->type = (uint32_t)type;
+    t->type = dtypes[di].type;
+    t->carried = dtypes[di].carried ? dtypes[di].name : NULL;
     int nd = cJSON_GetArraySize(sh);
-    if (nd > WP_MAX_DIMS)
-        return sfail(s, "tensor '%s': %d dimensions (wpack streams hold at most %d)", name, nd, WP_MAX_DIMS);
+    if (nd > WP_ST_MAX_DIMS)
+        return sfail(s, "tensor '%s': %d dimensions (wpack reads at most %d)", name, nd, WP_ST_MAX_DIMS);
     /* Reverse: safetensors lists the outermost dimension first. */
-    uint64_t dims[WP_MAX_DIMS];
+    uint64_t dims[WP_ST_MAX_DIMS];
     int d = 0;
     for (const cJSON *x = sh->child; x; x = x->next, d++) {
         const int rc = json_uint(x, &dims[d]);
@@ -193,8 +209,27 @@ static int parse_tensor(wp_st_in *s, const cJSON *e, struct st_tensor *t)
     for (int i = 0; i < WP_MAX_DIMS; i++)
         t->ne[i] = 1;
     t->n_dims = nd ? nd : 1;
-    for (int i = 0; i < nd; i++)
+    for (int i = 0; i < nd && i < WP_MAX_DIMS; i++)
         t->ne[i] = (int64_t)dims[nd - 1 - i];
+    if (nd > WP_MAX_DIMS) {   /* (a Conv3d's 5-D weight refused the file whole: a publisher's trial) */
+        /* the outer nd - 3 dimensions folded into the fourth, their product; the shape as the
+           header writes it kept for the record (WP_ST_SHAPE_ATTR) */
+        char buf[WP_ST_MAX_DIMS * 21 + 2];
+        size_t k = 0;
+        uint64_t outer = 1;
+        for (int i = 0; i < nd; i++)
+            k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%" PRIu64, i ? "," : "[", dims[i]);
+        snprintf(buf + k, sizeof buf - k, "]");
+        for (int i = 0; i <= nd - WP_MAX_DIMS && outer; i++) {
+            if (dims[i] && outer > WP_MAX_DIM / dims[i])
+                return sfail(s, "tensor '%s': shape too large", name);
+            outer *= dims[i];
+        }
+        t->ne[WP_MAX_DIMS - 1] = (int64_t)outer;
+        t->n_dims = WP_MAX_DIMS;
+        if (!(t->shape = strdup(buf)))
+            return sfail(s, "out of memory");
+    }
     /* Bytes implied by dtype x shape. The product of the non-zero
      * dimensions times the element size must stay below 2^62 even when
      * another dimension is 0, so that no reader of the stream overflows
@@ -645,6 +680,9 @@ static int next_tensor(wp_st_in *s, wp_record *r)
     memcpy(r->ne, t->ne, sizeof r->ne);
     if (wp_record_set_name(r, t->name))
         return sfail(s, "tensor '%s': name too long", t->name);
+    if ((t->carried && wp_attr_set(r, WP_ST_DTYPE_ATTR, t->carried)) ||
+        (t->shape && wp_attr_set(r, WP_ST_SHAPE_ATTR, t->shape)))
+        return sfail(s, "tensor '%s': out of memory", t->name);
     if ((uint64_t)(size_t)n != n || !wp_record_alloc(r, n))
         return sfail(s, "tensor '%s': out of memory for %" PRIu64 " bytes", t->name, n);
     if (fseeko(s->f, (off_t)(s->data_start + t->begin), SEEK_SET))
@@ -689,7 +727,7 @@ void wp_st_close(wp_st_in *s)
     if (s->f)
         fclose(s->f);
     for (uint64_t i = 0; i < s->nt; i++)
-        free(s->t[i].name);
+        free(s->t[i].name), free(s->t[i].shape);
     for (uint64_t i = 0; i < s->nm; i++)
         free(s->m[i].key), free(s->m[i].value);
     free(s->t);

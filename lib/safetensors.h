@@ -24,7 +24,10 @@
  *       "safetensors.metadata.KEY", type WP_GGUF_STRING, payload the value
  *       as GGUF serializes a string (u64 length, the bytes, no NUL)
  *   one WP_REC_TENSOR per tensor, in data-offset order: type the ggml type
- *       (F32, F16, BF16; also F64, I8, I16, I32, I64, which map one to one),
+ *       (F32, F16, BF16; also F64, I8, I16, I32, I64, which map one to one;
+ *       the bytes of U8, U16, U32, U64, BOOL and F8_* as the integer type of
+ *       their width, WP_ST_DTYPE_ATTR naming the dtype; more than 4
+ *       dimensions folded into 4, WP_ST_SHAPE_ATTR the shape),
  *       ne[] the shape reversed (safetensors [rows, cols] -> ne[0] = cols,
  *       ne[1] = rows), a 0-d scalar as n_dims 1, ne[0] = 1; payload the
  *       tensor's bytes exactly as in the file.
@@ -51,12 +54,22 @@ extern "C" {
 /* Name of the key/value that holds a file's whole header (see above). A GGUF
  * does not carry it: wp_gguf_out_add passes it over. */
 #define WP_ST_HEADER_KEY   "safetensors.header"
+/* Attributes of a tensor record that a GGUF cannot hold (wp_gguf_out_add refuses it): its
+ * dtype when no ggml type is it (U8, U16, U32, U64, BOOL, F8_E4M3, F8_E5M2, F8_E8M0: the
+ * bytes go as I8, I16, I32 or I64, of the same width), and its shape as the header writes
+ * it ("[2,3,4,5,6]") when it has more than WP_MAX_DIMS dimensions (the outer ones are
+ * folded into ne[3], their product). */
+#define WP_ST_DTYPE_ATTR   "safetensors_dtype"
+#define WP_ST_SHAPE_ATTR   "safetensors_shape"
+/* Most dimensions of a tensor read (the format sets no limit). */
+#define WP_ST_MAX_DIMS     16
 
 typedef struct wp_st_in wp_st_in;
 
-/* ggml type (ggml_type.h) for a safetensors dtype name ("F16" -> WP_F16,
- * case-sensitive as the format spells it); -1 for a dtype wpack does not
- * read (BOOL, U8 ... U64, F8_E4M3, F8_E5M2, ... or anything unknown). */
+/* ggml type (ggml_type.h) of a tensor record for a safetensors dtype name
+ * ("F16" -> WP_F16, case-sensitive as the format spells it; a dtype carried
+ * as bytes, "U8", "BOOL", "F8_E4M3" ..., -> the integer type of its width);
+ * -1 for a dtype wpack does not read (F4, F6_*, anything unknown). */
 int wp_st_dtype_type(const char *dtype);
 
 /* Open a .safetensors file and check its whole header before any tensor is

@@ -155,6 +155,11 @@ lossless() {
     run sh -c "'$BIN/unbundle' g.bundle > g.SafeTensors"
     one_line_error "^unbundle: stdout \($T/g.SafeTensors\): refusing to write a GGUF file under a safetensors name"
     [ ! -s g.SafeTensors ]
+    # a --dist bundle under a compressed safetensors name: zstd -d would make a .safetensors of
+    # it that no loader reads (a publisher's trial)
+    run sh -c "'$BIN/safetensorscat' '$CALM' | '$BIN/laneinterleave' --dist -o ship.safetensors.zst"
+    one_line_error "^laneinterleave: ship.safetensors.zst: refusing to write a wpack stream under a zstd'd safetensors file's name: zstd -d would give a .safetensors that loaders cannot read \(name it otherwise, such as NAME.dist.bundle; unbundle writes the file\)$"
+    [ ! -e ship.safetensors.zst ]
     # and a stream to a terminal
     run script -qec "'$BIN/safetensorspack' c.wps" /dev/null
     [ "$status" -eq 1 ]
@@ -204,11 +209,22 @@ lossless() {
     [ "$status" -eq 0 ]
     [ "$stderr" = "unweight: $T/m/meta-p16.bundle: no weights, so no b/w, lossless (palette 16)" ]
     "$BIN/unbundle" "$T/m/meta-p16.bundle" | cmp - "$T/meta.safetensors"
-    # a sharded model's index: safetensorscat's words (ggufcat said "bad magic")
-    printf '{"metadata": {"total_size": 8}, "weight_map": {"a": "model-00001-of-00002.safetensors"}}\n' > "$T/model.safetensors.index.json"
-    run "$ROOT/pipelines/unweight" "$T/model.safetensors.index.json" "$T/i"
+    # a sharded model's index (ggufcat said "bad magic"; then safetensorscat's "give its shards",
+    # which led to one stream of every shard, whose bundle gives no shard back), its folder, or
+    # its shards all at once: one shard a run, the loop said (a publisher's trial)
+    mkdir "$T/hf"
+    printf '{"metadata": {"total_size": 8}, "weight_map": {"a": "model-00001-of-00002.safetensors"}}\n' > "$T/hf/model.safetensors.index.json"
+    run "$ROOT/pipelines/unweight" --dist "$T/hf/model.safetensors.index.json" "$T/i"
     [ "$status" -eq 1 ]
-    [ "$output" = "safetensorscat: $T/model.safetensors.index.json: not a safetensors file (a sharded model's index, JSON: give its shards, safetensorscat model-*.safetensors)" ]
+    [ "$output" = "unweight: $T/hf/model.safetensors.index.json: a sharded model's index: code each shard it names, one at a time (for f in $T/hf/*.safetensors; do unweight --dist \"\$f\" OUTDIR; done), and ship the index as it is" ]
+    run "$ROOT/pipelines/unweight" "$T/hf" "$T/i"
+    [ "$status" -eq 1 ]
+    [ "$output" = "unweight: $T/hf: a folder: unweight takes one file, a GGUF or a safetensors shard (for f in $T/hf/*.safetensors; do unweight \"\$f\" OUTDIR; done)" ]
+    cp "$CALM" "$T/hf/model-00001-of-00002.safetensors"
+    cp "$CALM" "$T/hf/model-00002-of-00002.safetensors"
+    run "$ROOT/pipelines/unweight" "$T"/hf/*.safetensors "$T/i"
+    [ "$status" -eq 2 ]
+    [ "$output" = "unweight: one MODEL a run: code a sharded model's shards one at a time, into one OUTDIR (for f in $T/hf/*.safetensors; do unweight \"\$f\" OUTDIR; done)" ]
     [ ! -e "$T/i" ]
 }
 
@@ -216,4 +232,48 @@ lossless() {
     "$BIN/safetensorscat" "$CALM" | lossless -o "$T/c.bundle"
     run "$BIN/verify" "$T/c.bundle" "$CALM"
     one_line_error "^verify: $T/c.bundle: a bundle or stream, and $CALM a safetensors file: the order is verify ORIGINAL.safetensors BUNDLE$"
+}
+
+@test "dtypes no ggml type is (U8, BOOL, F8_E4M3, F8_E8M0, U16, U64) and shapes of 5 or 6 dimensions are carried as bytes: the file comes back; a GGUF of them is refused (a publisher's trial)" {
+    # a bitsandbytes (U8) or FP8 checkpoint's shard, or a Conv3d's 5-D weight, was refused whole
+    python3 - "$T/odd.safetensors" <<'PY'
+import json, struct, sys
+ts = [("q.weight", "U8", [4, 8]), ("q.absmax", "F32", [2]), ("mask", "BOOL", [3]), ("fp8.w", "F8_E4M3", [2, 16]),
+      ("scale", "F8_E8M0", [2]), ("u16", "U16", [5]), ("u64", "U64", [1]), ("conv3d", "BF16", [2, 3, 2, 2, 2]),
+      ("six", "F16", [1, 2, 1, 2, 1, 3]), ("norm", "BF16", [8])]
+size = {"U8": 1, "F32": 4, "BOOL": 1, "F8_E4M3": 1, "F8_E8M0": 1, "U16": 2, "U64": 8, "BF16": 2, "F16": 2}
+hdr, data = {"__metadata__": {"format": "pt"}}, b""
+for name, dt, shape in ts:
+    k = size[dt]
+    for d in shape:
+        k *= d
+    hdr[name] = {"dtype": dt, "shape": shape, "data_offsets": [len(data), len(data) + k]}
+    data += bytes((len(data) + i) * 37 % 251 for i in range(k))
+h = json.dumps(hdr, separators=(",", ":")).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+PY
+    run "$BIN/tsinfo" -a "$T/odd.safetensors"
+    [ "$status" -eq 0 ]
+    echo "$output" | grep -A1 -E '^tensor +q.weight +I8 +8x4 +32 ' | grep -qx '    safetensors_dtype=U8'
+    echo "$output" | grep -A1 -E '^tensor +fp8.w +I8 +16x2 +32 ' | grep -qx '    safetensors_dtype=F8_E4M3'
+    echo "$output" | grep -A1 -E '^tensor +u64 +I64 +1 +8 ' | grep -qx '    safetensors_dtype=U64'
+    # 5-D [2,3,2,2,2]: ne 2x2x2, the outer 2x3 folded into 6; 6-D [1,2,1,2,1,3]: 3x1x2, then 1x2x1
+    echo "$output" | grep -A1 -E '^tensor +conv3d +BF16 +2x2x2x6 +96 ' | grep -qx '    safetensors_shape=\[2,3,2,2,2\]'
+    echo "$output" | grep -A1 -E '^tensor +six +F16 +3x1x2x2 +24 ' | grep -qx '    safetensors_shape=\[1,2,1,2,1,3\]'
+    "$BIN/safetensorscat" "$T/odd.safetensors" | "$BIN/safetensorspack" | cmp - "$T/odd.safetensors"
+    "$ROOT/pipelines/unweight" --dist "$T/odd.safetensors" "$T/o" 2> /dev/null
+    "$BIN/unbundle" "$T/o/odd-p16.bundle" | cmp - "$T/odd.safetensors"
+    "$BIN/unbundle" "$T/o/odd-p16.dist.bundle" | cmp - "$T/odd.safetensors"
+    # a GGUF would call the bytes I8, or hold a 4-D shape of a 5-D tensor: refused, named
+    run sh -c "'$BIN/safetensorscat' '$T/odd.safetensors' | '$BIN/ggufpack' -o '$T/odd.gguf'"
+    one_line_error "^ggufpack: stdin: tensor 'q.weight': safetensors dtype U8, which no GGUF type is \(safetensorscat carries its bytes as I8 for the file's round trip: safetensorspack writes the file\)$"
+    [ ! -e "$T/odd.gguf" ]
+    python3 -c 'import struct, sys; h = b"{\"c\":{\"dtype\":\"F16\",\"shape\":[1,1,1,1,2],\"data_offsets\":[0,4]}}"; open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + b"\0<\0<")' "$T/c5.safetensors"
+    run sh -c "'$BIN/safetensorscat' '$T/c5.safetensors' | '$BIN/ggufpack' > /dev/null"
+    one_line_error "^ggufpack: stdin: tensor 'c': safetensors shape \[1,1,1,1,2\], more dimensions than a GGUF holds \(4; safetensorspack writes the file\)$"
+    # a dtype still unread (F4, 4 bits a weight) is refused, with what is read and carried
+    python3 -c 'import struct, sys; h = b"{\"f\":{\"dtype\":\"F4\",\"shape\":[2],\"data_offsets\":[0,1]}}"; open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + b"\0")' "$T/f4.safetensors"
+    run "$BIN/safetensorscat" "$T/f4.safetensors"
+    one_line_error "^safetensorscat: $T/f4.safetensors: tensor 'f': dtype F4 is not supported \(wpack reads F32, F16, BF16, F64, I8, I16, I32, I64, and carries U8, U16, U32, U64, BOOL, F8_E4M3, F8_E5M2 and F8_E8M0 as bytes\)$"
 }
