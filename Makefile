@@ -275,7 +275,10 @@ clean:
 # stand). One run at a time computes OUT's Hessians, by a lock on OUT (flock, as lazyweights
 # takes it): a second make model into OUT, a run of its own, waits, then reuses the Hessians the
 # first made (each computed them, and the second's replaced them under the first's points,
-# which were then out of date: a CI maintainer's trial). A point's outputs are
+# which were then out of date: a CI maintainer's trial); one stopped while it waits removes
+# nothing (it took the first's .id: a breaker's find); hessian holds the lock too, so that one
+# orphaned by a SIGKILL keeps it; an OUT that cannot be read goes unlocked (dash's exec of a
+# redirection that fails ended the recipe unsaid: a breaker's find). A point's outputs are
 # rebuilt when its model or calibration changes (MODEL, TEXT, HESSIAN_CHUNKS,
 # or RTN against GPTQ, IMATRIX): OUT/NAME-POINT.calib holds the one it was built with.
 # IMATRIX=FILE: llama-imatrix's importance matrix (GGUF or imatrix.dat) for gptq
@@ -426,9 +429,9 @@ $(HESS).id:
 $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	mkdir -p -- $(@D)
 	@undo() { [ -s $@ ] || rm -f $@.id; rm -f $(new_calibs); $(if $(out_new),rmdir $(OUT) 2>/dev/null;) :; }; \
-	stop() { [ -z "$$pid" ] || { kill -TERM $$pid 2>/dev/null; wait $$pid; }; undo; exit $$1; }; \
-	trap 'stop 130' INT; trap 'stop 143' TERM; trap 'stop 129' HUP; \
-	if command -v flock > /dev/null && { exec 9< $(OUT); } 2> /dev/null; then \
+	stop() { [ -z "$$pid" ] || { kill -TERM $$pid 2>/dev/null; wait $$pid; }; [ -z "$$started" ] || undo; exit $$1; }; \
+	trap 'stop 130' INT; trap 'stop 143' TERM; trap 'stop 129' HUP; started=; \
+	if command -v flock > /dev/null && [ -r $(OUT) ] && [ -x $(OUT) ] && { exec 9< $(OUT); } 2> /dev/null; then \
 	    if ! flock -n 9; then \
 	        echo "make: waiting for another run's Hessians in $(OUT)" >&2; \
 	        flock 9 & pid=$$!; wait $$pid; pid=; \
@@ -439,7 +442,7 @@ $(HESS): $(MODEL) $(TEXT) $(HESS).id bin/hessian
 	    for f in $@.tmp.??????; do [ -f "$$f" ] && rm -f -- "$$f" && echo "make: removed $$f, a killed run's temporary Hessians" >&2; done; \
 	fi; \
 	echo 'bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) --share-inputs$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@'; \
-	exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) --share-inputs$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@ <&3 3<&- 9<&- & pid=$$!; \
+	started=1; exec 3<&0; bin/hessian --model $(MODEL) --text $(TEXT) --chunks $(HESSIAN_CHUNKS) --share-inputs$(if $(WPACK_THREADS), --threads $(WPACK_THREADS)) -o $@ <&3 3<&- & pid=$$!; \
 	wait $$pid || { rc=$$?; undo; exit $$rc; }
 
 # (the two targets of one lazyweights run; it removes an earlier .dist.bundle of a point whose

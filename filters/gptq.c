@@ -516,7 +516,8 @@ static int imatrix_kvs(wp_writer *w, uint64_t *bytes)
 /* ---- the model: what planning needs (metadata and tensor shapes) --------- */
 
 struct kvval { char name[256]; int64_t v; };
-struct tensor_info { char *name; int n_dims; int64_t ne[4]; uint32_t type; };
+/* st: a safetensors dtype or shape carried as bytes (WP_ST_DTYPE_ATTR, WP_ST_SHAPE_ATTR), or "" */
+struct tensor_info { char *name; int n_dims; int64_t ne[4]; uint32_t type; char st[WP_ST_MAX_DIMS * 21 + 24]; };
 
 static char arch[256];
 static struct kvval *kvs;
@@ -562,6 +563,12 @@ static void model_note(const wp_record *r)
         tl[n_t].n_dims = r->n_dims;
         memcpy(tl[n_t].ne, r->ne, sizeof r->ne);
         tl[n_t].type = r->type;
+        char v[WP_ST_MAX_DIMS * 21 + 2];
+        tl[n_t].st[0] = 0;
+        if (wp_attr_str(r, WP_ST_DTYPE_ATTR, v, sizeof v) > 0)
+            snprintf(tl[n_t].st, sizeof tl[n_t].st, "safetensors dtype %s", v);
+        else if (wp_attr_str(r, WP_ST_SHAPE_ATTR, v, sizeof v) > 0)
+            snprintf(tl[n_t].st, sizeof tl[n_t].st, "safetensors shape %s", v);
         n_t++;
     }
 }
@@ -648,6 +655,11 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
         wp_ftype_plan_get(plan, tl[i].name, &ch);
         if (!ch.quantize || (uint32_t)ch.type == tl[i].type)
             continue;
+        /* bytes safetensorscat carries for a file's round trip: U8 was "cannot quantize from I8",
+           a 5-D tensor was quantized into a stream nothing writes (a breaker's finds) */
+        if (tl[i].st[0])
+            wp_die("%s: tensor %s: %s, carried as bytes for the safetensors file's round trip (gptq quantizes a "
+                   "model's F32, F16 or BF16 tensors of at most 4 dimensions)", src, tl[i].name, tl[i].st);
         if (!readable(tl[i].type))
             wp_die("%s: tensor %s: cannot quantize from %s (%s)", src, tl[i].name,
                    wp_ggml_type_name(tl[i].type) ? wp_ggml_type_name(tl[i].type) : "?", from_types());

@@ -220,8 +220,10 @@ static int parse_tensor(wp_st_in *s, const cJSON *e, struct st_tensor *t)
         for (int i = 0; i < nd; i++)
             k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%" PRIu64, i ? "," : "[", dims[i]);
         snprintf(buf + k, sizeof buf - k, "]");
+        for (int i = 0; i < nd; i++)   /* no elements (a 0 anywhere): 0 (it was "too large" with the 0 last) */
+            outer = dims[i] ? outer : 0;
         for (int i = 0; i <= nd - WP_MAX_DIMS && outer; i++) {
-            if (dims[i] && outer > WP_MAX_DIM / dims[i])
+            if (outer > WP_MAX_DIM / dims[i])
                 return sfail(s, "tensor '%s': shape too large", name);
             outer *= dims[i];
         }

@@ -96,17 +96,38 @@ need_programs() {
     done
 }
 
-# rm_stale_tmp NAME PREFIX: removes the PREFIX.tmpPID.* files of runs no longer running (no
-# /proc/PID: a SIGKILL, a CI runner's timeout, left them, which no trap could remove; they
-# piled up, a 7B's a GiB each: a CI maintainer's trial), saying how many in one line; those of a
-# run still going stay; never fails (no $(...): it may run after trap_signals)
+# hold_tmp_lock TMP: this run's lock on TMP.lock (flock, fd 8, held to the end and by every
+# step it starts, so that a step a SIGKILL orphans holds it too): rm_stale_tmp takes TMP.* for
+# a killed run's only when it can take this lock; without flock, nothing (rm_stale_tmp then
+# asks /proc)
+hold_tmp_lock() {
+    command -v flock > /dev/null || return 0
+    { exec 8> "$1.lock"; } 2> /dev/null && flock -n 8 || true
+}
+
+# rm_stale_tmp NAME PREFIX: removes the PREFIX.tmpPID.* files of runs no longer running (a
+# SIGKILL, a CI runner's timeout, left them, which no trap could remove; they piled up, a 7B's
+# a GiB each: a CI maintainer's trial), saying how many in one line; those of a run still going
+# stay. A run is gone when its PREFIX.tmpPID.lock (hold_tmp_lock) can be locked: a run in
+# another PID namespace sharing OUTDIR (a container) has no /proc/PID here, and lost its files
+# to that test (a breaker's find); without a .lock file (an older wpack's run) when there is no
+# /proc/PID. Never fails (no $(...): it may run after trap_signals)
 rm_stale_tmp() {
-    local f pid n=0 s=s
+    local f pid n=0 s=s gone
     for f in "$2".tmp[0-9]*; do
         [ -e "$f" ] || [ -L "$f" ] || continue
         pid=${f#"$2".tmp}
         pid=${pid%%.*}
-        [[ $pid =~ ^[0-9]+$ ]] && [ ! -d "/proc/$pid" ] || continue
+        [[ $pid =~ ^[0-9]+$ ]] || continue
+        if [ -e "$2.tmp$pid.lock" ] && command -v flock > /dev/null; then
+            gone=0
+            { flock -n 7 && gone=1; } 7< "$2.tmp$pid.lock" 2> /dev/null || true
+        elif [ -d "/proc/$pid" ]; then
+            gone=0
+        else
+            gone=1
+        fi
+        [ "$gone" = 1 ] || continue
         rm -f -- "$f" 2> /dev/null && n=$((n + 1))
     done
     [ "$n" -ne 1 ] || s=

@@ -56,10 +56,18 @@ passed() {
     # a fall beyond the tolerance is said before the verdict (a 19 % fall passed unsaid, its
     # stale baseline hiding later rises: a new user's trial); one within it is not
     [ "${stderr_lines[-2]}" = "# bitcheck: 1 row fell more than 0.2 % below its baseline (the largest fall: m Q8_0, -1.176 %): lower it in the commit that earns it" ]
-    # (but not a fall that shows as -0.000 %, beside no change: a breaker's find)
+    # (a fall too small for three decimals, beside no change, is shown to the decimals that show
+    # it: it was "-0.000 %", then "all unchanged": a breaker's finds; "unchanged" is for no
+    # change at all)
     printf 'z\t0\nm\tQ8_0\t2\n' > zb2.tsv
     printf 'z\t0\nm\tQ8_0\t1.99999998\n' > zn2.tsv
     run --separate-stderr "$ROOT/pipelines/bitcheck" zb2.tsv zn2.tsv
+    [ "${stderr##*$'\n'}" = "# bitcheck: 2 rows pass, none more than 0.2 % above its baseline (the largest change: m Q8_0, -0.000001 %)" ]
+    printf 'm\tQ4\t7.24001\nm\tQ8_0\t2\n' > zn3.tsv
+    printf 'm\tQ4\t7.2400\nm\tQ8_0\t2\n' > zb3.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" zb3.tsv zn3.tsv
+    [ "${stderr##*$'\n'}" = "# bitcheck: 2 rows pass, none more than 0.2 % above its baseline (the largest change: m Q4, +0.0001 %)" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" zb3.tsv zb3.tsv
     [ "${stderr##*$'\n'}" = "# bitcheck: 2 rows pass, none more than 0.2 % above its baseline (all unchanged)" ]
     printf 'a\t9.0\nb\t7.0\nc\t7.0\n' > fb.tsv
     printf 'a\t7.2739\nb\t6.9\nc\t6.999\n' > fn.tsv

@@ -455,6 +455,42 @@ fake_bins() {
     [ "$(ls -A "$out" | grep tmp)" = ".stories260K-f32-Q8_0_g0_lam0_c1.tmp$$.wts" ]
 }
 
+@test "make model stopped while it waits for another run's Hessians removes nothing of that run's; a live run's temporary files stay while it holds its lock (breakers' finds)" {
+    # the waiter's cleanup removed the .id of the Hessians the other run was computing, which
+    # were then computed again
+    out="$BATS_TEST_TMPDIR/o" w="$BATS_TEST_TMPDIR"
+    mkdir -p "$out"
+    flock -o "$out" sleep 60 &   # the other run, holding OUT's lock (-o: not its sleep)
+    holder=$!
+    make -C "$ROOT" --no-print-directory model MODEL="$F32" POINT=Q8_0_g0_lam0_c1 TEXT="$CALIB" HESSIAN_CHUNKS=1 OUT="$out" > "$w/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 300); do grep -q "waiting for another run's Hessians" "$w/log" && break; sleep 0.1; done
+    grep -q "make: waiting for another run's Hessians in $out" "$w/log"
+    kill -TERM "$pid"
+    wait "$pid" || true
+    [ -e "$out/stories260K-f32-groups_merged-k1.hess.id" ]
+    [ -e "$out/stories260K-f32-Q8_0_g0_lam0_c1.calib" ]
+    kill "$holder"
+    wait "$holder" || true
+    # a run that holds its lock (another PID namespace, where /proc has no such PID) keeps its
+    # files; once the lock is free, they are a killed run's
+    p="$out/.stories260K-f32-Q8_0_g0_lam0_c1.tmp4194999"
+    echo x > "$p.wts"
+    : > "$p.lock"
+    flock -o "$p.lock" sleep 60 &
+    holder=$!
+    sleep 0.5
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
+    [ "$status" -eq 0 ]
+    [ -e "$p.wts" ]
+    kill "$holder"
+    wait "$holder" || true
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
+    [ "$status" -eq 0 ]
+    printf '%s\n' "${stderr_lines[@]}" | grep -qxF "lazyweights: removed 2 temporary files a killed run left (${p%.tmp*}.tmpPID.*)" || { echo "$stderr"; false; }
+    [ -z "$(ls -A "$out" | grep tmp)" ] || { ls -A "$out"; false; }
+}
+
 @test "make model: two runs of their own into one OUT compute its Hessians once, and leave both points up to date" {
     # each make computed them, and the second's replaced them under the first's point, which was
     # then out of date (a CI maintainer's trial): make's hessian takes lazyweights' lock on OUT

@@ -216,15 +216,18 @@ lossless() {
     printf '{"metadata": {"total_size": 8}, "weight_map": {"a": "model-00001-of-00002.safetensors"}}\n' > "$T/hf/model.safetensors.index.json"
     run "$ROOT/pipelines/unweight" --dist "$T/hf/model.safetensors.index.json" "$T/i"
     [ "$status" -eq 1 ]
-    [ "$output" = "unweight: $T/hf/model.safetensors.index.json: a sharded model's index: code each shard it names, one at a time (for f in $T/hf/*.safetensors; do unweight --dist \"\$f\" OUTDIR; done), and ship the index as it is" ]
-    run "$ROOT/pipelines/unweight" "$T/hf" "$T/i"
+    [ "$output" = "unweight: $T/hf/model.safetensors.index.json: a sharded model's index: code each shard it names, one at a time (for f in $T/hf/*.safetensors; do unweight --dist \"\$f\" $T/i; done), and ship the index as it is" ]
+    run "$ROOT/pipelines/unweight" "$T/hf/" "$T/i" 0
     [ "$status" -eq 1 ]
-    [ "$output" = "unweight: $T/hf: a folder: unweight takes one file, a GGUF or a safetensors shard (for f in $T/hf/*.safetensors; do unweight \"\$f\" OUTDIR; done)" ]
+    [ "$output" = "unweight: $T/hf/: a folder: unweight takes one file, a GGUF or a safetensors shard (for f in $T/hf/*.safetensors; do unweight \"\$f\" $T/i 0; done)" ]
     cp "$CALM" "$T/hf/model-00001-of-00002.safetensors"
     cp "$CALM" "$T/hf/model-00002-of-00002.safetensors"
     run "$ROOT/pipelines/unweight" "$T"/hf/*.safetensors "$T/i"
     [ "$status" -eq 2 ]
-    [ "$output" = "unweight: one MODEL a run: code a sharded model's shards one at a time, into one OUTDIR (for f in $T/hf/*.safetensors; do unweight \"\$f\" OUTDIR; done)" ]
+    [ "$output" = "unweight: one MODEL a run: code a sharded model's shards one at a time, into one OUTDIR (for f in $T/hf/*.safetensors; do unweight \"\$f\" $T/i; done)" ]
+    # with the OUTDIR and PALETTE given, as given (it said OUTDIR and dropped the PALETTE: a breaker's find)
+    run "$ROOT/pipelines/unweight" --dist "$T"/hf/*.safetensors "$T/i" 0
+    [ "$output" = "unweight: one MODEL a run: code a sharded model's shards one at a time, into one OUTDIR (for f in $T/hf/*.safetensors; do unweight --dist \"\$f\" $T/i 0; done)" ]
     [ ! -e "$T/i" ]
 }
 
@@ -276,4 +279,26 @@ PY
     python3 -c 'import struct, sys; h = b"{\"f\":{\"dtype\":\"F4\",\"shape\":[2],\"data_offsets\":[0,1]}}"; open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + b"\0")' "$T/f4.safetensors"
     run "$BIN/safetensorscat" "$T/f4.safetensors"
     one_line_error "^safetensorscat: $T/f4.safetensors: tensor 'f': dtype F4 is not supported \(wpack reads F32, F16, BF16, F64, I8, I16, I32, I64, and carries U8, U16, U32, U64, BOOL, F8_E4M3, F8_E5M2 and F8_E8M0 as bytes\)$"
+}
+
+@test "gptq refuses to quantize bytes carried for a safetensors file (U8, a 5-D shape), at --check too; a zero-size folded shape is no size (a breaker's finds)" {
+    python3 - "$T" <<'PY'
+import json, struct, sys
+def write(path, tensors):
+    hdr, data = {}, b""
+    for name, dt, shape, k in tensors:
+        hdr[name] = {"dtype": dt, "shape": shape, "data_offsets": [len(data), len(data) + k]}
+        data += bytes(i % 7 for i in range(k))
+    h = json.dumps(hdr, separators=(",", ":")).encode()
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+write(sys.argv[1] + "/u8.safetensors", [("q.weight", "U8", [64, 64], 4096)])
+write(sys.argv[1] + "/c5.safetensors", [("c.weight", "BF16", [64, 1, 1, 1, 64], 8192)])
+write(sys.argv[1] + "/z.safetensors", [("z", "F16", [1048576, 1048577, 1, 1, 0], 0)])
+PY
+    run sh -c "'$BIN/safetensorscat' '$T/u8.safetensors' | '$BIN/gptq' --rtn --type Q8_0 -q"
+    one_line_error "^gptq: stdin: tensor q.weight: safetensors dtype U8, carried as bytes for the safetensors file's round trip \(gptq quantizes a model's F32, F16 or BF16 tensors of at most 4 dimensions\)$"
+    run sh -c "'$BIN/safetensorscat' '$T/c5.safetensors' | '$BIN/gptq' --check --rtn --type Q8_0"
+    one_line_error "^gptq: stdin: tensor c.weight: safetensors shape \[64,1,1,1,64\], carried as bytes"
+    # [1048576, 1048577, 1, 1, 0] holds nothing, as [0, ...] does (it was "shape too large")
+    "$BIN/safetensorscat" "$T/z.safetensors" | "$BIN/safetensorspack" | cmp - "$T/z.safetensors"
 }
