@@ -40,19 +40,7 @@ int main(int argc, char **argv)
        ending .safetensors (.zst ...) is taken for one, .gguf for a GGUF, any other for either (a compressor's
        suffix refused in words that fit both: the GGUF's advice was given for a safetensors file,
        and the other way round, a breaker's find) */
-    static const char *const comp[] = {"", ".zst", ".gz", ".xz", ".bz2", ".lz4", ".lzma"};
-    int st_named = 0, gguf_named = 0;
-    for (size_t i = 0; i < sizeof comp / sizeof *comp; i++) {
-        char a[32], b[32];
-        snprintf(a, sizeof a, ".safetensors%s", comp[i]);
-        snprintf(b, sizeof b, ".gguf%s", comp[i]);
-        st_named |= wp_out_named(out, a);
-        gguf_named |= wp_out_named(out, b);
-    }
-    wp_out_refuse_tty(out, as_stream                    ? WP_OUT_STREAM
-                           : st_named                     ? WP_OUT_SAFETENSORS
-                           : gguf_named                   ? WP_OUT_GGUF
-                                                          : WP_OUT_RESTORED);
+    wp_out_refuse_tty(out, as_stream ? WP_OUT_STREAM : wp_out_restored_kind(out));
 
     /* Shared tensors are read back through the index: a pipe is spooled to
      * an unnamed temporary file first. */

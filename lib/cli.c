@@ -418,11 +418,16 @@ static const char *out_suffix(const char *path, const char *const *list, char *w
     return suf;
 }
 
-int wp_out_named(const char *path, const char *suffix)
+wp_out_kind wp_out_restored_kind(const char *path)
 {
-    const char *const list[] = {suffix, NULL};
+    static const char *const st[] = {".safetensors", ".safetensors.zst", ".safetensors.gz", ".safetensors.xz",
+                                     ".safetensors.bz2", ".safetensors.lz4", ".safetensors.lzma", NULL};
+    static const char *const gguf[] = {".gguf", ".gguf.zst", ".gguf.gz", ".gguf.xz", ".gguf.bz2", ".gguf.lz4",
+                                       ".gguf.lzma", NULL};
     char who[PATH_MAX + 64];
-    return out_suffix(path, list, who, sizeof who) != NULL;
+    return out_suffix(path, st, who, sizeof who)     ? WP_OUT_SAFETENSORS
+           : out_suffix(path, gguf, who, sizeof who) ? WP_OUT_GGUF
+                                                     : WP_OUT_RESTORED;
 }
 
 /* The program that makes and undoes files named with suffix (".zst", ".gz", ...), as users call it. */

@@ -148,12 +148,14 @@ void wp_out_refuse_tty(const char *path, wp_out_kind kind);
  * ("WPACK_THREADS 'x': expected a count of threads, 1 to 512") when it is set
  * to anything else. */
 int wp_cli_threads(int dflt);
-/* Whether the output named path (NULL or "-": standard output) goes to a file
- * whose name ends with suffix, in any case: path, the file a symbolic link of
- * that name points to, or the regular file standard output is redirected to
- * (/proc/self/fd/1), as wp_out_refuse_tty reads the names. For unbundle,
- * whose output's kind shows only in the bundle (".safetensors"). */
-int wp_out_named(const char *path, const char *suffix);
+/* The kind of restored file the output named path (NULL or "-": standard
+ * output) is named for: WP_OUT_SAFETENSORS for NAME.safetensors (and with a
+ * compressor's suffix after it, .zst ...), WP_OUT_GGUF for NAME.gguf (the
+ * same), else WP_OUT_RESTORED; the name read as wp_out_refuse_tty reads it
+ * (path, the file a symbolic link of that name points to, or the regular file
+ * standard output is redirected to), in any case. For unbundle, whose output's
+ * kind shows only at its bundle's first record, to refuse a name before. */
+wp_out_kind wp_out_restored_kind(const char *path);
 /* The output's name for messages ("stdout" or the path). */
 const char *wp_out_name(void);
 /* The file the output opened by wp_out_open will replace when committed: its
