@@ -517,7 +517,7 @@ static int imatrix_kvs(wp_writer *w, uint64_t *bytes)
 
 struct kvval { char name[256]; int64_t v; };
 /* st: a safetensors dtype or shape carried as bytes (WP_ST_DTYPE_ATTR, WP_ST_SHAPE_ATTR), or "" */
-struct tensor_info { char *name; int n_dims; int64_t ne[4]; uint32_t type; char st[WP_ST_MAX_DIMS * 21 + 24]; };
+struct tensor_info { char *name; int n_dims; int64_t ne[4]; uint32_t type; char st[WP_ST_CARRIED_MAX + 24]; };
 
 static char arch[256];
 static struct kvval *kvs;
@@ -563,12 +563,11 @@ static void model_note(const wp_record *r)
         tl[n_t].n_dims = r->n_dims;
         memcpy(tl[n_t].ne, r->ne, sizeof r->ne);
         tl[n_t].type = r->type;
-        char v[WP_ST_MAX_DIMS * 21 + 2];
+        char v[WP_ST_CARRIED_MAX];
+        const int carried = wp_st_carried(r, v, sizeof v);
         tl[n_t].st[0] = 0;
-        if (wp_attr_str(r, WP_ST_DTYPE_ATTR, v, sizeof v) > 0)
-            snprintf(tl[n_t].st, sizeof tl[n_t].st, "safetensors dtype %s", v);
-        else if (wp_attr_str(r, WP_ST_SHAPE_ATTR, v, sizeof v) > 0)
-            snprintf(tl[n_t].st, sizeof tl[n_t].st, "safetensors shape %s", v);
+        if (carried)
+            snprintf(tl[n_t].st, sizeof tl[n_t].st, "safetensors %s %s", carried == 1 ? "dtype" : "shape", v);
         n_t++;
     }
 }

@@ -858,12 +858,13 @@ static int add_tensor(wp_gguf_out *o, const wp_record *r)
         return ofail(o, "tensor '%s': %s", r->name, tp);
     /* a safetensors dtype or shape no GGUF holds, carried for the file's round trip
        (safetensors.h): a GGUF would call its bytes what they are not */
-    char st[WP_ST_MAX_DIMS * 21 + 8];
-    if (wp_attr_str(r, WP_ST_DTYPE_ATTR, st, sizeof st) > 0)
+    char st[WP_ST_CARRIED_MAX];
+    const int carried = wp_st_carried(r, st, sizeof st);
+    if (carried == 1)
         return ofail(o, "tensor '%s': safetensors dtype %s, which no GGUF type is (safetensorscat carries its bytes "
                         "as %s for the file's round trip: safetensorspack writes the file)", r->name, st,
                      wp_ggml_type_name(r->type) ? wp_ggml_type_name(r->type) : "?");
-    if (wp_attr_str(r, WP_ST_SHAPE_ATTR, st, sizeof st) > 0)
+    if (carried == 2)
         return ofail(o, "tensor '%s': safetensors shape %s, more dimensions than a GGUF holds (%d; safetensorspack "
                         "writes the file)", r->name, st, WP_MAX_DIMS);
     int blck = wp_ggml_blck_size(r->type);

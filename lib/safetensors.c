@@ -80,6 +80,14 @@ int wp_st_dtype_type(const char *dtype)
     return i < 0 ? -1 : (int)dtypes[i].type;
 }
 
+/* One line: a name with a newline in it must not split the message. */
+static void one_line(char *msg)
+{
+    for (char *p = msg; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+}
+
 __attribute__((format(printf, 2, 3)))
 static int sfail(wp_st_in *s, const char *fmt, ...)
 {
@@ -90,10 +98,7 @@ static int sfail(wp_st_in *s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(s->err + k, sizeof s->err - (size_t)k, fmt, ap);
     va_end(ap);
-    /* One line: a name with a newline in it must not split the message. */
-    for (char *p = s->err; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
+    one_line(s->err);
     return -1;
 }
 
@@ -214,7 +219,7 @@ static int parse_tensor(wp_st_in *s, const cJSON *e, struct st_tensor *t)
     if (nd > WP_MAX_DIMS) {   /* (a Conv3d's 5-D weight refused the file whole: a publisher's trial) */
         /* the outer nd - 3 dimensions folded into the fourth, their product; the shape as the
            header writes it kept for the record (WP_ST_SHAPE_ATTR) */
-        char buf[WP_ST_MAX_DIMS * 21 + 2];
+        char buf[WP_ST_CARRIED_MAX];
         size_t k = 0;
         uint64_t outer = 1;
         for (int i = 0; i < nd; i++)
@@ -656,19 +661,28 @@ const char *wp_st_tensor_name(const wp_st_in *s, uint64_t i)
     return i < s->nt ? s->t[i].name : NULL;
 }
 
+/* r a string key/value named name, its payload as GGUF serializes a string: u64 len, the bytes.
+ * 0, or -1 out of memory. */
+static int string_kv(wp_record *r, const char *name, const void *bytes, uint64_t len)
+{
+    r->kind = WP_REC_KV;
+    r->type = WP_GGUF_STRING;
+    uint8_t *p;
+    if (wp_record_set_name(r, name) || !(p = wp_record_alloc(r, 8 + len)))
+        return -1;
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(len >> 8 * i);
+    memcpy(p + 8, bytes, (size_t)len);
+    return 0;
+}
+
 static int next_meta(wp_st_in *s, wp_record *r)
 {
     const struct st_meta *m = &s->m[s->next_m++];
     char name[WP_MAX_NAME + 1];
     snprintf(name, sizeof name, "%s%s", WP_ST_META_PREFIX, m->key);
-    r->kind = WP_REC_KV;
-    r->type = WP_GGUF_STRING;
-    uint8_t *p;
-    if (wp_record_set_name(r, name) || !(p = wp_record_alloc(r, 8 + (uint64_t)m->value_len)))
+    if (string_kv(r, name, m->value, m->value_len))
         return sfail(s, "__metadata__ key '%s': out of memory", m->key);
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)((uint64_t)m->value_len >> 8 * i);
-    memcpy(p + 8, m->value, m->value_len);
     return 1;
 }
 
@@ -699,14 +713,8 @@ static int next_tensor(wp_st_in *s, wp_record *r)
 static int next_header(wp_st_in *s, wp_record *r)
 {
     s->header_done = 1;
-    r->kind = WP_REC_KV;
-    r->type = WP_GGUF_STRING;
-    uint8_t *p;
-    if (wp_record_set_name(r, WP_ST_HEADER_KEY) || !(p = wp_record_alloc(r, 8 + s->header_len)))
+    if (string_kv(r, WP_ST_HEADER_KEY, s->json, s->header_len))
         return sfail(s, "out of memory for the %" PRIu64 "-byte header", s->header_len);
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(s->header_len >> 8 * i);
-    memcpy(p + 8, s->json, (size_t)s->header_len);
     return 1;
 }
 
@@ -779,15 +787,20 @@ static int wfail(wp_st_out *o, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(o->err, sizeof o->err, fmt, ap);
     va_end(ap);
-    for (char *p = o->err; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
+    one_line(o->err);
     return -1;
 }
 
 wp_st_out *wp_st_out_new(void)
 {
     return calloc(1, sizeof(wp_st_out));
+}
+
+int wp_st_carried(const wp_record *r, char *value, size_t n)
+{
+    return wp_attr_str(r, WP_ST_DTYPE_ATTR, value, n) > 0   ? 1
+           : wp_attr_str(r, WP_ST_SHAPE_ATTR, value, n) > 0 ? 2
+                                                            : 0;
 }
 
 int wp_st_is_header(const wp_record *r)

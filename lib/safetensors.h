@@ -63,6 +63,16 @@ extern "C" {
 #define WP_ST_SHAPE_ATTR   "safetensors_shape"
 /* Most dimensions of a tensor read (the format sets no limit). */
 #define WP_ST_MAX_DIMS     16
+/* Bytes of the longest such attribute's value, its NUL included ("[d0,...]"). */
+#define WP_ST_CARRIED_MAX  (WP_ST_MAX_DIMS * 21 + 2)
+
+/* What a tensor record carries of a safetensors file that no GGUF holds (the
+ * attributes above): 0 nothing, 1 a dtype (WP_ST_DTYPE_ATTR, its name into
+ * value, "U8"), 2 a shape of more than WP_MAX_DIMS dimensions
+ * (WP_ST_SHAPE_ATTR, "[2,3,2,2,2]"); value is n bytes (WP_ST_CARRIED_MAX
+ * holds any). For the writers and quantizers that must refuse such bytes
+ * (wp_gguf_out_add, gptq). */
+int wp_st_carried(const wp_record *r, char *value, size_t n);
 
 typedef struct wp_st_in wp_st_in;
 
