@@ -208,7 +208,8 @@ model_name() {
 # or bundle: WP_STREAM_MAGIC, lib/stream.h), hessians (a stream whose first record, after the
 # 16-byte header, is a hessian one: tag "WREC", kind WP_REC_HESSIAN 4; lib/stream's
 # wp_file_is_hessians in C), safetensors (a header length, then '{': lib/safetensors'
-# wp_st_magic), json (a '{' first), zstd (a zstd frame: a compressed file, or a --dist bundle), gzip, or nothing. (lazyweights' CALIB check and model_not_gguf each read the bytes
+# wp_st_magic), json (a '{' first), zstd (a zstd frame: a compressed file, or a --dist
+# bundle), gzip, or nothing. (lazyweights' CALIB check and model_not_gguf each read the bytes
 # with their own od and case: a last read of the change.)
 magic_of() {
     case $(od -An -tx1 -N22 -- "$1" 2> /dev/null | tr -d ' \n') in
