@@ -164,6 +164,31 @@ lossless() { # GGUF BUNDLE [bf16split options]
     done
 }
 
+@test "pipelines/unweight --dist: bf16split's verbatim warning once, and a failing dist run's lines shown" {
+    # the dist run's stages said it again: the warning came twice (a session's note)
+    run --separate-stderr "$ROOT/pipelines/unweight" --dist "$MODELS/stories260K-bf16.gguf" "$T/u" 8
+    [ "$status" -eq 0 ]
+    [ "${#stderr_lines[@]}" -eq 2 ]
+    [ "${stderr_lines[0]}" = "bf16split: warning: stdin: 63.0% of the row groups are stored verbatim (an exponent outside the 8-entry palette): --palette 16, or 0, codes them" ]
+    [[ "${stderr_lines[1]}" == "unweight: $T/u/stories260K-bf16-p8.bundle and .dist.bundle: GGUF 16.4232 b/w, bundle "*", lossless (palette 8)" ]]
+    # a laneinterleave that fails under --dist alone: its line, its status, no bundle left
+    local bins="$T/bins" p
+    mkdir "$bins"
+    for p in ggufcat bf16split histogram huffbuild verify unbundle; do ln -s "$BIN/$p" "$bins/$p"; done
+    printf '#!/bin/sh
+for a; do [ "$a" != --dist ] || { cat > /dev/null; echo "laneinterleave: dist broke" >&2; exit 3; }; done
+exec %s "$@"
+' \
+        "$BIN/laneinterleave" > "$bins/laneinterleave"
+    chmod +x "$bins/laneinterleave"
+    run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/unweight" --dist "$MODELS/stories260K-bf16.gguf" "$T/w" 8
+    [ "$status" -eq 3 ]
+    [ "${#stderr_lines[@]}" -eq 2 ]
+    [ "${stderr_lines[0]}" = "bf16split: warning: stdin: 63.0% of the row groups are stored verbatim (an exponent outside the 8-entry palette): --palette 16, or 0, codes them" ]
+    [ "${stderr_lines[1]}" = "laneinterleave: dist broke" ]
+    [ ! -e "$T/w" ]
+}
+
 @test "synthetic floats with every special value round-trip through the bundle (palette 16 and 0)" {
     "$TOOLS/mksynth" "$T/fl.gguf" floats
     for p in 16 0; do
