@@ -255,7 +255,8 @@ clean:
 
 # ---- model builds and the rate-quality frontier (real file targets: make -j
 # rebuilds only what changed; points of one model share its Hessian file)
-#   make model MODEL=m.gguf POINT=IQ4_XS_g1_lam0_c1.25 [TEXT=calib.txt] [OUT=dir] [DIST=1]
+#   make model MODEL=m.gguf [POINT=IQ4_XS_g0_lam0_c1] [TEXT=calib.txt] [OUT=dir] [DIST=1]
+#     (POINT by default Q4_K_M_g0_lam0_c1)
 #     (POINT may list several points; make -j builds them in parallel; DIST=1 adds each
 #     point's OUT/NAME-POINT.dist.bundle, made from its bundle, lazyweights --dist-only: a
 #     point built without it gets it without GPTQ run again; WPACK_THREADS=N: the steps'
@@ -284,7 +285,9 @@ clean:
 # IMATRIX=FILE: llama-imatrix's importance matrix (GGUF or imatrix.dat) for gptq
 # --imatrix, beside GPTQ's Hessians or RTN (none by default); a newer one rebuilds.
 MODEL ?= $(WPACK_DATA)/models/stories260K/stories260K-f32.gguf
-POINT ?= Q4_0_g1_lam0_c1.25
+# (POINT's default: llama.cpp's usual 4-bit mix by plain GPTQ, no shared widened step; it was
+# Q4_0_g1_lam0_c1.25, a point README's own table shows costs PPL on stories260K)
+POINT ?= Q4_K_M_g0_lam0_c1
 EVAL  ?= $(WPACK_DATA)/text/tinystories_valid_1000.txt
 TEXT  ?= $(WPACK_DATA)/text/groups_merged.txt
 OUT   ?= out/frontier

@@ -45,6 +45,11 @@ CALIB="$DATA/text/groups_merged.txt"
     # a point that is not built yet is out of date
     run make -q -C "$ROOT" model MODEL="$F32" POINT=Q5_0_g0_lam0_c1 TEXT= OUT="$out"
     [ "$status" -ne 0 ]
+    # without POINT=, llama.cpp's usual 4-bit mix by GPTQ (it was Q4_0_g1_lam0_c1.25, a widened
+    # point README's table shows costs PPL: a session's note)
+    run make -n -C "$ROOT" --no-print-directory model MODEL="$F32" TEXT= OUT="$out"
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"lazyweights $F32 Q4_K_M_g0_lam0_c1 $out"* ]] || { echo "$output"; false; }
 }
 
 @test "make model DIST=1 and lazyweights --dist: the dist bundle restores the GGUF and is below zstd -19 of it; without, it goes" {
