@@ -216,6 +216,14 @@ int wp_restore_pending(const wp_restore *rs);
  * program's name; "" before any), owned by rs. */
 const char *wp_restore_error(const wp_restore *rs);
 
+/* What is wrong with a coded record's codec attribute `codec` ("" when it
+ * has none) and the kind of the record before it, aux_kind: NULL for "q"
+ * after side data (WP_REC_SIDE) or "exp" after raw data (WP_REC_RAW), else
+ * one line in buf of n bytes (about 100): "no codec attribute", "unknown
+ * codec 'x'", or "codec 'q' needs side data before it, not raw data".
+ * wpack-bundle(5); wp_restore_put's and wprun's check. */
+const char *wp_codec_problem(const char *codec, unsigned aux_kind, char *buf, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -107,6 +107,35 @@ const char *wp_tensor_head_problem(const wp_record *r, char *buf, size_t n)
     return r->name && r->name[0] ? NULL : "a tensor needs a name";
 }
 
+const char *wp_tensor_payload_problem(const wp_record *r, char *buf, size_t n)
+{
+    if (r->kind != WP_REC_TENSOR || wp_tensor_head_problem(r, buf, n))
+        return NULL;
+    const uint64_t nelem = (uint64_t)wp_record_nelem(r), rows = r->ne[0] ? nelem / (uint64_t)r->ne[0] : 0;
+    const char *tn = wp_ggml_type_name(r->type);
+    /* a row of part of a block: "needs 0" said it badly (a Q4_K of 64 columns, a breaker's
+       find); the words are the GGUF writer's */
+    const int blck = wp_ggml_blck_size(r->type);
+    if (blck > 1 && r->ne[0] % blck) {
+        snprintf(buf, n, "row length %" PRId64 " is not a multiple of the %s block size %d", r->ne[0], tn, blck);
+        return buf;
+    }
+    uint64_t need = 0;
+    /* (2^62 F32 elements need 2^64 bytes, which wrapped to 0: such a tensor of no payload was
+       read, a mutation tester's find) */
+    if (r->ne[0] && __builtin_mul_overflow((uint64_t)wp_ggml_row_size(r->type, r->ne[0]), rows, &need)) {
+        snprintf(buf, n, "%" PRIu64 " payload bytes, but %s %" PRId64 " x %" PRIu64 " needs 2^64 bytes or more",
+                 r->payload_len, tn, r->ne[0], rows);
+        return buf;
+    }
+    if (need != r->payload_len) {
+        snprintf(buf, n, "%" PRIu64 " payload bytes, but %s %" PRId64 " x %" PRIu64 " needs %" PRIu64, r->payload_len,
+                 tn, r->ne[0], rows, need);
+        return buf;
+    }
+    return NULL;
+}
+
 int wp_record_copy(wp_record *d, const wp_record *s)
 {
     d->kind = s->kind;
@@ -696,19 +725,9 @@ static int read_header(wp_reader *rd, wp_record *r)
     char ab[128];
     if ((tp = wp_attr_counts_problem(r, ab, sizeof ab)))
         return rfail(rd, "%s: %s", rl, tp);
-    if (r->kind == WP_REC_TENSOR) {
-        /* a tensor's bytes are what its type and shape say */
-        uint64_t rs = wp_ggml_row_size(r->type, r->ne[0]), need = 0;
-        /* (2^62 F32 elements need 2^64 bytes, which wrapped to 0: such a tensor of no payload
-           was read, a mutation tester's find) */
-        if (r->ne[0] && __builtin_mul_overflow(rs, nelem / (uint64_t)r->ne[0], &need))
-            return rfail(rd, "%s: %" PRIu64 " payload bytes, but %s %" PRId64 " x %" PRIu64 " needs 2^64 bytes or more",
-                         rl, r->payload_len, wp_ggml_type_name(r->type), r->ne[0], nelem / (uint64_t)r->ne[0]);
-        if ((r->ne[0] && !rs) || need != r->payload_len)
-            return rfail(rd, "%s: %" PRIu64 " payload bytes, but %s %" PRId64 " x %" PRIu64 " needs %" PRIu64,
-                         rl, r->payload_len, wp_ggml_type_name(r->type), r->ne[0],
-                         r->ne[0] ? nelem / (uint64_t)r->ne[0] : 0, need);
-    }
+    char pb[160];
+    if ((tp = wp_tensor_payload_problem(r, pb, sizeof pb)))
+        return rfail(rd, "%s: %s", rl, tp);
     if (rskip(rd, pad_to(rd->off, rd->align), "record padding"))
         return -1;
     rd->pending = r->payload_len + pad_to(r->payload_len, rd->align);

@@ -125,6 +125,15 @@ int wp_record_copy(wp_record *d, const wp_record *s);
  * type 99", written into buf of n bytes), no dimensions, or no name ("a
  * tensor needs a name"); NULL when none, or when r is no tensor record. */
 const char *wp_tensor_head_problem(const wp_record *r, char *buf, size_t n);
+/* What a reader refuses of a tensor record r's payload, whether read or
+ * restored from a zstd record: a row that is part of a block ("row length
+ * 64 is not a multiple of the Q4_K block size 256", the GGUF writer's
+ * words) or a payload of other than the bytes its type and shape need,
+ * wp_ggml_row_size(type, ne[0]) x rows ("16 payload bytes, but F32 2 x 2
+ * needs 16"), written into buf of n bytes (about 120 bytes; cut to fit);
+ * NULL when none, or when r is no tensor record or its header is refused
+ * (wp_tensor_head_problem). */
+const char *wp_tensor_payload_problem(const wp_record *r, char *buf, size_t n);
 /* Number of elements ne[0]·…·ne[n_dims-1] (1 for n_dims 0). */
 int64_t wp_record_nelem(const wp_record *r);
 

@@ -179,9 +179,13 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
     m->cols = c->ne[0];
     m->rows = c->ne[0] ? wp_record_nelem(c) / c->ne[0] : 0;
     wp_attr_str(c, "codec", codec, sizeof codec);
+    char cb[160];   /* (a side record as raw data said "unknown codec 'exp'": a breaker's find) */
+    const char *why = wp_codec_problem(codec, a->kind, cb, sizeof cb);
+    if (why)
+        return fail(err, errlen, "%s: %s", m->name, why);
     if (!strcmp(codec, "q")) {
         m->kind = WR_Q;
-        if (a->kind != WP_REC_SIDE || wp_codes_geom_get((int)m->type, m->cols, (uint64_t)m->rows, &m->g))
+        if (wp_codes_geom_get((int)m->type, m->cols, (uint64_t)m->rows, &m->g))
             return fail(err, errlen, "%s: not a coded block type", m->name);
         m->dg = wr_geom_of((int)m->type);
         if (a->payload_len != m->g.side_len || m->v.shape.rows != (uint64_t)m->rows ||
@@ -196,8 +200,6 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
                             (unsigned)s, (unsigned)m->g.alphabet);
         return 0;
     }
-    if (strcmp(codec, "exp") || a->kind != WP_REC_RAW)
-        return fail(err, errlen, "%s: unknown codec '%s'", m->name, codec);
     m->kind = WR_EXP;
     struct wp_bf16_split *s = &m->s;
     int exp_bits, raw_bits, esize = wp_bf16_fields(m->type, &exp_bits, &raw_bits);
@@ -475,7 +477,26 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
             }
             const int of = wp_record_kind_of(&other);
             /* (its own matrix's record zstd'd after it: another's was a side record moved away) */
-            const int z_next = i + 1 < ix.count && ix.e[i + 1].kind == WP_REC_Z && !strcmp(ix.e[i + 1].name, e->name);
+            int z_next = i + 1 < ix.count && ix.e[i + 1].kind == WP_REC_Z && !strcmp(ix.e[i + 1].name, e->name);
+            if (z_next && (of == WP_REC_SIDE || of == WP_REC_RAW)) {
+                /* what that zstd record holds: the coded record or the symbols, as --dist writes them, or not (a
+                   row map moved between side and coded data was called a --dist bundle's: a
+                   breaker's find; unbundle's words) */
+                wp_record nx;
+                wp_record_init(&nx);
+                if (wp_record_read_at(f, path, ix.e[i + 1].offset, &nx, err, errlen)) {
+                    wp_record_free(&nx);
+                    rc = -1;
+                    break;
+                }
+                const int64_t z_of = wp_attr_i64(&nx, "z_of", -1);
+                wp_record_free(&nx);
+                if (z_of == WP_REC_ROWMAP) {
+                    rc = fail(err, errlen, "%s: record '%s': a row map out of place", path, e->name);
+                    break;
+                }
+                z_next = z_of == WP_REC_CODED || z_of == WP_REC_SYMBOLS;   /* (--dist keeps the smaller) */
+            }
             if ((of == WP_REC_CODED || of == WP_REC_SIDE || of == WP_REC_RAW || of == WP_REC_SYMBOLS) &&
                 (e->kind == WP_REC_Z || ((of == WP_REC_SIDE || of == WP_REC_RAW) && z_next))) {
                 /* a lane-coded matrix zstd'd has no lanes or side data to read in place (it said

@@ -273,8 +273,9 @@ static int tuning_line(char *line, tune_ent *e, int *pipe, double *us_out, char 
         return 0;
     }
     /* (an underflow, 1e-320, is a time near 0: ERANGE with a finite result) */
-    const double us = strtod(f[5], &end);
-    if (end == f[5] || *end || !isfinite(us) || us < 0) {
+    /* decimal only, as --tol (hex, 0x10, was read as 16: a breaker's find) */
+    const double us = wp_plain_decimal(f[5]) ? strtod(f[5], &end) : -1;
+    if (us < 0 || end == f[5] || *end || !isfinite(us)) {
         snprintf(why, wl, "time '%.40s' is not a finite number of microseconds, 0 or more", f[5]);
         return 0;
     }
@@ -1549,7 +1550,7 @@ static void match_check(const wr_model *md)
         }
         const int n = md->n_shared + md->n_other + md->n_empty;
         if (opt.nmatch && n) {
-            char msg[800];
+            char msg[1024];   /* its words, pats and kinds whole (800: gcc -O1's -Wformat-truncation, a breaker's find) */
             not_run_kinds(md, kinds, sizeof kinds);
             snprintf(msg, sizeof msg, "no matrix wprun runs matches --match %s: %s not run (%s)", pats,
                      n > 1 ? "the ones it matches are" : "the matrix it matches is", kinds);
@@ -1830,6 +1831,10 @@ int main(int argc, char **argv)
                     md.n == 1 ? "is" : "are", md.n == 1 ? "its" : "their", opt.tuning,
                     kept ? "left as it was" : "not written");
     } else if (tf) {
+        /* the report lost (a full disk): the run fails, the old file left as it was (it was
+           replaced under a run that exited 1: a breaker's find); a reader gone (| head) is
+           no error, and the file is written */
+        stdout_close();
         const int nk = tuning_put_kept(tf);
         wp_out_commit();   /* dies, the temporary file removed, on a write error */
         /* the file named, before the verdict (--tune said nothing of it: a helper's nit) */

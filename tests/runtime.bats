@@ -270,6 +270,12 @@ wprun: warning: $T/n.tun:6: $w (4 fields, not 6); skipped" ]
     [ "$status" -eq 0 ]
     [ "$stderr" = "wprun: warning: $T/e.tun:2: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with a coded pipeline (shape '99999999999999999999x512' is not ROWSxCOLS); skipped" ]
     echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +full relerr'   # 1e-320 us: the fastest
+    # decimal only, as --tol: hex was read (0x10 as 16 us: a breaker's find)
+    { printf '# wprun tuning v2 (cpu): m\n'; printf "$m\tfull\t0x1p-9\n$m\tfused\t2\n"; } > "$T/h.tun"
+    run --separate-stderr "$BIN/wprun" --cpu --verify --synth Q4_K:64x512 --tuning "$T/h.tun"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "wprun: warning: $T/h.tun:2: not 'MATRIX TYPE ROWSxCOLS BATCH PIPELINE MICROSECONDS' with a coded pipeline (time '0x1p-9' is not a finite number of microseconds, 0 or more); skipped" ]
+    echo "$output" | grep -qE '^gemv +Q4_K .* batch 1 +fused relerr'
 }
 
 @test "wprun --tuning /dev/zero: a first line that never ends is not a tuning file (getline grew it until memory ran out)" {
@@ -1147,7 +1153,7 @@ for r in recs:
         r.attrs['z_len'] = '2312'"
     run --separate-stderr "$BIN/wprun" --cpu "$T/zs.bundle"
     [ "$status" -eq 1 ]
-    [ "$(echo "$output" | grep '^FAIL')" = "FAIL blk.0.attn_q.weight: restore: record 'blk.0.attn_q.weight': restored to 2312 bytes, but Q8_0 64x64 (rows x columns) needs 4352" ]
+    [ "$(echo "$output" | grep '^FAIL')" = "FAIL blk.0.attn_q.weight: restore: record 'blk.0.attn_q.weight': 2312 payload bytes, but Q8_0 64 x 64 needs 4352" ]
     run "$BIN/verify" -q "$Q/s-Q8_0.gguf" "$T/zs.bundle"
     [ "$status" -eq 1 ]   # as verify refuses it
     # --match reads only what it names
@@ -1556,6 +1562,17 @@ for r in recs:
     one_line_error "^wprun: stdout: write error: No space left on device$"
     run sh -c "'$BIN/wprun' --help > /dev/full"
     one_line_error "^wprun: stdout: write error: No space left on device$"
+    # --tune's too: the run fails and the tuning file stays as it was (it was replaced under a run
+    # that exited 1: a breaker's find); a reader gone (| head) is no error, and the file is written
+    "$BIN/wprun" --cpu --tune --runs 1 --synth Q4_0:64x256 --tuning "$T/full.tun" > /dev/null
+    cp "$T/full.tun" "$T/full.was"
+    run sh -c "'$BIN/wprun' --cpu --tune --runs 1 --synth Q4_0:64x256 --synth Q8_0:64x256 --tuning '$T/full.tun' > /dev/full"
+    one_line_error "^wprun: stdout: write error: No space left on device$"
+    cmp "$T/full.tun" "$T/full.was"
+    [ "$(ls -A "$T" | grep -c '^full\.tun')" -eq 1 ]   # no temporary file left
+    run sh -c "'$BIN/wprun' --cpu --tune --runs 1 --synth Q4_0:64x256 --synth Q8_0:64x256 --tuning '$T/full.tun' | head -n 1"
+    [ "$status" -eq 0 ]
+    grep -q "^synth.Q8_0.64x256	Q8_0	64x256	1	" "$T/full.tun"
     cp "$Q/bf16.bundle" "$T/v3.bundle"
     patch_bytes "$T/v3.bundle" 8 '\x03'
     run "$BIN/wprun" --cpu --bundle "$T/v3.bundle"
@@ -1723,6 +1740,49 @@ c = [r for r in recs if r.name == 'blk.0.ffn_up.weight' and r.kind == 8][0]; rec
     run --separate-stderr "$BIN/wprun" --cpu "$T/side.bundle"
     [ "$status" -eq 1 ]
     [ "$stderr" = "wprun: $T/side.bundle: record 'blk.0.ffn_up.weight': side data without its coded record after it" ]
+    # a row map moved between a matrix's side data and its lanes: unbundle's words (it was called
+    # a --dist bundle's zstd'd lanes: a breaker's find)
+    stream_edit "$Q/s-Q8_0.bundle" "$T/mv.bundle" "
+c = [r for r in recs if r.name == 'output.weight' and r.kind == 11][0]; recs.remove(c); recs.insert(3, c)"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/mv.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/mv.bundle: record 'output.weight': a row map out of place" ]
+    run --separate-stderr "$BIN/unbundle" "$T/mv.bundle"
+    [ "$stderr" = "unbundle: $T/mv.bundle: record 'output.weight': a row map out of place" ]
+    # a zstd'd fixed-width matrix whose type its rows do not fit (Q4_K, 64 columns): refused at
+    # load, as the stream reader refuses a plain one (it ran as "a type wprun has no kernel for",
+    # exit 0: a breaker's find)
+    stream_edit "$Q/s-Q8_0.bundle" "$T/zt.bundle" "
+[r for r in recs if r.name == 'blk.0.attn_q.weight' and r.kind == 11][0].type = 12"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/zt.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/zt.bundle: record 'blk.0.attn_q.weight': row length 64 is not a multiple of the Q4_K block size 256" ]
+    run --separate-stderr sh -c '"$1" --stream "$2" > /dev/null' - "$BIN/unbundle" "$T/zt.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "unbundle: $T/zt.bundle: record 'blk.0.attn_q.weight': row length 64 is not a multiple of the Q4_K block size 256" ]
+    # and a plain one so (it said "... needs 0")
+    stream_edit "$Q/s-Q8_0.bundle" "$T/pt.bundle" "
+[r for r in recs if r.name == 'blk.0.attn_k.weight' and r.kind == 3][0].type = 12"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/pt.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/pt.bundle: record 'blk.0.attn_k.weight': row length 64 is not a multiple of the Q4_K block size 256" ]
+    # a codec and the record before it that do not go together: said so (a side record taken
+    # for raw data was "unknown codec 'exp'", a codec q after raw data "not a coded block type")
+    stream_edit "$Q/bf16.bundle" "$T/cx.bundle" "
+[r for r in recs if r.name == 'blk.0.ffn_down.weight' and r.kind == 10][0].kind = 8"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/cx.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "wprun: $T/cx.bundle: blk.0.ffn_down.weight: codec 'exp' needs raw data before it, not side data" ]
+    run --separate-stderr sh -c '"$1" --stream "$2" > /dev/null' - "$BIN/unbundle" "$T/cx.bundle"
+    [ "$stderr" = "unbundle: $T/cx.bundle: record 'blk.0.ffn_down.weight': codec 'exp' needs raw data before it, not side data" ]
+    stream_edit "$Q/bf16.bundle" "$T/cq.bundle" "
+[r for r in recs if r.name == 'blk.0.ffn_down.weight' and r.kind == 7][0].attrs['codec'] = 'q'"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/cq.bundle"
+    [ "$stderr" = "wprun: $T/cq.bundle: blk.0.ffn_down.weight: codec 'q' needs side data before it, not raw data" ]
+    stream_edit "$Q/bf16.bundle" "$T/c0.bundle" "
+del [r for r in recs if r.name == 'blk.0.ffn_down.weight' and r.kind == 7][0].attrs['codec']"
+    run --separate-stderr "$BIN/wprun" --cpu "$T/c0.bundle"
+    [ "$stderr" = "wprun: $T/c0.bundle: blk.0.ffn_down.weight: no codec attribute" ]
     # a matrix of 0 rows: counted as empty (it was "of a type wprun has no kernel for")
     stream_edit "$Q/s-Q8_0.bundle" "$T/zero.bundle" "
 for r in recs:
