@@ -57,8 +57,8 @@
 #include "zframe.h"
 
 static const char usage[] =
-    "usage: gptq (--type T | --ftype PRESET) [--tensor-type REGEX=TYPE]... [--rtn]\n"
-    "            [--hessian FILE] [--imatrix FILE] [--damp F] [--act-order]\n"
+    "usage: gptq (--type T | --ftype PRESET) [--tensor-type REGEX=TYPE]...\n"
+    "            [--tensor-type-file FILE] [--rtn] [--hessian FILE] [--imatrix FILE] [--damp F] [--act-order]\n"
     "            [--gamma] [--widen C] [--lambda L] [--keep-order] [--strict]\n"
     "            [--pure] [--output-tensor-type T] [--token-embedding-type T]\n"
     "            [--leave-output-tensor] [--allow-requantize] [--threads N] [--quiet]\n"
@@ -572,6 +572,62 @@ static void model_note(const wp_record *r)
     }
 }
 
+/* Where each override came from, for messages: "--tensor-type" or the file of
+ * --tensor-type-file (over_from[i] beside overrides[i] of main). */
+static const char **over_from;
+
+/* Override i of spec as its source names it: "--tensor-type X" or "FILE: entry X". */
+static void over_say(int i, const char *spec, char *buf, size_t n)
+{
+    if (over_from && over_from[i])
+        snprintf(buf, n, "--tensor-type-file %s: entry %s", over_from[i], spec);
+    else
+        snprintf(buf, n, "--tensor-type %s", spec);
+}
+
+/* Append to *ov (and over_from) the whitespace-separated REGEX=TYPE entries of
+ * llama-quantize's --tensor-type-file (parse_tensor_type_file of
+ * tools/quantize: each token one --tensor-type, in the file's order, where
+ * the option stands); dies naming the file when it cannot be read. */
+static void read_tensor_type_file(const char *path, const char ***ov, int *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        wp_die("--tensor-type-file %s: %s", path, strerror(errno));
+    char *text = NULL;
+    size_t cap = 0, len = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? 2 * cap : 8192;
+            if (cap > ((size_t)64 << 20))   /* a file of overrides, not a model: said, not slurped whole */
+                wp_die("--tensor-type-file %s: more than 64 MiB, not a list of REGEX=TYPE entries", path);
+            if (!(text = realloc(text, cap)))
+                wp_die("out of memory");
+        }
+        const size_t got = fread(text + len, 1, 4096, f);
+        len += got;
+        if (got < 4096)
+            break;
+    }
+    if (ferror(f))
+        wp_die("--tensor-type-file %s: %s", path, strerror(errno ? errno : EIO));
+    fclose(f);
+    text[len] = 0;
+    if (memchr(text, 0, len))
+        wp_die("--tensor-type-file %s: a NUL byte: not a list of REGEX=TYPE entries", path);
+    for (char *save = NULL, *t = strtok_r(text, " \t\r\n\v\f", &save); t; t = strtok_r(NULL, " \t\r\n\v\f", &save)) {
+        const char **o = realloc(*ov, (size_t)(*n + 1) * sizeof **ov), **fr = realloc(over_from, (size_t)(*n + 1) * sizeof *fr);
+        if (!o || !fr)
+            wp_die("out of memory");
+        *ov = o;
+        over_from = fr;
+        if (!(o[*n] = strdup(t)))
+            wp_die("out of memory");
+        fr[(*n)++] = path;
+    }
+    free(text);   /* (the entries are copies, kept to the end) */
+}
+
 /* A planner for model md with the preset's options and the --tensor-type overrides
  * (dies naming a bad preset or override). */
 static wp_ftype_plan *plan_new(const struct wp_ftype_model *md, int ftype, int pure, int strict,
@@ -590,8 +646,11 @@ static wp_ftype_plan *plan_new(const struct wp_ftype_model *md, int ftype, int p
     if (!plan)
         wp_die("%s", err);
     for (int i = 0; i < n_over; i++)
-        if (wp_ftype_plan_add_override(plan, overrides[i], err, sizeof err))
-            wp_die("--tensor-type %s: %s", overrides[i], err);
+        if (wp_ftype_plan_add_override(plan, overrides[i], err, sizeof err)) {
+            char who[WP_MAX_NAME + 300];
+            over_say(i, overrides[i], who, sizeof who);
+            wp_die("%s: %s", who, err);
+        }
     return plan;
 }
 
@@ -621,6 +680,16 @@ static wp_ftype_plan *model_plan(int ftype, int pure, int strict, const char **o
                                      which the stream reader refuses first: a breaker's find) */
     if (wp_ftype_plan_finish(plan, err, sizeof err))
         wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
+    /* an override that chose no tensor's type, said (llama-quantize says nothing: a typo, or a
+       regex of another dialect, went unnoticed, a llama.cpp user's trial) */
+    for (int i = 0; i < n_over; i++)
+        if (wp_ftype_plan_override_hits(plan, (size_t)i) == 0) {
+            char who[WP_MAX_NAME + 300];
+            over_say(i, overrides[i], who, sizeof who);
+            wp_warn("%s: matches no tensor of %s (or only tensors an earlier --tensor-type, "
+                    "--output-tensor-type or --token-embedding-type decides)", who,
+                    in && strcmp(in, "-") ? in : "the model");
+        }
     return plan;
 }
 
@@ -990,8 +1059,16 @@ int main(int argc, char **argv)
         } else if ((v = wp_cli_arg(argc, argv, &i, "--ftype"))) {
             ftype_name = v;
         } else if ((v = wp_cli_arg(argc, argv, &i, "--tensor-type"))) {
-            overrides = realloc(overrides, (size_t)(n_over + 1) * sizeof *overrides);
+            const char **o = realloc(overrides, (size_t)(n_over + 1) * sizeof *overrides);
+            const char **fr = realloc(over_from, (size_t)(n_over + 1) * sizeof *fr);
+            if (!o || !fr)
+                wp_die("out of memory");
+            overrides = o;
+            over_from = fr;
+            fr[n_over] = NULL;
             overrides[n_over++] = v;
+        } else if ((v = wp_cli_arg(argc, argv, &i, "--tensor-type-file"))) {
+            read_tensor_type_file(v, &overrides, &n_over);   /* (it was "unknown option": a llama.cpp user's trial) */
         } else if (wp_cli_flag(a, "--rtn")) {
             rtn = 1;
         } else if (wp_cli_flag(a, "--check")) {
@@ -1035,6 +1112,16 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "-o") && more) {
             out = wp_cli_value(argv, &i);
         } else if (a[0] == '-' && a[1]) {
+            /* llama-quantize's options gptq lacks, named as such (they were "unknown option": a
+               llama.cpp user's trial; hessian names llama-imatrix's so) */
+            static const char *const lq_only[] = {"--include-weights", "--exclude-weights", "--prune-layers",
+                                                  "--keep-split", "--override-kv", "--dry-run", "--max-buffer-size"};
+            for (size_t k = 0; k < sizeof lq_only / sizeof *lq_only; k++) {
+                const size_t l = strlen(lq_only[k]);
+                if (!strncmp(a, lq_only[k], l) && (!a[l] || a[l] == '='))
+                    wp_die("%s: llama-quantize's option, which gptq does not take (gptq(1) lists the ones it does)",
+                           lq_only[k]);
+            }
             wp_die("%s: %s (try --help)", a, more ? "unknown option" : "unknown option or missing value");
         } else {
             words[n_words++] = (char *)a;

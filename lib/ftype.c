@@ -124,6 +124,7 @@ struct tensor {
 struct override {
     regex_t re;
     int type;
+    size_t hits;   /* tensors whose type it chose (get_type) */
 };
 
 struct wp_ftype_plan {
@@ -245,6 +246,78 @@ void wp_ftype_plan_free(wp_ftype_plan *p)
     free(p);
 }
 
+/* The regex pat, as llama-quantize's std::regex reads it (ECMAScript), as a
+ * POSIX extended one regcomp reads the same way, into out (cap bytes, 6x
+ * strlen(pat) + 1 suffice): \d, \s and \w (the pattern is lower-cased
+ * first, as the reference does: \D is \d there too) as bracket expressions
+ * or, inside one, their classes; (?: as (; a lazy quantifier as the greedy
+ * one (a search of a whole name matches or not alike); inside a bracket
+ * expression, \X as X where POSIX reads that X as ECMAScript does. 0, or -1
+ * with a message in err for what POSIX cannot say so (\] \^ \- inside
+ * brackets). A '\d' was read as the letter d: an override such as
+ * blk\.\d+\.attn_v=q8_0 matched nothing, unsaid (a llama.cpp user's trial). */
+static int ecma_to_ere(const char *pat, char *out, size_t cap, char *err, size_t errlen)
+{
+    size_t o = 0;
+    int in_br = 0;   /* inside [...]: 1 just after [ or [^, 2 after its first member */
+#define PUT(str) do { const char *s_ = (str); size_t l_ = strlen(s_); if (o + l_ >= cap) goto room; \
+                      memcpy(out + o, s_, l_); o += l_; } while (0)
+    for (const char *c = pat; *c; c++) {
+        char one[3] = {c[0], 0, 0};
+        if (c[0] == '\\' && c[1]) {
+            const char e = *++c;
+            const char *cls = e == 'd' ? "0-9" : e == 's' ? "[:space:]" : e == 'w' ? "_[:alnum:]" : NULL;
+            if (in_br) {
+                if (cls) {
+                    PUT(cls);
+                } else if (e == ']' || e == '^' || e == '-') {
+                    seterr(err, errlen, "'\\%c' inside brackets: write ] first, ^ not first, - last, unescaped", e);
+                    return -1;
+                } else {
+                    one[0] = e;   /* \. \\ \/ ...: the character itself */
+                    PUT(one);
+                }
+                in_br = 2;
+            } else if (cls) {
+                PUT("[");
+                PUT(cls);
+                PUT("]");
+            } else {
+                one[0] = '\\', one[1] = e;   /* \. \b \\ ...: as POSIX (glibc) reads them */
+                PUT(one);
+            }
+            continue;
+        }
+        if (in_br) {
+            if (c[0] == ']' && in_br == 2)
+                in_br = 0;
+            else if (!(c[0] == '^' && c[-1] == '['))
+                in_br = 2;
+            PUT(one);
+            continue;
+        }
+        if (c[0] == '[') {
+            in_br = 1;
+            PUT(one);
+            continue;
+        }
+        if (c[0] == '(' && c[1] == '?' && c[2] == ':') {
+            c += 2;
+            PUT("(");
+            continue;
+        }
+        PUT(one);
+        if ((c[0] == '*' || c[0] == '+' || c[0] == '?' || c[0] == '}') && c[1] == '?')
+            c++;   /* lazy: the same names match */
+    }
+#undef PUT
+    out[o] = 0;
+    return 0;
+room:
+    seterr(err, errlen, "out of memory");
+    return -1;
+}
+
 int wp_ftype_plan_add_override(wp_ftype_plan *p, const char *spec,
                                char *err, size_t errlen)
 {
@@ -291,7 +364,22 @@ int wp_ftype_plan_add_override(wp_ftype_plan *p, const char *spec,
         p->ov = no;
         p->cap_ov = nc;
     }
-    int rc = regcomp(&p->ov[p->n_ov].re, pat, REG_EXTENDED | REG_NOSUB);
+    const size_t ecap = 10 * len + 1;
+    char *ere = malloc(ecap);
+    if (!ere || ecma_to_ere(pat, ere, ecap, err, errlen)) {
+        if (ere) {
+            char why[160];
+            snprintf(why, sizeof why, "%s", err);
+            seterr(err, errlen, "bad tensor type regex '%s': %s", pat, why);
+        } else {
+            seterr(err, errlen, "out of memory");
+        }
+        free(ere);
+        free(pat);
+        return -1;
+    }
+    int rc = regcomp(&p->ov[p->n_ov].re, ere, REG_EXTENDED | REG_NOSUB);
+    free(ere);
     if (rc) {
         char msg[128];
         regerror(rc, &p->ov[p->n_ov].re, msg, sizeof msg);
@@ -301,6 +389,7 @@ int wp_ftype_plan_add_override(wp_ftype_plan *p, const char *spec,
     }
     free(pat);
     p->ov[p->n_ov].type = type;
+    p->ov[p->n_ov].hits = 0;
     p->n_ov++;
     p->finished = 0;
     return 0;
@@ -670,6 +759,13 @@ static int type_fallback(wp_ftype_plan *p, struct tensor *t, int target,
     return ret;
 }
 
+int64_t wp_ftype_plan_override_hits(const wp_ftype_plan *p, size_t i)
+{
+    if (!p || i >= p->n_ov || !p->finished || !is_quantized(p->default_type))
+        return -1;
+    return (int64_t)p->ov[i].hits;
+}
+
 static int match_override(const wp_ftype_plan *p, const char *name)
 {
     for (size_t i = 0; i < p->n_ov; i++)
@@ -697,6 +793,7 @@ static int get_type(wp_ftype_plan *p, struct tensor *t, char *err, size_t errlen
         int m = match_override(p, t->name);
         if (m >= 0) {
             new_type = p->ov[m].type;
+            p->ov[m].hits++;
             t->ch.manual = 1;
         }
         if (!t->ch.manual && !o->pure) {
@@ -746,6 +843,8 @@ int wp_ftype_plan_finish(wp_ftype_plan *p, char *err, size_t errlen)
         return -1;
     }
     p->finished = 0;
+    for (size_t i = 0; i < p->n_ov; i++)
+        p->ov[i].hits = 0;
     p->n_attention_wv = p->i_attention_wv = 0;
     p->i_ffn_down = p->i_ffn_gate = p->i_ffn_up = 0;
     p->n_fallback = p->n_f16 = 0;

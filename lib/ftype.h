@@ -142,13 +142,21 @@ void wp_ftype_plan_free(wp_ftype_plan *p);
  * matches anywhere in the tensor name (like std::regex_search); the first
  * matching override in the order added wins, as in llama_tensor_get_type.
  * TYPE is a ggml type name, case-insensitive. llama-quantize compiles the
- * regex as ECMAScript (std::regex); ECMAScript-only syntax (\d, lazy
- * quantifiers, lookaround) is not POSIX: write [0-9] for \d. Overrides
+ * regex as ECMAScript (std::regex): its \d, \s, \w, (?: and lazy
+ * quantifiers are read as it reads them (rewritten as POSIX says them);
+ * lookaround, which POSIX lacks, is refused (a bad regex). Overrides
  * apply only when the ftype's default type is quantized (not for the
  * F16/BF16/F32 presets), like the reference. Returns 0, or -1 with a message in err (malformed spec, bad
  * regex, unknown type). Call before wp_ftype_plan_finish. */
 int wp_ftype_plan_add_override(wp_ftype_plan *p, const char *spec,
                                char *err, size_t errlen);
+
+/* How many tensors override i (0-based, in the order added) chose the type
+ * of, the first matching override winning, after wp_ftype_plan_finish; -1
+ * when there is no such override, before finish, or when overrides do not
+ * apply (an F16/BF16/F32 preset). A 0 is an override that matched nothing,
+ * which llama-quantize does not say. */
+int64_t wp_ftype_plan_override_hits(const wp_ftype_plan *p, size_t i);
 
 /* Add one tensor: its GGUF name, number of dims (1..4; trailing 1s are
  * ignored as ggml_n_dims does), ne[0..n_dims-1] in ggml order (ne[0] = row

@@ -719,6 +719,58 @@ PY
     one_line_error "^gptq: unknown --ftype 'Q4_Z' \(llama-quantize's presets, by name or number: F32, F16, Q4_0, Q4_1, Q8_0, .*, Q4_K_M, .*, IQ4_XS, .*\)$"
 }
 
+@test "gptq --tensor-type reads llama-quantize's regexes (ECMAScript: \\d, (?:, lazy) to the same file; one that decides nothing is said" {
+    R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
+    [ -x "$R/llama-quantize" ] || skip "llama-quantize not built (make reftools)"
+    "$TOOLS/mkllama" "$MODELS/stories260K-f32.gguf" "$T/synth.gguf" F16
+    # \d was the letter d: the override matched nothing, unsaid, and the file differed (a
+    # llama.cpp user's trial)
+    local ov=(--tensor-type 'blk\.\d+\.attn_v=q8_0' --tensor-type 'blk\.[\d]\.ffn_(?:up|gate)=q5_k' --tensor-type 'ffn_down.*?=q6_k')
+    "$R/llama-quantize" "${ov[@]}" "$T/synth.gguf" "$T/ref.gguf" Q4_K_M 1 > /dev/null 2>&1
+    "$BIN/ggufcat" "$T/synth.gguf" > "$T/s.wps"
+    "$BIN/gptq" -q --rtn --ftype Q4_K_M "${ov[@]}" < "$T/s.wps" | "$BIN/ggufpack" > "$T/ours.gguf"
+    cmp "$T/ref.gguf" "$T/ours.gguf"
+    "$BIN/ggufcat" "$T/ours.gguf" | "$BIN/tsinfo" | grep -qE '^tensor +blk\.1\.attn_v\.weight +Q8_0 '
+    # an override that decides no tensor: a typo, and one an earlier override took every match of
+    run --separate-stderr "$BIN/gptq" --check --ftype Q4_K_M --tensor-type 'attn_w=q8_0' --tensor-type 'ffn=q5_k' \
+        --tensor-type 'ffn_up=q8_0' "$T/synth.gguf"
+    [ "$status" -eq 0 ]
+    [ "${#stderr_lines[@]}" -eq 2 ]
+    [ "${stderr_lines[0]}" = "gptq: warning: --tensor-type attn_w=q8_0: matches no tensor of $T/synth.gguf (or only tensors an earlier --tensor-type, --output-tensor-type or --token-embedding-type decides)" ]
+    [[ "${stderr_lines[1]}" == "gptq: warning: --tensor-type ffn_up=q8_0: matches no tensor of "* ]]
+    # what POSIX cannot say as ECMAScript does: refused in one line
+    run "$BIN/gptq" --rtn --ftype Q4_K_M --tensor-type 'ffn_(?!up)=q8_0' "$T/s.wps"
+    one_line_error "^gptq: --tensor-type ffn_\(\?!up\)=q8_0: bad tensor type regex 'ffn_\(\?!up\)': "
+    # --tensor-type-file, llama-quantize's: whitespace-separated entries, in order where it
+    # stands (it was "unknown option": a llama.cpp user's trial)
+    printf 'blk\\.\\d+\\.attn_v=q8_0\n  ffn_down=q6_k\tattn_q=Q5_K\n' > "$T/tt.txt"
+    "$R/llama-quantize" --tensor-type ffn_up=q5_0 --tensor-type-file "$T/tt.txt" --tensor-type attn_q=q8_0 \
+        "$T/synth.gguf" "$T/ref2.gguf" Q4_K_M 1 > /dev/null 2>&1
+    "$BIN/gptq" -q --rtn --ftype Q4_K_M --tensor-type ffn_up=q5_0 --tensor-type-file "$T/tt.txt" --tensor-type attn_q=q8_0 \
+        < "$T/s.wps" | "$BIN/ggufpack" > "$T/ours2.gguf"
+    cmp "$T/ref2.gguf" "$T/ours2.gguf"
+    ! cmp -s "$T/ref.gguf" "$T/ref2.gguf" || false
+    "$BIN/ggufcat" "$T/ours2.gguf" | "$BIN/tsinfo" | grep -qE '^tensor +blk\.0\.attn_q\.weight +Q5_K '
+    # its entries named by file in messages; a file that cannot be read, one line
+    printf 'attn_q=q9\n' > "$T/bad.txt"
+    run "$BIN/gptq" --rtn --ftype Q4_K_M --tensor-type-file "$T/bad.txt" "$T/s.wps"
+    one_line_error "^gptq: --tensor-type-file $T/bad.txt: entry attn_q=q9: invalid quantization type 'q9'$"
+    run "$BIN/gptq" --rtn --ftype Q4_K_M --tensor-type-file "$T/none.txt" "$T/s.wps"
+    one_line_error "^gptq: --tensor-type-file $T/none.txt: No such file or directory$"
+    run "$BIN/gptq" --rtn --ftype Q4_K_M --tensor-type-file "$T" "$T/s.wps"
+    one_line_error "^gptq: --tensor-type-file $T: Is a directory$"
+    printf 'zzz=q8_0' > "$T/z.txt"
+    run --separate-stderr "$BIN/gptq" --check --ftype Q4_K_M --tensor-type-file "$T/z.txt" "$T/synth.gguf"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "gptq: warning: --tensor-type-file $T/z.txt: entry zzz=q8_0: matches no tensor of $T/synth.gguf (or only tensors an earlier --tensor-type, --output-tensor-type or --token-embedding-type decides)" ]
+    # llama-quantize's options gptq lacks: named so (they were "unknown option")
+    local o
+    for o in --dry-run --keep-split --include-weights=x --override-kv --prune-layers --max-buffer-size --exclude-weights; do
+        run "$BIN/gptq" --rtn --ftype Q4_K_M "$o" "$T/s.wps"
+        one_line_error "^gptq: ${o%%=*}: llama-quantize's option, which gptq does not take \(gptq\(1\) lists the ones it does\)$"
+    done
+}
+
 @test "gptq --allow-requantize equals llama-quantize --allow-requantize byte for byte, from each block type gptq reads" {
     R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
     [ -x "$R/llama-quantize" ] || skip "llama-quantize not built (make reftools)"

@@ -797,12 +797,45 @@ static void rule_checks(void)
         wp_ftype_plan_free(p);
     }
 
+    /* how many tensors each override decided, the first match winning: 0 for one that matched
+       nothing, or only tensors an earlier one took (gptq warns of it) */
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_0);
+    p = mini(&m4, &o, 256, down, NULL, NULL, err, sizeof err);
+    rc = p ? wp_ftype_plan_add_override(p, "blk\\.\\d+\\.ffn_down=q8_0", err, sizeof err) : -1;
+    rc |= p ? wp_ftype_plan_add_override(p, "ffn_down=q5_0", err, sizeof err) : -1;
+    rc |= p ? wp_ftype_plan_add_override(p, "ffn_dowm=q5_0", err, sizeof err) : -1;
+    const int64_t h_before = p ? wp_ftype_plan_override_hits(p, 0) : 0;
+    int frc = p ? wp_ftype_plan_finish(p, err, sizeof err) : -1;
+    CHECK(rc == 0 && frc == 0 && h_before == -1 && wp_ftype_plan_override_hits(p, 0) == 4 &&
+              wp_ftype_plan_override_hits(p, 1) == 0 && wp_ftype_plan_override_hits(p, 2) == 0 &&
+              wp_ftype_plan_override_hits(p, 3) == -1 && ty(p, "blk.2.ffn_down.weight") == WP_Q8_0,
+          "override hits: \\d+ takes the 4 ffn_down, the next none, a typo none (%d %d %lld %lld %lld)", rc, frc,
+          (long long)wp_ftype_plan_override_hits(p, 0), (long long)wp_ftype_plan_override_hits(p, 1),
+          (long long)wp_ftype_plan_override_hits(p, 2));
+    wp_ftype_plan_free(p);
+    /* an F16 preset applies none: no count */
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_F16);
+    p = mini(&m4, &o, 256, down, NULL, NULL, err, sizeof err);
+    rc = p ? wp_ftype_plan_add_override(p, "ffn_down=q8_0", err, sizeof err) : -1;
+    frc = p ? wp_ftype_plan_finish(p, err, sizeof err) : -1;
+    CHECK(rc == 0 && frc == 0 && wp_ftype_plan_override_hits(p, 0) == -1, "override hits under F16: -1");
+    wp_ftype_plan_free(p);
+    /* what POSIX cannot say as ECMAScript does, refused in one line */
+    o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_0);
+    p = wp_ftype_plan_new(&m4, &o, err, sizeof err);
+    rc = p ? wp_ftype_plan_add_override(p, "ffn[\\-_]down=q8_0", err, sizeof err) : 0;
+    CHECK(rc == -1 && !strcmp(err, "bad tensor type regex 'ffn[\\-_]down': '\\-' inside brackets: write ] first, ^ not "
+                                   "first, - last, unescaped"), "\\- inside brackets refused: %s", err);
+    rc = p ? wp_ftype_plan_add_override(p, "ffn_(?!up)=q8_0", err, sizeof err) : 0;
+    CHECK(rc == -1 && !strncmp(err, "bad tensor type regex 'ffn_(?!up)': ", 36), "lookahead refused: %s", err);
+    wp_ftype_plan_free(p);
+
     /* an override added after finish: no answers until the next finish, then the new one */
     o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_0);
     p = mini(&m4, &o, 256, down, NULL, NULL, err, sizeof err);
     rc = p ? wp_ftype_plan_add_override(p, "ffn_down=q8_0", err, sizeof err) : -1;
     a = ty(p, "blk.0.ffn_down.weight");
-    int frc = p ? wp_ftype_plan_finish(p, err, sizeof err) : -1;
+    frc = p ? wp_ftype_plan_finish(p, err, sizeof err) : -1;
     b = ty(p, "blk.0.ffn_down.weight");
     CHECK(rc == 0 && a == -1 && frc == 0 && b == WP_Q8_0,
           "an override after finish: no answer until finish again, then Q8_0 (%d %d %d %d)", rc, a, frc, b);
@@ -880,8 +913,14 @@ int main(void)
     if (sa.n) {
         run_presets(&sa);
         static const char *const two[] = { "blk\\.[0-3]\\.ffn_up=q8_0", "ffn=iq4_xs", NULL };
+        /* llama-quantize's regexes are ECMAScript (std::regex): \d was the letter d here, and
+           blk\.\d+\.attn_v matched nothing, unsaid (a llama.cpp user's trial) */
+        static const char *const ecma[] = { "blk\\.\\d+\\.attn_v=q8_0", "blk\\.[\\d]\\.ffn_(?:up|gate)=q5_k",
+                                            "\\w+\\.[1-3]\\.ffn_down.*?=q6_k", "blk\\.\\D\\.attn_q=q5_0",
+                                            "BLK\\.[\\.\\w]+ATTN_K\\b=Q4_1", NULL };
         struct tcase cs[] = {
             { "Q4_K_M", two, -1, -1, 0, NULL },
+            { "Q4_K_M", ecma, -1, -1, 0, NULL },
             { "Q4_K_S", NULL, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, 0, NULL },
         };
         for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
