@@ -288,6 +288,24 @@ static int ecma_to_ere(const char *pat, char *out, size_t cap, char *err, size_t
             }
             continue;
         }
+        if (in_br && c[0] == '[' && (c[1] == ':' || c[1] == '.' || c[1] == '=')) {
+            /* [:digit:], [.x.], [=x=]: copied to their closing ":]", its ']' not the bracket's
+               (std::regex reads them so too) */
+            const char *e = c + 2;
+            while (*e && !(e[0] == c[1] && e[1] == ']'))
+                e++;
+            if (!*e) {
+                seterr(err, errlen, "'[%c' inside brackets without its '%c]'", c[1], c[1]);
+                return -1;
+            }
+            if (o + (size_t)(e + 2 - c) >= cap)
+                goto room;
+            memcpy(out + o, c, (size_t)(e + 2 - c));
+            o += (size_t)(e + 2 - c);
+            c = e + 1;
+            in_br = 2;
+            continue;
+        }
         if (in_br) {
             if (c[0] == ']' && in_br == 2)
                 in_br = 0;

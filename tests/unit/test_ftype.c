@@ -917,7 +917,8 @@ int main(void)
            blk\.\d+\.attn_v matched nothing, unsaid (a llama.cpp user's trial) */
         static const char *const ecma[] = { "blk\\.\\d+\\.attn_v=q8_0", "blk\\.[\\d]\\.ffn_(?:up|gate)=q5_k",
                                             "\\w+\\.[1-3]\\.ffn_down.*?=q6_k", "blk\\.\\D\\.attn_q=q5_0",
-                                            "BLK\\.[\\.\\w]+ATTN_K\\b=Q4_1", NULL };
+                                            "BLK\\.[\\.\\w]+ATTN_K\\b=Q4_1", "blk\\.[[:digit:]\\d]\\.attn_output=q8_0",
+                                            "^output[^\\d]=q5_1", NULL };
         struct tcase cs[] = {
             { "Q4_K_M", two, -1, -1, 0, NULL },
             { "Q4_K_M", ecma, -1, -1, 0, NULL },
