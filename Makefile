@@ -25,8 +25,12 @@ PREFIX   ?= /usr/local
 CC       ?= cc
 CFLAGS   ?= -O2 -g
 WFLAGS   := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Wno-unused-parameter
+# lib/ecma_regex.cc alone is C++: std::regex, the engine llama-quantize reads --tensor-type with
+CXX      ?= g++
+CXXFLAGS ?= -O2 -g
+CXXWFLAGS:= -std=c++17 -Wall -Wextra -Wno-unused-parameter
 CPPFLAGS += -Ilib
-LDLIBS   := -lzstd -lxxhash -lcjson -llapacke -lopenblas -lm -lpthread
+LDLIBS   := -lzstd -lxxhash -lcjson -llapacke -lopenblas -lm -lpthread -lstdc++
 
 # check, demo and bench build in parallel, and so does the reference build:
 # with the caller's -j when there is one (in a recipe MAKEFLAGS holds it, -j1
@@ -75,7 +79,7 @@ endif
 LLAMA_PROGS := hessian ppl
 
 LIB_SRC  := $(sort $(wildcard lib/*.c))
-LIB_OBJ  := $(LIB_SRC:lib/%.c=build/lib/%.o)
+LIB_OBJ  := $(LIB_SRC:lib/%.c=build/lib/%.o) build/lib/ecma_regex.o
 PROGS    := $(sort $(basename $(notdir $(wildcard filters/*.c))))
 BINS     := $(PROGS:%=bin/%)
 UNITS    := $(sort $(basename $(notdir $(wildcard tests/unit/test_*.c))))
@@ -100,6 +104,9 @@ all: lib/libwpack.a $(BINS) runtime
 
 build/lib/%.o: lib/%.c $(wildcard lib/*.h) | build/lib
 	$(CC) $(WFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+build/lib/%.o: lib/%.cc lib/%.h | build/lib
+	$(CXX) $(CXXWFLAGS) $(CPPFLAGS) $(CXXFLAGS) -c -o $@ $<
 
 lib/libwpack.a: $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^

@@ -572,6 +572,8 @@ static void model_note(const wp_record *r)
     }
 }
 
+static int is_float(uint32_t t) { return t == WP_F32 || t == WP_F16 || t == WP_BF16; }
+
 /* Where each override came from, for messages: "--tensor-type" or the file of
  * --tensor-type-file (over_from[i] beside overrides[i] of main). */
 static const char **over_from;
@@ -599,13 +601,15 @@ static void read_tensor_type_file(const char *path, const char ***ov, int *n)
     for (;;) {
         if (len + 4096 + 1 > cap) {
             cap = cap ? 2 * cap : 8192;
-            if (cap > ((size_t)64 << 20))   /* a file of overrides, not a model: said, not slurped whole */
-                wp_die("--tensor-type-file %s: more than 64 MiB, not a list of REGEX=TYPE entries", path);
             if (!(text = realloc(text, cap)))
                 wp_die("out of memory");
         }
         const size_t got = fread(text + len, 1, 4096, f);
         len += got;
+        /* a file of overrides, not a model: said, not read whole (the test was of the buffer, which
+           refused a file a little under 64 MiB: a breaker's find) */
+        if (len > ((size_t)64 << 20))
+            wp_die("--tensor-type-file %s: more than 64 MiB, not a list of REGEX=TYPE entries", path);
         if (got < 4096)
             break;
     }
@@ -682,18 +686,23 @@ static wp_ftype_plan *model_plan(int ftype, int pure, int strict, const char **o
         wp_die("%s: %s", in && strcmp(in, "-") ? in : "stdin", err);
     /* an override that chose no tensor's type, said (llama-quantize says nothing: a typo, or a
        regex of another dialect, went unnoticed, a llama.cpp user's trial) */
-    for (int i = 0; i < n_over; i++)
-        if (wp_ftype_plan_override_hits(plan, (size_t)i) == 0) {
-            char who[WP_MAX_NAME + 300];
-            over_say(i, overrides[i], who, sizeof who);
-            wp_warn("%s: matches no tensor of %s (or only tensors an earlier --tensor-type, "
-                    "--output-tensor-type or --token-embedding-type decides)", who,
-                    in && strcmp(in, "-") ? in : "the model");
-        }
+    /* (and under a float preset, which applies none: it went unsaid, a breaker's find) */
+    const int dt = wp_ftype_default_type(ftype);
+    for (int i = 0; i < n_over; i++) {
+        const int64_t hits = wp_ftype_plan_override_hits(plan, (size_t)i);
+        char who[WP_MAX_NAME + 300];
+        over_say(i, overrides[i], who, sizeof who);
+        if (hits < 0 && dt >= 0 && is_float((uint32_t)dt))
+            wp_warn("%s: not applied: the preset's type is %s, and llama-quantize applies overrides to a "
+                    "quantizing preset only", who, wp_ggml_type_name((uint32_t)dt));
+        else if (hits == 0)   /* (norms matched: "matches no tensor" said wrongly, a breaker's find) */
+            wp_warn("%s: decides no tensor's type in %s (it matches none that is quantized, or only ones an "
+                    "earlier --tensor-type, --output-tensor-type, --token-embedding-type or "
+                    "--leave-output-tensor decides)", who, in && strcmp(in, "-") ? in : "the model");
+    }
     return plan;
 }
 
-static int is_float(uint32_t t) { return t == WP_F32 || t == WP_F16 || t == WP_BF16; }
 
 /* Whether gptq reads type t's weights: as floats, or (--allow-requantize) as the blocks
  * blocks.c dequantizes. */

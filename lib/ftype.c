@@ -5,11 +5,11 @@
  * llama.cpp; each function names the reference function it mirrors.
  */
 #include "ftype.h"
+#include "ecma_regex.h"
 #include "ggml_type.h"
 #include "names.h"
 
 #include <ctype.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,7 +122,7 @@ struct tensor {
 };
 
 struct override {
-    regex_t re;
+    wp_ecma_regex *re;   /* std::regex, as llama-quantize compiles it */
     int type;
     size_t hits;   /* tensors whose type it chose (get_type) */
 };
@@ -240,100 +240,10 @@ void wp_ftype_plan_free(wp_ftype_plan *p)
     free(p->t);
     wp_names_free(p->index);
     for (size_t i = 0; i < p->n_ov; i++)
-        regfree(&p->ov[i].re);
+        wp_ecma_regex_free(p->ov[i].re);
     free(p->ov);
     free(p->arch);
     free(p);
-}
-
-/* The regex pat, as llama-quantize's std::regex reads it (ECMAScript), as a
- * POSIX extended one regcomp reads the same way, into out (cap bytes, 6x
- * strlen(pat) + 1 suffice): \d, \s and \w (the pattern is lower-cased
- * first, as the reference does: \D is \d there too) as bracket expressions
- * or, inside one, their classes; (?: as (; a lazy quantifier as the greedy
- * one (a search of a whole name matches or not alike); inside a bracket
- * expression, \X as X where POSIX reads that X as ECMAScript does. 0, or -1
- * with a message in err for what POSIX cannot say so (\] \^ \- inside
- * brackets). A '\d' was read as the letter d: an override such as
- * blk\.\d+\.attn_v=q8_0 matched nothing, unsaid (a llama.cpp user's trial). */
-static int ecma_to_ere(const char *pat, char *out, size_t cap, char *err, size_t errlen)
-{
-    size_t o = 0;
-    int in_br = 0;   /* inside [...]: 1 just after [ or [^, 2 after its first member */
-#define PUT(str) do { const char *s_ = (str); size_t l_ = strlen(s_); if (o + l_ >= cap) goto room; \
-                      memcpy(out + o, s_, l_); o += l_; } while (0)
-    for (const char *c = pat; *c; c++) {
-        char one[3] = {c[0], 0, 0};
-        if (c[0] == '\\' && c[1]) {
-            const char e = *++c;
-            const char *cls = e == 'd' ? "0-9" : e == 's' ? "[:space:]" : e == 'w' ? "_[:alnum:]" : NULL;
-            if (in_br) {
-                if (cls) {
-                    PUT(cls);
-                } else if (e == ']' || e == '^' || e == '-') {
-                    seterr(err, errlen, "'\\%c' inside brackets: write ] first, ^ not first, - last, unescaped", e);
-                    return -1;
-                } else {
-                    one[0] = e;   /* \. \\ \/ ...: the character itself */
-                    PUT(one);
-                }
-                in_br = 2;
-            } else if (cls) {
-                PUT("[");
-                PUT(cls);
-                PUT("]");
-            } else {
-                one[0] = '\\', one[1] = e;   /* \. \b \\ ...: as POSIX (glibc) reads them */
-                PUT(one);
-            }
-            continue;
-        }
-        if (in_br && c[0] == '[' && (c[1] == ':' || c[1] == '.' || c[1] == '=')) {
-            /* [:digit:], [.x.], [=x=]: copied to their closing ":]", its ']' not the bracket's
-               (std::regex reads them so too) */
-            const char *e = c + 2;
-            while (*e && !(e[0] == c[1] && e[1] == ']'))
-                e++;
-            if (!*e) {
-                seterr(err, errlen, "'[%c' inside brackets without its '%c]'", c[1], c[1]);
-                return -1;
-            }
-            if (o + (size_t)(e + 2 - c) >= cap)
-                goto room;
-            memcpy(out + o, c, (size_t)(e + 2 - c));
-            o += (size_t)(e + 2 - c);
-            c = e + 1;
-            in_br = 2;
-            continue;
-        }
-        if (in_br) {
-            if (c[0] == ']' && in_br == 2)
-                in_br = 0;
-            else if (!(c[0] == '^' && c[-1] == '['))
-                in_br = 2;
-            PUT(one);
-            continue;
-        }
-        if (c[0] == '[') {
-            in_br = 1;
-            PUT(one);
-            continue;
-        }
-        if (c[0] == '(' && c[1] == '?' && c[2] == ':') {
-            c += 2;
-            PUT("(");
-            continue;
-        }
-        PUT(one);
-        if ((c[0] == '*' || c[0] == '+' || c[0] == '?' || c[0] == '}') && c[1] == '?')
-            c++;   /* lazy: the same names match */
-    }
-#undef PUT
-    out[o] = 0;
-    return 0;
-room:
-    seterr(err, errlen, "out of memory");
-    return -1;
 }
 
 int wp_ftype_plan_add_override(wp_ftype_plan *p, const char *spec,
@@ -382,26 +292,13 @@ int wp_ftype_plan_add_override(wp_ftype_plan *p, const char *spec,
         p->ov = no;
         p->cap_ov = nc;
     }
-    const size_t ecap = 10 * len + 1;
-    char *ere = malloc(ecap);
-    if (!ere || ecma_to_ere(pat, ere, ecap, err, errlen)) {
-        if (ere) {
-            char why[160];
-            snprintf(why, sizeof why, "%s", err);
-            seterr(err, errlen, "bad tensor type regex '%s': %s", pat, why);
-        } else {
-            seterr(err, errlen, "out of memory");
-        }
-        free(ere);
-        free(pat);
-        return -1;
-    }
-    int rc = regcomp(&p->ov[p->n_ov].re, ere, REG_EXTENDED | REG_NOSUB);
-    free(ere);
-    if (rc) {
-        char msg[128];
-        regerror(rc, &p->ov[p->n_ov].re, msg, sizeof msg);
-        seterr(err, errlen, "bad tensor type regex '%s': %s", pat, msg);
+    /* std::regex with llama-quantize's flags (ECMAScript): POSIX regcomp read \d as the letter
+       d, \t as t, \< as a word start, and blk\.\d+\.attn_v matched nothing, unsaid (a llama.cpp
+       user's trial; rewriting the one dialect into the other missed case after case, a
+       breaker's finds) */
+    char why[160];
+    if (!(p->ov[p->n_ov].re = wp_ecma_regex_new(pat, why, sizeof why))) {
+        seterr(err, errlen, "bad tensor type regex '%s': %s", pat, why);
         free(pat);
         return -1;
     }
@@ -784,11 +681,20 @@ int64_t wp_ftype_plan_override_hits(const wp_ftype_plan *p, size_t i)
     return (int64_t)p->ov[i].hits;
 }
 
-static int match_override(const wp_ftype_plan *p, const char *name)
+/* The first override whose regex finds name (std::regex_search), -1 for none,
+ * or -2 with the engine's message in err when a search fails (too complex). */
+static int match_override(const wp_ftype_plan *p, const char *name, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < p->n_ov; i++)
-        if (regexec(&p->ov[i].re, name, 0, NULL, 0) == 0)
+    for (size_t i = 0; i < p->n_ov; i++) {
+        char why[160];
+        const int m = wp_ecma_regex_search(p->ov[i].re, name, why, sizeof why);
+        if (m < 0) {
+            seterr(err, errlen, "tensor %s: tensor type regex %zu: %s", name, i + 1, why);
+            return -2;
+        }
+        if (m)
             return (int)i;
+    }
     return -1;
 }
 
@@ -798,8 +704,12 @@ static int get_type(wp_ftype_plan *p, struct tensor *t, char *err, size_t errlen
     const struct wp_ftype_opts *o = &p->opts;
     if (o->token_embd_type >= 0 && t->cat == CAT_TOKEN_EMBD) {
         int named = 0;
-        if (!strcmp(t->name, "per_layer_token_embd.weight"))
-            named = match_override(p, t->name) >= 0;
+        if (!strcmp(t->name, "per_layer_token_embd.weight")) {
+            const int m = match_override(p, t->name, err, errlen);
+            if (m == -2)
+                return -1;
+            named = m >= 0;
+        }
         if (!named)
             return o->token_embd_type;
     }
@@ -808,7 +718,9 @@ static int get_type(wp_ftype_plan *p, struct tensor *t, char *err, size_t errlen
 
     int new_type = p->default_type;
     if (is_quantized(p->default_type)) {
-        int m = match_override(p, t->name);
+        int m = match_override(p, t->name, err, errlen);
+        if (m == -2)
+            return -1;
         if (m >= 0) {
             new_type = p->ov[m].type;
             p->ov[m].hits++;

@@ -138,16 +138,14 @@ wp_ftype_plan *wp_ftype_plan_new(const struct wp_ftype_model *model,
 void wp_ftype_plan_free(wp_ftype_plan *p);
 
 /* Add a --tensor-type override "REGEX=TYPE". The regex is lower-cased and
- * compiled as a POSIX extended regex (regcomp REG_EXTENDED|REG_NOSUB); it
- * matches anywhere in the tensor name (like std::regex_search); the first
- * matching override in the order added wins, as in llama_tensor_get_type.
- * TYPE is a ggml type name, case-insensitive. llama-quantize compiles the
- * regex as ECMAScript (std::regex): its \d, \s, \w, (?: and lazy
- * quantifiers are read as it reads them (rewritten as POSIX says them);
- * lookaround, which POSIX lacks, is refused (a bad regex). Overrides
- * apply only when the ftype's default type is quantized (not for the
- * F16/BF16/F32 presets), like the reference. Returns 0, or -1 with a message in err (malformed spec, bad
- * regex, unknown type). Call before wp_ftype_plan_finish. */
+ * compiled as llama-quantize compiles it, by std::regex with its default
+ * flags (ECMAScript; ecma_regex.h); it matches anywhere in the tensor name
+ * (std::regex_search); the first matching override in the order added wins,
+ * as in llama_tensor_get_type. TYPE is a ggml type name, case-insensitive.
+ * Overrides apply only when the ftype's default type is quantized (not for
+ * the F16/BF16/F32 presets), like the reference. Returns 0, or -1 with a
+ * message in err (malformed spec, bad regex with std::regex_error's words,
+ * unknown type). Call before wp_ftype_plan_finish. */
 int wp_ftype_plan_add_override(wp_ftype_plan *p, const char *spec,
                                char *err, size_t errlen);
 

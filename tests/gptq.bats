@@ -719,7 +719,7 @@ PY
     one_line_error "^gptq: unknown --ftype 'Q4_Z' \(llama-quantize's presets, by name or number: F32, F16, Q4_0, Q4_1, Q8_0, .*, Q4_K_M, .*, IQ4_XS, .*\)$"
 }
 
-@test "gptq --tensor-type reads llama-quantize's regexes (ECMAScript: \\d, (?:, lazy) to the same file; one that decides nothing is said" {
+@test "gptq --tensor-type reads llama-quantize's regexes with its engine (std::regex: \\d, (?:, lazy) to the same file; one that decides nothing is said" {
     R="${REF_BUILD:-$HOME/.cache/wpack/llama.cpp-build}/bin"
     [ -x "$R/llama-quantize" ] || skip "llama-quantize not built (make reftools)"
     "$TOOLS/mkllama" "$MODELS/stories260K-f32.gguf" "$T/synth.gguf" F16
@@ -736,11 +736,17 @@ PY
         --tensor-type 'ffn_up=q8_0' "$T/synth.gguf"
     [ "$status" -eq 0 ]
     [ "${#stderr_lines[@]}" -eq 2 ]
-    [ "${stderr_lines[0]}" = "gptq: warning: --tensor-type attn_w=q8_0: matches no tensor of $T/synth.gguf (or only tensors an earlier --tensor-type, --output-tensor-type or --token-embedding-type decides)" ]
-    [[ "${stderr_lines[1]}" == "gptq: warning: --tensor-type ffn_up=q8_0: matches no tensor of "* ]]
-    # what POSIX cannot say as ECMAScript does: refused in one line
-    run "$BIN/gptq" --rtn --ftype Q4_K_M --tensor-type 'ffn_(?!up)=q8_0' "$T/s.wps"
-    one_line_error "^gptq: --tensor-type ffn_\(\?!up\)=q8_0: bad tensor type regex 'ffn_\(\?!up\)': "
+    [ "${stderr_lines[0]}" = "gptq: warning: --tensor-type attn_w=q8_0: decides no tensor's type in $T/synth.gguf (it matches none that is quantized, or only ones an earlier --tensor-type, --output-tensor-type, --token-embedding-type or --leave-output-tensor decides)" ]
+    [[ "${stderr_lines[1]}" == "gptq: warning: --tensor-type ffn_up=q8_0: decides no tensor's type in "* ]]
+    # under a float preset, which applies none (as llama-quantize), said so (it went unsaid: a
+    # breaker's find)
+    run --separate-stderr "$BIN/gptq" --check --ftype F16 --tensor-type attn_v=q8_0 "$T/synth.gguf"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "gptq: warning: --tensor-type attn_v=q8_0: not applied: the preset's type is F16, and llama-quantize applies overrides to a quantizing preset only" ]
+    # what std::regex refuses, refused in one line with its words, as llama-quantize refuses it
+    run "$BIN/gptq" --rtn --ftype Q4_K_M --tensor-type 'attn_v{,2}=q8_0' "$T/s.wps"
+    one_line_error "^gptq: --tensor-type attn_v\{,2\}=q8_0: bad tensor type regex 'attn_v\{,2\}': Invalid range in '\{\}' in regular expression$"
+    ! "$R/llama-quantize" --tensor-type 'attn_v{,2}=q8_0' "$T/synth.gguf" "$T/no.gguf" Q4_K_M 1 > /dev/null 2>&1 || false
     # --tensor-type-file, llama-quantize's: whitespace-separated entries, in order where it
     # stands (it was "unknown option": a llama.cpp user's trial)
     printf 'blk\\.\\d+\\.attn_v=q8_0\n  ffn_down=q6_k\tattn_q=Q5_K\n' > "$T/tt.txt"
@@ -762,7 +768,16 @@ PY
     printf 'zzz=q8_0' > "$T/z.txt"
     run --separate-stderr "$BIN/gptq" --check --ftype Q4_K_M --tensor-type-file "$T/z.txt" "$T/synth.gguf"
     [ "$status" -eq 0 ]
-    [ "$stderr" = "gptq: warning: --tensor-type-file $T/z.txt: entry zzz=q8_0: matches no tensor of $T/synth.gguf (or only tensors an earlier --tensor-type, --output-tensor-type or --token-embedding-type decides)" ]
+    [ "$stderr" = "gptq: warning: --tensor-type-file $T/z.txt: entry zzz=q8_0: decides no tensor's type in $T/synth.gguf (it matches none that is quantized, or only ones an earlier --tensor-type, --output-tensor-type, --token-embedding-type or --leave-output-tensor decides)" ]
+    # a file of at most 64 MiB is read (one a little under it was "more than 64 MiB": a breaker's
+    # find), a larger one refused
+    head -c $((64 * 1024 * 1024 - 100)) /dev/zero | tr '\0' ' ' > "$T/big.txt"
+    run --separate-stderr "$BIN/gptq" --check --ftype Q4_K_M --tensor-type-file "$T/big.txt" "$T/synth.gguf"
+    [ "$status" -eq 0 ]
+    printf '%200s' 'x=q8_0' >> "$T/big.txt"
+    run "$BIN/gptq" --check --ftype Q4_K_M --tensor-type-file "$T/big.txt" "$T/synth.gguf"
+    one_line_error "^gptq: --tensor-type-file $T/big.txt: more than 64 MiB, not a list of REGEX=TYPE entries$"
+    rm "$T/big.txt"
     # llama-quantize's options gptq lacks: named so (they were "unknown option")
     local o
     for o in --dry-run --keep-split --include-weights=x --override-kv --prune-layers --max-buffer-size --exclude-weights; do
