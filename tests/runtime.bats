@@ -1740,41 +1740,40 @@ c = [r for r in recs if r.name == 'blk.0.ffn_up.weight' and r.kind == 8][0]; rec
     run --separate-stderr "$BIN/wprun" --cpu "$T/side.bundle"
     [ "$status" -eq 1 ]
     [ "$stderr" = "wprun: $T/side.bundle: record 'blk.0.ffn_up.weight': side data without its coded record after it" ]
+    # refused_by_both BUNDLE WPRUN-LINE UNBUNDLE-LINE: wprun --cpu and unbundle --stream each exit 1
+    # with their line
+    refused_by_both() {
+        run --separate-stderr "$BIN/wprun" --cpu "$1"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "$2" ]
+        run --separate-stderr sh -c '"$1" --stream "$2" > /dev/null' - "$BIN/unbundle" "$1"
+        [ "$status" -eq 1 ]
+        [ "$stderr" = "$3" ]
+    }
     # a row map moved between a matrix's side data and its lanes: unbundle's words (it was called
     # a --dist bundle's zstd'd lanes: a breaker's find)
     stream_edit "$Q/s-Q8_0.bundle" "$T/mv.bundle" "
 c = [r for r in recs if r.name == 'output.weight' and r.kind == 11][0]; recs.remove(c); recs.insert(3, c)"
-    run --separate-stderr "$BIN/wprun" --cpu "$T/mv.bundle"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "wprun: $T/mv.bundle: record 'output.weight': a row map out of place" ]
-    run --separate-stderr "$BIN/unbundle" "$T/mv.bundle"
-    [ "$stderr" = "unbundle: $T/mv.bundle: record 'output.weight': a row map out of place" ]
+    refused_by_both "$T/mv.bundle" "wprun: $T/mv.bundle: record 'output.weight': a row map out of place" \
+        "unbundle: $T/mv.bundle: record 'output.weight': a row map out of place"
     # a zstd'd fixed-width matrix whose type its rows do not fit (Q4_K, 64 columns): refused at
     # load, as the stream reader refuses a plain one (it ran as "a type wprun has no kernel for",
-    # exit 0: a breaker's find)
+    # exit 0: a breaker's find); and a plain one so (it said "... needs 0")
+    local e=": row length 64 is not a multiple of the Q4_K block size 256"
     stream_edit "$Q/s-Q8_0.bundle" "$T/zt.bundle" "
 [r for r in recs if r.name == 'blk.0.attn_q.weight' and r.kind == 11][0].type = 12"
-    run --separate-stderr "$BIN/wprun" --cpu "$T/zt.bundle"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "wprun: $T/zt.bundle: record 'blk.0.attn_q.weight': row length 64 is not a multiple of the Q4_K block size 256" ]
-    run --separate-stderr sh -c '"$1" --stream "$2" > /dev/null' - "$BIN/unbundle" "$T/zt.bundle"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "unbundle: $T/zt.bundle: record 'blk.0.attn_q.weight': row length 64 is not a multiple of the Q4_K block size 256" ]
-    # and a plain one so (it said "... needs 0")
+    refused_by_both "$T/zt.bundle" "wprun: $T/zt.bundle: record 'blk.0.attn_q.weight'$e" \
+        "unbundle: $T/zt.bundle: record 'blk.0.attn_q.weight'$e"
     stream_edit "$Q/s-Q8_0.bundle" "$T/pt.bundle" "
 [r for r in recs if r.name == 'blk.0.attn_k.weight' and r.kind == 3][0].type = 12"
-    run --separate-stderr "$BIN/wprun" --cpu "$T/pt.bundle"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "wprun: $T/pt.bundle: record 'blk.0.attn_k.weight': row length 64 is not a multiple of the Q4_K block size 256" ]
+    refused_by_both "$T/pt.bundle" "wprun: $T/pt.bundle: record 'blk.0.attn_k.weight'$e" \
+        "unbundle: $T/pt.bundle: record 'blk.0.attn_k.weight'$e"
     # a codec and the record before it that do not go together: said so (a side record taken
     # for raw data was "unknown codec 'exp'", a codec q after raw data "not a coded block type")
     stream_edit "$Q/bf16.bundle" "$T/cx.bundle" "
 [r for r in recs if r.name == 'blk.0.ffn_down.weight' and r.kind == 10][0].kind = 8"
-    run --separate-stderr "$BIN/wprun" --cpu "$T/cx.bundle"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "wprun: $T/cx.bundle: blk.0.ffn_down.weight: codec 'exp' needs raw data before it, not side data" ]
-    run --separate-stderr sh -c '"$1" --stream "$2" > /dev/null' - "$BIN/unbundle" "$T/cx.bundle"
-    [ "$stderr" = "unbundle: $T/cx.bundle: record 'blk.0.ffn_down.weight': codec 'exp' needs raw data before it, not side data" ]
+    refused_by_both "$T/cx.bundle" "wprun: $T/cx.bundle: blk.0.ffn_down.weight: codec 'exp' needs raw data before it, not side data" \
+        "unbundle: $T/cx.bundle: record 'blk.0.ffn_down.weight': codec 'exp' needs raw data before it, not side data"
     stream_edit "$Q/bf16.bundle" "$T/cq.bundle" "
 [r for r in recs if r.name == 'blk.0.ffn_down.weight' and r.kind == 7][0].attrs['codec'] = 'q'"
     run --separate-stderr "$BIN/wprun" --cpu "$T/cq.bundle"
