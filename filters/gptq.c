@@ -32,7 +32,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -581,10 +580,12 @@ static const char **over_from;
 /* Override i of spec as its source names it: "--tensor-type X" or "FILE: entry X". */
 static void over_say(int i, const char *spec, char *buf, size_t n)
 {
+    /* (the spec cut to 200 bytes: a long one filled the line and cut off why, a re-tester's find) */
+    const char *more = strlen(spec) > 200 ? "..." : "";
     if (over_from && over_from[i])
-        snprintf(buf, n, "--tensor-type-file %s: entry %s", over_from[i], spec);
+        snprintf(buf, n, "--tensor-type-file %s: entry %.200s%s", over_from[i], spec, more);
     else
-        snprintf(buf, n, "--tensor-type %s", spec);
+        snprintf(buf, n, "--tensor-type %.200s%s", spec, more);
 }
 
 /* Append to *ov (and over_from) the whitespace-separated REGEX=TYPE entries of

@@ -27,6 +27,8 @@ extern "C" wp_ecma_regex *wp_ecma_regex_new(const char *pattern, char *err, size
         say(err, errlen, e.what());
     } catch (const std::bad_alloc &) {
         say(err, errlen, "out of memory");
+    } catch (...) {   /* none other seen from libstdc++; said rather than a terminate() */
+        say(err, errlen, "std::regex failed");
     }
     return nullptr;
 }
@@ -39,6 +41,8 @@ extern "C" int wp_ecma_regex_search(const wp_ecma_regex *re, const char *s, char
         say(err, errlen, e.what());
     } catch (const std::bad_alloc &) {
         say(err, errlen, "out of memory");
+    } catch (...) {
+        say(err, errlen, "std::regex failed");
     }
     return -1;
 }

@@ -297,8 +297,16 @@ int wp_ftype_plan_add_override(wp_ftype_plan *p, const char *spec,
        user's trial; rewriting the one dialect into the other missed case after case, a
        breaker's finds) */
     char why[160];
-    if (!(p->ov[p->n_ov].re = wp_ecma_regex_new(pat, why, sizeof why))) {
-        seterr(err, errlen, "bad tensor type regex '%s': %s", pat, why);
+    /* std::regex's compiler recurses once an element: 90,000 bytes overflowed the stack, a
+       SIGSEGV without a word, as in llama-quantize (a re-tester's find); a --tensor-type regex is
+       a few dozen bytes */
+    if (len > WP_FTYPE_REGEX_MAX)
+        snprintf(why, sizeof why, "%zu bytes, more than the %d taken (std::regex's compiler recurses "
+                 "once an element, and a long regex overflowed the stack)", len, WP_FTYPE_REGEX_MAX);
+    if (len > WP_FTYPE_REGEX_MAX || !(p->ov[p->n_ov].re = wp_ecma_regex_new(pat, why, sizeof why))) {
+        /* the regex cut to 200 bytes, so the reason is said whole (a 30,000-way alternation filled
+           the message and cut it off: a re-tester's find) */
+        seterr(err, errlen, "bad tensor type regex '%.200s%s': %s", pat, len > 200 ? "..." : "", why);
         free(pat);
         return -1;
     }

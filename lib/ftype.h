@@ -145,9 +145,13 @@ void wp_ftype_plan_free(wp_ftype_plan *p);
  * Overrides apply only when the ftype's default type is quantized (not for
  * the F16/BF16/F32 presets), like the reference. Returns 0, or -1 with a
  * message in err (malformed spec, bad regex with std::regex_error's words,
- * unknown type). Call before wp_ftype_plan_finish. */
+ * a regex over WP_FTYPE_REGEX_MAX bytes, unknown type; the regex quoted up
+ * to 200 bytes). Call before wp_ftype_plan_finish. */
 int wp_ftype_plan_add_override(wp_ftype_plan *p, const char *spec,
                                char *err, size_t errlen);
+/* The longest --tensor-type regex taken, in bytes: std::regex compiles by
+ * recursion, and 90,000 bytes of it overflowed an 8 MiB stack. */
+#define WP_FTYPE_REGEX_MAX 10000
 
 /* How many tensors override i (0-based, in the order added) chose the type
  * of, the first matching override winning, after wp_ftype_plan_finish; -1

@@ -747,6 +747,13 @@ PY
     run "$BIN/gptq" --rtn --ftype Q4_K_M --tensor-type 'attn_v{,2}=q8_0' "$T/s.wps"
     one_line_error "^gptq: --tensor-type attn_v\{,2\}=q8_0: bad tensor type regex 'attn_v\{,2\}': Invalid range in '\{\}' in regular expression$"
     ! "$R/llama-quantize" --tensor-type 'attn_v{,2}=q8_0' "$T/synth.gguf" "$T/no.gguf" Q4_K_M 1 > /dev/null 2>&1 || false
+    # a regex too long for std::regex's recursive compiler: one line, its reason whole (90,000
+    # bytes was a SIGSEGV without a word, in llama-quantize too; a long one's reason was cut off
+    # the line: a re-tester's finds)
+    local long
+    long=$(head -c 90000 /dev/zero | tr '\0' a)
+    run "$BIN/gptq" --check --ftype Q4_K_M --tensor-type "$long=q8_0" "$T/synth.gguf"
+    one_line_error "^gptq: --tensor-type a{200}\.\.\.: bad tensor type regex 'a{200}\.\.\.': 90000 bytes, more than the 10000 taken \(std::regex's compiler recurses once an element, and a long regex overflowed the stack\)$"
     # --tensor-type-file, llama-quantize's: whitespace-separated entries, in order where it
     # stands (it was "unknown option": a llama.cpp user's trial)
     printf 'blk\\.\\d+\\.attn_v=q8_0\n  ffn_down=q6_k\tattn_q=Q5_K\n' > "$T/tt.txt"
