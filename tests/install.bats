@@ -128,6 +128,29 @@ C
     [ "$("$T/count" "$T/m.wps")" = "48 tensors" ]
     g++ -o "$T/countxx" "$T/count.cpp" $(pkg-config --cflags --libs wpack)
     [ "$("$T/countxx" "$T/m.wps")" = "48 tensors" ]
+    # the planner's --tensor-type regexes are the library's one C++ file (std::regex): a C program
+    # using them links with pkg-config's -lstdc++ and matches as llama-quantize does (\d a digit)
+    cat > "$T/ov.c" <<'C'
+#include <stdio.h>
+#include <wpack/ftype.h>
+#include <wpack/ggml_type.h>
+int main(void)
+{
+    struct wp_ftype_model m = {"llama", 2, 8, 8, 0, -1};
+    struct wp_ftype_opts o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_0);
+    char err[512];
+    wp_ftype_plan *p = wp_ftype_plan_new(&m, &o, err, sizeof err);
+    const int64_t ne[2] = {256, 256};
+    int rc = !p || wp_ftype_plan_add_tensor(p, "blk.1.ffn_down.weight", 2, ne, WP_F32) ||
+             wp_ftype_plan_add_override(p, "blk\\.\\d\\.ffn_down=q8_0", err, sizeof err) ||
+             wp_ftype_plan_finish(p, err, sizeof err);
+    printf("%d %lld\n", rc, rc ? -9LL : (long long)wp_ftype_plan_override_hits(p, 0));
+    wp_ftype_plan_free(p);
+    return rc;
+}
+C
+    cc -std=c11 -o "$T/ov" "$T/ov.c" $(pkg-config --cflags --libs wpack)
+    [ "$("$T/ov")" = "0 1" ]
     # every installed header compiles as C++ on its own
     for h in "$P"/include/wpack/*.h; do
         echo "#include <wpack/$(basename "$h")>" | g++ -x c++ -fsyntax-only -I"$P/include" - ||
