@@ -845,16 +845,13 @@ static int restore_put(wp_restore *rs, wp_record *in, int reference, wp_record *
         if (!rs->holding || strcmp(rs->held.name, in->name))
             return rfail(rs, "record '%s': symbols without their side or raw data", in->name);
         wp_attr_str(in, "codec", codec, sizeof codec);
-        if (strcmp(codec, "q") == 0 && rs->held.kind == WP_REC_SIDE) {
-            if (restore_q(rs, in, reference))
-                return -1;
-        } else if (strcmp(codec, "exp") == 0 && rs->held.kind == WP_REC_RAW) {
-            if (restore_exp(rs, in, reference))
-                return -1;
-        } else {   /* ("unknown codec 'exp' for side data" of a known codec: a breaker's find) */
-            char cb[160];
-            return rfail(rs, "record '%s': %s", in->name, wp_codec_problem(codec, rs->held.kind, cb, sizeof cb));
-        }
+        /* ("unknown codec 'exp' for side data" of a known codec: a breaker's find) */
+        char cb[160];
+        const char *why = wp_codec_problem(codec, rs->held.kind, cb, sizeof cb);
+        if (why)
+            return rfail(rs, "record '%s': %s", in->name, why);
+        if (strcmp(codec, "q") == 0 ? restore_q(rs, in, reference) : restore_exp(rs, in, reference))
+            return -1;
         if (wp_attr_check_hash(in, "xxh32", rs->out.payload, rs->out.payload_len))
             return rfail(rs, "record '%s': the restored tensor does not match its recorded hash", in->name);
         rs->holding = 0;

@@ -489,7 +489,7 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
                     rc = -1;
                     break;
                 }
-                const int64_t z_of = wp_attr_i64(&nx, "z_of", -1);
+                const int z_of = wp_record_kind_of(&nx);
                 wp_record_free(&nx);
                 if (z_of == WP_REC_ROWMAP) {
                     rc = fail(err, errlen, "%s: record '%s': a row map out of place", path, e->name);
