@@ -588,6 +588,18 @@ static void over_say(int i, const char *spec, char *buf, size_t n)
         snprintf(buf, n, "--tensor-type %.200s%s", spec, more);
 }
 
+/* Append spec to *ov (n of them), from the file from (NULL: --tensor-type). */
+static void add_override(const char ***ov, int *n, const char *spec, const char *from)
+{
+    const char **o = realloc(*ov, (size_t)(*n + 1) * sizeof **ov), **fr = realloc(over_from, (size_t)(*n + 1) * sizeof *fr);
+    if (!o || !fr)
+        wp_die("out of memory");
+    *ov = o;
+    over_from = fr;
+    o[*n] = spec;
+    fr[(*n)++] = from;
+}
+
 /* Append to *ov (and over_from) the whitespace-separated REGEX=TYPE entries of
  * llama-quantize's --tensor-type-file (parse_tensor_type_file of
  * tools/quantize: each token one --tensor-type, in the file's order, where
@@ -620,17 +632,9 @@ static void read_tensor_type_file(const char *path, const char ***ov, int *n)
     text[len] = 0;
     if (memchr(text, 0, len))
         wp_die("--tensor-type-file %s: a NUL byte: not a list of REGEX=TYPE entries", path);
-    for (char *save = NULL, *t = strtok_r(text, " \t\r\n\v\f", &save); t; t = strtok_r(NULL, " \t\r\n\v\f", &save)) {
-        const char **o = realloc(*ov, (size_t)(*n + 1) * sizeof **ov), **fr = realloc(over_from, (size_t)(*n + 1) * sizeof *fr);
-        if (!o || !fr)
-            wp_die("out of memory");
-        *ov = o;
-        over_from = fr;
-        if (!(o[*n] = strdup(t)))
-            wp_die("out of memory");
-        fr[(*n)++] = path;
-    }
-    free(text);   /* (the entries are copies, kept to the end) */
+    /* (text kept to the end: the entries point into it) */
+    for (char *save = NULL, *t = strtok_r(text, " \t\r\n\v\f", &save); t; t = strtok_r(NULL, " \t\r\n\v\f", &save))
+        add_override(ov, n, t, path);
 }
 
 /* A planner for model md with the preset's options and the --tensor-type overrides
@@ -1069,14 +1073,7 @@ int main(int argc, char **argv)
         } else if ((v = wp_cli_arg(argc, argv, &i, "--ftype"))) {
             ftype_name = v;
         } else if ((v = wp_cli_arg(argc, argv, &i, "--tensor-type"))) {
-            const char **o = realloc(overrides, (size_t)(n_over + 1) * sizeof *overrides);
-            const char **fr = realloc(over_from, (size_t)(n_over + 1) * sizeof *fr);
-            if (!o || !fr)
-                wp_die("out of memory");
-            overrides = o;
-            over_from = fr;
-            fr[n_over] = NULL;
-            overrides[n_over++] = v;
+            add_override(&overrides, &n_over, v, NULL);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--tensor-type-file"))) {
             read_tensor_type_file(v, &overrides, &n_over);   /* (it was "unknown option": a llama.cpp user's trial) */
         } else if (wp_cli_flag(a, "--rtn")) {
@@ -1126,12 +1123,9 @@ int main(int argc, char **argv)
                llama.cpp user's trial; hessian names llama-imatrix's so) */
             static const char *const lq_only[] = {"--include-weights", "--exclude-weights", "--prune-layers",
                                                   "--keep-split", "--override-kv", "--dry-run", "--max-buffer-size"};
-            for (size_t k = 0; k < sizeof lq_only / sizeof *lq_only; k++) {
-                const size_t l = strlen(lq_only[k]);
-                if (!strncmp(a, lq_only[k], l) && (!a[l] || a[l] == '='))
-                    wp_die("%s: llama-quantize's option, which gptq does not take (gptq(1) lists the ones it does)",
-                           lq_only[k]);
-            }
+            const char *other = wp_cli_option_of(a, lq_only, sizeof lq_only / sizeof *lq_only);
+            if (other)
+                wp_die("%s: llama-quantize's option, which gptq does not take (gptq(1) lists the ones it does)", other);
             wp_die("%s: %s (try --help)", a, more ? "unknown option" : "unknown option or missing value");
         } else {
             words[n_words++] = (char *)a;

@@ -566,12 +566,10 @@ int main(int argc, char **argv)
         static const char *const imatrix_only[] = {"--output-format", "-ofreq", "--output-frequency", "--save-frequency",
                                                    "--in-file", "--ppl", "--parse-special", "--show-statistics",
                                                    "--chunk", "--from-chunk"};
-        for (size_t k = 0; k < sizeof imatrix_only / sizeof *imatrix_only; k++) {
-            const size_t l = strlen(imatrix_only[k]);
-            if (!strncmp(argv[i], imatrix_only[k], l) && (!argv[i][l] || argv[i][l] == '='))
-                wp_die("%s: llama-imatrix's option, not hessian's: hessian writes GPTQ's Hessians of the whole text, "
-                       "for gptq --hessian, and nothing else (try --help)", imatrix_only[k]);
-        }
+        const char *other = wp_cli_option_of(argv[i], imatrix_only, sizeof imatrix_only / sizeof *imatrix_only);
+        if (other)
+            wp_die("%s: llama-imatrix's option, not hessian's: hessian writes GPTQ's Hessians of the whole text, "
+                   "for gptq --hessian, and nothing else (try --help)", other);
         llm_bare_word(argv[i]);
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
         if (!a)   /* "--" last */

@@ -782,6 +782,16 @@ int wp_cli_flag(const char *a, const char *flag)
     return a[n] == 0;
 }
 
+const char *wp_cli_option_of(const char *a, const char *const *names, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        const size_t l = strlen(names[k]);
+        if (!strncmp(a, names[k], l) && (!a[l] || a[l] == '='))
+            return names[k];
+    }
+    return NULL;
+}
+
 const char *wp_cli_opt(int argc, char **argv, int *i, const char *usage, const char *const *takes, size_t n,
                        const char **value)
 {

@@ -244,6 +244,12 @@ const char *wp_cli_arg(int argc, char **argv, int *i, const char *name);
  * (wp_cli_opt would call it an unknown option). */
 int wp_cli_flag(const char *a, const char *flag);
 
+/* Which of names[0 .. n-1] argument a is, as "NAME" or "NAME=VALUE": that
+ * name, or NULL. For another tool's options a program does not take, named
+ * as such rather than "unknown option" (hessian: llama-imatrix's; gptq:
+ * llama-quantize's). */
+const char *wp_cli_option_of(const char *a, const char *const *names, size_t n);
+
 /* Options that all take a value, GNU style (--name value or --name=value),
  * for programs without positional arguments (hessian, ppl): reads the option
  * at argv[*i] (advancing *i past its value), prints usage and exits 0 for
