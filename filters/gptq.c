@@ -67,6 +67,7 @@ static const char usage[] =
     "byte-exact llama.cpp RTN, GPTQ with the Hessians of --hessian, and the\n"
     "LazyWeights options (--gamma shared step, --widen C, --lambda L). See gptq(1).\n"
     "--check: say what gptq would refuse (options, type, the model's tensors) and exit;\n"
+    "  it also refuses an already quantized model, which a run copies with a warning;\n"
     "--hessian-later: checked as a run with --hessian, before its Hessians exist.\n";
 
 /* ---- small helpers ------------------------------------------------------- */
