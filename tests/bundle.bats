@@ -400,15 +400,27 @@ q8_bundle() {
 }
 
 @test "verify -q: the totals of stories260K RTN Q8_0 to the digit, metadata in bits per weight (a mutation test's find)" {
-    # the metadata column printed bytes per weight (0.0073) went unseen: only its start was checked
+    # the metadata column printed bytes per weight (0.0073) went unseen: only its start was checked;
+    # the record headers, their alignment and the index (0.28 b/w) were in no column (an auditor's
+    # find): the file's bytes less every record's payload, as tsinfo lists them
     q8_bundle "$T"
     run --separate-stderr "$BIN/verify" -q "$T/q.gguf" "$T/q.bundle"
     [ "$status" -eq 0 ]
     [ -z "$stderr" ]
     [ "${#lines[@]}" -eq 3 ]
     [ "${lines[0]}" = "total: 292800 weights (164864 in 13 coded matrices, 34 stored fixed-width or zstd, 1 shared)" ]
-    [ "${lines[1]}" = "GGUF 10.3580 b/w, bundle 8.5878 b/w (saving 17.09%); tables+offsets 0.0784 b/w, lane padding 0.0466 b/w, metadata 0.0585 b/w" ]
+    [ "${lines[1]}" = "GGUF 10.3580 b/w, bundle 8.5878 b/w (saving 17.09%); tables+offsets 0.0784 b/w, lane padding 0.0466 b/w, metadata 0.0585 b/w, record headers+index 0.2812 b/w" ]
     [ "${lines[2]}" = "rebuilt GGUF byte-identical: every tensor matches with both decoders" ]
+    local payloads size
+    payloads=$("$BIN/tsinfo" "$T/q.bundle" | sed -n 's/^# [0-9]* records, \([0-9]*\) payload bytes,.*/\1/p')
+    [ "$payloads" -gt 0 ]
+    size=$(stat -c %s "$T/q.bundle")
+    [ "$(awk -v s="$size" -v p="$payloads" 'BEGIN { printf "%.4f", 8 * (s - p) / 292800 }')" = 0.2812 ]
+    # a --dist bundle's headers are zstd'd with everything else: no such column
+    "$BIN/histogram" "$T/q.wts" | "$BIN/huffbuild" | "$BIN/laneinterleave" --dist > "$T/d.bundle"
+    run --separate-stderr "$BIN/verify" -q "$T/q.gguf" "$T/d.bundle"
+    [ "$status" -eq 0 ]
+    [ "${lines[1]}" = "GGUF 10.3580 b/w, bundle 8.2075 b/w (saving 20.76%); tables+offsets 0.0000 b/w, lane padding 0.0000 b/w, metadata 0.0585 b/w" ]
 }
 
 @test "verify against a GGUF that differs only past its last tensor (8 bytes more): exit 1, the rebuilt GGUF differs (a mutation test's find)" {
@@ -419,7 +431,7 @@ q8_bundle() {
     head -c 8 /dev/zero >> "$T/z.gguf"
     run --separate-stderr "$BIN/verify" -q "$T/z.gguf" "$T/q.bundle"
     [ "$status" -eq 1 ]
-    [ "${lines[1]}" = "GGUF 10.3583 b/w, bundle 8.5878 b/w (no saving: not this GGUF's bundle); tables+offsets 0.0784 b/w, lane padding 0.0466 b/w, metadata 0.0585 b/w" ]
+    [ "${lines[1]}" = "GGUF 10.3583 b/w, bundle 8.5878 b/w (no saving: not this GGUF's bundle); tables+offsets 0.0784 b/w, lane padding 0.0466 b/w, metadata 0.0585 b/w, record headers+index 0.2812 b/w" ]
     [ "${lines[-1]}" = "rebuilt GGUF DIFFERS: FAILED" ]
     [ "$stderr" = "verify: $T/q.bundle: the rebuilt GGUF differs from $T/z.gguf (metadata or layout)" ]
 }
