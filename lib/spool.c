@@ -2,6 +2,9 @@
 #include "spool.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,12 +36,30 @@ FILE *wp_spool(char *err, size_t errlen)
         snprintf(err, errlen, "cannot create a temporary file in %s%s: name too long", dir, why);
         return NULL;
     }
-    int fd = mkstemp(path);
+    /* Unnamed from the start (O_TMPFILE): a file named by mkstemp until its unlink was left
+       behind by a signal between the two, the handler not knowing its name (wpack-spool-*
+       files in /tmp: a breaker's find). Where the file system has no O_TMPFILE, mkstemp and
+       unlink with the signals that end a program held back between them. */
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        sigset_t stop, was;
+        sigemptyset(&stop);
+        sigaddset(&stop, SIGINT);
+        sigaddset(&stop, SIGTERM);
+        sigaddset(&stop, SIGHUP);
+        sigaddset(&stop, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &stop, &was);
+        fd = mkstemp(path);
+        const int e = errno;
+        if (fd >= 0)
+            unlink(path);
+        pthread_sigmask(SIG_SETMASK, &was, NULL);
+        errno = e;
+    }
     if (fd < 0) {
         snprintf(err, errlen, "cannot create a temporary file in %s%s: %s", dir, why, strerror(errno));
         return NULL;
     }
-    unlink(path);
     FILE *f = fdopen(fd, "w+b");
     if (!f) {
         snprintf(err, errlen, "cannot create a temporary file in %s%s: %s", dir, why, strerror(errno));

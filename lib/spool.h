@@ -5,8 +5,10 @@
  * decompressed.
  *
  * They go in $TMPDIR (when set and not empty, as mkstemp(3) users expect;
- * glibc's tmpfile(3) ignores it), else /tmp, and are unlinked at once, so
- * nothing is left behind whatever ends the program.
+ * glibc's tmpfile(3) ignores it), else /tmp, and are never named (open(2)'s
+ * O_TMPFILE; on a file system without it, mkstemp and unlink with INT, TERM,
+ * HUP and PIPE held back between them), so nothing is left behind whatever
+ * ends the program.
  */
 #ifndef WPACK_SPOOL_H
 #define WPACK_SPOOL_H
