@@ -25,19 +25,58 @@ static char out_path[4096], out_tmp[4200];
 static char out_target[4096];   /* the file out_tmp replaces: out_path, or what its symbolic link names */
 static volatile sig_atomic_t out_is_stdout_file;
 static off_t out_start;
+static atomic_llong out_own = -1;   /* bytes this process wrote to a redirected stdout; -1: not counted */
 static char **inputs;   /* the regular files read, by real path (wp_cli_input) */
 static atomic_int progress_shown;   /* a wp_progress line is on the terminal (wp_progress) */
 static int n_inputs;
 
-/* Remove the temporary output, or truncate a redirected stdout back to where
+/* Whether a redirected stdout holds this run's bytes alone after out_start:
+ * its size is out_start plus what this process wrote. Another writer of the
+ * file (the jobs of `make -j > build.log`, a `>> log` appended to beside this
+ * run) keeps its lines: a failed run cut them away (a breaker's find). */
+static int out_cut_back_ok(void)
+{
+    struct stat st;
+    const long long own = atomic_load(&out_own);
+    return own >= 0 && fstat(STDOUT_FILENO, &st) == 0 && st.st_size == out_start + (off_t)own;
+}
+
+/* Cut a redirected stdout back to where the run started, when it holds this
+ * run's bytes alone (out_cut_back_ok). Async-signal-safe. */
+static void out_cut_back(void)
+{
+    if (out_is_stdout_file && out_cut_back_ok() && ftruncate(STDOUT_FILENO, out_start) == 0)
+        lseek(STDOUT_FILENO, out_start, SEEK_SET);   /* shared with a `2>&1` stderr: no hole before its line */
+}
+
+/* Remove the temporary output, or cut a redirected stdout back to where
  * the run started, without touching its FILE (a signal handler, another
  * thread). Only async-signal-safe calls. */
 static void out_abort_raw(void)
 {
     if (out_tmp[0])
         unlink(out_tmp);
-    else if (out_is_stdout_file && ftruncate(STDOUT_FILENO, out_start) == 0)
-        lseek(STDOUT_FILENO, out_start, SEEK_SET);   /* shared with a `2>&1` stderr: no hole before its line */
+    else
+        out_cut_back();
+}
+
+/* The stream a redirected stdout is written through: each write(2) counted in
+ * out_own, so that an abort knows whether the file holds anything else
+ * (fopencookie's write: the bytes written, 0 with errno set on an error). */
+static ssize_t counted_write(void *cookie, const char *buf, size_t n)
+{
+    (void)cookie;
+    size_t done = 0;
+    while (done < n) {
+        const ssize_t k = write(STDOUT_FILENO, buf + done, n - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        done += (size_t)k;
+        atomic_fetch_add(&out_own, (long long)k);
+    }
+    return (ssize_t)done;
 }
 
 void wp_out_abort_now(void) { out_abort_raw(); }
@@ -73,11 +112,17 @@ void wp_cli_init(const char *name)
             }
         }
     /* A closed pipe downstream ends the program quietly with SIGPIPE's status,
-       after removing the temporary output as the other signals do. */
-    signal(SIGPIPE, on_signal);
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGHUP, on_signal);
+       after removing the temporary output as the other signals do. A signal the
+       program was started with ignored stays ignored, as gzip leaves it: nohup's
+       SIGHUP, a script's background job's SIGINT (a HUP killed `nohup gptq ...` and
+       `nohup make model`'s hessian: a breaker's find) */
+    const int sigs[] = {SIGPIPE, SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        signal(sigs[i], on_signal);
+    }
     /* A file-size limit (ulimit -f) makes the write that passes it fail with EFBIG, "write
        error: File too large", said and undone as every write error: SIGXFSZ's default killed
        the program silently, a partial stdout file or -o's temporary file left behind (a
@@ -107,8 +152,7 @@ void wp_out_abort(void)
         out_tmp[0] = 0;
     } else if (out_is_stdout_file) {
         fflush(stdout);
-        if (ftruncate(STDOUT_FILENO, out_start) == 0)
-            lseek(STDOUT_FILENO, out_start, SEEK_SET);
+        out_cut_back();
     }
 }
 
@@ -527,6 +571,17 @@ FILE *wp_out_open(const char *path)
             out_start = fl >= 0 && (fl & O_APPEND) ? st.st_size : lseek(STDOUT_FILENO, 0, SEEK_CUR);
             if (out_start < 0)
                 out_start = 0;
+            /* stdout itself becomes the counting stream (glibc's stdout is assignable),
+               so printf's reports are counted as the streams' records are */
+            static const cookie_io_functions_t counted = {.write = counted_write};
+            fflush(stdout);
+            FILE *c = fopencookie(NULL, "w", counted);
+            if (c && setvbuf(c, NULL, _IOFBF, (size_t)1 << 16) == 0) {
+                atomic_store(&out_own, 0);
+                stdout = out_f = c;
+            } else if (c) {
+                fclose(c);
+            }
             out_is_stdout_file = 1;
         }
         return out_f;

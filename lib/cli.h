@@ -10,8 +10,12 @@
  * (-o /dev/null): written in place, never replaced. When the output is stdout and stdout
  * is a regular file (`prog > out`), a fatal error truncates it back to where
  * the program started, so a failed run leaves it empty rather than partial
- * (`prog >> log`: back to the size the file had, earlier content kept). A
- * signal that ends the program (INT, TERM, HUP, PIPE) does the same.
+ * (`prog >> log`: back to the size the file had, earlier content kept) -
+ * when the file holds the run's bytes alone: stdout is then written through a
+ * stream that counts them (fopencookie, glibc), and a file another process
+ * wrote to meanwhile (make -j's jobs sharing one log) is left as it is. A
+ * signal that ends the program (INT, TERM, HUP, PIPE) does the same; one the
+ * program was started with ignored (nohup's HUP) stays ignored.
  */
 #ifndef WPACK_CLI_H
 #define WPACK_CLI_H
@@ -25,7 +29,8 @@ extern "C" {
 #endif
 
 /* Set the program name used in messages ("ggufcat"), the signal handlers
- * that remove a temporary output, and /dev/null on a closed descriptor 0, 1
+ * that remove a temporary output (for INT, TERM, HUP and PIPE, each unless
+ * ignored when the program started, as gzip does), and /dev/null on a closed descriptor 0, 1
  * or 2, opened so that reading or writing it still fails (EBADF) while no
  * later file takes it; call first in main. */
 void wp_cli_init(const char *prog);
@@ -101,7 +106,8 @@ size_t wp_file_head(const char *path, void *buf, size_t cap);
  * "prog: PATH: reason". */
 FILE *wp_in_open(const char *path);
 
-/* Open the program's one output: NULL or "-" means stdout; otherwise a
+/* Open the program's one output: NULL or "-" means stdout (a regular file:
+ * stdout is replaced by a stream counting what it writes, see above); otherwise a
  * temporary file beside path, renamed by wp_out_commit(). Dies on failure,
  * and before writing anything when path is a directory or a write-protected
  * regular file (no write bit, or one this user may not write: a rename

@@ -759,7 +759,9 @@ inputs_in_T() {
 @test "interrupted (SIGINT) while writing to a redirected stdout: the file is left empty" {
     mkfifo "$T/fifo2"
     "$BIN/ggufcat" "$F32" > "$T/s.wps"
-    sh -c "exec '$BIN/histogram' '$T/fifo2' > '$T/part.wps'" &
+    # (a script's background job starts with SIGINT ignored, which a wpack program now keeps:
+    # env gives it the default a foreground job, the one Ctrl-C reaches, has)
+    env --default-signal=INT sh -c "exec '$BIN/histogram' '$T/fifo2' > '$T/part.wps'" &
     pid=$!
     exec 7> "$T/fifo2"
     head -c 900000 "$T/s.wps" >&7
@@ -769,6 +771,72 @@ inputs_in_T() {
     wait "$pid" || true
     exec 7>&-
     [ ! -s "$T/part.wps" ]
+}
+
+@test "a failed run keeps the lines another writer put in its redirected stdout meanwhile (make -j > build.log)" {
+    # the cut-back to where the run began took them too: a job's lines and its failure went
+    # from a shared make -j log (a breaker's find). make's jobs share one open file, as fd 8
+    # here: opened with > (one offset for all) or >>; alone in the file, it is cut back as before
+    mkfifo "$T/fifo4"
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    for redir in '>' '>>' alone; do
+        printf 'start\n' > "$T/log"
+        if [ "$redir" = '>' ]; then
+            exec 8> "$T/log"
+            printf 'start\n' >&8
+        else
+            exec 8>> "$T/log"
+        fi
+        sh -c "exec '$BIN/histogram' '$T/fifo4' 2> '$T/err'" >&8 &
+        pid=$!
+        exec 7> "$T/fifo4"
+        head -c 900000 "$T/s.wps" >&7
+        sleep 0.5
+        [ "$redir" = alone ] || printf 'another job: step 1 ok\n' >&8
+        exec 7>&-   # the stream cut short: histogram fails
+        st=0
+        wait "$pid" || st=$?
+        exec 8>&-
+        [ "$st" -eq 1 ]
+        [[ "$(cat "$T/err")" == "histogram: $T/fifo4: truncated stream"* ]]
+        if [ "$redir" = alone ]; then
+            [ "$(cat "$T/log")" = "start" ]
+        else
+            grep -aq 'another job: step 1 ok' "$T/log" || { echo "$redir: the other job's line is gone"; false; }
+            [ "$(head -n 1 "$T/log")" = "start" ]
+        fi
+    done
+}
+
+@test "a signal ignored when the program starts stays ignored: nohup's SIGHUP does not end gptq" {
+    # every wpack program put its own handler on SIGHUP, SIGINT, SIGTERM and SIGPIPE: `nohup gptq`
+    # and `nohup make model`'s steps died of a hangup (a breaker's find); as gzip does
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    mkfifo "$T/fifo5"
+    sh -c "trap '' HUP; exec '$BIN/gptq' --rtn --ftype Q8_0 --quiet -o '$T/hup.wts' '$T/fifo5'" &
+    pid=$!
+    exec 7> "$T/fifo5"
+    head -c 400000 "$T/s.wps" >&7
+    sleep 0.3
+    kill -HUP "$pid"
+    sleep 0.2
+    tail -c +400001 "$T/s.wps" >&7
+    exec 7>&-
+    wait "$pid"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --rtn --ftype Q8_0 --quiet -o "$T/ref.wts"
+    cmp "$T/hup.wts" "$T/ref.wts"
+    # not ignored: the hangup ends it, its temporary file removed
+    sh -c "exec '$BIN/gptq' --rtn --ftype Q8_0 --quiet -o '$T/hup2.wts' '$T/fifo5'" &
+    pid=$!
+    exec 7> "$T/fifo5"
+    head -c 400000 "$T/s.wps" >&7
+    sleep 0.3
+    kill -HUP "$pid"
+    st=0
+    wait "$pid" || st=$?
+    exec 7>&-
+    [ "$st" -eq 129 ]
+    [ -z "$(ls "$T" | grep hup2)" ]
 }
 
 @test "tests/run without the shared data stops at once with one line saying where it looked" {

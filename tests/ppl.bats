@@ -291,7 +291,8 @@ same_ppl() {
 @test "--save-logits interrupted (SIGINT, SIGTERM): no temporary file and no logits file are left" {
     # ppl wrote FILE.tmpPID itself and left it on a signal (a new user's trial); now wp_out_open's
     for sig in INT TERM; do
-        "$PPL" --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 100 \
+        # (env: the default SIGINT of a foreground job; a background one starts with it ignored)
+        env --default-signal=INT "$PPL" --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 100 \
             --save-logits "$BATS_TEST_TMPDIR/s.logits" > /dev/null 2>&1 &
         pid=$!
         for i in $(seq 600); do ls "$BATS_TEST_TMPDIR" | grep -q 's.logits.tmp' && break; sleep 0.1; done

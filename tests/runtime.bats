@@ -1440,7 +1440,9 @@ for r in recs:
     [ -z "$(ls "$T" | grep 'new.tun.tmp')" ]
     # SIGINT partway: the old file as it was, no temporary file
     for sig in INT; do
-        "$BIN/wprun" --cpu --tune --synth BF16:2048x4096 --batch 1,8 --tuning "$T/keep.tun" --runs 3 > /dev/null 2>&1 &
+        # (env: the default SIGINT of a foreground job; a background one starts with it ignored)
+        env --default-signal=INT "$BIN/wprun" --cpu --tune --synth BF16:2048x4096 --batch 1,8 --tuning "$T/keep.tun" \
+            --runs 3 > /dev/null 2>&1 &
         pid=$!
         for i in $(seq 600); do ls "$T" | grep -q 'keep.tun.tmp' && break; sleep 0.1; done
         ls "$T" | grep -q 'keep.tun.tmp'
