@@ -808,17 +808,23 @@ inputs_in_T() {
     done
 }
 
-@test "a signal ignored when the program starts stays ignored: nohup's SIGHUP does not end gptq" {
-    # every wpack program put its own handler on SIGHUP, SIGINT, SIGTERM and SIGPIPE: `nohup gptq`
-    # and `nohup make model`'s steps died of a hangup (a breaker's find); as gzip does
-    "$BIN/ggufcat" "$F32" > "$T/s.wps"
-    mkfifo "$T/fifo5"
-    sh -c "trap '' HUP; exec '$BIN/gptq' --rtn --ftype Q8_0 --quiet -o '$T/hup.wts' '$T/fifo5'" &
+# gptq -o $1 reading $T/fifo5, started after the shell words $2 (a trap), sent a hangup
+# once it has read 400,000 bytes of $T/s.wps; $pid is its process, the FIFO stays open on fd 7
+hup_gptq() {
+    sh -c "$2 exec '$BIN/gptq' --rtn --ftype Q8_0 --quiet -o '$1' '$T/fifo5'" &
     pid=$!
     exec 7> "$T/fifo5"
     head -c 400000 "$T/s.wps" >&7
     sleep 0.3
     kill -HUP "$pid"
+}
+
+@test "a signal ignored when the program starts stays ignored: nohup's SIGHUP does not end gptq" {
+    # every wpack program put its own handler on SIGHUP, SIGINT, SIGTERM and SIGPIPE: `nohup gptq`
+    # and `nohup make model`'s steps died of a hangup (a breaker's find); as gzip does
+    "$BIN/ggufcat" "$F32" > "$T/s.wps"
+    mkfifo "$T/fifo5"
+    hup_gptq "$T/hup.wts" "trap '' HUP;"
     sleep 0.2
     tail -c +400001 "$T/s.wps" >&7
     exec 7>&-
@@ -826,12 +832,7 @@ inputs_in_T() {
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --rtn --ftype Q8_0 --quiet -o "$T/ref.wts"
     cmp "$T/hup.wts" "$T/ref.wts"
     # not ignored: the hangup ends it, its temporary file removed
-    sh -c "exec '$BIN/gptq' --rtn --ftype Q8_0 --quiet -o '$T/hup2.wts' '$T/fifo5'" &
-    pid=$!
-    exec 7> "$T/fifo5"
-    head -c 400000 "$T/s.wps" >&7
-    sleep 0.3
-    kill -HUP "$pid"
+    hup_gptq "$T/hup2.wts" ""
     st=0
     wait "$pid" || st=$?
     exec 7>&-
