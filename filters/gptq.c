@@ -1187,6 +1187,10 @@ int main(int argc, char **argv)
         const struct wp_ftype_model none = {"", 0, 0, 0, 0, -1};
         wp_ftype_plan_free(plan_new(&none, ftype, pure, strict, overrides, n_over));
     }
+    /* said once, at the first matrix rounded to nearest: not with --rtn or --hessian (whose
+       tensors without a record, or not positive definite, are said otherwise), nor after the
+       warnings below, which say RTN */
+    int rtn_said = rtn || hess_path || (go.act_order || damp_given);
     if (!hess_path && !hess_later && go.act_order && damp_given)
         fprintf(stderr, "gptq: warning: --act-order and --damp act on GPTQ's Hessians: without --hessian (RTN) "
                         "they do nothing\n");
@@ -1558,6 +1562,13 @@ int main(int argc, char **argv)
                             done = 1;
                             how = reused ? "gptq, factor reused" : "gptq";
                         }
+                    }
+                    /* GPTQ's own program rounding to nearest unasked was a trap: a user
+                       without --hessian took RTN's codes for GPTQ's (a fresh user's trial) */
+                    if (!done && !rtn_said) {
+                        wp_warn("no --hessian: rounding to nearest (RTN), not GPTQ (hessian(1) makes the "
+                                "Hessians; --rtn asks for RTN and says no more)");
+                        rtn_said = 1;
                     }
                     if (!done && lazy) {
                         if (wp_gptq_quantize((int)to, src, mrows, ne0, NULL, qw, &go, d, NULL, err, sizeof err))

@@ -83,15 +83,35 @@ gptq_h() {
     done
 }
 
+@test "gptq without --hessian or --rtn: one warning that it rounds to nearest, before the first matrix it rounds; none with --rtn or for a conversion" {
+    # RTN unasked was a trap: a fresh user took its codes for GPTQ's, a "(rtn)" in each line aside
+    msg="gptq: warning: no --hessian: rounding to nearest (RTN), not GPTQ (hessian(1) makes the Hessians; --rtn asks for RTN and says no more)"
+    "$BIN/ggufcat" "$F32" > "$T/m.wps"
+    "$BIN/gptq" --type Q8_0 -q < "$T/m.wps" > "$T/a.wps" 2> "$T/err"
+    [ "$(cat "$T/err")" = "$msg" ]
+    "$BIN/gptq" --type Q4_0 --gamma < "$T/m.wps" > /dev/null 2> "$T/err"
+    [ "$(grep -c "^gptq: warning: no --hessian" "$T/err")" -eq 1 ]
+    [ "$(sed -n 2p "$T/err")" = "$msg" ]
+    sed -n 3p "$T/err" | grep -q '^gptq: \[1/48\] output.weight .* F32 -> Q4_0 (rtn+lazy) '
+    "$BIN/gptq" --rtn --type Q8_0 -q < "$T/m.wps" > "$T/b.wps" 2> "$T/err"
+    [ ! -s "$T/err" ]
+    cmp "$T/a.wps" "$T/b.wps"
+    "$BIN/gptq" --type F16 -q < "$T/m.wps" > /dev/null 2> "$T/err"
+    [ ! -s "$T/err" ]
+    # --act-order's own warning says RTN: one line, not two
+    "$BIN/gptq" --type Q8_0 --act-order -q < "$T/m.wps" > /dev/null 2> "$T/err"
+    [ "$(cat "$T/err")" = "gptq: warning: --act-order acts on GPTQ's Hessians: without --hessian (RTN) it does nothing" ]
+}
+
 @test "gptq: the shape fallbacks are one warning by wanted and written type (--type Q6_K on stories260K gives no Q6_K); -q none" {
     # it named only the F16 ones, as "kept F16" of F32 input (a new user's trial)
-    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --type Q6_K -o "$T/q6.wts" 2> "$T/err"
+    "$BIN/ggufcat" "$F32" | "$BIN/gptq" --rtn --type Q6_K -o "$T/q6.wts" 2> "$T/err"
     [ "$(grep -c warning "$T/err")" -eq 1 ]
     grep -qx 'gptq: warning: 37 of 37 quantized tensor(s) fell back, their row length not a multiple of the type.s block (llama-quantize.s fallbacks): 32 Q6_K -> Q8_0, 5 Q6_K -> F16 (F16: blk.0.ffn_down.weight, blk.1.ffn_down.weight, blk.2.ffn_down.weight, blk.3.ffn_down.weight, blk.4.ffn_down.weight)' "$T/err"
     [ "$("$BIN/tsinfo" "$T/q6.wts" | grep -c ' Q6_K ')" -eq 0 ]
     [ "$("$BIN/tsinfo" "$T/q6.wts" | grep -c ' Q8_0 ')" -eq 32 ]
     "$BIN/ggufcat" "$F32" | "$BIN/gptq" --ftype Q4_K_M 2>&1 > /dev/null | grep -qx 'gptq: warning: 36 of 37 quantized tensor(s) fell back, .*: 29 Q4_K -> Q5_0, 3 Q4_K -> F16, 2 Q6_K -> Q8_0, 2 Q6_K -> F16 (F16: blk.0.ffn_down.weight, .*, blk.4.ffn_down.weight)'
-    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --type Q6_K -q > /dev/null"
+    run --separate-stderr sh -c "'$BIN/ggufcat' '$F32' | '$BIN/gptq' --rtn --type Q6_K -q > /dev/null"
     [ "$status" -eq 0 ]
     [ -z "$stderr" ]
     # 20 pairs (15 types by --tensor-type): every one listed, the counts add up to 35 (it kept
@@ -283,7 +303,7 @@ recs[:] = out"
     "$TOOLS/mkllama" "$F32" "$T/synth.gguf" F16
     "$BIN/ggufcat" "$T/synth.gguf" > "$T/s.wps"
     for n in 1 2 3; do
-        "$BIN/gptq" --type Q4_0 --lambda 0.05 --threads $n -q < "$T/m.wps" > "$T/l$n.wps" 2> "$T/l$n.err"
+        "$BIN/gptq" --rtn --type Q4_0 --lambda 0.05 --threads $n -q < "$T/m.wps" > "$T/l$n.wps" 2> "$T/l$n.err"
         [ ! -s "$T/l$n.err" ]
         "$BIN/gptq" --ftype Q4_K_M --gamma --widen 1.25 --lambda 0.1 --threads $n -q < "$T/s.wps" > "$T/k$n.wps"
         "$BIN/gptq" --hessian "$T/h.wts" --ftype Q4_0 --lambda 0.1 --act-order --threads $n -q < "$T/m.wps" > "$T/g$n.wps"
