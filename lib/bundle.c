@@ -126,6 +126,14 @@ int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t er
         return -1;
     }
     v->n_tiles = wp_lanes_ntiles(&v->shape);
+    /* the attribute a hardware decoder may size its reads by (the offsets' and lane counts'
+       spans) must be the shape's count: verify passed one that disagreed (a breaker's find) */
+    int64_t n_tiles_attr = wp_attr_i64(r, "n_tiles", -1);
+    if (n_tiles_attr != -1 && (uint64_t)n_tiles_attr != v->n_tiles) {
+        say(err, errlen, "record '%s': n_tiles %" PRId64 " but its shape has %" PRIu64 " tiles", r->name,
+            n_tiles_attr, v->n_tiles);
+        return -1;
+    }
     /* (n_tiles bounded first so that the head size cannot wrap around) */
     uint64_t head = v->n_tiles < r->payload_len / (4 + WP_LANES) ? offsets_end(v->n_tiles) : UINT64_MAX;
     if (r->payload_len < head || (r->payload_len - head) % 4) {

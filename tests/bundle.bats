@@ -615,6 +615,29 @@ for r in recs:
     one_line_error "^wprun: $T/e.bundle: output.weight: side data or coded shape does not match the type$"
 }
 
+@test "bad input: a coded record whose n_tiles attribute is not its shape's count of tiles is refused (unbundle, verify, wprun)" {
+    # output.weight, 348 distinct rows of 64 Q8_0 codes: 6 tile rows of one tile; the attribute a
+    # hardware decoder may size its reads by went unchecked (a breaker's find)
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q8_0 -q > "$T/q.wps"
+    "$BIN/ggufpack" < "$T/q.wps" > "$T/q.gguf"
+    bundle "$T/q.gguf" "$T/q.bundle"
+    stream_edit "$T/q.bundle" "$T/e.bundle" "
+for r in recs:
+    if r.kind == 7 and r.name == 'output.weight':
+        assert r.attrs['n_tiles'] == '6' and r.ne[:2] == [64, 348]
+        r.attrs['n_tiles'] = '7'"
+    msg="record 'output.weight': n_tiles 7 but its shape has 6 tiles"
+    run "$BIN/unbundle" -o "$T/back.gguf" "$T/e.bundle"
+    one_line_error "^unbundle: $T/e.bundle: $msg$"
+    [ ! -e "$T/back.gguf" ]
+    run "$BIN/verify" -q "$T/q.gguf" "$T/e.bundle"
+    one_line_error "^verify: $T/e.bundle: $msg$"
+    run "$BIN/wprun" --cpu --verify --bundle "$T/e.bundle"
+    one_line_error "^wprun: $T/e.bundle: $msg$"
+    run "$BIN/verify" -q "$T/q.gguf" "$T/q.bundle"
+    [ "$status" -eq 0 ]
+}
+
 @test "bad input: a coded record with fewer lane words than symbols is corrupt before its symbols are allocated" {
     # stories260K BF16's token_embd made 4194304 x 256 with 65536 empty tiles (2.7 MB): the
     # restorers allocated its 536870912 symbols (512 MB; with less memory 'out of memory', no
@@ -628,7 +651,8 @@ for r in recs:
         r.ne[0], r.ne[1] = 256, 64 * k
     if r.name == 'token_embd.weight' and r.kind == 7:
         r.payload = r.payload[:128] + bytes(4 * (k + 1) + 32 * k)
-        r.attrs['row_sym'] = '128'"
+        r.attrs['row_sym'] = '128'
+        r.attrs['n_tiles'] = str(k)"
     msg="record 'token_embd.weight': 0 lane words cannot hold 536870912 symbols"
     run sh -c "ulimit -v 400000; exec '$BIN/unbundle' --stream '$T/e.bundle' > /dev/null"
     one_line_error "^unbundle: $T/e.bundle: $msg$"
