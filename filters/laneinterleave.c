@@ -36,7 +36,7 @@ static const char usage[] =
     "--threads N  --dist compresses N matrices at a time (1 to 512; default:\n"
     "        WPACK_THREADS, else the CPUs, at most 8; the output is the same\n"
     "        for any N).\n"
-    "--align N aligns payloads to N bytes (a power of two; default 8: the GPU\n"
+    "--align N aligns payloads to N bytes (a power of two from 4; default 8: the GPU\n"
     "runner copies each matrix into its own device buffer).\n";
 
 #define ZLEVEL 19
@@ -453,7 +453,8 @@ int main(int argc, char **argv)
         } else if ((v = wp_cli_arg(argc, argv, &i, "--threads"))) {
             threads = (int)wp_arg_int("--threads", v, 1, 512);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--align"))) {
-            align = (unsigned)wp_arg_int("--align", v, 1, 4096);
+            /* from 4: wprun reads the lanes' u32 words in place (1 and 2 were misaligned loads) */
+            align = (unsigned)wp_arg_int("--align", v, 4, 4096);
             if (align & (align - 1))
                 wp_die("--align: %u is not a power of two", align);
         } else {

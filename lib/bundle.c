@@ -40,7 +40,7 @@ int wp_attr_check_hash(const wp_record *r, const char *key, const void *data, ui
 {
     char want[32], hex[17];
     if (!wp_attr_str(r, key, want, sizeof want))
-        return 0;
+        return 1;
     snprintf(hex, sizeof hex, "%08x", (unsigned)XXH32(len ? data : "", (size_t)len, 0));
     return strcmp(want, hex) ? -1 : 0;
 }
@@ -729,7 +729,8 @@ static int resolve_ref(wp_restore *rs, const wp_record *in)
         } else {
             memcpy(rs->out.payload, t->payload, (size_t)t->payload_len);
             wp_attr_del(&rs->out, "same_as");
-            if (wp_attr_check_hash(in, "xxh32", t->payload, t->payload_len))
+            /* (a ref of a plain tensor has none: its tensor is checked as it is restored) */
+            if (wp_attr_check_hash(in, "xxh32", t->payload, t->payload_len) < 0)
                 rfail(rs, "record '%s': the shared tensor does not match its recorded hash", in->name);
             else
                 rc = 0;
@@ -796,8 +797,10 @@ int wp_restore_put(wp_restore *rs, wp_record *in, int reference, wp_record **out
             return rfail(rs, "record '%s': row map without its tensor", rs->rowmap.name);
         if (wp_rowmap_expand(&rs->rowmap, *out, &rs->full, err, sizeof err))
             return rfail(rs, "%s", err);
-        if (wp_attr_check_hash(&rs->rowmap, "xxh32", rs->full.payload, rs->full.payload_len))
-            return rfail(rs, "record '%s': the expanded tensor does not match its recorded hash", rs->rowmap.name);
+        int h = wp_attr_check_hash(&rs->rowmap, "xxh32", rs->full.payload, rs->full.payload_len);
+        if (h)
+            return rfail(rs, h > 0 ? "record '%s': row map without the xxh32 of its tensor" :
+                                     "record '%s': the expanded tensor does not match its recorded hash", rs->rowmap.name);
         rs->have_rowmap = 0;
         *out = &rs->full;
     }
@@ -860,8 +863,12 @@ static int restore_put(wp_restore *rs, wp_record *in, int reference, wp_record *
             return rfail(rs, "record '%s': %s", in->name, why);
         if (strcmp(codec, "q") == 0 ? restore_q(rs, in, reference) : restore_exp(rs, in, reference))
             return -1;
-        if (wp_attr_check_hash(in, "xxh32", rs->out.payload, rs->out.payload_len))
-            return rfail(rs, "record '%s': the restored tensor does not match its recorded hash", in->name);
+        /* required: without it a restore went unchecked, and a changed code table restored
+           another tensor, exit 0 (a breaker's find; every writer has set it) */
+        int h = wp_attr_check_hash(in, "xxh32", rs->out.payload, rs->out.payload_len);
+        if (h)
+            return rfail(rs, h > 0 ? "record '%s': no xxh32 of the tensor it restores" :
+                                     "record '%s': the restored tensor does not match its recorded hash", in->name);
         rs->holding = 0;
         rs->side_len = rs->held.payload_len;
         rs->out.kind = WP_REC_TENSOR;

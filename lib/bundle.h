@@ -87,8 +87,9 @@ int wp_coded_decode(const wp_coded_view *v, int reference, uint8_t *sym, char *e
  * payload altered with its checksums recomputed, never restores silently.
  * Returns 0 or -1 (out of memory). */
 int wp_attr_set_hash(wp_record *r, const char *key, const void *data, uint64_t len);
-/* 0 when attribute key is absent or matches the XXH32 of the bytes, -1 when
- * it differs. */
+/* 0 when attribute key matches the XXH32 of len bytes, -1 when it differs,
+ * 1 when the record has no such attribute (which wp_restore refuses for a
+ * symbols, coded or row map record, every writer having set it). */
 int wp_attr_check_hash(const wp_record *r, const char *key, const void *data, uint64_t len);
 
 /* ---- exponent-coded floats (bf16split) ------------------------------------ */

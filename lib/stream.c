@@ -305,22 +305,29 @@ static int key_ok(const char *k)
 }
 
 /* Whether attribute text a is lines "key=value\n", each key as key_ok and
- * each value free of newlines (as wp_attr_set writes them): anything else
- * is a record no writer made. */
-static int attrs_ok(const char *a)
+ * each value free of newlines (as wp_attr_set writes them): 0 when it is, 1
+ * when it is not (a record no writer made), 2 when a key is given twice
+ * (wp_attr_set replaces a key; readers took the first of two, so a second
+ * z_group or xxh32 went unseen: a breaker's find). */
+static int attrs_problem(const char *a)
 {
+    const char *start = a;
     while (*a) {
         const char *k = a;
         while (key_char(*a))
             a++;
         if (a == k || *a != '=')
-            return 0;
+            return 1;
+        size_t klen = (size_t)(a - k);
+        for (const char *p = start; p < k; p = strchr(p, '\n') + 1)
+            if (!strncmp(p, k, klen) && p[klen] == '=')
+                return 2;
         a = strchr(a, '\n');
         if (!a)
-            return 0;
+            return 1;
         a++;
     }
-    return 1;
+    return 0;
 }
 
 void wp_attr_del(wp_record *r, const char *key)
@@ -688,8 +695,9 @@ static int read_header(wp_reader *rd, wp_record *r)
         return rfail(rd, "corrupt record header at byte %" PRIu64 " (reserved field not 0)", start);
     char lb[WP_MAX_NAME + 32];
     const char *rl = rec_label(r, lb, sizeof lb);
-    if (!attrs_ok(attrs))
-        return rfail(rd, "%s: attributes are not key=value lines", rl);
+    int ap = attrs_problem(attrs);
+    if (ap)
+        return rfail(rd, ap == 1 ? "%s: attributes are not key=value lines" : "%s: an attribute given twice", rl);
     for (int i = 0; i < WP_MAX_DIMS; i++)
         if (r->ne[i] < 0 || (uint64_t)r->ne[i] > WP_MAX_DIM || (i >= r->n_dims && r->ne[i] != 1))
             return rfail(rd, "%s: bad shape", rl);

@@ -445,6 +445,14 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
        copied; where it cannot be mapped, read as before */
     const uint64_t fsize = (uint64_t)st.st_size;
     void *mp = fsize && fsize <= SIZE_MAX ? mmap(NULL, (size_t)fsize, PROT_READ, MAP_PRIVATE, fileno(f), 0) : MAP_FAILED;
+    /* a stream's payloads aligned to 1 or 2 bytes (laneinterleave --align 4 or more makes none
+       since 2026-12-07) are read as copies: their u32 lane words and offsets were loaded
+       misaligned (undefined behaviour, a breaker's UBSan find); the header's align at byte 12 */
+    const uint8_t *h = mp != MAP_FAILED && fsize >= 16 ? (const uint8_t *)mp + 12 : NULL;
+    if (mp != MAP_FAILED && (!h || ((uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24) % 4)) {
+        munmap(mp, (size_t)fsize);
+        mp = MAP_FAILED;
+    }
     struct wr_map *slot = mp == MAP_FAILED ? NULL : realloc(md->maps, (size_t)(md->n_maps + 1) * sizeof *slot);
     if (slot)
         md->maps = slot;   /* room for it, made before anything borrows from it */
@@ -886,8 +894,10 @@ static int rowmap_hash_check(const wr_matrix *m, const wp_record *reduced, char 
     wp_record full;
     wp_record_init(&full);
     int rc = wp_rowmap_expand(&m->rowmap, reduced, &full, err, errlen);
-    if (rc == 0 && wp_attr_check_hash(&m->rowmap, "xxh32", full.payload, full.payload_len))
-        rc = fail(err, errlen, "record '%s': the expanded tensor does not match its recorded hash", m->name);
+    int h = rc == 0 ? wp_attr_check_hash(&m->rowmap, "xxh32", full.payload, full.payload_len) : 0;
+    if (h)
+        rc = fail(err, errlen, h > 0 ? "record '%s': row map without the xxh32 of its tensor" :
+                                       "record '%s': the expanded tensor does not match its recorded hash", m->name);
     wp_record_free(&full);
     return rc;
 }

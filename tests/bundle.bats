@@ -638,6 +638,72 @@ for r in recs:
     [ "$status" -eq 0 ]
 }
 
+@test "bad input: a symbols, coded or row map record without its xxh32 is refused (its restore went unchecked: a changed code table restored another tensor, exit 0)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q8_0 -q > "$T/q.wps"
+    "$BIN/ggufpack" < "$T/q.wps" > "$T/q.gguf"
+    bundle "$T/q.gguf" "$T/q.bundle"
+    # blk.1.ffn_up's code lengths of two symbols swapped (a valid code, other symbols), xxh32 gone
+    stream_edit "$T/q.bundle" "$T/c.bundle" "
+r = [r for r in recs if r.kind == 7 and r.name == 'blk.1.ffn_up.weight'][0]
+L = [(r.payload[s // 2] >> (4 * (s % 2))) & 15 for s in range(256)]
+x, y = max(range(256), key=lambda s: L[s]), min((s for s in range(256) if L[s]), key=lambda s: L[s])
+assert L[x] != L[y]
+L[x], L[y] = L[y], L[x]
+r.payload[0:128] = bytes(L[2 * i] | L[2 * i + 1] << 4 for i in range(128))
+del r.attrs['xxh32']"
+    run "$BIN/unbundle" -o "$T/back.gguf" "$T/c.bundle"
+    one_line_error "^unbundle: $T/c.bundle: record 'blk.1.ffn_up.weight': no xxh32 of the tensor it restores$"
+    [ ! -e "$T/back.gguf" ]
+    run "$BIN/wprun" --cpu --verify --bundle "$T/c.bundle"   # (a restore's failure: the others run)
+    [ "$status" -eq 1 ]
+    [ "$(grep -c "^FAIL blk.1.ffn_up.weight: restore: record 'blk.1.ffn_up.weight': no xxh32 of the tensor it restores$" <<< "$output")" -eq 1 ]
+    [ "${lines[-1]}" = "wprun: 36 matrices (cpu): FAILED (1 failure above)" ]
+    # output.weight's row map (348 distinct rows of 512, zstd'd) without its xxh32
+    stream_edit "$T/q.bundle" "$T/m.bundle" "
+r = [r for r in recs if r.kind == 11 and r.attrs['z_of'] == '14' and r.name == 'output.weight'][0]
+del r.attrs['xxh32']"
+    run sh -c "'$BIN/unbundle' --stream '$T/m.bundle' > /dev/null"
+    one_line_error "^unbundle: $T/m.bundle: record 'output.weight': row map without the xxh32 of its tensor$"
+    run "$BIN/verify" -q "$T/q.gguf" "$T/m.bundle"
+    one_line_error "^verify: $T/m.bundle: record 'output.weight': row map without the xxh32 of its tensor$"
+    "$BIN/unbundle" -o "$T/back.gguf" "$T/q.bundle"
+    cmp "$T/back.gguf" "$T/q.gguf"
+}
+
+@test "bad input: an attribute given twice is refused by every reader (the first was taken: a second z_group went unseen)" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q8_0 -q > "$T/q.wps"
+    "$BIN/ggufpack" < "$T/q.wps" > "$T/q.gguf"
+    bundle "$T/q.gguf" "$T/q.bundle"
+    # a value with a newline: a second line of the same key
+    stream_edit "$T/q.bundle" "$T/d.bundle" "
+r = [r for r in recs if r.kind == 7 and r.name == 'blk.1.ffn_up.weight'][0]
+r.attrs['max_len'] = r.attrs['max_len'] + '\\nmax_len=15'"
+    [ "$(grep -ac '^max_len=15$' "$T/d.bundle")" -eq 1 ]
+    run "$BIN/unbundle" -o "$T/back.gguf" "$T/d.bundle"
+    one_line_error "^unbundle: $T/d.bundle: .*'blk.1.ffn_up.weight'.*: an attribute given twice$"
+    run "$BIN/verify" -q "$T/q.gguf" "$T/d.bundle"
+    one_line_error "^verify: $T/d.bundle: .*'blk.1.ffn_up.weight'.*: an attribute given twice$"
+    run --separate-stderr "$BIN/tsinfo" "$T/d.bundle"   # (the records before it listed)
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "tsinfo: $T/d.bundle: record 'blk.1.ffn_up.weight': an attribute given twice" ]
+    run "$BIN/wprun" --cpu --verify --bundle "$T/d.bundle"
+    one_line_error "^wprun: $T/d.bundle: .*: an attribute given twice$"
+}
+
+@test "a bundle whose payloads are aligned to 2 bytes (not made since --align takes 4 or more) is read by wprun as copies, not its u32 lane words in place" {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q4_0 -q > "$T/q.wps"
+    "$BIN/histogram" "$T/q.wps" | "$BIN/huffbuild" | "$BIN/laneinterleave" > "$T/q.bundle"
+    stream_edit "$T/q.bundle" "$T/a2.bundle" "
+align = 2
+b = b[:12] + struct.pack('<I', 2) + b[16:]"
+    [ "$(od -An -tu4 -j12 -N4 "$T/a2.bundle" | tr -d ' ')" = 2 ]
+    # some payload at an odd multiple of 2 (the lane words of a coded record misaligned)
+    "$BIN/unbundle" --stream "$T/a2.bundle" | cmp - "$T/q.wps"
+    run "$BIN/wprun" --cpu --verify --bundle "$T/a2.bundle"
+    [ "$status" -eq 0 ]
+    [ "${lines[-1]}" = "$(cd "$T" && "$BIN/wprun" --cpu --verify --bundle q.bundle | tail -n 1)" ]
+}
+
 @test "bad input: a coded record with fewer lane words than symbols is corrupt before its symbols are allocated" {
     # stories260K BF16's token_embd made 4194304 x 256 with 65536 empty tiles (2.7 MB): the
     # restorers allocated its 536870912 symbols (512 MB; with less memory 'out of memory', no
@@ -706,14 +772,14 @@ for n, c in hist.items():
     fails_saying "huffbuild: --max-len: expected an integer from 1 to 15, got '16'" "$BIN/huffbuild" --max-len 16
     fails_saying "huffbuild: --max-len: expected an integer from 1 to 15, got '0'" "$BIN/huffbuild" --max-len 0
     fails_saying "histogram: --float-palette: expected an integer from 0 to 16, got '17'" "$BIN/histogram" --float-palette 17
-    fails_saying "laneinterleave: --align: 3 is not a power of two" "$BIN/laneinterleave" --align 3
+    fails_saying "laneinterleave: --align: 12 is not a power of two" "$BIN/laneinterleave" --align 12
     fails_saying "laneinterleave: --align: 24 is not a power of two" "$BIN/laneinterleave" --align 24
-    fails_saying "laneinterleave: --align: expected an integer from 1 to 4096, got '0'" "$BIN/laneinterleave" --align 0
+    fails_saying "laneinterleave: --align: expected an integer from 4 to 4096, got '2'" "$BIN/laneinterleave" --align 2
     fails_saying "bf16split: --row: expected an integer from 1 to 1048576, got '0'" "$BIN/bf16split" --row 0
     # and the ends themselves are taken
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" -q --ftype Q8_0 --rtn > "$T/q.wts"
     "$BIN/histogram" --float-palette 16 "$T/q.wts" | "$BIN/huffbuild" --max-len 15 | "$BIN/laneinterleave" --align 4096 > "$T/a.bundle"
-    "$BIN/histogram" --float-palette 0 "$T/q.wts" | "$BIN/huffbuild" --max-len 8 | "$BIN/laneinterleave" --align 1 > "$T/b.bundle"
+    "$BIN/histogram" --float-palette 0 "$T/q.wts" | "$BIN/huffbuild" --max-len 8 | "$BIN/laneinterleave" --align 4 > "$T/b.bundle"
     "$BIN/unbundle" --stream "$T/a.bundle" | cmp - "$T/q.wts"
     "$BIN/unbundle" --stream "$T/b.bundle" | cmp - "$T/q.wts"
 }
