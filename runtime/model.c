@@ -707,6 +707,7 @@ static int q_symbols(wr_matrix *m, uint32_t type, const char *name, int64_t rows
     set_shape(sym, WP_REC_SYMBOLS, type, name, rows, cols);
     wp_attr_set_i64(&m->aux, "side_bytes", g.bi.side_bytes);
     wp_attr_set(sym, "codec", "q");
+    wp_attr_set_hash(sym, "xxh32", blocks, g.block_len);   /* (restorers require it, as histogram sets it) */
     wp_attr_set_i64(sym, "row_sym", (int64_t)g.row_sym);
     wp_attr_set_i64(sym, "tile_sym", g.tile_sym);
     wp_attr_set_i64(sym, "n_weights", rows * cols);
@@ -827,8 +828,10 @@ int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint
         wp_record_init(&t);
         set_shape(&t, WP_REC_TENSOR, type, name, rows, cols);
         int rc = wp_bf16_split(&s, type, w, rows, cols, 16, WP_BF16_GROUP_DEFAULT);
-        free(w);
-        if (rc || wp_bf16_records(&s, &t, &m->aux, &sym) || lengths_of(sym.payload, sym.payload_len, lengths)) {
+        /* (the weights' hash, which restorers require: t carries only the name and shape) */
+        if (rc || wp_bf16_records(&s, &t, &m->aux, &sym) || wp_attr_set_hash(&sym, "xxh32", w, n * es) ||
+            lengths_of(sym.payload, sym.payload_len, lengths)) {
+            free(w);
             wp_bf16_split_free(&s);
             wp_record_free(&t);
             wp_record_free(&sym);
@@ -838,6 +841,7 @@ int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint
         shape.rows = (uint64_t)rows;
         shape.row_sym = (uint64_t)s.sym_per_row;
         shape.tile_sym = 128;
+        free(w);
         wp_bf16_split_free(&s);
         wp_record_free(&t);
     } else {

@@ -57,6 +57,7 @@ static uint8_t *add_matrix(wp_writer *w, const char *name, int type, int64_t row
     wp_writer_put(w, &r);
     wp_lanes_shape s = {.rows = (uint64_t)rows, .row_sym = g.row_sym, .tile_sym = g.tile_sym};
     wp_attr_set(&r, "codec", "q");
+    wp_attr_set_hash(&r, "xxh32", blocks, bytes);   /* (restorers require it) */
     CHECK(wp_coded_encode(&r, sym, &s, lengths, 11, err, sizeof err) == 0, "%s: coded", name);
     wp_writer_put(w, &r);
     wp_record_free(&r);
