@@ -368,6 +368,10 @@ int main(int argc, char **argv)
         wp_die("%s", ix_err);
     FILE *tmp = st_tmp;
     if (rebuilt) {
+        /* unbundle's check of the gguf record's counts (verify said byte-identical of a bundle
+           unbundle refused: a breaker's find) */
+        if (wp_gguf_out_complete(rebuilt))
+            wp_die("%s: %s", bpath, wp_gguf_out_error(rebuilt));
         if (!(tmp = wp_spool(why, sizeof why)))
             wp_die("%s: cannot rebuild the GGUF: %s", bpath, why);
         if (wp_gguf_out_finish(rebuilt, tmp))

@@ -198,6 +198,13 @@ static int set_shape_name(wp_record *r, unsigned kind, const wp_record *t)
     return wp_record_set_name(r, t->name);
 }
 
+/* Exponent symbols a tile row: 256 weights, one a symbol, or two palette
+ * indices a symbol. */
+static uint32_t exp_tile_sym(const struct wp_bf16_split *s)
+{
+    return s->palette_n ? 128 : 256;
+}
+
 int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record *raw, wp_record *sym)
 {
     struct wp_bf16_stats st;
@@ -234,7 +241,7 @@ int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record
     if (es > 0 && t->payload && t->payload_len == (uint64_t)(s->n_rows * s->n_cols) * (uint64_t)es)
         wp_attr_set_hash(sym, "xxh32", t->payload, t->payload_len);
     wp_attr_set_i64(sym, "row_sym", s->sym_per_row);
-    wp_attr_set_i64(sym, "tile_sym", s->palette_n ? 128 : 256);
+    wp_attr_set_i64(sym, "tile_sym", exp_tile_sym(s));
     wp_attr_set_i64(sym, "n_weights", s->n_rows * s->n_cols);
     if (wp_bf16_stats(s, &st) == 0) {
         wp_attr_set_f64(sym, "h_exp", st.h_exp);
@@ -473,13 +480,27 @@ static void swap_records(wp_record *a, wp_record *b)
     *b = t;
 }
 
-/* Symbols of a SYMBOLS or CODED record: a pointer to n bytes. */
-static const uint8_t *get_symbols(wp_restore *rs, const wp_record *r, uint64_t n, int reference)
+/* Symbols of a SYMBOLS or CODED record: a pointer to n bytes, rows of row_sym
+ * symbols in tiles tile_sym wide (its type's, as histogram and bf16split make
+ * them: the attributes that said otherwise restored, and the runtime refused
+ * them, a breaker's find). */
+static const uint8_t *get_symbols(wp_restore *rs, const wp_record *r, uint64_t n, uint64_t row_sym,
+                                  uint32_t tile_sym, int reference)
 {
     char err[256];
+    int64_t nw = wp_attr_i64(r, "n_weights", -1);
+    if (nw != -1 && nw != wp_record_nelem(r)) {
+        rfail(rs, "record '%s': n_weights %" PRId64 " but its shape has %" PRId64, r->name, nw, wp_record_nelem(r));
+        return NULL;
+    }
     if (r->kind == WP_REC_SYMBOLS) {
         if (r->payload_len != n) {
             rfail(rs, "record '%s': %" PRIu64 " symbols, expected %" PRIu64, r->name, r->payload_len, n);
+            return NULL;
+        }
+        if (wp_attr_i64(r, "row_sym", -1) != (int64_t)row_sym || wp_attr_i64(r, "tile_sym", -1) != (int64_t)tile_sym) {
+            rfail(rs, "record '%s': row_sym or tile_sym is not its type's (%" PRIu64 ", %u)", r->name, row_sym,
+                  tile_sym);
             return NULL;
         }
         return r->payload;
@@ -489,8 +510,12 @@ static const uint8_t *get_symbols(wp_restore *rs, const wp_record *r, uint64_t n
         rfail(rs, "%s", err);
         return NULL;
     }
-    if (v.shape.rows * v.shape.row_sym != n) {
+    if (v.shape.rows * v.shape.row_sym != n || v.shape.row_sym != row_sym) {
         rfail(rs, "record '%s': coded shape does not match the tensor", r->name);
+        return NULL;
+    }
+    if (v.shape.tile_sym != tile_sym) {
+        rfail(rs, "record '%s': tiles %u symbols wide, its type's are %u", r->name, v.shape.tile_sym, tile_sym);
         return NULL;
     }
     if (n > rs->sym_cap) {
@@ -520,7 +545,7 @@ static int restore_q(wp_restore *rs, const wp_record *r, int reference)
     if (rs->held.payload_len != g.side_len)
         return rfail(rs, "record '%s': %" PRIu64 " bytes of side data, expected %" PRIu64, r->name,
                      rs->held.payload_len, g.side_len);
-    const uint8_t *sym = get_symbols(rs, r, g.n_sym, reference);
+    const uint8_t *sym = get_symbols(rs, r, g.n_sym, g.row_sym, g.tile_sym, reference);
     if (!sym)
         return -1;
     if (!wp_record_alloc(&rs->out, g.block_len))
@@ -541,7 +566,7 @@ static int restore_exp(wp_restore *rs, const wp_record *r, int reference)
         return rfail(rs, "record '%s': exponent coding of a non-float type", r->name);
     if (wp_bf16_from_records(&rs->held, r->type, r->ne[0] ? wp_record_nelem(r) / r->ne[0] : 0, r->ne[0], &s))
         return rfail(rs, "record '%s': bad raw record attributes", r->name);
-    const uint8_t *sym = get_symbols(rs, r, s.n_sym, reference);
+    const uint8_t *sym = get_symbols(rs, r, s.n_sym, (uint64_t)s.sym_per_row, exp_tile_sym(&s), reference);
     if (!sym)
         return -1;
     s.sym = (uint8_t *)sym;

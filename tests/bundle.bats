@@ -670,6 +670,39 @@ del r.attrs['xxh32']"
     cmp "$T/back.gguf" "$T/q.gguf"
 }
 
+@test "bad input: a coded record's tile_sym or n_weights that is not its type's or shape's, a gguf record's n_tensors off by one: verify refuses them as unbundle and wprun do" {
+    # (verify said byte-identical of each: one tile column covered the row either way, and
+    # verify did not count the records against the gguf record; a breaker's find)
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q8_0 -q > "$T/q.wps"
+    "$BIN/ggufpack" < "$T/q.wps" > "$T/q.gguf"
+    bundle "$T/q.gguf" "$T/q.bundle"
+    stream_edit "$T/q.bundle" "$T/t.bundle" "
+r = [r for r in recs if r.kind == 7 and r.name == 'blk.1.ffn_up.weight'][0]
+assert r.attrs['tile_sym'] == '256'
+r.attrs['tile_sym'] = '128'"
+    run "$BIN/verify" -q "$T/q.gguf" "$T/t.bundle"
+    one_line_error "^verify: $T/t.bundle: record 'blk.1.ffn_up.weight': tiles 128 symbols wide, its type's are 256$"
+    run "$BIN/unbundle" -o "$T/back.gguf" "$T/t.bundle"
+    one_line_error "^unbundle: $T/t.bundle: record 'blk.1.ffn_up.weight': tiles 128 symbols wide, its type's are 256$"
+    stream_edit "$T/q.bundle" "$T/w.bundle" "
+r = [r for r in recs if r.kind == 7 and r.name == 'blk.1.ffn_up.weight'][0]
+assert r.attrs['n_weights'] == str(64 * 172)
+r.attrs['n_weights'] = str(64 * 172 - 1)"
+    run "$BIN/verify" -q "$T/q.gguf" "$T/w.bundle"
+    one_line_error "^verify: $T/w.bundle: record 'blk.1.ffn_up.weight': n_weights 11007 but its shape has 11008$"
+    stream_edit "$T/q.bundle" "$T/n.bundle" "
+r = [r for r in recs if r.kind == 1][0]
+r.attrs['n_tensors'] = str(int(r.attrs['n_tensors']) + 1)"
+    msg="the gguf record says 49 tensors, the stream holds 48 (a tensor record lost or added on the way)"
+    run "$BIN/verify" -q "$T/q.gguf" "$T/n.bundle"
+    [ "$status" -eq 1 ]
+    [ "$output" = "verify: $T/n.bundle: $msg" ]
+    run "$BIN/unbundle" -o "$T/back.gguf" "$T/n.bundle"
+    [ "$status" -eq 1 ]
+    [ "$output" = "unbundle: $T/n.bundle: $msg" ]
+    [ ! -e "$T/back.gguf" ]
+}
+
 @test "bad input: an attribute given twice is refused by every reader (the first was taken: a second z_group went unseen)" {
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q8_0 -q > "$T/q.wps"
     "$BIN/ggufpack" < "$T/q.wps" > "$T/q.gguf"
@@ -718,7 +751,8 @@ for r in recs:
     if r.name == 'token_embd.weight' and r.kind == 7:
         r.payload = r.payload[:128] + bytes(4 * (k + 1) + 32 * k)
         r.attrs['row_sym'] = '128'
-        r.attrs['n_tiles'] = str(k)"
+        r.attrs['n_tiles'] = str(k)
+        r.attrs['n_weights'] = str(256 * 64 * k)"
     msg="record 'token_embd.weight': 0 lane words cannot hold 536870912 symbols"
     run sh -c "ulimit -v 400000; exec '$BIN/unbundle' --stream '$T/e.bundle' > /dev/null"
     one_line_error "^unbundle: $T/e.bundle: $msg$"
