@@ -399,9 +399,10 @@ int main(int argc, char **argv)
                      meta_bytes, framed ? -1 : (double)st.st_size - payload_bytes, whole, bad);
     }
     wp_out_commit();
+    char shown[4 * sizeof first_bad];   /* (a newline in the name split the line: a breaker's find) */
     if (n_bad_tensors)
         fprintf(stderr, "verify: %s: %d tensors differ from %s (first: %s)\n", bpath, n_bad_tensors, orig,
-                first_bad);
+                wp_printable(first_bad, shown, sizeof shown));
     else if (st_bad[0])
         fprintf(stderr, "verify: %s: cannot rebuild %s from it: %s\n", bpath, orig, st_bad);
     else if (!whole)

@@ -90,11 +90,25 @@ static int twin_takes(uint32_t type, int64_t rows, int64_t cols, wr_matrix *m)
     return 1;
 }
 
+/* m->name: s, its control bytes as \xNN (wp_printable) where it has any: the report's
+ * and FAIL lines print it, and a newline or escape sequence in a damaged bundle's name
+ * split a line or drove the terminal (a breaker's find); matching uses the records' own. */
+static void set_name(wr_matrix *m, const char *s)
+{
+    const char *p = s;
+    while (*p && (unsigned char)*p >= 0x20 && *p != 0x7f)
+        p++;
+    if (*p)
+        wp_printable(s, m->name, sizeof m->name);
+    else
+        snprintf(m->name, sizeof m->name, "%s", s);
+}
+
 /* m's fields from the header of h, a stored matrix's tensor record (name,
  * type, shape; kind, dg and g by twin_takes, which the caller has checked). */
 static void stored_head(wr_matrix *m, int stored, const wp_record *h, const char *src)
 {
-    snprintf(m->name, sizeof m->name, "%s", h->name ? h->name : "");
+    set_name(m, h->name ? h->name : "");
     m->src = src;
     m->stored = stored;
     m->type = h->type;
@@ -155,7 +169,7 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
 {
     const wp_record *c = &m->coded, *a = &m->aux;
     char codec[16] = "";
-    snprintf(m->name, sizeof m->name, "%s", c->name);
+    set_name(m, c->name);
     if (wp_coded_view_get(c, &m->v, err, errlen))
         return -1;
     /* the limit tables for the longest code actually used (canonical codes do not depend on the
@@ -275,7 +289,7 @@ static int load_stored(wr_model *md, int stored, wp_record *t, wp_record *map, c
         return fail(err, errlen, "out of memory");
     }
     stored_head(m, stored, t, path);   /* its name and shape, also when it does not restore */
-    const int mapped = map->name && !strcmp(map->name, m->name);
+    const int mapped = map->name && t->name && !strcmp(map->name, t->name);
     wp_record *out = NULL;
     char why[WP_MAX_NAME + 200] = "";
     if ((mapped && wp_restore_put(rs, map, 0, &out) != 0) || wp_restore_put(rs, t, 0, &out) != 1) {

@@ -497,6 +497,25 @@ wprun: warning: --runs counts the timed runs of --bench, --tune and the GPU's --
     [ "$output" = "wprun: --match: needs a value (see --help)" ]
 }
 
+@test "a tensor name with a newline and an escape sequence: wprun's report and verify's error print it as \\xNN, each one line" {
+    # (wprun printed it raw, over two lines, its escape sequence reaching the terminal; verify's
+    # "first:" too: a breaker's find)
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q8_0 -q | "$BIN/ggufpack" > "$T/q.gguf"
+    bundle "$T/q.gguf" "$T/q.bundle"
+    stream_edit "$T/q.bundle" "$T/n.bundle" "
+for r in recs:
+    if r.name == 'blk.1.ffn_up.weight':
+        r.name = 'blk.1.ffn\\n\\x1b[31mup'"
+    run --separate-stderr "$BIN/wprun" --cpu --verify --bundle "$T/n.bundle"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^verify .*blk\.1\.ffn\\x0a\\x1b\[31mup ' <<< "$output")" -eq 1 ]
+    [ "$(grep -c $'\x1b' <<< "$output")" -eq 0 ]
+    [ "${#lines[@]}" -eq "$("$BIN/wprun" --cpu --verify --bundle "$T/q.bundle" | wc -l)" ]
+    run --separate-stderr "$BIN/verify" -q "$T/q.gguf" "$T/n.bundle"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "verify: $T/n.bundle: 1 tensors differ from $T/q.gguf (first: blk.1.ffn\\x0a\\x1b[31mup is not in $T/q.gguf)" ]
+}
+
 @test "wprun: a matrix whose records disagree (code lengths past max_len, checksums resealed) stops the load: one line, exit 1, no matrix run" {
     # wprun(1) said the other matrices still run; that holds for restore failures, not for load ones (a review)
     bundle "$MODELS/stories260K-f32.gguf" "$T/b.bundle"
