@@ -101,6 +101,8 @@ CALIB="$DATA/text/groups_merged.txt"
     [ "$status" -eq 0 ]
     [[ "$stderr" != *removed* ]]
     cmp "$d" "$BATS_TEST_TMPDIR/d0"
+    # and its report's "dist: " lines, as the --dist run wrote them (they were dropped)
+    cmp "${g%.gguf}.report" "$BATS_TEST_TMPDIR/r0"
     mkdir "$BATS_TEST_TMPDIR/other"
     cp "$MODELS/stories260K-f16.gguf" "$BATS_TEST_TMPDIR/other/stories260K-f32.gguf"   # another GGUF, the same stem
     run --separate-stderr "$ROOT/pipelines/lazyweights" "$BATS_TEST_TMPDIR/other/stories260K-f32.gguf" Q8_0_g0_lam0_c1 "$out"
