@@ -595,6 +595,7 @@ int main(void)
             uint64_t n = m->v.shape.rows * m->v.shape.row_sym;
             uint8_t *sym = malloc(n);
             CHECK(wp_coded_decode(&m->v, 1, sym, err, sizeof err) == 0, "Q3_K symbols decoded");
+            const uint8_t was = sym[n / 2];
             sym[n / 2] = 64 + 9;
             char path[] = "/tmp/wpack-test-cpu-XXXXXX";
             int fd = mkstemp(path);
@@ -617,8 +618,9 @@ int main(void)
                   "Q3_K with a code for symbol 64: load refused, \"synth.Q3_K.64x512: code for symbol 64, outside "
                   "the 64-symbol alphabet\" (%s)", err);
             wr_model_free(&bad);
-            /* the same file with the symbol put back loads and restores */
-            sym[n / 2] = 9;
+            /* the same file with the symbol put back loads and restores (to the blocks its
+               xxh32 is of) */
+            sym[n / 2] = was;
             ok = write_recounted(path, m, sym, n);
             memset(&bad, 0, sizeof bad);
             CHECK(ok && wr_model_load(&bad, path, NULL, err, sizeof err) == 0 && bad.n == 1,

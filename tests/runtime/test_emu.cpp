@@ -755,7 +755,8 @@ static int make_split(wr_model *md, const wr_matrix *src, int palette_n, int64_t
     if (fd >= 0)
         close(fd);
     if (fd >= 0 && wp_bf16_split(&s, WP_BF16, fixed, src->rows, src->cols, palette_n, group) == 0 &&
-        wp_bf16_records(&s, &t, &aux, &sym) == 0) {
+        wp_bf16_records(&s, &t, &aux, &sym) == 0 &&
+        wp_attr_set_hash(&sym, "xxh32", fixed, len) == 0) {
         uint64_t counts[256] = {0};
         uint8_t lengths[256];
         for (uint64_t i = 0; i < sym.payload_len; i++)

@@ -38,6 +38,8 @@ int main(void)
         wp_codes_split(&g, blocks, sym.payload, side.payload);
         wp_attr_set(&sym, "codec", "q");
         wp_attr_set_hash(&sym, "xxh32", blocks, sizeof blocks);
+        wp_attr_set_i64(&sym, "row_sym", (int64_t)g.row_sym);   /* (as histogram sets them) */
+        wp_attr_set_i64(&sym, "tile_sym", g.tile_sym);
         if (tamper)
             sym.payload[5] ^= 0x11;     /* other codes, still valid symbols */
         wp_restore *rs = wp_restore_new();
