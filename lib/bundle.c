@@ -886,6 +886,11 @@ static int restore_put(wp_restore *rs, wp_record *in, int reference, wp_record *
         const char *why = wp_codec_problem(codec, rs->held.kind, cb, sizeof cb);
         if (why)
             return rfail(rs, "record '%s': %s", in->name, why);
+        /* the two halves of one tensor (a side record's type, or a coded record's third
+           dimension, went unread: a restored GGUF gained a dimension, exit 0; a breaker's find) */
+        if (rs->held.type != in->type || rs->held.n_dims != in->n_dims || memcmp(rs->held.ne, in->ne, sizeof in->ne))
+            return rfail(rs, "record '%s': its %s data's type or shape is not its symbols'", in->name,
+                         wp_rec_kind_name(rs->held.kind));
         if (strcmp(codec, "q") == 0 ? restore_q(rs, in, reference) : restore_exp(rs, in, reference))
             return -1;
         /* required: without it a restore went unchecked, and a changed code table restored

@@ -670,7 +670,7 @@ del r.attrs['xxh32']"
     cmp "$T/back.gguf" "$T/q.gguf"
 }
 
-@test "bad input: a coded record's tile_sym or n_weights that is not its type's or shape's, a gguf record's n_tensors off by one: verify refuses them as unbundle and wprun do" {
+@test "bad input: a coded record's tile_sym or n_weights that is not its type's or shape's, a side record of another type, a gguf record's n_tensors off by one: verify refuses them as unbundle and wprun do" {
     # (verify said byte-identical of each: one tile column covered the row either way, and
     # verify did not count the records against the gguf record; a breaker's find)
     "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q8_0 -q > "$T/q.wps"
@@ -690,6 +690,20 @@ assert r.attrs['n_weights'] == str(64 * 172)
 r.attrs['n_weights'] = str(64 * 172 - 1)"
     run "$BIN/verify" -q "$T/q.gguf" "$T/w.bundle"
     one_line_error "^verify: $T/w.bundle: record 'blk.1.ffn_up.weight': n_weights 11007 but its shape has 11008$"
+    # its side record's type (Q4_0 for Q8_0), its coded record made 3-D: each half of the tensor
+    # was restored by its own header, a GGUF with a 3-D tensor written, exit 0
+    stream_edit "$T/q.bundle" "$T/s.bundle" "
+r = [r for r in recs if r.kind == 8 and r.name == 'blk.1.ffn_up.weight'][0]
+assert r.type == 8
+r.type = 2"
+    run "$BIN/verify" -q "$T/q.gguf" "$T/s.bundle"
+    one_line_error "^verify: $T/s.bundle: record 'blk.1.ffn_up.weight': its side data's type or shape is not its symbols'$"
+    stream_edit "$T/q.bundle" "$T/3.bundle" "
+r = [r for r in recs if r.kind == 7 and r.name == 'blk.1.ffn_up.weight'][0]
+r.n_dims = 3"
+    run "$BIN/unbundle" -o "$T/back.gguf" "$T/3.bundle"
+    one_line_error "^unbundle: $T/3.bundle: record 'blk.1.ffn_up.weight': its side data's type or shape is not its symbols'$"
+    [ ! -e "$T/back.gguf" ]
     stream_edit "$T/q.bundle" "$T/n.bundle" "
 r = [r for r in recs if r.kind == 1][0]
 r.attrs['n_tensors'] = str(int(r.attrs['n_tensors']) + 1)"
