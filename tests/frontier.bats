@@ -139,7 +139,8 @@ CALIB="$DATA/text/groups_merged.txt"
         "case \$1 in --dist) echo 'laneinterleave: fake' >&2; exit 1 ;; esac; exec '$ROOT/bin/laneinterleave' \"\$@\""
     run --separate-stderr env WPACK_BIN="$BATS_TEST_TMPDIR/bins" "$ROOT/pipelines/lazyweights" --dist "$F32" Q4_0_g0_lam0_c1 "$out"
     [ "$status" -eq 1 ]
-    [ "$stderr" = "laneinterleave: fake" ]
+    [ "${#stderr_lines[@]}" -eq 2 ]   # (gptq's fallback warning first: ffn_down's rows of 172)
+    [ "${stderr_lines[1]}" = "laneinterleave: fake" ]
     run --separate-stderr env WPACK_BIN="$BATS_TEST_TMPDIR/bins" "$ROOT/pipelines/lazyweights" --dist "$F32" Q8_0_g0_lam0_c1 "$out"
     [ "$status" -eq 1 ]
     cmp "$g" "$BATS_TEST_TMPDIR/g"
@@ -188,15 +189,20 @@ CALIB="$DATA/text/groups_merged.txt"
     [ ! -e "$BATS_TEST_TMPDIR/m6" ]
 }
 
-@test "lazyweights on a terminal: gptq says a line a tensor; in a log it is quiet" {
+@test "lazyweights on a terminal: gptq says a line a tensor; in a log only its warnings, after it" {
     # GPTQ of a 7B model was 35 silent minutes (a new user's trial)
     command -v script > /dev/null || skip "script (util-linux) not installed"
     cd "$BATS_TEST_TMPDIR"
     script -qec "'$ROOT/pipelines/lazyweights' '$F32' Q8_0_g0_lam0_c1 tty" /dev/null > tty.out
     [ "$(tr -d '\r' < tty.out | grep -c '^gptq: \[[0-9]*/48\] ')" -eq 48 ] || { cat tty.out; false; }
     "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 log 2> log.err
-    [ "$(grep -c '^gptq: ' log.err)" -eq 0 ]
-    [ "$(wc -l < log.err)" -eq 1 ]
+    [ "$(grep -c '^gptq: \[' log.err)" -eq 0 ]
+    # (gptq --quiet dropped its fallback warning too: an IQ3_S point of IQ4_NL blocks was built
+    # unsaid in CI, a fresh user's find)
+    [ "$(grep -c "^gptq: warning: 5 of 37 quantized tensor(s) fell back, .*: 5 Q8_0 -> F16 " log.err)" -eq 1 ]
+    [ "$(wc -l < log.err)" -eq 2 ]
+    "$ROOT/pipelines/lazyweights" "$F32" IQ3_S_g0_lam0_c1 log 2> iq.err
+    [ "$(grep -c "^gptq: warning: 36 of 37 quantized tensor(s) fell back, .*: 31 IQ3_S -> IQ4_NL, 5 IQ3_S -> F16 " iq.err)" -eq 1 ]
     cmp tty/stories260K-f32-Q8_0_g0_lam0_c1.bundle log/stories260K-f32-Q8_0_g0_lam0_c1.bundle
     # under stty tostop, where a step (a process group of its own) writing to the terminal is
     # stopped: gptq quiet, laneinterleave --dist's line not shown, the run whole (it exited 150,
@@ -566,7 +572,7 @@ fake_bins() {
     mkdir "$out"
     run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
     [ "$status" -eq 1 ]
-    [ -z "$stderr" ]
+    [ "$(grep -vc '^gptq: warning: 5 of 37 quantized tensor(s) fell back' <<< "$stderr")" -eq 0 ]   # (gptq's, ffn_down's rows of 172)
     [ -z "$(ls -A "$out")" ] || { ls -A "$out"; false; }
 }
 
@@ -608,10 +614,10 @@ fake_bins() {
         [ "$(stat -c %s "$hess")" -eq "$(stat -c %s "$BATS_TEST_TMPDIR/whole.hess")" ]
         "$BIN/tsinfo" "$hess" > /dev/null
     done
-    # whole ones are reused, unsaid
+    # whole ones are reused, unsaid (gptq's fallback warning and the line of what was made)
     HESSIAN_CHUNKS=2 run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$CALIB"
     [ "$status" -eq 0 ]
-    [ "${#stderr_lines[@]}" -eq 1 ]
+    [ "${#stderr_lines[@]}" -eq 2 ]
 }
 
 @test "lazyweights: CALIB /dev/stdin reads the script's standard input, and a run says nothing of its jobs" {
