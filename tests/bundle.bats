@@ -598,9 +598,7 @@ for r in recs:
 @test "bad input: a coded record whose shape is not its tensor's is refused (unbundle, verify, wprun)" {
     # output.weight, 345 rows of 64 Q4_0 weights: 32 pairs a row, said as 16 (the same 6 tiles);
     # unbundle's check of it was untested (a mutation test's find)
-    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q4_0 -q > "$T/q.wps"
-    "$BIN/ggufpack" < "$T/q.wps" > "$T/q.gguf"
-    bundle "$T/q.gguf" "$T/q.bundle"
+    rtn_bundle Q4_0
     stream_edit "$T/q.bundle" "$T/e.bundle" "
 for r in recs:
     if r.kind == 7 and r.name == 'output.weight':
@@ -615,33 +613,33 @@ for r in recs:
     one_line_error "^wprun: $T/e.bundle: output.weight: side data or coded shape does not match the type$"
 }
 
-@test "bad input: a coded record whose n_tiles attribute is not its shape's count of tiles is refused (unbundle, verify, wprun)" {
-    # output.weight, 348 distinct rows of 64 Q8_0 codes: 6 tile rows of one tile; the attribute a
-    # hardware decoder may size its reads by went unchecked (a breaker's find)
-    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q8_0 -q > "$T/q.wps"
+# rtn_bundle TYPE: stories260K by RTN to TYPE, $T/q.wps, $T/q.gguf and its bundle $T/q.bundle
+rtn_bundle() {
+    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type "$1" -q > "$T/q.wps"
     "$BIN/ggufpack" < "$T/q.wps" > "$T/q.gguf"
     bundle "$T/q.gguf" "$T/q.bundle"
-    stream_edit "$T/q.bundle" "$T/e.bundle" "
-for r in recs:
-    if r.kind == 7 and r.name == 'output.weight':
-        assert r.attrs['n_tiles'] == '6' and r.ne[:2] == [64, 348]
-        r.attrs['n_tiles'] = '7'"
-    msg="record 'output.weight': n_tiles 7 but its shape has 6 tiles"
-    run "$BIN/unbundle" -o "$T/back.gguf" "$T/e.bundle"
-    one_line_error "^unbundle: $T/e.bundle: $msg$"
-    [ ! -e "$T/back.gguf" ]
-    run "$BIN/verify" -q "$T/q.gguf" "$T/e.bundle"
-    one_line_error "^verify: $T/e.bundle: $msg$"
-    run "$BIN/wprun" --cpu --verify --bundle "$T/e.bundle"
-    one_line_error "^wprun: $T/e.bundle: $msg$"
-    run "$BIN/verify" -q "$T/q.gguf" "$T/q.bundle"
-    [ "$status" -eq 0 ]
+}
+
+# refused BUNDLE MSG PROGRAM...: each of unbundle -o, verify (against $T/q.gguf) and
+# wprun --cpu --verify named fails on BUNDLE, exit 1, with the one line "PROGRAM: BUNDLE: MSG",
+# and unbundle writes nothing
+refused() {
+    local b=$1 msg=$2 p
+    shift 2
+    for p in "$@"; do
+        case $p in
+            unbundle) run "$BIN/unbundle" -o "$T/back.gguf" "$b" ;;
+            verify) run "$BIN/verify" -q "$T/q.gguf" "$b" ;;
+            wprun) run "$BIN/wprun" --cpu --verify --bundle "$b" ;;
+        esac
+        [ "$status" -eq 1 ] || { echo "$p: exit $status: $output"; return 1; }
+        [ "$output" = "$p: $b: $msg" ] || { echo "$p: $output"; return 1; }
+        [ ! -e "$T/back.gguf" ]
+    done
 }
 
 @test "bad input: a symbols, coded or row map record without its xxh32 is refused (its restore went unchecked: a changed code table restored another tensor, exit 0)" {
-    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q8_0 -q > "$T/q.wps"
-    "$BIN/ggufpack" < "$T/q.wps" > "$T/q.gguf"
-    bundle "$T/q.gguf" "$T/q.bundle"
+    rtn_bundle Q8_0
     # blk.1.ffn_up's code lengths of two symbols swapped (a valid code, other symbols), xxh32 gone
     stream_edit "$T/q.bundle" "$T/c.bundle" "
 r = [r for r in recs if r.kind == 7 and r.name == 'blk.1.ffn_up.weight'][0]
@@ -651,9 +649,7 @@ assert L[x] != L[y]
 L[x], L[y] = L[y], L[x]
 r.payload[0:128] = bytes(L[2 * i] | L[2 * i + 1] << 4 for i in range(128))
 del r.attrs['xxh32']"
-    run "$BIN/unbundle" -o "$T/back.gguf" "$T/c.bundle"
-    one_line_error "^unbundle: $T/c.bundle: record 'blk.1.ffn_up.weight': no xxh32 of the tensor it restores$"
-    [ ! -e "$T/back.gguf" ]
+    refused "$T/c.bundle" "record 'blk.1.ffn_up.weight': no xxh32 of the tensor it restores" unbundle verify
     run "$BIN/wprun" --cpu --verify --bundle "$T/c.bundle"   # (a restore's failure: the others run)
     [ "$status" -eq 1 ]
     [ "$(grep -c "^FAIL blk.1.ffn_up.weight: restore: record 'blk.1.ffn_up.weight': no xxh32 of the tensor it restores$" <<< "$output")" -eq 1 ]
@@ -662,79 +658,60 @@ del r.attrs['xxh32']"
     stream_edit "$T/q.bundle" "$T/m.bundle" "
 r = [r for r in recs if r.kind == 11 and r.attrs['z_of'] == '14' and r.name == 'output.weight'][0]
 del r.attrs['xxh32']"
-    run sh -c "'$BIN/unbundle' --stream '$T/m.bundle' > /dev/null"
-    one_line_error "^unbundle: $T/m.bundle: record 'output.weight': row map without the xxh32 of its tensor$"
-    run "$BIN/verify" -q "$T/q.gguf" "$T/m.bundle"
-    one_line_error "^verify: $T/m.bundle: record 'output.weight': row map without the xxh32 of its tensor$"
+    refused "$T/m.bundle" "record 'output.weight': row map without the xxh32 of its tensor" unbundle verify
     "$BIN/unbundle" -o "$T/back.gguf" "$T/q.bundle"
     cmp "$T/back.gguf" "$T/q.gguf"
 }
 
-@test "bad input: a coded record's tile_sym or n_weights that is not its type's or shape's, a side record of another type, a gguf record's n_tensors off by one: verify refuses them as unbundle and wprun do" {
-    # (verify said byte-identical of each: one tile column covered the row either way, and
-    # verify did not count the records against the gguf record; a breaker's find)
-    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q8_0 -q > "$T/q.wps"
-    "$BIN/ggufpack" < "$T/q.wps" > "$T/q.gguf"
-    bundle "$T/q.gguf" "$T/q.bundle"
+@test "bad input: a coded record's n_tiles, tile_sym or n_weights that is not its shape's or type's, a side record of another type, a gguf record's n_tensors off by one: verify refuses them as unbundle and wprun do" {
+    # (verify said byte-identical of each: n_tiles went unchecked, the count a hardware decoder
+    # may size its reads by; one tile column covered the row either way; verify did not count
+    # the records against the gguf record; a breaker's find)
+    rtn_bundle Q8_0
+    # output.weight, 348 distinct rows of 64 Q8_0 codes: 6 tile rows of one tile
+    stream_edit "$T/q.bundle" "$T/e.bundle" "
+r = [r for r in recs if r.kind == 7 and r.name == 'output.weight'][0]
+assert r.attrs['n_tiles'] == '6' and r.ne[:2] == [64, 348]
+r.attrs['n_tiles'] = '7'"
+    refused "$T/e.bundle" "record 'output.weight': n_tiles 7 but its shape has 6 tiles" unbundle verify wprun
     stream_edit "$T/q.bundle" "$T/t.bundle" "
 r = [r for r in recs if r.kind == 7 and r.name == 'blk.1.ffn_up.weight'][0]
 assert r.attrs['tile_sym'] == '256'
 r.attrs['tile_sym'] = '128'"
-    run "$BIN/verify" -q "$T/q.gguf" "$T/t.bundle"
-    one_line_error "^verify: $T/t.bundle: record 'blk.1.ffn_up.weight': tiles 128 symbols wide, its type's are 256$"
-    run "$BIN/unbundle" -o "$T/back.gguf" "$T/t.bundle"
-    one_line_error "^unbundle: $T/t.bundle: record 'blk.1.ffn_up.weight': tiles 128 symbols wide, its type's are 256$"
+    refused "$T/t.bundle" "record 'blk.1.ffn_up.weight': tiles 128 symbols wide, its type's are 256" verify unbundle
     stream_edit "$T/q.bundle" "$T/w.bundle" "
 r = [r for r in recs if r.kind == 7 and r.name == 'blk.1.ffn_up.weight'][0]
 assert r.attrs['n_weights'] == str(64 * 172)
 r.attrs['n_weights'] = str(64 * 172 - 1)"
-    run "$BIN/verify" -q "$T/q.gguf" "$T/w.bundle"
-    one_line_error "^verify: $T/w.bundle: record 'blk.1.ffn_up.weight': n_weights 11007 but its shape has 11008$"
+    refused "$T/w.bundle" "record 'blk.1.ffn_up.weight': n_weights 11007 but its shape has 11008" verify
     # its side record's type (Q4_0 for Q8_0), its coded record made 3-D: each half of the tensor
     # was restored by its own header, a GGUF with a 3-D tensor written, exit 0
     stream_edit "$T/q.bundle" "$T/s.bundle" "
 r = [r for r in recs if r.kind == 8 and r.name == 'blk.1.ffn_up.weight'][0]
 assert r.type == 8
 r.type = 2"
-    run "$BIN/verify" -q "$T/q.gguf" "$T/s.bundle"
-    one_line_error "^verify: $T/s.bundle: record 'blk.1.ffn_up.weight': its side data's type or shape is not its symbols'$"
+    refused "$T/s.bundle" "record 'blk.1.ffn_up.weight': its side data's type or shape is not its symbols'" verify
     stream_edit "$T/q.bundle" "$T/3.bundle" "
 r = [r for r in recs if r.kind == 7 and r.name == 'blk.1.ffn_up.weight'][0]
 r.n_dims = 3"
-    run "$BIN/unbundle" -o "$T/back.gguf" "$T/3.bundle"
-    one_line_error "^unbundle: $T/3.bundle: record 'blk.1.ffn_up.weight': its side data's type or shape is not its symbols'$"
-    [ ! -e "$T/back.gguf" ]
+    refused "$T/3.bundle" "record 'blk.1.ffn_up.weight': its side data's type or shape is not its symbols'" unbundle
     stream_edit "$T/q.bundle" "$T/n.bundle" "
 r = [r for r in recs if r.kind == 1][0]
 r.attrs['n_tensors'] = str(int(r.attrs['n_tensors']) + 1)"
-    msg="the gguf record says 49 tensors, the stream holds 48 (a tensor record lost or added on the way)"
-    run "$BIN/verify" -q "$T/q.gguf" "$T/n.bundle"
-    [ "$status" -eq 1 ]
-    [ "$output" = "verify: $T/n.bundle: $msg" ]
-    run "$BIN/unbundle" -o "$T/back.gguf" "$T/n.bundle"
-    [ "$status" -eq 1 ]
-    [ "$output" = "unbundle: $T/n.bundle: $msg" ]
-    [ ! -e "$T/back.gguf" ]
+    refused "$T/n.bundle" "the gguf record says 49 tensors, the stream holds 48 (a tensor record lost or added on the way)" verify unbundle
 }
 
 @test "bad input: an attribute given twice is refused by every reader (the first was taken: a second z_group went unseen)" {
-    "$BIN/ggufcat" "$MODELS/stories260K-f32.gguf" | "$BIN/gptq" --rtn --type Q8_0 -q > "$T/q.wps"
-    "$BIN/ggufpack" < "$T/q.wps" > "$T/q.gguf"
-    bundle "$T/q.gguf" "$T/q.bundle"
+    rtn_bundle Q8_0
     # a value with a newline: a second line of the same key
     stream_edit "$T/q.bundle" "$T/d.bundle" "
 r = [r for r in recs if r.kind == 7 and r.name == 'blk.1.ffn_up.weight'][0]
 r.attrs['max_len'] = r.attrs['max_len'] + '\\nmax_len=15'"
     [ "$(grep -ac '^max_len=15$' "$T/d.bundle")" -eq 1 ]
-    run "$BIN/unbundle" -o "$T/back.gguf" "$T/d.bundle"
-    one_line_error "^unbundle: $T/d.bundle: .*'blk.1.ffn_up.weight'.*: an attribute given twice$"
-    run "$BIN/verify" -q "$T/q.gguf" "$T/d.bundle"
-    one_line_error "^verify: $T/d.bundle: .*'blk.1.ffn_up.weight'.*: an attribute given twice$"
+    refused "$T/d.bundle" "record 'blk.1.ffn_up.weight': an attribute given twice" unbundle verify wprun
     run --separate-stderr "$BIN/tsinfo" "$T/d.bundle"   # (the records before it listed)
     [ "$status" -eq 1 ]
     [ "$stderr" = "tsinfo: $T/d.bundle: record 'blk.1.ffn_up.weight': an attribute given twice" ]
-    run "$BIN/wprun" --cpu --verify --bundle "$T/d.bundle"
-    one_line_error "^wprun: $T/d.bundle: .*: an attribute given twice$"
 }
 
 @test "a bundle whose payloads are aligned to 2 bytes (not made since --align takes 4 or more) is read by wprun as copies, not its u32 lane words in place" {
