@@ -1259,7 +1259,9 @@ int wp_record_map_at(FILE *f, const uint8_t *map, uint64_t size, const char *pat
     wp_reader rd;
     if (reader_at(f, path, 0, offset, &rd, err, errlen))
         return -1;
-    int rc = read_header(&rd, r) || payload_map(&rd, r, map, size) ? -1 : 0;
+    /* a stream aligned to 1 or 2 bytes is read as a copy: its u32 words (a bundle's lane words
+       and offsets) would be loaded misaligned in place (undefined behaviour: a breaker's UBSan find) */
+    int rc = read_header(&rd, r) || (rd.align < 4 ? wp_reader_payload(&rd, r) : payload_map(&rd, r, map, size)) ? -1 : 0;
     if (rc)
         snprintf(err, errlen, "%s", rd.err);
     wp_zsrc_free(rd.src);

@@ -285,7 +285,9 @@ int  wp_record_read_at(FILE *f, const char *path, uint64_t offset, wp_record *r,
  * wp_record_read_at checks a copy, and its padding checked to be zero; the
  * header is read through f. No copy of the payload is made, so the mapping
  * must outlive every use of it (wprun's load: the coded lanes of a bundle,
- * uploaded or decoded from the page cache). Errors as wp_record_read_at
+ * uploaded or decoded from the page cache); a stream aligned to less than 4
+ * bytes is read as a copy, so that a payload's 32-bit words are aligned
+ * (wp_record_read_at's). Errors as wp_record_read_at
  * ("truncated stream: payload ends at byte N ...", "payload checksum
  * mismatch"). Returns 0, or -1 with a message in err. */
 int  wp_record_map_at(FILE *f, const uint8_t *map, uint64_t size, const char *path, uint64_t offset,

@@ -459,14 +459,6 @@ int wr_model_load(wr_model *md, const char *path, const char *const *match, char
        copied; where it cannot be mapped, read as before */
     const uint64_t fsize = (uint64_t)st.st_size;
     void *mp = fsize && fsize <= SIZE_MAX ? mmap(NULL, (size_t)fsize, PROT_READ, MAP_PRIVATE, fileno(f), 0) : MAP_FAILED;
-    /* a stream's payloads aligned to 1 or 2 bytes (laneinterleave --align 4 or more makes none
-       since 2026-12-07) are read as copies: their u32 lane words and offsets were loaded
-       misaligned (undefined behaviour, a breaker's UBSan find); the header's align at byte 12 */
-    const uint8_t *h = mp != MAP_FAILED && fsize >= 16 ? (const uint8_t *)mp + 12 : NULL;
-    if (mp != MAP_FAILED && (!h || ((uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24) % 4)) {
-        munmap(mp, (size_t)fsize);
-        mp = MAP_FAILED;
-    }
     struct wr_map *slot = mp == MAP_FAILED ? NULL : realloc(md->maps, (size_t)(md->n_maps + 1) * sizeof *slot);
     if (slot)
         md->maps = slot;   /* room for it, made before anything borrows from it */
