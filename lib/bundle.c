@@ -128,10 +128,13 @@ int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t er
     v->n_tiles = wp_lanes_ntiles(&v->shape);
     /* the attribute a hardware decoder may size its reads by (the offsets' and lane counts'
        spans) must be the shape's count: verify passed one that disagreed (a breaker's find) */
-    int64_t n_tiles_attr = wp_attr_i64(r, "n_tiles", -1);
-    if (n_tiles_attr != -1 && (uint64_t)n_tiles_attr != v->n_tiles) {
-        say(err, errlen, "record '%s': n_tiles %" PRId64 " but its shape has %" PRIu64 " tiles", r->name,
-            n_tiles_attr, v->n_tiles);
+    int64_t n_tiles_attr = 0;
+    int nt = wp_attr_int(r, "n_tiles", &n_tiles_attr);
+    if (nt < 0 || (nt == 1 && (n_tiles_attr < 0 || (uint64_t)n_tiles_attr != v->n_tiles))) {
+        size_t vl = 0;
+        const char *val = wp_attr_find(r, "n_tiles", &vl);
+        say(err, errlen, "record '%s': n_tiles %.*s but its shape has %" PRIu64 " tiles", r->name,
+            (int)(vl > 24 ? 24 : vl), val, v->n_tiles);
         return -1;
     }
     /* (n_tiles bounded first so that the head size cannot wrap around) */
@@ -488,9 +491,13 @@ static const uint8_t *get_symbols(wp_restore *rs, const wp_record *r, uint64_t n
                                   uint32_t tile_sym, int reference)
 {
     char err[256];
-    int64_t nw = wp_attr_i64(r, "n_weights", -1);
-    if (nw != -1 && nw != wp_record_nelem(r)) {
-        rfail(rs, "record '%s': n_weights %" PRId64 " but its shape has %" PRId64, r->name, nw, wp_record_nelem(r));
+    int64_t nw = 0;
+    int k = wp_attr_int(r, "n_weights", &nw);
+    if (k < 0 || (k == 1 && nw != wp_record_nelem(r))) {
+        size_t vl = 0;
+        const char *val = wp_attr_find(r, "n_weights", &vl);
+        rfail(rs, "record '%s': n_weights %.*s but its shape has %" PRId64, r->name, (int)(vl > 24 ? 24 : vl), val,
+              wp_record_nelem(r));
         return NULL;
     }
     if (r->kind == WP_REC_SYMBOLS) {
