@@ -123,7 +123,11 @@ static void print_totals(double weights, double coded_w, uint64_t n_coded, uint6
                fmt, gguf_bpw, bundle_bpw, saving, 8.0 * table_bytes / weights, 8.0 * pad_bytes / weights,
                8.0 * meta_bytes / weights, head);
     printf("rebuilt %s %s: %s\n", fmt, whole ? "byte-identical" : "DIFFERS",
-           bad ? "FAILED" : "every tensor matches with both decoders");
+           bad       ? "FAILED"
+           : n_coded ? "every tensor matches with both decoders"
+                     /* (a --dist bundle's, or one whose matrices code no smaller: no lane was
+                        decoded, and "with both decoders" said otherwise; a fresh user's find) */
+                     : "every tensor matches (no lane-coded matrix, so no lane decoder ran)");
 }
 
 /* Bits the symbols of a coded record take without lane padding. */

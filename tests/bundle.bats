@@ -421,6 +421,9 @@ q8_bundle() {
     run --separate-stderr "$BIN/verify" -q "$T/q.gguf" "$T/d.bundle"
     [ "$status" -eq 0 ]
     [ "${lines[1]}" = "GGUF 10.3580 b/w, bundle 8.2075 b/w (saving 20.76%); tables+offsets 0.0000 b/w, lane padding 0.0000 b/w, metadata 0.0585 b/w" ]
+    # and its matrices are zstd'd symbols: no lane decoder ran (it said "with both decoders")
+    [ "${lines[0]}" = "total: 292800 weights (0 in 0 coded matrices, 47 stored fixed-width or zstd, 1 shared)" ]
+    [ "${lines[2]}" = "rebuilt GGUF byte-identical: every tensor matches (no lane-coded matrix, so no lane decoder ran)" ]
 }
 
 @test "verify against a GGUF that differs only past its last tensor (8 bytes more): exit 1, the rebuilt GGUF differs (a mutation test's find)" {
