@@ -63,7 +63,7 @@ CALIB="$DATA/text/groups_merged.txt"
     q8d=$(awk -F'\t' '$1 == "stories260K-f32" && $2 == "Q8_0_g0_lam0_c1.dist" { print $3 }' "$ROOT/tests/bitrates.tsv")
     [ "$q8d" = 8.2075 ]
     # (the GGUF and bundle first, then the dist bundle from the bundle, as --dist-only makes it)
-    [[ "$output" == *"lazyweights: $g and .bundle: GGUF 10.3580 b/w, bundle $q8 b/w"$'\n'*"lazyweights: $d: dist bundle $q8d b/w (from ${g%.gguf}.bundle: no GPTQ run)"* ]] ||
+    [[ "$output" == *"lazyweights: $g and .bundle: GGUF 10.3580 b/w, bundle $q8 b/w (RTN)"$'\n'*"lazyweights: $d: dist bundle $q8d b/w (from ${g%.gguf}.bundle: no GPTQ run)"* ]] ||
         { echo "$output"; false; }
     # its verify report, each line after "dist: ", below the bundle's (whose line stays the one
     # "^GGUF" finds)
@@ -201,6 +201,8 @@ CALIB="$DATA/text/groups_merged.txt"
     # unsaid in CI, a fresh user's find)
     [ "$(grep -c "^gptq: warning: 5 of 37 quantized tensor(s) fell back, .*: 5 Q8_0 -> F16 " log.err)" -eq 1 ]
     [ "$(wc -l < log.err)" -eq 2 ]
+    # and how the point was made (a CI log of an RTN point read as a GPTQ one's: a fresh user's find)
+    [ "$(tail -n 1 log.err)" = "lazyweights: log/stories260K-f32-Q8_0_g0_lam0_c1.gguf and .bundle: GGUF 10.3580 b/w, bundle $(awk -F'\t' '$1 == "stories260K-f32" && $2 == "Q8_0_g0_lam0_c1" { print $3 }' "$ROOT/tests/bitrates.tsv") b/w (RTN)" ]
     "$ROOT/pipelines/lazyweights" "$F32" IQ3_S_g0_lam0_c1 log 2> iq.err
     [ "$(grep -c "^gptq: warning: 36 of 37 quantized tensor(s) fell back, .*: 31 IQ3_S -> IQ4_NL, 5 IQ3_S -> F16 " iq.err)" -eq 1 ]
     cmp tty/stories260K-f32-Q8_0_g0_lam0_c1.bundle log/stories260K-f32-Q8_0_g0_lam0_c1.bundle
@@ -618,6 +620,7 @@ fake_bins() {
     HESSIAN_CHUNKS=2 run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out" "$CALIB"
     [ "$status" -eq 0 ]
     [ "${#stderr_lines[@]}" -eq 2 ]
+    [[ "${stderr_lines[1]}" == *" b/w (GPTQ, Hessians of $(basename "$CALIB"), 2 chunks)" ]]
 }
 
 @test "lazyweights: CALIB /dev/stdin reads the script's standard input, and a run says nothing of its jobs" {
