@@ -199,12 +199,13 @@ CALIB="$DATA/text/groups_merged.txt"
     [ "$(grep -c '^gptq: \[' log.err)" -eq 0 ]
     # (gptq --quiet dropped its fallback warning too: an IQ3_S point of IQ4_NL blocks was built
     # unsaid in CI, a fresh user's find)
-    [ "$(grep -c "^gptq: warning: 5 of 37 quantized tensor(s) fell back, .*: 5 Q8_0 -> F16 " log.err)" -eq 1 ]
+    # (each named by its point: under make -j several points' interleave)
+    [ "$(grep -c "^lazyweights: stories260K-f32-Q8_0_g0_lam0_c1: gptq: warning: 5 of 37 quantized tensor(s) fell back, .*: 5 Q8_0 -> F16 " log.err)" -eq 1 ]
     [ "$(wc -l < log.err)" -eq 2 ]
     # and how the point was made (a CI log of an RTN point read as a GPTQ one's: a fresh user's find)
     [ "$(tail -n 1 log.err)" = "lazyweights: log/stories260K-f32-Q8_0_g0_lam0_c1.gguf and .bundle: GGUF 10.3580 b/w, bundle $(awk -F'\t' '$1 == "stories260K-f32" && $2 == "Q8_0_g0_lam0_c1" { print $3 }' "$ROOT/tests/bitrates.tsv") b/w (RTN)" ]
     "$ROOT/pipelines/lazyweights" "$F32" IQ3_S_g0_lam0_c1 log 2> iq.err
-    [ "$(grep -c "^gptq: warning: 36 of 37 quantized tensor(s) fell back, .*: 31 IQ3_S -> IQ4_NL, 5 IQ3_S -> F16 " iq.err)" -eq 1 ]
+    [ "$(grep -c "^lazyweights: stories260K-f32-IQ3_S_g0_lam0_c1: gptq: warning: 36 of 37 quantized tensor(s) fell back, .*: 31 IQ3_S -> IQ4_NL, 5 IQ3_S -> F16 " iq.err)" -eq 1 ]
     cmp tty/stories260K-f32-Q8_0_g0_lam0_c1.bundle log/stories260K-f32-Q8_0_g0_lam0_c1.bundle
     # under stty tostop, where a step (a process group of its own) writing to the terminal is
     # stopped: gptq quiet, laneinterleave --dist's line not shown, the run whole (it exited 150,
@@ -574,7 +575,7 @@ fake_bins() {
     mkdir "$out"
     run --separate-stderr env WPACK_BIN="$bins" "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
     [ "$status" -eq 1 ]
-    [ "$(grep -vc '^gptq: warning: 5 of 37 quantized tensor(s) fell back' <<< "$stderr")" -eq 0 ]   # (gptq's, ffn_down's rows of 172)
+    [ "$(grep -vc '^lazyweights: stories260K-f32-Q8_0_g0_lam0_c1: gptq: warning: 5 of 37 quantized tensor(s) fell back' <<< "$stderr")" -eq 0 ]   # (gptq's, ffn_down's rows of 172)
     [ -z "$(ls -A "$out")" ] || { ls -A "$out"; false; }
 }
 
