@@ -107,6 +107,23 @@ int wp_coded_encode(wp_record *r, const uint8_t *sym, const wp_lanes_shape *shap
     return 0;
 }
 
+/* Whether count attribute key of r, where it is given, is want (its shape's):
+ * 0, or -1 with "record 'NAME': KEY VALUE but its shape has WANT[unit]" in err
+ * (a value that is no count, -1 included, is not want). */
+static int count_attr_is(const wp_record *r, const char *key, uint64_t want, const char *unit, char *err,
+                         size_t errlen)
+{
+    int64_t v = 0;
+    const int k = wp_attr_int(r, key, &v);
+    if (k == 0 || (k == 1 && v >= 0 && (uint64_t)v == want))
+        return 0;
+    size_t vl = 0;
+    const char *val = wp_attr_find(r, key, &vl);
+    say(err, errlen, "record '%s': %s %.*s but its shape has %" PRIu64 "%s", r->name, key, (int)(vl > 24 ? 24 : vl),
+        val, want, unit);
+    return -1;
+}
+
 int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t errlen)
 {
     memset(v, 0, sizeof *v);
@@ -128,15 +145,8 @@ int wp_coded_view_get(const wp_record *r, wp_coded_view *v, char *err, size_t er
     v->n_tiles = wp_lanes_ntiles(&v->shape);
     /* the attribute a hardware decoder may size its reads by (the offsets' and lane counts'
        spans) must be the shape's count: verify passed one that disagreed (a breaker's find) */
-    int64_t n_tiles_attr = 0;
-    int nt = wp_attr_int(r, "n_tiles", &n_tiles_attr);
-    if (nt < 0 || (nt == 1 && (n_tiles_attr < 0 || (uint64_t)n_tiles_attr != v->n_tiles))) {
-        size_t vl = 0;
-        const char *val = wp_attr_find(r, "n_tiles", &vl);
-        say(err, errlen, "record '%s': n_tiles %.*s but its shape has %" PRIu64 " tiles", r->name,
-            (int)(vl > 24 ? 24 : vl), val, v->n_tiles);
+    if (count_attr_is(r, "n_tiles", v->n_tiles, " tiles", err, errlen))
         return -1;
-    }
     /* (n_tiles bounded first so that the head size cannot wrap around) */
     uint64_t head = v->n_tiles < r->payload_len / (4 + WP_LANES) ? offsets_end(v->n_tiles) : UINT64_MAX;
     if (r->payload_len < head || (r->payload_len - head) % 4) {
@@ -491,13 +501,8 @@ static const uint8_t *get_symbols(wp_restore *rs, const wp_record *r, uint64_t n
                                   uint32_t tile_sym, int reference)
 {
     char err[256];
-    int64_t nw = 0;
-    int k = wp_attr_int(r, "n_weights", &nw);
-    if (k < 0 || (k == 1 && nw != wp_record_nelem(r))) {
-        size_t vl = 0;
-        const char *val = wp_attr_find(r, "n_weights", &vl);
-        rfail(rs, "record '%s': n_weights %.*s but its shape has %" PRId64, r->name, (int)(vl > 24 ? 24 : vl), val,
-              wp_record_nelem(r));
+    if (count_attr_is(r, "n_weights", (uint64_t)wp_record_nelem(r), "", err, sizeof err)) {
+        rfail(rs, "%s", err);
         return NULL;
     }
     if (r->kind == WP_REC_SYMBOLS) {
