@@ -153,28 +153,8 @@ int main(int argc, char **argv)
             if (r.payload_len != g.block_len)
                 wp_die("%s: tensor '%s': %" PRIu64 " bytes, but its shape needs %" PRIu64, in ? in : "stdin",
                        r.name, r.payload_len, g.block_len);
-            side.kind = WP_REC_SIDE;
-            sym.kind = WP_REC_SYMBOLS;
-            side.type = sym.type = r.type;
-            side.n_dims = sym.n_dims = r.n_dims;
-            memcpy(side.ne, r.ne, sizeof r.ne);
-            memcpy(sym.ne, r.ne, sizeof r.ne);
-            if (wp_record_set_name(&side, r.name) || wp_record_set_name(&sym, r.name) ||
-                !wp_record_alloc(&side, g.side_len) || !wp_record_alloc(&sym, g.n_sym))
+            if (wp_q_records(&g, &r, &side, &sym))
                 wp_die("out of memory");
-            wp_codes_split(&g, r.payload, sym.payload, side.payload);
-            free(side.attrs);
-            side.attrs = NULL;
-            free(sym.attrs);
-            sym.attrs = NULL;
-            int64_t off = wp_attr_i64(&r, "offset", -1);
-            if (off >= 0)
-                wp_attr_set_i64(&sym, "offset", off);
-            wp_attr_set(&sym, "codec", "q");
-            wp_attr_set_hash(&sym, "xxh32", r.payload, r.payload_len);
-            wp_attr_set_i64(&sym, "row_sym", (int64_t)g.row_sym);
-            wp_attr_set_i64(&sym, "tile_sym", g.tile_sym);
-            wp_attr_set_i64(&sym, "n_weights", wp_record_nelem(&r));
             count(sym.payload, g.n_sym, hist);
             put_hist(w, &sym, hist, g.n_sym, wp_record_nelem(&r));
             wp_cli_put(w, &side);

@@ -28,7 +28,6 @@ static void say(char *err, size_t n, const char *fmt, ...)
     va_end(ap);
 }
 
-/* Bytes before the lane words: code lengths, offsets, lane counts, padding. */
 int wp_attr_set_hash(wp_record *r, const char *key, const void *data, uint64_t len)
 {
     char hex[17];
@@ -45,6 +44,7 @@ int wp_attr_check_hash(const wp_record *r, const char *key, const void *data, ui
     return strcmp(want, hex) ? -1 : 0;
 }
 
+/* Bytes before the lane words: code lengths, offsets, lane counts, padding. */
 static uint64_t offsets_end(uint64_t n_tiles)
 {
     uint64_t e = WP_CODED_TABLE_BYTES + 4 * (n_tiles + 1) + (uint64_t)WP_LANES * n_tiles;
@@ -211,11 +211,27 @@ static int set_shape_name(wp_record *r, unsigned kind, const wp_record *t)
     return wp_record_set_name(r, t->name);
 }
 
-/* Exponent symbols a tile row: 256 weights, one a symbol, or two palette
- * indices a symbol. */
-static uint32_t exp_tile_sym(const struct wp_bf16_split *s)
+uint32_t wp_bf16_tile_sym(const struct wp_bf16_split *s)
 {
     return s->palette_n ? 128 : 256;
+}
+
+int wp_q_records(const wp_codes_geom *g, const wp_record *t, wp_record *side, wp_record *sym)
+{
+    if (t->payload_len != g->block_len || set_shape_name(side, WP_REC_SIDE, t) ||
+        set_shape_name(sym, WP_REC_SYMBOLS, t) || !wp_record_alloc(side, g->side_len) ||
+        !wp_record_alloc(sym, g->n_sym))
+        return -1;
+    wp_codes_split(g, t->payload, sym->payload, side->payload);
+    int64_t off = wp_attr_i64(t, "offset", -1);
+    if (off >= 0)
+        wp_attr_set_i64(sym, "offset", off);
+    wp_attr_set(sym, "codec", "q");
+    wp_attr_set_hash(sym, "xxh32", t->payload, t->payload_len);
+    wp_attr_set_i64(sym, "row_sym", (int64_t)g->row_sym);
+    wp_attr_set_i64(sym, "tile_sym", g->tile_sym);
+    wp_attr_set_i64(sym, "n_weights", wp_record_nelem(t));
+    return sym->attrs_lost ? -1 : 0;
 }
 
 int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record *raw, wp_record *sym)
@@ -254,7 +270,7 @@ int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record
     if (es > 0 && t->payload && t->payload_len == (uint64_t)(s->n_rows * s->n_cols) * (uint64_t)es)
         wp_attr_set_hash(sym, "xxh32", t->payload, t->payload_len);
     wp_attr_set_i64(sym, "row_sym", s->sym_per_row);
-    wp_attr_set_i64(sym, "tile_sym", exp_tile_sym(s));
+    wp_attr_set_i64(sym, "tile_sym", wp_bf16_tile_sym(s));
     wp_attr_set_i64(sym, "n_weights", s->n_rows * s->n_cols);
     if (wp_bf16_stats(s, &st) == 0) {
         wp_attr_set_f64(sym, "h_exp", st.h_exp);
@@ -578,7 +594,7 @@ static int restore_exp(wp_restore *rs, const wp_record *r, int reference)
         return rfail(rs, "record '%s': exponent coding of a non-float type", r->name);
     if (wp_bf16_from_records(&rs->held, r->type, r->ne[0] ? wp_record_nelem(r) / r->ne[0] : 0, r->ne[0], &s))
         return rfail(rs, "record '%s': bad raw record attributes", r->name);
-    const uint8_t *sym = get_symbols(rs, r, s.n_sym, (uint64_t)s.sym_per_row, exp_tile_sym(&s), reference);
+    const uint8_t *sym = get_symbols(rs, r, s.n_sym, (uint64_t)s.sym_per_row, wp_bf16_tile_sym(&s), reference);
     if (!sym)
         return -1;
     s.sym = (uint8_t *)sym;

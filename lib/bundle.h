@@ -6,7 +6,8 @@
  * The entropy-coded path splits a quantized tensor X into
  *   SIDE X      type = ggml type, payload = side bytes of every block (codes.h)
  *   SYMBOLS X   type = ggml type, ne = X's shape, payload = rows × row_sym
- *               symbols; attrs codec=q, row_sym, tile_sym, n_weights
+ *               symbols; attrs codec=q, xxh32 (of X's bytes: restorers
+ *               require it), row_sym, tile_sym, n_weights (wp_q_records)
  * and laneinterleave replaces SYMBOLS X by
  *   CODED X     type, ne, attrs as SYMBOLS plus max_len, n_tiles; payload:
  *                 [0, 128)        256 code lengths, 4 bits each, symbol 2i in
@@ -35,6 +36,7 @@
 
 #include <stdint.h>
 
+#include "codes.h"
 #include "lanes.h"
 #include "stream.h"
 
@@ -92,6 +94,17 @@ int wp_attr_set_hash(wp_record *r, const char *key, const void *data, uint64_t l
  * symbols, coded or row map record, every writer having set it). */
 int wp_attr_check_hash(const wp_record *r, const char *key, const void *data, uint64_t len);
 
+/* The SIDE and SYMBOLS records of quantized tensor t, split by its code view
+ * g (wp_codes_geom_get of t's type, t->ne[0] and its rows; t's payload
+ * g->block_len bytes of ggml blocks): SIDE payload = every block's side
+ * bytes (g->side_len), no attrs; SYMBOLS payload = the g->n_sym code
+ * symbols (wp_codes_split), attrs codec=q, xxh32 (of t's payload: restorers
+ * check the restored tensor by it), row_sym, tile_sym, n_weights, and
+ * offset when t has one. Both take t's type, name and shape. Returns 0; -1
+ * when t's payload is not g->block_len bytes, or out of memory (side and
+ * sym are then partly set: free them). */
+int wp_q_records(const wp_codes_geom *g, const wp_record *t, wp_record *side, wp_record *sym);
+
 /* ---- exponent-coded floats (bf16split) ------------------------------------ */
 
 struct wp_bf16_split;
@@ -104,6 +117,11 @@ struct wp_bf16_split;
  * n_weights, h_exp (H(exponent), bits/weight), limit (raw bits + H),
  * verbatim_frac, offset (when t has one). Returns 0, -1 when out of memory. */
 int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record *raw, wp_record *sym);
+
+/* Exponent symbols a tile row of s's SYMBOLS: a tile row is 256 weights,
+ * so 128 palette pairs (s->palette_n > 0) or 256 exponent bytes. The
+ * writer, the restorer and the runner's kernels take it from here. */
+uint32_t wp_bf16_tile_sym(const struct wp_bf16_split *s);
 
 /* The reverse, for readers: s (zeroed by the caller's memset or not; every
  * field but sym and hist set) points into raw's payload for a tensor of
@@ -196,7 +214,9 @@ void wp_restore_source_decompressed(wp_restore *rs, FILE *f, const char *path);
 
 /* Feed one record. Returns 1 when *out holds a record to emit (the input
  * itself, or a restored one), 0 when the record was held (a SIDE/RAW
- * waiting for its symbols), -1 on an error (message in wp_restore_error).
+ * waiting for its symbols, a row map waiting for its tensor) or gave
+ * nothing (a KVPACK of no entries), -1 on an error (message in
+ * wp_restore_error).
  * After a 1, call wp_restore_more() until it returns NULL: a KVPACK yields
  * several records. reference selects the reference lane decoder. The record
  * in *in may be swapped with internal buffers: treat it as consumed. A
@@ -211,7 +231,8 @@ wp_record *wp_restore_more(wp_restore *rs);
  * tensor was joined with; 0 when it had none. */
 uint64_t wp_restore_side_len(const wp_restore *rs);
 
-/* Nonzero when a SIDE/RAW record is still waiting (a truncated bundle). */
+/* Nonzero when a SIDE/RAW record or a row map is still waiting for the
+ * record it goes with (a truncated bundle). */
 int wp_restore_pending(const wp_restore *rs);
 /* The message of the last -1 from wp_restore_put (one line, without the
  * program's name; "" before any), owned by rs. */

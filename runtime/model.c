@@ -223,7 +223,7 @@ static int matrix_setup(wr_matrix *m, char *err, size_t errlen)
         return fail(err, errlen, "%s: bad raw record attributes", m->name);
     /* tiles of 256 weights: 128 palette pairs or 256 exponent bytes a tile row (the kernels
        rely on it, as bf16split and laneinterleave write it) */
-    const unsigned tile_sym = s->palette_n ? 128u : 256u;
+    const unsigned tile_sym = wp_bf16_tile_sym(s);
     if (m->v.shape.tile_sym != tile_sym)   /* said apart from the checks below (a reviewer's find) */
         return fail(err, errlen, "%s: %llu symbols a tile row, not the %u of 256 weights' %s", m->name,
                     (unsigned long long)m->v.shape.tile_sym, tile_sym, s->palette_n ? "palette pairs" : "exponents");
@@ -702,21 +702,20 @@ static int q_symbols(wr_matrix *m, uint32_t type, const char *name, int64_t rows
         matrix_free(m);
         return fail(err, errlen, "%s: type without a code view or cols not a multiple of the block", name);
     }
-    uint8_t *side = wp_record_alloc(&m->aux, g.side_len);
-    if ((!side && g.side_len) || !wp_record_alloc(sym, g.n_sym)) {
+    /* the blocks as a tensor record, borrowed, split as histogram splits them */
+    wp_record t;
+    wp_record_init(&t);
+    set_shape(&t, WP_REC_TENSOR, type, name, rows, cols);
+    t.payload = (uint8_t *)blocks;
+    t.payload_len = g.block_len;
+    t.borrowed = 1;
+    int rc = wp_q_records(&g, &t, &m->aux, sym);
+    wp_record_free(&t);
+    if (rc) {
         wp_record_free(sym);
         matrix_free(m);
         return fail(err, errlen, "out of memory");
     }
-    wp_codes_split(&g, blocks, sym->payload, side);
-    set_shape(&m->aux, WP_REC_SIDE, type, name, rows, cols);
-    set_shape(sym, WP_REC_SYMBOLS, type, name, rows, cols);
-    wp_attr_set_i64(&m->aux, "side_bytes", g.bi.side_bytes);
-    wp_attr_set(sym, "codec", "q");
-    wp_attr_set_hash(sym, "xxh32", blocks, g.block_len);   /* (restorers require it, as histogram sets it) */
-    wp_attr_set_i64(sym, "row_sym", (int64_t)g.row_sym);
-    wp_attr_set_i64(sym, "tile_sym", g.tile_sym);
-    wp_attr_set_i64(sym, "n_weights", rows * cols);
     if (lengths_of(sym->payload, sym->payload_len, lengths)) {
         wp_record_free(sym);
         matrix_free(m);
@@ -846,7 +845,7 @@ int wr_model_synth(wr_model *md, uint32_t type, int64_t rows, int64_t cols, uint
         }
         shape.rows = (uint64_t)rows;
         shape.row_sym = (uint64_t)s.sym_per_row;
-        shape.tile_sym = 128;
+        shape.tile_sym = wp_bf16_tile_sym(&s);
         free(w);
         wp_bf16_split_free(&s);
         wp_record_free(&t);
