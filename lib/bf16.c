@@ -4,6 +4,7 @@
  * Layout and rationale: bf16.h.
  */
 #include "bf16.h"
+#include "huffman.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -160,22 +161,7 @@ int wp_bf16_exp_histogram(uint32_t type, const void *data, size_t n,
     return 0;
 }
 
-double wp_bf16_entropy(const uint64_t *hist, int n_bins)
-{
-    double total = 0;
-    for (int i = 0; i < n_bins; i++)
-        total += (double)hist[i];
-    if (total <= 0)
-        return 0;
-    double h = 0;
-    for (int i = 0; i < n_bins; i++) {
-        if (!hist[i])
-            continue;
-        double p = (double)hist[i] / total;
-        h -= p * log2(p);
-    }
-    return h > 0 ? h : 0;  /* -0.0 for a one-valued histogram */
-}
+double wp_bf16_entropy(const uint64_t *hist, int n_bins) { return wp_huf_entropy(hist, n_bins); }
 
 int wp_bf16_palette(const uint64_t hist[256], int n,
                     uint8_t palette[WP_BF16_PALETTE_MAX])

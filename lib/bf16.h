@@ -165,7 +165,9 @@ int wp_bf16_exp_histogram(uint32_t type, const void *data, size_t n,
                           uint64_t hist[256]);
 
 /* Shannon entropy in bits of the distribution hist[0..n_bins) (counts);
- * 0 for an empty or one-valued histogram. Exact to double rounding. */
+ * 0 for an empty or one-valued histogram. Exact to double rounding. The
+ * same as wp_huf_entropy (huffman.h), kept under this name for the
+ * library's users. */
 double wp_bf16_entropy(const uint64_t *hist, int n_bins);
 
 /* The palette of Unweight: the up to n (<= 16) most frequent exponents of
@@ -191,7 +193,9 @@ int wp_bf16_split(struct wp_bf16_split *out, uint32_t type, const void *data,
  * vbytes length matching vmap; the palette bytes past n_palette 0; at
  * palette 0 group, vmap_bytes and every palette byte 0, as
  * wp_bf16_split writes them) and returns WP_BF16_ECORRUPT rather than
- * write a wrong weight (dst may then be partly written: discard it); 0 on
+ * write a wrong weight (dst may then be partly written: discard it);
+ * WP_BF16_EARG when s, or dst for a non-empty tensor, is NULL;
+ * WP_BF16_ETYPE when s->type is not a float type bf16split splits; 0 on
  * success. */
 int wp_bf16_join(const struct wp_bf16_split *s, void *dst);
 

@@ -2,13 +2,14 @@
  * (see gptq.h). The algorithm follows Frantar et al. 2022, Algorithm 1, and
  * the structure of its reference gptq.py (fasterquant); scale choice and
  * rounding come from lib/rtn.c (llama.cpp's), block layouts from
- * lib/blocks.c. */
+ * lib/block_layout.h (through lib/blocks.c). */
 #include "gptq.h"
 
 #include "blas_room.h"
 #include "blocks.h"
 #include "ggml_type.h"
 #include "half.h"
+#include "huffman.h"
 #include "par.h"
 #include "quant_search.h"
 #include "rtn.h"
@@ -65,15 +66,7 @@ static int tparams_get(int type, tparams *t)
     return 0;
 }
 
-int wp_gptq_supported(int type)
-{
-    switch (type) {
-    case WP_Q4_0: case WP_Q4_1: case WP_Q5_0: case WP_Q5_1: case WP_Q8_0: case WP_IQ4_NL:
-    case WP_Q2_K: case WP_Q3_K: case WP_Q4_K: case WP_Q5_K: case WP_Q6_K: case WP_IQ4_XS:
-        return 1;
-    }
-    return 0;
-}
+int wp_gptq_supported(int type) { return wp_block_supported(type); }   /* every block type */
 
 void wp_gptq_opts_default(wp_gptq_opts *o)
 {
@@ -1085,19 +1078,12 @@ double wp_gptq_code_entropy(int type, const void *q, int64_t nblocks)
     wp_block_info bi;
     if (wp_block_info_get(type, &bi))
         return -1;
-    int64_t cnt[256] = {0}, n = 0;
+    uint64_t cnt[256] = {0};
     uint8_t c[256];
     for (int64_t b = 0; b < nblocks; b++) {
         wp_block_get_codes(type, (const uint8_t *)q + (size_t)b * bi.block_bytes, c);
         for (int i = 0; i < bi.n; i++)
             cnt[c[i]]++;
-        n += bi.n;
     }
-    double h = 0;
-    for (int k = 0; k < 256; k++)
-        if (cnt[k]) {
-            double p = (double)cnt[k] / n;
-            h -= p * log2(p);
-        }
-    return h;
+    return wp_huf_entropy(cnt, 256);
 }
