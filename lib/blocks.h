@@ -127,10 +127,10 @@ void wp_k4_scales_from_bytes(const uint8_t ls[8], const uint8_t lm[8], int16_t s
  * checked the type, wp_block_info_get). */
 float wp_parts_value(int type, const wp_block_parts *p, int i);
 
-/* The value weight i would have with code instead of p->q[i] (same float
+/* The value weight i would have with code q instead of p->q[i] (same float
  * operations as wp_parts_value, and its 0.0f for an unknown type): what
  * GPTQ needs for its error feedback. */
-float wp_parts_code_value(int type, const wp_block_parts *p, int i, int code);
+float wp_parts_code_value(int type, const wp_block_parts *p, int i, int q);
 
 /* Dequantize a whole block in parts form to y[0 .. n-1]. Returns 0 / -1. */
 int wp_parts_dequantize(int type, const wp_block_parts *p, float *y);

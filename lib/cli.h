@@ -221,8 +221,9 @@ int wp_cli_is_option(const char *v);
  * ("-v", "--stream"; not "-" alone or a number such as "-1") is a missing
  * value, not the name: dies
  * "OPT: missing value (got the option WORD)" (unbundle -o --stream wrote a
- * GGUF named --stream); an empty word dies "OPT: an empty value", as
- * "OPT=" does. */
+ * GGUF named --stream); an empty word dies "OPT: an empty value (try
+ * --help)", or for -o "-o: an empty file name". ("OPT=", through
+ * wp_cli_arg, dies "OPT: needs a value (try --help)".) */
 const char *wp_cli_value(char **argv, int *i);
 
 /* The options every filter shares, for argv[*i] once the program's own

@@ -180,7 +180,8 @@ int wp_ftype_plan_finish(wp_ftype_plan *p, char *err, size_t errlen);
 int wp_ftype_plan_get(const wp_ftype_plan *p, const char *name,
                       struct wp_ftype_choice *out);
 
-/* Number of tensors added, and the i-th one's name in the order added. */
+/* Number of tensors added, and the i-th one's name in the order added
+ * (owned by p; NULL when i is not below the count). */
 size_t wp_ftype_plan_count(const wp_ftype_plan *p);
 const char *wp_ftype_plan_name(const wp_ftype_plan *p, size_t i);
 

@@ -1,9 +1,13 @@
 /*
  * ggml_type.h - the ggml tensor types: ids, names, block size and bytes per block.
  *
- * This is the one table of ggml type geometry in wpack. Ids and sizes match
- * llama.cpp's ggml/src/ggml.c type_traits (the pinned reference, v0.4.0 of
- * node-llama-cpp); the bit layout inside each block lives in lib/blocks.c.
+ * The table of every ggml type's id, name, block size and bytes. Ids and
+ * sizes match llama.cpp's ggml/src/ggml.c type_traits (the pinned
+ * reference: libggml v0.4.0 of node-llama-cpp 3.21.1; tests/unit/test_blocks.c
+ * checks every type against it). The bit layout inside each quantized block
+ * lives in lib/block_layout.h, whose wp_block_geom_of repeats the block
+ * size and bytes of the 12 block types it knows (checked against ggml's by
+ * the same test).
  */
 #ifndef WPACK_GGML_TYPE_H
 #define WPACK_GGML_TYPE_H

@@ -139,8 +139,10 @@ wp_gguf_out *wp_gguf_out_new(char *err, size_t errlen);
  * -1 on a bad record, which leaves o as it was (malformed value, duplicate
  * key or name, payload size not matching type and shape, row length not a
  * multiple of the block, an offset out of the layout, a count attribute
- * that is none: wp_attr_counts_problem; an attribute lost, attrs_lost),
- * message in wp_gguf_out_error. */
+ * that is none: wp_attr_counts_problem; an attribute lost, attrs_lost; a
+ * safetensors dtype or shape no GGUF holds, wp_st_carried; out of memory),
+ * or on a write error of the spool files, after which o can only be
+ * freed; message in wp_gguf_out_error. */
 int wp_gguf_out_add(wp_gguf_out *o, const wp_record *r);
 
 /* Whether the tensors and key/values taken are as many as the stream's

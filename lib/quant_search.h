@@ -43,7 +43,10 @@ float wp_search_q3(int n, int nmax, const float *x, int8_t *L);
 
 /* Asymmetric search (make_qkx2_quants; make_qkx3_quants with weights): codes
  * L[i] = clamp(round(iscale*(x[i] - min0)), 0, nmax) for the best of nstep+1
- * trial steps, error weights w (non-NULL), |.| error when use_mad. Returns
+ * trial steps, error weights w (non-NULL), |.| error when use_mad. x, w and
+ * L hold n (1 .. 256) entries. Trial is (0 .. nstep) rounds with the
+ * inverse scale (rmin + rdelta * is + nmax) / (max - min): rmin and rdelta
+ * in code steps, as llama.cpp's; nstep < 1 keeps the first rounding. Returns
  * the scale; *the_min gets minus the (non-positive) min. *iscale and *min0
  * get the rule that produced L; *iscale is 0 when all x are equal (codes 0). */
 float wp_search_minmax(int n, int nmax, const float *x, const float *w, uint8_t *L, float *the_min,

@@ -5,7 +5,8 @@
  * training keep one shared initial value; stories260K's token_embd has 345
  * distinct rows of 512). A tensor with repeated rows becomes two records:
  *   ROWMAP X   type and shape of X; payload: one u32 (little-endian) per row,
- *              the index of its row among the distinct rows
+ *              the index of its row among the distinct rows; attrs
+ *              distinct_rows, xxh32 (histogram: of X's bytes)
  *   TENSOR X   the distinct rows, in first-occurrence order: shape ne[0] ×
  *              distinct rows (2-D), attr rowmap=1
  * and the reduced tensor is coded like any other. A GEMV over X is a GEMV

@@ -4,7 +4,7 @@
  * same scale search (lib/quant_search.c), the same fp16 rounding of d and
  * dmin, the same quantization of sub-block scales; then it records the final
  * rounding rule per sub-block, and wp_rtn_code applies it. Block bit layouts
- * are left to lib/blocks.c. */
+ * are left to lib/block_layout.h (through lib/blocks.c). */
 #include "rtn.h"
 
 #include "ggml_type.h"

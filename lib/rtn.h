@@ -15,8 +15,8 @@
  *      and remember llama.cpp's rounding rule for each sub-block;
  *   2. wp_rtn_code: the code llama.cpp's rule gives one weight under those
  *      scales.
- * RTN is choose + code every weight + wp_block_pack (lib/blocks.c, the only
- * place that knows bit layouts).
+ * RTN is choose + code every weight + wp_block_pack (lib/blocks.c, over
+ * lib/block_layout.h, the only place that knows bit layouts).
  */
 #ifndef WPACK_RTN_H
 #define WPACK_RTN_H

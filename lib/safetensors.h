@@ -89,12 +89,13 @@ int wp_st_dtype_type(const char *dtype);
  * unknown escape; numbers without leading zeros; an object,
  * __metadata__ a string->string map), each tensor's dtype, shape
  * (non-negative integers below 2^53 written without fraction or exponent,
- * at most 4 dims) and data_offsets (the same integers; begin <= end,
+ * at most WP_ST_MAX_DIMS dims: past 4 they are folded into ne[3], the
+ * shape kept in an attribute, WP_ST_SHAPE_ATTR) and data_offsets (the same integers; begin <= end,
  * end - begin = bytes of dtype x shape, end within the data section, so a
  * truncated file is caught here), no two tensors overlapping, no duplicate
  * names, metadata keys or fields of a tensor ("dtype" twice).
  * Returns NULL on failure with a one-line message in err naming the file
- * ("x.safetensors: tensor 'w': dtype U8 is not supported ..."). */
+ * ("x.safetensors: tensor 'w': dtype F4 is not supported ..."). */
 wp_st_in *wp_st_open(const char *path, char *err, size_t errlen);
 
 /* Whether a file's first 9 bytes h look like a safetensors file's start:

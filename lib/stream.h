@@ -55,7 +55,8 @@ extern "C" {
 
 /* Record kinds. Numbers are part of the format: never renumber. */
 enum wp_rec_kind {
-    WP_REC_GGUF    = 1,  /* a GGUF file's header; attrs version, alignment ... */
+    WP_REC_GGUF    = 1,  /* a GGUF file's header; attrs version, n_kv, n_tensors,
+                            file_size (gptq's also data_start) */
     WP_REC_KV      = 2,  /* GGUF metadata: name = key, type = GGUF value type,
                             payload = the value exactly as GGUF serializes it */
     WP_REC_TENSOR  = 3,  /* a tensor: type = ggml type, ne[], payload = data */
@@ -210,7 +211,10 @@ int wp_reader_next(wp_reader *rd, wp_record *r);
  * payload_len) without its payload; the payload must then be fetched with
  * wp_reader_payload() or skipped by the next call. Returns as wp_reader_next. */
 int wp_reader_next_header(wp_reader *rd, wp_record *r);
-/* Read (and check) the payload of the record whose header was just read. */
+/* Read (and check: its XXH64) the payload of the record whose header was
+ * just read into r (r->payload_len bytes, into r's own buffer). Returns 0,
+ * or -1 (message in wp_reader_error): out of memory, a read error, a
+ * truncated stream, a checksum that does not match. */
 int wp_reader_payload(wp_reader *rd, wp_record *r);
 
 /* The last error, one line, naming the input ("stdin: truncated ..."). */

@@ -175,7 +175,8 @@ int  wr_model_add_stored(wr_model *md, uint32_t type, const char *name, int64_t 
 /* The exact tensor bytes as the library restores them (wp_restore: the
  * reference `verify` uses): *out malloc'd, *len bytes (ggml blocks for WR_Q,
  * the original BF16/F16/F32 bytes for WR_EXP; a stored matrix's restored
- * tensor). Returns 0 or -1. */
+ * tensor; of a matrix with a row map, its distinct rows only). Returns 0,
+ * or -1 with a one-line message in err. */
 int  wr_restore_bytes(const wr_matrix *m, uint8_t **out, size_t *len, char *err, size_t errlen);
 
 /* Bytes the device holds for a matrix in coded form (lane words, offsets,
@@ -304,8 +305,8 @@ int  wr_cpu_transcode(const wr_matrix *m, uint8_t *idx, char *err, size_t errlen
 
 /* The palette GEMV (k_palette's reference): each weight's BF16 rebuilt from
  * palette[index], its raw byte, or its verbatim group; sums per 256 columns
- * in float, added in double. Returns 0 or -1 (palette index without an
- * entry). */
+ * in float, added in double. Returns 0 or -1 with a message in err (a
+ * palette index without an entry; m not a palette-pair BF16 matrix). */
 int  wr_cpu_gemv_palette(const wr_matrix *m, const uint8_t *idx, const float *x, int batch, float *y, char *err,
                          size_t errlen);
 
