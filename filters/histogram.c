@@ -50,20 +50,8 @@ static void put_hist(wp_writer *w, const wp_record *src, const uint64_t hist[256
 {
     wp_record h;
     wp_record_init(&h);
-    h.kind = WP_REC_HIST;
-    h.type = src->type;
-    h.n_dims = 1;
-    h.ne[0] = 256;
-    wp_record_set_name(&h, src->name);
-    uint8_t *p = wp_record_alloc(&h, 256 * 8);
-    if (!p)
+    if (wp_hist_record(&h, src, hist, n_sym, n_weights))
         wp_die("out of memory");
-    for (int s = 0; s < 256; s++)
-        for (int b = 0; b < 8; b++)
-            p[8 * s + b] = (uint8_t)(hist[s] >> 8 * b);
-    wp_attr_set_i64(&h, "n_symbols", (int64_t)n_sym);
-    wp_attr_set_i64(&h, "n_weights", n_weights);
-    wp_attr_set_f64(&h, "entropy", wp_huf_entropy(hist, 256));
     wp_cli_put(w, &h);
     wp_record_free(&h);
 }

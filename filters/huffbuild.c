@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bundle.h"
 #include "cli.h"
 #include "codes.h"
 #include "huffman.h"
@@ -14,14 +15,6 @@ static const char usage[] =
     "the optimal canonical Huffman code no longer than L bits (default 11,\n"
     "at most 15), found by package-merge. Symbols that never occur get no code.\n"
     "Every record passes through.\n";
-
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int b = 7; b >= 0; b--)
-        v = v << 8 | p[b];
-    return v;
-}
 
 int main(int argc, char **argv)
 {
@@ -53,19 +46,12 @@ int main(int argc, char **argv)
         if (r.kind != WP_REC_HIST)
             continue;
         n_hist++;
-        if (r.payload_len != 256 * 8)
-            wp_die("%s: histogram '%s': %" PRIu64 " bytes, expected 2048", in ? in : "stdin", r.name,
-                   r.payload_len);
         uint64_t counts[256];
-        for (int s = 0; s < 256; s++)
-            counts[s] = get64(r.payload + 8 * s);
-        t.kind = WP_REC_TABLE;
-        t.type = r.type;
-        t.n_dims = 1;
-        t.ne[0] = 256;
-        if (wp_record_set_name(&t, r.name) || !wp_record_alloc(&t, 256))
-            wp_die("out of memory");
-        if (wp_huf_lengths(counts, 256, max_len, t.payload)) {
+        if (wp_hist_counts(&r, counts))
+            wp_die("%s: histogram '%s': %" PRIu64 " bytes, expected %u", in ? in : "stdin", r.name,
+                   r.payload_len, WP_HIST_BYTES);
+        uint8_t lengths[256];
+        if (wp_huf_lengths(counts, 256, max_len, lengths)) {
             int used = 0, need = 0;
             for (int s = 0; s < 256; s++)
                 used += counts[s] > 0;
@@ -76,10 +62,8 @@ int main(int argc, char **argv)
                        in ? in : "stdin", r.name, used, need, max_len);
             wp_die("%s: histogram '%s': counts too large", in ? in : "stdin", r.name);
         }
-        free(t.attrs);
-        t.attrs = NULL;
-        wp_attr_set_i64(&t, "max_len", max_len);
-        wp_attr_set_i64(&t, "coded_bits", (int64_t)wp_huf_coded_bits(counts, t.payload, 256));
+        if (wp_table_record(&t, &r, lengths, max_len, wp_huf_coded_bits(counts, lengths, 256)))
+            wp_die("out of memory");
         wp_cli_put(w, &t);
     }
     /* histogram left out of the pipeline: it passed silently (a new user's trial). Only

@@ -556,7 +556,7 @@ int main(int argc, char **argv)
                    n_hist ? "huffbuild" : "histogram | huffbuild");
         if (!holding || strcmp(held.name, r.name))
             wp_die("%s: '%s': symbols without their side or raw data", src, r.name);
-        if (table.payload_len != 256)
+        if (table.payload_len != WP_TABLE_BYTES)
             wp_die("%s: '%s': bad code table", src, r.name);
         const char *same = shared_with(unit_hash(&held, &r), r.name);
         if (same) {

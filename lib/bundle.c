@@ -234,6 +234,58 @@ int wp_q_records(const wp_codes_geom *g, const wp_record *t, wp_record *side, wp
     return sym->attrs_lost ? -1 : 0;
 }
 
+/* ---- code tables: HIST and TABLE ------------------------------------------ */
+
+/* set r up as a 256-entry record of kind `kind` for the matrix of t: its name and type */
+static int head_256(wp_record *r, unsigned kind, const wp_record *t, uint64_t bytes)
+{
+    r->kind = (uint16_t)kind;
+    r->type = t->type;
+    r->n_dims = 1;
+    for (int d = 0; d < WP_MAX_DIMS; d++)
+        r->ne[d] = 1;
+    r->ne[0] = 256;
+    free(r->attrs);
+    r->attrs = NULL;
+    return wp_record_set_name(r, t->name) || !wp_record_alloc(r, bytes) ? -1 : 0;
+}
+
+int wp_hist_record(wp_record *h, const wp_record *t, const uint64_t hist[256], uint64_t n_sym, int64_t n_weights)
+{
+    if (head_256(h, WP_REC_HIST, t, WP_HIST_BYTES))
+        return -1;
+    for (int s = 0; s < 256; s++)
+        for (int b = 0; b < 8; b++)
+            h->payload[8 * s + b] = (uint8_t)(hist[s] >> 8 * b);
+    wp_attr_set_i64(h, "n_symbols", (int64_t)n_sym);
+    wp_attr_set_i64(h, "n_weights", n_weights);
+    wp_attr_set_f64(h, "entropy", wp_huf_entropy(hist, 256));
+    return h->attrs_lost ? -1 : 0;
+}
+
+int wp_hist_counts(const wp_record *h, uint64_t hist[256])
+{
+    if (h->payload_len != WP_HIST_BYTES)
+        return -1;
+    for (int s = 0; s < 256; s++) {
+        uint64_t v = 0;
+        for (int b = 7; b >= 0; b--)
+            v = v << 8 | h->payload[8 * s + b];
+        hist[s] = v;
+    }
+    return 0;
+}
+
+int wp_table_record(wp_record *t, const wp_record *h, const uint8_t lengths[256], int max_len, uint64_t coded_bits)
+{
+    if (head_256(t, WP_REC_TABLE, h, WP_TABLE_BYTES))
+        return -1;
+    memcpy(t->payload, lengths, WP_TABLE_BYTES);
+    wp_attr_set_i64(t, "max_len", max_len);
+    wp_attr_set_i64(t, "coded_bits", (int64_t)coded_bits);
+    return t->attrs_lost ? -1 : 0;
+}
+
 int wp_bf16_records(const struct wp_bf16_split *s, const wp_record *t, wp_record *raw, wp_record *sym)
 {
     struct wp_bf16_stats st;

@@ -1,7 +1,8 @@
 /*
  * bundle.h - the coded records of a bundle and how a tensor is restored from
  * them (the one place that knows the payload of WP_REC_CODED, WP_REC_SIDE,
- * WP_REC_SYMBOLS and WP_REC_RAW; man/man5/wpack-bundle.5).
+ * WP_REC_SYMBOLS, WP_REC_RAW, WP_REC_HIST and WP_REC_TABLE;
+ * man/man5/wpack-bundle.5).
  *
  * The entropy-coded path splits a quantized tensor X into
  *   SIDE X      type = ggml type, payload = side bytes of every block (codes.h)
@@ -104,6 +105,31 @@ int wp_attr_check_hash(const wp_record *r, const char *key, const void *data, ui
  * when t's payload is not g->block_len bytes, or out of memory (side and
  * sym are then partly set: free them). */
 int wp_q_records(const wp_codes_geom *g, const wp_record *t, wp_record *side, wp_record *sym);
+
+/* ---- code tables (histogram, huffbuild) ----------------------------------- */
+
+#define WP_HIST_BYTES  2048u   /* a HIST record's payload: 256 u64 counts */
+#define WP_TABLE_BYTES 256u    /* a TABLE record's payload: 256 code lengths */
+
+/* The HIST record of the symbols of matrix t (t's name and type; n_dims 1,
+ * ne {256}): payload hist[0..256), the count of each symbol value, u64
+ * little-endian (WP_HIST_BYTES); attrs n_symbols (the symbols counted),
+ * n_weights (t's weights), entropy (bits a symbol, wp_huf_entropy).
+ * histogram writes it, huffbuild reads it (wp_hist_counts). Returns 0, -1
+ * when out of memory. */
+int wp_hist_record(wp_record *h, const wp_record *t, const uint64_t hist[256], uint64_t n_sym, int64_t n_weights);
+
+/* The counts of HIST record h into hist[256]. Returns 0, -1 when h's
+ * payload is not WP_HIST_BYTES bytes. */
+int wp_hist_counts(const wp_record *h, uint64_t hist[256]);
+
+/* The TABLE record of HIST record h (its name and type; n_dims 1, ne
+ * {256}): payload lengths[0..256), the code length of each symbol value in
+ * bits (0: no code), as wp_huf_lengths gives them (WP_TABLE_BYTES); attrs
+ * max_len (the limit they were built under), coded_bits (the matrix's
+ * symbols coded, wp_huf_coded_bits). huffbuild writes it, laneinterleave
+ * codes the matrix's SYMBOLS with it. Returns 0, -1 when out of memory. */
+int wp_table_record(wp_record *t, const wp_record *h, const uint8_t lengths[256], int max_len, uint64_t coded_bits);
 
 /* ---- exponent-coded floats (bf16split) ------------------------------------ */
 

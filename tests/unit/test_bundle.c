@@ -1,8 +1,10 @@
 /* test_bundle.c - the bundle's coded records and the stream's checks:
  * symbols + side data restore the exact llama.cpp blocks, and every single
  * bit flip of a small bundle is detected (never a crash). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "ggml.h"
 #include "bf16.h"
@@ -106,8 +108,83 @@ static int read_bundle(const uint8_t *buf, size_t len, int ref, uint8_t *const *
     return k < 0 ? -1 : n;
 }
 
+/* wp_q_records, wp_hist_record / wp_hist_counts and wp_table_record: the
+ * payloads and attributes histogram and huffbuild write. */
+static void test_records(void)
+{
+    wp_record t, side, sym, h, tab;
+    wp_record_init(&t);
+    wp_record_init(&side);
+    wp_record_init(&sym);
+    wp_record_init(&h);
+    wp_record_init(&tab);
+    float x[3 * 64];
+    for (int i = 0; i < 3 * 64; i++)
+        x[i] = frand();
+    t.kind = WP_REC_TENSOR;
+    t.type = WP_Q4_0;
+    t.n_dims = 2;
+    t.ne[0] = 64;
+    t.ne[1] = 3;
+    wp_record_set_name(&t, "blk.0.w");
+    wp_attr_set_i64(&t, "offset", 4096);
+    uint8_t *blocks = wp_record_alloc(&t, 3 * 2 * 18);
+    ggml_quantize_chunk(GGML_TYPE_Q4_0, x, blocks, 0, 3, 64, NULL);
+    wp_codes_geom g;
+    wp_codes_geom_get(WP_Q4_0, 64, 3, &g);
+    uint8_t want_sym[3 * 32], want_side[3 * 2 * 2];
+    wp_codes_split(&g, blocks, want_sym, want_side);
+    char hex[16], codec[8];
+    snprintf(hex, sizeof hex, "%08x", (unsigned)XXH32(blocks, 3 * 2 * 18, 0));
+    char got[32] = "";
+    CHECK(wp_q_records(&g, &t, &side, &sym) == 0 && side.kind == WP_REC_SIDE && sym.kind == WP_REC_SYMBOLS &&
+              sym.payload_len == 96 && !memcmp(sym.payload, want_sym, 96) && side.payload_len == 12 &&
+              !memcmp(side.payload, want_side, 12) && !strcmp(sym.name, "blk.0.w") && sym.ne[1] == 3 &&
+              side.ne[0] == 64 && wp_attr_str(&sym, "codec", codec, sizeof codec) && !strcmp(codec, "q") &&
+              wp_attr_str(&sym, "xxh32", got, sizeof got) && !strcmp(got, hex) &&
+              wp_attr_i64(&sym, "row_sym", -1) == 32 && wp_attr_i64(&sym, "tile_sym", -1) == 128 &&
+              wp_attr_i64(&sym, "n_weights", -1) == 192 && wp_attr_i64(&sym, "offset", -1) == 4096 &&
+              !strcmp(side.attrs ? side.attrs : "", ""),
+          "wp_q_records: Q4_0 3x64: 96 symbols, 12 side bytes, codec=q xxh32=%s row_sym=32 tile_sym=128 "
+          "n_weights=192 offset=4096", got);
+    t.payload_len--;
+    CHECK(wp_q_records(&g, &t, &side, &sym) == -1, "wp_q_records: a payload a byte short of the blocks: -1");
+
+    uint64_t hist[256] = {0}, back[256];
+    hist[3] = 1;
+    hist[200] = 3;
+    CHECK(wp_hist_record(&h, &t, hist, 4, 192) == 0 && h.kind == WP_REC_HIST && h.type == WP_Q4_0 &&
+              h.n_dims == 1 && h.ne[0] == 256 && h.payload_len == 2048 && h.payload[8 * 200] == 3 &&
+              h.payload[8 * 3] == 1 && h.payload[8 * 3 + 1] == 0 && wp_attr_i64(&h, "n_symbols", -1) == 4 &&
+              wp_attr_i64(&h, "n_weights", -1) == 192 &&
+              fabs(wp_attr_f64(&h, "entropy", -1) - 0.8112781244591328) < 1e-6,
+          "wp_hist_record: counts u64 little-endian, n_symbols=4 n_weights=192 entropy=0.811278 (3:1)");
+    hist[7] = UINT64_C(0x0102030405060708);
+    wp_hist_record(&h, &t, hist, 4, 192);
+    CHECK(h.payload[8 * 7] == 0x08 && h.payload[8 * 7 + 7] == 0x01 && wp_hist_counts(&h, back) == 0 &&
+              !memcmp(back, hist, sizeof hist),
+          "wp_hist_counts reads back every count, 0x0102030405060708 included");
+    h.payload_len = 2047;
+    CHECK(wp_hist_counts(&h, back) == -1, "wp_hist_counts: a 2047-byte payload: -1");
+    h.payload_len = 2048;
+
+    uint8_t lengths[256] = {0};
+    lengths[3] = 1;
+    lengths[200] = 1;
+    CHECK(wp_table_record(&tab, &h, lengths, 11, 4) == 0 && tab.kind == WP_REC_TABLE && tab.type == WP_Q4_0 &&
+              tab.payload_len == 256 && !memcmp(tab.payload, lengths, 256) && !strcmp(tab.name, "blk.0.w") &&
+              wp_attr_i64(&tab, "max_len", -1) == 11 && wp_attr_i64(&tab, "coded_bits", -1) == 4,
+          "wp_table_record: 256 code lengths, max_len=11 coded_bits=4");
+    wp_record_free(&t);
+    wp_record_free(&side);
+    wp_record_free(&sym);
+    wp_record_free(&h);
+    wp_record_free(&tab);
+}
+
 int main(void)
 {
+    test_records();
     char *buf = NULL, err[256];
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
