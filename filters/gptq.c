@@ -72,30 +72,6 @@ static const char usage[] =
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static uint64_t rd64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = v << 8 | p[i]; return v; }
-static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-
-/* An unsigned integer KV value (first element of an integer array); -1 if not one. */
-static int64_t kv_uint(const wp_record *r)
-{
-    const uint8_t *p = r->payload;
-    uint64_t n = r->payload_len;
-    uint32_t t = r->type;
-    if (t == WP_GGUF_ARRAY) {
-        if (n < 12 || rd64(p + 4) == 0)
-            return -1;
-        t = rd32(p);
-        p += 12;
-        n -= 12;
-    }
-    switch (t) {
-    case WP_GGUF_U8: case WP_GGUF_I8: return n >= 1 ? p[0] : -1;
-    case WP_GGUF_U16: case WP_GGUF_I16: return n >= 2 ? (p[0] | p[1] << 8) : -1;
-    case WP_GGUF_U32: case WP_GGUF_I32: return n >= 4 ? (int64_t)rd32(p) : -1;
-    case WP_GGUF_U64: case WP_GGUF_I64: return n >= 8 ? (int64_t)rd64(p) : -1;
-    }
-    return -1;
-}
 
 static double now(void)
 {
@@ -457,27 +433,19 @@ static float *imatrix_get(const char *name, int64_t ne0, int64_t n_mat)
 }
 
 /* A u32 or string kv record. */
-static void put_kv(wp_writer *w, const char *key, const char *str, uint32_t u)
+/* Write the key/value key = str (a string), or with str NULL = u (a u32), to w (NULL: not
+ * written). Returns the bytes it takes in the GGUF. */
+static uint64_t put_kv(wp_writer *w, const char *key, const char *str, uint32_t u)
 {
     wp_record r;
     wp_record_init(&r);
-    r.kind = WP_REC_KV;
-    r.type = str ? WP_GGUF_STRING : WP_GGUF_U32;
-    wp_record_set_name(&r, key);
-    size_t n = str ? strlen(str) : 4;
-    uint8_t *p = wp_record_alloc(&r, str ? 8 + n : 4);
-    if (!p)
+    if (wp_gguf_kv_set(&r, key, str, u))
         wp_die("out of memory");
-    if (str) {
-        for (int b = 0; b < 8; b++)
-            p[b] = (uint8_t)((uint64_t)n >> (8 * b));
-        memcpy(p + 8, str, n);
-    } else {
-        for (int b = 0; b < 4; b++)
-            p[b] = (uint8_t)(u >> (8 * b));
-    }
-    wp_cli_put(w, &r);
+    const uint64_t bytes = wp_gguf_kv_bytes(&r);
+    if (w)
+        wp_cli_put(w, &r);
     wp_record_free(&r);
+    return bytes;
 }
 
 /* llama-quantize's record of the imatrix used (tools/quantize/quantize.cpp:
@@ -492,24 +460,15 @@ static int imatrix_kvs(wp_writer *w, uint64_t *bytes)
     if (!have_imat)
         return 0;
     snprintf(file, sizeof file, "%s", imat_path);
-    if (w)
-        put_kv(w, "quantize.imatrix.file", file, 0);
-    *bytes += 8 + strlen("quantize.imatrix.file") + 4 + 8 + strlen(file), n++;
+    *bytes += put_kv(w, "quantize.imatrix.file", file, 0), n++;
     if (imatrix.n_datasets > 0) {
         snprintf(dataset, sizeof dataset, "%s", imatrix.datasets[0]);
-        if (w)
-            put_kv(w, "quantize.imatrix.dataset", dataset, 0);
-        *bytes += 8 + strlen("quantize.imatrix.dataset") + 4 + 8 + strlen(dataset), n++;
+        *bytes += put_kv(w, "quantize.imatrix.dataset", dataset, 0), n++;
     }
-    if (w)
-        put_kv(w, "quantize.imatrix.entries_count", NULL, (uint32_t)imatrix.n);
-    *bytes += 8 + strlen("quantize.imatrix.entries_count") + 4 + 4, n++;
+    *bytes += put_kv(w, "quantize.imatrix.entries_count", NULL, (uint32_t)imatrix.n), n++;
     /* load_imatrix returns chunk_count as an int32; recorded when > 0 */
-    if ((int32_t)imatrix.chunk_count > 0) {
-        if (w)
-            put_kv(w, "quantize.imatrix.chunks_count", NULL, imatrix.chunk_count);
-        *bytes += 8 + strlen("quantize.imatrix.chunks_count") + 4 + 4, n++;
-    }
+    if ((int32_t)imatrix.chunk_count > 0)
+        *bytes += put_kv(w, "quantize.imatrix.chunks_count", NULL, imatrix.chunk_count), n++;
     return n;
 }
 
@@ -538,16 +497,11 @@ static void model_note(const wp_record *r)
     }
     n_kv_in += r->kind == WP_REC_KV;
     if (r->kind == WP_REC_KV) {
-        if (!strcmp(r->name, "general.architecture") && r->type == WP_GGUF_STRING && r->payload_len >= 8) {
-            uint64_t l = rd64(r->payload);
-            if (l < sizeof arch && 8 + l <= r->payload_len) {
-                memcpy(arch, r->payload + 8, l);
-                arch[l] = 0;
-            }
-        } else if (!strcmp(r->name, "general.alignment") && kv_uint(r) > 0) {
-            alignment = (uint32_t)kv_uint(r);
-        }
-        int64_t v = kv_uint(r);
+        if (!strcmp(r->name, "general.architecture"))
+            wp_gguf_kv_str(r, arch, sizeof arch);
+        else if (!strcmp(r->name, "general.alignment") && wp_gguf_kv_uint(r) > 0)
+            alignment = (uint32_t)wp_gguf_kv_uint(r);
+        int64_t v = wp_gguf_kv_uint(r);
         if (v >= 0 && strlen(r->name) < 256) {
             kvs = realloc(kvs, (n_kvs + 1) * sizeof *kvs);
             if (!kvs)
@@ -1356,18 +1310,18 @@ int main(int argc, char **argv)
         order[i] = tl[i].name;
     if (!keep_order)
         qsort(order, n_t, sizeof *order, llama_order);
-    uint64_t pos = 24, data = 0, n_kv_out = 2;
+    uint64_t pos = WP_GGUF_HEADER_BYTES, data = 0, n_kv_out = 2;
     for (uint64_t e = 0; e < ix.count; e++) {
         if (ix.e[e].kind != WP_REC_KV || dropped_kv(ix.e[e].name))
             continue;
         wp_record_init(&r);
         if (wp_record_read_at(sp, "spool", ix.e[e].offset, &r, err, sizeof err))
             wp_die("temporary file: %s", err);
-        pos += 8 + strlen(r.name) + 4 + r.payload_len;
+        pos += wp_gguf_kv_bytes(&r);
         n_kv_out++;
         wp_record_free(&r);
     }
-    pos += (8 + strlen("general.quantization_version") + 4 + 4) + (8 + strlen("general.file_type") + 4 + 4);
+    pos += put_kv(NULL, "general.quantization_version", NULL, 2) + put_kv(NULL, "general.file_type", NULL, 0);
     uint64_t imat_bytes;
     n_kv_out += (uint64_t)imatrix_kvs(NULL, &imat_bytes);
     pos += imat_bytes;
@@ -1379,7 +1333,7 @@ int main(int argc, char **argv)
         for (int d = 1; d < tl[i].n_dims; d++)
             rows *= tl[i].ne[d];
         uint64_t sz = wp_ggml_row_size(ty, tl[i].ne[0]) * (uint64_t)rows;
-        pos += 8 + strlen(tl[i].name) + 4 + 8 * (uint64_t)tl[i].n_dims + 4 + 8;
+        pos += wp_gguf_tinfo_bytes(tl[i].name, tl[i].n_dims);
         data += (sz + alignment - 1) / alignment * alignment;
     }
     const uint64_t data_start = (pos + alignment - 1) / alignment * alignment;
@@ -1406,19 +1360,8 @@ int main(int argc, char **argv)
         }
         wp_record_free(&r);
     }
-    for (int k = 0; k < 2; k++) {
-        wp_record_init(&r);
-        r.kind = WP_REC_KV;
-        r.type = WP_GGUF_U32;
-        r.n_dims = 0;
-        wp_record_set_name(&r, k ? "general.file_type" : "general.quantization_version");
-        uint8_t *p = wp_record_alloc(&r, 4);
-        uint32_t v = k ? (uint32_t)ftype : 2u;
-        for (int b = 0; b < 4; b++)
-            p[b] = (uint8_t)(v >> (8 * b));
-        wp_cli_put(w, &r);
-        wp_record_free(&r);
-    }
+    put_kv(w, "general.quantization_version", NULL, 2u);
+    put_kv(w, "general.file_type", NULL, (uint32_t)ftype);
     imatrix_kvs(w, &imat_bytes);
     kv_done = 1;
     (void)kv_done;

@@ -35,6 +35,63 @@ static void wr32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (u
 static void wr64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> 8 * i); }
 static uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
+int64_t wp_gguf_kv_uint(const wp_record *kv)
+{
+    const uint8_t *p = kv->payload;
+    uint64_t n = kv->payload_len;
+    uint32_t t = kv->type;
+    if (t == WP_GGUF_ARRAY) {
+        if (n < 12 || rd64(p + 4) == 0)
+            return -1;
+        t = rd32(p);
+        p += 12;
+        n -= 12;
+    }
+    switch (t) {
+    case WP_GGUF_U8: case WP_GGUF_I8: return n >= 1 ? p[0] : -1;
+    case WP_GGUF_U16: case WP_GGUF_I16: return n >= 2 ? (p[0] | p[1] << 8) : -1;
+    case WP_GGUF_U32: case WP_GGUF_I32: return n >= 4 ? (int64_t)rd32(p) : -1;
+    case WP_GGUF_U64: case WP_GGUF_I64: return n >= 8 ? (int64_t)rd64(p) : -1;
+    }
+    return -1;
+}
+
+int wp_gguf_kv_str(const wp_record *kv, char *buf, size_t n)
+{
+    if (kv->type != WP_GGUF_STRING || kv->payload_len < 8 || !n)
+        return -1;
+    const uint64_t l = rd64(kv->payload);
+    if (l >= n || l > kv->payload_len - 8)
+        return -1;
+    memcpy(buf, kv->payload + 8, (size_t)l);
+    buf[l] = 0;
+    return 0;
+}
+
+int wp_gguf_kv_set(wp_record *kv, const char *key, const char *str, uint32_t v)
+{
+    kv->kind = WP_REC_KV;
+    kv->type = str ? WP_GGUF_STRING : WP_GGUF_U32;
+    kv->n_dims = 0;
+    const size_t n = str ? strlen(str) : 4;
+    if (wp_record_set_name(kv, key) || !wp_record_alloc(kv, str ? 8 + n : 4))
+        return -1;
+    if (str) {
+        wr64(kv->payload, (uint64_t)n);
+        memcpy(kv->payload + 8, str, n);
+    } else {
+        wr32(kv->payload, v);
+    }
+    return 0;
+}
+
+uint64_t wp_gguf_kv_bytes(const wp_record *kv) { return 8 + strlen(kv->name ? kv->name : "") + 4 + kv->payload_len; }
+
+uint64_t wp_gguf_tinfo_bytes(const char *name, int n_dims)
+{
+    return 8 + strlen(name) + 4 + 8 * (uint64_t)n_dims + 4 + 8;
+}
+
 const char *wp_gguf_type_name(uint32_t type)
 {
     static const char *n[WP_GGUF_TYPE_COUNT] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
@@ -995,7 +1052,7 @@ static int copy_file(FILE *from, FILE *to, uint64_t n)
 
 int wp_gguf_out_finish(wp_gguf_out *o, FILE *out)
 {
-    uint8_t h[24], b[8];
+    uint8_t h[WP_GGUF_HEADER_BYTES], b[8];
     uint64_t pos;
     memcpy(h, WP_GGUF_MAGIC, 4);
     wr32(h + 4, o->version);
@@ -1004,9 +1061,9 @@ int wp_gguf_out_finish(wp_gguf_out *o, FILE *out)
     if (fflush(o->kv) || fflush(o->data))
         return ofail(o, "temporary file in %s: write error: %s", wp_spool_where(), strerror(errno));
     uint64_t kv_len = (uint64_t)ftello(o->kv);
-    if (fwrite(h, 1, 24, out) != 24 || copy_file(o->kv, out, kv_len))
+    if (fwrite(h, 1, sizeof h, out) != sizeof h || copy_file(o->kv, out, kv_len))
         goto werr;
-    pos = 24 + kv_len;
+    pos = sizeof h + kv_len;
     for (uint64_t i = 0; i < o->n_tensors; i++) {
         struct tinfo *t = &o->ti[i];
         if (fput_string(out, t->name))
@@ -1025,7 +1082,7 @@ int wp_gguf_out_finish(wp_gguf_out *o, FILE *out)
         wr64(b, t->offset);
         if (fwrite(b, 1, 8, out) != 8)
             goto werr;
-        pos += 8 + strlen(t->name) + 4 + 8 * (uint64_t)t->n_dims + 4 + 8;
+        pos += wp_gguf_tinfo_bytes(t->name, t->n_dims);
     }
     uint64_t data_start = align_up(pos, o->alignment);
     /* the data file ends at the last byte written; an empty last tensor sits at an aligned

@@ -71,6 +71,39 @@ void wp_gguf_value_str(uint32_t type, const uint8_t *buf, uint64_t len, char *ou
 /* GGUF value type name ("u32", "string", "array" ...), "?" if unknown. */
 const char *wp_gguf_type_name(uint32_t type);
 
+/* The value of key/value record kv (WP_REC_KV: type = GGUF value type,
+ * payload = the value as GGUF serialises it) as an unsigned integer: a
+ * u8 .. i64 value, or the first element of a non-empty array of them,
+ * little-endian, signed types read as their unsigned bits (as
+ * gguf_get_val_u32 and llama-quantize read general.alignment). -1 when
+ * kv holds none. */
+int64_t wp_gguf_kv_uint(const wp_record *kv);
+
+/* The string value of kv into buf (n bytes, NUL-terminated): 0, or -1
+ * when kv is no string or its value does not fit in n - 1 bytes (buf then
+ * untouched). */
+int wp_gguf_kv_str(const wp_record *kv, char *buf, size_t n);
+
+/* Set kv up as a key/value record of `key`: a string value str, or with str
+ * NULL a u32 value v, serialised as GGUF does (a string: u64 length, then
+ * its bytes; a u32: 4 bytes little-endian). Returns 0, -1 when out of
+ * memory or the key is too long (wp_record_set_name). */
+int wp_gguf_kv_set(wp_record *kv, const char *key, const char *str, uint32_t v);
+
+/* ---- layout (gguf.cpp's gguf_write_to_buf) ---------------------------------- */
+
+#define WP_GGUF_HEADER_BYTES 24u   /* magic, u32 version, u64 n_tensors, u64 n_kv */
+
+/* Bytes key/value record kv takes in a GGUF file: its key (u64 length and
+ * bytes), u32 value type, and the value (kv->payload_len bytes). */
+uint64_t wp_gguf_kv_bytes(const wp_record *kv);
+
+/* Bytes the tensor info of a tensor `name` of n_dims dimensions takes: its
+ * name (u64 length and bytes), u32 n_dims, n_dims u64 ne, u32 type, u64
+ * offset. The data section starts at the header, key/values and tensor
+ * infos rounded up to the file's alignment. */
+uint64_t wp_gguf_tinfo_bytes(const char *name, int n_dims);
+
 /* ---- reading -------------------------------------------------------------- */
 
 typedef struct wp_gguf_in wp_gguf_in;

@@ -46,13 +46,7 @@ static void put_u32(const char *key, uint32_t v)
 {
     wp_record r;
     wp_record_init(&r);
-    r.kind = WP_REC_KV;
-    r.type = WP_GGUF_U32;
-    wp_record_set_name(&r, key);
-    uint8_t *p = wp_record_alloc(&r, 4);
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> 8 * i);
-    if (wp_gguf_out_add(out, &r) < 0)
+    if (wp_gguf_kv_set(&r, key, NULL, v) || wp_gguf_out_add(out, &r) < 0)
         exit(1);
     wp_record_free(&r);
 }
