@@ -162,8 +162,39 @@ static int read_all(const char *buf, size_t len, char *msg, size_t n)
     return k;
 }
 
+/* GGUF key/values as gguf.cpp serialises them, and the layout sizes (gptq sizes its output's
+ * header with them before ggufpack writes it). */
+static void test_gguf_kv(void)
+{
+    wp_record kv;
+    wp_record_init(&kv);
+    char buf[16];
+    CHECK(wp_gguf_kv_set(&kv, "general.architecture", "llama", 0) == 0 && kv.kind == WP_REC_KV &&
+              kv.type == WP_GGUF_STRING && kv.payload_len == 13 && kv.payload[0] == 5 && kv.payload[7] == 0 &&
+              !memcmp(kv.payload + 8, "llama", 5) && wp_gguf_kv_str(&kv, buf, sizeof buf) == 0 &&
+              !strcmp(buf, "llama") && wp_gguf_kv_bytes(&kv) == 8 + 20 + 4 + 13 && wp_gguf_kv_uint(&kv) == -1,
+          "a string key/value: u64 length 5 + 'llama', 45 GGUF bytes");
+    CHECK(wp_gguf_kv_str(&kv, buf, 5) == -1, "a 5-byte string does not fit 5 bytes with its NUL: -1");
+    CHECK(wp_gguf_kv_set(&kv, "general.alignment", NULL, 0x01020304) == 0 && kv.type == WP_GGUF_U32 &&
+              kv.payload_len == 4 && kv.payload[0] == 4 && kv.payload[3] == 1 &&
+              wp_gguf_kv_uint(&kv) == 0x01020304 && wp_gguf_kv_str(&kv, buf, sizeof buf) == -1 &&
+              wp_gguf_kv_bytes(&kv) == 8 + 17 + 4 + 4,
+          "a u32 key/value: 4 bytes little-endian, read back as 16909060");
+    /* an array of u16 [7, 9]: its first element; an empty array: none */
+    const uint8_t arr[] = {2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 7, 0, 9, 0};
+    kv.type = WP_GGUF_ARRAY;
+    memcpy(wp_record_alloc(&kv, sizeof arr), arr, sizeof arr);
+    CHECK(wp_gguf_kv_uint(&kv) == 7, "an array of u16 [7, 9]: 7");
+    kv.payload[4] = 0;
+    CHECK(wp_gguf_kv_uint(&kv) == -1, "an empty array: -1");
+    CHECK(wp_gguf_tinfo_bytes("blk.0.attn_q.weight", 2) == 8 + 19 + 4 + 16 + 4 + 8 && WP_GGUF_HEADER_BYTES == 24,
+          "a 2-D tensor info of a 19-byte name: 59 bytes; the header 24");
+    wp_record_free(&kv);
+}
+
 int main(void)
 {
+    test_gguf_kv();
     char msg[512];
     size_t len;
     int64_t ok_ne[4] = {2, 2, 1, 1}, huge[4] = {1, INT64_C(1) << 40, INT64_C(1) << 40, INT64_C(1) << 24};
