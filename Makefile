@@ -25,7 +25,8 @@ PREFIX   ?= /usr/local
 CC       ?= cc
 CFLAGS   ?= -O2 -g
 WFLAGS   := -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Wall -Wextra -Wno-unused-parameter
-# lib/ecma_regex.cc alone is C++: std::regex, the engine llama-quantize reads --tensor-type with
+# lib/ecma_regex.cc and lib/cxx_guard.cc alone are C++: std::regex, the engine llama-quantize
+# reads --tensor-type with, and std::set_terminate for libllama's uncaught exceptions
 CXX      ?= g++
 CXXFLAGS ?= -O2 -g
 CXXWFLAGS:= -std=c++17 -Wall -Wextra -Wno-unused-parameter
@@ -79,7 +80,7 @@ endif
 LLAMA_PROGS := hessian ppl
 
 LIB_SRC  := $(sort $(wildcard lib/*.c))
-LIB_OBJ  := $(LIB_SRC:lib/%.c=build/lib/%.o) build/lib/ecma_regex.o
+LIB_OBJ  := $(LIB_SRC:lib/%.c=build/lib/%.o) build/lib/ecma_regex.o build/lib/cxx_guard.o
 PROGS    := $(sort $(basename $(notdir $(wildcard filters/*.c))))
 BINS     := $(PROGS:%=bin/%)
 UNITS    := $(sort $(basename $(notdir $(wildcard tests/unit/test_*.c))))

@@ -636,7 +636,7 @@ int main(int argc, char **argv)
         max_mem = default_max_mem(mem, llama_model_size(model));
 
     int n_tokens = 0;
-    llm_step(text_name, "llama.cpp cannot tokenize this text");
+    llm_step_tokenize(text_name, model_path);
     llama_token *tokens = llm_tokenize(vocab, text, text_len, &n_tokens);
     if (!tokens)
         wp_die("%s: cannot tokenize (too long?)", text_name);

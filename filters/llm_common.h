@@ -34,6 +34,7 @@ struct gguf_context; /* llama.h names it in a prototype; its header is not neede
 #include "llama.h"
 
 #include "cli.h"
+#include "cxx_guard.h"
 #include "gguf_file.h"
 #include "imatrix.h"
 #include "text.h"
@@ -143,6 +144,16 @@ static inline void llm_step(const char *what, const char *why)
     llm_step_why = why;
 }
 
+/* Name the tokenization of text file text_name by model_path's vocabulary: a
+ * stop inside it may be the text's or the vocabulary's (a model whose
+ * vocabulary lacks a byte token threw), so the message names both. */
+static inline void llm_step_tokenize(const char *text_name, const char *model_path)
+{
+    static char why[PATH_MAX + 96];
+    snprintf(why, sizeof why, "llama.cpp cannot tokenize this text with the vocabulary of %s", model_path);
+    llm_step(text_name, why);
+}
+
 /* ggml's abort callback (ggml_set_abort_callback): one line naming the step,
  * with ggml's message less the build directory of its source file
  * ("llama-vocab.cpp:2501: GGML_ASSERT(...) failed"), then exit 1 through
@@ -158,8 +169,17 @@ static inline void llm_abort_cb(const char *msg)
     wp_die_now("%s (%s)", llm_step_why, m);
 }
 
+/* An exception thrown in libllama that nothing caught (wp_on_uncaught): one
+ * line naming the step, as an abort's, then exit 1 through wp_die_now. */
+static inline void llm_uncaught_cb(const char *what)
+{
+    if (llm_step_what)
+        wp_die_now("%s: %s (libllama threw %s)", llm_step_what, llm_step_why, what);
+    wp_die_now("%s (libllama threw %s)", llm_step_why, what);
+}
+
 /* Set up libllama for this process: logging (see llm_log_cb), aborts (see
- * llm_abort_cb), backend loading, llama_backend_init.  Backends are loaded from the directory in
+ * llm_abort_cb) and uncaught exceptions (llm_uncaught_cb), backend loading, llama_backend_init.  Backends are loaded from the directory in
  * WPACK_GGML_BACKEND_DIR if set, else from the directory that holds the
  * libggml actually linked in (found with dladdr; that is where the pinned
  * reference keeps libggml-cpu-*.so), and, if that registers no device, from
@@ -172,6 +192,7 @@ static inline int llm_setup(void)
     llama_log_set(llm_log_cb, verbose);
     ggml_log_set(llm_log_cb, verbose);
     ggml_set_abort_callback(llm_abort_cb);
+    wp_on_uncaught(llm_uncaught_cb);   /* after libggml's own, set as it loaded */
     llm_step(NULL, "llama.cpp failed while loading its backends");
 
     const char *dir = getenv("WPACK_GGML_BACKEND_DIR");

@@ -441,7 +441,7 @@ int main(int argc, char **argv)
 
     if (text) {
         int nt = 0;
-        llm_step(text_name, "llama.cpp cannot tokenize this text");
+        llm_step_tokenize(text_name, model_path);
         llama_token *tt = llm_tokenize(vocab, text, text_len, &nt);
         if (!tt)
             die(text_name, "cannot tokenize (too long?)");

@@ -395,6 +395,21 @@ bad() {  # expected-substring args...
     [ -z "$(ls "$L" | grep hess)" ]
 }
 
+@test "bad input: a vocabulary without the byte token <0x0A> (libllama throws) gives one line, exit 1, a redirected output left empty" {
+    # exit 134, and ggml's gdb backtrace went to stdout: into the redirected Hessian file (a breaker's find)
+    local F16="$MODELS/stories260K-f16.gguf" L="$BATS_TEST_TMPDIR" at
+    [ -f "$F16" ] || skip "no stories260K-f16.gguf in $MODELS"
+    at=$(offset_of "$F16" "<0x0A>")
+    cp "$F16" "$L/nobyte.gguf"
+    chmod u+w "$L/nobyte.gguf"
+    patch_bytes "$L/nobyte.gguf" $((at + 5)) '\xff'
+    run --separate-stderr bash -c '"$1" --threads 1 --model "$2" --text "$3" --ctx 128 --chunks 1 > "$4"' _ \
+        "$H" "$L/nobyte.gguf" "$CAL" "$L/out.hess"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "hessian: $CAL: llama.cpp cannot tokenize this text with the vocabulary of $L/nobyte.gguf (libllama threw std::out_of_range: _Map_base::at)" ]
+    [ ! -s "$L/out.hess" ]
+}
+
 @test "llama-imatrix's short names -m -f -c -t -b give the same Hessians as the long ones (they were unknown options)" {
     local T=$BATS_TEST_TMPDIR
     "$H" -m "$M32" -f "$CAL" -c 128 --chunks 2 -t 1 -b 128 -o "$T/short.hess" 2> /dev/null

@@ -537,6 +537,21 @@ dup_vocab() {
     [ -z "$(ls "$L" | grep logits)" ]
 }
 
+@test "bad input: a vocabulary without the byte token <0x0A> (libllama throws) gives one line, exit 1, nothing on stdout" {
+    # exit 134, "terminate called after throwing an instance of 'std::out_of_range'", and ggml's
+    # gdb backtrace on stdout, where the report goes (a breaker's find)
+    [ -f "$M/stories260K-f16.gguf" ] || skip "no stories260K-f16.gguf in $M"
+    local L="$BATS_TEST_TMPDIR" at
+    at=$(grep -obUaF -- "<0x0A>" "$M/stories260K-f16.gguf" | head -n 1 | cut -d: -f1)
+    cp "$M/stories260K-f16.gguf" "$L/nobyte.gguf"
+    chmod u+w "$L/nobyte.gguf"
+    printf '\377' | dd of="$L/nobyte.gguf" bs=1 seek=$((at + 5)) conv=notrunc status=none
+    run --separate-stderr "$PPL" --threads 1 --model "$L/nobyte.gguf" --text "$SAMPLE" --ctx 128 --chunks 1
+    [ "$status" -eq 1 ]
+    [ -z "$output" ]
+    [ "$stderr" = "ppl: $SAMPLE: llama.cpp cannot tokenize this text with the vocabulary of $L/nobyte.gguf (libllama threw std::out_of_range: _Map_base::at)" ]
+}
+
 @test "--kl-base - reads the base from standard input (the same report as the file); --model - is refused with the reason" {
     ours save32 --model "$M/stories260K-f32.gguf" --text "$VALID" --chunks 8 \
         --save-logits "$BATS_FILE_TMPDIR/f32.logits" > /dev/null
