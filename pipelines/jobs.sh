@@ -153,6 +153,35 @@ take_dist() {
     done
 }
 
+# refuse_protected NAME STATUS FILE...: exits STATUS after one line when a FILE, an output's
+# name, is a write-protected file (no write bit, or not writable by this user), as every
+# program's -o refuses it (lib/cli.c): the pipelines' mv replaced a 0444 GGUF, root or not (a
+# breaker's find)
+refuse_protected() {
+    local name=$1 status=$2 f
+    shift 2
+    for f in "$@"; do
+        [ -f "$f" ] || continue
+        if [ "$(( 8#$(stat -L -c %a -- "$f") & 8#222 ))" -eq 0 ] || ! [ -w "$f" ]; then
+            echo "$name: $f: write-protected: not replaced (make it writable, or remove it, first)" >&2
+            exit "$status"
+        fi
+    done
+}
+
+# refuse_not_bundle NAME STATUS FILE: exits STATUS after one line when FILE, the name of a
+# .dist.bundle that a run without --dist removes as an earlier run's, is there and no bundle (a
+# zstd frame or a wpack stream): a text file of that name was removed, "it restored that run's
+# GGUF" (a breaker's find)
+refuse_not_bundle() {
+    [ -f "$3" ] || return 0
+    case $(magic_of "$3") in
+    zstd | stream) ;;
+    *) echo "$1: $3: not a bundle, at the name of an output this run replaces or removes (move it away)" >&2
+       exit "$2" ;;
+    esac
+}
+
 # refuse_option_words NAME HINT ARG...: exits 2 after one line when an ARG is an option's word,
 # -h or one that starts with -- (--help last, --threads N, --version, --): taken for a path, a
 # trailing --help made a folder of that name and ran the whole pipeline in it (a fresh user's

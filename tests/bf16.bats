@@ -253,6 +253,22 @@ stories260K-bf16-p16.report" ]
     [ "$status" -eq 1 ]
     [ "$stderr" = "unweight: $s.dist.bundle: a directory where an output goes (move it away)" ]
     [ -z "$(ls -A "$s.dist.bundle")" ]
+    rmdir "$s.dist.bundle"
+    # a write-protected output is not replaced, as -o refuses it, and a file at the .dist.bundle's
+    # name that is no bundle is not removed (mv replaced a 0444 bundle, root or not: a breaker's find)
+    cp "$s.bundle" "$T/b444"
+    chmod 444 "$s.bundle"
+    run --separate-stderr "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "unweight: $s.bundle: write-protected: not replaced (make it writable, or remove it, first)" ]
+    cmp "$s.bundle" "$T/b444"
+    chmod 644 "$s.bundle"
+    echo mine > "$s.dist.bundle"
+    run --separate-stderr "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/u"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "unweight: $s.dist.bundle: not a bundle, at the name of an output this run replaces or removes (move it away)" ]
+    [ "$(cat "$s.dist.bundle")" = mine ]
+    rm "$s.dist.bundle"
     # a zstd'd GGUF went through the whole pipeline, then verify refused it: said first
     zstd -q -c "$MODELS/stories260K-bf16.gguf" > "$T/m.gguf.zst"
     run --separate-stderr "$ROOT/pipelines/unweight" --dist "$T/m.gguf.zst" "$T/z"

@@ -132,6 +132,22 @@ CALIB="$DATA/text/groups_merged.txt"
         [ -z "$(ls -A "$d")" ]
     done
     rmdir "$d"
+    # a file at the .dist.bundle's name that is no bundle is not removed as an earlier run's (a
+    # text file went, "it restored that run's GGUF"), and a write-protected output is not
+    # replaced, as -o refuses it (mv replaced a 0444 GGUF, root or not: a breaker's finds)
+    echo mine > "$d"
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: $d: not a bundle, at the name of an output this run replaces or removes (move it away)" ]
+    [ "$(cat "$d")" = mine ]
+    rm "$d"
+    cp "$g" "$BATS_TEST_TMPDIR/g444"
+    chmod 444 "$g"
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: $g: write-protected: not replaced (make it writable, or remove it, first)" ]
+    cmp "$g" "$BATS_TEST_TMPDIR/g444"
+    chmod 644 "$g"
     "$ROOT/pipelines/lazyweights" --dist "$F32" Q8_0_g0_lam0_c1 "$out" 2> /dev/null
     cp "$g" "$BATS_TEST_TMPDIR/g" && cp "$d" "$BATS_TEST_TMPDIR/d" && cp "${g%.gguf}.report" "$BATS_TEST_TMPDIR/r"
     # a --dist that fails leaves the earlier outputs as they were, and no temporary file
