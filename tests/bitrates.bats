@@ -486,6 +486,49 @@ EOF
     [ "$output" = "$(printf 'neg.tsv:1: b/w "-1" is negative, not a valid b/w\nneg.tsv:1: b/w "-1" is negative, not a valid b/w')" ]
 }
 
+@test "bitcheck: a baseline of 0 or -0 allows no rise (\"+inf %\"), and 1e14 is said to be no decimal number" {
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a\t1\n' > one.tsv
+    printf 'a\t0\n' > zero.tsv
+    printf 'a\t-0\n' > mzero.tsv
+    printf 'a\t1e14\n' > exp.tsv
+    for z in zero mzero; do
+        run --separate-stderr "$ROOT/pipelines/bitcheck" $z.tsv one.tsv
+        [ "$status" -eq 1 ]
+        [ "$output" = "a: 1 b/w, above the baseline $([ $z = zero ] && echo 0 || echo -0), which allows no rise" ]
+    done
+    run --separate-stderr "$ROOT/pipelines/bitcheck" one.tsv exp.tsv
+    [ "$status" -eq 1 ]
+    [ "$output" = 'exp.tsv:1: b/w "1e14" is not a decimal number (write it without an exponent)' ]
+}
+
+@test "bitcheck: a closed or full stdout is a write error (exit 1); a closed or full stderr changes no verdict" {
+    # >&- blamed the default tolerance ("tolerance '0.002': expected a fraction"), exit 2;
+    # 2>/dev/full failed a passing check, exit 2 and no word; --version >/dev/full exited 0 (a
+    # breaker's finds)
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a\t1\n' > one.tsv
+    printf 'a\t2\n' > two.tsv
+    run bash -c '"$1" one.tsv one.tsv >&-' _ "$ROOT/pipelines/bitcheck"
+    [ "$status" -eq 1 ]
+    [ "$output" = "bitcheck: stdout: write error: Bad file descriptor" ]
+    run bash -c '"$1" one.tsv two.tsv > /dev/full' _ "$ROOT/pipelines/bitcheck"
+    [ "$status" -eq 1 ]
+    [ "${lines[${#lines[@]}-1]}" = "bitcheck: stdout: write error" ]
+    for a in --version --help; do
+        run bash -c '"$1" $2 > /dev/full' _ "$ROOT/pipelines/bitcheck" $a
+        [ "$status" -eq 1 ]
+        [ "$output" = "bitcheck: stdout: write error" ]
+    done
+    for e in "2>&-" "2>/dev/full"; do
+        run bash -c "\"\$1\" one.tsv one.tsv $e" _ "$ROOT/pipelines/bitcheck"
+        [ "$status" -eq 0 ]
+        run bash -c "\"\$1\" one.tsv two.tsv $e" _ "$ROOT/pipelines/bitcheck"
+        [ "$status" -eq 1 ]
+        [[ "$output" == "a: 2 b/w, +100.000 %, more than 0.2 % above the baseline 1"* ]]
+    done
+}
+
 @test "bitcheck: file names with a backslash or an = are read and named as they are" {
     # awk -v turned x\y.tsv into xy.tsv-ish escapes, and took NOW n=2.tsv for an assignment
     cd "$BATS_TEST_TMPDIR"
