@@ -210,6 +210,18 @@ passed() {
     # said with WPACK_DATA (mkllama's "No such file or directory" was the only word: a new user's
     # trial)
     [ "$stderr" = "bitrates: $BATS_TEST_TMPDIR/nodata/models/stories260K/stories260K-f32.gguf: no such file (the real data: WPACK_DATA=dir, default the source tree's ../shared/data)" ]
+    # an OUTDIR that cannot be one: said naming OUTDIR (mkdir's "cannot create directory
+    # 'x': File exists" was the only word: a breaker's find)
+    echo x > "$BATS_TEST_TMPDIR/file"
+    run --separate-stderr "$ROOT/pipelines/bitrates" "$BATS_TEST_TMPDIR/file"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "bitrates: $BATS_TEST_TMPDIR/file: not a directory (OUTDIR)" ]
+    run --separate-stderr "$ROOT/pipelines/bitrates" "$BATS_TEST_TMPDIR/file/sub"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "bitrates: $BATS_TEST_TMPDIR/file/sub: cannot make the directory (OUTDIR)" ]
+    run --separate-stderr "$ROOT/pipelines/bitrates" ""
+    [ "$status" -eq 64 ]
+    [ "$stderr" = "bitrates: an empty OUTDIR" ]
 }
 
 @test "pipelines: --help and -h print the comment at the script's top, from its usage line, exit 0" {
