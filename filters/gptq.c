@@ -1024,9 +1024,9 @@ int main(int argc, char **argv)
         }
         wp_cli_info(a, usage);   /* --help, -h, --version: exit here */
         if ((v = wp_cli_arg(argc, argv, &i, "--type"))) {
-            type_name = v;
+            type_name = wp_cli_once("--type", type_name, v);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--ftype"))) {
-            ftype_name = v;
+            ftype_name = wp_cli_once("--ftype", ftype_name, v);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--tensor-type"))) {
             add_override(&overrides, &n_over, v, NULL);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--tensor-type-file"))) {
@@ -1038,9 +1038,9 @@ int main(int argc, char **argv)
         } else if (wp_cli_flag(a, "--hessian-later")) {
             hess_later = 1;
         } else if ((v = wp_cli_arg(argc, argv, &i, "--hessian"))) {
-            hess_path = v;
+            hess_path = wp_cli_once("--hessian", hess_path, v);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--imatrix"))) {
-            imat_path = v;
+            imat_path = wp_cli_once("--imatrix", imat_path, v);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--damp"))) {
             go.damp = wp_arg_float("--damp", v, 0, 1e6);
             damp_given = 1;
@@ -1072,7 +1072,7 @@ int main(int argc, char **argv)
         } else if (wp_cli_flag(a, "--quiet") || !strcmp(a, "-q")) {
             quiet = 1;
         } else if (!strcmp(a, "-o") && more) {
-            out = wp_cli_value(argv, &i);
+            out = wp_cli_once("-o", out, wp_cli_value(argv, &i));
         } else if (a[0] == '-' && a[1]) {
             /* llama-quantize's options gptq lacks, named as such (they were "unknown option": a
                llama.cpp user's trial; hessian names llama-imatrix's so) */

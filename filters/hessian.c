@@ -592,7 +592,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--max-memory"))
             max_mem = parse_bytes(a, v);
         else
-            out_path = v;
+            out_path = wp_cli_once(a, out_path, v);
     }
     if (!model_path)
         wp_die("--model: is required (try --help)");

@@ -226,6 +226,12 @@ int wp_cli_is_option(const char *v);
  * wp_cli_arg, dies "OPT: needs a value (try --help)".) */
 const char *wp_cli_value(char **argv, int *i);
 
+/* Value v of option opt, where an earlier opt gave prev (NULL: none): returns
+ * v, or dies "OPT: given twice ('PREV', then 'V'): one a run" when prev is
+ * another value (gptq --type Q4_0 --type Q8_0 wrote Q8_0 unsaid, ggufcat -o
+ * x -o y wrote y alone). The same value twice is taken. */
+const char *wp_cli_once(const char *opt, const char *prev, const char *v);
+
 /* The options every filter shares, for argv[*i] once the program's own
  * options did not match: --help, -h or --version (wp_cli_info),
  * -o OUT (sets *out), "-" or a non-option argument (the input, once: sets

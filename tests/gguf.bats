@@ -511,6 +511,23 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<15f"
     one_line_error "ctx"
 }
 
+@test "an output, a type, Hessians or an imatrix given twice with two values is refused before any work; the same value twice is taken" {
+    # ggufcat -o x -o y wrote y alone, gptq --type Q4_0 --type Q8_0 wrote Q8_0, unsaid (a breaker's find)
+    cd "$T"
+    for c in "ggufcat -o x.wps $F32 -o y.wps:-o:x.wps:y.wps" "unbundle -o a.gguf -o b.gguf m.bundle:-o:a.gguf:b.gguf" \
+             "safetensorscat -o a.wps -o b.wps f:-o:a.wps:b.wps" "gptq --type Q4_0 --type Q8_0 --rtn:--type:Q4_0:Q8_0" \
+             "gptq --ftype Q4_K_M --ftype Q8_0 --rtn:--ftype:Q4_K_M:Q8_0" "gptq --hessian a --hessian b:--hessian:a:b" \
+             "gptq --rtn --imatrix a --imatrix b:--imatrix:a:b" "gptq --type Q8_0 --rtn -o a.wps -o b.wps:-o:a.wps:b.wps" \
+             "hessian --model m --text t -o a.hess --output-file b.hess:-o:a.hess:b.hess"; do
+        IFS=: read -r cmd opt v1 v2 <<< "$c"
+        run $BIN/$cmd < /dev/null
+        one_line_error "^${cmd%% *}: $opt: given twice \('$v1', then '$v2'\): one a run$"
+    done
+    [ -z "$(ls -A "$T")" ]
+    "$BIN/ggufcat" -o x.wps -o x.wps "$F32"
+    [ -s x.wps ]
+}
+
 # inputs_in_T: cd to $T and make there m.gguf (stories260K F32), its stream s.wps and bundle
 # m.bundle, and copies s0.wps and m0.bundle to compare them with after a refused run
 inputs_in_T() {
