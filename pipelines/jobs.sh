@@ -182,6 +182,27 @@ refuse_not_bundle() {
     esac
 }
 
+# arg_count_problem MIN MAX NAMES ARG...: nothing when MIN to MAX ARGs are given, else what is
+# wrong, one phrase: "missing OUTDIR" (NAMES: the arguments' names, space-separated, in order),
+# "too many arguments (got 'X' too)" (the usage line alone was the only word: a breaker's find)
+arg_count_problem() {
+    local min=$1 max=$2 n
+    read -r -a n <<< "$3"
+    shift 3
+    if [ $# -gt "$max" ]; then
+        shift "$max"
+        printf "too many arguments (got '%s' too)\n" "$1"
+    elif [ $# -lt "$min" ]; then
+        local want=("${n[@]:$#:$((min - $#))}") s= i
+        for i in "${!want[@]}"; do   # A; A and B; A, B and C
+            if [ "$i" -eq 0 ]; then s=${want[0]}
+            elif [ "$i" -eq $((${#want[@]} - 1)) ]; then s="$s and ${want[$i]}"
+            else s="$s, ${want[$i]}"; fi
+        done
+        printf 'missing %s\n' "$s"
+    fi
+}
+
 # refuse_option_words NAME HINT ARG...: exits 2 after one line when an ARG is an option's word,
 # -h or one that starts with -- (--help last, --threads N, --version, --): taken for a path, a
 # trailing --help made a folder of that name and ran the whole pipeline in it (a fresh user's

@@ -348,8 +348,12 @@ stories260K-bf16-p16.report" ]
     # a fourth argument was ignored, with exit status 0 (a new user's trial)
     run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/x" 16 extra
     [ "$status" -eq 2 ]
-    [ "$output" = "usage: unweight [--dist] MODEL OUTDIR [PALETTE]" ]
+    [ "$output" = "unweight: too many arguments (got 'extra' too)
+usage: unweight [--dist] MODEL OUTDIR [PALETTE]" ]
     [ ! -e "$T/x" ]
+    run "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf"
+    [ "$status" -eq 2 ]
+    [ "${lines[0]}" = "unweight: missing OUTDIR" ]
     # a leading zero is the same palette, in the same files (they were named -p016)
     "$ROOT/pipelines/unweight" "$MODELS/stories260K-bf16.gguf" "$T/z" 016
     [ "$(ls "$T/z")" = "stories260K-bf16-p16.bundle

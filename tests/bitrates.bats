@@ -514,6 +514,20 @@ EOF
     [ "$output" = 'exp.tsv:1: b/w "1e14" is not a decimal number (write it without an exponent)' ]
 }
 
+@test "bitcheck: a file left out or a fourth argument is said before the usage line (it was the usage alone)" {
+    cd "$BATS_TEST_TMPDIR"
+    printf 'a\t1\n' > one.tsv
+    run --separate-stderr "$ROOT/pipelines/bitcheck" one.tsv
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "bitcheck: missing NOW.tsv
+usage: bitcheck BASELINE.tsv NOW.tsv [TOLERANCE]" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck"
+    [ "${stderr_lines[0]}" = "bitcheck: missing BASELINE.tsv and NOW.tsv" ]
+    run --separate-stderr "$ROOT/pipelines/bitcheck" one.tsv one.tsv 0 0
+    [ "$status" -eq 2 ]
+    [ "${stderr_lines[0]}" = "bitcheck: too many arguments (got '0' too)" ]
+}
+
 @test "bitcheck: a closed or full stdout is a write error (exit 1); a closed or full stderr changes no verdict" {
     # >&- blamed the default tolerance ("tolerance '0.002': expected a fraction"), exit 2;
     # 2>/dev/full failed a passing check, exit 2 and no word; --version >/dev/full exited 0 (a

@@ -692,9 +692,16 @@ fake_bins() {
     run "$ROOT/pipelines/lazyweights" "$F32" Q4_0_g1_lam0_c1.25 "$out" "$CALIB" b
     [ "$status" -eq 2 ]
     # both forms (--check was left out: a fresh user's find)
-    [ "$output" = "usage: lazyweights [--dist | --dist-only] MODEL.gguf POINT OUTDIR [CALIB.txt]
+    [ "$output" = "lazyweights: too many arguments (got 'b' too)
+usage: lazyweights [--dist | --dist-only] MODEL.gguf POINT OUTDIR [CALIB.txt]
        lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
     [ ! -e "$out" ]
+    # what is wrong, before the usage (it was the usage alone: a breaker's find)
+    run "$ROOT/pipelines/lazyweights" "$F32" Q4_0_g1_lam0_c1.25
+    [ "$status" -eq 2 ]
+    [ "${lines[0]}" = "lazyweights: missing OUTDIR" ]
+    run "$ROOT/pipelines/lazyweights" "$F32"
+    [ "${lines[0]}" = "lazyweights: missing POINT and OUTDIR" ]
     # a HESSIAN_CHUNKS that is no count, refused before anything is written, as make model does
     # (0 was hessian's "--chunks: expected an integer", exit 1; " 2" named a cache "k 2")
     local c
@@ -706,10 +713,12 @@ fake_bins() {
     done
     run "$ROOT/pipelines/lazyweights" --check
     [ "$status" -eq 2 ]
-    [ "$output" = "usage: lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
+    [ "$output" = "lazyweights: --check: missing POINT
+usage: lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
     run "$ROOT/pipelines/lazyweights" --check Q4_0_g1_lam0_c1.25 "$F32" "$CALIB" b
     [ "$status" -eq 2 ]
-    [ "$output" = "usage: lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
+    [ "$output" = "lazyweights: --check: too many arguments (got 'b' too)
+usage: lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
 }
 
 @test "lazyweights: MODEL and POINT swapped are said so, with the order, before any file (run and --check)" {
