@@ -250,6 +250,16 @@ EOF
     run "$ROOT/pipelines/lazyweights" --help
     [ "${lines[0]}" = "pipelines/lazyweights [--dist | --dist-only] MODEL.gguf POINT OUTDIR [CALIB.txt]" ]
     [ "${lines[23]}" = "pipelines/lazyweights --check POINT [MODEL.gguf [CALIB.txt]]" ]
+    # a write error of either: one line, exit 1 (bash's "echo: write error", or awk's "close
+    # failed", was the word: a breaker's find)
+    local p a
+    for p in lazyweights unweight bitrates; do
+        for a in --help --version; do
+            run bash -c '"$1" $2 > /dev/full' _ "$ROOT/pipelines/$p" $a
+            [ "$status" -eq 1 ]
+            [ "$output" = "$p: stdout: write error" ]
+        done
+    done
 }
 
 @test "bitcheck: a tolerance of 0 (no rise at all) is taken as 0.0 is" {
