@@ -395,6 +395,11 @@ stories260K-bf16-p16.report" ]
     [ "$output" = "ggufcat: $T/pytorch_model.bin: not a GGUF file (a zip archive, as PyTorch saves a .bin: convert it to safetensors or GGUF first)" ]
     [ -d "$T/had" ]
     [ -z "$(ls -A "$T/had")" ]
+    # a gzip'd GGUF is named (it was "bad magic", where hessian names one: a breaker's find)
+    gzip -c "$MODELS/stories260K-bf16.gguf" > "$T/m.gguf.gz"
+    run "$ROOT/bin/ggufcat" "$T/m.gguf.gz"
+    [ "$status" -eq 1 ]
+    [ "$output" = "ggufcat: $T/m.gguf.gz: not a GGUF file (a gzip file: gunzip it first; ggufcat reads a zstd-compressed GGUF itself)" ]
     # an OUTDIR through .. : every folder it made removed (nx stayed: the walk up stopped at
     # nx/.., which rmdir cannot remove; a breaker's find)
     run "$ROOT/pipelines/unweight" "$T/pytorch_model.bin" "$T/nx/../ny"
