@@ -16,16 +16,11 @@
  * then the tensors in llama-quantize's order (--keep-order: input order),
  * then every other record in input order.
  *
- * Hessian records (WP_REC_HESSIAN, from `hessian`, read with --hessian FILE,
- * a stream file):
- *     name    the weight tensor's name ("blk.0.attn_q.weight"), or any name
- *             (a shared input, "blk.0.attn_in") with attr weights=A,B,C
- *             naming the weight tensors that share it
- *     type    WP_F64 (28) or WP_F32 (0)
- *     ne      [cols, cols], n_dims 2
- *     payload cols × cols values, row-major, H = Σ_tokens xᵀx (a mean is as
- *             good: GPTQ's damping is relative)
- *     attrs   n_tokens=N (tokens summed; carried, not read)
+ * Hessian records (lib/hessians.h: the format; from `hessian`, read with
+ * --hessian FILE, a stream file): a record is a weight's H, or that of a
+ * shared input whose weights=A,B,C names the weights that read it; n_dims 2
+ * (an expert's H is not read), F64 or F32, H = Σ_tokens xᵀx (a mean is as
+ * good: GPTQ's damping is relative); n_tokens and the rest carried, not read.
  * A weight named by two records (as a name or in weights=) is refused.
  * A shared record is factored once (wp_gptq_factor) for all its weights
  * (see "one Hessian factor kept" below).
@@ -46,6 +41,7 @@
 #include "ftype.h"
 #include "ggml_type.h"
 #include "gguf_file.h"
+#include "hessians.h"
 #include "gptq.h"
 #include "text.h"
 #include "imatrix.h"
@@ -294,16 +290,14 @@ static void hessian_open(const char *path)
 }
 
 /* Dies unless Hessian record `rec` (shape ne0 × ne1, stream type, payload
- * bytes) fits tensor `name` of `cols` columns: cols × cols, F64 or F32. */
+ * bytes) fits tensor `name` of `cols` columns (wp_hessian_fit_problem). */
 static void hessian_fits(const char *rec, int64_t ne0, int64_t ne1, uint32_t type, uint64_t payload_len,
                          const char *name, int64_t cols)
 {
-    if (ne0 != cols || ne1 != cols)
-        wp_die("%s: Hessian '%s' is %lldx%lld, tensor %s has %lld columns", hpath, rec, (long long)ne0,
-               (long long)ne1, name, (long long)cols);
-    size_t es = type == WP_F64 ? 8 : type == WP_F32 ? 4 : 0;
-    if (!es || payload_len != (uint64_t)(cols * cols) * es)
-        wp_die("%s: Hessian '%s': type must be F64 or F32 with %lld values", hpath, rec, (long long)(cols * cols));
+    char b[2 * WP_MAX_NAME + 128];
+    const char *why = wp_hessian_fit_problem(rec, ne0, ne1, type, payload_len, name, cols, b, sizeof b);
+    if (why)
+        wp_die("%s: %s", hpath, why);
 }
 
 /* The Hessian record that weight `name` maps to, or NULL. */
@@ -325,38 +319,12 @@ static double *hessian_get(const char *name, int64_t cols)
     wp_record_init(&r);
     if (wp_record_read_at(hfile, hpath, h->offset, &r, err, sizeof err))
         wp_die("%s", err);
-    const int64_t n = r.ne[0];
     hessian_fits(r.name, r.ne[0], r.ne[1], r.type, r.payload_len, name, cols);
-    const size_t es = r.type == WP_F64 ? 8 : 4;
-    /* H is the record's own payload (malloc'd, so aligned for doubles):
-     * a copy beside it doubled the peak (2 x 969 MB for an 11008-wide
-     * ffn_down). F32 values widen in place, from the last down: value k
-     * lands at 8k, at or past the 4k it is read from and the still unread
-     * values below it. */
-    if (es == 4 && !wp_record_alloc(&r, (uint64_t)(n * n) * 8))
-        wp_die("out of memory (Hessian %lldx%lld)", (long long)n, (long long)n);
-    double *H = (double *)(void *)r.payload;
-    if (es == 4)
-        for (int64_t k = n * n - 1; k >= 0; k--) {
-            float f;
-            memcpy(&f, r.payload + 4 * k, 4);
-            H[k] = f;
-        }
-    r.payload = NULL;
-    r.payload_len = r.payload_cap = 0;
-    int zero = 1;   /* a zero H: every column dead, and GPTQ (gptq.py's rule) would zero the whole matrix */
-    for (int64_t k = 0; k < n * n; k++) {
-        if (!isfinite(H[k]))   /* said here, where the file is known */
-            wp_die("%s: tensor %s: non-finite Hessian entry at (%lld, %lld)", hpath, name, (long long)(k / n),
-                   (long long)(k % n));
-        zero &= H[k] == 0;
-    }
-    /* a diagonal entry of X^T X is a sum of squares: a negative one is no Hessian (damping
-     * let a negated one through as a near-identity, and GPTQ ran on it without a word) */
-    for (int64_t k = 0; k < n; k++)
-        if (H[k * n + k] < 0)
-            wp_die("%s: tensor %s: negative Hessian diagonal entry %g at (%lld, %lld): X^T X has none", hpath,
-                   name, H[k * n + k], (long long)k, (long long)k);
+    /* H is the record's own payload, F32 widened in place (a copy beside it doubled the peak) */
+    int zero;
+    double *H = wp_hessian_take(&r, &zero, err, sizeof err);
+    if (!H)   /* said here, where the file is known */
+        wp_die("%s: tensor %s: %s", hpath, name, err);
     wp_record_free(&r);
     if (zero) {
         wp_warn("%s: tensor %s: the Hessian is zero (no calibration token reached it): RTN instead", hpath, name);

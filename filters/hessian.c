@@ -35,19 +35,8 @@
  * stops each graph after its last Hessian's matmul (struct hstate's stop_at),
  * so the later layers cost nothing in it (on the CPU alone: see one_backend).
  *
- * Output: one record per weight (stream.h), in the order the forward pass
- * first reaches the weights:
- *   kind    WP_REC_HESSIAN (4)
- *   name    the weight tensor's name, e.g. "blk.0.attn_q.weight"
- *   type    WP_F64 (28)
- *   n_dims  2, ne = {cols, cols}, cols = the weight's ne[0] (its row length)
- *           (MoE: n_dims 3, ne = {cols, cols, n_expert}, one H per expert)
- *   payload cols×cols doubles, little-endian, row-major, H[i][j] =
- *           sum over tokens of x_i x_j (symmetric; NOT divided by n_tokens)
- *   attrs   n_tokens=T      rows of X summed (chunks × ctx for dense weights)
- *           text_hash=HEX   XXH64 (seed 0) of the text's bytes, 16 hex digits
- *           ctx=C chunks=N  the calibration's context length and chunk count
- *           (MoE: expert_tokens=t0,t1,... rows routed to each expert)
+ * Output: one Hessian record per weight (lib/hessians.h: the format), in the
+ * order the forward pass first reaches the weights.
  * Weights that read the same input (q/k/v, gate/up) get equal Hessians, one
  * record each; hessian collects and holds one H for them (a 7B: 41 GiB of
  * Hessians to hold, where 54 GiB, and a quarter less to accumulate). With
@@ -62,6 +51,7 @@
  */
 #include "llm_common.h"
 #include "blas_room.h"
+#include "hessians.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -836,14 +826,7 @@ int main(int argc, char **argv)
             }
             wp_record r;
             wp_record_init(&r);
-            r.kind = WP_REC_HESSIAN;
-            r.type = WP_F64;
-            r.n_dims = h->n_expert > 1 ? 3 : 2;
-            r.ne[0] = r.ne[1] = c;
-            r.ne[2] = h->n_expert;
-            if (wp_record_set_name(&r, w->name) || wp_attr_set_i64(&r, "n_tokens", total) ||
-                wp_attr_set(&r, "text_hash", text_hash) || wp_attr_set_i64(&r, "ctx", n_ctx) ||
-                wp_attr_set_i64(&r, "chunks", n_chunk))
+            if (wp_hessian_head(&r, w->name, c, h->n_expert, total, text_hash, n_ctx, n_chunk))
                 wp_die("%s: cannot name a record", w->name);
             /* shared (--share-inputs): weights=A,B,C in first-use order, this one first */
             size_t cap = 1, len = 0;

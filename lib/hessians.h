@@ -1,0 +1,69 @@
+/*
+ * hessians.h - GPTQ's Hessian records: H = X^T X of the input of a weight
+ * matrix, as hessian(1) writes them and gptq(1) --hessian reads them.
+ *
+ * A Hessian file is a wpack stream (stream.h) of records, one a weight (or
+ * one a shared input), in the order a forward pass first reaches the
+ * weights:
+ *   kind    WP_REC_HESSIAN (4)
+ *   name    the weight tensor's name, e.g. "blk.0.attn_q.weight"
+ *   type    WP_F64 (28) as hessian writes it; WP_F32 is read too (widened)
+ *   n_dims  2, ne = {cols, cols}, cols = the weight's ne[0] (its row length)
+ *           (MoE: n_dims 3, ne = {cols, cols, n_expert}, one H per expert)
+ *   payload cols x cols values, little-endian, row-major, H[i][j] = the sum
+ *           over tokens of x_i x_j (symmetric, both triangles; NOT divided by
+ *           the token count)
+ *   attrs   n_tokens=T      rows of X summed (chunks x ctx for dense weights)
+ *           text_hash=HEX   XXH64 (seed 0) of the text's bytes, 16 hex digits
+ *           ctx=C chunks=N  the calibration's context length and chunk count
+ *           expert_tokens=t0,t1,...  (MoE) rows routed to each expert
+ *           weights=A,B,C   (hessian --share-inputs) the weights that read
+ *                           this input, this record's own name first: gptq
+ *                           takes the record for each of them
+ * The method is GPTQ's (Frantar et al. 2022, section 3: H = 2 X X^T of the
+ * layer's inputs; the factor 2 and the mean are left to the reader, whose
+ * damping is relative to the diagonal's mean), the collection llama-imatrix's
+ * (tools/imatrix/imatrix.cpp), which keeps only diag(H).
+ */
+#ifndef WPACK_HESSIANS_H
+#define WPACK_HESSIANS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stream.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Set r (initialised) up as the head of the Hessian record of weight `name`:
+ * kind, type WP_F64, n_dims 2 (3 with n_expert > 1) and ne {cols, cols,
+ * n_expert}, attrs n_tokens, text_hash (16 hex digits), ctx, chunks; the
+ * caller sets the payload (cols x cols x n_expert doubles) and any
+ * weights= or expert_tokens=. Returns 0, -1 when out of memory or name is
+ * too long. */
+int wp_hessian_head(wp_record *r, const char *name, int64_t cols, int64_t n_expert, int64_t n_tokens,
+                    const char *text_hash, int64_t ctx, int64_t chunks);
+
+/* What keeps Hessian record `rec` (its head: ne0 x ne1, type, payload_len
+ * bytes) from being the H of weight `tensor` of cols columns, one phrase
+ * into buf (n bytes): "Hessian 'REC' is 64x64, tensor T has 172 columns",
+ * "Hessian 'REC': type must be F64 or F32 with 4096 values"; NULL when it
+ * fits (cols x cols values of F64 or F32). */
+const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, uint32_t type, uint64_t payload_len,
+                                   const char *tensor, int64_t cols, char *buf, size_t n);
+
+/* The H of Hessian record r, which fits (wp_hessian_fit_problem), taken from
+ * r's payload (r keeps none): cols x cols doubles, malloc'd (F32 widened in
+ * place, no copy beside it: the peak stays one H). *zero is set when every
+ * entry is 0 (no calibration token reached the weight: GPTQ would zero the
+ * matrix). Returns H, or NULL with one phrase in err (n bytes): "out of
+ * memory", "non-finite Hessian entry at (I, J)", "negative Hessian diagonal
+ * entry V at (I, I): X^T X has none"; r is then as it was, or freed. */
+double *wp_hessian_take(wp_record *r, int *zero, char *err, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,94 @@
+/* test_hessians.c - lib/hessians.c: the head hessian writes, and what gptq
+ * takes from a record (a Hessian that fits, F32 widened in place, refusals of
+ * entries no X^T X has). */
+#include <math.h>
+#include <string.h>
+
+#include "ggml_type.h"
+#include "hessians.h"
+#include "tap.h"
+
+/* a record of type and c x c values v(i, j) */
+static void make(wp_record *r, uint32_t type, int c, double (*v)(int, int))
+{
+    wp_record_init(r);
+    wp_hessian_head(r, "blk.0.attn_q.weight", c, 1, 512, "0123456789abcdef", 128, 4);
+    r->type = type;
+    uint8_t *p = wp_record_alloc(r, (uint64_t)c * c * (type == WP_F32 ? 4 : 8));
+    for (int i = 0; i < c; i++)
+        for (int j = 0; j < c; j++) {
+            if (type == WP_F32) {
+                float f = (float)v(i, j);
+                memcpy(p + 4 * (i * c + j), &f, 4);
+            } else {
+                double d = v(i, j);
+                memcpy(p + 8 * (i * c + j), &d, 8);
+            }
+        }
+}
+
+static double spd(int i, int j) { return i == j ? 4.0 + i : 1.0 / (1 + i + j); }
+static double zero(int i, int j) { return 0 * (i + j); }
+static double neg_diag(int i, int j) { return i == j && i == 2 ? -1.5 : spd(i, j); }
+static double with_nan(int i, int j) { return i == 1 && j == 3 ? NAN : spd(i, j); }
+
+int main(void)
+{
+    wp_record r;
+    char err[256], buf[256], hash[32] = "";
+    int z = -1;
+    wp_record_init(&r);
+    CHECK(wp_hessian_head(&r, "blk.0.ffn_up.weight", 64, 1, 1024, "0123456789abcdef", 128, 8) == 0 &&
+              r.kind == WP_REC_HESSIAN && r.type == WP_F64 && r.n_dims == 2 && r.ne[0] == 64 && r.ne[1] == 64 &&
+              !strcmp(r.name, "blk.0.ffn_up.weight") && wp_attr_i64(&r, "n_tokens", -1) == 1024 &&
+              wp_attr_str(&r, "text_hash", hash, sizeof hash) && !strcmp(hash, "0123456789abcdef") &&
+              wp_attr_i64(&r, "ctx", -1) == 128 && wp_attr_i64(&r, "chunks", -1) == 8,
+          "the head: F64, 64x64, n_tokens=1024 text_hash ctx=128 chunks=8");
+    wp_record_free(&r);
+    wp_record_init(&r);
+    CHECK(wp_hessian_head(&r, "blk.0.ffn_up_exps.weight", 64, 8, 1024, "0123456789abcdef", 128, 8) == 0 &&
+              r.n_dims == 3 && r.ne[2] == 8,
+          "an expert matrix: n_dims 3, ne[2] = 8 experts");
+    wp_record_free(&r);
+
+    CHECK(wp_hessian_fit_problem("h", 64, 64, WP_F64, 64 * 64 * 8, "t", 64, buf, sizeof buf) == NULL &&
+              wp_hessian_fit_problem("h", 64, 64, WP_F32, 64 * 64 * 4, "t", 64, buf, sizeof buf) == NULL,
+          "64x64 F64 and F32 fit a tensor of 64 columns");
+    const char *p = wp_hessian_fit_problem("blk.0.h", 64, 64, WP_F64, 64 * 64 * 8, "blk.0.ffn_down.weight", 172,
+                                           buf, sizeof buf);
+    CHECK(p && !strcmp(p, "Hessian 'blk.0.h' is 64x64, tensor blk.0.ffn_down.weight has 172 columns"), "%s",
+          p ? p : "(fits)");
+    p = wp_hessian_fit_problem("h", 64, 64, WP_F16, 64 * 64 * 2, "t", 64, buf, sizeof buf);
+    CHECK(p && !strcmp(p, "Hessian 'h': type must be F64 or F32 with 4096 values"), "%s", p ? p : "(fits)");
+    p = wp_hessian_fit_problem("h", 64, 64, WP_F64, 64 * 64 * 8 - 8, "t", 64, buf, sizeof buf);
+    CHECK(p && !strcmp(p, "Hessian 'h': type must be F64 or F32 with 4096 values"), "a value short: %s",
+          p ? p : "(fits)");
+
+    make(&r, WP_F32, 5, spd);
+    double *H = wp_hessian_take(&r, &z, err, sizeof err);
+    int same = H != NULL;
+    for (int i = 0; same && i < 5; i++)
+        for (int j = 0; j < 5; j++)
+            same &= H[i * 5 + j] == (double)(float)spd(i, j);
+    CHECK(same && z == 0 && r.payload == NULL && r.payload_len == 0,
+          "an F32 Hessian widened in place: every value the float's, the record left without its payload");
+    free(H);
+    wp_record_free(&r);
+
+    make(&r, WP_F64, 4, zero);
+    H = wp_hessian_take(&r, &z, err, sizeof err);
+    CHECK(H && z == 1, "a zero Hessian is taken, and said zero (gptq quantizes its tensor by RTN)");
+    free(H);
+    wp_record_free(&r);
+
+    make(&r, WP_F64, 4, neg_diag);
+    H = wp_hessian_take(&r, &z, err, sizeof err);
+    CHECK(!H && !strcmp(err, "negative Hessian diagonal entry -1.5 at (2, 2): X^T X has none"), "%s", err);
+    wp_record_free(&r);
+
+    make(&r, WP_F32, 4, with_nan);
+    H = wp_hessian_take(&r, &z, err, sizeof err);
+    CHECK(!H && !strcmp(err, "non-finite Hessian entry at (1, 3)"), "%s", err);
+    wp_record_free(&r);
+    return tap_done();
+}
