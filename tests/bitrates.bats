@@ -213,12 +213,10 @@ passed() {
     # an OUTDIR that cannot be one: said naming OUTDIR (mkdir's "cannot create directory
     # 'x': File exists" was the only word: a breaker's find)
     echo x > "$BATS_TEST_TMPDIR/file"
-    run --separate-stderr "$ROOT/pipelines/bitrates" "$BATS_TEST_TMPDIR/file"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "bitrates: $BATS_TEST_TMPDIR/file: not a directory (OUTDIR)" ]
-    run --separate-stderr "$ROOT/pipelines/bitrates" "$BATS_TEST_TMPDIR/file/sub"
-    [ "$status" -eq 1 ]
-    [ "$stderr" = "bitrates: $BATS_TEST_TMPDIR/file/sub: cannot make the directory (OUTDIR)" ]
+    fails_saying "bitrates: $BATS_TEST_TMPDIR/file: not a directory (OUTDIR)" \
+        "$ROOT/pipelines/bitrates" "$BATS_TEST_TMPDIR/file"
+    fails_saying "bitrates: $BATS_TEST_TMPDIR/file/sub: cannot make the directory (OUTDIR)" \
+        "$ROOT/pipelines/bitrates" "$BATS_TEST_TMPDIR/file/sub"
     run --separate-stderr "$ROOT/pipelines/bitrates" ""
     [ "$status" -eq 64 ]
     [ "$stderr" = "bitrates: an empty OUTDIR" ]
