@@ -968,6 +968,7 @@ static void words_refused(int argc, char **argv, char **words, int n, int has_ty
 int main(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *type_name = NULL, *ftype_name = NULL;
+    const char *output_type_name = NULL, *token_embd_type_name = NULL;   /* as given, for wp_cli_once */
     const char *hess_path = NULL;
     const char **overrides = NULL;
     int n_over = 0, rtn = 0, quiet = 0, strict = 0, keep_order = 0, damp_given = 0, check = 0, hess_later = 0;
@@ -992,9 +993,9 @@ int main(int argc, char **argv)
         }
         wp_cli_info(a, usage);   /* --help, -h, --version: exit here */
         if ((v = wp_cli_arg(argc, argv, &i, "--type"))) {
-            type_name = wp_cli_once("--type", type_name, v);
+            type_name = wp_cli_once("--type", type_name, v, 1);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--ftype"))) {
-            ftype_name = wp_cli_once("--ftype", ftype_name, v);
+            ftype_name = wp_cli_once("--ftype", ftype_name, v, 1);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--tensor-type"))) {
             add_override(&overrides, &n_over, v, NULL);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--tensor-type-file"))) {
@@ -1006,9 +1007,9 @@ int main(int argc, char **argv)
         } else if (wp_cli_flag(a, "--hessian-later")) {
             hess_later = 1;
         } else if ((v = wp_cli_arg(argc, argv, &i, "--hessian"))) {
-            hess_path = wp_cli_once("--hessian", hess_path, v);
+            hess_path = wp_cli_once("--hessian", hess_path, v, 0);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--imatrix"))) {
-            imat_path = wp_cli_once("--imatrix", imat_path, v);
+            imat_path = wp_cli_once("--imatrix", imat_path, v, 0);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--damp"))) {
             go.damp = wp_arg_float("--damp", v, 0, 1e6);
             damp_given = 1;
@@ -1034,13 +1035,15 @@ int main(int argc, char **argv)
         } else if (wp_cli_flag(a, "--pure")) {
             pure_flag = 1;
         } else if ((v = wp_cli_arg(argc, argv, &i, "--output-tensor-type"))) {
+            output_type_name = wp_cli_once("--output-tensor-type", output_type_name, v, 1);
             output_type = type_arg("--output-tensor-type", v);
         } else if ((v = wp_cli_arg(argc, argv, &i, "--token-embedding-type"))) {
+            token_embd_type_name = wp_cli_once("--token-embedding-type", token_embd_type_name, v, 1);
             token_embd_type = type_arg("--token-embedding-type", v);
         } else if (wp_cli_flag(a, "--quiet") || !strcmp(a, "-q")) {
             quiet = 1;
         } else if (!strcmp(a, "-o") && more) {
-            out = wp_cli_once("-o", out, wp_cli_value(argv, &i));
+            out = wp_cli_once("-o", out, wp_cli_value(argv, &i), 0);
         } else if (a[0] == '-' && a[1]) {
             /* llama-quantize's options gptq lacks, named as such (they were "unknown option": a
                llama.cpp user's trial; hessian names llama-imatrix's so) */

@@ -564,13 +564,14 @@ int main(int argc, char **argv)
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
         if (!a)   /* "--" last */
             break;
+        const char *typed = a;   /* for "given twice", as typed */
         a = llm_long_name(a);
         if (llm_shared_opt(a, v))
             ;
         else if (!strcmp(a, "--model"))
-            model_path = v;
+            model_path = wp_cli_once(typed, model_path, v, 0);
         else if (!strcmp(a, "--text"))
-            text_path = v;
+            text_path = wp_cli_once(typed, text_path, v, 0);
         else if (!strcmp(a, "--ctx"))
             ctx_arg = wp_arg_int(a, v, 16, 1 << 20);
         else if (!strcmp(a, "--chunks"))
@@ -582,7 +583,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--max-memory"))
             max_mem = parse_bytes(a, v);
         else
-            out_path = wp_cli_once(a, out_path, v);
+            out_path = wp_cli_once(typed, out_path, v, 0);
     }
     if (!model_path)
         wp_die("--model: is required (try --help)");

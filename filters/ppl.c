@@ -291,15 +291,16 @@ int main(int argc, char **argv)
         const char *v, *a = wp_cli_opt(argc, argv, &i, usage, takes, sizeof takes / sizeof *takes, &v);
         if (!a)   /* "--" last */
             break;
+        const char *typed = a;   /* for "given twice", as typed */
         a = llm_long_name(a);
         if (llm_shared_opt(a, v))
             ;
         else if (!strcmp(a, "--kl-divergence-base"))
-            kl_div_base = v;
+            kl_div_base = wp_cli_once(typed, kl_div_base, v, 0);
         else if (!strcmp(a, "--model"))
-            model_path = v;
+            model_path = wp_cli_once(typed, model_path, v, 0);
         else if (!strcmp(a, "--text"))
-            text_path = v;
+            text_path = wp_cli_once(typed, text_path, v, 0);
         else if (!strcmp(a, "--ctx"))
             ctx_arg = wp_arg_int(a, v, 4, 1 << 20), ctx_given = 1;
         else if (!strcmp(a, "--chunks"))
@@ -309,9 +310,9 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--batch"))
             batch_arg = wp_arg_int(a, v, 1, 1 << 20);
         else if (!strcmp(a, "--kl-base"))
-            kl_path = v;
+            kl_path = wp_cli_once(typed, kl_path, v, 0);
         else
-            save_path = v;
+            save_path = wp_cli_once(typed, save_path, v, 0);
     }
     /* (--kl-base FILE --kl-divergence says the same twice: taken; it was refused, the message
        naming --kl-base as the way on: a breaker's find) */

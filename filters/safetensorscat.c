@@ -47,7 +47,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "-o")) {
             if (i + 1 >= argc)   /* (it said "-o: unknown option", as no other program: a fresh user's find) */
                 wp_die("-o: needs a value (try --help)");
-            out = wp_cli_once("-o", out, wp_cli_value(argv, &i));
+            out = wp_cli_once("-o", out, wp_cli_value(argv, &i), 0);
         } else if (!strcmp(argv[i], "--")) {
             while (++i < argc)
                 in[n_in++] = argv[i];

@@ -796,9 +796,9 @@ void wp_cli_second_input(const char *a, const char *what)
     wp_die("one %s at a time (got '%s' too)", what, a);
 }
 
-const char *wp_cli_once(const char *opt, const char *prev, const char *v)
+const char *wp_cli_once(const char *opt, const char *prev, const char *v, int any_case)
 {
-    if (prev && strcmp(prev, v))
+    if (prev && (any_case ? strcasecmp(prev, v) : strcmp(prev, v)))
         wp_die("%s: given twice ('%s', then '%s'): one a run", opt, prev, v);
     return v;
 }
@@ -817,7 +817,7 @@ void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char 
     wp_cli_info(a, usage);   /* --help, -h, --version: exit here */
     if (!strcmp(a, "-o") && *i + 1 < argc) {
         out_name_check(argv[*i + 1], "-o");   /* before any work, where wp_out_open comes at the end */
-        *out = wp_cli_once("-o", *out, wp_cli_value(argv, i));
+        *out = wp_cli_once("-o", *out, wp_cli_value(argv, i), 0);
     } else if (!strcmp(a, "--")) {
         /* the options end (GNU, zstd): every word after is an input, "-x.gguf" and "--help" too */
         while (*i + 1 < argc)

@@ -229,8 +229,9 @@ const char *wp_cli_value(char **argv, int *i);
 /* Value v of option opt, where an earlier opt gave prev (NULL: none): returns
  * v, or dies "OPT: given twice ('PREV', then 'V'): one a run" when prev is
  * another value (gptq --type Q4_0 --type Q8_0 wrote Q8_0 unsaid, ggufcat -o
- * x -o y wrote y alone). The same value twice is taken. */
-const char *wp_cli_once(const char *opt, const char *prev, const char *v);
+ * x -o y wrote y alone). The same value twice is taken; with any_case, in
+ * any case (a type or preset name: q4_0 is Q4_0). */
+const char *wp_cli_once(const char *opt, const char *prev, const char *v, int any_case);
 
 /* The options every filter shares, for argv[*i] once the program's own
  * options did not match: --help, -h or --version (wp_cli_info),

@@ -449,7 +449,7 @@ static wp_gguf_in *open_header(wp_gguf_in *g, char *err, size_t errlen)
                  /* (a Hugging Face model's pytorch_model.bin was "bad magic", as safetensorscat names it) */
                  : !memcmp(h, "PK\3\4", 4) ? "a zip archive, as PyTorch saves a .bin: convert it to safetensors or GGUF first"
                  /* (a gzip file was "bad magic", where hessian names one: a breaker's find) */
-                 : h[0] == 0x1f && h[1] == 0x8b ? "a gzip file: gunzip it first; ggufcat reads a zstd-compressed GGUF itself"
+                 : h[0] == 0x1f && h[1] == 0x8b ? "a gzip file: gunzip it first"
                  : wp_zframe_skippable(h, 4) ? "a zstd skippable frame first, as pzstd writes: zstd -dc it, then read "
                                                "the GGUF"   /* (was "bad magic": a breaker's find) */
                                          : "bad magic");

@@ -157,8 +157,11 @@ take_dist() {
 # name, is a write-protected file (no write bit, or not writable by this user), as every
 # program's -o refuses it (lib/cli.c): the pipelines' mv replaced a 0444 GGUF, root or not (a
 # breaker's find)
+# Another user's file in a sticky folder (/tmp) likewise: writable, but mv over it failed after all
+# the work, with mv's own line (a re-tester's find; lib/cli.c refuses it the same way).
 refuse_protected() {
-    local name=$1 status=$2 f
+    local name=$1 status=$2 f me dir
+    me=$(id -u)
     shift 2
     for f in "$@"; do
         [ -f "$f" ] || continue
@@ -166,20 +169,36 @@ refuse_protected() {
             echo "$name: $f: write-protected: not replaced (make it writable, or remove it, first)" >&2
             exit "$status"
         fi
+        # (mv renames over the name itself, a link too: its folder and its owner)
+        dir=$(dirname -- "$f")
+        if [ -k "$dir" ] && [ "$me" -ne 0 ] && [ "$(stat -c %u -- "$f")" -ne "$me" ] && [ "$(stat -c %u -- "$dir")" -ne "$me" ]; then
+            echo "$name: $f: another user's file in a sticky folder: not replaced (write elsewhere)" >&2
+            exit "$status"
+        fi
     done
 }
 
 # refuse_not_bundle NAME STATUS FILE: exits STATUS after one line when FILE, the name of a
 # .dist.bundle that a run without --dist removes as an earlier run's, is there and no bundle (a
-# zstd frame or a wpack stream): a text file of that name was removed, "it restored that run's
-# GGUF" (a breaker's find)
+# wpack stream, or one in a zstd frame, as --dist writes it): a text file of that name was
+# removed, "it restored that run's GGUF" (a breaker's find), then a zstd'd text, a FIFO and a
+# dangling link (a re-tester's)
 refuse_not_bundle() {
-    [ -f "$3" ] || return 0
-    case $(magic_of "$3") in
-    zstd | stream) ;;
-    *) echo "$1: $3: not a bundle, at the name of an output this run replaces or removes (move it away)" >&2
-       exit "$2" ;;
-    esac
+    local what=
+    if [ -L "$3" ] && ! [ -e "$3" ]; then
+        what="a link to nothing"
+    elif ! [ -e "$3" ] || [ -d "$3" ]; then   # (a folder: said by each pipeline, "a directory where ...")
+        return 0
+    elif ! [ -f "$3" ]; then
+        what="not a regular file"
+    else
+        case $(magic_of "$3") in
+        stream) ;;
+        zstd) [ "$(zstd -dcq -- "$3" 2> /dev/null | head -c 8)" = WPACKSTR ] || what="not a bundle" ;;
+        *) what="not a bundle" ;;
+        esac
+    fi
+    [ -z "$what" ] || { echo "$1: $3: $what, at the name of an output this run replaces or removes (move it away)" >&2; exit "$2"; }
 }
 
 # arg_count_problem MIN MAX NAMES ARG...: nothing when MIN to MAX ARGs are given, else what is

@@ -233,7 +233,7 @@ exec %s "$@"
     cp "$MODELS/stories260K-f16.gguf" "$T/other/stories260K-bf16.gguf"   # another model, the same name
     run --separate-stderr "$ROOT/pipelines/unweight" "$T/other/stories260K-bf16.gguf" "$T/u"
     [ "$status" -eq 0 ]
-    [ "${stderr##*$'\n'}" = "unweight: removed the earlier $s.dist.bundle (it was of that run's MODEL; --dist makes it again)" ]
+    [ "${stderr##*$'\n'}" = "unweight: removed the earlier $s.dist.bundle (it does not restore this MODEL; --dist makes it again)" ]
     [ "$(ls "$T/u")" = "stories260K-bf16-p16.bundle
 stories260K-bf16-p16.report" ]
     # an option's word elsewhere: a trailing --help made a folder of that name, ran, exit 0
@@ -399,7 +399,7 @@ stories260K-bf16-p16.report" ]
     gzip -c "$MODELS/stories260K-bf16.gguf" > "$T/m.gguf.gz"
     run "$ROOT/bin/ggufcat" "$T/m.gguf.gz"
     [ "$status" -eq 1 ]
-    [ "$output" = "ggufcat: $T/m.gguf.gz: not a GGUF file (a gzip file: gunzip it first; ggufcat reads a zstd-compressed GGUF itself)" ]
+    [ "$output" = "ggufcat: $T/m.gguf.gz: not a GGUF file (a gzip file: gunzip it first)" ]
     # an OUTDIR through .. : every folder it made removed (nx stayed: the walk up stopped at
     # nx/.., which rmdir cannot remove; a breaker's find)
     run "$ROOT/pipelines/unweight" "$T/pytorch_model.bin" "$T/nx/../ny"

@@ -107,7 +107,7 @@ CALIB="$DATA/text/groups_merged.txt"
     cp "$MODELS/stories260K-f16.gguf" "$BATS_TEST_TMPDIR/other/stories260K-f32.gguf"   # another GGUF, the same stem
     run --separate-stderr "$ROOT/pipelines/lazyweights" "$BATS_TEST_TMPDIR/other/stories260K-f32.gguf" Q8_0_g0_lam0_c1 "$out"
     [ "$status" -eq 0 ]
-    [ "${stderr##*$'\n'}" = "lazyweights: removed the earlier $d (it restored that run's GGUF; --dist-only makes it again from this run's bundle)" ]
+    [ "${stderr##*$'\n'}" = "lazyweights: removed the earlier $d (not of this run's GGUF; --dist-only makes it again from this run's bundle)" ]
     [ ! -e "$d" ]
     # an option's word after the first argument: it was a path (a trailing --help made a folder
     # of that name and ran the pipeline in it: a fresh user's find)
@@ -141,6 +141,22 @@ CALIB="$DATA/text/groups_merged.txt"
     [ "$stderr" = "lazyweights: $d: not a bundle, at the name of an output this run replaces or removes (move it away)" ]
     [ "$(cat "$d")" = mine ]
     rm "$d"
+    # nor a zstd'd text (any zstd frame passed as a bundle), a FIFO or a link to nothing (each was
+    # removed with the same claim: a re-tester's finds)
+    echo mine | zstd -q > "$d"
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
+    [ "$status" -eq 2 ]
+    [ "$stderr" = "lazyweights: $d: not a bundle, at the name of an output this run replaces or removes (move it away)" ]
+    rm "$d"
+    mkfifo "$d"
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
+    [ "$stderr" = "lazyweights: $d: not a regular file, at the name of an output this run replaces or removes (move it away)" ]
+    rm "$d"
+    ln -s "$BATS_TEST_TMPDIR/nothing" "$d"
+    run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
+    [ "$stderr" = "lazyweights: $d: a link to nothing, at the name of an output this run replaces or removes (move it away)" ]
+    [ -L "$d" ]
+    rm "$d"
     cp "$g" "$BATS_TEST_TMPDIR/g444"
     chmod 444 "$g"
     run --separate-stderr "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$out"
@@ -148,6 +164,23 @@ CALIB="$DATA/text/groups_merged.txt"
     [ "$stderr" = "lazyweights: $g: write-protected: not replaced (make it writable, or remove it, first)" ]
     cmp "$g" "$BATS_TEST_TMPDIR/g444"
     chmod 644 "$g"
+    # another user's file in a sticky folder, which that user may write: mv over it failed after
+    # all the work, with mv's own line (a re-tester's find)
+    local sd
+    sd=$(mktemp -d "${TMPDIR:-/tmp}/wpack-sticky.XXXXXX")
+    chmod 1777 "$sd"
+    printf 'old\n' > "$sd/stories260K-f32-Q8_0_g0_lam0_c1.gguf"
+    chmod 666 "$sd/stories260K-f32-Q8_0_g0_lam0_c1.gguf"
+    if [ "$(id -u)" = 0 ] && setpriv --reuid=65534 --regid=65534 --clear-groups test -r "$F32" &&
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$ROOT/pipelines/lazyweights" --version > /dev/null 2>&1; then
+        run --separate-stderr setpriv --reuid=65534 --regid=65534 --clear-groups "$ROOT/pipelines/lazyweights" "$F32" Q8_0_g0_lam0_c1 "$sd"
+        [ "$status" -eq 2 ]
+        [ "$stderr" = "lazyweights: $sd/stories260K-f32-Q8_0_g0_lam0_c1.gguf: another user's file in a sticky folder: not replaced (write elsewhere)" ]
+        [ "$(cat "$sd/stories260K-f32-Q8_0_g0_lam0_c1.gguf")" = old ]
+    else
+        echo "# (not run: no root, or user 65534 cannot run lazyweights on $F32)" >&3
+    fi
+    rm -rf "$sd"
     "$ROOT/pipelines/lazyweights" --dist "$F32" Q8_0_g0_lam0_c1 "$out" 2> /dev/null
     cp "$g" "$BATS_TEST_TMPDIR/g" && cp "$d" "$BATS_TEST_TMPDIR/d" && cp "${g%.gguf}.report" "$BATS_TEST_TMPDIR/r"
     # a --dist that fails leaves the earlier outputs as they were, and no temporary file
