@@ -1353,8 +1353,13 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     "$ROOT/bin/unbundle" "$out/stories260K-f32-Q5_0_g0_lam0_c1.bundle" | cmp - "$out/stories260K-f32-Q5_0_g0_lam0_c1.gguf"
     "$ROOT/bin/unbundle" "$out/stories260K-f32-Q8_0_g0_lam0_c1.bundle" | cmp - "$out/stories260K-f32-Q8_0_g0_lam0_c1.gguf"
     # a TERM while it waits ends it at once, nothing of its own left, the first run unharmed
+    # (the first run's hessian starts once the second waits: under a loaded CI the 12 chunks were
+    # done before the second came to the lock, and it never waited)
     rm -rf "$out"
-    HESSIAN_CHUNKS=12 WPACK_THREADS=1 "$ROOT/pipelines/lazyweights" "$F32" Q5_0_g0_lam0_c1 "$out" "$CALIB" \
+    : > "$BATS_TEST_TMPDIR/b.err"
+    fake_bins "$BATS_TEST_TMPDIR/slow" hessian \
+        "for i in \$(seq 600); do grep -q waiting '$BATS_TEST_TMPDIR/b.err' && break; sleep 0.1; done; exec '$ROOT/bin/hessian' \"\$@\""
+    HESSIAN_CHUNKS=12 WPACK_THREADS=1 WPACK_BIN="$BATS_TEST_TMPDIR/slow" "$ROOT/pipelines/lazyweights" "$F32" Q5_0_g0_lam0_c1 "$out" "$CALIB" \
         2> /dev/null 3>&- &
     a=$!
     hess="$out/stories260K-f32-groups_merged-k12.hess"
