@@ -714,6 +714,9 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
     }
     /* no tensor llama-quantize would quantize: not a model (llama-imatrix's GGUF went through
        make model, "quantized" into a copy of itself, exit 0: a breaker's find) */
+    /* (Hessians given as the model, --hessian left out, were "no tensors": a new user's find) */
+    if (!n_t && in && strcmp(in, "-") && wp_file_is_hessians(in))
+        wp_die("%s: Hessians (hessian's output), not a model: they go to gptq --hessian %s", src, src);
     if (!n_t)   /* (an empty GGUF made a 128-byte "model", exit 0; llama-quantize refuses it: a breaker's find) */
         wp_die("%s: no tensors: not a model", src);
     if (!n_quant) {
@@ -962,7 +965,7 @@ static void words_refused(int argc, char **argv, char **words, int n, int has_ty
         wp_die("%s%s: unknown preset in llama-quantize's order IN OUT PRESET (its presets, by name or number: %s; "
                "gptq takes them as --ftype PRESET)", l2 ? words[2] : "''", l2 ? "" : " (an empty word)", preset_list());
     }
-    wp_cli_second_input(words[1], "input stream");   /* (as the other filters say it: a new user's trial) */
+    wp_cli_second_input(words[0], words[1], "input stream");   /* (as the other filters say it: a new user's trial) */
 }
 
 int main(int argc, char **argv)

@@ -785,7 +785,7 @@ const char *wp_cli_arg(int argc, char **argv, int *i, const char *name)
     return wp_cli_value(argv, i);
 }
 
-void wp_cli_second_input(const char *a, const char *what)
+void wp_cli_second_input(const char *first, const char *a, const char *what)
 {
     /* a second word that names no file is most likely the output (unbundle b.bundle out.gguf,
        as cp or llama-quantize take it), told where an output goes: standard output (not "-o
@@ -793,6 +793,10 @@ void wp_cli_second_input(const char *a, const char *what)
        breaker's find) */
     if (a[0] != '-' && access(a, F_OK))
         wp_die("one %s at a time (got '%s' too, no such file: the output goes to standard output)", what, a);
+    /* the output named first (a new user's find: "got 'm.bundle' too" said nothing of it) */
+    if (first && strcmp(first, "-") && first[0] && access(first, F_OK))
+        wp_die("one %s at a time (got '%s' too; '%s' is no file: the output goes to standard output)", what, a,
+               first);
     wp_die("one %s at a time (got '%s' too)", what, a);
 }
 
@@ -807,7 +811,7 @@ const char *wp_cli_once(const char *opt, const char *prev, const char *v, int an
 static void cli_operand(const char *a, const char **in)
 {
     if (*in)
-        wp_cli_second_input(a, "input");
+        wp_cli_second_input(*in, a, "input");
     *in = a;
 }
 

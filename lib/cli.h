@@ -241,10 +241,12 @@ const char *wp_cli_once(const char *opt, const char *prev, const char *v, int an
  * option", "one input at a time"). */
 void wp_cli_common(int argc, char **argv, int *i, const char *usage, const char **in, const char **out);
 
-/* Die for a word a given beside the one input a filter takes: "one WHAT at a time (got 'a'
- * too)", with ", no such file: the output goes to standard output" when a names no file and
- * is no option (most likely the output, as cp and llama-quantize take it). */
-void wp_cli_second_input(const char *a, const char *what) __attribute__((noreturn));
+/* Die for a word a given beside the one input a filter takes, first: "one WHAT at a time
+ * (got 'a' too)", with ", no such file: the output goes to standard output" when a names no
+ * file and is no option (most likely the output, as cp and llama-quantize take it), or with
+ * "; 'FIRST' is no file: the output goes to standard output" when first names none and a
+ * does (the output given first: unbundle out.gguf m.bundle). */
+void wp_cli_second_input(const char *first, const char *a, const char *what) __attribute__((noreturn));
 
 /* Whether argv[*i] is the option `name` that takes a value, GNU style:
  * "NAME VALUE" (*i advanced to the value, which wp_cli_value checks) or

@@ -777,6 +777,11 @@ inputs_in_T() {
     [ ! -e out.gguf ]
     run "$BIN/unbundle" ./-b.bundle q.gguf
     one_line_error "^unbundle: one input at a time \(got 'q.gguf' too\)$"
+    # the output named first, as cp takes it: said so (it was "got './-b.bundle' too" alone: a
+    # new user's find)
+    run "$BIN/unbundle" out.gguf ./-b.bundle
+    one_line_error "^unbundle: one input at a time \(got './-b.bundle' too; 'out.gguf' is no file: the output goes to standard output\)$"
+    [ ! -e out.gguf ]
     run "$BIN/gptq" --rtn -- s.wps --type
     one_line_error "^gptq: one input stream at a time \(got '--type' too\)$"
     run "$BIN/verify" -- q.gguf -b.bundle -q

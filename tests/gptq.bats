@@ -1073,6 +1073,12 @@ PY
     run sh -c "'$BIN/ggufcat' e.gguf | '$BIN/gptq' --rtn --ftype Q8_0 -o out.wps"
     one_line_error "^gptq: stdin: no tensors: not a model$"
     [ ! -e out.wps ]
+    # Hessians given as the model, --hessian left out: named, with the way on (it was "no
+    # tensors: not a model": a new user's find)
+    "$UNIT" --hessians hh.wts
+    run "$BIN/gptq" --rtn --ftype Q8_0 -o out.wps hh.wts
+    one_line_error "^gptq: hh.wts: Hessians \(hessian's output\), not a model: they go to gptq --hessian hh.wts$"
+    [ ! -e out.wps ]
 }
 
 @test "gptq --imatrix: a negative importance (imatrix.dat value, GGUF in_sum2 with a count) is one line naming the file, before any output" {
