@@ -465,11 +465,11 @@ static void model_note(const wp_record *r)
     }
     n_kv_in += r->kind == WP_REC_KV;
     if (r->kind == WP_REC_KV) {
+        const int64_t v = wp_gguf_kv_uint(r);   /* (read once: it was read three times) */
         if (!strcmp(r->name, "general.architecture"))
             wp_gguf_kv_str(r, arch, sizeof arch);
-        else if (!strcmp(r->name, "general.alignment") && wp_gguf_kv_uint(r) > 0)
-            alignment = (uint32_t)wp_gguf_kv_uint(r);
-        int64_t v = wp_gguf_kv_uint(r);
+        else if (!strcmp(r->name, "general.alignment") && v > 0)
+            alignment = (uint32_t)v;
         if (v >= 0 && strlen(r->name) < 256) {
             kvs = realloc(kvs, (n_kvs + 1) * sizeof *kvs);
             if (!kvs)
