@@ -103,56 +103,8 @@ static int dropped_kv(const char *k)
 
 /* ---- Hessian file -------------------------------------------------------- */
 
-/* weight name -> its Hessian record: offset, and the header's name, shape,
- * type and payload size (checked against the tensors before any output) */
-struct hmap {
-    char *weight;
-    uint64_t offset;
-    char *rec;
-    int64_t ne0, ne1;
-    uint32_t type;
-    uint64_t payload_len;
-    int named;   /* a weight the record names: in weights=, or the record's name without one */
-};
-static struct hmap *hm;
-static size_t n_hm, cap_hm;
-static wp_names *hm_index;   /* weight -> its index in hm (a scan of hm per weight and per tensor
-                                was quadratic in the tensors) */
-static FILE *hfile;
+static wp_hessian_file *hfile;   /* --hessian's file, indexed by weight */
 static const char *hpath;
-
-/* Map weight w (len bytes) to the Hessian record at off; a weight already
- * mapped to another record dies (the first would win silently: a hand-edited
- * weights= gave blk.1.attn_k layer 0's Hessian), the same record again (its
- * name also in its weights=) is skipped. */
-static void hmap_add(const char *w, size_t len, const wp_record *r, int named)
-{
-    const uint64_t off = r->offset;
-    char *weight = strndup(w, len);
-    if (!weight || (!hm_index && !(hm_index = wp_names_new())))
-        wp_die("out of memory");
-    const int64_t i = wp_names_put(hm_index, weight, (int64_t)n_hm);
-    if (i == -2)
-        wp_die("out of memory");
-    if (i >= 0) {
-        free(weight);
-        if (hm[i].offset == off) {
-            hm[i].named |= named;
-            return;
-        }
-        wp_die("%s: weight %s has two Hessian records (at offsets %llu and %llu)", hpath, hm[i].weight,
-               (unsigned long long)hm[i].offset, (unsigned long long)off);
-    }
-    if (n_hm == cap_hm) {
-        cap_hm = cap_hm ? 2 * cap_hm : 64;
-        if (!(hm = realloc(hm, cap_hm * sizeof *hm)))
-            wp_die("out of memory");
-    }
-    hm[n_hm] = (struct hmap){weight, off, strdup(r->name), r->ne[0], r->ne[1], r->type, r->payload_len, named};
-    if (!hm[n_hm].rec)
-        wp_die("out of memory");
-    n_hm++;
-}
 
 /* Append word w to the command line s (size n) as a shell reads it back (lib/cli.h's
  * wp_shell_word for a path, which makes -x ./-x, wp_shell_arg for an option word). */
@@ -247,46 +199,14 @@ static int is_imatrix_file(const char *in)
 
 static void hessian_open(const char *path)
 {
+    char err[2 * WP_MAX_NAME + 1024];
     hpath = path;
     wp_cli_input(path);
-    hfile = fopen(path, "rb");
-    if (!hfile)   /* (without the reason, as ppl and hessian give it: a fresh user's find) */
-        wp_die("%s: cannot open Hessian file: %s", path, strerror(errno));
-    /* hessian_get reads each Hessian at its offset: refused here, before any output, where
-     * a pipe or a zstd'd file used to fail at the first Hessian as "not a wpack stream" */
-    if (fseeko(hfile, 0, SEEK_SET))
-        wp_die("%s: not a seekable file: gptq reads the Hessians by offset (give the file that hessian -o wrote)",
-               path);
-    if (wp_zframe_is(hfile))
-        wp_die("%s: a zstd-compressed Hessian file: gptq reads the Hessians by offset (zstd -d it first)", path);
-    char err[1024];
-    wp_reader *rd = wp_reader_open(hfile, path, err, sizeof err);
-    if (!rd)
+    const int k = wp_hessian_file_open(path, &hfile, err, sizeof err);
+    if (k == WP_HESSIANS_NOT_STREAM)
         not_hessians(path, err);
-    wp_record r;
-    wp_record_init(&r);
-    int k;
-    while ((k = wp_reader_next_header(rd, &r)) > 0) {
-        if (r.kind != WP_REC_HESSIAN)
-            continue;
-        size_t len;
-        const char *v = wp_attr_find(&r, "weights", &len);
-        hmap_add(r.name, strlen(r.name), &r, !v);
-        while (v && len) {
-            size_t l = 0;
-            while (l < len && v[l] != ',') l++;
-            if (l)
-                hmap_add(v, l, &r, 1);
-            v += l + (l < len);
-            len -= l + (l < len);
-        }
-    }
-    if (k < 0)
-        wp_die("%s", wp_reader_error(rd));
-    if (!n_hm)
-        wp_die("%s: no Hessian records (make them with hessian --model M --text T -o FILE)", path);
-    wp_reader_close(rd);
-    wp_record_free(&r);
+    if (k)
+        wp_die("%s", err);
 }
 
 /* Dies unless Hessian record `rec` (shape ne0 × ne1, stream type, payload
@@ -301,36 +221,22 @@ static void hessian_fits(const char *rec, int64_t ne0, int64_t ne1, uint32_t typ
 }
 
 /* The Hessian record that weight `name` maps to, or NULL. */
-static const struct hmap *hessian_of(const char *name)
+static const wp_hessian_ref *hessian_of(const char *name)
 {
-    const int64_t i = hm_index ? wp_names_get(hm_index, name) : -1;
-    return i >= 0 ? &hm[i] : NULL;
+    return hfile ? wp_hessian_file_find(hfile, name) : NULL;
 }
 
 /* The Hessian of weight `name` (cols × cols doubles, malloc'd), or NULL:
  * none, or a zero one (with a warning; its tensor is quantized by RTN). */
 static double *hessian_get(const char *name, int64_t cols)
 {
-    const struct hmap *h = hessian_of(name);
-    if (!h)
-        return NULL;
-    char err[1024];
-    wp_record r;
-    wp_record_init(&r);
-    if (wp_record_read_at(hfile, hpath, h->offset, &r, err, sizeof err))
+    char err[2 * WP_MAX_NAME + 1024];
+    double *H;
+    const int k = wp_hessian_file_get(hfile, name, cols, &H, err, sizeof err);
+    if (k < 0)
         wp_die("%s", err);
-    hessian_fits(r.name, r.ne[0], r.ne[1], r.type, r.payload_len, name, cols);
-    /* H is the record's own payload, F32 widened in place (a copy beside it doubled the peak) */
-    int zero;
-    double *H = wp_hessian_take(&r, &zero, err, sizeof err);
-    if (!H)   /* said here, where the file is known */
-        wp_die("%s: tensor %s: %s", hpath, name, err);
-    wp_record_free(&r);
-    if (zero) {
+    if (k == 1)
         wp_warn("%s: tensor %s: the Hessian is zero (no calibration token reached it): RTN instead", hpath, name);
-        free(H);
-        return NULL;
-    }
     return H;
 }
 
@@ -345,44 +251,20 @@ static int output_type = -1, token_embd_type = -1, leave_output;
 static const char *imat_path;
 
 /* The imatrix entry for weight `name` (ne0 × n_mat: one vector per expert),
- * as llama-quantize's load_imatrix takes it; NULL if none, or for a token
- * embedding whose entry does not fit (warned when `warn`). Dies on any other
- * entry that does not fit. */
+ * as llama-quantize's load_imatrix takes it (wp_imatrix_fit); NULL if none, or
+ * for a token embedding whose entry does not fit (warned when `warn`). Dies on
+ * any other entry that does not fit. */
 static const wp_imatrix_entry *imatrix_entry(const char *name, int64_t ne0, int64_t n_mat, int warn)
 {
-    if (!have_imat)
-        return NULL;
-    const wp_imatrix_entry *e = wp_imatrix_find(&imatrix, name);
-    if (!e)
-        return NULL;
-    /* a legacy entry has only a value count: llama-quantize (llama-quant.cpp)
-     * takes it when it equals ne[0] x ne[2] */
-    if (imatrix.legacy ? e->cols * e->n_mat != ne0 * n_mat : (e->cols != ne0 || e->n_mat != n_mat)) {
-        /* llama-quantize quantizes the token embedding without an entry that does not fit
-           (it always misfits, llama-quant.cpp says); gptq stopped there */
-        /* said as columns (and experts): "(64 x 1) does not fit the tensor (512 x 1)" read as a
-           tensor of 512 x 1 for a 512 x 512 matrix (a fresh user's find) */
-        char ent[64], ten[64];
-        snprintf(ten, sizeof ten, "%lld long%s", (long long)ne0, n_mat > 1 ? " x " : "");
-        if (n_mat > 1)
-            snprintf(ten + strlen(ten), sizeof ten - strlen(ten), "%lld experts", (long long)n_mat);
-        if (wp_ftype_is_token_embd(name)) {
-            if (warn)
-                wp_warn("%s: imatrix entry %s does not fit the tensor: the entry has %lld values, the tensor's rows "
-                        "are %s: quantized without it, as llama-quantize does", imat_path, name,
-                        (long long)(e->cols * e->n_mat), ten);
-            return NULL;
-        }
-        /* (an imatrix.dat holds a count of values alone, read as columns: a review) */
-        if (imatrix.legacy)
-            snprintf(ent, sizeof ent, "%lld values", (long long)(e->cols * e->n_mat));
-        else
-            snprintf(ent, sizeof ent, "%lld columns%s", (long long)e->cols, e->n_mat > 1 ? " x " : "");
-        if (!imatrix.legacy && e->n_mat > 1)
-            snprintf(ent + strlen(ent), sizeof ent - strlen(ent), "%lld experts", (long long)e->n_mat);
-        wp_die("%s: imatrix entry %s does not fit the tensor: the entry has %s, the tensor's rows are %s", imat_path,
-               name, ent, ten);
-    }
+    const wp_imatrix_entry *e = NULL;
+    char msg[2 * WP_MAX_NAME + 256];
+    /* (llama-quantize quantizes the token embedding without an entry that does not fit; gptq
+       stopped there) */
+    const int k = have_imat ? wp_imatrix_fit(&imatrix, imat_path, name, ne0, n_mat, &e, msg, sizeof msg) : 0;
+    if (k < 0)
+        wp_die("%s", msg);
+    if (k == 1 && warn)
+        wp_warn("%s", msg);
     return e;
 }
 
@@ -416,27 +298,26 @@ static uint64_t put_kv(wp_writer *w, const char *key, const char *str, uint32_t 
     return bytes;
 }
 
-/* llama-quantize's record of the imatrix used (tools/quantize/quantize.cpp:
- * quantize.imatrix.file and .dataset cut to 127 bytes, entries_count, and
- * chunks_count when positive as an int32), in its order; returns how many
- * keys, and their serialised GGUF bytes in *bytes. w NULL: count only. */
+/* llama-quantize's record of the imatrix used (wp_imatrix_kvs), written to w
+ * (NULL: counted only); returns how many keys, and their GGUF bytes in *bytes. */
 static int imatrix_kvs(wp_writer *w, uint64_t *bytes)
 {
-    char file[128], dataset[128];
-    int n = 0;
+    wp_record kv[4];
     *bytes = 0;
     if (!have_imat)
         return 0;
-    snprintf(file, sizeof file, "%s", imat_path);
-    *bytes += put_kv(w, "quantize.imatrix.file", file, 0), n++;
-    if (imatrix.n_datasets > 0) {
-        snprintf(dataset, sizeof dataset, "%s", imatrix.datasets[0]);
-        *bytes += put_kv(w, "quantize.imatrix.dataset", dataset, 0), n++;
+    for (int k = 0; k < 4; k++)
+        wp_record_init(&kv[k]);
+    const int n = wp_imatrix_kvs(&imatrix, imat_path, kv);
+    if (n < 0)
+        wp_die("out of memory");
+    for (int k = 0; k < n; k++) {
+        *bytes += wp_gguf_kv_bytes(&kv[k]);
+        if (w)
+            wp_cli_put(w, &kv[k]);
     }
-    *bytes += put_kv(w, "quantize.imatrix.entries_count", NULL, (uint32_t)imatrix.n), n++;
-    /* load_imatrix returns chunk_count as an int32; recorded when > 0 */
-    if ((int32_t)imatrix.chunk_count > 0)
-        *bytes += put_kv(w, "quantize.imatrix.chunks_count", NULL, imatrix.chunk_count), n++;
+    for (int k = 0; k < 4; k++)
+        wp_record_free(&kv[k]);
     return n;
 }
 
@@ -686,7 +567,7 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
         if (hpath && !is_float((uint32_t)ch.type) && n_mat == 1) {
             /* its Hessian's shape and type, from the record's header: a misfit stopped the
                run at its tensor, the output half written (the tensor loop reads the same) */
-            const struct hmap *h = hessian_of(tl[i].name);
+            const wp_hessian_ref *h = hessian_of(tl[i].name);
             if (h)
                 hessian_fits(h->rec, h->ne0, h->ne1, h->type, h->payload_len, tl[i].name, tl[i].ne[0]);
         }
@@ -744,12 +625,13 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
     /* Hessians for weights the model lacks: another model's file (another architecture's
        names) ran the whole model by RTN without a word */
     size_t unused = 0, first = 0, named = 0;
-    for (size_t k = 0; k < n_hm; k++) {
-        if (!hm[k].named)   /* a shared record's own name, such as blk.0.attn_in */
+    for (size_t k = 0; hfile && k < wp_hessian_file_count(hfile); k++) {
+        const wp_hessian_ref *h = wp_hessian_file_at(hfile, k);
+        if (!h->named)   /* a shared record's own name, such as blk.0.attn_in */
             continue;
         named++;
         size_t i = 0;
-        while (i < n_t && strcmp(tl[i].name, hm[k].weight))
+        while (i < n_t && strcmp(tl[i].name, h->weight))
             i++;
         if (i == n_t && !unused++)
             first = k;
@@ -757,7 +639,7 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
     if (unused)
         wp_warn("%s: %zu of the %zu weights it names are not in %s (the first: %s): is it another model's "
                 "Hessian file? A tensor without a Hessian is quantized by RTN", hpath, unused, named, src,
-                hm[first].weight);
+                wp_hessian_file_at(hfile, first)->weight);
 }
 
 /* ---- one Hessian factor kept for the next weights of its record ---------- */
@@ -1151,21 +1033,11 @@ int main(int argc, char **argv)
             wp_die("%s; %s is one: the model and the importance matrix look swapped", err, in);
         if (!have_imat)
             wp_die("%s", err);
-        /* any non-finite importance refuses the whole file, as llama_model_quantize_impl
-           does (gptq checked only the entries it used, when it used them); so does a negative
-           one, which no llama-imatrix writes (a mean of squared activations): llama-quantize
-           takes it, and a few negative columns turn its scale search into garbage blocks */
-        for (int i = 0; i < imatrix.n; i++) {
-            const wp_imatrix_entry *e = &imatrix.e[i];
-            for (int64_t j = 0; j < e->cols * e->n_mat; j++) {
-                if (!isfinite(e->importance[j]))
-                    wp_die("%s: imatrix entry %s has a non-finite importance (%g at %lld): llama-quantize refuses "
-                           "such a file", imat_path, e->name, (double)e->importance[j], (long long)j);
-                if (e->importance[j] < 0.0f)
-                    wp_die("%s: imatrix entry %s has a negative importance (%g at %lld): importance is a mean of "
-                           "squared activations", imat_path, e->name, (double)e->importance[j], (long long)j);
-            }
-        }
+        /* every value checked, as llama_model_quantize_impl does (gptq checked only the
+           entries it used, when it used them) */
+        char ierr[WP_MAX_NAME + 256];
+        if (wp_imatrix_check(&imatrix, imat_path, ierr, sizeof ierr))
+            wp_die("%s", ierr);
     }
     if (check) {
         /* no input: standard input when a model is piped or redirected there, as every other
@@ -1348,7 +1220,7 @@ int main(int argc, char **argv)
     const double t0 = now();
     for (size_t ti = 0; ti < n_t; ti++) {
         const char *name = order[ti];
-        const struct hmap *hrec = hpath ? hessian_of(name) : NULL;
+        const wp_hessian_ref *hrec = hpath ? hessian_of(name) : NULL;
         const int fc_user = fc.f && hrec && hrec->offset == fc.off;
         if (fc.f && !fc_user) {
             const struct tensor_info *tt = NULL;
@@ -1444,7 +1316,7 @@ int main(int argc, char **argv)
                             wp_die("tensor %s: %s", name, err);
                         size_t left = 0;   /* this record's tensors still to come */
                         for (size_t k = ti + 1; hf && k < n_t; k++) {
-                            const struct hmap *o = hessian_of(order[k]);
+                            const wp_hessian_ref *o = hessian_of(order[k]);
                             left += o && o->offset == hrec->offset;
                         }
                         if (left) {
@@ -1537,6 +1409,7 @@ int main(int argc, char **argv)
     wp_cli_writer_close(w);
     wp_index_free(&ix);
     wp_ftype_plan_free(plan);
+    wp_hessian_file_close(hfile);
     fclose(sp);
     return 0;
 }

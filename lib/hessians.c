@@ -1,6 +1,7 @@
 /* hessians.c - GPTQ's Hessian records (see hessians.h). */
 #include "hessians.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,6 +9,8 @@
 #include <string.h>
 
 #include "ggml_type.h"
+#include "names.h"
+#include "zframe.h"
 
 int wp_hessian_head(wp_record *r, const char *name, int64_t cols, int64_t n_expert, int64_t n_tokens,
                     const char *text_hash, int64_t ctx, int64_t chunks)
@@ -93,4 +96,198 @@ double *wp_hessian_take(wp_record *r, int *zero, char *err, size_t n)
     r->payload_len = r->payload_cap = 0;
     *zero = z;
     return H;
+}
+
+/* ---- a Hessian file read by weight --------------------------------------- */
+
+struct wp_hessian_file {
+    FILE *f;
+    char *path;
+    wp_hessian_ref *ref;   /* weight, rec: malloc'd */
+    size_t n, cap;
+    wp_names *index;       /* weight -> its index in ref (a scan of ref per weight and per
+                              tensor was quadratic in the tensors) */
+};
+
+/* Index weight w (len bytes) to the record r at r->offset. A weight already
+ * indexed to another record is an error (the first would win silently: a
+ * hand-edited weights= gave blk.1.attn_k layer 0's Hessian); the same record
+ * again (its name also in its weights=) is skipped. Returns 0 or -1 (err). */
+static int ref_add(wp_hessian_file *hf, const char *w, size_t len, const wp_record *r, int named, char *err,
+                   size_t n)
+{
+    const uint64_t off = r->offset;
+    char *weight = strndup(w, len);
+    const int64_t i = weight ? wp_names_put(hf->index, weight, (int64_t)hf->n) : -2;
+    if (i == -2) {
+        free(weight);
+        snprintf(err, n, "out of memory");
+        return -1;
+    }
+    if (i >= 0) {
+        free(weight);
+        if (hf->ref[i].offset == off) {
+            hf->ref[i].named |= named;
+            return 0;
+        }
+        snprintf(err, n, "%s: weight %s has two Hessian records (at offsets %" PRIu64 " and %" PRIu64 ")", hf->path,
+                 hf->ref[i].weight, hf->ref[i].offset, off);
+        return -1;
+    }
+    if (hf->n == hf->cap) {
+        const size_t cap = hf->cap ? 2 * hf->cap : 64;
+        wp_hessian_ref *ref = realloc(hf->ref, cap * sizeof *ref);
+        if (!ref) {
+            free(weight);
+            snprintf(err, n, "out of memory");
+            return -1;
+        }
+        hf->ref = ref;
+        hf->cap = cap;
+    }
+    char *rec = strdup(r->name);
+    if (!rec) {
+        free(weight);
+        snprintf(err, n, "out of memory");
+        return -1;
+    }
+    hf->ref[hf->n++] = (wp_hessian_ref){weight, off, rec, r->ne[0], r->ne[1], r->type, r->payload_len, named};
+    return 0;
+}
+
+/* Index the records of the stream reader rd over hf->f. Returns 0 or -1 (err). */
+static int index_records(wp_hessian_file *hf, wp_reader *rd, char *err, size_t n)
+{
+    wp_record r;
+    wp_record_init(&r);
+    int k, bad = 0;
+    while (!bad && (k = wp_reader_next_header(rd, &r)) > 0) {
+        if (r.kind != WP_REC_HESSIAN)
+            continue;
+        size_t len;
+        const char *v = wp_attr_find(&r, "weights", &len);
+        bad = ref_add(hf, r.name, strlen(r.name), &r, !v, err, n);
+        while (!bad && v && len) {
+            size_t l = 0;
+            while (l < len && v[l] != ',') l++;
+            if (l)
+                bad = ref_add(hf, v, l, &r, 1, err, n);
+            v += l + (l < len);
+            len -= l + (l < len);
+        }
+    }
+    wp_record_free(&r);
+    if (bad)
+        return -1;
+    if (k < 0) {
+        snprintf(err, n, "%s", wp_reader_error(rd));
+        return -1;
+    }
+    if (!hf->n) {
+        snprintf(err, n, "%s: no Hessian records (make them with hessian --model M --text T -o FILE)", hf->path);
+        return -1;
+    }
+    return 0;
+}
+
+int wp_hessian_file_open(const char *path, wp_hessian_file **out, char *err, size_t n)
+{
+    *out = NULL;
+    wp_hessian_file *hf = calloc(1, sizeof *hf);
+    if (!hf || !(hf->path = strdup(path)) || !(hf->index = wp_names_new())) {
+        wp_hessian_file_close(hf);
+        snprintf(err, n, "out of memory");
+        return -1;
+    }
+    /* (said without the reason, as ppl and hessian give it: a fresh user's find) */
+    if (!(hf->f = fopen(path, "rb"))) {
+        snprintf(err, n, "%s: cannot open Hessian file: %s", path, strerror(errno));
+        wp_hessian_file_close(hf);
+        return -1;
+    }
+    /* each Hessian is read at its offset: refused here, before any output, where a pipe or a
+     * zstd'd file used to fail at the first Hessian as "not a wpack stream" */
+    const char *why = fseeko(hf->f, 0, SEEK_SET)
+                          ? "not a seekable file: gptq reads the Hessians by offset (give the file that hessian "
+                            "-o wrote)"
+                      : wp_zframe_is(hf->f) ? "a zstd-compressed Hessian file: gptq reads the Hessians by offset "
+                                              "(zstd -d it first)"
+                                            : NULL;
+    if (why) {
+        snprintf(err, n, "%s: %s", path, why);
+        wp_hessian_file_close(hf);
+        return -1;
+    }
+    wp_reader *rd = wp_reader_open(hf->f, path, err, n);
+    if (!rd) {
+        wp_hessian_file_close(hf);
+        return WP_HESSIANS_NOT_STREAM;
+    }
+    const int bad = index_records(hf, rd, err, n);
+    wp_reader_close(rd);
+    if (bad) {
+        wp_hessian_file_close(hf);
+        return -1;
+    }
+    *out = hf;
+    return 0;
+}
+
+size_t wp_hessian_file_count(const wp_hessian_file *hf) { return hf->n; }
+
+const wp_hessian_ref *wp_hessian_file_at(const wp_hessian_file *hf, size_t k) { return &hf->ref[k]; }
+
+const wp_hessian_ref *wp_hessian_file_find(const wp_hessian_file *hf, const char *weight)
+{
+    const int64_t i = wp_names_get(hf->index, weight);
+    return i >= 0 ? &hf->ref[i] : NULL;
+}
+
+int wp_hessian_file_get(wp_hessian_file *hf, const char *weight, int64_t cols, double **H, char *err, size_t n)
+{
+    *H = NULL;
+    const wp_hessian_ref *h = wp_hessian_file_find(hf, weight);
+    if (!h)
+        return 0;
+    wp_record r;
+    wp_record_init(&r);
+    if (wp_record_read_at(hf->f, hf->path, h->offset, &r, err, n))
+        return -1;
+    char b[2 * WP_MAX_NAME + 128], e[256];
+    const char *why = wp_hessian_fit_problem(r.name, r.ne[0], r.ne[1], r.type, r.payload_len, weight, cols, b, sizeof b);
+    if (why) {
+        snprintf(err, n, "%s: %s", hf->path, why);
+        wp_record_free(&r);
+        return -1;
+    }
+    /* H is the record's own payload, F32 widened in place (a copy beside it doubled the peak) */
+    int zero;
+    double *h_all = wp_hessian_take(&r, &zero, e, sizeof e);
+    wp_record_free(&r);
+    if (!h_all) {
+        snprintf(err, n, "%s: tensor %s: %s", hf->path, weight, e);
+        return -1;
+    }
+    if (zero) {
+        free(h_all);
+        return 1;
+    }
+    *H = h_all;
+    return 0;
+}
+
+void wp_hessian_file_close(wp_hessian_file *hf)
+{
+    if (!hf)
+        return;
+    if (hf->f)
+        fclose(hf->f);
+    for (size_t k = 0; k < hf->n; k++) {
+        free((char *)hf->ref[k].weight);
+        free((char *)hf->ref[k].rec);
+    }
+    free(hf->ref);
+    wp_names_free(hf->index);
+    free(hf->path);
+    free(hf);
 }

@@ -63,6 +63,60 @@ const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, ui
  * entry V at (I, I): X^T X has none"; r is then as it was, or freed. */
 double *wp_hessian_take(wp_record *r, int *zero, char *err, size_t n);
 
+/* ---- a Hessian file read by weight (gptq --hessian) ---------------------- */
+
+/* A Hessian file open for reading: its records' heads, indexed by the weights
+ * they serve (a record serves its name, or each weight of its weights=), and
+ * each H read from its offset when asked (the file stays open). */
+typedef struct wp_hessian_file wp_hessian_file;
+
+/* One weight's Hessian record, as its head says. */
+typedef struct {
+    const char *weight;     /* the weight served */
+    uint64_t offset;        /* the record's offset in the file */
+    const char *rec;        /* the record's name */
+    int64_t ne0, ne1;       /* its shape */
+    uint32_t type;          /* its stream type (WP_F64 or WP_F32 to fit) */
+    uint64_t payload_len;   /* its payload bytes */
+    int named;              /* the record names the weight (in weights=, or as its name
+                               without weights=); 0: a shared record's own name */
+} wp_hessian_ref;
+
+/* wp_hessian_file_open's return when the stream reader refused the file (a GGUF,
+ * an importance matrix, a text, ...): err holds the reader's message, and the
+ * caller may say what the file is instead. */
+#define WP_HESSIANS_NOT_STREAM 1
+
+/* Open the Hessian file at path (a plain stream file: the records are read by
+ * offset) and index its records' heads, into *hf. Returns 0; -1 with one line
+ * naming path in err (n bytes): "cannot open Hessian file: REASON", "not a
+ * seekable file", "a zstd-compressed Hessian file", "weight W has two Hessian
+ * records (at offsets A and B)" (a weight in two records' weights=), "no
+ * Hessian records", the reader's error, "out of memory";
+ * WP_HESSIANS_NOT_STREAM (above). *hf is NULL unless 0. Source: ours, the
+ * format above. */
+int wp_hessian_file_open(const char *path, wp_hessian_file **hf, char *err, size_t n);
+
+/* The weights indexed (each once), and weight k's record, k < the count, in
+ * the file's order (a shared record's weights in its weights= order). */
+size_t wp_hessian_file_count(const wp_hessian_file *hf);
+const wp_hessian_ref *wp_hessian_file_at(const wp_hessian_file *hf, size_t k);
+
+/* The record of weight `weight`, or NULL when the file has none. */
+const wp_hessian_ref *wp_hessian_file_find(const wp_hessian_file *hf, const char *weight);
+
+/* The H of weight `weight`, a tensor of cols columns, into *H (cols x cols
+ * doubles, malloc'd; NULL when the file has no record for it). Returns 0; 1
+ * when the record's H is zero (no calibration token reached the weight; *H
+ * NULL: GPTQ would zero the matrix); -1 with one line naming the file in err
+ * (n bytes): the record's read error, "PATH: Hessian 'R' is AxB, tensor W has
+ * C columns" and the other wp_hessian_fit_problem misfits, "PATH: tensor W:
+ * non-finite Hessian entry at (I, J)" and wp_hessian_take's other errors. */
+int wp_hessian_file_get(wp_hessian_file *hf, const char *weight, int64_t cols, double **H, char *err, size_t n);
+
+/* Close hf and free its index; NULL is a no-op. */
+void wp_hessian_file_close(wp_hessian_file *hf);
+
 #ifdef __cplusplus
 }
 #endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ftype.h"
 #include "ggml_type.h"
 #include "gguf_file.h"
 #include "stream.h"
@@ -559,4 +560,84 @@ void wp_imatrix_free(wp_imatrix *im)
         free(im->datasets[i]);
     free(im->datasets);
     memset(im, 0, sizeof *im);
+}
+
+int wp_imatrix_check(const wp_imatrix *im, const char *path, char *err, size_t n)
+{
+    for (int i = 0; i < im->n; i++) {
+        const wp_imatrix_entry *e = &im->e[i];
+        for (int64_t j = 0; j < e->cols * e->n_mat; j++) {
+            if (!isfinite(e->importance[j]))
+                return ifail(err, n,
+                             "%s: imatrix entry %s has a non-finite importance (%g at %lld): llama-quantize "
+                             "refuses such a file",
+                             path, e->name, (double)e->importance[j], (long long)j);
+            if (e->importance[j] < 0.0f)
+                return ifail(err, n,
+                             "%s: imatrix entry %s has a negative importance (%g at %lld): importance is a "
+                             "mean of squared activations",
+                             path, e->name, (double)e->importance[j], (long long)j);
+        }
+    }
+    return 0;
+}
+
+int wp_imatrix_fit(const wp_imatrix *im, const char *path, const char *name, int64_t ne0, int64_t n_mat,
+                   const wp_imatrix_entry **out, char *msg, size_t n)
+{
+    const wp_imatrix_entry *e = wp_imatrix_find(im, name);
+    *out = NULL;
+    if (!e)
+        return 0;
+    /* a legacy entry has only a value count: llama-quantize (llama-quant.cpp) takes it when it
+       equals ne[0] x ne[2] */
+    if (im->legacy ? e->cols * e->n_mat == ne0 * n_mat : e->cols == ne0 && e->n_mat == n_mat) {
+        *out = e;
+        return 0;
+    }
+    /* said as columns (and experts): "(64 x 1) does not fit the tensor (512 x 1)" read as a
+       tensor of 512 x 1 for a 512 x 512 matrix (a fresh user's find) */
+    char ent[64], ten[64];
+    snprintf(ten, sizeof ten, "%lld long%s", (long long)ne0, n_mat > 1 ? " x " : "");
+    if (n_mat > 1)
+        snprintf(ten + strlen(ten), sizeof ten - strlen(ten), "%lld experts", (long long)n_mat);
+    /* llama-quantize quantizes the token embedding without an entry that does not fit (it
+       always misfits, llama-quant.cpp says) */
+    if (wp_ftype_is_token_embd(name)) {
+        snprintf(msg, n,
+                 "%s: imatrix entry %s does not fit the tensor: the entry has %lld values, the tensor's rows "
+                 "are %s: quantized without it, as llama-quantize does",
+                 path, name, (long long)(e->cols * e->n_mat), ten);
+        return 1;
+    }
+    /* (an imatrix.dat holds a count of values alone, read as columns: a review) */
+    if (im->legacy)
+        snprintf(ent, sizeof ent, "%lld values", (long long)(e->cols * e->n_mat));
+    else
+        snprintf(ent, sizeof ent, "%lld columns%s", (long long)e->cols, e->n_mat > 1 ? " x " : "");
+    if (!im->legacy && e->n_mat > 1)
+        snprintf(ent + strlen(ent), sizeof ent - strlen(ent), "%lld experts", (long long)e->n_mat);
+    snprintf(msg, n, "%s: imatrix entry %s does not fit the tensor: the entry has %s, the tensor's rows are %s",
+             path, name, ent, ten);
+    return -1;
+}
+
+int wp_imatrix_kvs(const wp_imatrix *im, const char *path, wp_record kv[4])
+{
+    char s[128];
+    int k = 0;
+    snprintf(s, sizeof s, "%s", path);
+    if (wp_gguf_kv_set(&kv[k++], "quantize.imatrix.file", s, 0))
+        return -1;
+    if (im->n_datasets > 0) {
+        snprintf(s, sizeof s, "%s", im->datasets[0]);
+        if (wp_gguf_kv_set(&kv[k++], "quantize.imatrix.dataset", s, 0))
+            return -1;
+    }
+    if (wp_gguf_kv_set(&kv[k++], "quantize.imatrix.entries_count", NULL, (uint32_t)im->n))
+        return -1;
+    /* load_imatrix returns chunk_count as an int32; recorded when > 0 */
+    if ((int32_t)im->chunk_count > 0 && wp_gguf_kv_set(&kv[k++], "quantize.imatrix.chunks_count", NULL, im->chunk_count))
+        return -1;
+    return k;
 }

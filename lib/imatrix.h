@@ -53,6 +53,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stream.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -123,6 +125,40 @@ int wp_imatrix_tensor_kind(const char *name);
 
 /* The entry of weight `name` ("blk.0.attn_q.weight"), or NULL. */
 const wp_imatrix_entry *wp_imatrix_find(const wp_imatrix *im, const char *name);
+
+/* What llama-quantize refuses in an importance matrix it loaded, whatever
+ * tensors it quantizes (llama_model_quantize_impl checks every value): a
+ * non-finite importance; and a negative one, which no llama-imatrix writes (a
+ * mean of squared activations; llama-quantize takes it, and a few negative
+ * columns turn its scale search into garbage blocks). Returns 0, or -1 with
+ * one line in err (n bytes) naming path and the entry: "PATH: imatrix entry
+ * W has a non-finite importance (nan at 5): llama-quantize refuses such a
+ * file", "... a negative importance (-1 at 3): importance is a mean of
+ * squared activations". */
+int wp_imatrix_check(const wp_imatrix *im, const char *path, char *err, size_t n);
+
+/* The entry of weight `name` for a tensor of rows ne0 long and n_mat matrices
+ * (experts; ne[2]), as llama-quantize takes it (quantize.cpp load_imatrix,
+ * llama-quant.cpp): columns and experts equal, or for a legacy entry its
+ * value count ne0 x n_mat. Returns 0 with *e (NULL when im has no entry);
+ * 1 with *e NULL when the entry does not fit a token embedding, which
+ * llama-quantize quantizes without it (a warning in msg: "PATH: imatrix
+ * entry W does not fit the tensor: the entry has 64 values, the tensor's rows
+ * are 512 long: quantized without it, as llama-quantize does"); -1 when it
+ * does not fit another tensor (msg: "PATH: imatrix entry W does not fit the
+ * tensor: the entry has 64 columns, the tensor's rows are 172 long"; experts
+ * as "x 8 experts"). msg holds n bytes; path names the file. */
+int wp_imatrix_fit(const wp_imatrix *im, const char *path, const char *name, int64_t ne0, int64_t n_mat,
+                   const wp_imatrix_entry **e, char *msg, size_t n);
+
+/* The key/values llama-quantize records of the importance matrix it used
+ * (tools/quantize/quantize.cpp): quantize.imatrix.file (path, cut to 127
+ * bytes), quantize.imatrix.dataset (the first dataset, cut to 127 bytes; when
+ * there is one), quantize.imatrix.entries_count (u32), and
+ * quantize.imatrix.chunks_count (u32; when chunk_count as an int32 is
+ * positive), in that order, set up in kv[0..] (4 initialised records; see
+ * wp_gguf_kv_set). Returns how many (2 to 4), or -1 when out of memory. */
+int wp_imatrix_kvs(const wp_imatrix *im, const char *path, wp_record kv[4]);
 
 /* Release everything *im holds; it is zeroed. */
 void wp_imatrix_free(wp_imatrix *im);

@@ -1,8 +1,12 @@
 /* test_hessians.c - lib/hessians.c: the head hessian writes, and what gptq
  * takes from a record (a Hessian that fits, F32 widened in place, refusals of
- * entries no X^T X has). */
+ * entries no X^T X has), and a Hessian file read by weight (shared records,
+ * a weight in two records, a zero H, a misfit). */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ggml_type.h"
 #include "hessians.h"
@@ -31,6 +35,27 @@ static double spd(int i, int j) { return i == j ? 4.0 + i : 1.0 / (1 + i + j); }
 static double zero(int i, int j) { return 0 * (i + j); }
 static double neg_diag(int i, int j) { return i == j && i == 2 ? -1.5 : spd(i, j); }
 static double with_nan(int i, int j) { return i == 1 && j == 3 ? NAN : spd(i, j); }
+
+/* Write a Hessian file at path: records named names[k] of c x c values v,
+ * with weights= when weights[k] is not NULL. */
+static void write_file(const char *path, int n, const char *const *names, const char *const *weights, int c,
+                       double (*v)(int, int))
+{
+    char err[256];
+    FILE *f = fopen(path, "wb");
+    wp_writer *w = wp_writer_open(f, path, 64, err, sizeof err);
+    for (int k = 0; k < n; k++) {
+        wp_record r;
+        make(&r, WP_F64, c, v);
+        wp_record_set_name(&r, names[k]);
+        if (weights[k])
+            wp_attr_set(&r, "weights", weights[k]);
+        wp_writer_put(w, &r);
+        wp_record_free(&r);
+    }
+    wp_writer_close(w, err, sizeof err);
+    fclose(f);
+}
 
 int main(void)
 {
@@ -90,5 +115,78 @@ int main(void)
     H = wp_hessian_take(&r, &z, err, sizeof err);
     CHECK(!H && !strcmp(err, "non-finite Hessian entry at (1, 3)"), "%s", err);
     wp_record_free(&r);
+
+    /* a Hessian file read by weight */
+    char path[] = "/tmp/test_hessians.XXXXXX";
+    const int fd = mkstemp(path);
+    close(fd);
+    const char *names[] = {"blk.0.attn_in", "blk.0.ffn_down.weight"};
+    const char *weights[] = {"blk.0.attn_in,blk.0.attn_q.weight,blk.0.attn_k.weight", NULL};
+    write_file(path, 2, names, weights, 4, spd);
+    wp_hessian_file *hf;
+    CHECK(wp_hessian_file_open(path, &hf, err, sizeof err) == 0, "the file opens");
+    CHECK(wp_hessian_file_count(hf) == 4, "4 weights: the shared record's own name, q, k, and ffn_down");
+    const wp_hessian_ref *q = wp_hessian_file_find(hf, "blk.0.attn_q.weight"),
+                         *k = wp_hessian_file_find(hf, "blk.0.attn_k.weight"),
+                         *own = wp_hessian_file_find(hf, "blk.0.attn_in"),
+                         *down = wp_hessian_file_find(hf, "blk.0.ffn_down.weight");
+    CHECK(q && k && own && down && q->offset == k->offset && own->offset == q->offset &&
+              down->offset > q->offset && !strcmp(q->rec, "blk.0.attn_in") && q->ne0 == 4 && q->type == WP_F64 &&
+              q->payload_len == 4 * 4 * 8,
+          "q, k and the record's own name are one record; ffn_down its own, after it");
+    CHECK(own && q && down && own->named == 1 && q->named == 1 && down->named == 1 &&
+              !strcmp(wp_hessian_file_at(hf, 0)->weight, "blk.0.attn_in") &&
+              !strcmp(wp_hessian_file_at(hf, 3)->weight, "blk.0.ffn_down.weight"),
+          "named: each weight the records name (attn_in is in its own weights=); in the file's order");
+    CHECK(wp_hessian_file_find(hf, "blk.0.attn_v.weight") == NULL, "a weight without a record: NULL");
+    H = NULL;
+    CHECK(wp_hessian_file_get(hf, "blk.0.attn_k.weight", 4, &H, err, sizeof err) == 0 && H &&
+              H[1 * 4 + 2] == spd(1, 2) && H[3 * 4 + 3] == spd(3, 3),
+          "the shared H, read for k");
+    free(H);
+    CHECK(wp_hessian_file_get(hf, "blk.0.attn_v.weight", 4, &H, err, sizeof err) == 0 && H == NULL,
+          "no record: 0, H NULL");
+    char want[512];
+    snprintf(want, sizeof want, "%s: Hessian 'blk.0.ffn_down.weight' is 4x4, tensor blk.0.ffn_down.weight has 8 columns",
+             path);
+    CHECK(wp_hessian_file_get(hf, "blk.0.ffn_down.weight", 8, &H, err, sizeof err) == -1 && !strcmp(err, want),
+          "a misfit names the file: %s", err);
+    wp_hessian_file_close(hf);
+
+    const char *zn[] = {"blk.0.attn_q.weight"}, *zw[] = {NULL};
+    write_file(path, 1, zn, zw, 4, zero);
+    CHECK(wp_hessian_file_open(path, &hf, err, sizeof err) == 0, "the file opens");
+    H = (double *)1;
+    CHECK(wp_hessian_file_get(hf, "blk.0.attn_q.weight", 4, &H, err, sizeof err) == 1 && H == NULL,
+          "a zero H: 1, H NULL (RTN)");
+    wp_hessian_file_close(hf);
+
+    write_file(path, 1, zn, zw, 4, with_nan);
+    CHECK(wp_hessian_file_open(path, &hf, err, sizeof err) == 0, "the file opens");
+    snprintf(want, sizeof want, "%s: tensor blk.0.attn_q.weight: non-finite Hessian entry at (1, 3)", path);
+    CHECK(wp_hessian_file_get(hf, "blk.0.attn_q.weight", 4, &H, err, sizeof err) == -1 && !strcmp(err, want),
+          "a bad H names the file and the tensor: %s", err);
+    wp_hessian_file_close(hf);
+
+    const char *two[] = {"blk.0.attn_in", "blk.1.attn_in"};
+    const char *twow[] = {"blk.0.attn_q.weight", "blk.0.attn_q.weight"};
+    write_file(path, 2, two, twow, 4, spd);
+    hf = (wp_hessian_file *)1;
+    CHECK(wp_hessian_file_open(path, &hf, err, sizeof err) == -1 && hf == NULL &&
+              strstr(err, ": weight blk.0.attn_q.weight has two Hessian records (at offsets ") == err + strlen(path),
+          "a weight in two records: %s", err);
+
+    write_file(path, 0, two, twow, 4, spd);
+    snprintf(want, sizeof want, "%s: no Hessian records (make them with hessian --model M --text T -o FILE)", path);
+    CHECK(wp_hessian_file_open(path, &hf, err, sizeof err) == -1 && !strcmp(err, want), "%s", err);
+
+    FILE *f = fopen(path, "wb");
+    fputs("blk.0.attn_q.weight\n", f);
+    fclose(f);
+    CHECK(wp_hessian_file_open(path, &hf, err, sizeof err) == WP_HESSIANS_NOT_STREAM && hf == NULL,
+          "a text: the reader's refusal, for the caller to say what the file is (%s)", err);
+    unlink(path);
+    snprintf(want, sizeof want, "%s: cannot open Hessian file: No such file or directory", path);
+    CHECK(wp_hessian_file_open(path, &hf, err, sizeof err) == -1 && !strcmp(err, want), "%s", err);
     return tap_done();
 }

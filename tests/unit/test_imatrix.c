@@ -21,6 +21,7 @@
 
 #include "ggml.h"
 #include "gguf.h"
+#include "gguf_file.h"
 #include "imatrix.h"
 #include "stream.h"
 #include "tap.h"
@@ -675,5 +676,84 @@ int main(void)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "# could not remove %s\n", dir);
+
+    /* what gptq takes of a loaded file: the values checked, an entry fitted to a tensor,
+       and llama-quantize's record of the file (an importance matrix laid out here, sorted
+       by name as the loader leaves it) */
+    {
+        float up[8] = {1, 2, 3, 4, 5, 6, 7, 8}, q[4] = {1, 1, 1, 1}, te[4] = {1, 1, 1, 1};
+        char n_exps[] = "blk.0.ffn_up_exps.weight", n_q[] = "blk.0.attn_q.weight", n_te[] = "token_embd.weight";
+        char ds[] = "calib.txt", *dsl[] = {ds};
+        wp_imatrix_entry es[3] = {{n_q, 4, 1, NULL, NULL, q}, {n_exps, 4, 2, NULL, NULL, up},
+                                  {n_te, 4, 1, NULL, NULL, te}};
+        wp_imatrix mi = {3, es, 1, dsl, 7, 512, 0};
+        char msg[512];
+        const wp_imatrix_entry *e = NULL;
+        CHECK(wp_imatrix_check(&mi, "m.imatrix", msg, sizeof msg) == 0, "finite, non-negative importances pass");
+        up[5] = -1.0f;
+        CHECK(wp_imatrix_check(&mi, "m.imatrix", msg, sizeof msg) == -1 &&
+                  !strcmp(msg, "m.imatrix: imatrix entry blk.0.ffn_up_exps.weight has a negative importance (-1 at "
+                               "5): importance is a mean of squared activations"),
+              "a negative importance: %s", msg);
+        up[5] = NAN;
+        CHECK(wp_imatrix_check(&mi, "m.imatrix", msg, sizeof msg) == -1 &&
+                  !strcmp(msg, "m.imatrix: imatrix entry blk.0.ffn_up_exps.weight has a non-finite importance (nan "
+                               "at 5): llama-quantize refuses such a file"),
+              "a non-finite importance: %s", msg);
+        up[5] = 6.0f;
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.attn_q.weight", 4, 1, &e, msg, sizeof msg) == 0 && e == &es[0],
+              "an entry of the tensor's columns fits");
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.attn_k.weight", 4, 1, &e, msg, sizeof msg) == 0 && e == NULL,
+              "no entry: 0, NULL");
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.ffn_up_exps.weight", 4, 2, &e, msg, sizeof msg) == 0 &&
+                  e == &es[1],
+              "4 columns x 2 experts fit a tensor of 2 experts");
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.ffn_up_exps.weight", 8, 1, &e, msg, sizeof msg) == -1 &&
+                  e == NULL &&
+                  !strcmp(msg, "m.imatrix: imatrix entry blk.0.ffn_up_exps.weight does not fit the tensor: the entry "
+                               "has 4 columns x 2 experts, the tensor's rows are 8 long"),
+              "8 values as 4 x 2 experts do not fit one matrix of rows of 8: %s", msg);
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.attn_q.weight", 2, 2, &e, msg, sizeof msg) == -1 &&
+                  !strcmp(msg, "m.imatrix: imatrix entry blk.0.attn_q.weight does not fit the tensor: the entry has "
+                               "4 columns, the tensor's rows are 2 long x 2 experts"),
+              "%s", msg);
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "token_embd.weight", 8, 1, &e, msg, sizeof msg) == 1 && e == NULL &&
+                  !strcmp(msg, "m.imatrix: imatrix entry token_embd.weight does not fit the tensor: the entry has 4 "
+                               "values, the tensor's rows are 8 long: quantized without it, as llama-quantize does"),
+              "a token embedding's misfit: quantized without it (%s)", msg);
+        mi.legacy = 1;
+        CHECK(wp_imatrix_fit(&mi, "m.dat", "blk.0.ffn_up_exps.weight", 8, 1, &e, msg, sizeof msg) == 0 &&
+                  e == &es[1],
+              "legacy: 8 values fit 8 x 1, however the file split them");
+        CHECK(wp_imatrix_fit(&mi, "m.dat", "blk.0.attn_q.weight", 8, 1, &e, msg, sizeof msg) == -1 &&
+                  !strcmp(msg, "m.dat: imatrix entry blk.0.attn_q.weight does not fit the tensor: the entry has 4 "
+                               "values, the tensor's rows are 8 long"),
+              "legacy: said as values (%s)", msg);
+        mi.legacy = 0;
+
+        wp_record kv[4];
+        for (int k = 0; k < 4; k++)
+            wp_record_init(&kv[k]);
+        char longpath[200];
+        memset(longpath, 'p', sizeof longpath - 1);
+        longpath[sizeof longpath - 1] = 0;
+        char v0[256] = "", v1[256] = "";
+        const int nk = wp_imatrix_kvs(&mi, longpath, kv);
+        wp_gguf_kv_str(&kv[0], v0, sizeof v0);
+        wp_gguf_kv_str(&kv[1], v1, sizeof v1);
+        CHECK(nk == 4 && !strcmp(kv[0].name, "quantize.imatrix.file") && strlen(v0) == 127 &&
+                  !strcmp(kv[1].name, "quantize.imatrix.dataset") && !strcmp(v1, "calib.txt") &&
+                  !strcmp(kv[2].name, "quantize.imatrix.entries_count") && wp_gguf_kv_uint(&kv[2]) == 3 &&
+                  !strcmp(kv[3].name, "quantize.imatrix.chunks_count") && wp_gguf_kv_uint(&kv[3]) == 7,
+              "llama-quantize's keys: the file cut to 127 bytes, the dataset, 3 entries, 7 chunks");
+        for (int k = 0; k < 4; k++)
+            wp_record_free(&kv[k]), wp_record_init(&kv[k]);
+        mi.n_datasets = 0;
+        mi.chunk_count = 0x80000000u;   /* an int32 below 0: not recorded */
+        CHECK(wp_imatrix_kvs(&mi, "m.imatrix", kv) == 2 && !strcmp(kv[1].name, "quantize.imatrix.entries_count"),
+              "no dataset, a chunk count negative as an int32: the file and the entry count alone");
+        for (int k = 0; k < 4; k++)
+            wp_record_free(&kv[k]);
+    }
     return tap_done();
 }
