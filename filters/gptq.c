@@ -47,6 +47,7 @@
 #include "imatrix.h"
 #include "half.h"
 #include "par.h"
+#include "quantize.h"
 #include "rtn.h"
 #include "safetensors.h"
 #include "zframe.h"
@@ -474,17 +475,8 @@ static wp_ftype_plan *model_plan(int ftype, int pure, int strict, const char **o
 {
     char err[1024];
     struct wp_ftype_model md = {arch, 0, 0, 0, 0, -1};
-    for (size_t i = 0; i < n_kvs; i++) {
-        const char *k = kvs[i].name;
-        size_t al = strlen(arch);
-        if (strncmp(k, arch, al) || k[al] != '.')
-            continue;
-        k += al + 1;
-        if (!strcmp(k, "block_count")) md.n_layer = (uint32_t)kvs[i].v;
-        else if (!strcmp(k, "attention.head_count")) md.n_head = (uint32_t)kvs[i].v;
-        else if (!strcmp(k, "attention.head_count_kv")) md.n_head_kv = (uint32_t)kvs[i].v;
-        else if (!strcmp(k, "expert_count")) md.n_expert = (uint32_t)kvs[i].v;
-    }
+    for (size_t i = 0; i < n_kvs; i++)   /* (general.architecture may come after them) */
+        wp_ftype_model_take(&md, kvs[i].name, kvs[i].v);
     wp_ftype_plan *plan = plan_new(&md, ftype, pure, strict, overrides, n_over);
     for (size_t i = 0; i < n_t; i++)
         if (wp_ftype_plan_add_tensor(plan, tl[i].name, tl[i].n_dims, tl[i].ne, (int)tl[i].type))
@@ -1007,7 +999,6 @@ int main(int argc, char **argv)
     else if (!hess_path && !hess_later && (go.act_order || damp_given))
         fprintf(stderr, "gptq: warning: %s acts on GPTQ's Hessians: without --hessian (RTN) it does nothing\n",
                 go.act_order ? "--act-order" : "--damp");
-    const int lazy = go.gamma || go.widen > 1 || go.lambda > 0;
     snprintf(quant_opts, sizeof quant_opts, "%s%s%s%s%s", go.gamma ? ", --gamma" : "", go.widen > 1 ? ", --widen" : "",
              go.lambda > 0 ? ", --lambda" : "", hess_path || hess_later ? ", --hessian" : "",
              imat_path ? ", --imatrix" : "");
@@ -1097,42 +1088,12 @@ int main(int argc, char **argv)
      * among 100 lines, "--type Q6_K" giving no Q6_K tensor went unnoticed (a new user's
      * trial); it said "kept F16" of F32 input */
     {
-        char list[4096] = "", pairs[2048] = "";
-        int nf = 0, nfall = 0, nq = 0, np = 0, nmore = 0;
-        struct { int from, to, n; } pair[64];   /* more pairs: "and N more" */
-        for (size_t i = 0; i < n_t; i++) {
-            struct wp_ftype_choice ch;
-            wp_ftype_plan_get(plan, tl[i].name, &ch);
-            nq += ch.quantize;
-            if (!ch.fallback)
-                continue;
-            nfall++;
-            int k = 0;
-            while (k < np && (pair[k].from != ch.wanted || pair[k].to != ch.type))
-                k++;
-            if (k == np && np < 64) {
-                pair[k].from = ch.wanted, pair[k].to = ch.type, pair[k].n = 0;
-                np++;
-            }
-            if (k < np)
-                pair[k].n++;
-            else
-                nmore++;
-            if (ch.f16_fallback) {
-                if (strlen(list) + strlen(tl[i].name) + 8 < sizeof list)
-                    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", nf ? ", " : "", tl[i].name);
-                nf++;
-            }
-        }
-        for (int k = 0; k < np; k++)
-            snprintf(pairs + strlen(pairs), sizeof pairs - strlen(pairs), "%s%d %s -> %s", k ? ", " : "",
-                     pair[k].n, wp_ggml_type_name(pair[k].from), wp_ggml_type_name(pair[k].to));
-        if (nmore)
-            snprintf(pairs + strlen(pairs), sizeof pairs - strlen(pairs), ", and %d more", nmore);
+        char said[6200];
+        int nq;
+        const int nfall = wp_ftype_plan_fallbacks(plan, &nq, said, sizeof said);
         if (nfall && !quiet)
             wp_warn("%d of %d quantized tensor(s) fell back, their row length not a multiple of the type's "
-                    "block (llama-quantize's fallbacks): %s%s%s%s", nfall, nq, pairs, nf ? " (F16: " : "",
-                    list, nf ? ")" : "");
+                    "block (llama-quantize's fallbacks): %s", nfall, nq, said);
     }
 
     /* a model spooled to a tmpfs (/tmp on some distributions) takes memory unsaid: a 7B's 13.5 GB
@@ -1242,147 +1203,61 @@ int main(int argc, char **argv)
         const char *how = "copy";
         const uint32_t from = r.type;
         if (ch.quantize && (uint32_t)ch.type != r.type) {
-            const int64_t ne0 = r.ne[0], n = wp_record_nelem(&r), rows = n / ne0;
+            const int64_t ne0 = r.ne[0], n = wp_record_nelem(&r);
             const uint32_t to = (uint32_t)ch.type;
             if (!readable(from))
                 wp_die("tensor %s: cannot quantize from %s (%s)", name,
                        wp_ggml_type_name(from) ? wp_ggml_type_name(from) : "?", from_types());
-            /* The floats take the record's own buffer: F32 as it is, F16/BF16
-             * widened in place from the last value down (value k lands at 4k,
-             * at or past the 2k it is read from and the unread values below
-             * it). Before, a float copy sat beside the source bytes: 3 times
-             * an F16 tensor at the peak (5 GB for a 525M-weight embedding in
-             * F32, 3.1 GB in F16), 2 times now. */
-            float *f;
-            if (!is_float(from)) {
-                /* --allow-requantize: the blocks dequantized as ggml's to_float does, into
-                   their own buffer (llama_tensor_dequantize_impl) */
-                f = malloc((size_t)n * 4 + 1);
-                if (!f)
-                    wp_die("tensor %s: out of memory", name);
-                if (wp_dequantize_row((int)from, r.payload, f, n))
-                    wp_die("tensor %s: cannot dequantize %s", name, wp_ggml_type_name(from));
-                if (!r.borrowed)
-                    free(r.payload);
-            } else {
-                if (from != WP_F32 && !wp_record_alloc(&r, (uint64_t)n * 4))
-                    wp_die("tensor %s: out of memory", name);
-                f = (float *)(void *)r.payload;
-                if (from != WP_F32)
-                    for (int64_t k = n - 1; k >= 0; k--)
-                        f[k] = from == WP_F16 ? wp_fp16_to_f32(wp_rd16(r.payload + 2 * k))
-                                              : wp_bf16_to_f32(wp_rd16(r.payload + 2 * k));
-            }
-            r.payload = NULL;
-            r.payload_len = r.payload_cap = 0;
-            for (int64_t k = 0; k < n; k++)
-                if (!isfinite(f[k]))
-                    wp_die("tensor %s: non-finite value %g at row %lld, column %lld", name, (double)f[k],
-                           (long long)(k / ne0), (long long)(k % ne0));
-            const size_t rsz = wp_ggml_row_size(to, ne0);
-            if (!rsz)
-                wp_die("tensor %s: row length %lld does not fit %s", name, (long long)ne0, wp_ggml_type_name(to));
-            uint8_t *dst = malloc(rsz * (size_t)rows + 1);
-            if (!dst)
-                wp_die("tensor %s: out of memory", name);
-            if (to == WP_F32) {
-                memcpy(dst, f, (size_t)n * 4);
-                how = "convert";
-            } else if (to == WP_F16 || to == WP_BF16) {
-                for (int64_t k = 0; k < n; k++)
-                    wp_wr16(dst + 2 * k, to == WP_F16 ? wp_f32_to_fp16(f[k]) : wp_f32_to_bf16(f[k]));
-                how = "convert";
-            } else if (!wp_gptq_supported((int)to)) {
-                wp_die("tensor %s: type %s is not supported by gptq", name, wp_ggml_type_name(to));
-            } else {
-                /* (RTN does not check: one weight of 1e20 zeroed its Q6_K block, unsaid) */
-                if (wp_gptq_check_weights((int)to, f, rows, ne0, err, sizeof err))
-                    wp_die("tensor %s: %s", name, err);
-                /* one matrix per ne[2] slice (experts), each with its own
-                 * imatrix slice and Hessian lookup by the tensor's name */
-                const int64_t n_mat = r.n_dims >= 3 ? n / (ne0 * r.ne[1]) : 1, mrows = rows / n_mat;
-                float *iw = imatrix_get(name, ne0, n_mat);
-                /* the Hessian's factor: the kept one of this tensor's record, or made
-                 * from the record (H taken over and shrunk to the float factor) */
-                wp_gptq_factor *hf = NULL;
-                int reused = 0;
-                if (hess_path && n_mat == 1) {
-                    if (fc_user) {
-                        hf = fc.f;
-                        reused = 1;
-                    } else {
-                        double *H = hessian_get(name, ne0);
-                        if (H && wp_gptq_factor_take(H, ne0, &go, &hf, err, sizeof err) < 0)
-                            wp_die("tensor %s: %s", name, err);
-                        size_t left = 0;   /* this record's tensors still to come */
-                        for (size_t k = ti + 1; hf && k < n_t; k++) {
-                            const wp_hessian_ref *o = hessian_of(order[k]);
-                            left += o && o->offset == hrec->offset;
-                        }
-                        if (left) {
-                            fc_drop();
-                            fc.f = hf;
-                            fc.off = hrec->offset;
-                            fc.left = left;
-                            fc.bytes = 4 * (uint64_t)ne0 * (uint64_t)ne0;
-                        }
+            /* one matrix per ne[2] slice (experts), each with its own imatrix slice; the
+             * Hessian (one matrix) by the tensor's name */
+            const int64_t n_mat = r.n_dims >= 3 ? n / (ne0 * r.ne[1]) : 1;
+            const int quant = !is_float(to);
+            float *iw = quant ? imatrix_get(name, ne0, n_mat) : NULL;
+            /* the Hessian's factor: the kept one of this tensor's record, or made from the
+             * record (H taken over and shrunk to the float factor) */
+            wp_gptq_factor *hf = NULL;
+            int reused = 0;
+            if (quant && hess_path && n_mat == 1) {
+                if (fc_user) {
+                    hf = fc.f;
+                    reused = 1;
+                } else {
+                    double *H = hessian_get(name, ne0);
+                    if (H && wp_gptq_factor_take(H, ne0, &go, &hf, err, sizeof err) < 0)
+                        wp_die("tensor %s: %s", name, err);
+                    size_t left = 0;   /* this record's tensors still to come */
+                    for (size_t k = ti + 1; hf && k < n_t; k++) {
+                        const wp_hessian_ref *o = hessian_of(order[k]);
+                        left += o && o->offset == hrec->offset;
+                    }
+                    if (left) {
+                        fc_drop();
+                        fc.f = hf;
+                        fc.off = hrec->offset;
+                        fc.left = left;
+                        fc.bytes = 4 * (uint64_t)ne0 * (uint64_t)ne0;
                     }
                 }
-                for (int64_t m = 0; m < n_mat; m++) {
-                    const float *src = f + m * mrows * ne0;
-                    uint8_t *d = dst + (size_t)(m * mrows) * rsz;
-                    const float *qw = iw ? iw + m * ne0 : NULL;
-                    int done = 0;
-                    if (hf) {
-                        /* W (a float copy made for this tensor) is scratch:
-                         * GPTQ works in it, memory stays near one tensor plus
-                         * its Hessian */
-                        wp_gptq_info info;
-                        wp_gptq_opts gc = go;
-                        gc.consume = 1;
-                        int k = wp_gptq_quantize_factored((int)to, src, mrows, ne0, hf, qw, &gc, d, &info, err,
-                                                          sizeof err);
-                        if (k < 0)
-                            wp_die("tensor %s: %s", name, err);
-                        if (k == WP_GPTQ_NOT_PD) {
-                            wp_warn("tensor %s: Hessian not positive definite even with damping %g; RTN instead%s",
-                                    name, info.damp_used, reused ? " (its record's factor, reused)" : "");
-                        } else {
-                            done = 1;
-                            how = reused ? "gptq, factor reused" : "gptq";
-                        }
-                    }
-                    /* GPTQ's own program rounding to nearest unasked was a trap: a user
-                       without --hessian took RTN's codes for GPTQ's (a fresh user's trial) */
-                    if (!done && !rtn_said) {
-                        wp_warn("no --hessian: rounding to nearest (RTN), not GPTQ (hessian(1) makes the "
-                                "Hessians; --rtn asks for RTN and says no more)");
-                        rtn_said = 1;
-                    }
-                    if (!done && lazy) {
-                        if (wp_gptq_quantize((int)to, src, mrows, ne0, NULL, qw, &go, d, NULL, err, sizeof err))
-                            wp_die("tensor %s: %s", name, err);
-                        how = "rtn+lazy";
-                    } else if (!done) {
-                        if (wp_rtn_quantize_threads((int)to, src, d, mrows, ne0, qw, go.threads) != rsz * (size_t)mrows)
-                            wp_die("tensor %s: RTN failed", name);
-                        /* (with an imatrix, importances as large as 3e38 overflow it too) */
-                        if (wp_gptq_check_blocks((int)to, d, mrows * (ne0 / wp_ggml_blck_size(to))) >= 0)
-                            wp_die("tensor %s: a block scale does not fit fp16 (weights too large for %s%s)",
-                                   name, wp_ggml_type_name(to),
-                                   qw ? ", or importances too large in its imatrix entry" : "");
-                        how = "rtn";
-                    }
-                }
-                free(iw);
-                if (hf != fc.f)
-                    wp_gptq_factor_free(hf);
             }
-            free(f);
-            r.type = to;
-            free(r.payload);
-            r.payload = dst;
-            r.payload_len = r.payload_cap = rsz * (size_t)rows;
+            const wp_quantize_job job = {(int)to, iw, hf, &go};
+            wp_quantize_info qi;
+            const int bad = wp_quantize_tensor(&r, &job, &qi, err, sizeof err);
+            if (qi.not_pd)
+                wp_warn("tensor %s: Hessian not positive definite even with damping %g; RTN instead%s", name,
+                        qi.damp_used, reused ? " (its record's factor, reused)" : "");
+            /* GPTQ's own program rounding to nearest unasked was a trap: a user without
+               --hessian took RTN's codes for GPTQ's (a fresh user's trial) */
+            if (qi.rounded && !rtn_said) {
+                wp_warn("no --hessian: rounding to nearest (RTN), not GPTQ (hessian(1) makes the Hessians; "
+                        "--rtn asks for RTN and says no more)");
+                rtn_said = 1;
+            }
+            if (bad)
+                wp_die("tensor %s: %s", name, err);
+            how = reused && !strcmp(qi.how, "gptq") ? "gptq, factor reused" : qi.how;
+            free(iw);
+            if (hf != fc.f)
+                wp_gptq_factor_free(hf);
         }
         if (!quiet)
             fprintf(stderr, "%s: [%zu/%zu] %-32s %s -> %s (%s) %.2fs\n", wp_prog(), ti + 1, n_t, name,

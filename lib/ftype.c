@@ -873,3 +873,63 @@ int wp_ftype_plan_n_f16_fallback(const wp_ftype_plan *p)
 {
     return p ? p->n_f16 : 0;
 }
+
+int wp_ftype_plan_fallbacks(const wp_ftype_plan *p, int *n_quantized, char *buf, size_t n)
+{
+    char list[4096] = "", pairs[2048] = "";
+    int nf = 0, nfall = 0, nq = 0, np = 0, nmore = 0;
+    struct { int from, to, n; } pair[64];   /* more pairs: "and N more" */
+    for (size_t i = 0; i < wp_ftype_plan_count(p); i++) {
+        const char *name = wp_ftype_plan_name(p, i);
+        struct wp_ftype_choice ch;
+        wp_ftype_plan_get(p, name, &ch);
+        nq += ch.quantize;
+        if (!ch.fallback)
+            continue;
+        nfall++;
+        int k = 0;
+        while (k < np && (pair[k].from != ch.wanted || pair[k].to != ch.type))
+            k++;
+        if (k == np && np < 64) {
+            pair[k].from = ch.wanted, pair[k].to = ch.type, pair[k].n = 0;
+            np++;
+        }
+        if (k < np)
+            pair[k].n++;
+        else
+            nmore++;
+        if (ch.f16_fallback) {
+            if (strlen(list) + strlen(name) + 8 < sizeof list)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", nf ? ", " : "", name);
+            nf++;
+        }
+    }
+    for (int k = 0; k < np; k++)
+        snprintf(pairs + strlen(pairs), sizeof pairs - strlen(pairs), "%s%d %s -> %s", k ? ", " : "", pair[k].n,
+                 wp_ggml_type_name((uint32_t)pair[k].from), wp_ggml_type_name((uint32_t)pair[k].to));
+    if (nmore)
+        snprintf(pairs + strlen(pairs), sizeof pairs - strlen(pairs), ", and %d more", nmore);
+    snprintf(buf, n, "%s%s%s%s", pairs, nf ? " (F16: " : "", list, nf ? ")" : "");
+    *n_quantized = nq;
+    return nfall;
+}
+
+int wp_ftype_model_take(struct wp_ftype_model *md, const char *key, int64_t v)
+{
+    const char *arch = md->arch ? md->arch : "";
+    const size_t al = strlen(arch);
+    if (strncmp(key, arch, al) || key[al] != '.')
+        return 0;
+    key += al + 1;
+    if (!strcmp(key, "block_count"))
+        md->n_layer = (uint32_t)v;
+    else if (!strcmp(key, "attention.head_count"))
+        md->n_head = (uint32_t)v;
+    else if (!strcmp(key, "attention.head_count_kv"))
+        md->n_head_kv = (uint32_t)v;
+    else if (!strcmp(key, "expert_count"))
+        md->n_expert = (uint32_t)v;
+    else
+        return 0;
+    return 1;
+}

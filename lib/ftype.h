@@ -92,6 +92,13 @@ struct wp_ftype_model {
                               with 80 layers; jais2 with 68), as load_hparams */
 };
 
+/* Take the GGUF key/value key = v (an unsigned integer) into md when it is
+ * one of the keys above of md->arch (set first): {arch}.block_count,
+ * .attention.head_count, .attention.head_count_kv, .expert_count. Returns 1
+ * when taken, 0 for any other key. Source: llama.cpp's LLM_KV names, as
+ * llama_model_loader reads them. */
+int wp_ftype_model_take(struct wp_ftype_model *md, const char *key, int64_t v);
+
 /* llama_model_quantize_params' knobs that change type choice. Zero-fill,
  * then set ftype (wp_ftype_opts_default does that with "none" sentinels). */
 struct wp_ftype_opts {
@@ -189,6 +196,14 @@ const char *wp_ftype_plan_name(const wp_ftype_plan *p, size_t i);
  * (llama-quantize's n_fallback), and how many of those ended in F16. */
 int wp_ftype_plan_n_fallback(const wp_ftype_plan *p);
 int wp_ftype_plan_n_f16_fallback(const wp_ftype_plan *p);
+
+/* After finish: the fallbacks said in one phrase into buf (n bytes), the
+ * tensors in the order added: "32 Q6_K -> Q8_0, 5 Q6_K -> F16 (F16:
+ * blk.0.ffn_down.weight, ...)", each pair of wanted and written types with
+ * its count (after 64 pairs, "and N more"), then the tensors that ended in
+ * F16 (as many names as 4 KiB holds). Returns how many tensors fell back
+ * (buf "" when none), and in *n_quantized how many the plan quantizes. */
+int wp_ftype_plan_fallbacks(const wp_ftype_plan *p, int *n_quantized, char *buf, size_t n);
 
 #ifdef __cplusplus
 }

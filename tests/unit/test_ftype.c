@@ -686,6 +686,46 @@ static void rule_checks(void)
         wp_ftype_plan_free(p);
     }
 
+    /* the fallbacks in one phrase (gptq's warning): 96-wide rows fall back to Q5_0 (Q4_K) and
+       Q8_0 (Q6_K), 172-wide ones to F16, named; the tensors in the order added */
+    {
+        static const char *const qv[] = { "blk.%d.attn_q.weight", "blk.%d.attn_v.weight", NULL };
+        static const char *const ov[] = { "attn_v=Q6_K", NULL };
+        char said[6200];
+        int nq = -1;
+        o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_K_S);
+        p = mini(&m4, &o, 96, qv, NULL, ov, err, sizeof err);
+        int nf = p ? wp_ftype_plan_fallbacks(p, &nq, said, sizeof said) : -1;
+        CHECK(nf == 8 && nq == 8 && !strcmp(said, "4 Q4_K -> Q5_0, 4 Q6_K -> Q8_0"), "96-wide rows: %d of %d: %s", nf,
+              nq, p ? said : err);
+        wp_ftype_plan_free(p);
+        static const char *const q1[] = { "blk.%d.attn_q.weight", NULL };
+        p = mini(&m4, &o, 172, q1, NULL, NULL, err, sizeof err);
+        nf = p ? wp_ftype_plan_fallbacks(p, &nq, said, sizeof said) : -1;
+        CHECK(nf == 4 && !strcmp(said, "4 Q4_K -> F16 (F16: blk.0.attn_q.weight, blk.1.attn_q.weight, "
+                                       "blk.2.attn_q.weight, blk.3.attn_q.weight)"),
+              "172-wide rows: %s", p ? said : err);
+        wp_ftype_plan_free(p);
+        p = mini(&m4, &o, 256, q1, NULL, NULL, err, sizeof err);
+        nf = p ? wp_ftype_plan_fallbacks(p, &nq, said, sizeof said) : -1;
+        CHECK(nf == 0 && nq == 4 && !strcmp(said, ""), "256-wide rows: no fallback, \"\" (%s)", p ? said : err);
+        wp_ftype_plan_free(p);
+    }
+
+    /* the model's keys of its architecture, as llama_model_loader names them */
+    {
+        struct wp_ftype_model mk = { "llama", 0, 0, 0, 0, -1 };
+        const int took = wp_ftype_model_take(&mk, "llama.block_count", 32) +
+                         wp_ftype_model_take(&mk, "llama.attention.head_count", 32) +
+                         wp_ftype_model_take(&mk, "llama.attention.head_count_kv", 8) +
+                         wp_ftype_model_take(&mk, "llama.expert_count", 8) +
+                         wp_ftype_model_take(&mk, "llama.context_length", 4096) +
+                         wp_ftype_model_take(&mk, "qwen2.block_count", 80) +
+                         wp_ftype_model_take(&mk, "llamax.block_count", 80);
+        CHECK(took == 4 && mk.n_layer == 32 && mk.n_head == 32 && mk.n_head_kv == 8 && mk.n_expert == 8,
+              "llama's block_count, head counts and expert count taken; another key or architecture not (%d)", took);
+    }
+
     /* IQ2_XS (imatrix), no GQA, 4 experts: attn_v Q4_K (n_expert >= 4) */
     static const char *const kvo[] = { "blk.%d.attn_k.weight", "blk.%d.attn_v.weight",
                                        "blk.%d.attn_q.weight", "blk.%d.attn_output.weight", NULL };
