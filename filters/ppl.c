@@ -25,6 +25,7 @@
  */
 #include "cli.h"
 #include "llm_common.h"
+#include "logprobs.h"
 #include "par.h"
 
 #include <errno.h>
@@ -37,7 +38,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAGIC "_logits_"
 
 static const char usage[] =
     "usage: ppl --model M.gguf --text FILE [options]\n"
@@ -80,151 +80,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-/* Round to the nearest integer, ties to even, as llama-perplexity's
- * nearest_int (valid for |x| < 2^22; inputs here are 0..65535). */
-static int nearest_int(float x)
-{
-    return (int)lrintf(x);
-}
-
-/* Negative log-likelihood (nats) of token tok under the softmax of one row of
- * n_vocab logits: max + log(sum exp(l - max)) - l[tok], with float exponentials
- * summed in double, as llama-perplexity's log_softmax(n_vocab, logits, tok). */
-static double row_nll(const float *lg, int n_vocab, int tok)
-{
-    float mx = lg[0];
-    for (int i = 1; i < n_vocab; i++)
-        mx = lg[i] > mx ? lg[i] : mx;
-    double sum = 0;
-    for (int i = 0; i < n_vocab; i++)
-        sum += expf(lg[i] - mx);
-    return -((double)(lg[tok] - mx) - log(sum));
-}
-
-/* Quantize the log-probabilities of one row of logits to nv = n_vocab + pad + 4
- * uint16 as llama-perplexity's log_softmax(n_vocab, logits, log_prob, tok):
- * out[0..3] hold float scale and float min_log_prob; out[4+i] = round((l_i -
- * lmin)/scale), 0 for l_i <= lmin, with lmin = max(min l, max l - 16) and
- * scale = (max l - lmin)/65535, so log p_i ~ scale*q_i + min_log_prob.  The
- * padding entry (odd n_vocab) is zero.  Returns the nll of tok (nats),
- * computed in float as llama-perplexity does on this path. */
-static double row_quantize(const float *lg, int n_vocab, int nv, int tok, uint16_t *out)
-{
-    float mx = lg[0], mn = lg[0];
-    for (int i = 1; i < n_vocab; i++) {
-        mx = lg[i] > mx ? lg[i] : mx;
-        mn = lg[i] < mn ? lg[i] : mn;
-    }
-    mn = mn > mx - 16 ? mn : mx - 16;
-    double sum = 0;
-    for (int i = 0; i < n_vocab; i++)
-        sum += expf(lg[i] - mx);
-    const float lse = (float)log(sum);
-    const float min_log_prob = mn - mx - lse;
-    const float scale = (mx - mn) / 65535.f;
-    float hdr[2] = {scale, min_log_prob};
-    memcpy(out, hdr, sizeof hdr);
-    uint16_t *q = out + 4;
-    memset(q, 0, (size_t)(nv - 4) * sizeof *q);
-    if (scale) {
-        const float inv = 1 / scale;
-        for (int i = 0; i < n_vocab; i++)
-            q[i] = lg[i] > mn ? (uint16_t)nearest_int(inv * (lg[i] - mn)) : 0;
-    }
-    return mx + lse - lg[tok];
-}
-
-/* Running sums of the KL-divergence mode, as llama-perplexity's
- * kl_divergence_result (nll in nats, KLD in nats, p in [0,1]). */
-struct kld_sums {
-    double nll, nll2, nll_base, nll_base2, nll_nll_base, kld, kld2;
-    double p_diff, p_diff2, p_diff4;
-    float max_p_diff;
-    size_t same_top, count;
-};
-
-/* Score one row of model logits against one stored base row (nv uint16,
- * format of row_quantize) for next token tok, adding to *s: nll of model and
- * base, KL(base || model) = sum_i p_base,i (log p_base,i - log p_i) over the
- * tokens with log p_base,i > -16, same argmax, probability difference of tok.
- * Source: llama-perplexity's log_softmax(n_vocab, logits, base_log_prob, tok,
- * kld). */
-static void row_kld(const float *lg, int n_vocab, const uint16_t *base, int tok, struct kld_sums *s)
-{
-    float mx = lg[0];
-    int imax = 0;
-    for (int i = 1; i < n_vocab; i++)
-        if (lg[i] > mx) {
-            mx = lg[i];
-            imax = i;
-        }
-    double sum_exp = 0;
-    for (int i = 0; i < n_vocab; i++)
-        sum_exp += expf(lg[i] - mx);
-    const float lse = (float)log(sum_exp);
-    float hdr[2];
-    memcpy(hdr, base, sizeof hdr);
-    const float scale = hdr[0], min_log_prob = hdr[1];
-    const uint16_t *q = base + 4;
-
-    const float nll = mx + lse - lg[tok];
-    s->nll += nll;
-    s->nll2 += nll * nll;
-    const float nll_base = -(scale * q[tok] + min_log_prob);
-    s->nll_base += nll_base;
-    s->nll_base2 += nll_base * nll_base;
-    s->nll_nll_base += nll * nll_base;
-
-    mx += lse;
-    double kl = 0;
-    int imax_base = -1;
-    float lp_base_max = 0;
-    for (int i = 0; i < n_vocab; i++) {
-        const float lpb = scale * q[i] + min_log_prob;
-        if (i == 0 || lpb > lp_base_max) {
-            lp_base_max = lpb;
-            imax_base = i;
-        }
-        if (lpb > -16.f)
-            kl += expf(lpb) * (lpb - lg[i] + mx);
-    }
-    s->kld += kl;
-    s->kld2 += kl * kl;
-    s->count++;
-    s->same_top += imax == imax_base;
-
-    const float p_diff = expf(-nll) - expf(-nll_base);
-    s->p_diff += p_diff;
-    const double d2 = (double)p_diff * p_diff;
-    s->p_diff2 += d2;
-    s->p_diff4 += d2 * d2;
-    if (fabsf(p_diff) > s->max_p_diff)
-        s->max_p_diff = fabsf(p_diff);
-}
-
-/* Mean of count values from their sum and sum of squares, and the standard
- * error of that mean (0 for count <= 10), as llama-perplexity's
- * mean_and_uncertainty. */
-static void mean_unc(double sum, double sum2, size_t count, double *mean, double *unc)
-{
-    if (count < 1) {
-        *mean = *unc = 0;
-        return;
-    }
-    double f = sum / count, df = sum2 / count - f * f;
-    *mean = f;
-    *unc = df > 0 && count > 10 ? sqrt(df / (count - 1)) : 0.;
-}
-
-/* Covariance of the means of a and b (0 for count < 10), as
- * llama-perplexity's covariance lambda. */
-static double covariance(double sa, double sb, double sab, size_t count)
-{
-    if (count < 10)
-        return 0;
-    return (sab / count - (sa / count) * (sb / count)) / (count - 1);
 }
 
 /* Read exactly n bytes from f into p; returns 0, or -1 on a short read. */
@@ -372,12 +227,12 @@ int main(int argc, char **argv)
         char magic[8];
         uint32_t c = 0;
         int32_t nvoc = 0, nch = 0;
-        if (read_full(kl_f, magic, 8) || memcmp(magic, MAGIC, 8))
+        if (read_full(kl_f, magic, 8) || memcmp(magic, WP_LOGPROB_MAGIC, 8))
             die(kl_path, "not a log-probability file (no _logits_ magic)");
         if (read_full(kl_f, &c, 4) || read_full(kl_f, &nvoc, 4) || read_full(kl_f, &nch, 4))
             die(kl_path, "truncated header");
-        if (c < 4 || c > (1u << 20) || nvoc < 1 || nch < 1 || (uint64_t)c * nch > INT32_MAX)
-            die(kl_path, "implausible header (ctx, vocabulary size or chunk count)");
+        if (wp_logprob_head_problem(c, nvoc, nch))
+            die(kl_path, wp_logprob_head_problem(c, nvoc, nch));
         if (ctx_given && (uint32_t)ctx_arg != c) {
             char msg[96];
             snprintf(msg, sizeof msg, "was saved with --ctx %u, not %ld", c, ctx_arg);
@@ -390,8 +245,7 @@ int main(int argc, char **argv)
         /* the size the header implies, before any allocation of its size (a forged
            chunk count made an 8 GiB token array of a 97 KB file) */
         struct stat st;
-        const uint64_t nv = 2 * (((uint64_t)nvoc + 1) / 2) + 4;
-        const uint64_t want = 20 + 4 * (uint64_t)n_tokens + (uint64_t)nch * (c - 1 - c / 2) * nv * 2;
+        const uint64_t want = wp_logprob_file_bytes(c, nvoc, nch);
         kl_want = want;
         kl_sized = fstat(fileno(kl_f), &st) == 0 && S_ISREG(st.st_mode);
         if (kl_sized && (uint64_t)st.st_size != want) {
@@ -505,7 +359,7 @@ int main(int argc, char **argv)
         if (!acc)
             die(model_path, "out of memory");
     }
-    const int nv = 2 * ((n_vocab + 1) / 2) + 4;
+    const int nv = (int)wp_logprob_row_len(n_vocab);
     uint16_t *rows = NULL;
     if (save_path || kl_path) {
         rows = malloc((size_t)n_score * nv * sizeof *rows);
@@ -520,7 +374,7 @@ int main(int argc, char **argv)
         save_f = wp_out_open(save_path);
         uint32_t c = (uint32_t)n_ctx;
         int32_t h[2] = {n_vocab, n_chunk};
-        write_full(save_f, MAGIC, 8, save_path);
+        write_full(save_f, WP_LOGPROB_MAGIC, 8, save_path);
         write_full(save_f, &c, 4, save_path);
         write_full(save_f, h, 8, save_path);
         write_full(save_f, tokens, (size_t)n_chunk * n_ctx * sizeof *tokens, save_path);
@@ -531,7 +385,7 @@ int main(int argc, char **argv)
 
     double nll = 0, nll2 = 0;
     long count = 0;
-    struct kld_sums ks;
+    struct wp_kld_sums ks;
     memset(&ks, 0, sizeof ks);
 
     for (int i = 0; i < n_chunk; i += n_seq) {
@@ -588,28 +442,27 @@ int main(int argc, char **argv)
                     die(kl_path, msg);
                 }
                 for (int r = 0; r < n_score; r++) {
-                    /* a row's header as row_quantize writes it: 0 <= scale (at most 16/65535,
-                       2.4e-4, from the -16 floor; 1e-3 allowed) and min_log_prob <= 0, finite
-                       (a forged NaN or 1e30 gave PPL -nan, exit 0) */
-                    float hdr[2];
-                    memcpy(hdr, rows + (size_t)r * nv, sizeof hdr);
-                    if (!(hdr[0] >= 0 && hdr[0] <= 1e-3f && hdr[1] <= 0 && isfinite(hdr[1]))) {
+                    /* a row's header as wp_logprob_quantize writes it (a forged NaN or 1e30 gave
+                       PPL -nan, exit 0) */
+                    if (!wp_logprob_row_ok(rows + (size_t)r * nv)) {
+                        float hdr[2];
+                        memcpy(hdr, rows + (size_t)r * nv, sizeof hdr);
                         char msg[160];
                         snprintf(msg, sizeof msg, "row %d of chunk %d is corrupt (scale %g, min_log_prob %g)", r,
                                  i + seq + 1, (double)hdr[0], (double)hdr[1]);
                         die(kl_path, msg);
                     }
-                    row_kld(lg + (size_t)r * n_vocab, n_vocab, rows + (size_t)r * nv, next[r], &ks);
+                    wp_logprob_kld(lg + (size_t)r * n_vocab, n_vocab, rows + (size_t)r * nv, next[r], &ks);
                 }
                 double lp, lpu, kl, klu;
-                mean_unc(ks.nll, ks.nll2, ks.count, &lp, &lpu);
-                mean_unc(ks.kld, ks.kld2, ks.count, &kl, &klu);
+                wp_logprob_mean(ks.nll, ks.nll2, ks.count, &lp, &lpu);
+                wp_logprob_mean(ks.kld, ks.kld2, ks.count, &kl, &klu);
                 fprintf(stderr, "[%d]%.4f/%.6f,", i + seq + 1, exp(lp), kl);
             } else {
                 for (int r = 0; r < n_score; r++) {
                     const float *row = lg + (size_t)r * n_vocab;
-                    const double v = save_f ? row_quantize(row, n_vocab, nv, next[r], rows + (size_t)r * nv)
-                                            : row_nll(row, n_vocab, next[r]);
+                    const double v = save_f ? wp_logprob_quantize(row, n_vocab, next[r], rows + (size_t)r * nv)
+                                            : wp_logprob_nll(row, n_vocab, next[r]);
                     nll += v;
                     nll2 += v * v;
                 }
@@ -635,10 +488,10 @@ int main(int argc, char **argv)
 
     if (kl_path) {
         double lp, lpu, lb, lbu, kl, klu;
-        mean_unc(ks.nll, ks.nll2, ks.count, &lp, &lpu);
-        mean_unc(ks.nll_base, ks.nll_base2, ks.count, &lb, &lbu);
-        mean_unc(ks.kld, ks.kld2, ks.count, &kl, &klu);
-        const double cov = covariance(ks.nll, ks.nll_base, ks.nll_nll_base, ks.count);
+        wp_logprob_mean(ks.nll, ks.nll2, ks.count, &lp, &lpu);
+        wp_logprob_mean(ks.nll_base, ks.nll_base2, ks.count, &lb, &lbu);
+        wp_logprob_mean(ks.kld, ks.kld2, ks.count, &kl, &klu);
+        const double cov = wp_logprob_covariance(ks.nll, ks.nll_base, ks.nll_nll_base, ks.count);
         const double ratio_unc = sqrt(lpu * lpu + lbu * lbu - 2.0 * cov);
         const double top = (double)ks.same_top / ks.count;
         const double top_unc = ks.count > 1 ? sqrt(top * (1 - top) / (ks.count - 1)) : 0;

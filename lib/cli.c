@@ -803,7 +803,7 @@ void wp_cli_second_input(const char *first, const char *a, const char *what)
 const char *wp_cli_once(const char *opt, const char *prev, const char *v, int any_case)
 {
     if (prev && (any_case ? strcasecmp(prev, v) : strcmp(prev, v)))
-        wp_die("%s: given twice ('%s', then '%s'): one a run", opt, prev, v);
+        wp_die("%s: given twice ('%s', then '%s'): give one", opt, prev, v);
     return v;
 }
 

@@ -227,7 +227,7 @@ int wp_cli_is_option(const char *v);
 const char *wp_cli_value(char **argv, int *i);
 
 /* Value v of option opt, where an earlier opt gave prev (NULL: none): returns
- * v, or dies "OPT: given twice ('PREV', then 'V'): one a run" when prev is
+ * v, or dies "OPT: given twice ('PREV', then 'V'): give one" when prev is
  * another value (gptq --type Q4_0 --type Q8_0 wrote Q8_0 unsaid, ggufcat -o
  * x -o y wrote y alone). The same value twice is taken; with any_case, in
  * any case (a type or preset name: q4_0 is Q4_0). */

@@ -521,7 +521,7 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<15f"
              "hessian --model m --text t -o a.hess --output-file b.hess:--output-file:a.hess:b.hess"; do
         IFS=: read -r cmd opt v1 v2 <<< "$c"
         run $BIN/$cmd < /dev/null
-        one_line_error "^${cmd%% *}: $opt: given twice \('$v1', then '$v2'\): one a run$"
+        one_line_error "^${cmd%% *}: $opt: given twice \('$v1', then '$v2'\): give one$"
     done
     [ -z "$(ls -A "$T")" ]
     "$BIN/ggufcat" -o x.wps -o x.wps "$F32"
@@ -531,13 +531,13 @@ open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + struct.pack("<15f"
     "$BIN/gptq" --rtn --type q4_0 --type Q4_0 --quiet -o y.wps x.wps
     [ -s y.wps ]
     run "$BIN/ppl" -m m -f t --save-logits a --save-logits b
-    one_line_error "^ppl: --save-logits: given twice \('a', then 'b'\): one a run$"
+    one_line_error "^ppl: --save-logits: given twice \('a', then 'b'\): give one$"
     run "$BIN/ppl" --model m -f t -m n
-    one_line_error "^ppl: -m: given twice \('m', then 'n'\): one a run$"
+    one_line_error "^ppl: -m: given twice \('m', then 'n'\): give one$"
     run "$BIN/hessian" -m m -f t --output a --output-file b
-    one_line_error "^hessian: --output-file: given twice \('a', then 'b'\): one a run$"
+    one_line_error "^hessian: --output-file: given twice \('a', then 'b'\): give one$"
     run "$BIN/gptq" --rtn --ftype Q4_K_M --output-tensor-type q8_0 --output-tensor-type Q6_K
-    one_line_error "^gptq: --output-tensor-type: given twice \('q8_0', then 'Q6_K'\): one a run$"
+    one_line_error "^gptq: --output-tensor-type: given twice \('q8_0', then 'Q6_K'\): give one$"
 }
 
 # inputs_in_T: cd to $T and make there m.gguf (stories260K F32), its stream s.wps and bundle
