@@ -198,6 +198,8 @@ static int is_imatrix_file(const char *in)
     return 1;
 }
 
+/* Open --hessian's file and index its records (wp_hessian_file_open), or die: a file
+ * the stream reader refuses is named for what it is (not_hessians). */
 static void hessian_open(const char *path)
 {
     char err[2 * WP_MAX_NAME + 1024];
@@ -1026,7 +1028,7 @@ int main(int argc, char **argv)
             wp_die("%s", err);
         /* every value checked, as llama_model_quantize_impl does (gptq checked only the
            entries it used, when it used them) */
-        char ierr[WP_MAX_NAME + 256];
+        char ierr[2 * WP_MAX_NAME + 256];   /* (as wp_die's own line: the entry's name in full) */
         if (wp_imatrix_check(&imatrix, imat_path, ierr, sizeof ierr))
             wp_die("%s", ierr);
     }
@@ -1208,8 +1210,11 @@ int main(int argc, char **argv)
             if (!readable(from))
                 wp_die("tensor %s: cannot quantize from %s (%s)", name,
                        wp_ggml_type_name(from) ? wp_ggml_type_name(from) : "?", from_types());
-            /* one matrix per ne[2] slice (experts), each with its own imatrix slice; the
-             * Hessian (one matrix) by the tensor's name */
+            /* the weights read and checked first, then their imatrix slice (one a matrix:
+             * an ne[2] slice, an expert) and Hessian (one matrix) by the tensor's name */
+            float *f = wp_quantize_read(&r, (int)to, err, sizeof err);
+            if (!f)
+                wp_die("tensor %s: %s", name, err);
             const int64_t n_mat = r.n_dims >= 3 ? n / (ne0 * r.ne[1]) : 1;
             const int quant = !is_float(to);
             float *iw = quant ? imatrix_get(name, ne0, n_mat) : NULL;
@@ -1241,7 +1246,7 @@ int main(int argc, char **argv)
             }
             const wp_quantize_job job = {(int)to, iw, hf, &go};
             wp_quantize_info qi;
-            const int bad = wp_quantize_tensor(&r, &job, &qi, err, sizeof err);
+            const int bad = wp_quantize_write(&r, f, &job, &qi, err, sizeof err);
             if (qi.not_pd)
                 wp_warn("tensor %s: Hessian not positive definite even with damping %g; RTN instead%s", name,
                         qi.damp_used, reused ? " (its record's factor, reused)" : "");

@@ -121,32 +121,46 @@ static int quantize_matrices(const wp_quantize_job *job, const float *f, int64_t
     return 0;
 }
 
-int wp_quantize_tensor(wp_record *r, const wp_quantize_job *job, wp_quantize_info *info, char *err, size_t n)
+float *wp_quantize_read(wp_record *r, int type, char *err, size_t n)
+{
+    const uint32_t to = (uint32_t)type;
+    const int64_t ne0 = r->ne[0], nel = wp_record_nelem(r), rows = nel / ne0;
+    float *f = input_floats(r, nel, err, n);
+    if (!f)
+        return NULL;
+    int bad = 0;
+    if (!wp_ggml_row_size(to, ne0))
+        bad = fail(err, n, "row length %lld does not fit %s", (long long)ne0, wp_ggml_type_name(to));
+    else if (is_float(to))
+        bad = 0;
+    else if (!wp_gptq_supported((int)to))
+        bad = fail(err, n, "type %s is not supported by gptq", wp_ggml_type_name(to));
+    /* (RTN does not check: one weight of 1e20 zeroed its Q6_K block, unsaid) */
+    else if (wp_gptq_check_weights((int)to, f, rows, ne0, err, n))
+        bad = 1;
+    if (bad) {
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+int wp_quantize_write(wp_record *r, float *f, const wp_quantize_job *job, wp_quantize_info *info, char *err, size_t n)
 {
     const uint32_t to = (uint32_t)job->to;
     const int64_t ne0 = r->ne[0], nel = wp_record_nelem(r), rows = nel / ne0;
     const int64_t n_mat = r->n_dims >= 3 ? nel / (ne0 * r->ne[1]) : 1;   /* one matrix an ne[2] slice */
     *info = (wp_quantize_info){"convert", 0, 0, 0};
-    float *f = input_floats(r, nel, err, n);
-    if (!f)
-        return -1;
     const size_t rsz = wp_ggml_row_size(to, ne0);
-    uint8_t *dst = rsz ? malloc(rsz * (size_t)rows + 1) : NULL;
+    uint8_t *dst = malloc(rsz * (size_t)rows + 1);
     int bad = 0;
-    if (!rsz)
-        bad = fail(err, n, "row length %lld does not fit %s", (long long)ne0, wp_ggml_type_name(to));
-    else if (!dst)
+    if (!dst)
         bad = fail(err, n, "out of memory");
     else if (to == WP_F32)
         memcpy(dst, f, (size_t)nel * 4);
     else if (to == WP_F16 || to == WP_BF16)
         for (int64_t k = 0; k < nel; k++)
             wp_wr16(dst + 2 * k, to == WP_F16 ? wp_f32_to_fp16(f[k]) : wp_f32_to_bf16(f[k]));
-    else if (!wp_gptq_supported((int)to))
-        bad = fail(err, n, "type %s is not supported by gptq", wp_ggml_type_name(to));
-    /* (RTN does not check: one weight of 1e20 zeroed its Q6_K block, unsaid) */
-    else if (wp_gptq_check_weights((int)to, f, rows, ne0, err, n))
-        bad = 1;
     else
         bad = quantize_matrices(job, f, n_mat, rows / n_mat, ne0, rsz, dst, info, err, n) != 0;
     free(f);
@@ -158,4 +172,11 @@ int wp_quantize_tensor(wp_record *r, const wp_quantize_job *job, wp_quantize_inf
     r->payload = dst;
     r->payload_len = r->payload_cap = rsz * (size_t)rows;
     return 0;
+}
+
+int wp_quantize_tensor(wp_record *r, const wp_quantize_job *job, wp_quantize_info *info, char *err, size_t n)
+{
+    *info = (wp_quantize_info){"convert", 0, 0, 0};
+    float *f = wp_quantize_read(r, job->to, err, n);
+    return f ? wp_quantize_write(r, f, job, info, err, n) : -1;
 }

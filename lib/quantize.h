@@ -42,20 +42,36 @@ typedef struct {
     int rounded;         /* a matrix was rounded without GPTQ (set before it is rounded) */
 } wp_quantize_info;
 
+/* The two steps of wp_quantize_tensor (below), for a caller with work
+ * between them (gptq(1) reads a tensor's Hessian only once its weights
+ * passed). First: tensor record r's values as floats for type `type`
+ * (ne elements, malloc'd: F32 taken as it is, F16 and BF16 widened in r's own
+ * buffer, blocks dequantized into one of their own), checked: finite, rows
+ * that fit the type, a type gptq writes, weights its blocks can hold. r
+ * keeps no payload. Returns the floats; NULL with one phrase in err (n
+ * bytes): "out of memory", "cannot dequantize Q4_K", "non-finite value V
+ * at row R, column C", "row length N does not fit Q4_K", "type T is not
+ * supported by gptq", wp_gptq_check_weights' "weight ... is too large for
+ * Q6_K (...)". */
+float *wp_quantize_read(wp_record *r, int type, char *err, size_t n);
+
+/* Then: the floats f (from wp_quantize_read for job->to; freed here) as r's
+ * data of type job->to: r's type and payload replaced
+ * (wp_ggml_row_size(to, ne[0]) x rows bytes, rows = the elements / ne[0]).
+ * Returns 0; -1 with one phrase in err: "out of memory", GPTQ's errors, "RTN
+ * failed", "a block scale does not fit fp16 (weights too large for Q4_K[,
+ * or importances too large in its imatrix entry])". info is filled as far
+ * as the work went (set first). */
+int wp_quantize_write(wp_record *r, float *f, const wp_quantize_job *job, wp_quantize_info *info, char *err, size_t n);
+
 /* Make tensor record r (kind WP_REC_TENSOR, n_dims 1 to 4, type F32, F16,
  * BF16 or a block type wp_dequantize_row reads; its payload the tensor's
- * data) a tensor of type job->to: r's type and payload replaced by the new
- * data (wp_ggml_row_size(to, ne[0]) x rows bytes, rows = the elements /
- * ne[0]). Peak memory: the floats (4 bytes a weight, in r's own buffer for
- * F16 and BF16) beside the output, plus GPTQ's scratch. Returns 0; -1 with
- * one phrase in err (n bytes; the caller names the tensor): "out of
- * memory", "cannot dequantize Q4_K", "non-finite value V at row R, column
- * C", "row length N does not fit Q4_K", "type T is not supported by gptq",
- * wp_gptq_check_weights' "weight ... too large", GPTQ's errors, "RTN
- * failed", "a block scale does not fit fp16 (weights too large for Q4_K[,
- * or importances too large in its imatrix entry])"; r then holds no payload.
- * info is filled as far as the work went. Source: llama-quantize's
- * llama_model_quantize_impl (its per-tensor step), GPTQ (Frantar et al. 2022). */
+ * data) a tensor of type job->to: wp_quantize_read, then wp_quantize_write.
+ * Peak memory: the floats (4 bytes a weight, in r's own buffer for F16 and
+ * BF16) beside the output, plus GPTQ's scratch. Returns 0; -1 with one
+ * phrase in err (n bytes; the caller names the tensor), either step's; r
+ * then holds no payload. Source: llama-quantize's llama_model_quantize_impl
+ * (its per-tensor step), GPTQ (Frantar et al. 2022). */
 int wp_quantize_tensor(wp_record *r, const wp_quantize_job *job, wp_quantize_info *info, char *err, size_t n);
 
 #ifdef __cplusplus

@@ -470,6 +470,30 @@ r.payload = bytearray(len(r.payload))"
     done
 }
 
+@test "gptq: a tensor whose weights and Hessian are both bad is refused for its weights, read before its Hessian" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    # blk.4.ffn_gate, the first weight of record blk.4.ffn_in: a NaN weight at row 2, column 3
+    # (rows of 64 floats), and H(0,0) of its record NaN too; after a refactor the Hessian's error
+    # came first (a differential test's find)
+    "$UNIT" --hessians "$T/h.wts"
+    read -r p len <<< "$(payload_of "$T/h.wts" blk.4.ffn_in)"
+    patch_bytes "$T/h.wts" "$p" '\x00\x00\x00\x00\x00\x00\xf8\x7f'
+    reseal "$T/h.wts"
+    "$BIN/ggufcat" "$F32" > "$T/m.wts"
+    read -r p len <<< "$(payload_of "$T/m.wts" blk.4.ffn_gate.weight)"
+    patch_bytes "$T/m.wts" $((p + 4 * (2 * 64 + 3))) '\x00\x00\xc0\x7f'
+    reseal "$T/m.wts"
+    run --separate-stderr "$BIN/gptq" --hessian "$T/h.wts" --ftype Q8_0 -q -o "$T/g.wts" "$T/m.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: tensor blk.4.ffn_gate.weight: non-finite value nan at row 2, column 3" ] || { echo "$stderr"; false; }
+    [ ! -e "$T/g.wts" ]
+    # the weights whole, the Hessian's own error
+    "$BIN/ggufcat" "$F32" > "$T/m.wts"
+    run --separate-stderr "$BIN/gptq" --hessian "$T/h.wts" --ftype Q8_0 -q -o "$T/g.wts" "$T/m.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $T/h.wts: tensor blk.4.ffn_gate.weight: non-finite Hessian entry at (0, 0)" ] || { echo "$stderr"; false; }
+}
+
 @test "gptq: a weight too large for an fp16 scale is an error with every LazyWeights option too" {
     cp "$F32" "$T/big.gguf"
     chmod u+w "$T/big.gguf"
