@@ -11,6 +11,7 @@
 #include "bundle.h"
 #include "cli.h"
 #include "codes.h"
+#include "distform.h"
 #include "ggml_type.h"
 #include "names.h"
 #include "par.h"
@@ -39,7 +40,6 @@ static const char usage[] =
     "--align N aligns payloads to N bytes (a power of two from 4; default 8: the GPU\n"
     "runner copies each matrix into its own device buffer).\n";
 
-#define ZLEVEL 19
 /* --dist: the whole stream in one zstd frame at this level (zframe.h): record
  * headers, names and attributes shrink to a few bytes a record; level 9
  * passes incompressible payloads at ~250 MB/s where 19 crawls. */
@@ -128,7 +128,7 @@ typedef struct {
     uint64_t  fixed;      /* fixed_bytes(sym), taken on the main thread (it dies on a bad codec) */
     wp_record out[2];
     int       n_out;
-    char      err[600];   /* why its form could not be made ("" when it was): said after the join */
+    char      err[1024];  /* why its form could not be made ("" when it was): said after the join */
 } dist_unit;
 
 typedef struct {
@@ -181,7 +181,6 @@ static void out_put(wp_writer *w, const wp_record *r)
         queue_flush(w);
 }
 
-static unsigned elem_group(uint32_t type);
 static uint64_t fixed_bytes(const wp_record *sym);
 static void dist_choose(dist_unit *u);
 
@@ -284,55 +283,8 @@ static void put_smaller(wp_writer *w, const wp_record *r, unsigned group)
 {
     wp_record z;
     wp_record_init(&z);
-    if (r->payload_len >= 64 && wp_z_wrap(r, group, ZLEVEL, &z) == 0 && z.payload_len + 32 < r->payload_len)
-        out_put(w, &z);
-    else
-        out_put(w, r);
+    out_put(w, wp_form_zstd_smaller(r, group, &z) ? &z : r);
     wp_record_free(&z);
-}
-
-/* A matrix's fixed-width tensor, restored from its side/raw record and
- * symbols (copied, not consumed): t, attr stored=fixed, lives until
- * fixed_free. */
-typedef struct {
-    wp_restore *rs;
-    wp_record   h, s, *t;
-} fixed_tensor;
-
-/* Returns 0, or -1 with "SRC: 'NAME': why" in err (nothing to free then but f, by fixed_free). */
-static int fixed_restore(fixed_tensor *f, const wp_record *held, const wp_record *sym, char *err, size_t n)
-{
-    f->rs = wp_restore_new();
-    f->t = NULL;
-    wp_record_init(&f->h);
-    wp_record_init(&f->s);
-    /* (level-1 zstd copies: the restorer takes what it is given) */
-    if (!f->rs || wp_z_wrap(held, 1, 1, &f->h) || wp_z_wrap(sym, 1, 1, &f->s) ||
-        wp_restore_put(f->rs, &f->h, 0, &f->t) < 0 || wp_restore_put(f->rs, &f->s, 0, &f->t) != 1) {
-        snprintf(err, n, "%s: '%s': %s", src, sym->name, f->rs ? wp_restore_error(f->rs) : "out of memory");
-        return -1;
-    }
-    wp_attr_set(f->t, "stored", "fixed");
-    return 0;
-}
-
-static void fixed_free(fixed_tensor *f)
-{
-    wp_record_free(&f->h);
-    wp_record_free(&f->s);
-    wp_restore_free(f->rs);
-}
-
-/* Write t fixed-width: z, its zstd form (NULL: made here), when that is
- * smaller by more than 32 bytes, else t itself. */
-static void put_fixed_form(wp_writer *w, const wp_record *t, const wp_record *z)
-{
-    wp_record mine;
-    wp_record_init(&mine);
-    if (!z && t->payload_len >= 64 && wp_z_wrap(t, elem_group(t->type), ZLEVEL, &mine) == 0)
-        z = &mine;
-    wp_cli_put(w, z && z->payload_len + 32 < t->payload_len ? z : t);
-    wp_record_free(&mine);
 }
 
 /* Restore the tensor from its side/raw record and symbols and write it
@@ -340,99 +292,35 @@ static void put_fixed_form(wp_writer *w, const wp_record *t, const wp_record *z)
  * copied, not consumed. */
 static void put_fixed(wp_writer *w, const wp_record *held, const wp_record *sym)
 {
-    fixed_tensor f;
+    wp_form_fixed f;
     char err[600];
-    if (fixed_restore(&f, held, sym, err, sizeof err))
-        wp_die("%s", err);
-    put_fixed_form(w, f.t, NULL);
-    fixed_free(&f);
+    if (wp_form_fixed_open(&f, held, sym, err, sizeof err))
+        wp_die("%s: '%s': %s", src, sym->name, err);
+    wp_record z;
+    wp_record_init(&z);
+    wp_cli_put(w, wp_form_zstd_smaller(f.t, wp_form_group(f.t->type), &z) ? &z : f.t);
+    wp_record_free(&z);
+    wp_form_fixed_close(&f);
 }
 
-/* Choose a waiting matrix's --dist form (on a worker thread: it writes
- * nothing, and dies of nothing: what fails is said in u->err): the smallest of (side data, zstd'd or not) + (lane-coded or
- * zstd'd symbols) and the fixed-width tensor (zstd'd or not), the last
- * compressed only when it is under 4 times the first (zstd rarely shrinks
- * ggml blocks 4 times). zstd also finds repeated runs such as near-identical
- * rows. */
+/* Choose a waiting matrix's --dist form (wp_form_dist) on a worker thread: it writes
+ * nothing, and dies of nothing: what fails is said in u->err. */
 static void dist_choose(dist_unit *u)
 {
-    wp_codes_geom cg;
-    unsigned g = u->held.kind == WP_REC_SIDE && !wp_codes_geom_get((int)u->held.type, u->held.ne[0], 1, &cg)
-                     ? (unsigned)cg.bi.side_bytes : 1;
-    wp_record zside, zsym, zfixed;
-    wp_record_init(&zside);
-    wp_record_init(&zsym);
-    wp_record_init(&zfixed);
-    fixed_tensor f = {0};
-    int restored = 0, zipped = 0;
-    if (wp_z_wrap(&u->held, g, ZLEVEL, &zside) || wp_z_wrap(&u->sym, 1, ZLEVEL, &zsym)) {
-        snprintf(u->err, sizeof u->err, "%s: '%s': out of memory", src, u->sym.name);
-        goto done;
-    }
-    wp_record *side_form = zside.payload_len + 32 < u->held.payload_len ? &zside : &u->held;
-    wp_record *sym_form = zsym.payload_len + 64 < u->coded.payload_len ? &zsym : &u->coded;
-    /* the split form takes one record more: about 120 bytes of header and index */
-    uint64_t split_bytes = side_form->payload_len + sym_form->payload_len + 120;
-    uint64_t fixed_form = UINT64_MAX;
-    if (split_bytes < u->fixed) {   /* else the fixed form is smaller as it is */
-        restored = 1;
-        if (fixed_restore(&f, &u->held, &u->sym, u->err, sizeof u->err))
-            goto done;
-        if (f.t->payload_len < 4 * split_bytes) {
-            zipped = f.t->payload_len >= 64 && !wp_z_wrap(f.t, elem_group(f.t->type), ZLEVEL, &zfixed);
-            fixed_form = zipped && zfixed.payload_len + 32 < f.t->payload_len ? zfixed.payload_len : f.t->payload_len;
-        }
-    }
-    if (split_bytes < u->fixed && split_bytes < fixed_form) {
-        move_record(&u->out[0], side_form);
-        move_record(&u->out[1], sym_form);
-        u->n_out = 2;
-    } else {
-        if (!restored && (restored = 1, fixed_restore(&f, &u->held, &u->sym, u->err, sizeof u->err)))
-            goto done;
-        if (!zipped)
-            zipped = f.t->payload_len >= 64 && !wp_z_wrap(f.t, elem_group(f.t->type), ZLEVEL, &zfixed);
-        if (zipped && zfixed.payload_len + 32 < f.t->payload_len)
-            move_record(&u->out[0], &zfixed);
-        else if (wp_record_copy(&u->out[0], f.t))
-            snprintf(u->err, sizeof u->err, "%s: '%s': out of memory", src, u->sym.name);
-        u->n_out = 1;
-    }
-done:
-    if (restored)
-        fixed_free(&f);
-    wp_record_free(&zside);
-    wp_record_free(&zsym);
-    wp_record_free(&zfixed);
-    wp_record_free(&u->held);
-    wp_record_free(&u->sym);
-    wp_record_free(&u->coded);
+    char why[600], *name = strdup(u->sym.name ? u->sym.name : "");   /* (sym is consumed) */
+    if (wp_form_dist(&u->held, &u->sym, &u->coded, u->fixed, u->out, &u->n_out, why, sizeof why) || !name)
+        snprintf(u->err, sizeof u->err, "%s: '%s': %s", src, name ? name : "?", name ? why : "out of memory");
+    free(name);
 }
-
-/* Bytes per element of a plain (non-block) type, for byte grouping. */
-static unsigned elem_group(uint32_t type)
-{
-    return wp_ggml_blck_size(type) == 1 ? (unsigned)wp_ggml_type_size(type) : 1;
-}
-
-
 
 /* Bytes of the tensor a SYMBOLS record stands for, stored fixed-width. */
 static uint64_t fixed_bytes(const wp_record *sym)
 {
-    char codec[16] = "";
-    wp_attr_str(sym, "codec", codec, sizeof codec);
-    int64_t rows = sym->ne[0] ? wp_record_nelem(sym) / sym->ne[0] : 0;
-    if (!strcmp(codec, "q")) {
-        wp_codes_geom g;
-        if (wp_codes_geom_get((int)sym->type, sym->ne[0], (uint64_t)rows, &g))
-            wp_die("%s: '%s': type without a code view", src, sym->name);
-        return g.block_len;
-    }
-    int eb, rb, es = wp_bf16_fields(sym->type, &eb, &rb);
-    if (es <= 0)
-        wp_die("%s: '%s': unknown codec '%s'", src, sym->name, codec);
-    return (uint64_t)wp_record_nelem(sym) * (uint64_t)es;
+    uint64_t b;
+    char err[64];
+    if (wp_form_fixed_bytes(sym, &b, err, sizeof err))
+        wp_die("%s: '%s': %s", src, sym->name, err);
+    return b;
 }
 
 int main(int argc, char **argv)
@@ -492,7 +380,7 @@ int main(int argc, char **argv)
         /* the key/values run packed; every bundle has a kvpack record, empty without
            key/values, after the GGUF header: what shows verify and wprun a bundle */
         if (nkv || (!packed && !(more && r.kind == WP_REC_GGUF))) {
-            if (wp_kvpack_finish(kvbuf, kvlen, nkv, ZLEVEL, &coded))
+            if (wp_kvpack_finish(kvbuf, kvlen, nkv, WP_FORM_ZLEVEL, &coded))
                 wp_die("out of memory");
             out_put(w, &coded);
             nkv = kvlen = 0;
@@ -541,7 +429,7 @@ int main(int argc, char **argv)
                         wp_die("out of memory");
                     out_put(w, &coded);
                 } else {
-                    put_smaller(w, &r, elem_group(r.type));
+                    put_smaller(w, &r, wp_form_group(r.type));
                 }
                 continue;
             }
