@@ -263,7 +263,9 @@ static const wp_imatrix_entry *imatrix_entry(const char *name, int64_t ne0, int6
     char msg[2 * WP_MAX_NAME + 256];
     /* (llama-quantize quantizes the token embedding without an entry that does not fit; gptq
        stopped there) */
-    const int k = have_imat ? wp_imatrix_fit(&imatrix, imat_path, name, ne0, n_mat, &e, msg, sizeof msg) : 0;
+    const int k = have_imat ? wp_imatrix_fit(&imatrix, imat_path, name, ne0, n_mat, wp_ftype_is_token_embd(name), &e,
+                                             msg, sizeof msg)
+                            : 0;
     if (k < 0)
         wp_die("%s", msg);
     if (k == 1 && warn)

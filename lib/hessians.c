@@ -251,8 +251,10 @@ int wp_hessian_file_get(wp_hessian_file *hf, const char *weight, int64_t cols, d
         return 0;
     wp_record r;
     wp_record_init(&r);
-    if (wp_record_read_at(hf->f, hf->path, h->offset, &r, err, n))
+    if (wp_record_read_at(hf->f, hf->path, h->offset, &r, err, n)) {
+        wp_record_free(&r);
         return -1;
+    }
     char b[2 * WP_MAX_NAME + 128], e[256];
     const char *why = wp_hessian_fit_problem(r.name, r.ne[0], r.ne[1], r.type, r.payload_len, weight, cols, b, sizeof b);
     if (why) {

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ftype.h"
 #include "ggml_type.h"
 #include "gguf_file.h"
 #include "stream.h"
@@ -582,7 +581,7 @@ int wp_imatrix_check(const wp_imatrix *im, const char *path, char *err, size_t n
     return 0;
 }
 
-int wp_imatrix_fit(const wp_imatrix *im, const char *path, const char *name, int64_t ne0, int64_t n_mat,
+int wp_imatrix_fit(const wp_imatrix *im, const char *path, const char *name, int64_t ne0, int64_t n_mat, int lenient,
                    const wp_imatrix_entry **out, char *msg, size_t n)
 {
     const wp_imatrix_entry *e = wp_imatrix_find(im, name);
@@ -603,7 +602,7 @@ int wp_imatrix_fit(const wp_imatrix *im, const char *path, const char *name, int
         snprintf(ten + strlen(ten), sizeof ten - strlen(ten), "%lld experts", (long long)n_mat);
     /* llama-quantize quantizes the token embedding without an entry that does not fit (it
        always misfits, llama-quant.cpp says) */
-    if (wp_ftype_is_token_embd(name)) {
+    if (lenient) {
         snprintf(msg, n,
                  "%s: imatrix entry %s does not fit the tensor: the entry has %lld values, the tensor's rows "
                  "are %s: quantized without it, as llama-quantize does",

@@ -141,14 +141,15 @@ int wp_imatrix_check(const wp_imatrix *im, const char *path, char *err, size_t n
  * (experts; ne[2]), as llama-quantize takes it (quantize.cpp load_imatrix,
  * llama-quant.cpp): columns and experts equal, or for a legacy entry its
  * value count ne0 x n_mat. Returns 0 with *e (NULL when im has no entry);
- * 1 with *e NULL when the entry does not fit a token embedding, which
- * llama-quantize quantizes without it (a warning in msg: "PATH: imatrix
- * entry W does not fit the tensor: the entry has 64 values, the tensor's rows
- * are 512 long: quantized without it, as llama-quantize does"); -1 when it
- * does not fit another tensor (msg: "PATH: imatrix entry W does not fit the
- * tensor: the entry has 64 columns, the tensor's rows are 172 long"; experts
- * as "x 8 experts"). msg holds n bytes; path names the file. */
-int wp_imatrix_fit(const wp_imatrix *im, const char *path, const char *name, int64_t ne0, int64_t n_mat,
+ * with `lenient` (the tensor is one llama-quantize quantizes without an entry
+ * that does not fit: its token embedding, wp_ftype_is_token_embd), 1 with *e
+ * NULL when the entry does not fit (a warning in msg: "PATH: imatrix entry W
+ * does not fit the tensor: the entry has 64 values, the tensor's rows are 512
+ * long: quantized without it, as llama-quantize does"); else -1 when it does
+ * not fit (msg: "PATH: imatrix entry W does not fit the tensor: the entry has
+ * 64 columns, the tensor's rows are 172 long"; experts as "x 8 experts").
+ * msg holds n bytes; path names the file. */
+int wp_imatrix_fit(const wp_imatrix *im, const char *path, const char *name, int64_t ne0, int64_t n_mat, int lenient,
                    const wp_imatrix_entry **e, char *msg, size_t n);
 
 /* The key/values llama-quantize records of the importance matrix it used

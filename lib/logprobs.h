@@ -2,7 +2,7 @@
  * logprobs.h - llama-perplexity's scoring of logits, and its log-probability
  * file (its --kl-divergence-base), as ppl(1) writes and reads them.
  *
- * The file (host byte order, little-endian; ppl(1) FILES):
+ * The file (host byte order, little-endian; ppl(1), "Log-probability file"):
  *   8 bytes   "_logits_"
  *   u32       ctx, tokens a chunk
  *   i32       n_vocab

@@ -701,31 +701,33 @@ int main(void)
                                "at 5): llama-quantize refuses such a file"),
               "a non-finite importance: %s", msg);
         up[5] = 6.0f;
-        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.attn_q.weight", 4, 1, &e, msg, sizeof msg) == 0 && e == &es[0],
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.attn_q.weight", 4, 1, 0, &e, msg, sizeof msg) == 0 && e == &es[0],
               "an entry of the tensor's columns fits");
-        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.attn_k.weight", 4, 1, &e, msg, sizeof msg) == 0 && e == NULL,
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.attn_k.weight", 4, 1, 0, &e, msg, sizeof msg) == 0 && e == NULL,
               "no entry: 0, NULL");
-        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.ffn_up_exps.weight", 4, 2, &e, msg, sizeof msg) == 0 &&
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.ffn_up_exps.weight", 4, 2, 0, &e, msg, sizeof msg) == 0 &&
                   e == &es[1],
               "4 columns x 2 experts fit a tensor of 2 experts");
-        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.ffn_up_exps.weight", 8, 1, &e, msg, sizeof msg) == -1 &&
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.ffn_up_exps.weight", 8, 1, 0, &e, msg, sizeof msg) == -1 &&
                   e == NULL &&
                   !strcmp(msg, "m.imatrix: imatrix entry blk.0.ffn_up_exps.weight does not fit the tensor: the entry "
                                "has 4 columns x 2 experts, the tensor's rows are 8 long"),
               "8 values as 4 x 2 experts do not fit one matrix of rows of 8: %s", msg);
-        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.attn_q.weight", 2, 2, &e, msg, sizeof msg) == -1 &&
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "blk.0.attn_q.weight", 2, 2, 0, &e, msg, sizeof msg) == -1 &&
                   !strcmp(msg, "m.imatrix: imatrix entry blk.0.attn_q.weight does not fit the tensor: the entry has "
                                "4 columns, the tensor's rows are 2 long x 2 experts"),
               "%s", msg);
-        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "token_embd.weight", 8, 1, &e, msg, sizeof msg) == 1 && e == NULL &&
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "token_embd.weight", 8, 1, 1, &e, msg, sizeof msg) == 1 && e == NULL &&
                   !strcmp(msg, "m.imatrix: imatrix entry token_embd.weight does not fit the tensor: the entry has 4 "
                                "values, the tensor's rows are 8 long: quantized without it, as llama-quantize does"),
               "a token embedding's misfit: quantized without it (%s)", msg);
+        CHECK(wp_imatrix_fit(&mi, "m.imatrix", "token_embd.weight", 8, 1, 0, &e, msg, sizeof msg) == -1 && e == NULL,
+              "the same misfit, not lenient: refused");
         mi.legacy = 1;
-        CHECK(wp_imatrix_fit(&mi, "m.dat", "blk.0.ffn_up_exps.weight", 8, 1, &e, msg, sizeof msg) == 0 &&
+        CHECK(wp_imatrix_fit(&mi, "m.dat", "blk.0.ffn_up_exps.weight", 8, 1, 0, &e, msg, sizeof msg) == 0 &&
                   e == &es[1],
               "legacy: 8 values fit 8 x 1, however the file split them");
-        CHECK(wp_imatrix_fit(&mi, "m.dat", "blk.0.attn_q.weight", 8, 1, &e, msg, sizeof msg) == -1 &&
+        CHECK(wp_imatrix_fit(&mi, "m.dat", "blk.0.attn_q.weight", 8, 1, 0, &e, msg, sizeof msg) == -1 &&
                   !strcmp(msg, "m.dat: imatrix entry blk.0.attn_q.weight does not fit the tensor: the entry has 4 "
                                "values, the tensor's rows are 8 long"),
               "legacy: said as values (%s)", msg);
