@@ -5,7 +5,7 @@
  * sizes match llama.cpp's ggml/src/ggml.c type_traits (the pinned
  * reference: libggml v0.4.0 of node-llama-cpp 3.21.1; tests/unit/test_blocks.c
  * checks every type against it). The bit layout inside each quantized block
- * lives in lib/block_layout.h, whose wp_block_geom_of repeats the block
+ * lives in block_layout.h, whose wp_block_geom_of repeats the block
  * size and bytes of the 12 block types it knows (checked against ggml's by
  * the same test).
  */

@@ -10,9 +10,10 @@
  *   i32       tokens[n_chunk x ctx], the text's tokens as tokenized
  *   then for each chunk, for each scored position (ctx/2 .. ctx-2: ctx - 1 -
  *   ctx/2 rows), one row of wp_logprob_row_len(n_vocab) u16: float scale,
- *   float min_log_prob (2 x 2 u16), then round((l_i - lmin) / scale) for
- *   each token's log-probability l_i (0 at or below lmin), and one 0 when
- *   n_vocab is odd; l_i ~ scale q_i + min_log_prob.
+ *   float min_log_prob (2 x 2 u16), then for each token's logit l_i the code
+ *   round((l_i - lmin) / scale) (0 at or below lmin), with lmin = max(min l,
+ *   max l - 16) and scale = (max l - lmin) / 65535, and one 0 when n_vocab is
+ *   odd; the token's log-probability is scale q_i + min_log_prob.
  * Source: llama.cpp tools/perplexity/perplexity.cpp (kl_divergence,
  * log_softmax, mean_and_uncertainty) of the pinned llama.cpp; the sums in
  * the same precision, so reports agree with llama-perplexity's to its digits.
@@ -69,7 +70,8 @@ struct wp_kld_sums {
     size_t same_top, count;
 };
 
-/* Score the n_vocab logits lg against the stored base row `base` for next
+/* Score the n_vocab logits lg against the stored base row `base` (one that
+ * passes wp_logprob_row_ok: its scale and min_log_prob are used unchecked) for next
  * token tok, adding to *s: the nll of model and base, KL(base || model) =
  * sum_i p_base,i (log p_base,i - log p_i) over the tokens with log p_base,i >
  * -16, whether the argmaxes agree, tok's probability difference

@@ -124,6 +124,21 @@ static int quantize_matrices(const wp_quantize_job *job, const float *f, int64_t
 float *wp_quantize_read(wp_record *r, int type, char *err, size_t n)
 {
     const uint32_t to = (uint32_t)type;
+    char why[160];
+    /* a record made by hand is checked as the stream reader checks one (a library user's
+       trial: a short payload was read past its end, a KV record was "row length 1 ...") */
+    if (r->kind != WP_REC_TENSOR) {
+        fail(err, n, "not a tensor record (kind %u)", r->kind);
+        return NULL;
+    }
+    if (!wp_ggml_type_name(r->type) || !wp_ggml_type_name(to)) {
+        fail(err, n, "unknown ggml type %d", (int)(!wp_ggml_type_name(r->type) ? r->type : to));
+        return NULL;
+    }
+    if (r->n_dims < 1 || r->ne[0] < 1 || wp_tensor_payload_problem(r, why, sizeof why)) {
+        fail(err, n, "%s", r->n_dims < 1 || r->ne[0] < 1 ? "no rows to quantize" : why);
+        return NULL;
+    }
     const int64_t ne0 = r->ne[0], nel = wp_record_nelem(r), rows = nel / ne0;
     float *f = input_floats(r, nel, err, n);
     if (!f)
@@ -151,6 +166,30 @@ int wp_quantize_write(wp_record *r, float *f, const wp_quantize_job *job, wp_qua
     const int64_t ne0 = r->ne[0], nel = wp_record_nelem(r), rows = nel / ne0;
     const int64_t n_mat = r->n_dims >= 3 ? nel / (ne0 * r->ne[1]) : 1;   /* one matrix an ne[2] slice */
     *info = (wp_quantize_info){"convert", 0, 0, 0};
+    /* options as wp_gptq_quantize takes them: NULL the defaults, c < 1 or a negative λ refused
+       (the RTN path, which reads neither, took them unsaid: a library user's trial) */
+    wp_gptq_opts def;
+    wp_gptq_opts_default(&def);
+    wp_quantize_job jb = *job;
+    jb.go = job->go ? job->go : &def;
+    const char *bad_opt = !(jb.go->widen >= 1) ? "widen must be at least 1"
+                        : !(jb.go->lambda >= 0) ? "lambda must be 0 or more"
+                        : !(jb.go->damp >= 0) ? "damping must be 0 or more"
+                                              : NULL;
+    char why[160] = "";
+    if (bad_opt)
+        snprintf(why, sizeof why, "%s", bad_opt);
+    for (int64_t k = 0; !why[0] && job->importance && !is_float(to) && k < ne0 * n_mat; k++)
+        if (!isfinite(job->importance[k]) || job->importance[k] < 0)
+            snprintf(why, sizeof why, "%s importance %g at %lld (importances are means of squared activations)",
+                     isfinite(job->importance[k]) ? "negative" : "non-finite", (double)job->importance[k],
+                     (long long)k);
+    if (why[0]) {
+        free(f);
+        fail(err, n, "%s", why);
+        return -1;
+    }
+    job = &jb;
     const size_t rsz = wp_ggml_row_size(to, ne0);
     uint8_t *dst = malloc(rsz * (size_t)rows + 1);
     int bad = 0;

@@ -31,7 +31,8 @@ typedef struct {
     int to;                        /* the ggml type to write (a float type, or one wp_gptq_supported) */
     const float *importance;       /* ne[0] x n_mat importance weights (an imatrix entry), or NULL */
     const wp_gptq_factor *factor;  /* its Hessian's factor (one matrix), or NULL: no GPTQ */
-    const wp_gptq_opts *go;        /* GPTQ's and LazyWeights' options (damping, γ, c, λ, threads) */
+    const wp_gptq_opts *go;        /* GPTQ's and LazyWeights' options (damping, γ, c, λ, threads);
+                                      NULL: wp_gptq_opts_default's */
 } wp_quantize_job;
 
 /* What was made, for progress lines and warnings. */
@@ -48,9 +49,13 @@ typedef struct {
  * (ne elements, malloc'd: F32 taken as it is, F16 and BF16 widened in r's own
  * buffer, blocks dequantized into one of their own), checked: finite, rows
  * that fit the type, a type gptq writes, weights its blocks can hold. r
- * keeps no payload. Returns the floats; NULL with one phrase in err (n
- * bytes): "out of memory", "cannot dequantize Q4_K", "non-finite value V
- * at row R, column C", "row length N does not fit Q4_K", "type T is not
+ * keeps no payload (unless refused before its values were read: a record
+ * of another kind, an unknown type, a payload of other than the bytes its
+ * type and shape need). Returns the floats; NULL with one phrase in err (n
+ * bytes): "not a tensor record (kind K)", "unknown ggml type T", "no rows
+ * to quantize", wp_tensor_payload_problem's "16 payload bytes, but F32 2 x
+ * 4 needs 32", "out of memory", "cannot dequantize Q4_K", "non-finite value
+ * V at row R, column C", "row length N does not fit Q4_K", "type T is not
  * supported by gptq", wp_gptq_check_weights' "weight ... is too large for
  * Q6_K (...)". */
 float *wp_quantize_read(wp_record *r, int type, char *err, size_t n);
@@ -58,10 +63,12 @@ float *wp_quantize_read(wp_record *r, int type, char *err, size_t n);
 /* Then: the floats f (from wp_quantize_read for job->to; freed here) as r's
  * data of type job->to: r's type and payload replaced
  * (wp_ggml_row_size(to, ne[0]) x rows bytes, rows = the elements / ne[0]).
- * Returns 0; -1 with one phrase in err: "out of memory", GPTQ's errors, "RTN
- * failed", "a block scale does not fit fp16 (weights too large for Q4_K[,
- * or importances too large in its imatrix entry])". info is filled as far
- * as the work went (set first). */
+ * Returns 0; -1 with one phrase in err: "widen must be at least 1", "lambda
+ * must be 0 or more", "damping must be 0 or more", "non-finite importance
+ * nan at 5 (...)" or "negative importance ...", "out of memory", GPTQ's
+ * errors, "RTN failed", "a block scale does not fit fp16 (weights too large
+ * for Q4_K[, or importances too large in its imatrix entry])". info is
+ * filled as far as the work went (set first). */
 int wp_quantize_write(wp_record *r, float *f, const wp_quantize_job *job, wp_quantize_info *info, char *err, size_t n);
 
 /* Make tensor record r (kind WP_REC_TENSOR, n_dims 1 to 4, type F32, F16,

@@ -16,7 +16,7 @@
  *   2. wp_rtn_code: the code llama.cpp's rule gives one weight under those
  *      scales.
  * RTN is choose + code every weight + wp_block_pack (lib/blocks.c, over
- * lib/block_layout.h, the only place that knows bit layouts).
+ * block_layout.h, the only place that knows bit layouts).
  */
 #ifndef WPACK_RTN_H
 #define WPACK_RTN_H
@@ -102,7 +102,7 @@ int wp_rtn_block(int type, const float *x, const float *qw, float row_sigma2, vo
 size_t wp_rtn_quantize(int type, const float *src, void *dst, int64_t nrows, int64_t n_per_row,
                        const float *imatrix);
 
-/* wp_rtn_quantize with the rows shared over `threads` threads (lib/par.h), as
+/* wp_rtn_quantize with the rows shared over `threads` threads (par.h), as
  * llama-quantize splits a tensor's rows over its nthread: the same bytes for
  * any thread count. Same arguments and return value. */
 size_t wp_rtn_quantize_threads(int type, const float *src, void *dst, int64_t nrows, int64_t n_per_row,

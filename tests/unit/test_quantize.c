@@ -177,6 +177,44 @@ int main(void)
               qi.rounded == 0,
           "a weight of 1e20: %s", err);
     wp_record_free(&r);
+
+    /* a record and a job made by hand (a library user's trial: a NULL go crashed, a short
+       payload was read past its end, an unknown type was "(null)", c 0.5 and a NaN
+       importance went through RTN unsaid, a KV record was "row length 1 ...") */
+    w[3] = 0.1f;
+    tensor(&r, WP_F32, w, ne0, ne1, 1);
+    job = (wp_quantize_job){WP_Q8_0, NULL, NULL, NULL};
+    len = wp_rtn_quantize(WP_Q8_0, w, want, ne1, ne0, NULL);
+    CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == 0 && holds(&r, WP_Q8_0, want, len),
+          "go NULL: the default options (RTN's bytes)");
+    wp_record_free(&r);
+    tensor(&r, WP_F32, w, ne0, ne1, 1);
+    r.payload_len -= 4;
+    CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == -1 &&
+              strstr(err, "payload bytes, but F32 256 x 8 needs 8192"),
+          "a payload 4 bytes short: %s", err);
+    wp_record_free(&r);
+    tensor(&r, WP_F32, w, ne0, ne1, 1);
+    job.to = 999;
+    CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == -1 && !strcmp(err, "unknown ggml type 999"), "%s", err);
+    r.kind = WP_REC_KV;
+    job.to = WP_Q8_0;
+    CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == -1 && !strcmp(err, "not a tensor record (kind 2)"),
+          "%s", err);
+    r.kind = WP_REC_TENSOR;
+    wp_gptq_opts half_c = go;
+    half_c.widen = 0.5;
+    job = (wp_quantize_job){WP_Q8_0, NULL, NULL, &half_c};
+    CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == -1 && !strcmp(err, "widen must be at least 1"), "%s",
+          err);
+    wp_record_free(&r);
+    tensor(&r, WP_F32, w, ne0, ne1, 1);
+    iw[3] = NAN;
+    job = (wp_quantize_job){WP_Q4_K, iw, NULL, &go};
+    CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == -1 &&
+              !strcmp(err, "non-finite importance nan at 3 (importances are means of squared activations)"),
+          "%s", err);
+    wp_record_free(&r);
     free(w), free(wf16), free(want), free(iw), free(H), free(q8), free(back);
     return tap_done();
 }
