@@ -1248,7 +1248,9 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
             sleep 0.1
         done
         [ $found = 1 ] || { echo "hessian said nothing in 5 minutes"; cat "$BATS_TEST_TMPDIR/make.log"; false; }
-        pgrep -f "^bin/hessian --model $F32 .*--chunks 400 --share-inputs -o $out/" > /dev/null   # (running)
+        # (running; what make and hessian said when it was not: a clean-clone CI saw it gone once)
+        pgrep -f "^bin/hessian --model $F32 .*--chunks 400 --share-inputs -o $out/" > /dev/null ||
+            { echo "hessian is not running ($sig)"; cat "$BATS_TEST_TMPDIR/make.log"; ps -eo pid,args | grep '[h]essian'; false; }
         [ -s "$out/stories260K-f32-groups_merged-k400.hess.id" ]   # the stamps were written
         if [ $sig = INT ]; then kill -INT -- -$pid; else kill -TERM $pid; fi
         wait $pid || true
@@ -1271,7 +1273,8 @@ open(sys.argv[2], 'wb').write(d.replace(b'token_embd.weight', b'\$(error IN)weig
     [ ! -e "$BATS_TEST_TMPDIR/n" ]
     run make -n "${a[@]}" TEXT="$CALIB" HESSIAN_CHUNKS=08
     [ "$status" -eq 0 ]
-    [[ "$output" == *"bin/hessian --model $F32 --text $CALIB --chunks 8 --share-inputs -o $out/stories260K-f32-groups_merged-k8.hess"* ]]
+    [[ "$output" == *"bin/hessian --model $F32 --text $CALIB --chunks 8 --share-inputs -o $out/stories260K-f32-groups_merged-k8.hess"* ]] ||
+        { echo "$output"; false; }
     [[ "$output" != *k08* ]]
     [ ! -e "$BATS_TEST_TMPDIR/n" ]
     # a build, then another calibration: make -n shows the rebuild and leaves the stamp as it was
