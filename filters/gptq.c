@@ -380,7 +380,6 @@ static void model_note(const wp_record *r)
     }
 }
 
-static int is_float(uint32_t t) { return t == WP_F32 || t == WP_F16 || t == WP_BF16; }
 
 /* Where each override came from, for messages: "--tensor-type" or the file of
  * --tensor-type-file (over_from[i] beside overrides[i] of main). */
@@ -497,7 +496,7 @@ static wp_ftype_plan *model_plan(int ftype, int pure, int strict, const char **o
         const int64_t hits = wp_ftype_plan_override_hits(plan, (size_t)i);
         char who[WP_MAX_NAME + 300];
         over_say(i, overrides[i], who, sizeof who);
-        if (hits < 0 && dt >= 0 && is_float((uint32_t)dt))
+        if (hits < 0 && dt >= 0 && wp_ggml_is_float((uint32_t)dt))
             wp_warn("%s: not applied: the preset's type is %s, and llama-quantize applies overrides to a "
                     "quantizing preset only", who, wp_ggml_type_name((uint32_t)dt));
         else if (hits == 0)   /* (norms matched: "matches no tensor" said wrongly, a breaker's find) */
@@ -511,7 +510,7 @@ static wp_ftype_plan *model_plan(int ftype, int pure, int strict, const char **o
 
 /* Whether gptq reads type t's weights: as floats, or (--allow-requantize) as the blocks
  * blocks.c dequantizes. */
-static int readable(uint32_t t) { return is_float(t) || (allow_requantize && wp_block_supported((int)t)); }
+static int readable(uint32_t t) { return wp_ggml_is_float(t) || (allow_requantize && wp_block_supported((int)t)); }
 
 /* The types readable() takes, for messages. */
 static const char *from_types(void)
@@ -545,7 +544,7 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
         if (!readable(tl[i].type))
             wp_die("%s: tensor %s: cannot quantize from %s (%s)", src, tl[i].name,
                    wp_ggml_type_name(tl[i].type) ? wp_ggml_type_name(tl[i].type) : "?", from_types());
-        if (!is_float((uint32_t)ch.type) && !wp_gptq_supported(ch.type))
+        if (!wp_ggml_is_float((uint32_t)ch.type) && !wp_gptq_supported(ch.type))
             wp_die("%s: tensor %s: type %s is not supported by gptq", src, tl[i].name,
                    wp_ggml_type_name((uint32_t)ch.type));
         int64_t nel = 1;
@@ -560,14 +559,14 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
             wp_die("%s: tensor %s: row length %lld does not fit %s (blocks of %d weights)", src, tl[i].name,
                    (long long)tl[i].ne[0], wp_ggml_type_name((uint32_t)ch.type), wp_ggml_blck_size((uint32_t)ch.type));
         const int64_t n_mat = tl[i].n_dims >= 3 ? nel / (tl[i].ne[0] * tl[i].ne[1]) : 1;
-        if (hpath && !is_float((uint32_t)ch.type) && n_mat == 1) {
+        if (hpath && !wp_ggml_is_float((uint32_t)ch.type) && n_mat == 1) {
             /* its Hessian's shape and type, from the record's header: a misfit stopped the
                run at its tensor, the output half written (the tensor loop reads the same) */
             const wp_hessian_ref *h = hessian_of(tl[i].name);
             if (h)
                 hessian_fits(h->rec, h->ne0, h->ne1, h->type, h->payload_len, tl[i].name, tl[i].ne[0]);
         }
-        if (have_imat && !is_float((uint32_t)ch.type)) {
+        if (have_imat && !wp_ggml_is_float((uint32_t)ch.type)) {
             /* the imatrix against the plan, before any output (a misfit stopped the run at its
                tensor, a stream already half written; --check passed it) */
             if (!imatrix_entry(tl[i].name, tl[i].ne[0], n_mat, 1) && ch.requires_imatrix &&
@@ -586,7 +585,7 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
         struct wp_ftype_choice ch;
         wp_ftype_plan_get(plan, tl[i].name, &ch);
         n_quant += ch.quantize != 0;
-        if (ch.quantize && (uint32_t)ch.type == tl[i].type && !is_float(tl[i].type) && !n_copied++)
+        if (ch.quantize && (uint32_t)ch.type == tl[i].type && !wp_ggml_is_float(tl[i].type) && !n_copied++)
             first_copied = i;
     }
     /* no tensor llama-quantize would quantize: not a model (llama-imatrix's GGUF went through
@@ -677,7 +676,7 @@ static uint64_t work_bytes(const struct tensor_info *t, const wp_ftype_plan *pla
         nel *= (uint64_t)t->ne[d];
     uint64_t b = 4 * nel;
     const int one_mat = t->n_dims < 3 || nel == (uint64_t)t->ne[0] * (uint64_t)t->ne[1];
-    if (hpath && ch.quantize && (uint32_t)ch.type != t->type && !is_float((uint32_t)ch.type) && one_mat &&
+    if (hpath && ch.quantize && (uint32_t)ch.type != t->type && !wp_ggml_is_float((uint32_t)ch.type) && one_mat &&
         hessian_of(t->name))
         b += (act ? 16 : 8) * (uint64_t)t->ne[0] * (uint64_t)t->ne[0];
     return b;
@@ -1046,7 +1045,7 @@ int main(int argc, char **argv)
             /* no model: the type the preset (or --type) quantizes to must be one gptq has; only
              * a model whose every row falls back to another type could build without it */
             const int t = wp_ftype_default_type(ftype);
-            if (!is_float((uint32_t)t) && !wp_gptq_supported(t))
+            if (!wp_ggml_is_float((uint32_t)t) && !wp_gptq_supported(t))
                 wp_die("%s %s: type %s is not supported by gptq", ftype_name ? "--ftype" : "--type",
                        ftype_name ? ftype_name : type_name, wp_ggml_type_name((uint32_t)t));
         }
@@ -1218,7 +1217,7 @@ int main(int argc, char **argv)
             if (!f)
                 wp_die("tensor %s: %s", name, err);
             const int64_t n_mat = r.n_dims >= 3 ? n / (ne0 * r.ne[1]) : 1;
-            const int quant = !is_float(to);
+            const int quant = !wp_ggml_is_float(to);
             float *iw = quant ? imatrix_get(name, ne0, n_mat) : NULL;
             /* the Hessian's factor: the kept one of this tensor's record, or made from the
              * record (H taken over and shrunk to the float factor) */

@@ -140,13 +140,6 @@ static queued *queue;
 static size_t n_queued, queue_cap, n_units;
 static uint64_t queued_bytes;
 
-/* Move *from into *to (to is overwritten; from is left empty). */
-static void move_record(wp_record *to, wp_record *from)
-{
-    *to = *from;
-    wp_record_init(from);
-}
-
 static queued *queue_add(void)
 {
     if (n_queued == queue_cap) {
@@ -267,9 +260,9 @@ static void queue_matrix(wp_writer *w, wp_record *held, wp_record *sym, wp_recor
     dist_unit *d = calloc(1, sizeof *d);
     if (!d)
         wp_die("out of memory");
-    move_record(&d->held, held);
-    move_record(&d->sym, sym);
-    move_record(&d->coded, coded);
+    wp_record_move(&d->held, held);
+    wp_record_move(&d->sym, sym);
+    wp_record_move(&d->coded, coded);
     d->fixed = fixed_bytes(&d->sym);
     queued_bytes += d->held.payload_len + d->sym.payload_len + d->coded.payload_len;
     queue_add()->unit = d;

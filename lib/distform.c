@@ -66,13 +66,6 @@ void wp_form_fixed_close(wp_form_fixed *f)
     f->t = NULL;
 }
 
-/* Move *from into *to (to is overwritten; from is left empty). */
-static void move_record(wp_record *to, wp_record *from)
-{
-    *to = *from;
-    wp_record_init(from);
-}
-
 int wp_form_dist(wp_record *held, wp_record *sym, wp_record *coded, uint64_t fixed, wp_record out[2], int *n_out,
                  char *err, size_t n)
 {
@@ -109,8 +102,8 @@ int wp_form_dist(wp_record *held, wp_record *sym, wp_record *coded, uint64_t fix
         }
     }
     if (split_bytes < fixed && split_bytes < fixed_form) {
-        move_record(&out[0], side_form);
-        move_record(&out[1], sym_form);
+        wp_record_move(&out[0], side_form);
+        wp_record_move(&out[1], sym_form);
         *n_out = 2;
     } else {
         if (!restored && (restored = 1, wp_form_fixed_open(&f, held, sym, err, n))) {
@@ -120,7 +113,7 @@ int wp_form_dist(wp_record *held, wp_record *sym, wp_record *coded, uint64_t fix
         if (!zipped)
             zipped = f.t->payload_len >= 64 && !wp_z_wrap(f.t, wp_form_group(f.t->type), WP_FORM_ZLEVEL, &zfixed);
         if (zipped && zfixed.payload_len + 32 < f.t->payload_len)
-            move_record(&out[0], &zfixed);
+            wp_record_move(&out[0], &zfixed);
         else if (wp_record_copy(&out[0], f.t))
             bad = snprintf(err, n, "out of memory") >= 0;
         *n_out = 1;

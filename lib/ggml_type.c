@@ -28,6 +28,8 @@ static const struct type_info types[WP_GGML_TYPE_COUNT] = {
     [WP_Q1_0] = {"Q1_0", 128, 18},    [WP_Q2_0] = {"Q2_0", 64, 18},
 };
 
+int wp_ggml_is_float(uint32_t type) { return type == WP_F32 || type == WP_F16 || type == WP_BF16; }
+
 int wp_ggml_blck_size(uint32_t type)
 {
     return type < WP_GGML_TYPE_COUNT ? types[type].blck : 0;

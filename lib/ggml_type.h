@@ -36,6 +36,9 @@ int wp_ggml_blck_size(uint32_t type);
 /* Bytes per block; 0 for an unknown or removed id. */
 size_t wp_ggml_type_size(uint32_t type);
 
+/* 1 for the float types a model's weights are stored in (F32, F16, BF16), else 0. */
+int wp_ggml_is_float(uint32_t type);
+
 /* ggml's upper-case name ("Q4_K", "F16", "IQ4_XS"); NULL for an unknown id. */
 const char *wp_ggml_type_name(uint32_t type);
 

@@ -12,8 +12,6 @@
 #include "half.h"
 #include "rtn.h"
 
-static int is_float(uint32_t t) { return t == WP_F32 || t == WP_F16 || t == WP_BF16; }
-
 /* err = the phrase fmt; returns 1 (a failure). */
 static int fail(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t n, const char *fmt, ...)
@@ -35,7 +33,7 @@ static float *input_floats(wp_record *r, int64_t nel, char *err, size_t n)
 {
     const uint32_t from = r->type;
     float *f;
-    if (!is_float(from)) {
+    if (!wp_ggml_is_float(from)) {
         f = malloc((size_t)nel * 4 + 1);
         if (!f) {
             snprintf(err, n, "out of memory");
@@ -146,7 +144,7 @@ float *wp_quantize_read(wp_record *r, int type, char *err, size_t n)
     int bad = 0;
     if (!wp_ggml_row_size(to, ne0))
         bad = fail(err, n, "row length %lld does not fit %s", (long long)ne0, wp_ggml_type_name(to));
-    else if (is_float(to))
+    else if (wp_ggml_is_float(to))
         bad = 0;
     else if (!wp_gptq_supported((int)to))
         bad = fail(err, n, "type %s is not supported by gptq", wp_ggml_type_name(to));
@@ -179,7 +177,7 @@ int wp_quantize_write(wp_record *r, float *f, const wp_quantize_job *job, wp_qua
     char why[160] = "";
     if (bad_opt)
         snprintf(why, sizeof why, "%s", bad_opt);
-    for (int64_t k = 0; !why[0] && job->importance && !is_float(to) && k < ne0 * n_mat; k++)
+    for (int64_t k = 0; !why[0] && job->importance && !wp_ggml_is_float(to) && k < ne0 * n_mat; k++)
         if (!isfinite(job->importance[k]) || job->importance[k] < 0)
             snprintf(why, sizeof why, "%s importance %g at %lld (importances are means of squared activations)",
                      isfinite(job->importance[k]) ? "negative" : "non-finite", (double)job->importance[k],

@@ -136,6 +136,12 @@ const char *wp_tensor_payload_problem(const wp_record *r, char *buf, size_t n)
     return NULL;
 }
 
+void wp_record_move(wp_record *to, wp_record *from)
+{
+    *to = *from;
+    wp_record_init(from);
+}
+
 int wp_record_copy(wp_record *d, const wp_record *s)
 {
     d->kind = s->kind;

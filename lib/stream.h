@@ -121,6 +121,9 @@ uint8_t *wp_record_alloc(wp_record *r, uint64_t len);
  * attributes and payload, all copied. Returns 0, or -1 when out of memory
  * (d then holds part of s: free it). */
 int wp_record_copy(wp_record *d, const wp_record *s);
+/* Move *from into *to: to takes from's fields and buffers (what to held
+ * is overwritten, not freed), from is left empty (initialised). Never fails. */
+void wp_record_move(wp_record *to, wp_record *from);
 /* What a reader refuses of a tensor record r's header, whether read or
  * restored from a zstd record: a type ggml.h does not number ("unknown ggml
  * type 99", written into buf of n bytes), no dimensions, or no name ("a

@@ -7,6 +7,7 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "ggml_type.h"
 #include "gguf_file.h"
 #include "stream.h"
 #include "tap.h"
@@ -696,6 +697,23 @@ int main(void)
         fclose(f);
         free(buf);
         free(v);
+    }
+    {   /* wp_record_move: the buffers change hands, the source is left empty */
+        wp_record a, b;
+        wp_record_init(&a);
+        wp_record_init(&b);
+        wp_record_set_name(&a, "blk.0.attn_q.weight");
+        memcpy(wp_record_alloc(&a, 4), "abcd", 4);
+        uint8_t *p = a.payload;
+        wp_record_move(&b, &a);
+        CHECK(b.payload == p && b.payload_len == 4 && !strcmp(b.name, "blk.0.attn_q.weight") && a.payload == NULL &&
+                  a.payload_len == 0 && a.name == NULL,
+              "wp_record_move: the payload and name move, the source is empty");
+        wp_record_free(&a);
+        wp_record_free(&b);
+        CHECK(wp_ggml_is_float(WP_F32) && wp_ggml_is_float(WP_F16) && wp_ggml_is_float(WP_BF16) &&
+                  !wp_ggml_is_float(WP_Q8_0) && !wp_ggml_is_float(WP_F64) && !wp_ggml_is_float(999),
+              "wp_ggml_is_float: F32, F16, BF16 only");
     }
     return tap_done();
 }
