@@ -136,6 +136,35 @@ close() {
     [[ "$output" == *"matched 36"* && "$output" == *"count_diff 0"* && "$output" == *"n_tokens 2048"* ]]
 }
 
+@test "live: a mixture of experts (MUL_MAT_ID): one H per expert, each expert's diagonal llama-imatrix's in_sum2 / counts of that expert, several passes the same bytes" {
+    # mkllama's Mixtral form of the llama architecture: 4 experts, 2 used, ffn_*_exps {cols, rows, 4}
+    need_ref
+    local L="$BATS_TEST_TMPDIR"
+    "$TOOLS/mkllama" "$M32" "$L/moe.gguf" F32 256,512,2,4,2,512,4,2
+    "$H" --threads 1 --model "$L/moe.gguf" --text "$CAL" --ctx 128 --chunks 4 -o "$L/moe.hess" 2> "$L/moe.err"
+    grep -q ' 4 chunks of 128, 17 weights, 17 records, 29.5 MiB in all' "$L/moe.err"
+    "$BIN/tsinfo" "$L/moe.hess" > "$L/ls"
+    grep -Eq '^hessian +blk\.1\.ffn_down_exps\.weight +F64 +512x512x4 +8388608 ' "$L/ls"
+    grep -Eq '^hessian +blk\.0\.ffn_gate_inp\.weight +F64 +256x256 +524288 ' "$L/ls"
+    [ "$(grep -c 'x4 ' "$L/ls")" -eq 6 ]
+    # the rows routed to the experts of a layer: 512 tokens, 2 experts each
+    "$BIN/tsinfo" -a "$L/moe.hess" | awk -F'[=,]' '/^ *expert_tokens=/ { s = 0; for (i = 2; i <= NF; i++) s += $i; print s }' > "$L/sums"
+    [ "$(wc -l < "$L/sums")" -eq 6 ]
+    [ "$(sort -u "$L/sums")" = 1024 ]
+    "$LLIMAT" -m "$L/moe.gguf" -f "$CAL" -c 128 --chunks 4 -t 1 --no-ppl --process-output -o "$L/moe.imatrix.gguf" \
+        > "$L/imatrix.log" 2>&1 || { tail -5 "$L/imatrix.log" >&2; false; }
+    run "$CMP" "$L/moe.imatrix.gguf" "$L/moe.hess" 5e-3
+    echo "$output" >&2
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"matched 17"* ]]
+    [[ "$output" == *"unmatched 0"* ]]
+    [[ "$output" == *"count_diff 0"* ]]
+    # a pass holds at least one weight's experts (8 MiB for ffn_down_exps)
+    "$H" --threads 1 --model "$L/moe.gguf" --text "$CAL" --ctx 128 --chunks 4 --max-memory 9M -o "$L/moe9m.hess" 2> "$L/moe9m.err"
+    grep -q ', 4 passes of at most 9.0 MiB$' "$L/moe9m.err"
+    cmp "$L/moe.hess" "$L/moe9m.hess"
+}
+
 @test "--share-inputs: one record for q/k/v and one for gate/up, holding the per-weight H; gptq makes the same model" {
     f=$(ours base)
     g=$(ours share --share-inputs)

@@ -13,10 +13,15 @@
  *   unmatched    imatrix entries with no record
  *   max_rel      max over matched weights and columns of
  *                |H_jj / n_tokens - in_sum2_j / counts| / (in_sum2_j / counts)
- *   worst        the weight and column where max_rel is reached
- *   count_diff   records whose n_tokens differs from the imatrix count
+ *                (a mixture-of-experts record, n_dims 3: per expert e, its
+ *                H_e against in_sum2[e] / counts[e], its rows the attr
+ *                expert_tokens' e-th; an expert no token reached is skipped)
+ *   worst        the weight and column (WEIGHT[e][j] for an expert) where
+ *                max_rel is reached
+ *   count_diff   records whose n_tokens (expert_tokens) differs from the
+ *                imatrix count (counts)
  *   asym         records with H_ij != H_ji for some i, j (bit-exact test)
- *   chol_fail    records for which the Cholesky factorisation of
+ *   chol_fail    records (any expert's H) for which the Cholesky factorisation of
  *                H + 1e-6·I (LAPACKE_dpotrf) fails (H not positive semi-definite)
  *   n_tokens     the n_tokens attribute of the first record
  * Exit status 0 when max_rel <= TOL (default 1e-5) and the three counts above
@@ -116,54 +121,86 @@ int main(int argc, char **argv)
         if (r.kind != WP_REC_HESSIAN)
             continue;
         records++;
-        const int64_t c = r.ne[0];
-        const double *H = (const double *)r.payload;
+        const int64_t c = r.ne[0], n_exp = r.n_dims == 3 ? r.ne[2] : 1;
         const long long nt = wp_attr_i64(&r, "n_tokens", -1);
         if (first_tokens < 0)
             first_tokens = nt;
-        if (r.n_dims != 2 || r.ne[1] != c || r.payload_len != (uint64_t)(c * c) * 8) {
+        if (r.n_dims < 2 || r.n_dims > 3 || r.ne[1] != c || n_exp < 1 ||
+            r.payload_len != (uint64_t)(c * c * n_exp) * 8) {
             fprintf(stderr, "imatrix_cmp: %s: bad shape\n", r.name);
             return 2;
         }
-        for (int64_t i = 0; i < c; i++)
-            for (int64_t j = i + 1; j < c; j++)
-                if (H[i * c + j] != H[j * c + i]) {
-                    asym++;
-                    i = c;
-                    break;
-                }
-        double *A = malloc((size_t)(c * c) * sizeof *A);
-        memcpy(A, H, (size_t)(c * c) * sizeof *A);
-        for (int64_t i = 0; i < c; i++)
-            A[i * c + i] += 1e-6;
-        chol_fail += LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)c, A, (lapack_int)c) != 0;
-        free(A);
+        /* rows per expert: expert_tokens=t0,t1,... (MoE), else n_tokens */
+        long long *tok = malloc((size_t)n_exp * sizeof *tok);
+        size_t len = 0;
+        const char *et = n_exp > 1 ? wp_attr_find(&r, "expert_tokens", &len) : NULL;
+        for (int64_t e = 0; e < n_exp; e++) {
+            char *end = NULL;
+            tok[e] = et ? strtoll(et, &end, 10) : nt;
+            if (et && (end == et || (*end != ',' && e + 1 < n_exp))) {
+                fprintf(stderr, "imatrix_cmp: %s: bad expert_tokens\n", r.name);
+                return 2;
+            }
+            if (et)
+                et = end + 1;
+        }
+        int sym = 1, pd = 1;
+        for (int64_t e = 0; e < n_exp; e++) {
+            const double *H = (const double *)r.payload + e * c * c;
+            for (int64_t i = 0; i < c && sym; i++)
+                for (int64_t j = i + 1; j < c; j++)
+                    if (H[i * c + j] != H[j * c + i]) {
+                        sym = 0;
+                        break;
+                    }
+            double *A = malloc((size_t)(c * c) * sizeof *A);
+            memcpy(A, H, (size_t)(c * c) * sizeof *A);
+            for (int64_t i = 0; i < c; i++)
+                A[i * c + i] += 1e-6;
+            pd &= LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)c, A, (lapack_int)c) == 0;
+            free(A);
+        }
+        asym += !sym;
+        chol_fail += !pd;
 
         char nm[300];
         snprintf(nm, sizeof nm, "%s.in_sum2", r.name);
         struct ggml_tensor *sum = gctx ? ggml_get_tensor(gctx, nm) : NULL;
         snprintf(nm, sizeof nm, "%s.counts", r.name);
         struct ggml_tensor *cnt = gctx ? ggml_get_tensor(gctx, nm) : NULL;
-        if (!sum || !cnt)
+        if (!sum || !cnt) {
+            free(tok);
             continue;
+        }
         matched++;
-        if (sum->type != GGML_TYPE_F32 || cnt->type != GGML_TYPE_F32 || ggml_nelements(sum) != c ||
-            ggml_nelements(cnt) != 1) {
+        /* llama-imatrix's entry of a MoE weight: in_sum2 {c, n_expert}, counts {1, n_expert} */
+        if (sum->type != GGML_TYPE_F32 || cnt->type != GGML_TYPE_F32 || ggml_nelements(sum) != c * n_exp ||
+            ggml_nelements(cnt) != n_exp) {
             fprintf(stderr, "imatrix_cmp: %s: unexpected imatrix shape\n", r.name);
             return 2;
         }
-        const float count = ((const float *)cnt->data)[0];
-        if ((double)count != (double)nt)
-            count_diff++;
-        for (int64_t j = 0; j < c; j++) {
-            const double ref = ((const float *)sum->data)[j] / (double)count;
-            const double ours = H[j * c + j] / (double)nt;
-            const double rel = fabs(ours - ref) / (fabs(ref) > 1e-30 ? fabs(ref) : 1e-30);
-            if (rel > max_rel || isnan(rel)) {
-                max_rel = isnan(rel) ? INFINITY : rel;
-                snprintf(worst, sizeof worst, "%s[%lld]", r.name, (long long)j);
+        int differs = 0;
+        for (int64_t e = 0; e < n_exp; e++) {
+            const double *H = (const double *)r.payload + e * c * c;
+            const float count = ((const float *)cnt->data)[e];
+            differs |= (double)count != (double)tok[e];
+            if (count == 0 || tok[e] == 0)   /* an expert no token reached: nothing to compare */
+                continue;
+            for (int64_t j = 0; j < c; j++) {
+                const double ref = ((const float *)sum->data)[e * c + j] / (double)count;
+                const double ours = H[j * c + j] / (double)tok[e];
+                const double rel = fabs(ours - ref) / (fabs(ref) > 1e-30 ? fabs(ref) : 1e-30);
+                if (rel > max_rel || isnan(rel)) {
+                    max_rel = isnan(rel) ? INFINITY : rel;
+                    if (n_exp > 1)
+                        snprintf(worst, sizeof worst, "%s[%lld][%lld]", r.name, (long long)e, (long long)j);
+                    else
+                        snprintf(worst, sizeof worst, "%s[%lld]", r.name, (long long)j);
+                }
             }
         }
+        count_diff += differs;
+        free(tok);
     }
     if (k < 0) {
         fprintf(stderr, "imatrix_cmp: %s\n", wp_reader_error(rd));

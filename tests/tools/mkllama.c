@@ -10,7 +10,12 @@
  * SHAPE=EMBD,FF,LAYERS,HEADS,KV_HEADS,VOCAB replaces it (e.g. Llama-2-7B's
  * 4096,11008,2,32,32,32000 with 2 of its 32 layers, for memory and time
  * checks at real sizes; the tokenizer stays stories260K's 512 tokens, so
- * llama.cpp loads only the default shape's vocabulary).
+ * llama.cpp loads only the default shape's vocabulary). Two more fields,
+ * ...,EXPERTS,USED, make a mixture of experts as llama.cpp's llama
+ * architecture reads one (Mixtral's form: llama.expert_count and
+ * llama.expert_used_count, ffn_gate_inp {EMBD, EXPERTS} and ffn_gate_exps,
+ * ffn_up_exps {EMBD, FF, EXPERTS}, ffn_down_exps {FF, EMBD, EXPERTS} in place
+ * of the dense FFN), e.g. 256,512,2,4,2,512,4,2.
  */
 #include <math.h>
 #include <stdio.h>
@@ -22,7 +27,7 @@
 #include "half.h"
 #include "synth.h"
 
-static long EMBD = 256, FF = 768, LAYERS = 2, HEADS = 4, KV_HEADS = 2, VOCAB = 512;
+static long EMBD = 256, FF = 768, LAYERS = 2, HEADS = 4, KV_HEADS = 2, VOCAB = 512, EXPERTS = 0, USED = 0;
 
 
 static wp_gguf_out *out;
@@ -51,7 +56,9 @@ static void put_u32(const char *key, uint32_t v)
     wp_record_free(&r);
 }
 
-static void tensor(const char *name, int64_t cols, int64_t rows, int kind)
+/* Tensor `name` of n_mat matrices (ne[2]; 1: a 2-D tensor) of rows x cols:
+ * weights (kind 0) or a norm's values near 1 (kind 1). */
+static void tensor3(const char *name, int64_t cols, int64_t rows, int64_t n_mat, int kind)
 {
     wp_record r;
     int type = rows == 1 ? WP_F32 : wtype;
@@ -59,9 +66,11 @@ static void tensor(const char *name, int64_t cols, int64_t rows, int kind)
     wp_record_init(&r);
     r.kind = WP_REC_TENSOR;
     r.type = (uint32_t)type;
-    r.n_dims = rows == 1 ? 1 : 2;
+    r.n_dims = rows == 1 ? 1 : n_mat > 1 ? 3 : 2;
     r.ne[0] = cols;
     r.ne[1] = rows;
+    r.ne[2] = n_mat;
+    rows *= n_mat;
     wp_record_set_name(&r, name);
     uint8_t *p = wp_record_alloc(&r, (uint64_t)(cols * rows) * es);
     for (int64_t i = 0; i < rows; i++) {
@@ -83,20 +92,27 @@ static void tensor(const char *name, int64_t cols, int64_t rows, int kind)
     wp_record_free(&r);
 }
 
+static void tensor(const char *name, int64_t cols, int64_t rows, int kind)
+{
+    tensor3(name, cols, rows, 1, kind);
+}
+
 int main(int argc, char **argv)
 {
     synth_state = 0x2545F4914F6CDD1Dull;
     char err[512], name[96];
     if (argc < 3) {
-        fprintf(stderr, "usage: mkllama STORIES260K-F32.gguf OUT.gguf [F32|F16|BF16 [EMBD,FF,LAYERS,HEADS,KV_HEADS,VOCAB]]\n");
+        fprintf(stderr, "usage: mkllama STORIES260K-F32.gguf OUT.gguf [F32|F16|BF16 [EMBD,FF,LAYERS,HEADS,KV_HEADS,VOCAB[,EXPERTS,USED]]]\n");
         return 2;
     }
     if (argc > 3)
         wtype = wp_ggml_type_from_name(argv[3]);
-    if (argc > 4 && (sscanf(argv[4], "%ld,%ld,%ld,%ld,%ld,%ld", &EMBD, &FF, &LAYERS, &HEADS, &KV_HEADS, &VOCAB) != 6
-                     || EMBD < 1 || FF < 1 || LAYERS < 1 || HEADS < 1 || KV_HEADS < 1 || VOCAB < 1
-                     || EMBD % HEADS || HEADS % KV_HEADS)) {
-        fprintf(stderr, "mkllama: %s: SHAPE must be EMBD,FF,LAYERS,HEADS,KV_HEADS,VOCAB\n", argv[4]);
+    int nf = argc > 4 ? sscanf(argv[4], "%ld,%ld,%ld,%ld,%ld,%ld,%ld,%ld", &EMBD, &FF, &LAYERS, &HEADS, &KV_HEADS, &VOCAB,
+                               &EXPERTS, &USED) : 6;
+    if (argc > 4 && ((nf != 6 && nf != 8) || EMBD < 1 || FF < 1 || LAYERS < 1 || HEADS < 1 || KV_HEADS < 1 ||
+                     VOCAB < 1 || EMBD % HEADS || HEADS % KV_HEADS || (nf == 8 && (EXPERTS < 2 || USED < 1 ||
+                     USED > EXPERTS)))) {
+        fprintf(stderr, "mkllama: %s: SHAPE must be EMBD,FF,LAYERS,HEADS,KV_HEADS,VOCAB[,EXPERTS,USED]\n", argv[4]);
         return 2;
     }
     if (wtype != WP_F32 && wtype != WP_F16 && wtype != WP_BF16) {
@@ -132,6 +148,10 @@ int main(int argc, char **argv)
     }
     wp_record_free(&r);
     wp_gguf_close(g);
+    if (EXPERTS) {
+        put_u32("llama.expert_count", (uint32_t)EXPERTS);
+        put_u32("llama.expert_used_count", (uint32_t)USED);
+    }
     tensor("token_embd.weight", EMBD, VOCAB, 0);
     tensor("output_norm.weight", EMBD, 1, 1);
     tensor("output.weight", EMBD, VOCAB, 0);
@@ -143,9 +163,18 @@ int main(int argc, char **argv)
         T("attn_v.weight", EMBD, EMBD * KV_HEADS / HEADS, 0);
         T("attn_output.weight", EMBD, EMBD, 0);
         T("ffn_norm.weight", EMBD, 1, 1);
-        T("ffn_gate.weight", EMBD, FF, 0);
-        T("ffn_down.weight", FF, EMBD, 0);
-        T("ffn_up.weight", EMBD, FF, 0);
+        if (EXPERTS) {
+#define T3(n, c, r) (snprintf(name, sizeof name, "blk.%d." n, l), tensor3(name, c, r, EXPERTS, 0))
+            T("ffn_gate_inp.weight", EMBD, EXPERTS, 0);
+            T3("ffn_gate_exps.weight", EMBD, FF);
+            T3("ffn_down_exps.weight", FF, EMBD);
+            T3("ffn_up_exps.weight", EMBD, FF);
+#undef T3
+        } else {
+            T("ffn_gate.weight", EMBD, FF, 0);
+            T("ffn_down.weight", FF, EMBD, 0);
+            T("ffn_up.weight", EMBD, FF, 0);
+        }
 #undef T
     }
     FILE *f = fopen(argv[2], "wb");
