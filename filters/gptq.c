@@ -18,8 +18,9 @@
  *
  * Hessian records (lib/hessians.h: the format; from `hessian`, read with
  * --hessian FILE, a stream file): a record is a weight's H, or that of a
- * shared input whose weights=A,B,C names the weights that read it; n_dims 2
- * (an expert's H is not read), F64 or F32, H = Σ_tokens xᵀx (a mean is as
+ * shared input whose weights=A,B,C names the weights that read it; n_dims 2,
+ * or 3 for a tensor of experts (ne[2] H, one an expert: each expert's matrix
+ * gets GPTQ with its own), F64 or F32, H = Σ_tokens xᵀx (a mean is as
  * good: GPTQ's damping is relative); n_tokens and the rest carried, not read.
  * A weight named by two records (as a name or in weights=) is refused.
  * A shared record is factored once (wp_gptq_factor) for all its weights
@@ -212,13 +213,13 @@ static void hessian_open(const char *path)
         wp_die("%s", err);
 }
 
-/* Dies unless Hessian record `rec` (shape ne0 × ne1, stream type, payload
- * bytes) fits tensor `name` of `cols` columns (wp_hessian_fit_problem). */
-static void hessian_fits(const char *rec, int64_t ne0, int64_t ne1, uint32_t type, uint64_t payload_len,
-                         const char *name, int64_t cols)
+/* Dies unless Hessian record h (its head) fits tensor `name` of `cols`
+ * columns and n_mat matrices (wp_hessian_fit_problem). */
+static void hessian_fits(const wp_hessian_ref *h, const char *name, int64_t cols, int64_t n_mat)
 {
     char b[2 * WP_MAX_NAME + 128];
-    const char *why = wp_hessian_fit_problem(rec, ne0, ne1, type, payload_len, name, cols, b, sizeof b);
+    const char *why = wp_hessian_fit_problem(h->rec, h->ne0, h->ne1, h->ne2, h->type, h->payload_len, name, cols,
+                                             n_mat, b, sizeof b);
     if (why)
         wp_die("%s: %s", hpath, why);
 }
@@ -229,13 +230,14 @@ static const wp_hessian_ref *hessian_of(const char *name)
     return hfile ? wp_hessian_file_find(hfile, name) : NULL;
 }
 
-/* The Hessian of weight `name` (cols × cols doubles, malloc'd), or NULL:
- * none, or a zero one (with a warning; its tensor is quantized by RTN). */
-static double *hessian_get(const char *name, int64_t cols)
+/* The Hessian of weight `name` (cols × cols doubles, n_mat of them for a
+ * tensor of experts, malloc'd), or NULL: none, or a zero one (with a
+ * warning; its tensor is quantized by RTN). */
+static double *hessian_get(const char *name, int64_t cols, int64_t n_mat)
 {
     char err[2 * WP_MAX_NAME + 1024];
     double *H;
-    const int k = wp_hessian_file_get(hfile, name, cols, &H, err, sizeof err);
+    const int k = wp_hessian_file_get(hfile, name, cols, n_mat, &H, err, sizeof err);
     if (k < 0)
         wp_die("%s", err);
     if (k == 1)
@@ -559,12 +561,12 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
             wp_die("%s: tensor %s: row length %lld does not fit %s (blocks of %d weights)", src, tl[i].name,
                    (long long)tl[i].ne[0], wp_ggml_type_name((uint32_t)ch.type), wp_ggml_blck_size((uint32_t)ch.type));
         const int64_t n_mat = tl[i].n_dims >= 3 ? nel / (tl[i].ne[0] * tl[i].ne[1]) : 1;
-        if (hpath && !wp_ggml_is_float((uint32_t)ch.type) && n_mat == 1) {
+        if (hpath && !wp_ggml_is_float((uint32_t)ch.type)) {
             /* its Hessian's shape and type, from the record's header: a misfit stopped the
                run at its tensor, the output half written (the tensor loop reads the same) */
             const wp_hessian_ref *h = hessian_of(tl[i].name);
             if (h)
-                hessian_fits(h->rec, h->ne0, h->ne1, h->type, h->payload_len, tl[i].name, tl[i].ne[0]);
+                hessian_fits(h, tl[i].name, tl[i].ne[0], n_mat);
         }
         if (have_imat && !wp_ggml_is_float((uint32_t)ch.type)) {
             /* the imatrix against the plan, before any output (a misfit stopped the run at its
@@ -662,11 +664,43 @@ static void fc_drop(void)
     fc.left = 0;
 }
 
+/* The Hessians of a tensor of experts (its record's n_mat H, each cols²
+ * doubles), each expert's factor made in its own H's buffer when its turn
+ * comes (wp_quantize_job.factor_of): the peak stays the record. */
+struct expert_hessians {
+    double *H;
+    int64_t cols;
+    const wp_gptq_opts *go;
+    int64_t n_zero;      /* experts whose H is zero (no token routed to them): RTN */
+    char zero[160];      /* their numbers, "2, 3, 6" (cut with "..." past its room) */
+};
+
+static int expert_factor(void *user, int64_t m, wp_gptq_factor **f, char *err, size_t n)
+{
+    struct expert_hessians *x = user;
+    double *H = x->H + m * x->cols * x->cols;
+    int zero = 1;
+    for (int64_t k = 0; k < x->cols * x->cols && zero; k++)
+        zero = H[k] == 0;
+    if (zero) {   /* GPTQ would zero its matrix (hessian warned of it too) */
+        const size_t len = strlen(x->zero);
+        if (len + 24 < sizeof x->zero)
+            snprintf(x->zero + len, sizeof x->zero - len, "%s%lld", x->n_zero ? ", " : "", (long long)m);
+        else if (!strstr(x->zero, "..."))
+            snprintf(x->zero + len, sizeof x->zero - len, ", ...");
+        x->n_zero++;
+        return 0;
+    }
+    wp_gptq_opts o = *x->go;
+    o.consume = 1;
+    return wp_gptq_factor_make(H, x->cols, &o, f, err, n) < 0 ? -1 : 0;
+}
+
 /* A tensor's working set in the tensor loop: its weights as floats, and the
- * Hessian (cols² doubles) where GPTQ reads one (one matrix: n_mat 1, as the
- * loop reads it), twice with act (--act-order (H and its permuted copy, both held
- * while the factor is made: a factor kept beside attn_output raised the peak
- * by its 4·cols² where token_embd's weights set work_max). */
+ * Hessian (cols² doubles, one an expert) where GPTQ reads one, and with act
+ * (--act-order) a permuted copy of one H, held while its factor is made (a
+ * factor kept beside attn_output raised the peak by its 4·cols² where
+ * token_embd's weights set work_max). */
 static uint64_t work_bytes(const struct tensor_info *t, const wp_ftype_plan *plan, int act)
 {
     struct wp_ftype_choice ch;
@@ -675,10 +709,10 @@ static uint64_t work_bytes(const struct tensor_info *t, const wp_ftype_plan *pla
     for (int d = 0; d < t->n_dims; d++)
         nel *= (uint64_t)t->ne[d];
     uint64_t b = 4 * nel;
-    const int one_mat = t->n_dims < 3 || nel == (uint64_t)t->ne[0] * (uint64_t)t->ne[1];
-    if (hpath && ch.quantize && (uint32_t)ch.type != t->type && !wp_ggml_is_float((uint32_t)ch.type) && one_mat &&
+    const uint64_t n_mat = t->n_dims < 3 ? 1 : nel / ((uint64_t)t->ne[0] * (uint64_t)t->ne[1]);
+    if (hpath && ch.quantize && (uint32_t)ch.type != t->type && !wp_ggml_is_float((uint32_t)ch.type) &&
         hessian_of(t->name))
-        b += (act ? 16 : 8) * (uint64_t)t->ne[0] * (uint64_t)t->ne[0];
+        b += (n_mat + (act ? 1 : 0)) * 8 * (uint64_t)t->ne[0] * (uint64_t)t->ne[0];
     return b;
 }
 
@@ -1204,6 +1238,7 @@ int main(int argc, char **argv)
         struct wp_ftype_choice ch;
         wp_ftype_plan_get(plan, name, &ch);
         const char *how = "copy";
+        char how_experts[64];
         const uint32_t from = r.type;
         if (ch.quantize && (uint32_t)ch.type != r.type) {
             const int64_t ne0 = r.ne[0], n = wp_record_nelem(&r);
@@ -1228,7 +1263,7 @@ int main(int argc, char **argv)
                     hf = fc.f;
                     reused = 1;
                 } else {
-                    double *H = hessian_get(name, ne0);
+                    double *H = hessian_get(name, ne0, 1);
                     if (H && wp_gptq_factor_take(H, ne0, &go, &hf, err, sizeof err) < 0)
                         wp_die("tensor %s: %s", name, err);
                     size_t left = 0;   /* this record's tensors still to come */
@@ -1245,9 +1280,19 @@ int main(int argc, char **argv)
                     }
                 }
             }
-            const wp_quantize_job job = {(int)to, iw, hf, &go};
+            /* a tensor of experts: each expert's factor from its own H, made in turn */
+            struct expert_hessians eh = {NULL, ne0, &go, 0, ""};
+            if (quant && hess_path && n_mat > 1)
+                eh.H = hessian_get(name, ne0, n_mat);
+            const wp_quantize_job job = {(int)to, iw, hf, &go, eh.H ? expert_factor : NULL, &eh};
             wp_quantize_info qi;
             const int bad = wp_quantize_write(&r, f, &job, &qi, err, sizeof err);
+            free(eh.H);
+            if (eh.n_zero)
+                wp_warn(eh.n_zero > 1 ? "%s: tensor %s: the Hessians of experts %s are zero (no calibration token was "
+                                        "routed to them): RTN for them"
+                                      : "%s: tensor %s: the Hessian of expert %s is zero (no calibration token was "
+                                        "routed to it): RTN for it", hpath, name, eh.zero);
             if (qi.not_pd)
                 wp_warn("tensor %s: Hessian not positive definite even with damping %g; RTN instead%s", name,
                         qi.damp_used, reused ? " (its record's factor, reused)" : "");
@@ -1261,6 +1306,13 @@ int main(int argc, char **argv)
             if (bad)
                 wp_die("tensor %s: %s", name, err);
             how = reused && !strcmp(qi.how, "gptq") ? "gptq, factor reused" : qi.how;
+            if (n_mat > 1 && qi.gptq == n_mat)
+                snprintf(how_experts, sizeof how_experts, "gptq, %lld experts", (long long)n_mat);
+            else if (n_mat > 1 && qi.gptq > 0)   /* the others rounded (a zero H, or not positive definite) */
+                snprintf(how_experts, sizeof how_experts, "gptq for %lld of %lld experts", (long long)qi.gptq,
+                         (long long)n_mat);
+            if (n_mat > 1 && qi.gptq > 0)
+                how = how_experts;
             free(iw);
             if (hf != fc.f)
                 wp_gptq_factor_free(hf);

@@ -27,26 +27,46 @@ int wp_hessian_head(wp_record *r, const char *name, int64_t cols, int64_t n_expe
                : 0;
 }
 
-const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, uint32_t type, uint64_t payload_len,
-                                   const char *tensor, int64_t cols, char *buf, size_t n)
+const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, int64_t ne2, uint32_t type,
+                                   uint64_t payload_len, const char *tensor, int64_t cols, int64_t n_mat, char *buf,
+                                   size_t n)
 {
     if (ne0 != cols || ne1 != cols) {
         snprintf(buf, n, "Hessian '%s' is %" PRId64 "x%" PRId64 ", tensor %s has %" PRId64 " columns", rec, ne0, ne1,
                  tensor, cols);
         return buf;
     }
+    if (ne2 != n_mat) {
+        if (n_mat == 1)
+            snprintf(buf, n, "Hessian '%s' holds %" PRId64 " experts' H, tensor %s is one matrix", rec, ne2, tensor);
+        else if (ne2 == 1)
+            snprintf(buf, n, "Hessian '%s' is one matrix's H, tensor %s has %" PRId64 " experts", rec, tensor, n_mat);
+        else
+            snprintf(buf, n, "Hessian '%s' holds %" PRId64 " experts' H, tensor %s has %" PRId64, rec, ne2, tensor,
+                     n_mat);
+        return buf;
+    }
     const uint64_t es = type == WP_F64 ? 8 : type == WP_F32 ? 4 : 0;
-    if (!es || payload_len != (uint64_t)(cols * cols) * es) {
-        snprintf(buf, n, "Hessian '%s': type must be F64 or F32 with %" PRId64 " values", rec, cols * cols);
+    if (!es || payload_len != (uint64_t)(cols * cols * n_mat) * es) {
+        snprintf(buf, n, "Hessian '%s': type must be F64 or F32 with %" PRId64 " values", rec, cols * cols * n_mat);
         return buf;
     }
     return NULL;
 }
 
+/* The H count of Hessian record r: its ne[2] (and any further dimension), 1 for n_dims 2. */
+static int64_t h_count(const wp_record *r)
+{
+    int64_t k = 1;
+    for (int d = 2; d < r->n_dims; d++)
+        k *= r->ne[d];
+    return k;
+}
+
 double *wp_hessian_take(wp_record *r, int *zero, char *err, size_t n)
 {
-    const int64_t c = r->ne[0];
-    const uint64_t k_all = (uint64_t)(c * c);
+    const int64_t c = r->ne[0], n_h = h_count(r);
+    const uint64_t k_all = (uint64_t)(c * c * n_h);
     if (r->borrowed) {   /* a mapping's bytes (wp_record_map_at): H is a buffer of its own */
         uint8_t *p = malloc(r->payload_len ? (size_t)r->payload_len : 1);
         if (!p) {
@@ -76,22 +96,28 @@ double *wp_hessian_take(wp_record *r, int *zero, char *err, size_t n)
     }
     double *H = (double *)(void *)r->payload;   /* malloc'd, so aligned for doubles */
     int z = 1;   /* a zero H: every column dead, and GPTQ (gptq.py's rule) would zero the matrix */
+    char ex[40] = "";
     for (uint64_t k = 0; k < k_all; k++) {
         if (!isfinite(H[k])) {
-            snprintf(err, n, "non-finite Hessian entry at (%" PRId64 ", %" PRId64 ")", (int64_t)k / c,
-                     (int64_t)k % c);
+            if (n_h > 1)
+                snprintf(ex, sizeof ex, ", expert %" PRId64, (int64_t)(k / (uint64_t)(c * c)));
+            snprintf(err, n, "non-finite Hessian entry at (%" PRId64 ", %" PRId64 ")%s", (int64_t)(k / (uint64_t)c) % c,
+                     (int64_t)(k % (uint64_t)c), ex);
             return NULL;
         }
         z &= H[k] == 0;
     }
     /* a diagonal entry of X^T X is a sum of squares: a negative one is no Hessian (damping
      * let a negated one through as a near-identity, and GPTQ ran on it without a word) */
-    for (int64_t k = 0; k < c; k++)
-        if (H[k * c + k] < 0) {
-            snprintf(err, n, "negative Hessian diagonal entry %g at (%" PRId64 ", %" PRId64 "): X^T X has none",
-                     H[k * c + k], k, k);
-            return NULL;
-        }
+    for (int64_t e = 0; e < n_h; e++)
+        for (int64_t k = 0; k < c; k++)
+            if (H[e * c * c + k * c + k] < 0) {
+                if (n_h > 1)
+                    snprintf(ex, sizeof ex, ", expert %" PRId64, e);
+                snprintf(err, n, "negative Hessian diagonal entry %g at (%" PRId64 ", %" PRId64 ")%s: X^T X has none",
+                         H[e * c * c + k * c + k], k, k, ex);
+                return NULL;
+            }
     r->payload = NULL;
     r->payload_len = r->payload_cap = 0;
     *zero = z;
@@ -151,7 +177,7 @@ static int ref_add(wp_hessian_file *hf, const char *w, size_t len, const wp_reco
         snprintf(err, n, "out of memory");
         return -1;
     }
-    hf->ref[hf->n++] = (wp_hessian_ref){weight, off, rec, r->ne[0], r->ne[1], r->type, r->payload_len, named};
+    hf->ref[hf->n++] = (wp_hessian_ref){weight, off, rec, r->ne[0], r->ne[1], h_count(r), r->type, r->payload_len, named};
     return 0;
 }
 
@@ -243,7 +269,8 @@ const wp_hessian_ref *wp_hessian_file_find(const wp_hessian_file *hf, const char
     return i >= 0 ? &hf->ref[i] : NULL;
 }
 
-int wp_hessian_file_get(wp_hessian_file *hf, const char *weight, int64_t cols, double **H, char *err, size_t n)
+int wp_hessian_file_get(wp_hessian_file *hf, const char *weight, int64_t cols, int64_t n_mat, double **H, char *err,
+                        size_t n)
 {
     *H = NULL;
     const wp_hessian_ref *h = wp_hessian_file_find(hf, weight);
@@ -256,7 +283,8 @@ int wp_hessian_file_get(wp_hessian_file *hf, const char *weight, int64_t cols, d
         return -1;
     }
     char b[2 * WP_MAX_NAME + 128], e[256];
-    const char *why = wp_hessian_fit_problem(r.name, r.ne[0], r.ne[1], r.type, r.payload_len, weight, cols, b, sizeof b);
+    const char *why = wp_hessian_fit_problem(r.name, r.ne[0], r.ne[1], h_count(&r), r.type, r.payload_len, weight, cols,
+                                             n_mat, b, sizeof b);
     if (why) {
         snprintf(err, n, "%s: %s", hf->path, why);
         wp_record_free(&r);

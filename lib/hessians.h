@@ -46,21 +46,29 @@ extern "C" {
 int wp_hessian_head(wp_record *r, const char *name, int64_t cols, int64_t n_expert, int64_t n_tokens,
                     const char *text_hash, int64_t ctx, int64_t chunks);
 
-/* What keeps Hessian record `rec` (its head: ne0 x ne1, type, payload_len
- * bytes) from being the H of weight `tensor` of cols columns, one phrase
- * into buf (n bytes): "Hessian 'REC' is 64x64, tensor T has 172 columns",
- * "Hessian 'REC': type must be F64 or F32 with 4096 values"; NULL when it
- * fits (cols x cols values of F64 or F32). */
-const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, uint32_t type, uint64_t payload_len,
-                                   const char *tensor, int64_t cols, char *buf, size_t n);
+/* What keeps Hessian record `rec` (its head: ne0 x ne1 x ne2, ne2 the
+ * experts' count, 1 for one H; type, payload_len bytes) from being the H of
+ * weight `tensor` of cols columns and n_mat matrices (ne[2], its experts; 1
+ * for a 2-D tensor), one phrase into buf (n bytes): "Hessian 'REC' is 64x64,
+ * tensor T has 172 columns", "Hessian 'REC' holds 4 experts' H, tensor T is
+ * one matrix", "Hessian 'REC' is one matrix's H, tensor T has 4 experts",
+ * "Hessian 'REC' holds 4 experts' H, tensor T has 8", "Hessian 'REC': type
+ * must be F64 or F32 with 4096 values"; NULL when it fits (cols x cols x
+ * n_mat values of F64 or F32). */
+const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, int64_t ne2, uint32_t type,
+                                   uint64_t payload_len, const char *tensor, int64_t cols, int64_t n_mat, char *buf,
+                                   size_t n);
 
 /* The H of Hessian record r, which fits (wp_hessian_fit_problem), taken from
- * r's payload (r keeps none): cols x cols doubles, malloc'd (F32 widened in
- * place, no copy beside it: the peak stays one H). *zero is set when every
+ * r's payload (r keeps none): cols x cols doubles, one H after the other for
+ * a record of experts (ne[2] of them), malloc'd (F32 widened in place, no
+ * copy beside it: the peak stays the record's). *zero is set when every
  * entry is 0 (no calibration token reached the weight: GPTQ would zero the
- * matrix). Returns H, or NULL with one phrase in err (n bytes): "out of
- * memory", "non-finite Hessian entry at (I, J)", "negative Hessian diagonal
- * entry V at (I, I): X^T X has none"; r is then as it was, or freed. */
+ * matrix; an expert's own zero H is its caller's to see). Returns H, or NULL
+ * with one phrase in err (n bytes): "out of memory", "non-finite Hessian
+ * entry at (I, J)" (", expert E" after it for an expert's), "negative Hessian
+ * diagonal entry V at (I, I): X^T X has none" (the same); r is then as it
+ * was, or freed. */
 double *wp_hessian_take(wp_record *r, int *zero, char *err, size_t n);
 
 /* ---- a Hessian file read by weight (gptq --hessian) ---------------------- */
@@ -75,7 +83,8 @@ typedef struct {
     const char *weight;     /* the weight served */
     uint64_t offset;        /* the record's offset in the file */
     const char *rec;        /* the record's name */
-    int64_t ne0, ne1;       /* its shape */
+    int64_t ne0, ne1;       /* its shape: cols x cols */
+    int64_t ne2;            /* its H count: the experts' (ne[2]), 1 for one H */
     uint32_t type;          /* its stream type (WP_F64 or WP_F32 to fit) */
     uint64_t payload_len;   /* its payload bytes */
     int named;              /* the record names the weight (in weights=, or as its name
@@ -105,14 +114,17 @@ const wp_hessian_ref *wp_hessian_file_at(const wp_hessian_file *hf, size_t k);
 /* The record of weight `weight`, or NULL when the file has none. */
 const wp_hessian_ref *wp_hessian_file_find(const wp_hessian_file *hf, const char *weight);
 
-/* The H of weight `weight`, a tensor of cols columns, into *H (cols x cols
- * doubles, malloc'd; NULL when the file has no record for it). Returns 0; 1
- * when the record's H is zero (no calibration token reached the weight; *H
- * NULL: GPTQ would zero the matrix); -1 with one line naming the file in err
- * (n bytes): the record's read error, "PATH: Hessian 'R' is AxB, tensor W has
- * C columns" and the other wp_hessian_fit_problem misfits, "PATH: tensor W:
- * non-finite Hessian entry at (I, J)" and wp_hessian_take's other errors. */
-int wp_hessian_file_get(wp_hessian_file *hf, const char *weight, int64_t cols, double **H, char *err, size_t n);
+/* The H of weight `weight`, a tensor of cols columns and n_mat matrices
+ * (ne[2], its experts; 1 for a 2-D tensor), into *H (cols x cols doubles, or
+ * n_mat of them one after the other, malloc'd; NULL when the file has no
+ * record for it). Returns 0; 1 when the record's H is zero (every expert's:
+ * no calibration token reached the weight; *H NULL: GPTQ would zero the
+ * matrix); -1 with one line naming the file in err (n bytes): the record's
+ * read error, "PATH: Hessian 'R' is AxB, tensor W has C columns" and the
+ * other wp_hessian_fit_problem misfits, "PATH: tensor W: non-finite Hessian
+ * entry at (I, J)" and wp_hessian_take's other errors. */
+int wp_hessian_file_get(wp_hessian_file *hf, const char *weight, int64_t cols, int64_t n_mat, double **H, char *err,
+                        size_t n);
 
 /* Close hf and free its index; NULL is a no-op. */
 void wp_hessian_file_close(wp_hessian_file *hf);

@@ -81,17 +81,23 @@ static int quantize_matrices(const wp_quantize_job *job, const float *f, int64_t
         const float *src = f + m * mrows * ne0;
         uint8_t *d = dst + (size_t)(m * mrows) * rsz;
         const float *qw = job->importance ? job->importance + m * ne0 : NULL;
-        if (job->factor) {
+        wp_gptq_factor *own = NULL;   /* matrix m's own factor (job->factor_of) */
+        if (!job->factor && job->factor_of && job->factor_of(job->user, m, &own, err, n))
+            return -1;
+        const wp_gptq_factor *fac = job->factor ? job->factor : own;
+        if (fac) {
             /* the floats (this tensor's own copy) are scratch: GPTQ works in them, memory
                stays near one tensor plus its Hessian */
             wp_gptq_info gi;
             wp_gptq_opts gc = *go;
             gc.consume = 1;
-            const int k = wp_gptq_quantize_factored(to, src, mrows, ne0, job->factor, qw, &gc, d, &gi, err, n);
+            const int k = wp_gptq_quantize_factored(to, src, mrows, ne0, fac, qw, &gc, d, &gi, err, n);
+            wp_gptq_factor_free(own);
             if (k < 0)
                 return -1;
             if (k != WP_GPTQ_NOT_PD) {
                 info->how = "gptq";
+                info->gptq++;
                 continue;
             }
             info->not_pd = 1;
@@ -163,7 +169,7 @@ int wp_quantize_write(wp_record *r, float *f, const wp_quantize_job *job, wp_qua
     const uint32_t to = (uint32_t)job->to;
     const int64_t ne0 = r->ne[0], nel = wp_record_nelem(r), rows = nel / ne0;
     const int64_t n_mat = r->n_dims >= 3 ? nel / (ne0 * r->ne[1]) : 1;   /* one matrix an ne[2] slice */
-    *info = (wp_quantize_info){"convert", 0, 0, 0};
+    *info = (wp_quantize_info){"convert", 0, 0, 0, 0};
     /* options as wp_gptq_quantize takes them: NULL the defaults, c < 1 or a negative λ refused
        (the RTN path, which reads neither, took them unsaid: a library user's trial) */
     wp_gptq_opts def;
@@ -213,7 +219,7 @@ int wp_quantize_write(wp_record *r, float *f, const wp_quantize_job *job, wp_qua
 
 int wp_quantize_tensor(wp_record *r, const wp_quantize_job *job, wp_quantize_info *info, char *err, size_t n)
 {
-    *info = (wp_quantize_info){"convert", 0, 0, 0};
+    *info = (wp_quantize_info){"convert", 0, 0, 0, 0};
     float *f = wp_quantize_read(r, job->to, err, n);
     return f ? wp_quantize_write(r, f, job, info, err, n) : -1;
 }

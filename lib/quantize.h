@@ -7,8 +7,9 @@
  * llama-quantize's --allow-requantize: llama_tensor_dequantize_impl) and
  * checked finite, then written as the target type: F32, F16 or BF16
  * converted (round to nearest even), a block type quantized matrix by matrix
- * (a 3-D tensor's ne[2] slices, experts, each with its own importance slice):
- * GPTQ with the Hessian's factor where the caller has one (wp_gptq_quantize_factored),
+ * (a 3-D tensor's ne[2] slices, experts, each with its own importance slice
+ * and Hessian): GPTQ with the Hessian's factor where the caller has one
+ * (wp_gptq_quantize_factored),
  * else the LazyWeights code choice without error feedback where γ, c or λ is
  * asked (wp_gptq_quantize with H = I), else llama.cpp's own RTN
  * (wp_rtn_quantize_threads: ggml_quantize_chunk's bytes).
@@ -30,9 +31,15 @@ extern "C" {
 typedef struct {
     int to;                        /* the ggml type to write (a float type, or one wp_gptq_supported) */
     const float *importance;       /* ne[0] x n_mat importance weights (an imatrix entry), or NULL */
-    const wp_gptq_factor *factor;  /* its Hessian's factor (one matrix), or NULL: no GPTQ */
+    const wp_gptq_factor *factor;  /* its Hessian's factor (every matrix's), or NULL: no GPTQ */
     const wp_gptq_opts *go;        /* GPTQ's and LazyWeights' options (damping, γ, c, λ, threads);
                                       NULL: wp_gptq_opts_default's */
+    /* Where factor is NULL, matrix m's own factor (an expert's, from its own H), asked
+     * for when its turn comes: *f set (freed here after the matrix, wp_gptq_factor_free),
+     * or left NULL (none: that matrix as without a factor); returns 0, or -1 with one
+     * phrase in err (n bytes), which stops the tensor. NULL: none asked. */
+    int (*factor_of)(void *user, int64_t m, wp_gptq_factor **f, char *err, size_t n);
+    void *user;                    /* factor_of's first argument */
 } wp_quantize_job;
 
 /* What was made, for progress lines and warnings. */
@@ -41,6 +48,7 @@ typedef struct {
     int not_pd;          /* GPTQ's H + damping was not positive definite: RTN instead */
     double damp_used;    /* the damping tried last then (wp_gptq_info) */
     int rounded;         /* a matrix was rounded without GPTQ (set before it is rounded) */
+    int64_t gptq;        /* matrices GPTQ quantized (of a 3-D tensor's ne[2]) */
 } wp_quantize_info;
 
 /* The two steps of wp_quantize_tensor (below), for a caller with work

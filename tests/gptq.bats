@@ -1236,6 +1236,42 @@ PY
     done
 }
 
+@test "a mixture of experts: each expert's matrix GPTQ'd with its own H of hessian's record (tr(ΔW·H·ΔWᵀ) below RTN's for every expert), llama.cpp runs it; an expert no token reached RTN, said; the experts' counts must agree" {
+    d="$BATS_TEST_TMPDIR"
+    cal="$DATA/text/groups_merged.txt"
+    # mkllama's Mixtral form of the llama architecture: 4 experts, 2 used, 2 layers
+    "$TOOLS/mkllama" "$F32" "$d/moe.gguf" F32 256,512,2,4,2,512,4,2
+    "$BIN/hessian" --model "$d/moe.gguf" --text "$cal" --ctx 128 --chunks 4 --threads 1 -o "$d/moe.hess" 2>/dev/null
+    "$BIN/ggufcat" "$d/moe.gguf" | "$BIN/gptq" --ftype Q4_K_M --hessian "$d/moe.hess" 2> "$d/g.err" | "$BIN/ggufpack" > "$d/g.gguf"
+    [ "$(grep -c '_exps\.weight .* (gptq, 4 experts) ' "$d/g.err")" -eq 6 ]
+    grep -q 'blk.1.ffn_down_exps.weight       F32 -> Q6_K (gptq, 4 experts) ' "$d/g.err"
+    "$BIN/ggufcat" "$d/moe.gguf" | "$BIN/gptq" --ftype Q4_K_M --rtn --quiet | "$BIN/ggufpack" > "$d/r.gguf"
+    "$TOOLS/hloss" "$d/moe.gguf" "$d/g.gguf" "$d/moe.hess" | grep '_exps' | sort > "$d/g.loss"
+    "$TOOLS/hloss" "$d/moe.gguf" "$d/r.gguf" "$d/moe.hess" | grep '_exps' | sort > "$d/r.loss"
+    join "$d/g.loss" "$d/r.loss" > "$d/both"
+    [ "$(wc -l < "$d/both")" -eq 24 ]      # 2 layers x 3 tensors x 4 experts
+    grep -q '^blk\.0\.ffn_up_exps\.weight\[3\] ' "$d/both"
+    worse=$(awk '$2 >= $3' "$d/both")
+    [ -z "$worse" ] || { echo "GPTQ not below RTN: $worse"; false; }
+    awk '{ s += $2 / $3 } END { printf "# experts: GPTQ/RTN mean %.3f\n", s / NR }' "$d/both" >&3
+    # the GGUF runs in llama.cpp
+    run "$BIN/ppl" --model "$d/g.gguf" --text "$DATA/text/tinystories_valid_1000.txt" --ctx 128 --chunks 2 --threads 1
+    [ "$status" -eq 0 ]
+    [[ "$output" == *"PPL = "* ]]
+    # 8 experts, 1 used, 16 tokens: experts 2, 3, 6 and 7 get none; their matrices RTN, said once a tensor
+    "$TOOLS/mkllama" "$F32" "$d/moe8.gguf" F32 256,512,1,4,2,512,8,1
+    "$BIN/hessian" --model "$d/moe8.gguf" --text "$cal" --ctx 16 --chunks 1 --threads 1 -o "$d/moe8.hess" 2>/dev/null
+    "$BIN/ggufcat" "$d/moe8.gguf" | "$BIN/gptq" --ftype Q4_K_M --hessian "$d/moe8.hess" 2> "$d/g8.err" > /dev/null
+    [ "$(grep -c "^gptq: warning: $d/moe8.hess: tensor blk.0.ffn_.*_exps.weight: the Hessians of experts 2, 3, 6, 7 are zero (no calibration token was routed to them): RTN for them\$" "$d/g8.err")" -eq 3 ]
+    [ "$(grep -c '(gptq for 4 of 8 experts)' "$d/g8.err")" -eq 3 ]
+    # 4 experts' Hessians for a tensor of 8, refused before any output
+    "$BIN/ggufcat" "$d/moe8.gguf" > "$d/moe8.wts"
+    run --separate-stderr "$BIN/gptq" --ftype Q4_K_M --hessian "$d/moe.hess" -o "$d/x.wts" "$d/moe8.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $d/moe.hess: Hessian 'blk.0.ffn_gate_exps.weight' holds 4 experts' H, tensor blk.0.ffn_gate_exps.weight has 8" ]
+    [ ! -e "$d/x.wts" ]
+}
+
 @test "gptq --check: what a run would refuse, in one line, from the model's shapes alone; nothing written" {
     synth="$T/synth.gguf"
     "$TOOLS/mkllama" "$F32" "$synth" F16

@@ -1,7 +1,8 @@
 /* test_hessians.c - lib/hessians.c: the head hessian writes, and what gptq
  * takes from a record (a Hessian that fits, F32 widened in place, refusals of
- * entries no X^T X has), and a Hessian file read by weight (shared records,
- * a weight in two records, a zero H, a misfit). */
+ * entries no X^T X has; a record of experts), and a Hessian file read by
+ * weight (shared records, a weight in two records, a zero H, a misfit, a
+ * record of experts). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,25 @@ static double spd(int i, int j) { return i == j ? 4.0 + i : 1.0 / (1 + i + j); }
 static double zero(int i, int j) { return 0 * (i + j); }
 static double neg_diag(int i, int j) { return i == j && i == 2 ? -1.5 : spd(i, j); }
 static double with_nan(int i, int j) { return i == 1 && j == 3 ? NAN : spd(i, j); }
+
+/* a record of n_exp experts' c x c values v(e, i, j), F64 */
+static void make_experts(wp_record *r, int c, int n_exp, double (*v)(int, int, int))
+{
+    wp_record_init(r);
+    wp_hessian_head(r, "blk.0.ffn_up_exps.weight", c, n_exp, 512, "0123456789abcdef", 128, 4);
+    uint8_t *p = wp_record_alloc(r, (uint64_t)n_exp * c * c * 8);
+    for (int e = 0; e < n_exp; e++)
+        for (int i = 0; i < c; i++)
+            for (int j = 0; j < c; j++) {
+                double d = v(e, i, j);
+                memcpy(p + 8 * ((e * c + i) * c + j), &d, 8);
+            }
+}
+
+static double ex_spd(int e, int i, int j) { return (e + 1) * spd(i, j); }
+static double ex_one_zero(int e, int i, int j) { return e == 1 ? 0 : ex_spd(e, i, j); }
+static double ex_nan(int e, int i, int j) { return e == 1 && i == 2 && j == 0 ? NAN : ex_spd(e, i, j); }
+static double ex_neg(int e, int i, int j) { return e == 2 && i == 3 && j == 3 ? -2.0 : ex_spd(e, i, j); }
 
 /* Write a Hessian file at path: records named names[k] of c x c values v,
  * with weights= when weights[k] is not NULL. */
@@ -76,17 +96,29 @@ int main(void)
           "an expert matrix: n_dims 3, ne[2] = 8 experts");
     wp_record_free(&r);
 
-    CHECK(wp_hessian_fit_problem("h", 64, 64, WP_F64, 64 * 64 * 8, "t", 64, buf, sizeof buf) == NULL &&
-              wp_hessian_fit_problem("h", 64, 64, WP_F32, 64 * 64 * 4, "t", 64, buf, sizeof buf) == NULL,
+    CHECK(wp_hessian_fit_problem("h", 64, 64, 1, WP_F64, 64 * 64 * 8, "t", 64, 1, buf, sizeof buf) == NULL &&
+              wp_hessian_fit_problem("h", 64, 64, 1, WP_F32, 64 * 64 * 4, "t", 64, 1, buf, sizeof buf) == NULL,
           "64x64 F64 and F32 fit a tensor of 64 columns");
-    const char *p = wp_hessian_fit_problem("blk.0.h", 64, 64, WP_F64, 64 * 64 * 8, "blk.0.ffn_down.weight", 172,
-                                           buf, sizeof buf);
+    const char *p = wp_hessian_fit_problem("blk.0.h", 64, 64, 1, WP_F64, 64 * 64 * 8, "blk.0.ffn_down.weight", 172,
+                                           1, buf, sizeof buf);
     CHECK(p && !strcmp(p, "Hessian 'blk.0.h' is 64x64, tensor blk.0.ffn_down.weight has 172 columns"), "%s",
           p ? p : "(fits)");
-    p = wp_hessian_fit_problem("h", 64, 64, WP_F16, 64 * 64 * 2, "t", 64, buf, sizeof buf);
+    p = wp_hessian_fit_problem("h", 64, 64, 1, WP_F16, 64 * 64 * 2, "t", 64, 1, buf, sizeof buf);
     CHECK(p && !strcmp(p, "Hessian 'h': type must be F64 or F32 with 4096 values"), "%s", p ? p : "(fits)");
-    p = wp_hessian_fit_problem("h", 64, 64, WP_F64, 64 * 64 * 8 - 8, "t", 64, buf, sizeof buf);
+    p = wp_hessian_fit_problem("h", 64, 64, 1, WP_F64, 64 * 64 * 8 - 8, "t", 64, 1, buf, sizeof buf);
     CHECK(p && !strcmp(p, "Hessian 'h': type must be F64 or F32 with 4096 values"), "a value short: %s",
+          p ? p : "(fits)");
+    /* experts (a record of n_dims 3, one H an expert) */
+    CHECK(wp_hessian_fit_problem("e", 64, 64, 4, WP_F64, 4 * 64 * 64 * 8, "t", 64, 4, buf, sizeof buf) == NULL,
+          "4 experts' 64x64 F64 fit a tensor of 4 experts of 64 columns");
+    p = wp_hessian_fit_problem("e", 64, 64, 4, WP_F64, 4 * 64 * 64 * 8, "t", 64, 1, buf, sizeof buf);
+    CHECK(p && !strcmp(p, "Hessian 'e' holds 4 experts' H, tensor t is one matrix"), "%s", p ? p : "(fits)");
+    p = wp_hessian_fit_problem("e", 64, 64, 1, WP_F64, 64 * 64 * 8, "t", 64, 8, buf, sizeof buf);
+    CHECK(p && !strcmp(p, "Hessian 'e' is one matrix's H, tensor t has 8 experts"), "%s", p ? p : "(fits)");
+    p = wp_hessian_fit_problem("e", 64, 64, 4, WP_F64, 4 * 64 * 64 * 8, "t", 64, 8, buf, sizeof buf);
+    CHECK(p && !strcmp(p, "Hessian 'e' holds 4 experts' H, tensor t has 8"), "%s", p ? p : "(fits)");
+    p = wp_hessian_fit_problem("e", 64, 64, 4, WP_F64, 64 * 64 * 8, "t", 64, 4, buf, sizeof buf);
+    CHECK(p && !strcmp(p, "Hessian 'e': type must be F64 or F32 with 16384 values"), "one expert's values: %s",
           p ? p : "(fits)");
 
     make(&r, WP_F32, 5, spd);
@@ -116,6 +148,27 @@ int main(void)
     CHECK(!H && !strcmp(err, "non-finite Hessian entry at (1, 3)"), "%s", err);
     wp_record_free(&r);
 
+    /* experts: one H an expert, each checked and said by its number */
+    make_experts(&r, 4, 3, ex_spd);
+    H = wp_hessian_take(&r, &z, err, sizeof err);
+    CHECK(H && z == 0 && H[0] == spd(0, 0) && H[16 + 1 * 4 + 2] == 2 * spd(1, 2) && H[32 + 15] == 3 * spd(3, 3),
+          "3 experts' H taken, one after the other");
+    free(H);
+    wp_record_free(&r);
+    make_experts(&r, 4, 3, ex_one_zero);
+    H = wp_hessian_take(&r, &z, err, sizeof err);
+    CHECK(H && z == 0, "one expert's zero H is not the record's (its caller sees it)");
+    free(H);
+    wp_record_free(&r);
+    make_experts(&r, 4, 3, ex_nan);
+    H = wp_hessian_take(&r, &z, err, sizeof err);
+    CHECK(!H && !strcmp(err, "non-finite Hessian entry at (2, 0), expert 1"), "%s", err);
+    wp_record_free(&r);
+    make_experts(&r, 4, 3, ex_neg);
+    H = wp_hessian_take(&r, &z, err, sizeof err);
+    CHECK(!H && !strcmp(err, "negative Hessian diagonal entry -2 at (3, 3), expert 2: X^T X has none"), "%s", err);
+    wp_record_free(&r);
+
     /* a Hessian file read by weight */
     char path[] = "/tmp/test_hessians.XXXXXX";
     const int fd = mkstemp(path);
@@ -140,16 +193,16 @@ int main(void)
           "named: each weight the records name (attn_in is in its own weights=); in the file's order");
     CHECK(wp_hessian_file_find(hf, "blk.0.attn_v.weight") == NULL, "a weight without a record: NULL");
     H = NULL;
-    CHECK(wp_hessian_file_get(hf, "blk.0.attn_k.weight", 4, &H, err, sizeof err) == 0 && H &&
+    CHECK(wp_hessian_file_get(hf, "blk.0.attn_k.weight", 4, 1, &H, err, sizeof err) == 0 && H &&
               H[1 * 4 + 2] == spd(1, 2) && H[3 * 4 + 3] == spd(3, 3),
           "the shared H, read for k");
     free(H);
-    CHECK(wp_hessian_file_get(hf, "blk.0.attn_v.weight", 4, &H, err, sizeof err) == 0 && H == NULL,
+    CHECK(wp_hessian_file_get(hf, "blk.0.attn_v.weight", 4, 1, &H, err, sizeof err) == 0 && H == NULL,
           "no record: 0, H NULL");
     char want[512];
     snprintf(want, sizeof want, "%s: Hessian 'blk.0.ffn_down.weight' is 4x4, tensor blk.0.ffn_down.weight has 8 columns",
              path);
-    CHECK(wp_hessian_file_get(hf, "blk.0.ffn_down.weight", 8, &H, err, sizeof err) == -1 && !strcmp(err, want),
+    CHECK(wp_hessian_file_get(hf, "blk.0.ffn_down.weight", 8, 1, &H, err, sizeof err) == -1 && !strcmp(err, want),
           "a misfit names the file: %s", err);
     wp_hessian_file_close(hf);
 
@@ -157,15 +210,40 @@ int main(void)
     write_file(path, 1, zn, zw, 4, zero);
     CHECK(wp_hessian_file_open(path, &hf, err, sizeof err) == 0, "the file opens");
     H = (double *)1;
-    CHECK(wp_hessian_file_get(hf, "blk.0.attn_q.weight", 4, &H, err, sizeof err) == 1 && H == NULL,
+    CHECK(wp_hessian_file_get(hf, "blk.0.attn_q.weight", 4, 1, &H, err, sizeof err) == 1 && H == NULL,
           "a zero H: 1, H NULL (RTN)");
     wp_hessian_file_close(hf);
 
     write_file(path, 1, zn, zw, 4, with_nan);
     CHECK(wp_hessian_file_open(path, &hf, err, sizeof err) == 0, "the file opens");
     snprintf(want, sizeof want, "%s: tensor blk.0.attn_q.weight: non-finite Hessian entry at (1, 3)", path);
-    CHECK(wp_hessian_file_get(hf, "blk.0.attn_q.weight", 4, &H, err, sizeof err) == -1 && !strcmp(err, want),
+    CHECK(wp_hessian_file_get(hf, "blk.0.attn_q.weight", 4, 1, &H, err, sizeof err) == -1 && !strcmp(err, want),
           "a bad H names the file and the tensor: %s", err);
+    wp_hessian_file_close(hf);
+
+    /* a record of experts, read for a tensor of as many, refused for a 2-D one */
+    {
+        FILE *ef = fopen(path, "wb");
+        wp_writer *w = wp_writer_open(ef, path, 64, err, sizeof err);
+        make_experts(&r, 4, 3, ex_spd);
+        wp_writer_put(w, &r);
+        wp_record_free(&r);
+        wp_writer_close(w, err, sizeof err);
+        fclose(ef);
+    }
+    CHECK(wp_hessian_file_open(path, &hf, err, sizeof err) == 0, "the file opens");
+    const wp_hessian_ref *ue = wp_hessian_file_find(hf, "blk.0.ffn_up_exps.weight");
+    CHECK(ue && ue->ne0 == 4 && ue->ne1 == 4 && ue->ne2 == 3 && ue->payload_len == 3 * 4 * 4 * 8,
+          "the index holds the experts' count: ne2 3");
+    H = NULL;
+    CHECK(wp_hessian_file_get(hf, "blk.0.ffn_up_exps.weight", 4, 3, &H, err, sizeof err) == 0 && H &&
+              H[16 + 5] == 2 * spd(1, 1) && H[32 + 4 * 3 + 1] == 3 * spd(3, 1),
+          "the experts' H read for a tensor of 3 experts");
+    free(H);
+    snprintf(want, sizeof want, "%s: Hessian 'blk.0.ffn_up_exps.weight' holds 3 experts' H, tensor "
+             "blk.0.ffn_up_exps.weight is one matrix", path);
+    CHECK(wp_hessian_file_get(hf, "blk.0.ffn_up_exps.weight", 4, 1, &H, err, sizeof err) == -1 && !strcmp(err, want),
+          "%s", err);
     wp_hessian_file_close(hf);
 
     const char *two[] = {"blk.0.attn_in", "blk.1.attn_in"};

@@ -4,6 +4,7 @@
  * positive definite, a conversion, a requantization) gives the blocks of the
  * quantizer it stands for, byte for byte, and bad values are refused. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,20 @@ static void tensor(wp_record *r, uint32_t type, const float *w, int64_t ne0, int
     }
 }
 
+/* factor_of for the experts' test: expert 0's factor from the H at user, none
+ * for expert 1, an error for any later one; counts the calls */
+static int factor_calls;
+static int expert_factor(void *user, int64_t m, wp_gptq_factor **f, char *err, size_t n)
+{
+    factor_calls++;
+    if (m == 0)
+        return wp_gptq_factor_make(user, 256, NULL, f, err, n) < 0 ? -1 : 0;
+    if (m == 1)
+        return 0;
+    snprintf(err, n, "no factor for expert %lld", (long long)m);
+    return -1;
+}
+
 /* Whether r is of type with payload the len bytes at want. */
 static int holds(const wp_record *r, uint32_t type, const uint8_t *want, size_t len)
 {
@@ -65,7 +80,7 @@ int main(void)
 
     /* RTN of F16: llama.cpp's RTN of the widened values */
     tensor(&r, WP_F16, w, ne0, ne1, 1);
-    wp_quantize_job job = {WP_Q4_K, NULL, NULL, &go};
+    wp_quantize_job job = {WP_Q4_K, NULL, NULL, &go, NULL, NULL};
     size_t len = wp_rtn_quantize(WP_Q4_K, wf16, want, ne1, ne0, NULL);
     CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == 0 && holds(&r, WP_Q4_K, want, len) &&
               !strcmp(qi.how, "rtn") && qi.rounded == 1 && qi.not_pd == 0,
@@ -77,7 +92,7 @@ int main(void)
     for (int64_t k = 0; k < 2 * ne0; k++)
         iw[k] = (float)(0.1 + urand() * (k < ne0 ? 1 : 10));
     tensor(&r, WP_F32, w, ne0, ne1, 2);
-    job = (wp_quantize_job){WP_Q6_K, iw, NULL, &go};
+    job = (wp_quantize_job){WP_Q6_K, iw, NULL, &go, NULL, NULL};
     const size_t half = wp_rtn_quantize(WP_Q6_K, w, want, ne1, ne0, iw);
     wp_rtn_quantize(WP_Q6_K, w + n, want + half, ne1, ne0, iw + ne0);
     CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == 0 && holds(&r, WP_Q6_K, want, 2 * half),
@@ -89,7 +104,7 @@ int main(void)
     lazy.gamma = 1;
     lazy.widen = 1.25;
     tensor(&r, WP_F32, w, ne0, ne1, 1);
-    job = (wp_quantize_job){WP_Q8_0, NULL, NULL, &lazy};
+    job = (wp_quantize_job){WP_Q8_0, NULL, NULL, &lazy, NULL, NULL};
     int ok = wp_gptq_quantize(WP_Q8_0, w, ne1, ne0, NULL, NULL, &lazy, want, NULL, err, sizeof err) == 0;
     len = wp_ggml_row_size(WP_Q8_0, ne0) * (size_t)ne1;
     CHECK(ok && wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == 0 && holds(&r, WP_Q8_0, want, len) &&
@@ -111,13 +126,42 @@ int main(void)
     ok = wp_gptq_factor_make(H, ne0, &go, &f, err, sizeof err) == 0;
     ok &= wp_gptq_quantize(WP_Q4_K, w, ne1, ne0, H, NULL, &go, want, NULL, err, sizeof err) == 0;
     tensor(&r, WP_F32, w, ne0, ne1, 1);
-    job = (wp_quantize_job){WP_Q4_K, NULL, f, &go};
+    job = (wp_quantize_job){WP_Q4_K, NULL, f, &go, NULL, NULL};
     len = wp_ggml_row_size(WP_Q4_K, ne0) * (size_t)ne1;
     CHECK(ok && wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == 0 && holds(&r, WP_Q4_K, want, len) &&
               !strcmp(qi.how, "gptq") && qi.rounded == 0,
           "GPTQ with the Hessian's factor: wp_gptq_quantize's bytes, said gptq, nothing rounded");
     wp_record_free(&r);
     wp_gptq_factor_free(f);
+
+    /* experts, each its own factor (factor_of): expert 0 GPTQ with H, expert 1 none (RTN) */
+    ok = wp_gptq_quantize(WP_Q4_K, w, ne1, ne0, H, NULL, &go, want, NULL, err, sizeof err) == 0;
+    len = wp_ggml_row_size(WP_Q4_K, ne0) * (size_t)ne1;
+    ok &= wp_rtn_quantize(WP_Q4_K, w + n, want + len, ne1, ne0, NULL) == len;
+    tensor(&r, WP_F32, w, ne0, ne1, 2);
+    job = (wp_quantize_job){WP_Q4_K, NULL, NULL, &go, expert_factor, H};
+    factor_calls = 0;
+    CHECK(ok && wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == 0 && holds(&r, WP_Q4_K, want, 2 * len) &&
+              factor_calls == 2 && qi.gptq == 1 && qi.rounded == 1,
+          "two experts: the first GPTQ's bytes with its own factor, the second (no factor) RTN's; 1 by GPTQ");
+    wp_record_free(&r);
+    float *w3 = malloc(sizeof(float) * n * 3);
+    memcpy(w3, w, sizeof(float) * n * 2);
+    memcpy(w3 + 2 * n, w, sizeof(float) * n);
+    tensor(&r, WP_F32, w3, ne0, ne1, 3);
+    factor_calls = 0;
+    CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == -1 && !strcmp(err, "no factor for expert 2") &&
+              factor_calls == 3 && qi.gptq == 1,
+          "factor_of's error stops the tensor, said as it said it: %s", err);
+    wp_record_free(&r);
+    free(w3);
+    job = (wp_quantize_job){WP_Q4_K, NULL, NULL, &go, expert_factor, H};
+    tensor(&r, WP_F32, w, ne0, ne1, 1);
+    factor_calls = 0;
+    CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == 0 && factor_calls == 1 && qi.gptq == 1 &&
+              !strcmp(qi.how, "gptq"),
+          "one matrix: factor_of asked for matrix 0, GPTQ");
+    wp_record_free(&r);
 
     /* a factor not positive definite: RTN instead, said */
     for (int64_t i = 0; i < ne0; i++)
@@ -126,7 +170,7 @@ int main(void)
     f = NULL;
     ok = wp_gptq_factor_make(H, ne0, &go, &f, err, sizeof err) == WP_GPTQ_NOT_PD;
     tensor(&r, WP_F32, w, ne0, ne1, 1);
-    job = (wp_quantize_job){WP_Q4_K, NULL, f, &go};
+    job = (wp_quantize_job){WP_Q4_K, NULL, f, &go, NULL, NULL};
     len = wp_rtn_quantize(WP_Q4_K, w, want, ne1, ne0, NULL);
     CHECK(ok && wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == 0 && holds(&r, WP_Q4_K, want, len) &&
               !strcmp(qi.how, "rtn") && qi.not_pd == 1 && qi.rounded == 1 && qi.damp_used > 0.01,
@@ -136,7 +180,7 @@ int main(void)
 
     /* a conversion, and a requantization (Q8_0 read back as ggml dequantizes it) */
     tensor(&r, WP_BF16, w, ne0, ne1, 1);
-    job = (wp_quantize_job){WP_F16, NULL, NULL, &go};
+    job = (wp_quantize_job){WP_F16, NULL, NULL, &go, NULL, NULL};
     for (int64_t k = 0; k < n; k++)
         wp_wr16(want + 2 * k, wp_f32_to_fp16(wp_bf16_to_f32(wp_f32_to_bf16(w[k]))));
     CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == 0 && holds(&r, WP_F16, want, 2 * (size_t)n) &&
@@ -152,7 +196,7 @@ int main(void)
     r.type = WP_Q8_0;
     memcpy(r.payload, q8, wp_ggml_row_size(WP_Q8_0, ne0) * (size_t)ne1);
     r.payload_len = wp_ggml_row_size(WP_Q8_0, ne0) * (size_t)ne1;
-    job = (wp_quantize_job){WP_Q4_0, NULL, NULL, &go};
+    job = (wp_quantize_job){WP_Q4_0, NULL, NULL, &go, NULL, NULL};
     CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == 0 && holds(&r, WP_Q4_0, want, len),
           "Q8_0 to Q4_0: the blocks dequantized, then RTN");
     wp_record_free(&r);
@@ -160,7 +204,7 @@ int main(void)
     /* refusals */
     w[ne0 + 2] = NAN;
     tensor(&r, WP_F32, w, ne0, ne1, 1);
-    job = (wp_quantize_job){WP_Q4_K, NULL, NULL, &go};
+    job = (wp_quantize_job){WP_Q4_K, NULL, NULL, &go, NULL, NULL};
     CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == -1 &&
               !strcmp(err, "non-finite value nan at row 1, column 2") && r.payload == NULL,
           "a NaN: %s", err);
@@ -172,7 +216,7 @@ int main(void)
     wp_record_free(&r);
     w[3] = 1e20f;
     tensor(&r, WP_F32, w, ne0, ne1, 1);
-    job = (wp_quantize_job){WP_Q6_K, NULL, NULL, &go};
+    job = (wp_quantize_job){WP_Q6_K, NULL, NULL, &go, NULL, NULL};
     CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == -1 && strstr(err, "is too large for Q6_K") &&
               qi.rounded == 0,
           "a weight of 1e20: %s", err);
@@ -183,7 +227,7 @@ int main(void)
        importance went through RTN unsaid, a KV record was "row length 1 ...") */
     w[3] = 0.1f;
     tensor(&r, WP_F32, w, ne0, ne1, 1);
-    job = (wp_quantize_job){WP_Q8_0, NULL, NULL, NULL};
+    job = (wp_quantize_job){WP_Q8_0, NULL, NULL, NULL, NULL, NULL};
     len = wp_rtn_quantize(WP_Q8_0, w, want, ne1, ne0, NULL);
     CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == 0 && holds(&r, WP_Q8_0, want, len),
           "go NULL: the default options (RTN's bytes)");
@@ -204,13 +248,13 @@ int main(void)
     r.kind = WP_REC_TENSOR;
     wp_gptq_opts half_c = go;
     half_c.widen = 0.5;
-    job = (wp_quantize_job){WP_Q8_0, NULL, NULL, &half_c};
+    job = (wp_quantize_job){WP_Q8_0, NULL, NULL, &half_c, NULL, NULL};
     CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == -1 && !strcmp(err, "widen must be at least 1"), "%s",
           err);
     wp_record_free(&r);
     tensor(&r, WP_F32, w, ne0, ne1, 1);
     iw[3] = NAN;
-    job = (wp_quantize_job){WP_Q4_K, iw, NULL, &go};
+    job = (wp_quantize_job){WP_Q4_K, iw, NULL, &go, NULL, NULL};
     CHECK(wp_quantize_tensor(&r, &job, &qi, err, sizeof err) == -1 &&
               !strcmp(err, "non-finite importance nan at 3 (importances are means of squared activations)"),
           "%s", err);
