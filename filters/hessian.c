@@ -27,7 +27,7 @@
  * the tensor the matmul reads (token_embd.weight).
  *
  * Memory: the Hessians of one pass (cols² doubles per weight, per expert for
- * MoE) must fit in --max-memory (default_max_mem: memory the model's
+ * MoE) must fit in --max-memory (wp_hessplan_default_memory: memory the model's
  * weights leave, at most half). A first
  * forward pass over one chunk, collecting nothing, finds the weights and their
  * column counts; the weights are then grouped by layer (blk.N) into passes of
@@ -52,6 +52,7 @@
 #include "llm_common.h"
 #include "blas_room.h"
 #include "hessians.h"
+#include "hessplan.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -102,15 +103,10 @@ static const char usage[] =
     "  --help              this text\n"
     "Set WPACK_LLAMA_LOG=1 to see llama.cpp's log.\n";
 
-/* One weight matrix whose input is collected. */
+/* One weight matrix whose input is collected: its plan (name, cols,
+ * n_expert, layer, lead, pass: lib/hessplan.h) in hstate's p[] at the same
+ * index, and here what collects it. */
 struct hw {
-    char *name;        /* weight tensor name, e.g. "blk.0.attn_q.weight" */
-    int64_t cols;      /* the weight's ne[0] = the input's row length */
-    int64_t n_expert;  /* 1 for a dense weight; ne[2] for MUL_MAT_ID */
-    int layer;         /* N of "blk.N.", -1 for other weights */
-    int pass;          /* 0-based pass that collects it */
-    int lead;          /* index of the first weight that reads the same input: the
-                          one that holds the H (its own index if none) */
     const void *in;    /* discovery: its src1 tensor, and that tensor's name */
     char in_name[GGML_MAX_NAME];
     double *H;         /* n_expert × cols × cols (upper triangle filled until emitted) */
@@ -120,6 +116,7 @@ struct hw {
 /* The callback's state. */
 struct hstate {
     struct hw *w;
+    wp_hessplan_weight *p;   /* w[i]'s plan; p[i].name malloc'd */
     int n, cap;
     int discover;      /* 1: record weights, collect nothing */
     int pass;          /* the pass being collected */
@@ -171,22 +168,13 @@ static void weight_name(const char *name, char *buf, size_t n)
     }
 }
 
-/* N of a name "blk.N....", else -1. */
-static int layer_of(const char *name)
-{
-    if (strncmp(name, "blk.", 4) != 0)
-        return -1;
-    char *end;
-    long v = strtol(name + 4, &end, 10);
-    return (end != name + 4 && *end == '.' && v >= 0 && v < INT32_MAX) ? (int)v : -1;
-}
-
-static struct hw *find_weight(struct hstate *s, const char *name)
+/* The index of weight `name`, or -1. */
+static int find_weight(const struct hstate *s, const char *name)
 {
     for (int i = 0; i < s->n; i++)
-        if (strcmp(s->w[i].name, name) == 0)
-            return &s->w[i];
-    return NULL;
+        if (strcmp(s->p[i].name, name) == 0)
+            return i;
+    return -1;
 }
 
 /* Grow a scratch buffer to at least n elements of size sz; dies when out of memory. */
@@ -236,7 +224,7 @@ static const char *host_data(struct hstate *s, const struct ggml_tensor *b)
  * scratch matrix and added with one dsyrk, so every product x_i x_j is exact
  * and summed in double.  Dies on a non-finite activation (llama-imatrix
  * checks the same after accumulating). */
-static void add_rows(struct hstate *s, struct hw *w, double *H, const char *const *rows, int64_t n)
+static void add_rows(struct hstate *s, const wp_hessplan_weight *w, double *H, const char *const *rows, int64_t n)
 {
     const int64_t c = w->cols;
     s->xd = grow(s->xd, &s->xd_cap, (size_t)(n * c), sizeof(double), s);
@@ -280,41 +268,41 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
     const struct ggml_tensor *a = t->src[0], *b = t->src[1];
     char name[GGML_MAX_NAME + 8];
     weight_name(a->name, name, sizeof name);
-    struct hw *w = find_weight(s, name);
+    int idx = find_weight(s, name);
 
     if (s->discover) {
-        if (!w) {
+        if (idx < 0) {
             if (s->n == s->cap) {
                 s->cap = s->cap ? 2 * s->cap : 64;
                 s->w = realloc(s->w, (size_t)s->cap * sizeof *s->w);
-                if (!s->w)
+                s->p = realloc(s->p, (size_t)s->cap * sizeof *s->p);
+                if (!s->w || !s->p)
                     wp_die("%s: out of memory", s->model_path);
             }
-            w = &s->w[s->n++];
+            idx = s->n++;
+            struct hw *w = &s->w[idx];
+            wp_hessplan_weight *pw = &s->p[idx];
             memset(w, 0, sizeof *w);
-            w->name = strdup(name);
-            if (!w->name)
+            char *copy = strdup(name);
+            if (!copy)
                 wp_die("%s: out of memory", s->model_path);
-            w->cols = a->ne[0];
-            w->n_expert = t->op == GGML_OP_MUL_MAT_ID ? a->ne[2] : 1;
-            w->layer = layer_of(name);
-            w->lead = s->n - 1;
+            *pw = (wp_hessplan_weight){copy, a->ne[0], t->op == GGML_OP_MUL_MAT_ID ? a->ne[2] : 1,
+                                       wp_hessplan_layer(name), idx, 0};
             w->in = b;
             if (!s->quant[0] && a->type != GGML_TYPE_F32 && a->type != GGML_TYPE_F16 && a->type != GGML_TYPE_BF16) {
                 snprintf(s->quant, sizeof s->quant, "%s", name);
                 s->quant_type = a->type;
             }
             snprintf(w->in_name, sizeof w->in_name, "%s", b->name);
-            for (int k = 0; t->op == GGML_OP_MUL_MAT && k < s->n - 1; k++) {
-                struct hw *v = &s->w[k];
-                if (v->lead == k && v->n_expert == 1 && v->in == b && v->cols == w->cols &&
-                    strcmp(v->in_name, b->name) == 0) {
-                    w->lead = k;
+            for (int k = 0; t->op == GGML_OP_MUL_MAT && k < idx; k++) {
+                const wp_hessplan_weight *pv = &s->p[k];
+                if (pv->lead == k && pv->n_expert == 1 && s->w[k].in == b && pv->cols == pw->cols &&
+                    strcmp(s->w[k].in_name, b->name) == 0) {
+                    pw->lead = k;
                     break;
                 }
             }
         }
-        const int idx = (int)(w - s->w);
         if (idx == 0)
             s->graphs++;
         if (idx == 0 && s->next == s->n && s->n > 0 && s->graphs > 1)
@@ -324,18 +312,20 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
         s->next = idx + 1;
         return false;
     }
-    if (ask && w == s->w)
+    if (ask && idx == 0)
         s->graphs++;
-    if (!w || w->pass != s->pass || !w->H)
+    struct hw *w = idx >= 0 ? &s->w[idx] : NULL;
+    const wp_hessplan_weight *pw = idx >= 0 ? &s->p[idx] : NULL;
+    if (!w || pw->pass != s->pass || !w->H)
         return false;
     if (ask)
         return true;
-    if (b->ne[0] != w->cols)
+    if (b->ne[0] != pw->cols)
         wp_die("%s: input of %s has %lld columns, the weight %lld", s->model_path, name, (long long)b->ne[0],
-               (long long)w->cols);
+               (long long)pw->cols);
 
     const char *data = host_data(s, b);
-    const int64_t c = w->cols;
+    const int64_t c = pw->cols;
     const char **rows;
     if (t->op == GGML_OP_MUL_MAT) {
         /* every row of a 2-, 3- or 4-D src1 is one token's input (flattened, as
@@ -349,15 +339,15 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
             for (int64_t i2 = 0; i2 < b->ne[2]; i2++)
                 for (int64_t i1 = 0; i1 < b->ne[1]; i1++)
                     rows[k++] = data + i1 * b->nb[1] + i2 * b->nb[2] + i3 * b->nb[3];
-        add_rows(s, w, w->H, rows, n);
+        add_rows(s, pw, w->H, rows, n);
         w->tokens[0] += n;
         free(rows);
-        return (int)(w - s->w) != s->stop_at;
+        return idx != s->stop_at;
     }
 
     /* MUL_MAT_ID: ids [n_used, n_tokens] (I32, maybe not contiguous),
-     * src1 [cols, n_used or 1, n_tokens]; token `row`'s slot idx goes to
-     * expert ids[idx, row] and reads src1 row (idx % src1->ne[1], row). */
+     * src1 [cols, n_used or 1, n_tokens]; token `row`'s slot `slot` goes to
+     * expert ids[slot, row] and reads src1 row (slot % src1->ne[1], row). */
     const struct ggml_tensor *ids = t->src[2];
     const int64_t n_ids = ids->ne[0], n_tok = b->ne[2];
     if (ids->ne[1] != n_tok)
@@ -367,108 +357,24 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
     if (!idbuf || !rows)
         wp_die("%s: out of memory", s->model_path);
     ggml_backend_tensor_get(ids, idbuf, 0, ggml_nbytes(ids));
-    for (int64_t ex = 0; ex < w->n_expert; ex++) {
+    for (int64_t ex = 0; ex < pw->n_expert; ex++) {
         int64_t n = 0;
         for (int64_t row = 0; row < n_tok; row++)
-            for (int64_t idx = 0; idx < n_ids; idx++) {
-                const int32_t e = *(const int32_t *)(idbuf + row * ids->nb[1] + idx * ids->nb[0]);
-                if (e < 0 || e >= w->n_expert)
+            for (int64_t slot = 0; slot < n_ids; slot++) {
+                const int32_t e = *(const int32_t *)(idbuf + row * ids->nb[1] + slot * ids->nb[0]);
+                if (e < 0 || e >= pw->n_expert)
                     wp_die("%s: expert id %d of %s out of range", s->model_path, (int)e, name);
                 if (e == ex)
-                    rows[n++] = data + (idx % b->ne[1]) * b->nb[1] + row * b->nb[2];
+                    rows[n++] = data + (slot % b->ne[1]) * b->nb[1] + row * b->nb[2];
             }
         if (n) {
-            add_rows(s, w, w->H + ex * c * c, rows, n);
+            add_rows(s, pw, w->H + ex * c * c, rows, n);
             w->tokens[ex] += n;
         }
     }
     free(rows);
     free(idbuf);
-    return (int)(w - s->w) != s->stop_at;
-}
-
-/* Bytes of w's Hessians; 0 for a weight whose input another weight read first. */
-static uint64_t hbytes(const struct hw *w, int index)
-{
-    if (w->lead != index)
-        return 0;
-    return (uint64_t)w->n_expert * (uint64_t)w->cols * (uint64_t)w->cols * sizeof(double);
-}
-
-/* Group the weights into passes: whole layers (runs of weights with the same
- * layer in first-use order) while the pass's Hessians fit in *max_mem; a
- * layer too big for one pass is split between weights.  Returns the number
- * of passes. When one weight alone does not fit: with `grow` (the default
- * budget), *max_mem becomes its size; else dies. */
-static int plan_once(struct hstate *s, uint64_t *max_mem_io, bool grow)
-{
-    uint64_t max_mem = *max_mem_io;
-    int pass = 0;
-    uint64_t used = 0;
-    for (int i = 0; i < s->n;) {
-        int j = i + 1;
-        uint64_t unit = hbytes(&s->w[i], i);
-        for (; j < s->n && s->w[j].layer == s->w[i].layer && s->w[i].layer >= 0; j++)
-            unit += hbytes(&s->w[j], j);
-        if (used + unit <= max_mem) {
-            for (int k = i; k < j; k++)
-                s->w[k].pass = pass;
-            used += unit;
-            i = j;
-            continue;
-        }
-        if (used > 0) {
-            pass++;
-            used = 0;
-            continue;
-        }
-        /* a layer alone does not fit: split it weight by weight */
-        for (int k = i; k < j; k++) {
-            uint64_t b = hbytes(&s->w[k], k);
-            if (b > max_mem && grow)
-                max_mem = b;
-            if (b > max_mem)
-                wp_die("--max-memory: %llu bytes cannot hold the Hessian of %s (%llu bytes)",
-                       (unsigned long long)max_mem, s->w[k].name, (unsigned long long)b);
-            if (used + b > max_mem) {
-                pass++;
-                used = 0;
-            }
-            s->w[k].pass = pass;
-            used += b;
-        }
-        i = j;
-    }
-    *max_mem_io = max_mem;
-    return s->n ? pass + 1 : 0;
-}
-
-/* plan_once, for weights that share an input's H: such a weight is
- * collected with the weight that holds it. Where a layer split between
- * passes puts it in a later pass than its holder (a weight between them went
- * there: phi2's ffn_up reads attn_qkv's input, attn_output comes between),
- * it is written in its holder's record with --share-inputs; without, it
- * takes an H of its own and the plan is made again, so that the records keep
- * first-use order whatever the number of passes. */
-static int plan_passes(struct hstate *s, uint64_t *max_mem_io, bool grow, bool share)
-{
-    for (;;) {
-        const int n_pass = plan_once(s, max_mem_io, grow);
-        bool again = false;
-        for (int k = 0; k < s->n; k++) {
-            const int l = s->w[k].lead;
-            if (l == k || s->w[k].pass == s->w[l].pass)
-                continue;
-            if (share) {
-                s->w[k].pass = s->w[l].pass;
-            } else {
-                s->w[k].lead = k;
-                again = true;
-            }
-        }
-        if (!again)
-            return n_pass;
-    }
+    return idx != s->stop_at;
 }
 
 /* XXH64 (seed 0) of the text's bytes as read, as 16 lower-case hex digits
@@ -483,41 +389,6 @@ static void hash_text(char *text, size_t len, size_t raw_len, char hex[17])
     text[len] = '\0';
 }
 
-/* Parse BYTES with an optional K, M, G or T suffix (powers of 1024). */
-static uint64_t parse_bytes(const char *opt, const char *v)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    uint64_t mul = 1;
-    switch (*end) {
-    case 'K': case 'k': mul = 1ull << 10; end++; break;
-    case 'M': case 'm': mul = 1ull << 20; end++; break;
-    case 'G': case 'g': mul = 1ull << 30; end++; break;
-    case 'T': case 't': mul = 1ull << 40; end++; break;
-    default: break;
-    }
-    if (*end == 'B' || *end == 'b')
-        end++;
-    /* digits first: strtoull skips blanks and takes a sign (" -1" was 16 EiB) */
-    if (*v < '0' || *v > '9' || *end || errno || x == 0 || x > UINT64_MAX / mul)
-        wp_die("%s: expected a positive byte count (suffix K, M, G or T), got '%s'", opt, v);
-    return x * mul;
-}
-
-/* The default --max-memory, in bytes: what the machine's memory (mem bytes)
- * leaves beside the model's weights (model_bytes, llama_model_size: the
- * forward pass reads them all for every batch, so they stay in the page
- * cache) and an eighth of mem for the rest (the context, activations), and
- * at most half of mem. A 7B F16 model (13.5 GB) on 24 GiB: 8.4 GiB. 0 when
- * the weights alone leave nothing; plan_passes then takes one weight a pass. */
-static uint64_t default_max_mem(uint64_t mem, uint64_t model_bytes)
-{
-    const uint64_t keep = model_bytes + mem / 8;
-    const uint64_t spare = mem > keep ? mem - keep : 0;
-    return spare < mem / 2 ? spare : mem / 2;
-}
-
 /* The machine's memory in bytes: WPACK_MEMORY (bytes, suffix K, M, G or T:
  * a container's share, a machine shared with other jobs), else physical
  * memory (4 GiB where the system does not say). */
@@ -525,7 +396,7 @@ static uint64_t machine_memory(void)
 {
     const char *e = getenv("WPACK_MEMORY");
     if (e && *e)
-        return parse_bytes("WPACK_MEMORY", e);
+        return wp_arg_bytes("WPACK_MEMORY", e);
     long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
     return pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : (uint64_t)4 << 30;
 }
@@ -581,7 +452,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--batch"))
             batch_arg = wp_arg_int(a, v, 1, 1 << 20);
         else if (!strcmp(a, "--max-memory"))
-            max_mem = parse_bytes(a, v);
+            max_mem = wp_arg_bytes(a, v);
         else
             out_path = wp_cli_once(typed, out_path, v, 0);
     }
@@ -624,7 +495,7 @@ int main(int argc, char **argv)
     if (llama_vocab_get_add_eos(vocab))
         wp_die("%s: the vocabulary adds EOS to every text; llama-imatrix's method does not apply", model_path);
     if (default_mem)
-        max_mem = default_max_mem(mem, llama_model_size(model));
+        max_mem = wp_hessplan_default_memory(mem, llama_model_size(model));
 
     int n_tokens = 0;
     llm_step_tokenize(text_name, model_path);
@@ -710,7 +581,10 @@ int main(int argc, char **argv)
                 st.in_order = 0;
             graph_nodes = st.graphs > 0 ? (double)st.asks / (double)st.graphs : 0;
             st.asks = st.graphs = 0;
-            n_pass = plan_passes(&st, &max_mem, default_mem, share);
+            char perr[2 * GGML_MAX_NAME + 128];
+            n_pass = wp_hessplan_make(st.p, st.n, &max_mem, default_mem, share, perr, sizeof perr);
+            if (n_pass < 0)
+                wp_die("%s", perr);
             if (n_pass == 0)
                 wp_die("%s: no matrix multiplication on a model weight was seen", model_path);
             if (st.quant[0])   /* gptq needs the unquantized model; its Hessians should be that model's */
@@ -722,13 +596,13 @@ int main(int argc, char **argv)
             uint64_t held = 0, written = 0, shared = 0;
             int n_rec = 0;
             for (int i = 0; i < st.n; i++) {
-                held += hbytes(&st.w[i], i);
-                if (!share || st.w[i].lead == i) {
+                held += wp_hessplan_bytes(st.p, i);
+                if (!share || st.p[i].lead == i) {
                     n_rec++;
-                    written += hbytes(&st.w[st.w[i].lead], st.w[i].lead);
+                    written += wp_hessplan_bytes(st.p, st.p[i].lead);
                 }
-                if (st.w[i].lead == i)
-                    shared += hbytes(&st.w[i], i);
+                if (st.p[i].lead == i)
+                    shared += wp_hessplan_bytes(st.p, i);
             }
             /* the output's room, before the passes (a full disk or ulimit -f said "write error"
                after them: tens of minutes on a 7B model, a new user's trial); the Hessians'
@@ -755,19 +629,20 @@ int main(int argc, char **argv)
         if (pass >= 0) {
             st.stop_at = -1;
             for (int i = 0; i < st.n; i++)
-                if (st.in_order && one_backend && st.w[i].pass == pass && st.w[i].lead == i)
+                if (st.in_order && one_backend && st.p[i].pass == pass && st.p[i].lead == i)
                     st.stop_at = i;
         }
         if (pass >= 0)
             for (int i = 0; i < st.n; i++) {
                 struct hw *w = &st.w[i];
-                if (w->pass != pass || w->lead != i)
+                const wp_hessplan_weight *pw = &st.p[i];
+                if (pw->pass != pass || pw->lead != i)
                     continue;
-                w->H = calloc((size_t)(w->n_expert * w->cols * w->cols), sizeof(double));
-                w->tokens = calloc((size_t)w->n_expert, sizeof *w->tokens);
+                w->H = calloc((size_t)(pw->n_expert * pw->cols * pw->cols), sizeof(double));
+                w->tokens = calloc((size_t)pw->n_expert, sizeof *w->tokens);
                 if (!w->H || !w->tokens)
                     wp_die("%s: out of memory for the Hessian of %s (%llu bytes; lower --max-memory)",
-                           model_path, w->name, (unsigned long long)hbytes(w, i));
+                           model_path, pw->name, (unsigned long long)wp_hessplan_bytes(st.p, i));
             }
         const int chunks_now = pass < 0 ? 1 : n_chunk;
         const double t0 = now_s();
@@ -811,15 +686,16 @@ int main(int argc, char **argv)
          * --share-inputs one record a Hessian, naming its weights; without,
          * one record a weight, those that read one input each with its H */
         for (int i = 0; i < st.n; i++) {
-            struct hw *w = &st.w[i];
-            if (w->pass != pass || (share && w->lead != i))
+            const wp_hessplan_weight *pw = &st.p[i];
+            if (pw->pass != pass || (share && pw->lead != i))
                 continue;
-            struct hw *h = &st.w[w->lead];   /* the weight whose H this is */
-            const int64_t c = h->cols;
+            const int l = pw->lead;
+            struct hw *h = &st.w[l];   /* the weight whose H this is */
+            const int64_t c = st.p[l].cols, n_expert = st.p[l].n_expert;
             int64_t total = 0;
-            for (int64_t ex = 0; ex < h->n_expert; ex++) {
+            for (int64_t ex = 0; ex < n_expert; ex++) {
                 double *H = h->H + ex * c * c;
-                if (w == h)
+                if (l == i)
                     for (int64_t r = 0; r < c; r++)
                         for (int64_t q = r + 1; q < c; q++)
                             H[q * c + r] = H[r * c + q];
@@ -827,49 +703,33 @@ int main(int argc, char **argv)
             }
             wp_record r;
             wp_record_init(&r);
-            if (wp_hessian_head(&r, w->name, c, h->n_expert, total, text_hash, n_ctx, n_chunk))
-                wp_die("%s: cannot name a record", w->name);
+            if (wp_hessian_head(&r, pw->name, c, n_expert, total, text_hash, n_ctx, n_chunk))
+                wp_die("%s: cannot name a record", pw->name);
             /* shared (--share-inputs): weights=A,B,C in first-use order, this one first */
-            size_t cap = 1, len = 0;
-            int n_share = 0;
+            const char **names = malloc((size_t)st.n * sizeof *names);
+            if (!names)
+                wp_die("%s: out of memory", model_path);
+            size_t n_share = 0;
             for (int k = i; share && k < st.n; k++)
-                if (st.w[k].lead == i) {
-                    cap += strlen(st.w[k].name) + 1;
-                    n_share++;
-                }
-            if (n_share > 1) {
-                char *list = malloc(cap);
-                if (!list)
+                if (st.p[k].lead == i)
+                    names[n_share++] = st.p[k].name;
+            char aerr[2 * GGML_MAX_NAME + 64];
+            if (n_share > 1 && wp_hessian_set_weights(&r, names, n_share, aerr, sizeof aerr))
+                wp_die("%s: %s", model_path, aerr);
+            free(names);
+            if (n_expert > 1) {
+                if (wp_hessian_set_expert_tokens(&r, h->tokens, n_expert))
                     wp_die("%s: out of memory", model_path);
-                for (int k = i; k < st.n; k++)
-                    if (st.w[k].lead == i)
-                        len += (size_t)snprintf(list + len, cap - len, "%s%s", len ? "," : "", st.w[k].name);
-                if (wp_attr_set(&r, "weights", list))
-                    wp_die("%s: cannot set attributes", w->name);
-                free(list);
-            }
-            if (h->n_expert > 1) {
-                size_t cap = (size_t)h->n_expert * 21 + 1, len = 0;
-                char *list = malloc(cap);
-                if (!list)
-                    wp_die("%s: out of memory", model_path);
-                for (int64_t ex = 0; ex < h->n_expert; ex++) {
-                    len += (size_t)snprintf(list + len, cap - len, "%s%lld", ex ? "," : "",
-                                            (long long)h->tokens[ex]);
+                for (int64_t ex = 0; ex < n_expert; ex++)
                     if (h->tokens[ex] == 0)
-                        wp_warn("%s: expert %lld received no tokens; its Hessian is zero", w->name,
-                                (long long)ex);
-                }
-                if (wp_attr_set(&r, "expert_tokens", list))
-                    wp_die("%s: cannot set attributes", w->name);
-                free(list);
+                        wp_warn("%s: expert %lld received no tokens; its Hessian is zero", pw->name, (long long)ex);
             } else if (total == 0) {
-                wp_warn("%s: received no tokens; its Hessian is zero", w->name);
+                wp_warn("%s: received no tokens; its Hessian is zero", pw->name);
             }
             /* the record borrows the Hessian as its payload (doubles are
              * little-endian on every host llama.cpp's CPU backend runs on) */
             r.payload = (uint8_t *)h->H;
-            r.payload_len = r.payload_cap = hbytes(h, w->lead);
+            r.payload_len = r.payload_cap = wp_hessplan_bytes(st.p, l);
             wp_cli_put(wr, &r);
             r.payload = NULL;
             r.payload_len = r.payload_cap = 0;
@@ -877,7 +737,7 @@ int main(int argc, char **argv)
             /* the Hessian's last weight frees it */
             int later = 0;
             for (int k = i + 1; !share && k < st.n && !later; k++)
-                later = st.w[k].lead == w->lead;
+                later = st.p[k].lead == l;
             if (!later) {
                 free(h->H);
                 h->H = NULL;
@@ -902,8 +762,9 @@ int main(int argc, char **argv)
     llama_model_free(model);
     llama_backend_free();
     for (int i = 0; i < st.n; i++)
-        free(st.w[i].name);
+        free((char *)st.p[i].name);
     free(st.w);
+    free(st.p);
     free(st.xd);
     free(st.host);
     free(tokens);

@@ -923,6 +923,27 @@ double wp_arg_float(const char *opt, const char *val, double lo, double hi)
     return v;
 }
 
+uint64_t wp_arg_bytes(const char *opt, const char *val)
+{
+    char *end;
+    errno = 0;
+    const unsigned long long x = strtoull(val, &end, 10);
+    uint64_t mul = 1;
+    switch (*end) {
+    case 'K': case 'k': mul = 1ull << 10; end++; break;
+    case 'M': case 'm': mul = 1ull << 20; end++; break;
+    case 'G': case 'g': mul = 1ull << 30; end++; break;
+    case 'T': case 't': mul = 1ull << 40; end++; break;
+    default: break;
+    }
+    if (*end == 'B' || *end == 'b')
+        end++;
+    /* digits first: strtoull skips blanks and takes a sign (" -1" was 16 EiB) */
+    if (*val < '0' || *val > '9' || *end || errno || x == 0 || x > UINT64_MAX / mul)
+        wp_die("%s: expected a positive byte count (suffix K, M, G or T), got '%s'", opt, val);
+    return x * mul;
+}
+
 /* bytes as "N.N GiB" (MiB below 1 GiB, KiB below 1 MiB), for wp_out_room's phrase */
 static const char *room_size(uint64_t b, char *buf, size_t n, int digits)
 {

@@ -289,6 +289,12 @@ int wp_plain_decimal(const char *s);
  * in lo .. hi; dies naming the option when malformed or out of range. */
 long long wp_arg_int(const char *opt, const char *val, long long lo, long long hi);
 double    wp_arg_float(const char *opt, const char *val, double lo, double hi);
+/* Parse a byte count: digits, then an optional K, M, G or T (either case,
+ * powers of 1024) and an optional B ("8G", "512MiB" is refused, "1mb" is
+ * 1 MiB), from 1 to 2^64 - 1 bytes; dies naming the option otherwise ("OPT:
+ * expected a positive byte count (suffix K, M, G or T), got 'VAL'"). For
+ * hessian --max-memory and WPACK_MEMORY. */
+uint64_t  wp_arg_bytes(const char *opt, const char *val);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,46 @@ int wp_hessian_head(wp_record *r, const char *name, int64_t cols, int64_t n_expe
                : 0;
 }
 
+int wp_hessian_set_weights(wp_record *r, const char *const *names, size_t n_names, char *err, size_t n)
+{
+    size_t cap = 1, len = 0;
+    for (size_t k = 0; k < n_names; k++) {
+        /* a comma in a name would split it in two where the list is read (index_records) */
+        if (strchr(names[k], ',')) {
+            snprintf(err, n, "weight name '%s' holds a comma (weights= could not list it)", names[k]);
+            return -1;
+        }
+        cap += strlen(names[k]) + 1;
+    }
+    char *list = malloc(cap);
+    if (!list) {
+        snprintf(err, n, "out of memory");
+        return -1;
+    }
+    list[0] = '\0';
+    for (size_t k = 0; k < n_names; k++)
+        len += (size_t)snprintf(list + len, cap - len, "%s%s", k ? "," : "", names[k]);
+    const int bad = wp_attr_set(r, "weights", list);
+    free(list);
+    if (bad)
+        snprintf(err, n, "out of memory");
+    return bad ? -1 : 0;
+}
+
+int wp_hessian_set_expert_tokens(wp_record *r, const int64_t *tokens, int64_t n_expert)
+{
+    size_t cap = (size_t)n_expert * 21 + 1, len = 0;
+    char *list = malloc(cap);
+    if (!list)
+        return -1;
+    list[0] = '\0';
+    for (int64_t ex = 0; ex < n_expert; ex++)
+        len += (size_t)snprintf(list + len, cap - len, "%s%" PRId64, ex ? "," : "", tokens[ex]);
+    const int bad = wp_attr_set(r, "expert_tokens", list);
+    free(list);
+    return bad ? -1 : 0;
+}
+
 const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, int64_t ne2, uint32_t type,
                                    uint64_t payload_len, const char *tensor, int64_t cols, int64_t n_mat, char *buf,
                                    size_t n)

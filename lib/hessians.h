@@ -41,10 +41,21 @@ extern "C" {
  * kind, type WP_F64, n_dims 2 (3 with n_expert > 1) and ne {cols, cols,
  * n_expert}, attrs n_tokens, text_hash (16 hex digits), ctx, chunks; the
  * caller sets the payload (cols x cols x n_expert doubles) and any
- * weights= or expert_tokens=. Returns 0, -1 when out of memory or name is
- * too long. */
+ * weights= or expert_tokens= (below). Returns 0, -1 when out of memory or
+ * name is too long. */
 int wp_hessian_head(wp_record *r, const char *name, int64_t cols, int64_t n_expert, int64_t n_tokens,
                     const char *text_hash, int64_t ctx, int64_t chunks);
+
+/* Set Hessian record r's attr weights= to the n weights' names (n >= 2;
+ * the record's own name first), comma-separated, in the order given: the
+ * weights that read this record's input (hessian --share-inputs). Returns
+ * 0; -1 with one phrase in err (n bytes): "weight name 'A,B' holds a comma
+ * (weights= could not list it)", "out of memory". */
+int wp_hessian_set_weights(wp_record *r, const char *const *names, size_t n_names, char *err, size_t n);
+
+/* Set Hessian record r's attr expert_tokens= to the rows routed to each of
+ * its n_expert experts, comma-separated. Returns 0, -1 when out of memory. */
+int wp_hessian_set_expert_tokens(wp_record *r, const int64_t *tokens, int64_t n_expert);
 
 /* What keeps Hessian record `rec` (its head: ne0 x ne1 x ne2, ne2 the
  * experts' count, 1 for one H; type, payload_len bytes) from being the H of

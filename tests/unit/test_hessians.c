@@ -96,6 +96,22 @@ int main(void)
           "an expert matrix: n_dims 3, ne[2] = 8 experts");
     wp_record_free(&r);
 
+    /* the attributes hessian adds: weights= (--share-inputs) and expert_tokens= */
+    wp_record_init(&r);
+    const char *qkv[] = {"blk.0.attn_q.weight", "blk.0.attn_v.weight", "blk.0.attn_k.weight"};
+    CHECK(wp_hessian_set_weights(&r, qkv, 3, err, sizeof err) == 0 && wp_attr_str(&r, "weights", buf, sizeof buf) &&
+              !strcmp(buf, "blk.0.attn_q.weight,blk.0.attn_v.weight,blk.0.attn_k.weight"),
+          "weights=: the names in the order given, comma-separated (%s)", buf);
+    const char *comma[] = {"blk.0.attn_q.weight", "blk.0.a,b"};
+    CHECK(wp_hessian_set_weights(&r, comma, 2, err, sizeof err) == -1 &&
+              !strcmp(err, "weight name 'blk.0.a,b' holds a comma (weights= could not list it)"),
+          "a name with a comma, which the list's reader would split: refused (%s)", err);
+    const int64_t tok[] = {266, 251, 0, 1234567890123};
+    CHECK(wp_hessian_set_expert_tokens(&r, tok, 4) == 0 && wp_attr_str(&r, "expert_tokens", buf, sizeof buf) &&
+              !strcmp(buf, "266,251,0,1234567890123"),
+          "expert_tokens=: each expert's rows (%s)", buf);
+    wp_record_free(&r);
+
     CHECK(wp_hessian_fit_problem("h", 64, 64, 1, WP_F64, 64 * 64 * 8, "t", 64, 1, buf, sizeof buf) == NULL &&
               wp_hessian_fit_problem("h", 64, 64, 1, WP_F32, 64 * 64 * 4, "t", 64, 1, buf, sizeof buf) == NULL,
           "64x64 F64 and F32 fit a tensor of 64 columns");
