@@ -671,8 +671,8 @@ struct expert_hessians {
     double *H;
     int64_t cols;
     const wp_gptq_opts *go;
-    int64_t n_zero;      /* experts whose H is zero (no token routed to them): RTN */
-    char zero[160];      /* their numbers, "2, 3, 6" (cut with "..." past its room) */
+    unsigned char *zero;     /* n_mat marks: the expert's H is zero (no token routed to it): RTN */
+    unsigned char *not_pd;   /* n_mat marks: its H + damping is not positive definite: RTN */
 };
 
 static int expert_factor(void *user, int64_t m, wp_gptq_factor **f, char *err, size_t n)
@@ -683,17 +683,14 @@ static int expert_factor(void *user, int64_t m, wp_gptq_factor **f, char *err, s
     for (int64_t k = 0; k < x->cols * x->cols && zero; k++)
         zero = H[k] == 0;
     if (zero) {   /* GPTQ would zero its matrix (hessian warned of it too) */
-        const size_t len = strlen(x->zero);
-        if (len + 24 < sizeof x->zero)
-            snprintf(x->zero + len, sizeof x->zero - len, "%s%lld", x->n_zero ? ", " : "", (long long)m);
-        else if (!strstr(x->zero, "..."))
-            snprintf(x->zero + len, sizeof x->zero - len, ", ...");
-        x->n_zero++;
+        x->zero[m] = 1;
         return 0;
     }
     wp_gptq_opts o = *x->go;
     o.consume = 1;
-    return wp_gptq_factor_make(H, x->cols, &o, f, err, n) < 0 ? -1 : 0;
+    const int k = wp_gptq_factor_make(H, x->cols, &o, f, err, n);
+    x->not_pd[m] = k == WP_GPTQ_NOT_PD;   /* the factor says so: RTN for this expert */
+    return k < 0 ? -1 : 0;
 }
 
 /* A tensor's working set in the tensor loop: its weights as floats, and the
@@ -1281,19 +1278,32 @@ int main(int argc, char **argv)
                 }
             }
             /* a tensor of experts: each expert's factor from its own H, made in turn */
-            struct expert_hessians eh = {NULL, ne0, &go, 0, ""};
-            if (quant && hess_path && n_mat > 1)
-                eh.H = hessian_get(name, ne0, n_mat);
+            struct expert_hessians eh = {NULL, ne0, &go, NULL, NULL};
+            if (quant && hess_path && n_mat > 1 && (eh.H = hessian_get(name, ne0, n_mat)) &&
+                (!(eh.zero = calloc((size_t)n_mat, 1)) || !(eh.not_pd = calloc((size_t)n_mat, 1))))
+                wp_die("tensor %s: out of memory", name);
             const wp_quantize_job job = {(int)to, iw, hf, &go, eh.H ? expert_factor : NULL, &eh};
             wp_quantize_info qi;
             const int bad = wp_quantize_write(&r, f, &job, &qi, err, sizeof err);
             free(eh.H);
-            if (eh.n_zero)
-                wp_warn(eh.n_zero > 1 ? "%s: tensor %s: the Hessians of experts %s are zero (no calibration token was "
-                                        "routed to them): RTN for them"
-                                      : "%s: tensor %s: the Hessian of expert %s is zero (no calibration token was "
-                                        "routed to it): RTN for it", hpath, name, eh.zero);
-            if (qi.not_pd)
+            char list[160];
+            /* the experts rounded, named (the whole tensor's warning read as if every expert was:
+               a breaker's find) */
+            if (eh.zero && wp_hessian_expert_list(eh.zero, n_mat, list, sizeof list) > 1)
+                wp_warn("%s: tensor %s: the Hessians of experts %s are zero (no calibration token was routed to them): "
+                        "RTN for them", hpath, name, list);
+            else if (eh.zero && list[0])
+                wp_warn("%s: tensor %s: the Hessian of expert %s is zero (no calibration token was routed to it): "
+                        "RTN for it", hpath, name, list);
+            if (eh.not_pd && wp_hessian_expert_list(eh.not_pd, n_mat, list, sizeof list) > 1)
+                wp_warn("tensor %s: the Hessians of experts %s are not positive definite even with damping %g: RTN for "
+                        "them", name, list, qi.damp_used);
+            else if (eh.not_pd && list[0])
+                wp_warn("tensor %s: the Hessian of expert %s is not positive definite even with damping %g: RTN for it",
+                        name, list, qi.damp_used);
+            free(eh.zero);
+            free(eh.not_pd);
+            if (qi.not_pd && n_mat == 1)
                 wp_warn("tensor %s: Hessian not positive definite even with damping %g; RTN instead%s", name,
                         qi.damp_used, reused ? " (its record's factor, reused)" : "");
             /* GPTQ's own program rounding to nearest unasked was a trap: a user without

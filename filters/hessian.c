@@ -720,9 +720,18 @@ int main(int argc, char **argv)
             if (n_expert > 1) {
                 if (wp_hessian_set_expert_tokens(&r, h->tokens, n_expert))
                     wp_die("%s: out of memory", model_path);
+                /* one line a weight (a line an expert: 363 lines for 128 experts, a breaker's find) */
+                unsigned char *none = calloc((size_t)n_expert, 1);
+                if (!none)
+                    wp_die("%s: out of memory", model_path);
                 for (int64_t ex = 0; ex < n_expert; ex++)
-                    if (h->tokens[ex] == 0)
-                        wp_warn("%s: expert %lld received no tokens; its Hessian is zero", pw->name, (long long)ex);
+                    none[ex] = h->tokens[ex] == 0;
+                char list[160];
+                if (wp_hessian_expert_list(none, n_expert, list, sizeof list) > 1)
+                    wp_warn("%s: experts %s received no tokens; their Hessians are zero", pw->name, list);
+                else if (list[0])
+                    wp_warn("%s: expert %s received no tokens; its Hessian is zero", pw->name, list);
+                free(none);
             } else if (total == 0) {
                 wp_warn("%s: received no tokens; its Hessian is zero", pw->name);
             }

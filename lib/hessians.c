@@ -67,6 +67,30 @@ int wp_hessian_set_expert_tokens(wp_record *r, const int64_t *tokens, int64_t n_
     return bad ? -1 : 0;
 }
 
+int64_t wp_hessian_expert_list(const unsigned char *mark, int64_t n_expert, char *buf, size_t n)
+{
+    int64_t count = 0;
+    size_t len = 0;
+    int cut = 0;
+    if (n)
+        buf[0] = '\0';
+    for (int64_t e = 0; e < n_expert; e++) {
+        if (!mark[e])
+            continue;
+        /* room kept for ", ..." and " (N of M)" */
+        if (!cut && len + 64 < n)
+            len += (size_t)snprintf(buf + len, n - len, "%s%" PRId64, count ? ", " : "", e);
+        else if (!cut && len + 6 < n) {
+            len += (size_t)snprintf(buf + len, n - len, ", ...");
+            cut = 1;
+        }
+        count++;
+    }
+    if (count && len + 48 < n)
+        snprintf(buf + len, n - len, " (%" PRId64 " of %" PRId64 ")", count, n_expert);
+    return count;
+}
+
 const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, int64_t ne2, uint32_t type,
                                    uint64_t payload_len, const char *tensor, int64_t cols, int64_t n_mat, char *buf,
                                    size_t n)
@@ -76,14 +100,18 @@ const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, in
                  tensor, cols);
         return buf;
     }
+    if (ne2 < 0) {
+        snprintf(buf, n, "Hessian '%s' has more than 3 dimensions (cols x cols, or cols x cols x experts)", rec);
+        return buf;
+    }
     if (ne2 != n_mat) {
         if (n_mat == 1)
             snprintf(buf, n, "Hessian '%s' holds %" PRId64 " experts' H, tensor %s is one matrix", rec, ne2, tensor);
         else if (ne2 == 1)
             snprintf(buf, n, "Hessian '%s' is one matrix's H, tensor %s has %" PRId64 " experts", rec, tensor, n_mat);
         else
-            snprintf(buf, n, "Hessian '%s' holds %" PRId64 " experts' H, tensor %s has %" PRId64, rec, ne2, tensor,
-                     n_mat);
+            snprintf(buf, n, "Hessian '%s' holds %" PRId64 " experts' H, tensor %s has %" PRId64 " experts", rec, ne2,
+                     tensor, n_mat);
         return buf;
     }
     const uint64_t es = type == WP_F64 ? 8 : type == WP_F32 ? 4 : 0;
@@ -94,13 +122,11 @@ const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, in
     return NULL;
 }
 
-/* The H count of Hessian record r: its ne[2] (and any further dimension), 1 for n_dims 2. */
+/* The H count of Hessian record r: its ne[2] (experts) for n_dims 3, 1 for
+ * fewer, -1 for more (no Hessian's shape). */
 static int64_t h_count(const wp_record *r)
 {
-    int64_t k = 1;
-    for (int d = 2; d < r->n_dims; d++)
-        k *= r->ne[d];
-    return k;
+    return r->n_dims > 3 ? -1 : r->n_dims == 3 ? r->ne[2] : 1;
 }
 
 double *wp_hessian_take(wp_record *r, int *zero, char *err, size_t n)
@@ -148,16 +174,29 @@ double *wp_hessian_take(wp_record *r, int *zero, char *err, size_t n)
         z &= H[k] == 0;
     }
     /* a diagonal entry of X^T X is a sum of squares: a negative one is no Hessian (damping
-     * let a negated one through as a near-identity, and GPTQ ran on it without a word) */
-    for (int64_t e = 0; e < n_h; e++)
-        for (int64_t k = 0; k < c; k++)
-            if (H[e * c * c + k * c + k] < 0) {
-                if (n_h > 1)
-                    snprintf(ex, sizeof ex, ", expert %" PRId64, e);
+     * let a negated one through as a near-identity, and GPTQ ran on it without a word); a
+     * zero one is a column no token touched, whose row and column are zero too (GPTQ counts
+     * it dead and zeroes its weights: with entries beside it, a whole matrix was zeroed
+     * unsaid, its loss 100 times RTN's: a breaker's find) */
+    for (int64_t e = 0; e < n_h; e++) {
+        const double *He = H + e * c * c;
+        if (n_h > 1)
+            snprintf(ex, sizeof ex, ", expert %" PRId64, e);
+        for (int64_t k = 0; k < c; k++) {
+            if (He[k * c + k] < 0) {
                 snprintf(err, n, "negative Hessian diagonal entry %g at (%" PRId64 ", %" PRId64 ")%s: X^T X has none",
-                         H[e * c * c + k * c + k], k, k, ex);
+                         He[k * c + k], k, k, ex);
                 return NULL;
             }
+            for (int64_t j = 0; He[k * c + k] == 0 && j < c; j++)
+                if (He[k * c + j] != 0 || He[j * c + k] != 0) {
+                    const int64_t r0 = He[k * c + j] != 0 ? k : j, c0 = He[k * c + j] != 0 ? j : k;
+                    snprintf(err, n, "Hessian entry %g at (%" PRId64 ", %" PRId64 ") beside a zero diagonal entry at "
+                             "(%" PRId64 ", %" PRId64 ")%s: X^T X has none", He[r0 * c + c0], r0, c0, k, k, ex);
+                    return NULL;
+                }
+        }
+    }
     r->payload = NULL;
     r->payload_len = r->payload_cap = 0;
     *zero = z;

@@ -57,15 +57,22 @@ int wp_hessian_set_weights(wp_record *r, const char *const *names, size_t n_name
  * its n_expert experts, comma-separated. Returns 0, -1 when out of memory. */
 int wp_hessian_set_expert_tokens(wp_record *r, const int64_t *tokens, int64_t n_expert);
 
+/* The experts e < n_expert with mark[e] set, as a phrase into buf (n
+ * bytes, 64 at least): "2, 3, 6, 7 (4 of 8)", cut with ", ..." where buf
+ * ends ("0, 1, 2, ..., 40, ... (121 of 128)"); "" for none. Returns their
+ * count. For the warnings of experts no token reached. */
+int64_t wp_hessian_expert_list(const unsigned char *mark, int64_t n_expert, char *buf, size_t n);
+
 /* What keeps Hessian record `rec` (its head: ne0 x ne1 x ne2, ne2 the
  * experts' count, 1 for one H; type, payload_len bytes) from being the H of
  * weight `tensor` of cols columns and n_mat matrices (ne[2], its experts; 1
  * for a 2-D tensor), one phrase into buf (n bytes): "Hessian 'REC' is 64x64,
  * tensor T has 172 columns", "Hessian 'REC' holds 4 experts' H, tensor T is
  * one matrix", "Hessian 'REC' is one matrix's H, tensor T has 4 experts",
- * "Hessian 'REC' holds 4 experts' H, tensor T has 8", "Hessian 'REC': type
- * must be F64 or F32 with 4096 values"; NULL when it fits (cols x cols x
- * n_mat values of F64 or F32). */
+ * "Hessian 'REC' holds 4 experts' H, tensor T has 8 experts", "Hessian
+ * 'REC' has more than 3 dimensions (...)" (ne2 -1: n_dims 4), "Hessian
+ * 'REC': type must be F64 or F32 with 4096 values"; NULL when it fits
+ * (cols x cols x n_mat values of F64 or F32). */
 const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, int64_t ne2, uint32_t type,
                                    uint64_t payload_len, const char *tensor, int64_t cols, int64_t n_mat, char *buf,
                                    size_t n);
@@ -78,8 +85,10 @@ const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, in
  * matrix; an expert's own zero H is its caller's to see). Returns H, or NULL
  * with one phrase in err (n bytes): "out of memory", "non-finite Hessian
  * entry at (I, J)" (", expert E" after it for an expert's), "negative Hessian
- * diagonal entry V at (I, I): X^T X has none" (the same); r is then as it
- * was, or freed. */
+ * diagonal entry V at (I, I): X^T X has none" (the same), "Hessian entry V
+ * at (I, J) beside a zero diagonal entry at (I, I): X^T X has none" (a
+ * column no token touched has a zero row and column); r is then as it was,
+ * or freed. */
 double *wp_hessian_take(wp_record *r, int *zero, char *err, size_t n);
 
 /* ---- a Hessian file read by weight (gptq --hessian) ---------------------- */
@@ -95,7 +104,7 @@ typedef struct {
     uint64_t offset;        /* the record's offset in the file */
     const char *rec;        /* the record's name */
     int64_t ne0, ne1;       /* its shape: cols x cols */
-    int64_t ne2;            /* its H count: the experts' (ne[2]), 1 for one H */
+    int64_t ne2;            /* its H count: the experts' (ne[2]), 1 for one H; -1: n_dims 4 */
     uint32_t type;          /* its stream type (WP_F64 or WP_F32 to fit) */
     uint64_t payload_len;   /* its payload bytes */
     int named;              /* the record names the weight (in weights=, or as its name

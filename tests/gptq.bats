@@ -1254,22 +1254,67 @@ PY
     worse=$(awk '$2 >= $3' "$d/both")
     [ -z "$worse" ] || { echo "GPTQ not below RTN: $worse"; false; }
     awk '{ s += $2 / $3 } END { printf "# experts: GPTQ/RTN mean %.3f\n", s / NR }' "$d/both" >&3
+    # hloss reads F32 records as gptq does (it read their floats as doubles, past the payload's
+    # end: a breaker's find), and refuses an original it cannot read (it printed nothing, exit 0)
+    stream_edit "$d/moe.hess" "$d/f32.hess" "import struct
+for r in recs:
+    n = len(r.payload) // 8
+    r.payload, r.type = bytearray(struct.pack('<%df' % n, *struct.unpack('<%dd' % n, r.payload))), 0"
+    [ "$("$TOOLS/hloss" "$d/moe.gguf" "$d/g.gguf" "$d/f32.hess" | grep -c '_exps')" -eq 24 ]
+    "$TOOLS/mkllama" "$F32" "$d/moe16.gguf" F16 256,512,2,4,2,512,4,2
+    run "$TOOLS/hloss" "$d/moe16.gguf" "$d/g.gguf" "$d/moe.hess"
+    [ "$status" -eq 1 ]
+    [ "$output" = "hloss: $d/moe16.gguf: tensor blk.0.attn_q.weight is not F32: give the F32 model" ]
     # the GGUF runs in llama.cpp
     run "$BIN/ppl" --model "$d/g.gguf" --text "$DATA/text/tinystories_valid_1000.txt" --ctx 128 --chunks 2 --threads 1
     [ "$status" -eq 0 ]
     [[ "$output" == *"PPL = "* ]]
     # 8 experts, 1 used, 16 tokens: experts 2, 3, 6 and 7 get none; their matrices RTN, said once a tensor
     "$TOOLS/mkllama" "$F32" "$d/moe8.gguf" F32 256,512,1,4,2,512,8,1
-    "$BIN/hessian" --model "$d/moe8.gguf" --text "$cal" --ctx 16 --chunks 1 --threads 1 -o "$d/moe8.hess" 2>/dev/null
+    "$BIN/hessian" --model "$d/moe8.gguf" --text "$cal" --ctx 16 --chunks 1 --threads 1 -o "$d/moe8.hess" 2> "$d/h8.err"
+    # one line a weight (it was one an expert: 363 lines for 128 experts, a breaker's find)
+    [ "$(grep -c 'warning' "$d/h8.err")" -eq 3 ]
+    grep -qx 'hessian: warning: blk.0.ffn_down_exps.weight: experts 2, 3, 6, 7 (4 of 8) received no tokens; their Hessians are zero' "$d/h8.err"
     "$BIN/ggufcat" "$d/moe8.gguf" | "$BIN/gptq" --ftype Q4_K_M --hessian "$d/moe8.hess" 2> "$d/g8.err" > /dev/null
-    [ "$(grep -c "^gptq: warning: $d/moe8.hess: tensor blk.0.ffn_.*_exps.weight: the Hessians of experts 2, 3, 6, 7 are zero (no calibration token was routed to them): RTN for them\$" "$d/g8.err")" -eq 3 ]
+    [ "$(grep -c "^gptq: warning: $d/moe8.hess: tensor blk.0.ffn_.*_exps.weight: the Hessians of experts 2, 3, 6, 7 (4 of 8) are zero (no calibration token was routed to them): RTN for them\$" "$d/g8.err")" -eq 3 ]
     [ "$(grep -c '(gptq for 4 of 8 experts)' "$d/g8.err")" -eq 3 ]
     # 4 experts' Hessians for a tensor of 8, refused before any output
     "$BIN/ggufcat" "$d/moe8.gguf" > "$d/moe8.wts"
     run --separate-stderr "$BIN/gptq" --ftype Q4_K_M --hessian "$d/moe.hess" -o "$d/x.wts" "$d/moe8.wts"
     [ "$status" -eq 1 ]
-    [ "$stderr" = "gptq: $d/moe.hess: Hessian 'blk.0.ffn_gate_exps.weight' holds 4 experts' H, tensor blk.0.ffn_gate_exps.weight has 8" ]
+    [ "$stderr" = "gptq: $d/moe.hess: Hessian 'blk.0.ffn_gate_exps.weight' holds 4 experts' H, tensor blk.0.ffn_gate_exps.weight has 8 experts" ]
     [ ! -e "$d/x.wts" ]
+    # an expert's H not positive definite (diagonal 1, the rest -1): that expert RTN, named
+    "$BIN/ggufcat" "$d/moe.gguf" > "$d/moe.wts"
+    stream_edit "$d/moe.hess" "$d/np.hess" "import struct
+r = [r for r in recs if r.name == 'blk.0.ffn_gate_exps.weight'][0]
+c = r.ne[0]
+struct.pack_into('<%dd' % (c * c), r.payload, 0, *[1.0 if i % (c + 1) == 0 else -1.0 for i in range(c * c)])"
+    run --separate-stderr "$BIN/gptq" --ftype Q4_K_M --hessian "$d/np.hess" -o "$d/np.wts" "$d/moe.wts"
+    [ "$status" -eq 0 ]
+    [[ "$stderr" == *"gptq: warning: tensor blk.0.ffn_gate_exps.weight: the Hessian of expert 0 (1 of 4) is not positive definite even with damping 100: RTN for it"* ]]
+    [[ "$stderr" == *"blk.0.ffn_gate_exps.weight       F32 -> Q4_K (gptq for 3 of 4 experts) "* ]]
+    [ "$(echo "$stderr" | grep -c 'not positive definite')" -eq 1 ]
+    # a zero diagonal entry with entries beside it (GPTQ counted the column dead and zeroed the
+    # matrix, its loss 100 times RTN's: a breaker's find): refused at its tensor, nothing written
+    stream_edit "$d/moe.hess" "$d/dead.hess" "import struct
+r = [r for r in recs if r.name == 'blk.0.ffn_up_exps.weight'][0]
+c = r.ne[0]
+for j in range(c):
+    struct.pack_into('<d', r.payload, 8 * (c * c + 5 * c + j), 0.0)
+    struct.pack_into('<d', r.payload, 8 * (c * c + j * c + 5), 0.0)
+struct.pack_into('<d', r.payload, 8 * (c * c + 5 * c + 6), 1.0)
+struct.pack_into('<d', r.payload, 8 * (c * c + 6 * c + 5), 1.0)"
+    run --separate-stderr "$BIN/gptq" --ftype Q4_K_M -q --hessian "$d/dead.hess" -o "$d/dead.wts" "$d/moe.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $d/dead.hess: tensor blk.0.ffn_up_exps.weight: Hessian entry 1 at (5, 6) beside a zero diagonal entry at (5, 5), expert 1: X^T X has none" ]
+    [ ! -e "$d/dead.wts" ]
+    # a record of 4 dimensions is no Hessian of 2 x 2 experts (it was taken for one)
+    stream_edit "$d/moe.hess" "$d/4d.hess" "r = [r for r in recs if r.name == 'blk.0.ffn_up_exps.weight'][0]
+r.n_dims, r.ne = 4, [r.ne[0], r.ne[1], 2, 2]"
+    run --separate-stderr "$BIN/gptq" --ftype Q4_K_M --hessian "$d/4d.hess" -o "$d/4d.wts" "$d/moe.wts"
+    [ "$status" -eq 1 ]
+    [ "$stderr" = "gptq: $d/4d.hess: Hessian 'blk.0.ffn_up_exps.weight' has more than 3 dimensions (cols x cols, or cols x cols x experts)" ]
 }
 
 @test "gptq --check: what a run would refuse, in one line, from the model's shapes alone; nothing written" {

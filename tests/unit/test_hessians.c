@@ -55,6 +55,16 @@ static double ex_spd(int e, int i, int j) { return (e + 1) * spd(i, j); }
 static double ex_one_zero(int e, int i, int j) { return e == 1 ? 0 : ex_spd(e, i, j); }
 static double ex_nan(int e, int i, int j) { return e == 1 && i == 2 && j == 0 ? NAN : ex_spd(e, i, j); }
 static double ex_neg(int e, int i, int j) { return e == 2 && i == 3 && j == 3 ? -2.0 : ex_spd(e, i, j); }
+/* expert 1: row and column 2 zero but (2, 3) and (3, 2): a zero diagonal entry beside entries */
+static double ex_dead(int e, int i, int j)
+{
+    if (e == 1 && (i == 2 || j == 2))
+        return (i == 2 && j == 3) || (i == 3 && j == 2) ? 0.5 : 0;
+    return ex_spd(e, i, j);
+}
+/* row and column 1 zero: a dead column, which GPTQ zeroes */
+static double dead_col(int i, int j) { return i == 1 || j == 1 ? 0 : spd(i, j); }
+static double dead_beside(int i, int j) { return i == 1 && j == 1 ? 0 : spd(i, j); }
 
 /* Write a Hessian file at path: records named names[k] of c x c values v,
  * with weights= when weights[k] is not NULL. */
@@ -132,7 +142,10 @@ int main(void)
     p = wp_hessian_fit_problem("e", 64, 64, 1, WP_F64, 64 * 64 * 8, "t", 64, 8, buf, sizeof buf);
     CHECK(p && !strcmp(p, "Hessian 'e' is one matrix's H, tensor t has 8 experts"), "%s", p ? p : "(fits)");
     p = wp_hessian_fit_problem("e", 64, 64, 4, WP_F64, 4 * 64 * 64 * 8, "t", 64, 8, buf, sizeof buf);
-    CHECK(p && !strcmp(p, "Hessian 'e' holds 4 experts' H, tensor t has 8"), "%s", p ? p : "(fits)");
+    CHECK(p && !strcmp(p, "Hessian 'e' holds 4 experts' H, tensor t has 8 experts"), "%s", p ? p : "(fits)");
+    p = wp_hessian_fit_problem("e", 64, 64, -1, WP_F64, 4 * 64 * 64 * 8, "t", 64, 4, buf, sizeof buf);
+    CHECK(p && !strcmp(p, "Hessian 'e' has more than 3 dimensions (cols x cols, or cols x cols x experts)"),
+          "a record of n_dims 4 (ne2 -1), not taken for 2 x 2 experts (a breaker's find): %s", p ? p : "(fits)");
     p = wp_hessian_fit_problem("e", 64, 64, 4, WP_F64, 64 * 64 * 8, "t", 64, 4, buf, sizeof buf);
     CHECK(p && !strcmp(p, "Hessian 'e': type must be F64 or F32 with 16384 values"), "one expert's values: %s",
           p ? p : "(fits)");
@@ -184,6 +197,33 @@ int main(void)
     H = wp_hessian_take(&r, &z, err, sizeof err);
     CHECK(!H && !strcmp(err, "negative Hessian diagonal entry -2 at (3, 3), expert 2: X^T X has none"), "%s", err);
     wp_record_free(&r);
+    make_experts(&r, 4, 3, ex_dead);
+    H = wp_hessian_take(&r, &z, err, sizeof err);
+    CHECK(!H && !strcmp(err, "Hessian entry 0.5 at (2, 3) beside a zero diagonal entry at (2, 2), expert 1: X^T X "
+                             "has none"),
+          "a zero diagonal entry with entries beside it: refused (GPTQ zeroed the matrix: a breaker's find): %s", err);
+    wp_record_free(&r);
+    make(&r, WP_F64, 4, dead_col);
+    H = wp_hessian_take(&r, &z, err, sizeof err);
+    CHECK(H && z == 0, "a dead column (its row and column zero) is taken");
+    free(H);
+    wp_record_free(&r);
+    make(&r, WP_F64, 4, dead_beside);
+    H = wp_hessian_take(&r, &z, err, sizeof err);
+    CHECK(!H && !strcmp(err, "Hessian entry 0.5 at (1, 0) beside a zero diagonal entry at (1, 1): X^T X has none"),
+          "%s", err);
+    wp_record_free(&r);
+
+    /* the experts named in warnings */
+    unsigned char mark[128] = {0, 0, 1, 1, 0, 0, 1, 1};
+    CHECK(wp_hessian_expert_list(mark, 8, buf, sizeof buf) == 4 && !strcmp(buf, "2, 3, 6, 7 (4 of 8)"), "%s", buf);
+    CHECK(wp_hessian_expert_list(mark, 2, buf, sizeof buf) == 0 && !strcmp(buf, ""), "none: 0, \"\"");
+    for (int e = 0; e < 128; e++)
+        mark[e] = e % 16 != 5;
+    char small[96];
+    CHECK(wp_hessian_expert_list(mark, 128, small, sizeof small) == 120 && strstr(small, ", ... (120 of 128)") &&
+              !strncmp(small, "0, 1, 2, 3, 4, 6, ", 18) && strlen(small) < sizeof small,
+          "many: cut with ..., the count kept (%s)", small);
 
     /* a Hessian file read by weight */
     char path[] = "/tmp/test_hessians.XXXXXX";
