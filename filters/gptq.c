@@ -78,20 +78,10 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* llama_model_loader's weight_name_comparer: layer number, then name. */
-static int layer_of(const char *name)
-{
-    int l = -1;
-    sscanf(name, "blk.%d.", &l);
-    return l;
-}
+/* qsort's form of llama-quantize's tensor order (wp_ftype_weight_cmp) */
 static int llama_order(const void *a, const void *b)
 {
-    const char *x = *(char *const *)a, *y = *(char *const *)b;
-    int lx = layer_of(x), ly = layer_of(y);
-    if (lx != ly)
-        return lx < ly ? -1 : 1;
-    return strcmp(x, y);
+    return wp_ftype_weight_cmp(*(char *const *)a, *(char *const *)b);
 }
 
 static int dropped_kv(const char *k)

@@ -761,17 +761,22 @@ static int requires_imatrix(const wp_ftype_plan *p, const struct tensor *t, int 
     }
 }
 
-/* weight_name_comparer of llama-model-loader.h: layer number, then name. */
+int wp_ftype_weight_cmp(const char *x, const char *y)
+{
+    int lx = -1, ly = -1;
+    sscanf(x, "blk.%d.", &lx);
+    sscanf(y, "blk.%d.", &ly);
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    return strcmp(x, y);
+}
+
+/* qsort's form of wp_ftype_weight_cmp, for the plan's tensors */
 static int cmp_order(const void *a, const void *b)
 {
     const struct tensor *x = *(const struct tensor *const *)a;
     const struct tensor *y = *(const struct tensor *const *)b;
-    int lx = -1, ly = -1;
-    sscanf(x->name, "blk.%d.", &lx);
-    sscanf(y->name, "blk.%d.", &ly);
-    if (lx != ly)
-        return lx < ly ? -1 : 1;
-    return strcmp(x->name, y->name);
+    return wp_ftype_weight_cmp(x->name, y->name);
 }
 
 int wp_ftype_plan_finish(wp_ftype_plan *p, char *err, size_t errlen)

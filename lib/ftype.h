@@ -80,6 +80,11 @@ int wp_ftype_default_type(int ftype);
  * Source: llama-quant.cpp tensor_name_match_token_embd. */
 int wp_ftype_is_token_embd(const char *name);
 
+/* The order llama-quantize writes a model's tensors in: the layer N of
+ * "blk.N." (-1 for other names) ascending, then the names (strcmp); <0, 0
+ * or >0 as strcmp. Source: weight_name_comparer of llama-model-loader.h. */
+int wp_ftype_weight_cmp(const char *x, const char *y);
+
 /* What the rules need from the model's GGUF metadata. */
 struct wp_ftype_model {
     const char *arch;      /* general.architecture, e.g. "llama"; NULL = "" */

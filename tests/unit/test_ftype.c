@@ -998,6 +998,14 @@ int main(void)
     unlink(sm.path);
     free(sm.t);
 
+    /* llama-quantize's tensor order: layer numbers as numbers, other names before blk.0 */
+    CHECK(wp_ftype_weight_cmp("blk.2.attn_q.weight", "blk.10.attn_k.weight") < 0 &&
+              wp_ftype_weight_cmp("output.weight", "blk.0.attn_q.weight") < 0 &&
+              wp_ftype_weight_cmp("blk.3.ffn_up.weight", "blk.3.attn_q.weight") > 0 &&
+              wp_ftype_weight_cmp("token_embd.weight", "output.weight") > 0 &&
+              wp_ftype_weight_cmp("blk.1.a", "blk.1.a") == 0,
+          "weight_name_comparer: blk.2 before blk.10, other names first, then by name");
+
     clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("# %.1f s\n", (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
     unlink(sa.path);
