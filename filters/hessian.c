@@ -43,8 +43,9 @@
  * --share-inputs they get one record, named after the first of them, with
  * attr weights=A,B,C naming them all in first-use order (the form gptq
  * --hessian reads for each of A, B, C). "The same input" is the same src1
- * tensor of dense MUL_MATs in the discovery pass's graph, so the shared H is
- * the one each of them would get.
+ * tensor of MUL_MATs in the discovery pass's graph, and of MUL_MAT_IDs with
+ * the same routing (src2: a mixture of experts' gate_exps and up_exps, one H
+ * an expert), so the shared H is the one each of them would get.
  *
  * Errors: one line "hessian: FILE: problem" on stderr, exit 1, no output file
  * (lib/cli.h). Progress on stderr.
@@ -109,6 +110,8 @@ static const char usage[] =
 struct hw {
     const void *in;    /* discovery: its src1 tensor, and that tensor's name */
     char in_name[GGML_MAX_NAME];
+    const void *ids;   /* discovery, MUL_MAT_ID: its routing (src2) tensor, and its name */
+    char ids_name[GGML_MAX_NAME];
     double *H;         /* n_expert × cols × cols (upper triangle filled until emitted) */
     int64_t *tokens;   /* n_expert row counts */
 };
@@ -294,10 +297,16 @@ static bool cb_eval(struct ggml_tensor *t, bool ask, void *user)
                 s->quant_type = a->type;
             }
             snprintf(w->in_name, sizeof w->in_name, "%s", b->name);
-            for (int k = 0; t->op == GGML_OP_MUL_MAT && k < idx; k++) {
+            const struct ggml_tensor *ids = t->op == GGML_OP_MUL_MAT_ID ? t->src[2] : NULL;
+            w->ids = ids;
+            snprintf(w->ids_name, sizeof w->ids_name, "%s", ids ? ids->name : "");
+            /* the same input (and for experts the same routing: gate_exps and up_exps of a
+               mixture of experts) gives the same H, one held for them all */
+            for (int k = 0; k < idx; k++) {
                 const wp_hessplan_weight *pv = &s->p[k];
-                if (pv->lead == k && pv->n_expert == 1 && s->w[k].in == b && pv->cols == pw->cols &&
-                    strcmp(s->w[k].in_name, b->name) == 0) {
+                const struct hw *v = &s->w[k];
+                if (pv->lead == k && pv->n_expert == pw->n_expert && v->in == b && pv->cols == pw->cols &&
+                    strcmp(v->in_name, b->name) == 0 && v->ids == ids && strcmp(v->ids_name, w->ids_name) == 0) {
                     pw->lead = k;
                     break;
                 }

@@ -136,13 +136,14 @@ close() {
     [[ "$output" == *"matched 36"* && "$output" == *"count_diff 0"* && "$output" == *"n_tokens 2048"* ]]
 }
 
-@test "live: a mixture of experts (MUL_MAT_ID): one H per expert, each expert's diagonal llama-imatrix's in_sum2 / counts of that expert, several passes the same bytes" {
+@test "live: a mixture of experts (MUL_MAT_ID): one H per expert, each expert's diagonal llama-imatrix's in_sum2 / counts of that expert, several passes the same bytes, gate_exps and up_exps one H (with --share-inputs one record)" {
     # mkllama's Mixtral form of the llama architecture: 4 experts, 2 used, ffn_*_exps {cols, rows, 4}
     need_ref
     local L="$BATS_TEST_TMPDIR"
     "$TOOLS/mkllama" "$M32" "$L/moe.gguf" F32 256,512,2,4,2,512,4,2
     "$H" --threads 1 --model "$L/moe.gguf" --text "$CAL" --ctx 128 --chunks 4 -o "$L/moe.hess" 2> "$L/moe.err"
-    grep -q ' 4 chunks of 128, 17 weights, 17 records, 29.5 MiB in all' "$L/moe.err"
+    # gate_exps and up_exps read one input with one routing: one H of 4 experts held for both (2 MiB)
+    grep -q ' 4 chunks of 128, 17 weights, 17 records, 29.5 MiB in all (23.5 MiB of Hessians to hold' "$L/moe.err"
     "$BIN/tsinfo" "$L/moe.hess" > "$L/ls"
     grep -Eq '^hessian +blk\.1\.ffn_down_exps\.weight +F64 +512x512x4 +8388608 ' "$L/ls"
     grep -Eq '^hessian +blk\.0\.ffn_gate_inp\.weight +F64 +256x256 +524288 ' "$L/ls"
@@ -163,6 +164,15 @@ close() {
     "$H" --threads 1 --model "$L/moe.gguf" --text "$CAL" --ctx 128 --chunks 4 --max-memory 9M -o "$L/moe9m.hess" 2> "$L/moe9m.err"
     grep -q ', 4 passes of at most 9.0 MiB$' "$L/moe9m.err"
     cmp "$L/moe.hess" "$L/moe9m.hess"
+    # --share-inputs: one record for them too, which gptq reads for each, to the same bytes
+    "$H" --threads 1 --model "$L/moe.gguf" --text "$CAL" --ctx 128 --chunks 4 --share-inputs -o "$L/share.hess" 2> "$L/share.err"
+    grep -q ' 17 weights, 11 records, 23.5 MiB in all ' "$L/share.err"
+    "$BIN/tsinfo" -a "$L/share.hess" > "$L/a"
+    grep -qx '    weights=blk.1.ffn_gate_exps.weight,blk.1.ffn_up_exps.weight' "$L/a"
+    [ "$(grep -c 'weights=' "$L/a")" -eq 4 ]
+    "$BIN/ggufcat" "$L/moe.gguf" | "$BIN/gptq" --hessian "$L/moe.hess" --ftype Q4_K_M -q -o "$L/a.wts"
+    "$BIN/ggufcat" "$L/moe.gguf" | "$BIN/gptq" --hessian "$L/share.hess" --ftype Q4_K_M -q -o "$L/b.wts"
+    cmp "$L/a.wts" "$L/b.wts"
 }
 
 @test "--share-inputs: one record for q/k/v and one for gate/up, holding the per-weight H; gptq makes the same model" {
