@@ -627,6 +627,24 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
         wp_warn("%s: %zu of the %zu weights it names are not in %s (the first: %s): is it another model's "
                 "Hessian file? A tensor without a Hessian is quantized by RTN", hpath, unused, named, src,
                 wp_hessian_file_at(hfile, first)->weight);
+    /* and matrices it quantizes without a Hessian: a model with more layers than the file's ran
+       its last layer by RTN unsaid, with -q and by --check too (a fresh user's find); the token
+       embedding is read by row (GGML_OP_GET_ROWS), no matmul, so hessian records none */
+    size_t bare = 0, quantized = 0, first_bare = 0;
+    for (size_t i = 0; hfile && i < n_t; i++) {
+        struct wp_ftype_choice ch;
+        wp_ftype_plan_get(plan, tl[i].name, &ch);
+        if (!ch.quantize || (uint32_t)ch.type == tl[i].type || wp_ggml_is_float((uint32_t)ch.type) ||
+            wp_ftype_is_token_embd(tl[i].name))
+            continue;
+        quantized++;
+        if (!hessian_of(tl[i].name) && !bare++)
+            first_bare = i;
+    }
+    if (bare)
+        wp_warn("%s: %zu of the %zu matrices to quantize have no Hessian in it (the first: %s): RTN for them (the "
+                "Hessians of a model with fewer layers, or of another model?)", hpath, bare, quantized,
+                tl[first_bare].name);
 }
 
 /* ---- one Hessian factor kept for the next weights of its record ---------- */

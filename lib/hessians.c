@@ -132,6 +132,10 @@ static int64_t h_count(const wp_record *r)
 double *wp_hessian_take(wp_record *r, int *zero, char *err, size_t n)
 {
     const int64_t c = r->ne[0], n_h = h_count(r);
+    if (n_h < 1 || c < 1 || r->ne[1] != c) {   /* (a caller that skipped wp_hessian_fit_problem) */
+        snprintf(err, n, "not a Hessian's shape (n_dims %d, %" PRId64 "x%" PRId64 ")", r->n_dims, c, r->ne[1]);
+        return NULL;
+    }
     const uint64_t k_all = (uint64_t)(c * c * n_h);
     if (r->borrowed) {   /* a mapping's bytes (wp_record_map_at): H is a buffer of its own */
         uint8_t *p = malloc(r->payload_len ? (size_t)r->payload_len : 1);

@@ -87,7 +87,8 @@ const char *wp_hessian_fit_problem(const char *rec, int64_t ne0, int64_t ne1, in
  * entry at (I, J)" (", expert E" after it for an expert's), "negative Hessian
  * diagonal entry V at (I, I): X^T X has none" (the same), "Hessian entry V
  * at (I, J) beside a zero diagonal entry at (I, I): X^T X has none" (a
- * column no token touched has a zero row and column); r is then as it was,
+ * column no token touched has a zero row and column), "not a Hessian's
+ * shape (n_dims 4, 4x4)" (a record that does not fit); r is then as it was,
  * or freed. */
 double *wp_hessian_take(wp_record *r, int *zero, char *err, size_t n);
 

@@ -53,6 +53,13 @@ gptq_h() {
         sh "$BIN/ggufcat" "$BIN/gptq" "$F32" "$@"
 }
 
+# stderr without the warning of matrices that the Hessian file has no H for: the Hessians
+# that "$UNIT" --hessians writes are q/k/v's and gate/up's alone, attn_output and
+# output.weight have none (that warning itself: "no Hessian for some matrices" below)
+sans_bare() {
+    printf '%s\n' "$1" | grep -v '^gptq: warning: .*: [0-9]* of the [0-9]* matrices to quantize have no Hessian in it ' || true
+}
+
 @test "gptq --rtn --ftype equals llama-quantize byte for byte (Q8_0 Q4_0 Q5_0 IQ4_NL Q4_K_M Q6_K IQ4_XS Q4_K_S)" {
     [ -x "$QUANTIZE" ] || skip "llama-quantize not built (make reftools)"
     for t in Q8_0 Q4_0 Q5_0 IQ4_NL Q4_K_M Q6_K IQ4_XS Q4_K_S; do
@@ -397,8 +404,10 @@ r.payload = r.payload[:32 * 32 * 8]"
     hessians "$T/o.wts" "for r in recs: r.attrs['weights'] = r.attrs['weights'].replace('attn_q.', 'attn_qkv.')"
     gptq_h "$T/o.wts" --ftype Q8_0 -o "$T/g.wts"
     [ "$status" -eq 0 ]
-    [ "$(echo "$stderr" | grep -c "warning: $T/o.wts")" -eq 1 ]
+    [ "$(sans_bare "$stderr" | grep -c "warning: $T/o.wts")" -eq 1 ]
     echo "$stderr" | grep -qxF "gptq: warning: $T/o.wts: 5 of the 25 weights it names are not in stdin (the first: blk.0.attn_qkv.weight): is it another model's Hessian file? A tensor without a Hessian is quantized by RTN"
+    # and the matrices it then has no H for: attn_q's too (attn_output and output.weight have none)
+    echo "$stderr" | grep -qxF "gptq: warning: $T/o.wts: 11 of the 31 matrices to quantize have no Hessian in it (the first: output.weight): RTN for them (the Hessians of a model with fewer layers, or of another model?)"
     echo "$stderr" | grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (rtn)'
     echo "$stderr" | grep -q 'blk.0.attn_k.weight  *F32 -> Q8_0 (gptq)'
     # the same from --check, naming the file; the right names (shared records named blk.N.attn_in) warn of nothing
@@ -407,8 +416,27 @@ r.payload = r.payload[:32 * 32 * 8]"
     echo "$stderr" | grep -qF "gptq: warning: $T/o.wts: 5 of the 25 weights it names are not in $F32 (the first: "
     gptq_h "$T/h.wts" --ftype Q8_0 -o /dev/null
     [ "$status" -eq 0 ]
-    ! echo "$stderr" | grep -q "warning: $T/h.wts" || false
+    ! sans_bare "$stderr" | grep -q "warning: $T/h.wts" || false
     echo "$stderr" | grep -q 'blk.0.attn_q.weight  *F32 -> Q8_0 (gptq, factor reused)'
+}
+
+@test "gptq --hessian: matrices to quantize that the Hessian file has no H for give one warning, by --check too (a model with more layers than its Hessians' ran its last layers by RTN unsaid)" {
+    [ -x "$UNIT" ] || skip "build/unit/test_gptq not built"
+    "$UNIT" --hessians "$T/h.wts"     # q/k/v's and gate/up's: not attn_output's or output.weight's
+    want="gptq: warning: $T/h.wts: 6 of the 31 matrices to quantize have no Hessian in it (the first: output.weight): RTN for them (the Hessians of a model with fewer layers, or of another model?)"
+    gptq_h "$T/h.wts" --ftype Q8_0 -q -o /dev/null
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "$want" ]
+    run --separate-stderr "$BIN/gptq" --check --hessian "$T/h.wts" --ftype Q8_0 "$F32"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "$want" ]
+    # the token embedding, read by row, has no H in any file: not counted (31 = 5 x 6 + output)
+    ! echo "$stderr" | grep -q token_embd || false
+    # a file of every matrix's H: nothing said
+    "$BIN/hessian" --model "$F32" --text "$DATA/text/groups_merged.txt" --ctx 128 --chunks 1 --threads 1 -o "$T/all.hess" 2>/dev/null
+    gptq_h "$T/all.hess" --ftype Q8_0 -q -o /dev/null
+    [ "$status" -eq 0 ]
+    [ -z "$stderr" ]
 }
 
 @test "gptq --hessian: an empty name in weights= (a doubled or trailing comma) names no weight (a mutation test's find)" {
@@ -418,7 +446,7 @@ r.payload = r.payload[:32 * 32 * 8]"
     [ "$("$BIN/tsinfo" -a "$T/c.wts" | grep -c '^ *weights=blk\.0\.attn_q\.weight,,blk\.0\.attn_k\.weight,,.*,$')" -eq 1 ]
     gptq_h "$T/c.wts" --ftype Q8_0 -o "$T/c.out"
     [ "$status" -eq 0 ]
-    ! echo "$stderr" | grep -q "$T/c.wts" || false
+    ! sans_bare "$stderr" | grep -q "$T/c.wts" || false
     [ "$(echo "$stderr" | grep -c '(gptq, factor reused)')" -eq 15 ]
     gptq_h "$T/h.wts" --ftype Q8_0 -q -o "$T/h.out"
     [ "$status" -eq 0 ]
@@ -465,7 +493,7 @@ r.payload = bytearray(len(r.payload))"
         reseal "$T/h.wts"
         gptq_h "$T/h.wts" --ftype Q4_0 -q -o "$T/g.wts"
         [ "$status" -eq 1 ]
-        [[ "$stderr" =~ ^"gptq: $T/h.wts: tensor "[a-z0-9_.]+": $why"$ ]] || { echo "$stderr"; false; }
+        [[ "$(sans_bare "$stderr")" =~ ^"gptq: $T/h.wts: tensor "[a-z0-9_.]+": $why"$ ]] || { echo "$stderr"; false; }
         [ ! -e "$T/g.wts" ]
     done
 }
@@ -485,13 +513,13 @@ r.payload = bytearray(len(r.payload))"
     reseal "$T/m.wts"
     run --separate-stderr "$BIN/gptq" --hessian "$T/h.wts" --ftype Q8_0 -q -o "$T/g.wts" "$T/m.wts"
     [ "$status" -eq 1 ]
-    [ "$stderr" = "gptq: tensor blk.4.ffn_gate.weight: non-finite value nan at row 2, column 3" ] || { echo "$stderr"; false; }
+    [ "$(sans_bare "$stderr")" = "gptq: tensor blk.4.ffn_gate.weight: non-finite value nan at row 2, column 3" ] || { echo "$stderr"; false; }
     [ ! -e "$T/g.wts" ]
     # the weights whole, the Hessian's own error
     "$BIN/ggufcat" "$F32" > "$T/m.wts"
     run --separate-stderr "$BIN/gptq" --hessian "$T/h.wts" --ftype Q8_0 -q -o "$T/g.wts" "$T/m.wts"
     [ "$status" -eq 1 ]
-    [ "$stderr" = "gptq: $T/h.wts: tensor blk.4.ffn_gate.weight: non-finite Hessian entry at (0, 0)" ] || { echo "$stderr"; false; }
+    [ "$(sans_bare "$stderr")" = "gptq: $T/h.wts: tensor blk.4.ffn_gate.weight: non-finite Hessian entry at (0, 0)" ] || { echo "$stderr"; false; }
 }
 
 @test "gptq: a weight too large for an fp16 scale is an error with every LazyWeights option too" {
@@ -1278,6 +1306,17 @@ for r in recs:
     "$BIN/ggufcat" "$d/moe8.gguf" | "$BIN/gptq" --ftype Q4_K_M --hessian "$d/moe8.hess" 2> "$d/g8.err" > /dev/null
     [ "$(grep -c "^gptq: warning: $d/moe8.hess: tensor blk.0.ffn_.*_exps.weight: the Hessians of experts 2, 3, 6, 7 (4 of 8) are zero (no calibration token was routed to them): RTN for them\$" "$d/g8.err")" -eq 3 ]
     [ "$(grep -c '(gptq for 4 of 8 experts)' "$d/g8.err")" -eq 3 ]
+    # the Hessians of 2 layers for a model of 3: the third layer's matrices RTN, said with -q and by
+    # --check too (it was unsaid: a fresh user's find)
+    "$TOOLS/mkllama" "$F32" "$d/moe3.gguf" F32 256,512,3,4,2,512,4,2
+    "$BIN/ggufcat" "$d/moe3.gguf" > "$d/moe3.wts"
+    want="gptq: warning: $d/moe.hess: 7 of the 22 matrices to quantize have no Hessian in it (the first: blk.2.attn_q.weight): RTN for them (the Hessians of a model with fewer layers, or of another model?)"
+    run --separate-stderr "$BIN/gptq" --ftype Q4_K_M -q --hessian "$d/moe.hess" -o "$d/moe3q.wts" "$d/moe3.wts"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "$want" ]
+    run --separate-stderr "$BIN/gptq" --check --ftype Q4_K_M --hessian "$d/moe.hess" "$d/moe3.wts"
+    [ "$status" -eq 0 ]
+    [ "$stderr" = "$want" ]
     # 4 experts' Hessians for a tensor of 8, refused before any output
     "$BIN/ggufcat" "$d/moe8.gguf" > "$d/moe8.wts"
     run --separate-stderr "$BIN/gptq" --ftype Q4_K_M --hessian "$d/moe.hess" -o "$d/x.wts" "$d/moe8.wts"

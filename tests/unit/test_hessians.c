@@ -214,6 +214,13 @@ int main(void)
           "%s", err);
     wp_record_free(&r);
 
+    make_experts(&r, 4, 3, ex_spd);
+    r.n_dims = 4;
+    r.ne[2] = 3, r.ne[3] = 1;
+    H = wp_hessian_take(&r, &z, err, sizeof err);
+    CHECK(!H && !strcmp(err, "not a Hessian's shape (n_dims 4, 4x4)"), "a record that does not fit, taken: %s", err);
+    wp_record_free(&r);
+
     /* the experts named in warnings */
     unsigned char mark[128] = {0, 0, 1, 1, 0, 0, 1, 1};
     CHECK(wp_hessian_expert_list(mark, 8, buf, sizeof buf) == 4 && !strcmp(buf, "2, 3, 6, 7 (4 of 8)"), "%s", buf);
