@@ -235,6 +235,13 @@ static double *hessian_get(const char *name, int64_t cols, int64_t n_mat)
     return H;
 }
 
+/* Whether the plan's choice ch quantizes a tensor of type `from` into blocks:
+ * the tensors GPTQ reads a Hessian for. */
+static int to_blocks(const struct wp_ftype_choice *ch, uint32_t from)
+{
+    return ch->quantize && (uint32_t)ch->type != from && !wp_ggml_is_float((uint32_t)ch->type);
+}
+
 /* ---- imatrix (llama-imatrix's GGUF or imatrix.dat, read by lib/imatrix.c) */
 
 static wp_imatrix imatrix;
@@ -634,8 +641,7 @@ static void plan_check(const wp_ftype_plan *plan, const char *in)
     for (size_t i = 0; hfile && i < n_t; i++) {
         struct wp_ftype_choice ch;
         wp_ftype_plan_get(plan, tl[i].name, &ch);
-        if (!ch.quantize || (uint32_t)ch.type == tl[i].type || wp_ggml_is_float((uint32_t)ch.type) ||
-            wp_ftype_is_token_embd(tl[i].name))
+        if (!to_blocks(&ch, tl[i].type) || wp_ftype_is_token_embd(tl[i].name))
             continue;
         quantized++;
         if (!hessian_of(tl[i].name) && !bare++)
@@ -715,8 +721,7 @@ static uint64_t work_bytes(const struct tensor_info *t, const wp_ftype_plan *pla
         nel *= (uint64_t)t->ne[d];
     uint64_t b = 4 * nel;
     const uint64_t n_mat = t->n_dims < 3 ? 1 : nel / ((uint64_t)t->ne[0] * (uint64_t)t->ne[1]);
-    if (hpath && ch.quantize && (uint32_t)ch.type != t->type && !wp_ggml_is_float((uint32_t)ch.type) &&
-        hessian_of(t->name))
+    if (hpath && to_blocks(&ch, t->type) && hessian_of(t->name))
         b += (n_mat + (act ? 1 : 0)) * 8 * (uint64_t)t->ne[0] * (uint64_t)t->ne[0];
     return b;
 }
