@@ -15,6 +15,7 @@
 #include "names.h"
 #include "safetensors.h"
 #include "spool.h"
+#include "text.h"
 #include "zframe.h"
 
 #define MAX_STRING   (UINT64_C(1) << 31)
@@ -435,7 +436,11 @@ static wp_gguf_in *open_header(wp_gguf_in *g, char *err, size_t errlen)
     if (!wp_gguf_magic(h, 4)) {
         /* a safetensors file, also one cut short (said only "bad magic"; safetensorscat names a
            GGUF the same way) */
-        const int st = g->file_size > 9 && fread(h + 4, 1, 5, g->f) == 5 && wp_st_magic(h);
+        const size_t got = 4 + fread(h + 4, 1, 5, g->f);
+        const int st = got == 9 && g->file_size > 9 && wp_st_magic(h);
+        /* a compressed file or an archive by its kind (gzip and zip were "bad magic": a breaker's
+           and a new user's finds; xz, bzip2 and lz4 were until a note's left alone) */
+        const char *kind = wp_foreign_kind(h, got);
         /* (g->zst: what a zstd frame held, ggufcat having decompressed it) */
         gfail(g, "not a GGUF file (%s)",
               !memcmp(h, WP_STREAM_MAGIC, 4) ? g->zst ? "a zstd-framed wpack stream, such as a --dist bundle: unbundle it"
@@ -446,10 +451,7 @@ static wp_gguf_in *open_header(wp_gguf_in *g, char *err, size_t errlen)
                  : st ? g->zst ? "a zstd-compressed safetensors file: zstd -d it, then read it with safetensorscat"
                                : "a safetensors file: read it with safetensorscat"
                  : wp_zframe_magic(h, 4) ? wp_zframe_hint(g->f)   /* was "bad magic" */
-                 /* (a Hugging Face model's pytorch_model.bin was "bad magic", as safetensorscat names it) */
-                 : !memcmp(h, "PK\3\4", 4) ? "a zip archive, as PyTorch saves a .bin: convert it to safetensors or GGUF first"
-                 /* (a gzip file was "bad magic", where hessian names one: a breaker's find) */
-                 : h[0] == 0x1f && h[1] == 0x8b ? "a gzip file: gunzip it first"
+                 : kind ? kind
                  : wp_zframe_skippable(h, 4) ? "a zstd skippable frame first, as pzstd writes: zstd -dc it, then read "
                                                "the GGUF"   /* (was "bad magic": a breaker's find) */
                                          : "bad magic");

@@ -599,7 +599,7 @@ wp_st_in *wp_st_open(const char *path, char *err, size_t errlen)
               h8[0] == '{' && strstr(head, "\"weight_map\"")
                   ? "a sharded model's index, JSON: give its shards, safetensorscat model-*.safetensors"
               : h8[0] == '{' ? "a JSON file"
-              : !memcmp(h8, "PK\3\4", 4) ? "a zip archive, as PyTorch saves a .bin: convert it to safetensors first"
+              : wp_foreign_kind(h8, 8) ? wp_foreign_kind(h8, 8)   /* a PyTorch .bin, a gzip'd file */
               : wp_text_like((const uint8_t *)head, n) ? "a text file"
                                         : "no header length, then a JSON header, at its start");
         goto fail;

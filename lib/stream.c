@@ -510,6 +510,11 @@ static const char *not_stream(const uint8_t *h, size_t got, int zstd)
         return "not a wpack stream (a zstd frame inside a zstd frame: zstd -d it once)";
     if (wp_zframe_skippable(h, got))   /* (it was "bad magic", though zstd -d reads it: a breaker's find) */
         return "not a wpack stream (a zstd skippable frame first, as pzstd writes: zstd -d it, then read the stream)";
+    if (!zstd && wp_foreign_kind(h, got)) {   /* (a gzip'd stream, or m.gguf.xz, was "bad magic") */
+        static _Thread_local char why[160];
+        snprintf(why, sizeof why, "not a wpack stream (%s)", wp_foreign_kind(h, got));
+        return why;
+    }
     if (!zstd && wp_text_like(h, got))   /* (it was "bad magic": a helper's nit) */
         return "not a wpack stream (a text file)";
     return zstd ? "a zstd frame that does not hold a wpack stream" : "not a wpack stream (bad magic)";

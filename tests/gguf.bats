@@ -30,6 +30,43 @@ setup() {
     [ "$a" = "$b" ]
 }
 
+@test "a compressed file or an archive is named by its kind, with the way on, by the GGUF, safetensors and stream readers" {
+    # xz, bzip2 and lz4 files were "bad magic" (a note's left alone); gzip and a PyTorch zip
+    # were named by the GGUF reader alone. The xz, bzip2 and lz4 files start as xz, bzip2 -9
+    # and lz4 write them (fd 37 7a 58 5a 00, "BZh9", 04 22 4d 18), which is all the readers see.
+    gzip -c "$F32" > "$T/m.gguf.gz"
+    printf '\375\067\172\130\132\000%0100d' 0 > "$T/m.gguf.xz"
+    printf 'BZh91AY&SY%0100d' 0 > "$T/m.gguf.bz2"
+    printf '\004\042\115\030%0100d' 0 > "$T/m.gguf.lz4"
+    printf 'PK\003\004%0100d' 0 > "$T/pytorch_model.bin"
+    for f in m.gguf.gz m.gguf.xz m.gguf.bz2 m.gguf.lz4 pytorch_model.bin; do
+        case $f in
+            *.gz) kind="a gzip file: gunzip it first" ;;
+            *.xz) kind="an xz file: xz -d it first" ;;
+            *.bz2) kind="a bzip2 file: bunzip2 it first" ;;
+            *.lz4) kind="an lz4 file: lz4 -d it first" ;;
+            *) kind="a zip archive, as PyTorch saves a .bin: convert it to safetensors or GGUF first" ;;
+        esac
+        run "$BIN/ggufcat" "$T/$f"
+        [ "$status" -eq 1 ]
+        [ "$output" = "ggufcat: $T/$f: not a GGUF file ($kind)" ]
+        run "$BIN/safetensorscat" "$T/$f"
+        [ "$status" -eq 1 ]
+        [ "$output" = "safetensorscat: $T/$f: not a safetensors file ($kind)" ]
+        run "$BIN/tsinfo" "$T/$f"
+        [ "$status" -eq 1 ]
+        [ "$output" = "tsinfo: $T/$f: not a wpack stream ($kind)" ]
+    done
+    # a stream through a pipe too, and a file that is none of them keeps "bad magic"
+    run bash -c '"$1" "$2" | gzip -c | "$3"' _ "$BIN/ggufcat" "$F32" "$BIN/histogram"
+    [ "$status" -eq 1 ]
+    [ "$output" = "histogram: stdin: not a wpack stream (a gzip file: gunzip it first)" ]
+    printf 'BZh0%0100d' 0 > "$T/nobz"
+    run "$BIN/ggufcat" "$T/nobz"
+    [ "$status" -eq 1 ]
+    [ "$output" = "ggufcat: $T/nobz: not a GGUF file (bad magic)" ]
+}
+
 @test "tsinfo lists every record of the stream: 1 header, 17 key/values, 48 tensors" {
     "$BIN/ggufcat" "$F32" > "$T/s.wps"
     run "$BIN/tsinfo" "$T/s.wps"
