@@ -540,6 +540,20 @@ static void out_suffix_check(const char *path, wp_out_kind kind)
                                    : "; safetensorspack writes the file of one safetensors file's stream");
 }
 
+/* Whether path names a terminal (-o /dev/stdout on one, -o /dev/tty), opened without becoming
+ * the process's controlling terminal or waiting on a device. */
+static int path_is_tty(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) || !S_ISCHR(st.st_mode))
+        return 0;
+    const int fd = open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    const int tty = fd >= 0 && isatty(fd);
+    if (fd >= 0)
+        close(fd);
+    return tty;
+}
+
 void wp_out_refuse_tty(const char *path, wp_out_kind kind)
 {
     const char *what = kind == WP_OUT_GGUF          ? "a GGUF file"
@@ -548,6 +562,8 @@ void wp_out_refuse_tty(const char *path, wp_out_kind kind)
                                                     : "a binary wpack stream";
     if ((!path || !strcmp(path, "-")) && isatty(STDOUT_FILENO))
         wp_die("refusing to write %s to a terminal (redirect it, pipe it, or use -o FILE)", what);
+    if (path && strcmp(path, "-") && path_is_tty(path))   /* (it wrote: a note's left alone) */
+        wp_die("%s: refusing to write %s to a terminal (give -o a FILE)", path, what);
     if (path && strcmp(path, "-")) {   /* and what wp_out_open refuses of FILE, before the work */
         out_name_check(path, "output");
         out_protect_check(path);

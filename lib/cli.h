@@ -133,7 +133,9 @@ typedef enum { WP_OUT_STREAM, WP_OUT_GGUF, WP_OUT_HESSIANS, WP_OUT_SAFETENSORS, 
 /* (WP_OUT_RESTORED: a GGUF or a safetensors file, unbundle's before its bundle says which:
  * refused to a terminal and under a compressor's suffix, in words that fit both) */
 /* Die "refusing to write WHAT to a terminal (redirect it, pipe it, or use -o
- * FILE)" when path is standard output (NULL or "-") and that is a terminal:
+ * FILE)" when path is standard output (NULL or "-") and that is a terminal,
+ * and "PATH: refusing to write WHAT to a terminal (give -o a FILE)" when path
+ * names one (-o /dev/stdout, -o /dev/tty):
  * the binary outputs (WHAT "a binary wpack stream" for WP_OUT_STREAM, "a GGUF
  * file" for WP_OUT_GGUF), as zstd refuses; wp_cli_writer calls it. Text
  * reports are not refused. A path other than "-" that wp_out_open would

@@ -119,6 +119,23 @@ setup() {
     run script -qec "$BIN/ggufcat -o $T/o.wts $F32" /dev/null
     [ "$status" -eq 0 ]
     cmp "$T/o.wts" "$T/m.wts"
+    # -o naming the terminal is refused too (it wrote the stream onto it: a note's left alone),
+    # -o /dev/null is written
+    for c in "ggufcat -o /dev/stdout $F32" "ggufpack -o /dev/tty $T/m.wts" "unbundle -o /dev/stdout $T/m.bundle" \
+             "gptq --rtn --ftype Q8_0 -o /dev/tty $T/m.wts"; do
+        run script -qec "$BIN/$c" /dev/null
+        [ "$status" -eq 1 ]
+        o=${c#* -o }
+        case $c in
+            ggufpack*) what="a GGUF file" ;;
+            unbundle*) what="the restored file" ;;
+            *) what="a binary wpack stream" ;;
+        esac
+        [ "${output//$'\r'/}" = "${c%% *}: ${o%% *}: refusing to write $what to a terminal (give -o a FILE)" ]
+    done
+    run script -qec "$BIN/ggufcat -o /dev/null $F32" /dev/null
+    [ "$status" -eq 0 ]
+    [ -z "${output//$'\r'/}" ]
 }
 
 @test "tsinfo writes a string value's control bytes and NULs as \\xNN: two values that differ after a NUL list apart" {
