@@ -476,7 +476,7 @@ static wp_ftype_plan *model_plan(int ftype, int pure, int strict, const char **o
                                  const char *in)
 {
     char err[1024];
-    struct wp_ftype_model md = {arch, 0, 0, 0, 0, -1};
+    struct wp_ftype_model md = {arch, 0, 0, 0, 0, -1, 0};
     for (size_t i = 0; i < n_kvs; i++)   /* (general.architecture may come after them) */
         wp_ftype_model_take(&md, kvs[i].name, kvs[i].v);
     wp_ftype_plan *plan = plan_new(&md, ftype, pure, strict, overrides, n_over);
@@ -1033,7 +1033,7 @@ int main(int argc, char **argv)
     }
     {
         /* the preset itself (NVFP4 has no type) and the overrides, before any input is read */
-        const struct wp_ftype_model none = {"", 0, 0, 0, 0, -1};
+        const struct wp_ftype_model none = {"", 0, 0, 0, 0, -1, 0};
         wp_ftype_plan_free(plan_new(&none, ftype, pure, strict, overrides, n_over));
     }
     /* said once, at the first matrix rounded to nearest: not with --rtn or --hessian (whose

@@ -447,9 +447,9 @@ static int layer_info(const wp_ftype_plan *p, int counter, const char *name,
             seterr(err, errlen, "Failed to determine layer for tensor %s", name);
             return -1;
         }
-        if (*i_layer < 0 || *i_layer >= (int)p->model.n_layer) {
+        if (*i_layer < 0 || *i_layer >= p->n_ffn_down) {
             seterr(err, errlen, "Bad layer %d for tensor %s. Must be in [0, %d)",
-                   *i_layer, name, (int)p->model.n_layer);
+                   *i_layer, name, p->n_ffn_down);
             return -1;
         }
     }
@@ -809,7 +809,7 @@ int wp_ftype_plan_finish(wp_ftype_plan *p, char *err, size_t errlen)
         if (ord[i]->cat == CAT_OUTPUT)
             p->has_tied_embeddings = 0;
     }
-    p->n_ffn_down = p->n_ffn_gate = p->n_ffn_up = (int)p->model.n_layer;
+    p->n_ffn_down = p->n_ffn_gate = p->n_ffn_up = (int)wp_ftype_model_layers(&p->model);
 
     for (size_t i = 0; i < p->n; i++) {
         struct tensor *t = ord[i];
@@ -919,6 +919,18 @@ int wp_ftype_plan_fallbacks(const wp_ftype_plan *p, int *n_quantized, char *buf,
     return nfall;
 }
 
+uint32_t wp_ftype_model_layers(const struct wp_ftype_model *md)
+{
+    const char *arch = md->arch ? md->arch : "";
+    if (!strcmp(arch, "nanbeige") && md->n_loops > 1) {   /* (llama.cpp asserts at most 512) */
+        const uint64_t n = (uint64_t)md->n_layer * md->n_loops;
+        return n > INT32_MAX ? INT32_MAX : (uint32_t)n;
+    }
+    if (!strcmp(arch, "graniteswitch"))
+        return md->n_layer < INT32_MAX ? md->n_layer + 1 : INT32_MAX;
+    return md->n_layer;
+}
+
 int wp_ftype_model_take(struct wp_ftype_model *md, const char *key, int64_t v)
 {
     const char *arch = md->arch ? md->arch : "";
@@ -934,6 +946,8 @@ int wp_ftype_model_take(struct wp_ftype_model *md, const char *key, int64_t v)
         md->n_head_kv = (uint32_t)v;
     else if (!strcmp(key, "expert_count"))
         md->n_expert = (uint32_t)v;
+    else if (!strcmp(key, "num_loops"))
+        md->n_loops = (uint32_t)v;
     else
         return 0;
     return 1;

@@ -95,11 +95,20 @@ struct wp_ftype_model {
     int      is_70b;       /* llama.cpp's LLM_TYPE_70B: 1 yes, 0 no, -1 infer
                               (llama with 80 layers and GQA; qwen2, deci, olmo
                               with 80 layers; jais2 with 68), as load_hparams */
+    uint32_t n_loops;      /* {arch}.num_loops (nanbeige, whose layers run that
+                              many times); 0 when absent */
 };
+
+/* The layer count llama-quantize's ffn rules count in (its n_layer_all after
+ * load_hparams): block_count, times num_loops for nanbeige, plus 1 (the
+ * router layer) for graniteswitch. Source: init_quantize_state_counters of
+ * llama-quant.cpp; load_arch_hparams of src/models/nanbeige.cpp and
+ * granite-switch.cpp. */
+uint32_t wp_ftype_model_layers(const struct wp_ftype_model *md);
 
 /* Take the GGUF key/value key = v (an unsigned integer) into md when it is
  * one of the keys above of md->arch (set first): {arch}.block_count,
- * .attention.head_count, .attention.head_count_kv, .expert_count. Returns 1
+ * .attention.head_count, .attention.head_count_kv, .expert_count, .num_loops. Returns 1
  * when taken, 0 for any other key. Source: llama.cpp's LLM_KV names, as
  * llama_model_loader reads them. */
 int wp_ftype_model_take(struct wp_ftype_model *md, const char *key, int64_t v);

@@ -8,7 +8,9 @@
  * input. Models: stories260K-f32.gguf (row lengths 64 and 172: fallbacks)
  * and two synthetic llama-shaped GGUFs with 256-multiple rows, written here
  * with the reference gguf API (one with output.weight and GQA, one with tied
- * embeddings and no GQA), carrying stories260K's tokenizer KVs.
+ * embeddings and no GQA), carrying stories260K's tokenizer KVs; a tiny
+ * 8-expert one; and minimal models of architectures whose rules differ
+ * (nanbeige, graniteswitch, falcon, phi3, qwen2).
  */
 /* The reference llama.cpp headers (gguf.h, ggml.h, llama.h), then wpack's. */
 #include "gguf.h"
@@ -79,6 +81,7 @@ static int load_model(struct model *md)
     md->m.n_head = kv_u32(g, md->arch, "attention.head_count", 0);
     md->m.n_head_kv = kv_u32(g, md->arch, "attention.head_count_kv", md->m.n_head);
     md->m.n_expert = kv_u32(g, md->arch, "expert_count", 0);
+    md->m.n_loops = kv_u32(g, md->arch, "num_loops", 0);
     md->m.is_70b = -1;
     md->n = (int)gguf_get_n_tensors(g);
     md->t = calloc((size_t)md->n, sizeof *md->t);
@@ -189,6 +192,65 @@ static int write_synth(const char *path, const char *src_path, int n_layer, int 
         }
 #undef T
     }
+    int ok = gguf_write_to_file(g, path, false);
+    gguf_free(g);
+    ggml_free(c);
+    return ok ? 0 : -1;
+}
+
+/* A model of another architecture with what llama_model_quantize reads: the
+ * hyperparameters load_hparams needs (8 heads, n_head_kv of them for K and V;
+ * rms: layer_norm_rms_epsilon, else layer_norm_epsilon), token_embd, output
+ * when with_output, and a 256x256 tensor of each comma-separated name in
+ * `layer` a layer (shapes decide only fallbacks, none at 256). nanbeige with
+ * num_loops (n_loops > 0) runs its layers that many times, graniteswitch adds
+ * a router layer: both change the layer count of the ffn rules (a
+ * differential tester's find: gptq counted block_count). */
+static int write_arch(const char *path, const char *arch, int n_layer, int n_head_kv, int n_loops,
+                      const char *layer, int with_output, int rms)
+{
+    int per = 1;
+    for (const char *c = layer; *c; c++)
+        per += *c == ',';
+    struct ggml_init_params gp = {
+        .mem_size = (size_t)(n_layer * per + 2) * (256 * 256 * sizeof(float) + ggml_tensor_overhead()) + 4096,
+        .mem_buffer = NULL, .no_alloc = false };
+    struct ggml_context *c = ggml_init(gp);
+    struct gguf_context *g = gguf_init_empty();
+    char k[128];
+#define KEY(s) (snprintf(k, sizeof k, "%s." s, arch), k)
+    gguf_set_val_str(g, "general.architecture", arch);
+    gguf_set_val_u32(g, "general.file_type", 0);
+    gguf_set_val_u32(g, KEY("context_length"), 2048);
+    gguf_set_val_u32(g, KEY("embedding_length"), 256);
+    gguf_set_val_u32(g, KEY("block_count"), (uint32_t)n_layer);
+    gguf_set_val_u32(g, KEY("feed_forward_length"), 256);
+    gguf_set_val_u32(g, KEY("attention.head_count"), 8);
+    gguf_set_val_u32(g, KEY("attention.head_count_kv"), (uint32_t)n_head_kv);
+    gguf_set_val_u32(g, KEY("rope.dimension_count"), 32);
+    gguf_set_val_f32(g, rms ? KEY("attention.layer_norm_rms_epsilon") : KEY("attention.layer_norm_epsilon"), 1e-5f);
+    if (n_loops)
+        gguf_set_val_u32(g, KEY("num_loops"), (uint32_t)n_loops);
+    if (!strcmp(arch, "graniteswitch")) {   /* the adapter keys its load_arch_hparams requires */
+        static const int32_t on[1] = { 5 }, sub[1] = { 6 };
+        gguf_set_val_f32(g, KEY("logit_scale"), 1.0f);
+        gguf_set_val_u32(g, KEY("adapters.count"), 1);
+        gguf_set_val_u32(g, KEY("adapters.lora_rank"), 8);
+        gguf_set_arr_data(g, KEY("adapters.token_ids_activate"), GGUF_TYPE_INT32, on, 1);
+        gguf_set_arr_data(g, KEY("adapters.token_ids_substitute"), GGUF_TYPE_INT32, sub, 1);
+    }
+#undef KEY
+    mk(c, g, "token_embd.weight", 256, 256);
+    if (with_output)
+        mk(c, g, "output.weight", 256, 256);
+    for (int l = 0; l < n_layer; l++)
+        for (const char *t = layer; *t;) {
+            const size_t n = strcspn(t, ",");
+            char nm[GGML_MAX_NAME];
+            snprintf(nm, sizeof nm, "blk.%d.%.*s.weight", l, (int)n, t);
+            mk(c, g, nm, 256, 256);
+            t += n + (t[n] == ',');
+        }
     int ok = gguf_write_to_file(g, path, false);
     gguf_free(g);
     ggml_free(c);
@@ -485,7 +547,7 @@ static void rule_checks(void)
         { "olmo", 80, 64, 64, -1, WP_Q5_K },
     };
     for (size_t i = 0; i < sizeof b70 / sizeof b70[0]; i++) {
-        struct wp_ftype_model m = { b70[i].arch, b70[i].n_layer, b70[i].n_head, b70[i].n_head_kv, 0, b70[i].is_70b };
+        struct wp_ftype_model m = { b70[i].arch, b70[i].n_layer, b70[i].n_head, b70[i].n_head_kv, 0, b70[i].is_70b, 0 };
         o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q3_K_M);
         p = mini(&m, &o, 256, av, NULL, NULL, err, sizeof err);
         int t0 = ty(p, "blk.0.attn_v.weight"), t2 = ty(p, "blk.2.attn_v.weight");
@@ -497,7 +559,7 @@ static void rule_checks(void)
     }
 
     /* --tensor-type: the regex is lower-cased; an empty type is named as missing */
-    struct wp_ftype_model m4 = { "llama", 4, 8, 8, 0, -1 };
+    struct wp_ftype_model m4 = { "llama", 4, 8, 8, 0, -1, 0 };
     static const char *const ffn[] = { "blk.%d.ffn_down.weight", "blk.%d.ffn_up.weight", NULL };
     static const char *const upper[] = { "FFN_DOWN=q8_0", NULL };
     o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_K_M);
@@ -532,7 +594,7 @@ static void rule_checks(void)
 
     /* IQ3_XS with an imatrix, 16 layers, 4 experts (layers from the names):
      * ffn_up/ffn_gate of layers 2..13 IQ3_XXS, the rest IQ3_S; attn_k IQ3_XXS */
-    struct wp_ftype_model m16e = { "llama", 16, 8, 8, 4, -1 };
+    struct wp_ftype_model m16e = { "llama", 16, 8, 8, 4, -1, 0 };
     static const char *const moe[] = { "blk.%d.attn_k.weight", "blk.%d.attn_v.weight",
                                        "blk.%d.ffn_up_exps.weight", "blk.%d.ffn_gate_exps.weight", NULL };
     o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_IQ3_XS);
@@ -548,7 +610,7 @@ static void rule_checks(void)
     wp_ftype_plan_free(p);
 
     /* 16 experts are not 8: attn_v and attn_k keep the usual rules */
-    struct wp_ftype_model m4e16 = { "llama", 4, 8, 8, 16, -1 };
+    struct wp_ftype_model m4e16 = { "llama", 4, 8, 8, 16, -1, 0 };
     static const char *const kv[] = { "blk.%d.attn_k.weight", "blk.%d.attn_v.weight", NULL };
     o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_K_M);
     p = mini(&m4e16, &o, 256, kv, NULL, NULL, err, sizeof err);
@@ -558,7 +620,7 @@ static void rule_checks(void)
     wp_ftype_plan_free(p);
 
     /* attn_kv_b counts as attn_v: Q3_K_M gives the first two Q5_K, then Q4_K */
-    struct wp_ftype_model ds = { "deepseek2", 4, 8, 8, 0, -1 };
+    struct wp_ftype_model ds = { "deepseek2", 4, 8, 8, 0, -1, 0 };
     static const char *const kvb[] = { "blk.%d.attn_kv_b.weight", NULL };
     o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q3_K_M);
     p = mini(&ds, &o, 256, kvb, NULL, NULL, err, sizeof err);
@@ -583,7 +645,7 @@ static void rule_checks(void)
 
     /* MoE layer numbers come from the names and must lie in [0, n_layer) */
     static const char *const bad_layer[] = { "blk.4.ffn_down_exps.weight", NULL };
-    struct wp_ftype_model m4e = { "llama", 4, 8, 8, 4, -1 };
+    struct wp_ftype_model m4e = { "llama", 4, 8, 8, 4, -1, 0 };
     o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_Q4_K_M);
     p = mini(&m4e, &o, 256, NULL, bad_layer, NULL, err, sizeof err);
     CHECK(!p && !strcmp(err, "Bad layer 4 for tensor blk.4.ffn_down_exps.weight. Must be in [0, 4)"),
@@ -622,7 +684,7 @@ static void rule_checks(void)
     wp_ftype_plan_free(p);
 
     /* IQ2_XS (imatrix), 16 layers: ffn_down of layers 0, 1 Q2_K; n_gqa 4: attn_v Q4_K */
-    struct wp_ftype_model g4 = { "llama", 16, 32, 8, 0, -1 };
+    struct wp_ftype_model g4 = { "llama", 16, 32, 8, 0, -1, 0 };
     static const char *const dv[] = { "blk.%d.ffn_down.weight", "blk.%d.attn_v.weight", NULL };
     o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_IQ2_XS);
     o.has_imatrix = 1;
@@ -714,7 +776,7 @@ static void rule_checks(void)
 
     /* the model's keys of its architecture, as llama_model_loader names them */
     {
-        struct wp_ftype_model mk = { "llama", 0, 0, 0, 0, -1 };
+        struct wp_ftype_model mk = { "llama", 0, 0, 0, 0, -1, 0 };
         const int took = wp_ftype_model_take(&mk, "llama.block_count", 32) +
                          wp_ftype_model_take(&mk, "llama.attention.head_count", 32) +
                          wp_ftype_model_take(&mk, "llama.attention.head_count_kv", 8) +
@@ -724,6 +786,17 @@ static void rule_checks(void)
                          wp_ftype_model_take(&mk, "llamax.block_count", 80);
         CHECK(took == 4 && mk.n_layer == 32 && mk.n_head == 32 && mk.n_head_kv == 8 && mk.n_expert == 8,
               "llama's block_count, head counts and expert count taken; another key or architecture not (%d)", took);
+        /* nanbeige's num_loops multiplies the layers, taken before or after block_count; a
+           num_loops of 1, or another architecture's, does not */
+        struct wp_ftype_model nb = { "nanbeige", 0, 0, 0, 0, -1, 0 };
+        const int nbt = wp_ftype_model_take(&nb, "nanbeige.num_loops", 3) + wp_ftype_model_take(&nb, "nanbeige.block_count", 10);
+        struct wp_ftype_model one = { "nanbeige", 10, 0, 0, 0, -1, 1 }, ll = { "llama", 10, 0, 0, 0, -1, 3 },
+                              huge = { "nanbeige", 1u << 31, 0, 0, 0, -1, 4 };
+        CHECK(nbt == 2 && nb.n_loops == 3 && wp_ftype_model_layers(&nb) == 30 && wp_ftype_model_layers(&one) == 10 &&
+                  wp_ftype_model_layers(&ll) == 10 && wp_ftype_model_layers(&huge) == INT32_MAX,
+              "nanbeige.num_loops 3 of 10 layers: %u (1 loop %u, llama %u, 2^31 x 4 held at %u)",
+              wp_ftype_model_layers(&nb), wp_ftype_model_layers(&one), wp_ftype_model_layers(&ll),
+              wp_ftype_model_layers(&huge));
     }
 
     /* IQ2_XS (imatrix), no GQA, 4 experts: attn_v Q4_K (n_expert >= 4) */
@@ -737,7 +810,7 @@ static void rule_checks(void)
     wp_ftype_plan_free(p);
 
     /* IQ2_XS (imatrix), 8 experts: attn_k Q4_K, attn_q stays IQ2_XS, attn_output Q5_K */
-    struct wp_ftype_model m4e8 = { "llama", 4, 8, 8, 8, -1 };
+    struct wp_ftype_model m4e8 = { "llama", 4, 8, 8, 8, -1, 0 };
     p = mini(&m4e8, &o, 256, kvo, NULL, NULL, err, sizeof err);
     got[0] = ty(p, "blk.1.attn_k.weight");
     got[1] = ty(p, "blk.1.attn_q.weight");
@@ -764,7 +837,7 @@ static void rule_checks(void)
 
     /* IQ3_M, 16 layers, 8 experts: ffn_down Q4_K in layers 0, 1 and where
      * use_more_bits (4, 7, 10, 13, 14, 15), IQ3_S elsewhere (3, 12) */
-    struct wp_ftype_model m16e8 = { "llama", 16, 8, 8, 8, -1 };
+    struct wp_ftype_model m16e8 = { "llama", 16, 8, 8, 8, -1, 0 };
     static const char *const dexp[] = { "blk.%d.ffn_down_exps.weight", NULL };
     o = wp_ftype_opts_default(WP_FTYPE_MOSTLY_IQ3_M);
     p = mini(&m16e8, &o, 256, dexp, NULL, NULL, err, sizeof err);
@@ -783,7 +856,7 @@ static void rule_checks(void)
 
     /* Q4_0 and Q5_0 with an imatrix: ffn_down of the first n/8 layers Q4_1, Q5_1 */
     static const char *const down[] = { "blk.%d.ffn_down.weight", NULL };
-    struct wp_ftype_model m16 = { "llama", 16, 8, 8, 0, -1 };
+    struct wp_ftype_model m16 = { "llama", 16, 8, 8, 0, -1, 0 };
     static const struct { int ft, first, rest; } q01[] = {
         { WP_FTYPE_MOSTLY_Q4_0, WP_Q4_1, WP_Q4_0 }, { WP_FTYPE_MOSTLY_Q5_0, WP_Q5_1, WP_Q5_0 },
     };
@@ -997,6 +1070,37 @@ int main(void)
     }
     unlink(sm.path);
     free(sm.t);
+
+    /* architectures whose rules llama-quantize writes apart: nanbeige's 8 layers run twice (its
+       ffn rules count 16), graniteswitch's 7 and its router (8); falcon (its own Q2_K..Q4_K_S
+       ffn_down and attn_qkv rules, one KV head), phi3 (attn_qkv, a fused ffn_up), qwen2 (an
+       80-layer model of it is LLM_TYPE_70B; here 16 layers, GQA 4) */
+    static const struct {
+        const char *label, *arch, *layer;
+        int n_layer, n_head_kv, n_loops, with_output, rms;
+        unsigned ffn_layers;
+    } ar[] = {
+        { "nanbeige(8L,2 loops)", "nanbeige", "ffn_down", 8, 2, 2, 0, 1, 16 },
+        { "graniteswitch(7L)", "graniteswitch", "ffn_down", 7, 2, 0, 0, 1, 8 },
+        { "falcon(16L,kv1)", "falcon", "attn_qkv,attn_output,ffn_up,ffn_down", 16, 1, 0, 1, 0, 16 },
+        { "phi3(8L)", "phi3", "attn_qkv,attn_output,ffn_up,ffn_down", 8, 8, 0, 1, 1, 8 },
+        { "qwen2(16L,gqa4)", "qwen2", "attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up,ffn_down", 16, 2, 0, 1, 1,
+          16 },
+    };
+    for (size_t i = 0; i < sizeof ar / sizeof ar[0]; i++) {
+        struct model sl = { .label = ar[i].label };
+        snprintf(sl.path, sizeof sl.path, "%s/synth-arch-%zu.gguf", tmpdir, i);
+        CHECK(write_arch(sl.path, ar[i].arch, ar[i].n_layer, ar[i].n_head_kv, ar[i].n_loops, ar[i].layer,
+                         ar[i].with_output, ar[i].rms) == 0 &&
+                  load_model(&sl) == 0,
+              "write %s with the gguf API", sl.label);
+        CHECK(wp_ftype_model_layers(&sl.m) == ar[i].ffn_layers, "%s: llama-quantize's ffn rules count %u layers",
+              sl.label, wp_ftype_model_layers(&sl.m));
+        if (sl.n)
+            run_presets(&sl);
+        unlink(sl.path);
+        free(sl.t);
+    }
 
     /* llama-quantize's tensor order: layer numbers as numbers, other names before blk.0 */
     CHECK(wp_ftype_weight_cmp("blk.2.attn_q.weight", "blk.10.attn_k.weight") < 0 &&
