@@ -1300,8 +1300,11 @@ for r in recs:
     # 8 experts, 1 used, 16 tokens: experts 2, 3, 6 and 7 get none; their matrices RTN, said once a tensor
     "$TOOLS/mkllama" "$F32" "$d/moe8.gguf" F32 256,512,1,4,2,512,8,1
     "$BIN/hessian" --model "$d/moe8.gguf" --text "$cal" --ctx 16 --chunks 1 --threads 1 -o "$d/moe8.hess" 2> "$d/h8.err"
-    # one line a weight (it was one an expert: 363 lines for 128 experts, a breaker's find)
-    [ "$(grep -c 'warning' "$d/h8.err")" -eq 3 ]
+    # one line a weight (it was one an expert: 363 lines for 128 experts, a breaker's find); and
+    # one each for the weights and the experts of too few tokens (hessian(1))
+    [ "$(grep -c 'warning' "$d/h8.err")" -eq 5 ]
+    [ "$(grep -c 'received no tokens' "$d/h8.err")" -eq 3 ]
+    [ "$(grep -c 'GPTQ on so few can do worse than RTN' "$d/h8.err")" -eq 2 ]
     grep -qx 'hessian: warning: blk.0.ffn_down_exps.weight: experts 2, 3, 6, 7 (4 of 8) received no tokens; their Hessians are zero' "$d/h8.err"
     "$BIN/ggufcat" "$d/moe8.gguf" | "$BIN/gptq" --ftype Q4_K_M --hessian "$d/moe8.hess" 2> "$d/g8.err" > /dev/null
     [ "$(grep -c "^gptq: warning: $d/moe8.hess: tensor blk.0.ffn_.*_exps.weight: the Hessians of experts 2, 3, 6, 7 (4 of 8) are zero (no calibration token was routed to them): RTN for them\$" "$d/g8.err")" -eq 3 ]

@@ -136,6 +136,28 @@ close() {
     [[ "$output" == *"matched 36"* && "$output" == *"count_diff 0"* && "$output" == *"n_tokens 2048"* ]]
 }
 
+@test "fewer tokens than 4 times a weight's columns: one warning before the passes, with the --chunks that give the widest enough" {
+    # GPTQ on 128 tokens of 64-column matrices did worse than RTN (gptq(1), Calibration tokens);
+    # hessian said nothing
+    local L="$BATS_TEST_TMPDIR" tail="GPTQ on so few can do worse than RTN"
+    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 1 -o "$L/a.hess"
+    [ "$status" -eq 0 ]
+    [ "${stderr_lines[1]}" = "hessian: warning: 128 tokens (1 chunk of 128) are fewer than 4 times the columns of 36 of the 36 weights (the widest: blk.0.ffn_down.weight, 172 columns): $tail; --chunks 6 gives 4 times, or gptq --damp 0.1 (gptq(1): Calibration tokens)" ]
+    # 576 tokens: ffn_down alone (4 x 172 = 688)
+    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 64 --chunks 9 -o "$L/a.hess"
+    [ "$status" -eq 0 ]
+    [ "${stderr_lines[1]}" = "hessian: warning: 576 tokens (9 chunks of 64) are fewer than 4 times the columns of 5 of the 36 weights (the widest: blk.0.ffn_down.weight, 172 columns): $tail; --chunks 11 gives 4 times, or gptq --damp 0.1 (gptq(1): Calibration tokens)" ]
+    # 768 tokens: none
+    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 6 -o "$L/a.hess"
+    [ "$status" -eq 0 ]
+    [[ "$stderr" != *"$tail"* ]]
+    # a text too short for enough chunks says so
+    head -c 700 "$DATA/text/tinystories_sample.txt" > "$L/short.txt"
+    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$L/short.txt" --ctx 16 -o "$L/a.hess"
+    [ "$status" -eq 0 ]
+    [[ "${stderr_lines[1]}" =~ ^"hessian: warning: "[0-9]+" tokens ("[0-9]+" chunks of 16) are fewer than 4 times the columns of 5 of the 36 weights (the widest: blk.0.ffn_down.weight, 172 columns): $tail; $L/short.txt holds "[0-9]+" chunks of 16: a longer text gives more, or gptq --damp 0.1 (gptq(1): Calibration tokens)"$ ]]
+}
+
 @test "live: a mixture of experts (MUL_MAT_ID): one H per expert, each expert's diagonal llama-imatrix's in_sum2 / counts of that expert, several passes the same bytes, gate_exps and up_exps one H (with --share-inputs one record)" {
     # mkllama's Mixtral form of the llama architecture: 4 experts, 2 used, ffn_*_exps {cols, rows, 4}
     need_ref
@@ -152,6 +174,9 @@ close() {
     "$BIN/tsinfo" -a "$L/moe.hess" | awk -F'[=,]' '/^ *expert_tokens=/ { s = 0; for (i = 2; i <= NF; i++) s += $i; print s }' > "$L/sums"
     [ "$(wc -l < "$L/sums")" -eq 6 ]
     [ "$(sort -u "$L/sums")" = 1024 ]
+    # 512 tokens for 256 columns, and 239 to 273 routed to an expert: a warning each
+    grep -qxF "hessian: warning: 512 tokens (4 chunks of 128) are fewer than 4 times the columns of 11 of the 11 weights outside the experts (the widest: blk.0.attn_q.weight, 256 columns): GPTQ on so few can do worse than RTN; --chunks 8 gives 4 times, or gptq --damp 0.1 (gptq(1): Calibration tokens)" "$L/moe.err"
+    grep -qxE "hessian: warning: 24 of the 24 experts' Hessians hold fewer tokens than 4 times their columns \(the fewest: blk\.[01]\.ffn_(gate|down)_exps\.weight expert [0-3], [0-9]+ tokens for (256|512) columns\): GPTQ on so few can do worse than RTN; more chunks route more to each, or gptq --damp 0\.1 \(gptq\(1\): Calibration tokens\)" "$L/moe.err"
     "$LLIMAT" -m "$L/moe.gguf" -f "$CAL" -c 128 --chunks 4 -t 1 --no-ppl --process-output -o "$L/moe.imatrix.gguf" \
         > "$L/imatrix.log" 2>&1 || { tail -5 "$L/imatrix.log" >&2; false; }
     run "$CMP" "$L/moe.imatrix.gguf" "$L/moe.hess" 5e-3
@@ -293,13 +318,14 @@ close() {
     # hessian(1) says to calibrate the unquantized model; a Q8_0 GGUF ran without a word
     local L="$BATS_TEST_TMPDIR"
     "$BIN/ggufcat" "$M32" | "$BIN/gptq" --rtn --ftype Q8_0 2>/dev/null | "$BIN/ggufpack" > "$L/q8.gguf"
-    run --separate-stderr "$H" --threads 1 --model "$L/q8.gguf" --text "$CAL" --ctx 128 --chunks 1 -o "$L/q8.hess"
+    # (6 chunks of 128: 768 tokens, 4 times the widest's 172 columns and more, no warning of few tokens)
+    run --separate-stderr "$H" --threads 1 --model "$L/q8.gguf" --text "$CAL" --ctx 128 --chunks 6 -o "$L/q8.hess"
     [ "$status" -eq 0 ]
     [ "$(echo "$stderr" | grep -c warning)" -eq 1 ]
     echo "$stderr" | grep -qx "hessian: warning: $L/q8.gguf: blk.0.attn_q.weight is Q8_0: these are the Hessians of a quantized model (calibrate the F32/F16/BF16 model you quantize)"
     [ -s "$L/q8.hess" ]
     for m in "$M32" "$MODELS/stories260K-f16.gguf"; do
-        run --separate-stderr "$H" --threads 1 --model "$m" --text "$CAL" --ctx 128 --chunks 1 -o "$L/f.hess"
+        run --separate-stderr "$H" --threads 1 --model "$m" --text "$CAL" --ctx 128 --chunks 6 -o "$L/f.hess"
         [ "$status" -eq 0 ]
         [ "$(echo "$stderr" | grep -c warning)" -eq 0 ]
     done
