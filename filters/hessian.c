@@ -441,13 +441,16 @@ static void few_tokens_dense(const wp_hessplan_weight *p, int n, int n_chunk, in
         return;
     const int64_t need = (WP_FEW_TOKENS * p[widest].cols + n_ctx - 1) / n_ctx;
     char way[160];
+    /* (the chunks as a count, not as hessian's option: lazyweights and make model pass this line on,
+       where the knob is HESSIAN_CHUNKS, and a fresh user looked for their --chunks) */
     if (need <= n_chunk_max)
-        snprintf(way, sizeof way, "--chunks %lld gives %d times", (long long)need, WP_FEW_TOKENS);
-    else
-        snprintf(way, sizeof way, "%s holds %d chunks of %d: a longer text gives more", text_name, n_chunk_max, n_ctx);
+        snprintf(way, sizeof way, "%lld chunks give %d times, and more help further (hessian --chunks, lazyweights' "
+                 "HESSIAN_CHUNKS)", (long long)need, WP_FEW_TOKENS);
+    else   /* (--damp, where no more chunks can be had: it helped most at the fewest tokens) */
+        snprintf(way, sizeof way, "%s holds %d chunks of %d: a longer text gives more, or gptq --damp 0.1", text_name,
+                 n_chunk_max, n_ctx);
     wp_warn("%lld tokens (%d chunk%s of %d) are fewer than %d times the columns of %d of the %d weights%s (the "
-            "widest: %s, %lld columns): GPTQ on so few can do worse than RTN; %s, or gptq --damp 0.1 (gptq(1): "
-            "Calibration tokens)",
+            "widest: %s, %lld columns): GPTQ on so few can do worse than RTN; %s (gptq(1): Calibration tokens)",
             (long long)tokens, n_chunk, n_chunk == 1 ? "" : "s", n_ctx, WP_FEW_TOKENS, few, dense,
             dense < n ? " outside the experts" : "", p[widest].name, (long long)p[widest].cols, way);
 }
@@ -834,7 +837,7 @@ int main(int argc, char **argv)
     if (few.n)   /* (after the records: an expert's tokens are known when its H is written) */
         wp_warn("%lld of the %lld experts' Hessians hold fewer tokens than %d times their columns (the fewest: %s "
                 "expert %lld, %lld token%s for %lld columns): GPTQ on so few can do worse than RTN; more chunks route "
-                "more to each, or gptq --damp 0.1 (gptq(1): Calibration tokens)",
+                "more to each (gptq(1): Calibration tokens)",
                 (long long)few.n, (long long)few.of, WP_FEW_TOKENS, few.name, (long long)few.expert,
                 (long long)few.tokens, few.tokens == 1 ? "" : "s", (long long)few.cols);
     fprintf(stderr, "hessian: %d weights, %d chunk%s x %d tokens in %.1f s", st.n, n_chunk, n_chunk > 1 ? "s" : "",

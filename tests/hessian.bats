@@ -142,11 +142,11 @@ close() {
     local L="$BATS_TEST_TMPDIR" tail="GPTQ on so few can do worse than RTN"
     run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 1 -o "$L/a.hess"
     [ "$status" -eq 0 ]
-    [ "${stderr_lines[1]}" = "hessian: warning: 128 tokens (1 chunk of 128) are fewer than 4 times the columns of 36 of the 36 weights (the widest: blk.0.ffn_down.weight, 172 columns): $tail; --chunks 6 gives 4 times, or gptq --damp 0.1 (gptq(1): Calibration tokens)" ]
+    [ "${stderr_lines[1]}" = "hessian: warning: 128 tokens (1 chunk of 128) are fewer than 4 times the columns of 36 of the 36 weights (the widest: blk.0.ffn_down.weight, 172 columns): $tail; 6 chunks give 4 times, and more help further (hessian --chunks, lazyweights' HESSIAN_CHUNKS) (gptq(1): Calibration tokens)" ]
     # 576 tokens: ffn_down alone (4 x 172 = 688)
     run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 64 --chunks 9 -o "$L/a.hess"
     [ "$status" -eq 0 ]
-    [ "${stderr_lines[1]}" = "hessian: warning: 576 tokens (9 chunks of 64) are fewer than 4 times the columns of 5 of the 36 weights (the widest: blk.0.ffn_down.weight, 172 columns): $tail; --chunks 11 gives 4 times, or gptq --damp 0.1 (gptq(1): Calibration tokens)" ]
+    [ "${stderr_lines[1]}" = "hessian: warning: 576 tokens (9 chunks of 64) are fewer than 4 times the columns of 5 of the 36 weights (the widest: blk.0.ffn_down.weight, 172 columns): $tail; 11 chunks give 4 times, and more help further (hessian --chunks, lazyweights' HESSIAN_CHUNKS) (gptq(1): Calibration tokens)" ]
     # 768 tokens: none
     run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 6 -o "$L/a.hess"
     [ "$status" -eq 0 ]
@@ -175,8 +175,8 @@ close() {
     [ "$(wc -l < "$L/sums")" -eq 6 ]
     [ "$(sort -u "$L/sums")" = 1024 ]
     # 512 tokens for 256 columns, and 239 to 273 routed to an expert: a warning each
-    grep -qxF "hessian: warning: 512 tokens (4 chunks of 128) are fewer than 4 times the columns of 11 of the 11 weights outside the experts (the widest: blk.0.attn_q.weight, 256 columns): GPTQ on so few can do worse than RTN; --chunks 8 gives 4 times, or gptq --damp 0.1 (gptq(1): Calibration tokens)" "$L/moe.err"
-    grep -qxE "hessian: warning: 24 of the 24 experts' Hessians hold fewer tokens than 4 times their columns \(the fewest: blk\.[01]\.ffn_(gate|down)_exps\.weight expert [0-3], [0-9]+ tokens for (256|512) columns\): GPTQ on so few can do worse than RTN; more chunks route more to each, or gptq --damp 0\.1 \(gptq\(1\): Calibration tokens\)" "$L/moe.err"
+    grep -qxF "hessian: warning: 512 tokens (4 chunks of 128) are fewer than 4 times the columns of 11 of the 11 weights outside the experts (the widest: blk.0.attn_q.weight, 256 columns): GPTQ on so few can do worse than RTN; 8 chunks give 4 times, and more help further (hessian --chunks, lazyweights' HESSIAN_CHUNKS) (gptq(1): Calibration tokens)" "$L/moe.err"
+    grep -qxE "hessian: warning: 24 of the 24 experts' Hessians hold fewer tokens than 4 times their columns \(the fewest: blk\.[01]\.ffn_(gate|down)_exps\.weight expert [0-3], [0-9]+ tokens for (256|512) columns\): GPTQ on so few can do worse than RTN; more chunks route more to each \(gptq\(1\): Calibration tokens\)" "$L/moe.err"
     "$LLIMAT" -m "$L/moe.gguf" -f "$CAL" -c 128 --chunks 4 -t 1 --no-ppl --process-output -o "$L/moe.imatrix.gguf" \
         > "$L/imatrix.log" 2>&1 || { tail -5 "$L/imatrix.log" >&2; false; }
     run "$CMP" "$L/moe.imatrix.gguf" "$L/moe.hess" 5e-3
