@@ -418,17 +418,25 @@ static uint64_t machine_memory(void)
  * did worse than RTN in 10, 8192 in none (gptq(1), Calibration tokens). */
 #define WP_FEW_TOKENS 4
 
+/* The smallest block of a ggml type gptq writes (Q4_0 ... Q8_0, IQ4_NL: 32;
+ * the K-quants and IQ4_XS: 256): rows no multiple of it stay unquantized. */
+#define WP_QK_MIN 32
+
 /* One warning, before the passes, for the weights (one H each, not experts)
  * whose n_chunk x n_ctx tokens are fewer than WP_FEW_TOKENS times their
- * columns, with the --chunks that would give the widest enough (or, past
- * the text's n_chunk_max, a longer text). */
+ * columns, with the chunks that would give the widest enough (or, past the
+ * text's n_chunk_max, a longer text). A weight whose rows no block type
+ * divides (WP_QK_MIN) stays F16 or F32 in every ftype: GPTQ never reads its
+ * H, and it is left out (stories260K's 172-column ffn_down was named the
+ * widest: a re-tester's find). */
 static void few_tokens_dense(const wp_hessplan_weight *p, int n, int n_chunk, int n_ctx, int n_chunk_max,
-                             const char *text_name)
+                             int n_text, const char *text_name)
 {
     const int64_t tokens = (int64_t)n_chunk * n_ctx;
-    int few = 0, dense = 0, widest = -1;
+    int few = 0, dense = 0, widest = -1, experts = 0;
     for (int i = 0; i < n; i++) {
-        if (p[i].n_expert > 1)
+        experts |= p[i].n_expert > 1;
+        if (p[i].n_expert > 1 || p[i].cols % WP_QK_MIN)
             continue;
         dense++;
         if (tokens < WP_FEW_TOKENS * p[i].cols) {
@@ -446,34 +454,39 @@ static void few_tokens_dense(const wp_hessplan_weight *p, int n, int n_chunk, in
     if (need <= n_chunk_max)
         snprintf(way, sizeof way, "%lld chunks give %d times, and more help further (hessian --chunks, lazyweights' "
                  "HESSIAN_CHUNKS)", (long long)need, WP_FEW_TOKENS);
-    else   /* (--damp, where no more chunks can be had: it helped most at the fewest tokens) */
-        snprintf(way, sizeof way, "%s holds %d chunks of %d: a longer text gives more, or gptq --damp 0.1", text_name,
-                 n_chunk_max, n_ctx);
-    wp_warn("%lld tokens (%d chunk%s of %d) are fewer than %d times the columns of %d of the %d weights%s (the "
-            "widest: %s, %lld columns): GPTQ on so few can do worse than RTN; %s (gptq(1): Calibration tokens)",
+    else   /* (a shorter --ctx uses the text's last partial chunk too; "holds 1 chunks" was said, and gptq
+              --damp, which lazyweights cannot pass: a re-tester's finds) */
+        snprintf(way, sizeof way, "%s holds %d tokens: a longer text gives more%s", text_name, n_text,
+                 n_text >= WP_FEW_TOKENS * p[widest].cols ? ", a shorter --ctx more of these" : "");
+    wp_warn("%lld tokens (%d chunk%s of %d) are fewer than %d times the columns of %d of the %d weights to quantize "
+            "(%sthe widest: %s, %lld columns): GPTQ on so few can do worse than RTN; %s (gptq(1): Calibration tokens)",
             (long long)tokens, n_chunk, n_chunk == 1 ? "" : "s", n_ctx, WP_FEW_TOKENS, few, dense,
-            dense < n ? " outside the experts" : "", p[widest].name, (long long)p[widest].cols, way);
+            experts ? "experts aside; " : "", p[widest].name, (long long)p[widest].cols, way);
 }
 
-/* The experts whose Hessians hold fewer than WP_FEW_TOKENS times their
- * columns' tokens (and more than none, which have their own warning),
- * counted over the run for one warning, with the one of fewest. */
+/* The experts' matrices whose Hessians hold fewer than WP_FEW_TOKENS times
+ * their columns' tokens (and more than none, which have their own
+ * warning), counted a weight each (m weights share a record with
+ * --share-inputs: the count is the same with and without it) over the run
+ * for one warning, with the one of fewest tokens a column. */
 struct few_experts {
     int64_t n, of, expert, tokens, cols;
     char name[GGML_MAX_NAME];
 };
 
-static void few_experts_add(struct few_experts *f, const char *name, int64_t expert, int64_t tokens, int64_t cols)
+static void few_experts_add(struct few_experts *f, const char *name, int64_t expert, int64_t tokens, int64_t cols,
+                            int m)
 {
-    f->of++;
-    if (tokens == 0 || tokens >= WP_FEW_TOKENS * cols)
+    f->of += m;
+    if (tokens == 0 || tokens >= WP_FEW_TOKENS * cols || cols % WP_QK_MIN)
         return;
-    if (!f->n++ || tokens < f->tokens) {
+    if (!f->n || (double)tokens / (double)cols < (double)f->tokens / (double)f->cols) {
         snprintf(f->name, sizeof f->name, "%s", name);
         f->expert = expert;
         f->tokens = tokens;
         f->cols = cols;
     }
+    f->n += m;
 }
 
 int main(int argc, char **argv)
@@ -701,7 +714,7 @@ int main(int argc, char **argv)
                     n_chunk > 1 ? "s" : "", n_ctx, st.n, n_rec, n_rec > 1 ? "s" : "", written / 1048576.0,
                     held / 1048576.0, n_pass, n_pass > 1 ? "es" : "", max_mem / 1048576.0,
                     default_mem ? " (the default --max-memory)" : "");
-            few_tokens_dense(st.p, st.n, n_chunk, n_ctx, n_chunk_max, text_name);
+            few_tokens_dense(st.p, st.n, n_chunk, n_ctx, n_chunk_max, n_tokens, text_name);
         }
         if (pass >= 0) {
             st.stop_at = -1;
@@ -801,9 +814,12 @@ int main(int argc, char **argv)
                 unsigned char *none = calloc((size_t)n_expert, 1);
                 if (!none)
                     wp_die("%s: out of memory", model_path);
+                int m = 0;   /* the weights this record stands for */
+                for (int k = i; k < st.n; k++)
+                    m += k == i || (share && st.p[k].lead == i);
                 for (int64_t ex = 0; ex < n_expert; ex++) {
                     none[ex] = h->tokens[ex] == 0;
-                    few_experts_add(&few, pw->name, ex, h->tokens[ex], c);
+                    few_experts_add(&few, pw->name, ex, h->tokens[ex], c, m);
                 }
                 char list[160];
                 if (wp_hessian_expert_list(none, n_expert, list, sizeof list) > 1)
@@ -834,12 +850,16 @@ int main(int argc, char **argv)
             }
         }
     }
-    if (few.n)   /* (after the records: an expert's tokens are known when its H is written) */
-        wp_warn("%lld of the %lld experts' Hessians hold fewer tokens than %d times their columns (the fewest: %s "
-                "expert %lld, %lld token%s for %lld columns): GPTQ on so few can do worse than RTN; more chunks route "
-                "more to each (gptq(1): Calibration tokens)",
+    if (few.n) {   /* (after the records: an expert's tokens are known when its H is written) */
+        /* the routed tokens grow with the chunks: about this many give the worst 4 times (the
+           line said "more chunks" alone: a re-tester's find) */
+        const double want = ceil((double)n_chunk * WP_FEW_TOKENS * (double)few.cols / (double)few.tokens);
+        wp_warn("%lld of the %lld experts' matrices have Hessians of fewer tokens than %d times their columns (the "
+                "fewest a column: %s expert %lld, %lld token%s for %lld columns): GPTQ on so few can do worse than "
+                "RTN; about %.0f chunks give it %d times (gptq(1): Calibration tokens)",
                 (long long)few.n, (long long)few.of, WP_FEW_TOKENS, few.name, (long long)few.expert,
-                (long long)few.tokens, few.tokens == 1 ? "" : "s", (long long)few.cols);
+                (long long)few.tokens, few.tokens == 1 ? "" : "s", (long long)few.cols, want, WP_FEW_TOKENS);
+    }
     fprintf(stderr, "hessian: %d weights, %d chunk%s x %d tokens in %.1f s", st.n, n_chunk, n_chunk > 1 ? "s" : "",
             n_ctx, now_s() - t_start);
     if (n_pass > 1 && st.in_order && one_backend && st.graphs > 0 && graph_nodes > 0)

@@ -30,8 +30,9 @@ static inline int wp_text_like(const uint8_t *b, size_t n)
 /* What the n bytes at h (a file's first, at least 6 for xz) say the file is
  * when it is a compressed file or an archive, with the way on, for a
  * reader's "not a GGUF file (...)": a gzip, xz, bzip2 or lz4 file
- * ("a gzip file: gunzip it first") or a zip archive, as PyTorch saves a
- * .bin; NULL for any other. zstd frames are zframe.h's (wp_zframe_magic).
+ * ("a gzip file: gunzip it first") or a zip archive (unzip it; a PyTorch
+ * .bin is one, to convert; a zipped GGUF or bundle was told to convert: a
+ * re-tester's find); NULL for any other. zstd frames are zframe.h's (wp_zframe_magic).
  * Magics: gzip 1f 8b (RFC 1952), xz fd 37 7a 58 5a 00 (the .xz format),
  * bzip2 "BZh" and a block size digit, lz4 04 22 4d 18 (its frame format),
  * zip "PK" 03 04 (a local file header). */
@@ -47,7 +48,7 @@ static inline const char *wp_foreign_kind(const uint8_t *h, size_t n)
     if (n >= 4 && !memcmp(h, lz4, 4))
         return "an lz4 file: lz4 -d it first";
     if (n >= 4 && !memcmp(h, "PK\3\4", 4))
-        return "a zip archive, as PyTorch saves a .bin: convert it to safetensors or GGUF first";
+        return "a zip archive: unzip it, or if it is a PyTorch .bin, convert that to safetensors or GGUF";
     return NULL;
 }
 

@@ -386,13 +386,13 @@ stories260K-bf16-p16.report" ]
     printf 'PK\003\004%0100d' 0 > "$T/pytorch_model.bin"
     run "$ROOT/pipelines/unweight" "$T/pytorch_model.bin" "$T/new/out"
     [ "$status" -eq 1 ]
-    [ "$output" = "ggufcat: $T/pytorch_model.bin: not a GGUF file (a zip archive, as PyTorch saves a .bin: convert it to safetensors or GGUF first)" ]
+    [ "$output" = "ggufcat: $T/pytorch_model.bin: not a GGUF file (a zip archive: unzip it, or if it is a PyTorch .bin, convert that to safetensors or GGUF)" ]
     [ ! -e "$T/new" ]
     # an OUTDIR that was there is kept, with nothing left in it
     mkdir "$T/had"
     run "$ROOT/pipelines/unweight" "$T/pytorch_model.bin" "$T/had"
     [ "$status" -eq 1 ]
-    [ "$output" = "ggufcat: $T/pytorch_model.bin: not a GGUF file (a zip archive, as PyTorch saves a .bin: convert it to safetensors or GGUF first)" ]
+    [ "$output" = "ggufcat: $T/pytorch_model.bin: not a GGUF file (a zip archive: unzip it, or if it is a PyTorch .bin, convert that to safetensors or GGUF)" ]
     [ -d "$T/had" ]
     [ -z "$(ls -A "$T/had")" ]
     # a gzip'd GGUF is named (it was "bad magic", where hessian names one: a breaker's find)

@@ -45,7 +45,7 @@ setup() {
             *.xz) kind="an xz file: xz -d it first" ;;
             *.bz2) kind="a bzip2 file: bunzip2 it first" ;;
             *.lz4) kind="an lz4 file: lz4 -d it first" ;;
-            *) kind="a zip archive, as PyTorch saves a .bin: convert it to safetensors or GGUF first" ;;
+            *) kind="a zip archive: unzip it, or if it is a PyTorch .bin, convert that to safetensors or GGUF" ;;
         esac
         run "$BIN/ggufcat" "$T/$f"
         [ "$status" -eq 1 ]

@@ -136,26 +136,32 @@ close() {
     [[ "$output" == *"matched 36"* && "$output" == *"count_diff 0"* && "$output" == *"n_tokens 2048"* ]]
 }
 
-@test "fewer tokens than 4 times a weight's columns: one warning before the passes, with the --chunks that give the widest enough" {
+@test "fewer tokens than 4 times a weight's columns: one warning before the passes, with the chunks that give the widest enough" {
     # GPTQ on 128 tokens of 64-column matrices did worse than RTN (gptq(1), Calibration tokens);
-    # hessian said nothing
-    local L="$BATS_TEST_TMPDIR" tail="GPTQ on so few can do worse than RTN"
+    # hessian said nothing. ffn_down's 172 columns, which no block type divides, stay F16: not
+    # counted (they were named the widest: a re-tester's find)
+    local L="$BATS_TEST_TMPDIR" tail="GPTQ on so few can do worse than RTN" knobs="(hessian --chunks, lazyweights' HESSIAN_CHUNKS) (gptq(1): Calibration tokens)"
     run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 1 -o "$L/a.hess"
     [ "$status" -eq 0 ]
-    [ "${stderr_lines[1]}" = "hessian: warning: 128 tokens (1 chunk of 128) are fewer than 4 times the columns of 36 of the 36 weights (the widest: blk.0.ffn_down.weight, 172 columns): $tail; 6 chunks give 4 times, and more help further (hessian --chunks, lazyweights' HESSIAN_CHUNKS) (gptq(1): Calibration tokens)" ]
-    # 576 tokens: ffn_down alone (4 x 172 = 688)
-    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 64 --chunks 9 -o "$L/a.hess"
+    [ "${stderr_lines[1]}" = "hessian: warning: 128 tokens (1 chunk of 128) are fewer than 4 times the columns of 31 of the 31 weights to quantize (the widest: blk.0.attn_q.weight, 64 columns): $tail; 2 chunks give 4 times, and more help further $knobs" ]
+    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 16 --chunks 9 -o "$L/a.hess"
     [ "$status" -eq 0 ]
-    [ "${stderr_lines[1]}" = "hessian: warning: 576 tokens (9 chunks of 64) are fewer than 4 times the columns of 5 of the 36 weights (the widest: blk.0.ffn_down.weight, 172 columns): $tail; 11 chunks give 4 times, and more help further (hessian --chunks, lazyweights' HESSIAN_CHUNKS) (gptq(1): Calibration tokens)" ]
-    # 768 tokens: none
-    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 6 -o "$L/a.hess"
+    [ "${stderr_lines[1]}" = "hessian: warning: 144 tokens (9 chunks of 16) are fewer than 4 times the columns of 31 of the 31 weights to quantize (the widest: blk.0.attn_q.weight, 64 columns): $tail; 16 chunks give 4 times, and more help further $knobs" ]
+    # 256 tokens: none
+    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$CAL" --ctx 128 --chunks 2 -o "$L/a.hess"
     [ "$status" -eq 0 ]
     [[ "$stderr" != *"$tail"* ]]
-    # a text too short for enough chunks says so
-    head -c 700 "$DATA/text/tinystories_sample.txt" > "$L/short.txt"
-    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$L/short.txt" --ctx 16 -o "$L/a.hess"
+    # a text too short for enough chunks says how many tokens it holds (it said "holds 1 chunks", and
+    # gptq --damp, which lazyweights cannot pass: a re-tester's finds), and a shorter --ctx where
+    # the text holds enough
+    head -c 300 "$DATA/text/tinystories_sample.txt" > "$L/short.txt"
+    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$L/short.txt" --ctx 64 -o "$L/a.hess"
     [ "$status" -eq 0 ]
-    [[ "${stderr_lines[1]}" =~ ^"hessian: warning: "[0-9]+" tokens ("[0-9]+" chunks of 16) are fewer than 4 times the columns of 5 of the 36 weights (the widest: blk.0.ffn_down.weight, 172 columns): $tail; $L/short.txt holds "[0-9]+" chunks of 16: a longer text gives more, or gptq --damp 0.1 (gptq(1): Calibration tokens)"$ ]]
+    [ "${stderr_lines[1]}" = "hessian: warning: 128 tokens (2 chunks of 64) are fewer than 4 times the columns of 31 of the 31 weights to quantize (the widest: blk.0.attn_q.weight, 64 columns): $tail; $L/short.txt holds 149 tokens: a longer text gives more (gptq(1): Calibration tokens)" ]
+    head -c 700 "$DATA/text/tinystories_sample.txt" > "$L/short.txt"
+    run --separate-stderr "$H" --threads 1 --model "$M32" --text "$L/short.txt" --ctx 200 -o "$L/a.hess"
+    [ "$status" -eq 0 ]
+    [ "${stderr_lines[1]}" = "hessian: warning: 200 tokens (1 chunk of 200) are fewer than 4 times the columns of 31 of the 31 weights to quantize (the widest: blk.0.attn_q.weight, 64 columns): $tail; $L/short.txt holds 355 tokens: a longer text gives more, a shorter --ctx more of these (gptq(1): Calibration tokens)" ]
 }
 
 @test "live: a mixture of experts (MUL_MAT_ID): one H per expert, each expert's diagonal llama-imatrix's in_sum2 / counts of that expert, several passes the same bytes, gate_exps and up_exps one H (with --share-inputs one record)" {
@@ -175,8 +181,8 @@ close() {
     [ "$(wc -l < "$L/sums")" -eq 6 ]
     [ "$(sort -u "$L/sums")" = 1024 ]
     # 512 tokens for 256 columns, and 239 to 273 routed to an expert: a warning each
-    grep -qxF "hessian: warning: 512 tokens (4 chunks of 128) are fewer than 4 times the columns of 11 of the 11 weights outside the experts (the widest: blk.0.attn_q.weight, 256 columns): GPTQ on so few can do worse than RTN; 8 chunks give 4 times, and more help further (hessian --chunks, lazyweights' HESSIAN_CHUNKS) (gptq(1): Calibration tokens)" "$L/moe.err"
-    grep -qxE "hessian: warning: 24 of the 24 experts' Hessians hold fewer tokens than 4 times their columns \(the fewest: blk\.[01]\.ffn_(gate|down)_exps\.weight expert [0-3], [0-9]+ tokens for (256|512) columns\): GPTQ on so few can do worse than RTN; more chunks route more to each \(gptq\(1\): Calibration tokens\)" "$L/moe.err"
+    grep -qxF "hessian: warning: 512 tokens (4 chunks of 128) are fewer than 4 times the columns of 11 of the 11 weights to quantize (experts aside; the widest: blk.0.attn_q.weight, 256 columns): GPTQ on so few can do worse than RTN; 8 chunks give 4 times, and more help further (hessian --chunks, lazyweights' HESSIAN_CHUNKS) (gptq(1): Calibration tokens)" "$L/moe.err"
+    grep -qxE "hessian: warning: 24 of the 24 experts' matrices have Hessians of fewer tokens than 4 times their columns \\(the fewest a column: blk\\.[01]\\.ffn_down_exps\\.weight expert [0-3], [0-9]+ tokens for 512 columns\\): GPTQ on so few can do worse than RTN; about [0-9]+ chunks give it 4 times \\(gptq\\(1\\): Calibration tokens\\)" "$L/moe.err"
     "$LLIMAT" -m "$L/moe.gguf" -f "$CAL" -c 128 --chunks 4 -t 1 --no-ppl --process-output -o "$L/moe.imatrix.gguf" \
         > "$L/imatrix.log" 2>&1 || { tail -5 "$L/imatrix.log" >&2; false; }
     run "$CMP" "$L/moe.imatrix.gguf" "$L/moe.hess" 5e-3

@@ -213,7 +213,7 @@ bad() {
     printf '{"a": [1, 2, 3], "b": "c"}\n' > "$T/c.json"
     bad "^safetensorscat: $T/c.json: not a safetensors file \(a JSON file\)$" "$T/c.json"
     { printf 'PK\003\004'; head -c 100 /dev/zero; } > "$T/pytorch_model.bin"
-    bad "^safetensorscat: $T/pytorch_model.bin: not a safetensors file \(a zip archive, as PyTorch saves a .bin: convert it to safetensors or GGUF first\)$" "$T/pytorch_model.bin"
+    bad "^safetensorscat: $T/pytorch_model.bin: not a safetensors file \(a zip archive: unzip it, or if it is a PyTorch .bin, convert that to safetensors or GGUF\)$" "$T/pytorch_model.bin"
     bad "^safetensorscat: $DATA/text/groups_merged.txt: not a safetensors file \(a text file\)$" "$DATA/text/groups_merged.txt"
     bad "^safetensorscat: $MODELS/stories260K.bin: not a safetensors file \(no header length, then a JSON header, at its start\)$" "$MODELS/stories260K.bin"
 }
