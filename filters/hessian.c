@@ -418,15 +418,20 @@ static uint64_t machine_memory(void)
  * did worse than RTN in 10, 8192 in none (gptq(1), Calibration tokens). */
 #define WP_FEW_TOKENS 4
 
-/* The smallest block of a ggml type gptq writes (Q4_0 ... Q8_0, IQ4_NL: 32;
- * the K-quants and IQ4_XS: 256): rows no multiple of it stay unquantized. */
-#define WP_QK_MIN 32
+/* Whether a weight of cols columns is one GPTQ can quantize: a multiple of
+ * the smallest block of the types gptq writes (Q4_0's, as Q5_0, Q8_0 and
+ * IQ4_NL's; the K-quants' and IQ4_XS's are larger); any other row stays F16
+ * or F32 in every ftype. */
+static int quantizable(int64_t cols)
+{
+    return cols % wp_ggml_blck_size(WP_Q4_0) == 0;
+}
 
 /* One warning, before the passes, for the weights (one H each, not experts)
  * whose n_chunk x n_ctx tokens are fewer than WP_FEW_TOKENS times their
  * columns, with the chunks that would give the widest enough (or, past the
  * text's n_chunk_max, a longer text). A weight whose rows no block type
- * divides (WP_QK_MIN) stays F16 or F32 in every ftype: GPTQ never reads its
+ * divides (quantizable) stays F16 or F32 in every ftype: GPTQ never reads its
  * H, and it is left out (stories260K's 172-column ffn_down was named the
  * widest: a re-tester's find). */
 static void few_tokens_dense(const wp_hessplan_weight *p, int n, int n_chunk, int n_ctx, int n_chunk_max,
@@ -436,7 +441,7 @@ static void few_tokens_dense(const wp_hessplan_weight *p, int n, int n_chunk, in
     int few = 0, dense = 0, widest = -1, experts = 0;
     for (int i = 0; i < n; i++) {
         experts |= p[i].n_expert > 1;
-        if (p[i].n_expert > 1 || p[i].cols % WP_QK_MIN)
+        if (p[i].n_expert > 1 || !quantizable(p[i].cols))
             continue;
         dense++;
         if (tokens < WP_FEW_TOKENS * p[i].cols) {
@@ -478,7 +483,7 @@ static void few_experts_add(struct few_experts *f, const char *name, int64_t exp
                             int m)
 {
     f->of += m;
-    if (tokens == 0 || tokens >= WP_FEW_TOKENS * cols || cols % WP_QK_MIN)
+    if (tokens == 0 || tokens >= WP_FEW_TOKENS * cols || !quantizable(cols))
         return;
     if (!f->n || (double)tokens / (double)cols < (double)f->tokens / (double)f->cols) {
         snprintf(f->name, sizeof f->name, "%s", name);
@@ -814,12 +819,9 @@ int main(int argc, char **argv)
                 unsigned char *none = calloc((size_t)n_expert, 1);
                 if (!none)
                     wp_die("%s: out of memory", model_path);
-                int m = 0;   /* the weights this record stands for */
-                for (int k = i; k < st.n; k++)
-                    m += k == i || (share && st.p[k].lead == i);
-                for (int64_t ex = 0; ex < n_expert; ex++) {
+                for (int64_t ex = 0; ex < n_expert; ex++) {   /* (n_share: the weights a shared record stands for) */
                     none[ex] = h->tokens[ex] == 0;
-                    few_experts_add(&few, pw->name, ex, h->tokens[ex], c, m);
+                    few_experts_add(&few, pw->name, ex, h->tokens[ex], c, n_share ? (int)n_share : 1);
                 }
                 char list[160];
                 if (wp_hessian_expert_list(none, n_expert, list, sizeof list) > 1)
